@@ -1,0 +1,214 @@
+//! The command line: the clap definition (its doc comments are the help), the
+//! shim for the original Go tool's option spellings, and the run that maps an
+//! outcome to an exit status.
+
+mod hash;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, IsTerminal, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
+
+use crate::input::plain_message;
+use crate::tree::{Algorithm, TreeParams};
+
+/// Exit status: every input hashed (or verified).
+pub const EXIT_OK: u8 = 0;
+/// Exit status: some input failed (unreadable, changed, mismatched) or output failed.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status: bad usage; nothing was done. (clap uses the same.)
+pub const EXIT_USAGE: u8 = 2;
+
+const EXAMPLES: &str = "\
+Examples:
+  bt2sum FILE                  checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
+  cat FILE | bt2sum            the same checksum, from a pipe
+  bt2sum -a blake2s -t 10m F   BLAKE2s with 10 MiB leaves
+  bt2sum FILE... > SUMS        checksum list
+  bt2sum -c SUMS               verify it";
+
+/// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
+/// used by s3git).
+#[derive(Parser, Debug)]
+#[command(
+    name = "bt2sum",
+    version,
+    args_override_self = true,
+    after_help = EXAMPLES
+)]
+pub struct Args {
+    /// Files to hash, or with --check the checksum lists to verify; none, or
+    /// `-`, means standard input
+    #[arg(value_name = "FILE")]
+    pub files: Vec<OsString>,
+
+    /// Hash algorithm
+    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Blake2b)]
+    pub algorithm: AlgorithmArg,
+
+    /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
+    /// the maximum
+    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
+    pub size: usize,
+
+    /// Leaf size: digits with an optional k, m or g (x1024, x1048576,
+    /// x1073741824; either case), 1 byte to 4294967295 bytes (4g - 1)
+    #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
+          value_parser = parse_leaf_size)]
+    pub leaf_size: u64,
+
+    /// Worker threads, 1 to 1024 [default: the number of processors]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub cpus: Option<u16>,
+
+    /// Read checksum lists from the FILEs (or standard input) and verify them
+    #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
+    pub check: bool,
+
+    /// Print GNU-style `HEX  NAME` lines instead of tagged ones
+    #[arg(long)]
+    pub untagged: bool,
+}
+
+/// The algorithms, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    Blake2b,
+    Blake2s,
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(arg: AlgorithmArg) -> Self {
+        match arg {
+            AlgorithmArg::Blake2b => Algorithm::Blake2b,
+            AlgorithmArg::Blake2s => Algorithm::Blake2s,
+        }
+    }
+}
+
+/// Parses a leaf size: digits with an optional `k`, `m` or `g` suffix.
+pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
+    let allowed = "expected digits with an optional k, m or g suffix, \
+                   from 1 byte to 4294967295 bytes (4g - 1)";
+    let (digits, unit) = match text.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&text[..text.len() - 1], 1u64 << 10),
+        Some(b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(allowed.to_string());
+    }
+    let size = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n));
+    size.ok_or_else(|| allowed.to_string())
+}
+
+/// Rewrites the original Go tool's spellings that clap does not take:
+/// `-cpus N`, `-cpus=N` and `-help`, and Go's double-dash forms of the
+/// one-letter flags (`--a`, `--s`, `--t`, with or without `=`). Nothing after
+/// `--` is touched. (`-a=blake2s`, `-s=40`, `-t=10m` clap takes as they are.)
+pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut after_dashes = false;
+    args.into_iter()
+        .map(|arg| {
+            if after_dashes {
+                return arg;
+            }
+            if arg == "--" {
+                after_dashes = true;
+                return arg;
+            }
+            let bytes = arg.as_bytes();
+            for (go, ours) in [
+                ("-cpus", "--cpus"),
+                ("-help", "--help"),
+                ("--a", "--algorithm"),
+                ("--s", "--size"),
+                ("--t", "--tree"),
+            ] {
+                if let Some(rest) = bytes.strip_prefix(go.as_bytes())
+                    && (rest.is_empty() || rest[0] == b'=')
+                {
+                    let mut rewritten = ours.as_bytes().to_vec();
+                    rewritten.extend_from_slice(rest);
+                    return OsString::from_vec(rewritten);
+                }
+            }
+            arg
+        })
+        .collect()
+}
+
+/// Everything a run needs, validated.
+pub struct Plan {
+    pub tree: TreeParams,
+    pub args: Args,
+}
+
+impl Args {
+    /// Checks what clap cannot check alone; exits with status 2 on a bad
+    /// combination, like clap does.
+    pub fn plan(self) -> Plan {
+        let algorithm = Algorithm::from(self.algorithm);
+        let size = match self.size {
+            0 => algorithm.max_digest_size(),
+            size => size,
+        };
+        match TreeParams::new(algorithm, size, self.leaf_size) {
+            Ok(tree) => Plan { tree, args: self },
+            Err(error) => Args::command()
+                .error(ErrorKind::ValueValidation, error)
+                .exit(),
+        }
+    }
+}
+
+/// The whole program: parse, build the pool, run, and give the exit status.
+pub fn main() -> ExitCode {
+    let args = Args::parse_from(go_spellings(std::env::args_os()));
+    let plan = args.plan();
+    let threads = plan.args.cpus.map_or(0, usize::from);
+    if let Err(error) = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+    {
+        eprintln!("bt2sum: cannot start worker threads: {error}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+    let stdout = io::stdout().lock();
+    // Line by line to a terminal; in big writes to a pipe or a file.
+    let status = if stdout.is_terminal() {
+        hash::run(&plan, stdout)
+    } else {
+        hash::run(&plan, io::BufWriter::with_capacity(64 << 10, stdout))
+    };
+    ExitCode::from(status)
+}
+
+/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as raw bytes.
+pub fn report(name: &OsStr, message: &str) {
+    let mut line = b"bt2sum: ".to_vec();
+    line.extend_from_slice(name.as_bytes());
+    line.extend_from_slice(b": ");
+    line.extend_from_slice(message.as_bytes());
+    line.push(b'\n');
+    let _ = io::stderr().write_all(&line);
+}
+
+/// What a failed write to standard output means for the run: a closed pipe
+/// (`| head -1`) ends it quietly and successfully; anything else is an error.
+pub fn output_failed(error: &io::Error) -> u8 {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        EXIT_OK
+    } else {
+        eprintln!("bt2sum: write error: {}", plain_message(error));
+        EXIT_FAILURE
+    }
+}

@@ -1,0 +1,193 @@
+//! Survives a mapped file shrinking while it is hashed.
+//!
+//! Touching a page of a file mapping that lies past the file's end raises
+//! SIGBUS, which would kill the process. Reading the file instead of mapping
+//! it avoids the question but costs a copy of every byte; mapping is what lets
+//! bt2sum hash at the SIMD crates' speed. So the mapped windows are registered
+//! here, and a SIGBUS handler that finds the faulting address inside one maps
+//! a zero page over the faulting page (so the access completes), marks the
+//! window as faulted and returns. The caller then discards that window's
+//! result and reports the file as changed; no digest computed over the zeroes
+//! is ever printed. A fault anywhere else is chained to the handler that was
+//! installed before ours, or ends the process as SIGBUS would have.
+//!
+//! The handler is async-signal-safe: it reads atomics and a value written
+//! before it was installed, and calls only `mmap`, `sigaction` and `raise`,
+//! which are plain system calls.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// How many windows can be registered at once. Each hashing thread maps at
+/// most a few windows; a caller that finds no free slot reads instead.
+const SLOTS: usize = 512;
+
+/// One registered window: `[start, end)`, or free when `start` is 0.
+struct Slot {
+    claimed: AtomicBool,
+    start: AtomicUsize,
+    end: AtomicUsize,
+    faulted: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE_SLOT: Slot = Slot {
+    claimed: AtomicBool::new(false),
+    start: AtomicUsize::new(0),
+    end: AtomicUsize::new(0),
+    faulted: AtomicBool::new(false),
+};
+
+static REGISTRY: [Slot; SLOTS] = [FREE_SLOT; SLOTS];
+
+/// The SIGBUS disposition before ours, and the page size; set once, before
+/// the handler is installed.
+struct Installed {
+    previous: libc::sigaction,
+    page_size: usize,
+}
+
+// SAFETY: `libc::sigaction` is plain data (function addresses, flags, a
+// signal mask); it is written once and only read afterwards.
+unsafe impl Sync for Installed {}
+unsafe impl Send for Installed {}
+
+static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
+
+/// Installs the handler once; `false` if that failed (then do not map).
+fn install() -> bool {
+    INSTALLED
+        .get_or_init(|| {
+            // SAFETY: sysconf has no preconditions.
+            let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            if page_size <= 0 {
+                return None;
+            }
+            // SAFETY: zeroed is a valid `sigaction` (no handler, empty mask);
+            // the fields are then filled in as sigaction(2) documents.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = on_sigbus as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // SAFETY: both pointers are to valid `sigaction` values; the old
+            // disposition is read before the handler can run, because the
+            // handler only acts on registered windows and none exists yet.
+            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: the mask pointer is valid.
+            unsafe { libc::sigemptyset(&mut action.sa_mask) };
+            // SAFETY: see above.
+            if unsafe { libc::sigaction(libc::SIGBUS, &action, &mut previous) } != 0 {
+                return None;
+            }
+            Some(Installed {
+                previous,
+                page_size: page_size as usize,
+            })
+        })
+        .is_some()
+}
+
+/// A window registered with the handler; unregistered when dropped.
+pub(crate) struct Registration {
+    slot: &'static Slot,
+}
+
+impl Registration {
+    /// Registers `[start, start + len)`; `None` when the handler could not be
+    /// installed or every slot is taken (the caller reads the file instead).
+    pub(crate) fn new(start: *const u8, len: usize) -> Option<Registration> {
+        if !install() || len == 0 {
+            return None;
+        }
+        let slot = REGISTRY.iter().find(|slot| {
+            slot.claimed
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        slot.faulted.store(false, Ordering::Relaxed);
+        slot.end.store(start as usize + len, Ordering::Relaxed);
+        // Publishing `start` last makes the slot visible to the handler.
+        slot.start.store(start as usize, Ordering::Release);
+        Some(Registration { slot })
+    }
+
+    /// Whether a page of the window was past the end of the file.
+    pub(crate) fn faulted(&self) -> bool {
+        self.slot.faulted.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.slot.start.store(0, Ordering::Release);
+        self.slot.claimed.store(false, Ordering::Release);
+    }
+}
+
+extern "C" fn on_sigbus(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    let Some(Some(installed)) = INSTALLED.get() else {
+        return;
+    };
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    let address = unsafe { (*info).si_addr() } as usize;
+    for slot in &REGISTRY {
+        let start = slot.start.load(Ordering::Acquire);
+        if start == 0 || address < start || address >= slot.end.load(Ordering::Relaxed) {
+            continue;
+        }
+        let page = address & !(installed.page_size - 1);
+        // SAFETY: the page lies inside a window this process mapped and has
+        // not unmapped (it is still registered); replacing it with an
+        // anonymous zero page changes only what that window reads.
+        let zero = unsafe {
+            libc::mmap(
+                page as *mut libc::c_void,
+                installed.page_size,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if zero != libc::MAP_FAILED {
+            slot.faulted.store(true, Ordering::Release);
+            return;
+        }
+    }
+    chain(&installed.previous, signal, info, context);
+}
+
+/// Hands a fault that is not ours to the previous disposition.
+fn chain(
+    previous: &libc::sigaction,
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    let handler = previous.sa_sigaction;
+    if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+        // Restore the default action and raise the signal again: it is
+        // delivered when this handler returns and ends the process, as it
+        // would have without us (a fault cannot be ignored).
+        // SAFETY: a zeroed sigaction with SIG_DFL is valid; sigaction and
+        // raise are async-signal-safe.
+        unsafe {
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(signal, &default, std::ptr::null_mut());
+            libc::raise(signal);
+        }
+    } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: with SA_SIGINFO the previous handler has this signature.
+        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(handler) };
+        handler(signal, info, context);
+    } else {
+        // SAFETY: without SA_SIGINFO the previous handler takes the signal only.
+        let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+        handler(signal);
+    }
+}
