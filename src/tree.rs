@@ -372,7 +372,7 @@ pub(crate) fn hash_leaves(
     let leaf = tree.leaf_size as usize;
     let size = tree.digest_size();
     let count = data.len().div_ceil(leaf);
-    debug_assert!(end == EndOfInput::Yes || data.len() % leaf == 0);
+    debug_assert!(end == EndOfInput::Yes || data.len().is_multiple_of(leaf));
     let last_leaf = match end {
         EndOfInput::Yes if count > 0 => Some(first + count as u64 - 1),
         _ => None,
@@ -609,7 +609,7 @@ enum Mode {
     /// Whole leaves gathered in a buffer, hashed a batch at a time.
     Batched { buffer: LeafBuffer },
     /// One big leaf at a time, hashed as its bytes arrive.
-    Incremental { leaf: Option<LeafState> },
+    Incremental { leaf: Option<Box<LeafState>> },
 }
 
 /// A batch buffer: `bytes[..filled]` is the data.
@@ -724,7 +724,7 @@ impl TreeHasher {
                 None => {
                     self.tree.check_leaf_index(self.next_leaf)?;
                     self.next_leaf += 1;
-                    leaf.insert(LeafState::new(&self.tree, self.next_leaf - 1))
+                    leaf.insert(Box::new(LeafState::new(&self.tree, self.next_leaf - 1)))
                 }
             };
             let room = (self.tree.leaf_size() - current.filled).min(bytes.len() as u64) as usize;
