@@ -73,6 +73,19 @@ def main():
                     data = pattern_bytes("mod251", length)
                     digest = tree_hash(algorithm, size, leaf, data)
                     print(f"{algorithm}\t{size}\t{leaf}\t{length}\tmod251\t{digest}")
+    # Around the boundaries of the implementation's own batching: batches of
+    # 65536 tiny leaves, 40 MiB windows of whole leaves (8 default leaves),
+    # and big leaves (over 8 MiB) mapped in 8 MiB pieces.
+    for algorithm, (_, _, max_size) in ALGORITHMS.items():
+        for leaf, lengths in [
+            (1, [65535, 65536, 65537, 2 * 65536 + 1]),
+            (17, [65536 * 17 - 1, 65536 * 17, 65536 * 17 + 1, 3 * 65536 * 17 + 5]),
+            (5 * MIB, [40 * MIB - 1, 40 * MIB, 40 * MIB + 1, 85 * MIB + 3]),
+            (9 * MIB + 1, [8 * MIB + 1, 9 * MIB + 1, 9 * MIB + 2, 3 * (9 * MIB + 1) + 7]),
+        ]:
+            for length in lengths:
+                digest = tree_hash(algorithm, max_size, leaf, pattern_bytes("mod251", length))
+                print(f"{algorithm}\t{max_size}\t{leaf}\t{length}\tmod251\t{digest}")
     # The SPEC's known answers on zero bytes, and a 4 GiB - 1 leaf size.
     for algorithm, size, leaf, length in [
         ("blake2b", 64, 4096, 6000),

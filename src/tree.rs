@@ -607,7 +607,11 @@ pub struct TreeHasher {
 
 enum Mode {
     /// Whole leaves gathered in a buffer, hashed a batch at a time.
-    Batched { buffer: LeafBuffer },
+    Batched {
+        buffer: LeafBuffer,
+        /// A buffer kept for reuse after a look-ahead read found the end.
+        spare: Option<LeafBuffer>,
+    },
     /// One big leaf at a time, hashed as its bytes arrive.
     Incremental { leaf: Option<Box<LeafState>> },
 }
@@ -642,6 +646,7 @@ impl TreeHasher {
                     bytes: Vec::new(),
                     filled: 0,
                 },
+                spare: None,
             }
         };
         TreeHasher {
@@ -656,41 +661,61 @@ impl TreeHasher {
         self.tree.batch_leaves() * self.tree.leaf_size as usize
     }
 
-    /// Hands the full buffer to the pool and makes the previous batch's buffer
-    /// the one to fill. Called only once more input is known to follow, so
-    /// that a full buffer at the end of the input keeps its last-node flag.
-    fn rotate(&mut self) -> io::Result<()> {
+    /// The buffer to fill once the current one is full: one kept from an
+    /// earlier look-ahead, the buffer of the batch in flight once that batch
+    /// is done, or a new one. At most two buffers are ever in use.
+    fn next_buffer(&mut self) -> LeafBuffer {
         let batch_bytes = self.batch_bytes();
+        let Mode::Batched { spare, .. } = &mut self.mode else {
+            unreachable!("next_buffer is only called in batched mode");
+        };
+        let mut next = spare
+            .take()
+            .or_else(|| self.pipeline.collect())
+            .unwrap_or_else(|| LeafBuffer {
+                bytes: vec![0; batch_bytes],
+                filled: 0,
+            });
+        next.filled = 0;
+        next
+    }
+
+    /// Hands the full buffer to the pool and makes `next` (which may already
+    /// hold bytes) the one to fill. Called only once more input is known to
+    /// follow, so that a full buffer at the end of the input is hashed by
+    /// `finalize`, with its last-node flag.
+    fn submit_full(&mut self, next: LeafBuffer) -> io::Result<()> {
         let batch_leaves = self.tree.batch_leaves() as u64;
         self.tree
             .check_leaf_index(self.next_leaf + batch_leaves - 1)?;
         let recycled = self.pipeline.collect();
-        let Mode::Batched { buffer } = &mut self.mode else {
-            unreachable!("rotate is only called in batched mode");
+        let Mode::Batched { buffer, spare } = &mut self.mode else {
+            unreachable!("submit_full is only called in batched mode");
         };
-        let mut next = recycled.unwrap_or(LeafBuffer {
-            bytes: vec![0; batch_bytes],
-            filled: 0,
-        });
-        next.filled = 0;
+        if recycled.is_some() {
+            *spare = recycled;
+        }
         let full = std::mem::replace(buffer, next);
         self.pipeline.submit(full, self.next_leaf, EndOfInput::No);
         self.next_leaf += batch_leaves;
         Ok(())
     }
 
+    /// Whether the batch buffer holds a whole batch.
+    fn buffer_full(&self) -> bool {
+        matches!(&self.mode, Mode::Batched { buffer, .. } if buffer.filled == self.batch_bytes())
+    }
+
     /// The free part of the batch buffer, grown or rotated as needed; only
     /// called when at least one more byte is about to arrive.
     fn room(&mut self) -> io::Result<&mut [u8]> {
-        let batch_bytes = self.batch_bytes();
-        let Mode::Batched { buffer } = &mut self.mode else {
-            unreachable!("room is only called in batched mode");
-        };
-        if buffer.filled == batch_bytes {
-            self.rotate()?;
+        if self.buffer_full() {
+            let next = self.next_buffer();
+            self.submit_full(next)?;
         }
-        let Mode::Batched { buffer } = &mut self.mode else {
-            unreachable!();
+        let batch_bytes = self.batch_bytes();
+        let Mode::Batched { buffer, .. } = &mut self.mode else {
+            unreachable!("room is only called in batched mode");
         };
         if buffer.filled == buffer.bytes.len() {
             let grown = (buffer.bytes.len() * 2).max(FIRST_BUFFER).min(batch_bytes);
@@ -699,8 +724,28 @@ impl TreeHasher {
         Ok(&mut buffer.bytes[buffer.filled..])
     }
 
+    /// Reads once into a new buffer after a full one, so that the full one is
+    /// submitted only if more bytes follow.
+    fn read_ahead<R: Read + ?Sized>(&mut self, reader: &mut R) -> io::Result<usize> {
+        let mut next = self.next_buffer();
+        let count = reader.read(&mut next.bytes);
+        match count {
+            Ok(count) if count > 0 => {
+                next.filled = count;
+                self.submit_full(next)?;
+            }
+            _ => {
+                let Mode::Batched { spare, .. } = &mut self.mode else {
+                    unreachable!("read_ahead is only called in batched mode");
+                };
+                *spare = Some(next);
+            }
+        }
+        count
+    }
+
     fn advance(&mut self, count: usize) {
-        if let Mode::Batched { buffer } = &mut self.mode {
+        if let Mode::Batched { buffer, .. } = &mut self.mode {
             buffer.filled += count;
         }
     }
@@ -741,6 +786,11 @@ impl TreeHasher {
         let mut chunk = Vec::new();
         loop {
             let count = match self.mode {
+                Mode::Batched { .. } if self.buffer_full() => match self.read_ahead(reader) {
+                    Ok(count) => count,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) => return Err(error),
+                },
                 Mode::Batched { .. } => {
                     let room = self.room()?;
                     match reader.read(room) {
@@ -777,7 +827,7 @@ impl TreeHasher {
     /// offset can number (BLAKE2s: 2^48).
     pub fn finalize(mut self) -> io::Result<Digest> {
         match std::mem::replace(&mut self.mode, Mode::Incremental { leaf: None }) {
-            Mode::Batched { buffer } => {
+            Mode::Batched { buffer, .. } => {
                 let leaves = self.tree.leaf_count(buffer.filled as u64);
                 if leaves > 0 {
                     self.tree.check_leaf_index(self.next_leaf + leaves - 1)?;

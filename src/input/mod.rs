@@ -15,7 +15,7 @@
 mod sigbus;
 
 use std::fmt;
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, Seek};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
@@ -95,7 +95,7 @@ pub fn hash_file(tree: &TreeParams, mut file: File) -> Result<Digest, InputError
     let start = file.stream_position()?;
     let end = before.len();
     let digest = match (end.saturating_sub(start) >= MAP_MIN)
-        .then(|| hash_mapped(tree, &file, start, end))
+        .then(|| hash_mapped(tree, &file, &before, start))
     {
         Some(Ok(Some(digest))) => digest,
         Some(Err(error)) => return Err(error),
@@ -103,14 +103,21 @@ pub fn hash_file(tree: &TreeParams, mut file: File) -> Result<Digest, InputError
         // file systems): read it.
         Some(Ok(None)) | None => hash_stream(tree, &mut file)?,
     };
-    let after = file.metadata()?;
-    if after.len() != before.len()
-        || after.mtime() != before.mtime()
-        || after.mtime_nsec() != before.mtime_nsec()
+    unchanged(&file, &before)?;
+    Ok(digest)
+}
+
+/// Fails with [`InputError::Changed`] if the file's size or modification time
+/// is no longer what it was.
+fn unchanged(file: &File, before: &Metadata) -> Result<(), InputError> {
+    let now = file.metadata()?;
+    if now.len() != before.len()
+        || now.mtime() != before.mtime()
+        || now.mtime_nsec() != before.mtime_nsec()
     {
         return Err(InputError::Changed);
     }
-    Ok(digest)
+    Ok(())
 }
 
 fn hash_stream(tree: &TreeParams, file: &mut File) -> Result<Digest, InputError> {
@@ -165,14 +172,17 @@ impl Window {
     }
 }
 
-/// Hashes `[start, end)` of a regular file through mappings; `Ok(None)` when
-/// mapping is refused and the caller should read instead.
+/// Hashes a regular file from `start` to the end `before` gives through
+/// mappings; `Ok(None)` when mapping is refused and the caller should read
+/// instead. After each window the file is looked at again, so that a change
+/// stops the work early.
 fn hash_mapped(
     tree: &TreeParams,
     file: &File,
+    before: &Metadata,
     start: u64,
-    end: u64,
 ) -> Result<Option<Digest>, InputError> {
+    let end = before.len();
     let len = end - start;
     let leaves = tree.leaf_count(len);
     tree.check_leaf_index(leaves.saturating_sub(1))?;
@@ -196,6 +206,7 @@ fn hash_mapped(
                     hash_mapped_leaf(tree, file, index, leaf_start, leaf_end, last)
                 })
                 .collect();
+            unchanged(file, before)?;
             for digest in digests {
                 match digest? {
                     Some(digest) => pipeline.feed(digest.as_bytes()),
@@ -217,6 +228,7 @@ fn hash_mapped(
         };
         if let Some(done) = pipeline.collect() {
             done.check()?;
+            unchanged(file, before)?;
         }
         offset += window_len;
         let end_of_input = if offset == end {
@@ -254,4 +266,51 @@ fn hash_mapped_leaf(
         offset += piece_len;
     }
     Ok(Some(leaf.finalize(last)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_cut_short_faults_instead_of_killing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shrinking");
+        std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        let window = Window::map(&file, 0, 2 << 20).expect("mappable");
+        assert!(window.check().is_ok());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        // Every page past the new end raises SIGBUS; the guard answers each
+        // with a zero page, so the bytes read there are zeroes.
+        let sum: u64 = window.as_ref().iter().map(|&b| u64::from(b)).sum();
+        assert_eq!(sum, 7 * 4096);
+        assert!(matches!(window.check(), Err(InputError::Changed)));
+    }
+
+    #[test]
+    fn a_fault_elsewhere_is_not_swallowed() {
+        // A window that is registered but not touched past the end stays clean.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steady");
+        std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        let window = Window::map(&file, 4096, (1 << 20) - 4096).expect("mappable");
+        assert_eq!(window.as_ref().len(), (1 << 20) - 4096);
+        assert!(window.as_ref().iter().all(|&b| b == 1));
+        assert!(window.check().is_ok());
+    }
+
+    #[test]
+    fn plain_messages_drop_the_os_error_suffix() {
+        let error = io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(plain_message(&error), "No such file or directory");
+        let custom = io::Error::other("file changed (os error 5) oddly");
+        assert_eq!(plain_message(&custom), "file changed (os error 5) oddly");
+    }
 }

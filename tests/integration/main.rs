@@ -1,1 +1,64 @@
+//! The one integration-test binary. Each module covers one concern; the
+//! helpers they share live here.
 
+mod cli;
+mod vectors;
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// The byte pattern of the generated vectors: byte `i` is `i % 251`.
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// A command running the built `bt2sum` binary.
+pub fn bt2sum() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bt2sum"))
+}
+
+/// Runs `bt2sum ARGS` with `stdin` as its standard input.
+pub fn run<I, S>(args: I, stdin: &[u8]) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut child = bt2sum()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bt2sum starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A closed pipe is fine: the command may not read its input.
+        let _ = input.write_all(&bytes);
+    });
+    let output = child.wait_with_output().expect("bt2sum runs");
+    writer.join().expect("stdin writer");
+    output
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The exit status code (panics if the process died of a signal).
+pub fn status(output: &Output) -> i32 {
+    output.status.code().unwrap_or_else(|| {
+        panic!(
+            "bt2sum died: {:?}; stderr: {}",
+            output.status,
+            stderr(output)
+        )
+    })
+}

@@ -1,0 +1,424 @@
+//! The hashing command line through the built binary: output lines, inputs of
+//! every kind, errors and exit statuses, the Go spellings.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::{bt2sum, pattern, run, status, stderr, stdout};
+
+const HELLO: &[u8] = b"hello s3git\n";
+const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+const HELLO_B40: &str =
+    "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e";
+const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";
+const EMPTY_S32: &str = "008f3a5f54ab81aead5190f59d8870320e59e0e08934449eec0d45f958afbd2e";
+
+/// The digest field of a tagged line.
+fn digest_of(line: &str) -> &str {
+    line.trim_end().rsplit(" = ").next().unwrap()
+}
+
+/// A temporary directory holding `name` with `data`.
+fn file_with(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::write(&path, data).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn known_answers_from_standard_input() {
+    let out = run::<[&str; 0], _>([], HELLO);
+    assert_eq!(stdout(&out), format!("BLAKE2b-64 = {HELLO_B64}\n"));
+    assert_eq!(status(&out), 0);
+    let out = run(["-s", "40"], HELLO);
+    assert_eq!(stdout(&out), format!("BLAKE2b-40 = {HELLO_B40}\n"));
+    let out = run::<[&str; 0], _>([], b"");
+    assert_eq!(stdout(&out), format!("BLAKE2b-64 = {EMPTY_B64}\n"));
+    let out = run(["-a", "blake2s"], b"");
+    assert_eq!(stdout(&out), format!("BLAKE2s-32 = {EMPTY_S32}\n"));
+    let out = run(["-t", "4096"], &[0; 6000]);
+    assert!(stdout(&out).ends_with(" = 724b5876d9120855dcf220ee7815a697c6559575aa79d9e2b9f63f06c9f22e532fc32bf356ef1ab26ff776ea960edeb31c54769460f87489f59ae8045122705d\n"));
+}
+
+#[test]
+fn named_files_dash_and_untagged() {
+    let (dir, path) = file_with("hello.txt", HELLO);
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["hello.txt", "-"])
+        .stdin(fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (-) = {HELLO_B64}\n")
+    );
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["--untagged", "hello.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), format!("{HELLO_B64}  hello.txt\n"));
+    let out = run(["--untagged"], HELLO);
+    assert_eq!(stdout(&out), format!("{HELLO_B64}  -\n"));
+    let out = run(["--untagged", "-a", "blake2s"], b"");
+    assert_eq!(stdout(&out), format!("{EMPTY_S32}  -\n"));
+}
+
+#[test]
+fn a_trickling_pipe_gives_the_file_digest() {
+    // 12 MiB + 3: three leaves, read from a pipe written in small pieces.
+    let data = pattern((12 << 20) + 3);
+    let (_dir, path) = file_with("data", &data);
+    let expected = stdout(&bt2sum().arg(&path).output().unwrap());
+    let mut child = bt2sum()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut rest = &data[..];
+        let mut step = 0;
+        while !rest.is_empty() {
+            let piece = [1, 7, 512, 4093, 65536, 300_000][step % 6].min(rest.len());
+            stdin.write_all(&rest[..piece]).unwrap();
+            stdin.flush().unwrap();
+            rest = &rest[piece..];
+            step += 1;
+            if step % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(digest_of(&stdout(&out)), digest_of(&expected));
+}
+
+#[test]
+fn stdin_as_a_regular_file_is_hashed_as_that_file() {
+    // Big enough to be mapped, with several windows.
+    let data = pattern((45 << 20) + 11);
+    let (_dir, path) = file_with("data", &data);
+    let named = stdout(&bt2sum().arg(&path).output().unwrap());
+    let redirected = bt2sum()
+        .stdin(fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(digest_of(&stdout(&redirected)), digest_of(&named));
+    let piped = run::<[&str; 0], _>([], &data);
+    assert_eq!(digest_of(&stdout(&piped)), digest_of(&named));
+}
+
+#[test]
+fn a_fifo_waits_for_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let child = bt2sum().arg(&fifo).stdout(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    fs::write(&fifo, HELLO).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2b-64 ({}) = {HELLO_B64}\n", fifo.display())
+    );
+}
+
+#[test]
+fn errors_are_reported_per_file_and_the_rest_is_hashed() {
+    let (dir, _) = file_with("hello.txt", HELLO);
+    fs::create_dir(dir.path().join("subdir")).unwrap();
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["missing", "hello.txt", "subdir", "hello.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (hello.txt) = {HELLO_B64}\n")
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: missing: No such file or directory\nbt2sum: subdir: Is a directory\n"
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn unreadable_file_is_an_error() {
+    // Root reads anything: only meaningful for other users.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let out = bt2sum().arg("/proc/self/mem").output().unwrap();
+        assert_eq!(status(&out), 1);
+        assert!(
+            stderr(&out).starts_with("bt2sum: /proc/self/mem: "),
+            "{}",
+            stderr(&out)
+        );
+        return;
+    }
+    let (_dir, path) = file_with("secret", HELLO);
+    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0)).unwrap();
+    let out = bt2sum().arg(&path).output().unwrap();
+    assert!(stderr(&out).ends_with(": Permission denied\n"));
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: [&[u8]; 4] = [
+        b"new\nline",
+        b"back\\slash",
+        b"carriage\rreturn",
+        b"caf\xe9",
+    ];
+    for name in names {
+        fs::write(dir.path().join(OsStr::from_bytes(name)), HELLO).unwrap();
+    }
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(names.iter().map(|n| OsStr::from_bytes(n)))
+        .output()
+        .unwrap();
+    let mut expected = Vec::new();
+    for (escaped, name) in [
+        (true, &b"new\\nline"[..]),
+        (true, b"back\\\\slash"),
+        (true, b"carriage\\rreturn"),
+        (false, b"caf\xe9"),
+    ] {
+        if escaped {
+            expected.push(b'\\');
+        }
+        expected.extend_from_slice(b"BLAKE2b-64 (");
+        expected.extend_from_slice(name);
+        expected.extend_from_slice(format!(") = {HELLO_B64}\n").as_bytes());
+    }
+    assert_eq!(out.stdout, expected);
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["--untagged", "new\nline"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    for (args, message) in [
+        (&["-a", "blake2x"][..], "invalid value 'blake2x'"),
+        (&["-s", "65"], "allowed 1 to 64"),
+        (&["-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
+        (&["-s", "-1"], "-1"),
+        (&["-t", "0"], "from 1 byte to 4294967295 bytes"),
+        (&["-t", "5x"], "from 1 byte to 4294967295 bytes"),
+        (&["-t", "4g"], "from 1 byte to 4294967295 bytes"),
+        (&["-t", "k"], "from 1 byte to 4294967295 bytes"),
+        (
+            &["-t", "99999999999999999999"],
+            "from 1 byte to 4294967295 bytes",
+        ),
+        (&["--cpus", "0"], "0 is not in 1..=1024"),
+        (&["--cpus", "1025"], "1025 is not in 1..=1024"),
+        (&["-cpus", "0"], "0 is not in 1..=1024"),
+        (&["-c", "-s", "10"], "cannot be used with"),
+        (&["-c", "--untagged"], "cannot be used with"),
+        (&["--bogus"], "unexpected argument"),
+    ] {
+        let out = run(args, HELLO);
+        assert_eq!(status(&out), 2, "{args:?}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn extreme_leaf_sizes_are_accepted() {
+    let out = run(["-t", "4294967295"], HELLO);
+    assert_eq!(status(&out), 0);
+    let out = run(["-t", "1"], HELLO);
+    assert_eq!(status(&out), 0);
+    assert_eq!(
+        run(["-t", "1G"], HELLO).stdout,
+        run(["-t", "1073741824"], HELLO).stdout
+    );
+    assert_eq!(
+        run(["-t", "2k"], HELLO).stdout,
+        run(["-t", "2048"], HELLO).stdout
+    );
+}
+
+#[test]
+fn go_spellings_and_last_value_wins() {
+    let (_dir, path) = file_with("data", &pattern(11 << 20));
+    let path = path.to_str().unwrap();
+    let expected = bt2sum()
+        .args([
+            "--cpus",
+            "2",
+            "--algorithm",
+            "blake2s",
+            "--size",
+            "20",
+            "--tree",
+            "3m",
+            path,
+        ])
+        .output()
+        .unwrap();
+    assert!(stdout(&expected).starts_with("BLAKE2s-20 ("));
+    for args in [
+        &["-cpus", "2", "-a=blake2s", "-s=20", "-t=3m", path][..],
+        &["-cpus=2", "--a=blake2s", "--s", "20", "--t=3M", path],
+        &[
+            "-a", "blake2b", "-a", "blake2s", "-s", "9", "-s", "20", "-t", "3m", path,
+        ],
+        &[
+            "--cpus", "1", "-a", "blake2s", "-s", "20", "-t", "3072k", path,
+        ],
+    ] {
+        let out = bt2sum().args(args).output().unwrap();
+        assert_eq!(stdout(&out), stdout(&expected), "{args:?}");
+    }
+    // Nothing after `--` is rewritten: `-cpus` is then a file name.
+    let out = bt2sum().args(["--", "-cpus"]).output().unwrap();
+    assert_eq!(stderr(&out), "bt2sum: -cpus: No such file or directory\n");
+}
+
+#[test]
+fn one_thread_and_many_threads_agree() {
+    let (_dir, path) = file_with("data", &pattern((23 << 20) + 5));
+    let default = bt2sum().args(["-t", "1m"]).arg(&path).output().unwrap();
+    for cpus in ["1", "3", "16"] {
+        let out = bt2sum()
+            .args(["-t", "1m", "--cpus", cpus])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, default.stdout, "--cpus {cpus}");
+    }
+}
+
+#[test]
+fn proc_files_are_read_as_streams() {
+    let path = Path::new("/proc/version");
+    let content = fs::read(path).unwrap();
+    assert_eq!(
+        fs::metadata(path).unwrap().len(),
+        0,
+        "procfs reports size 0"
+    );
+    let named = bt2sum().arg(path).output().unwrap();
+    let piped = run::<[&str; 0], _>([], &content);
+    assert_eq!(digest_of(&stdout(&named)), digest_of(&stdout(&piped)));
+    assert_ne!(digest_of(&stdout(&named)), EMPTY_B64);
+}
+
+#[test]
+fn write_errors_fail_and_closed_pipes_end_quietly() {
+    let out = bt2sum()
+        .arg("/dev/null")
+        .stdout(
+            fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: write error: No space left on device\n"
+    );
+    assert_eq!(status(&out), 1);
+
+    let mut child = bt2sum()
+        .args(std::iter::repeat_n("/dev/null", 5000))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stderr(&out), "");
+    assert_eq!(status(&out), 0);
+}
+
+#[test]
+fn a_file_cut_short_while_hashed_is_reported() {
+    // A sparse 64 GiB file takes many seconds to hash; it is truncated to
+    // 1 MiB a moment after hashing starts, so mapped pages vanish mid-read.
+    let (_dir, path) = file_with("sparse", b"");
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(64 << 30).unwrap();
+    let child = bt2sum()
+        .args(["--cpus", "2"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    file.set_len(1 << 20).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "bt2sum: {}: file changed while being read\n",
+            path.display()
+        )
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn a_file_growing_while_hashed_is_reported() {
+    // Each mapped window is followed by a look at the file's size and time,
+    // so growth is caught long before the 64 GiB are done.
+    let (_dir, path) = file_with("growing", b"");
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(64 << 30).unwrap();
+    let child = bt2sum()
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    file.set_len(65 << 30).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "bt2sum: {}: file changed while being read\n",
+            path.display()
+        )
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(["--help"], b"");
+    assert_eq!(status(&out), 0);
+    assert!(stdout(&out).contains("--tree <SIZE>"));
+    let out = run(["-V"], b"");
+    assert_eq!(
+        stdout(&out),
+        format!("bt2sum {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

@@ -1,0 +1,205 @@
+//! Every digest path against the committed vectors of
+//! `scripts/gen_vectors.py` (Python's hashlib as the oracle): one-shot,
+//! streamed in uneven pieces, read from a trickling reader, hashed from a
+//! file (read or mapped), on the global pool and on a one-thread pool.
+
+use std::io::{self, Read, Write};
+
+use bt2sum::{Algorithm, TreeHasher, TreeParams, hash, hash_path};
+
+use super::pattern;
+
+struct Vector {
+    tree: TreeParams,
+    len: usize,
+    zero: bool,
+    hex: String,
+}
+
+impl Vector {
+    fn data(&self) -> Vec<u8> {
+        if self.zero {
+            vec![0; self.len]
+        } else {
+            pattern(self.len)
+        }
+    }
+}
+
+fn vectors() -> Vec<Vector> {
+    let text = include_str!("../data/vectors.tsv");
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            assert_eq!(fields.len(), 6, "bad vector line {line:?}");
+            let algorithm = match fields[0] {
+                "blake2b" => Algorithm::Blake2b,
+                "blake2s" => Algorithm::Blake2s,
+                other => panic!("unknown algorithm {other}"),
+            };
+            let tree = TreeParams::new(
+                algorithm,
+                fields[1].parse().unwrap(),
+                fields[2].parse().unwrap(),
+            )
+            .unwrap();
+            Vector {
+                tree,
+                len: fields[3].parse().unwrap(),
+                zero: fields[4] == "zero",
+                hex: fields[5].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// A reader that hands out its data in short, uneven pieces and is
+/// interrupted now and then, like a slow pipe.
+struct Trickle<'a> {
+    data: &'a [u8],
+    reads: usize,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        if self.reads % 7 == 0 {
+            return Err(io::Error::from(io::ErrorKind::Interrupted));
+        }
+        let piece = [1, 3, 64, 4093, 65537, 1 << 20][self.reads % 6];
+        let count = piece.min(buf.len()).min(self.data.len());
+        buf[..count].copy_from_slice(&self.data[..count]);
+        self.data = &self.data[count..];
+        Ok(count)
+    }
+}
+
+fn streamed(tree: &TreeParams, data: &[u8]) -> String {
+    let mut hasher = TreeHasher::new(tree);
+    let mut rest = data;
+    for piece in [1usize, 127, 128, 129, 5000, 1 << 20].iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let count = (*piece).min(rest.len());
+        hasher.write_all(&rest[..count]).unwrap();
+        rest = &rest[count..];
+    }
+    hasher.finalize().unwrap().to_hex()
+}
+
+fn read_through(tree: &TreeParams, data: &[u8]) -> String {
+    let mut hasher = TreeHasher::new(tree);
+    let count = hasher
+        .update_reader(&mut Trickle { data, reads: 0 })
+        .unwrap();
+    assert_eq!(count, data.len() as u64);
+    hasher.finalize().unwrap().to_hex()
+}
+
+fn from_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String {
+    let path = dir.path().join("input");
+    std::fs::write(&path, data).unwrap();
+    hash_path(tree, &path).unwrap().to_hex()
+}
+
+#[test]
+fn every_path_matches_the_oracle() {
+    let vectors = vectors();
+    // Update when the generator changes: proves the table was read whole.
+    assert_eq!(vectors.len(), 2228);
+    let dir = tempfile::tempdir().unwrap();
+    let serial = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let mut checked = 0;
+    for vector in &vectors {
+        let data = vector.data();
+        let tree = &vector.tree;
+        let what = format!("{tree:?}, {} bytes", vector.len);
+        assert_eq!(hash(tree, &data).to_hex(), vector.hex, "one-shot, {what}");
+        assert_eq!(
+            streamed(tree, &data),
+            vector.hex,
+            "written in pieces, {what}"
+        );
+        assert_eq!(
+            read_through(tree, &data),
+            vector.hex,
+            "read in pieces, {what}"
+        );
+        assert_eq!(from_file(tree, &data, &dir), vector.hex, "file, {what}");
+        let (one_shot, file) =
+            serial.install(|| (hash(tree, &data).to_hex(), from_file(tree, &data, &dir)));
+        assert_eq!(one_shot, vector.hex, "one-shot on one thread, {what}");
+        assert_eq!(file, vector.hex, "file on one thread, {what}");
+        checked += 1;
+    }
+    assert_eq!(checked, 2228);
+}
+
+#[test]
+fn vectors_cover_the_boundaries() {
+    let vectors = vectors();
+    for algorithm in Algorithm::ALL {
+        let ours: Vec<&Vector> = vectors
+            .iter()
+            .filter(|v| v.tree.algorithm() == algorithm)
+            .collect();
+        let block = algorithm.block_size();
+        for size in [1, 7, algorithm.max_digest_size()] {
+            assert!(
+                ours.iter().any(|v| v.tree.digest_size() == size),
+                "{algorithm} size {size}"
+            );
+        }
+        for leaf in [1, 2, 3, block - 1, block, block + 1, 4096, 1 << 20, 5 << 20] {
+            let with_leaf: Vec<&&Vector> = ours
+                .iter()
+                .filter(|v| v.tree.leaf_size() == leaf as u64)
+                .collect();
+            for len in [
+                0,
+                1,
+                block - 1,
+                block,
+                block + 1,
+                leaf - 1,
+                leaf,
+                leaf + 1,
+                3 * leaf,
+            ] {
+                assert!(
+                    with_leaf.iter().any(|v| v.len == len),
+                    "{algorithm} leaf {leaf} length {len}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn known_answers_of_the_spec() {
+    let tree = TreeParams::default();
+    assert_eq!(
+        hash(&tree, b"hello s3git\n").to_hex(),
+        "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053"
+    );
+    let forty = TreeParams::new(Algorithm::Blake2b, 40, 5 << 20).unwrap();
+    assert_eq!(
+        hash(&forty, b"hello s3git\n").to_hex(),
+        "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e"
+    );
+}
+
+#[test]
+fn bad_parameters_are_refused() {
+    assert!(TreeParams::new(Algorithm::Blake2b, 0, 1).is_err());
+    assert!(TreeParams::new(Algorithm::Blake2b, 65, 1).is_err());
+    assert!(TreeParams::new(Algorithm::Blake2s, 33, 1).is_err());
+    assert!(TreeParams::new(Algorithm::Blake2s, 32, 0).is_err());
+    assert!(TreeParams::new(Algorithm::Blake2s, 32, 1 << 32).is_err());
+    assert!(TreeParams::new(Algorithm::Blake2s, 32, u32::MAX as u64).is_ok());
+}
