@@ -489,11 +489,18 @@ struct Finished<B> {
 
 /// The root node fed in leaf order, with at most one batch of leaves being
 /// hashed on the pool while the caller prepares the next one.
+///
+/// A finished batch's digests are fed to the root only after the next batch
+/// has been handed to the pool, so that hashing the root (which dominates
+/// with tiny leaves: 64 bytes of root input per leaf) overlaps the leaves.
 pub(crate) struct Pipeline<B> {
     tree: TreeParams,
     root: NodeState,
     in_flight: Option<mpsc::Receiver<Finished<B>>>,
-    spare_digests: Vec<u8>,
+    /// Digests of a finished batch, not yet fed to the root.
+    pending: Vec<u8>,
+    /// A digest buffer to reuse.
+    spare: Vec<u8>,
 }
 
 impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
@@ -502,16 +509,34 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             tree: *tree,
             root: NodeState::new(tree, Node::Root),
             in_flight: None,
-            spare_digests: Vec::new(),
+            pending: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
-    /// Starts hashing a batch of whole leaves numbered from `first`. The
-    /// previous batch must have been collected.
+    /// Waits for the batch in flight, if any, and gives its buffer back for
+    /// reuse; its digests wait in `pending` for the next `submit` or `feed`.
+    pub(crate) fn wait(&mut self) -> Option<B> {
+        let receiver = self.in_flight.take()?;
+        let finished = receiver
+            .recv()
+            .expect("a leaf batch job ended without reporting");
+        self.feed_pending();
+        self.spare = std::mem::replace(&mut self.pending, finished.digests);
+        Some(finished.data)
+    }
+
+    fn feed_pending(&mut self) {
+        self.root.update(&self.pending);
+        self.pending.clear();
+    }
+
+    /// Starts hashing a batch of whole leaves numbered from `first`, after
+    /// waiting for the one in flight; then feeds the root meanwhile.
     pub(crate) fn submit(&mut self, data: B, first: u64, end: EndOfInput) {
-        debug_assert!(self.in_flight.is_none());
+        self.wait();
         let tree = self.tree;
-        let mut digests = std::mem::take(&mut self.spare_digests);
+        let mut digests = std::mem::take(&mut self.spare);
         let job = move || {
             hash_leaves(&tree, first, data.as_ref(), end, &mut digests);
             Finished { data, digests }
@@ -527,29 +552,38 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             });
         }
         self.in_flight = Some(receiver);
+        self.feed_pending();
     }
 
-    /// Waits for the batch in flight, if any, feeds its digests to the root,
-    /// and gives its buffer back for reuse.
-    pub(crate) fn collect(&mut self) -> Option<B> {
-        let receiver = self.in_flight.take()?;
-        let finished = receiver
-            .recv()
-            .expect("a leaf batch job ended without reporting");
-        self.root.update(&finished.digests);
-        self.spare_digests = finished.digests;
-        Some(finished.data)
+    /// Hashes the final batch right here, since its result is awaited at once
+    /// (no hand-off to the pool for a small input), and feeds the root.
+    pub(crate) fn submit_last(&mut self, data: B, first: u64) {
+        self.wait();
+        self.feed_pending();
+        let mut digests = std::mem::take(&mut self.spare);
+        hash_leaves(
+            &self.tree,
+            first,
+            data.as_ref(),
+            EndOfInput::Yes,
+            &mut digests,
+        );
+        self.root.update(&digests);
+        self.spare = digests;
     }
 
-    /// Feeds digests computed elsewhere (incrementally hashed leaves).
+    /// Feeds digests computed elsewhere (incrementally hashed leaves), after
+    /// everything submitted before.
     pub(crate) fn feed(&mut self, leaf_digests: &[u8]) {
-        debug_assert!(self.in_flight.is_none());
+        self.wait();
+        self.feed_pending();
         self.root.update(leaf_digests);
     }
 
-    /// Collects the batch in flight and returns the root digest.
+    /// Feeds everything outstanding and returns the root digest.
     pub(crate) fn finish(mut self) -> Digest {
-        self.collect();
+        self.wait();
+        self.feed_pending();
         self.root.finalize()
     }
 }
@@ -671,7 +705,7 @@ impl TreeHasher {
         };
         let mut next = spare
             .take()
-            .or_else(|| self.pipeline.collect())
+            .or_else(|| self.pipeline.wait())
             .unwrap_or_else(|| LeafBuffer {
                 bytes: vec![0; batch_bytes],
                 filled: 0,
@@ -688,7 +722,7 @@ impl TreeHasher {
         let batch_leaves = self.tree.batch_leaves() as u64;
         self.tree
             .check_leaf_index(self.next_leaf + batch_leaves - 1)?;
-        let recycled = self.pipeline.collect();
+        let recycled = self.pipeline.wait();
         let Mode::Batched { buffer, spare } = &mut self.mode else {
             unreachable!("submit_full is only called in batched mode");
         };
@@ -832,9 +866,7 @@ impl TreeHasher {
                 if leaves > 0 {
                     self.tree.check_leaf_index(self.next_leaf + leaves - 1)?;
                 }
-                self.pipeline.collect();
-                self.pipeline
-                    .submit(buffer, self.next_leaf, EndOfInput::Yes);
+                self.pipeline.submit_last(buffer, self.next_leaf);
             }
             Mode::Incremental { leaf } => {
                 if let Some(leaf) = leaf {

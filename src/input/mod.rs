@@ -223,10 +223,9 @@ fn hash_mapped(
     while offset < end {
         let window_len = window_bytes.min(end - offset);
         let Some(window) = Window::map(file, offset, window_len) else {
-            pipeline.collect();
             return Ok(None);
         };
-        if let Some(done) = pipeline.collect() {
+        if let Some(done) = pipeline.wait() {
             done.check()?;
             unchanged(file, before)?;
         }
@@ -239,7 +238,7 @@ fn hash_mapped(
         pipeline.submit(window, first_leaf, end_of_input);
         first_leaf += tree.leaf_count(window_len);
     }
-    if let Some(done) = pipeline.collect() {
+    if let Some(done) = pipeline.wait() {
         done.check()?;
     }
     Ok(Some(pipeline.finish()))
