@@ -2,6 +2,7 @@
 //! shim for the original Go tool's option spellings, and the run that maps an
 //! outcome to an exit status.
 
+mod check;
 mod hash;
 
 use std::ffi::{OsStr, OsString};
@@ -71,6 +72,26 @@ pub struct Args {
     /// Print GNU-style `HEX  NAME` lines instead of tagged ones
     #[arg(long)]
     pub untagged: bool,
+
+    /// With --check: print no OK line for each verified file
+    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    pub quiet: bool,
+
+    /// With --check: print nothing on standard output; the exit status tells
+    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    pub status: bool,
+
+    /// With --check: fail on improperly formatted checksum lines
+    #[arg(long, requires = "check")]
+    pub strict: bool,
+
+    /// With --check: warn about each improperly formatted checksum line
+    #[arg(short, long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    pub warn: bool,
+
+    /// With --check: skip listed files that do not exist, without failing
+    #[arg(long, requires = "check")]
+    pub ignore_missing: bool,
 }
 
 /// The algorithms, as spelled on the command line.
@@ -185,11 +206,20 @@ pub fn main() -> ExitCode {
     let stdout = io::stdout().lock();
     // Line by line to a terminal; in big writes to a pipe or a file.
     let status = if stdout.is_terminal() {
-        hash::run(&plan, stdout)
+        run(&plan, stdout)
     } else {
-        hash::run(&plan, io::BufWriter::with_capacity(64 << 10, stdout))
+        run(&plan, io::BufWriter::with_capacity(64 << 10, stdout))
     };
     ExitCode::from(status)
+}
+
+/// Hashes or, with `--check`, verifies; returns the exit status.
+fn run(plan: &Plan, out: impl Write) -> u8 {
+    if plan.args.check {
+        check::run(plan, out)
+    } else {
+        hash::run(plan, out)
+    }
 }
 
 /// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as raw bytes.

@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module covers one concern; the
 //! helpers they share live here.
 
+mod check;
 mod cli;
 mod vectors;
 

@@ -1,0 +1,748 @@
+//! Check mode (`bt2sum -c`) through the built binary: round trips of the lists
+//! bt2sum writes, tampered, deleted and unreadable files, every check option
+//! with its exact messages and exit status, and hostile lists.
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use super::{bt2sum, pattern, status, stderr, stdout};
+
+const HELLO: &[u8] = b"hello s3git\n";
+const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+
+/// Runs `bt2sum ARGS` in `dir`, feeding `stdin`.
+fn run_in<I, S>(dir: &Path, args: I, stdin: &[u8]) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut child = bt2sum()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bt2sum starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A closed pipe is fine: the command may not read its input.
+        let _ = input.write_all(&bytes);
+    });
+    let output = child.wait_with_output().expect("bt2sum runs");
+    writer.join().expect("stdin writer");
+    output
+}
+
+/// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
+/// `2>&1` does, to see how they interleave; returns that text and the status.
+fn run_merged<I, S>(dir: &Path, args: I) -> (String, i32)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let merged = tempfile::tempfile().unwrap();
+    let output = bt2sum()
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(merged.try_clone().unwrap())
+        .stderr(merged.try_clone().unwrap())
+        .output()
+        .expect("bt2sum runs");
+    let mut merged = merged;
+    let mut text = Vec::new();
+    merged.seek(SeekFrom::Start(0)).unwrap();
+    merged.read_to_end(&mut text).unwrap();
+    (String::from_utf8_lossy(&text).into_owned(), status(&output))
+}
+
+/// A temporary directory holding `files`.
+fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, data) in files {
+        fs::write(dir.path().join(name), data).unwrap();
+    }
+    dir
+}
+
+/// The list `bt2sum ARGS` prints in `dir` (which must succeed).
+fn make_list<I, S>(dir: &Path, args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = run_in(dir, args, b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    out.stdout
+}
+
+/// Asserts the exact stdout, stderr and status of a run.
+#[track_caller]
+fn assert_run(out: &Output, expected_stdout: &str, expected_stderr: &str, expected_status: i32) {
+    assert_eq!(stdout(out), expected_stdout, "stdout");
+    assert_eq!(stderr(out), expected_stderr, "stderr");
+    assert_eq!(status(out), expected_status, "status");
+}
+
+fn abc_dir() -> tempfile::TempDir {
+    dir_with(&[("a", b"alpha\n"), ("b", b""), ("c d", &pattern(70_000))])
+}
+
+#[test]
+fn round_trip_from_a_file_stdin_and_dash() {
+    let dir = abc_dir();
+    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let all_ok = "a: OK\nb: OK\nc d: OK\n";
+    assert_run(&run_in(dir.path(), ["-c", "SUMS"], b""), all_ok, "", 0);
+    assert_run(&run_in(dir.path(), ["--check", "-"], &list), all_ok, "", 0);
+    assert_run(&run_in(dir.path(), ["-c"], &list), all_ok, "", 0);
+    // A list given twice is checked twice.
+    let twice = format!("{all_ok}{all_ok}");
+    assert_run(
+        &run_in(dir.path(), ["-c", "SUMS", "-"], &list),
+        &twice,
+        "",
+        0,
+    );
+}
+
+#[test]
+fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
+    let dir = abc_dir();
+    for algorithm in ["blake2b", "blake2s"] {
+        for size in ["1", "7", "31", "0"] {
+            let tagged = make_list(dir.path(), ["-a", algorithm, "-s", size, "a", "b", "c d"]);
+            // The tag decides the algorithm, whatever -a says.
+            for check_algorithm in ["blake2b", "blake2s"] {
+                let out = run_in(dir.path(), ["-c", "-a", check_algorithm], &tagged);
+                assert_run(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
+            }
+            let untagged = make_list(
+                dir.path(),
+                ["--untagged", "-a", algorithm, "-s", size, "a", "b", "c d"],
+            );
+            let out = run_in(dir.path(), ["-c", "-a", algorithm], &untagged);
+            assert_run(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
+        }
+    }
+    // A GNU-style line takes its algorithm from -a: a BLAKE2s digest read as
+    // BLAKE2b of the same size does not match.
+    let untagged_s = make_list(dir.path(), ["--untagged", "-a", "blake2s", "a"]);
+    let out = run_in(dir.path(), ["-c"], &untagged_s);
+    assert_run(
+        &out,
+        "a: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    // And a 64-byte GNU-style digest is not a BLAKE2s size.
+    let untagged_b = make_list(dir.path(), ["--untagged", "a"]);
+    let out = run_in(dir.path(), ["-c", "-a", "blake2s"], &untagged_b);
+    assert_run(
+        &out,
+        "",
+        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        1,
+    );
+}
+
+#[test]
+fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
+    let dir = abc_dir();
+    let tagged = String::from_utf8(make_list(dir.path(), ["a", "b"])).unwrap();
+    let untagged = String::from_utf8(make_list(dir.path(), ["--untagged", "c d"])).unwrap();
+    let crlf = tagged.replace('\n', "\r\n");
+    let upper = tagged
+        .lines()
+        .map(|line| {
+            let (head, hex) = line.rsplit_once(" = ").unwrap();
+            format!("{head} = {}\n", hex.to_uppercase())
+        })
+        .collect::<String>();
+    let binary_marker = untagged.replacen("  ", " *", 1);
+    let list = format!("# made by bt2sum\n\n{crlf}\r\n{upper}#\n{binary_marker}");
+    let out = run_in(dir.path(), ["-c", "--strict"], list.as_bytes());
+    assert_run(&out, "a: OK\nb: OK\na: OK\nb: OK\nc d: OK\n", "", 0);
+    // Mixed case is not hex as bt2sum or GNU write it.
+    let (head, hex) = tagged.lines().next().unwrap().rsplit_once(" = ").unwrap();
+    let mut mixed = hex.to_uppercase();
+    let letter = mixed.find(|c: char| c.is_ascii_uppercase()).unwrap();
+    mixed.replace_range(letter..=letter, &mixed[letter..=letter].to_lowercase());
+    let out = run_in(dir.path(), ["-c"], format!("{head} = {mixed}\n").as_bytes());
+    assert_run(
+        &out,
+        "",
+        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        1,
+    );
+}
+
+#[test]
+fn a_flipped_bit_in_a_big_file_fails() {
+    let mut data = pattern(6 << 20);
+    let dir = dir_with(&[("big", &data), ("small", b"x")]);
+    let list = make_list(dir.path(), ["small", "big"]);
+    assert_run(
+        &run_in(dir.path(), ["-c"], &list),
+        "small: OK\nbig: OK\n",
+        "",
+        0,
+    );
+    data[(5 << 20) + 12345] ^= 0x10;
+    fs::write(dir.path().join("big"), &data).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c"], &list),
+        "small: OK\nbig: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    // --quiet keeps the failure, drops the OK.
+    assert_run(
+        &run_in(dir.path(), ["-c", "--quiet"], &list),
+        "big: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    assert_run(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
+}
+
+#[test]
+fn a_deleted_file_cannot_be_read() {
+    let dir = abc_dir();
+    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    fs::remove_file(dir.path().join("b")).unwrap();
+    fs::remove_file(dir.path().join("c d")).unwrap();
+    fs::write(dir.path().join("a"), b"changed").unwrap();
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let (merged, code) = run_merged(dir.path(), ["-c", "SUMS"]);
+    assert_eq!(
+        merged,
+        "a: FAILED\n\
+         bt2sum: b: No such file or directory\n\
+         b: FAILED open or read\n\
+         bt2sum: c d: No such file or directory\n\
+         c d: FAILED open or read\n\
+         bt2sum: WARNING: 2 listed files could not be read\n\
+         bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    );
+    assert_eq!(code, 1);
+    // --status: nothing on stdout and no summary, but the reasons stay (GNU).
+    assert_run(
+        &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
+        "",
+        "bt2sum: b: No such file or directory\nbt2sum: c d: No such file or directory\n",
+        1,
+    );
+}
+
+#[test]
+fn a_directory_or_unreadable_entry_cannot_be_read() {
+    let dir = dir_with(&[("a", b"alpha\n")]);
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    let digest_line = String::from_utf8(make_list(dir.path(), ["a"])).unwrap();
+    let list = format!("{}{}", digest_line, digest_line.replace("(a)", "(sub)"));
+    let out = run_in(dir.path(), ["-c"], list.as_bytes());
+    assert_run(
+        &out,
+        "a: OK\nsub: FAILED open or read\n",
+        "bt2sum: sub: Is a directory\nbt2sum: WARNING: 1 listed file could not be read\n",
+        1,
+    );
+}
+
+#[test]
+fn leaf_size_comes_from_dash_t() {
+    let dir = dir_with(&[("f", &pattern(200_000))]);
+    let list = make_list(dir.path(), ["-t", "64k", "f"]);
+    assert_run(
+        &run_in(dir.path(), ["-c", "-t", "64k"], &list),
+        "f: OK\n",
+        "",
+        0,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "-t=65536"], &list),
+        "f: OK\n",
+        "",
+        0,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c"], &list),
+        "f: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    let default_list = make_list(dir.path(), ["f"]);
+    assert_run(
+        &run_in(dir.path(), ["-c", "-t", "5m"], &default_list),
+        "f: OK\n",
+        "",
+        0,
+    );
+}
+
+#[test]
+fn improperly_formatted_lines_warn_strict_and_counts() {
+    let dir = abc_dir();
+    let good = String::from_utf8(make_list(dir.path(), ["a", "b"])).unwrap();
+    let mut lines = good.lines();
+    let (line_a, line_b) = (lines.next().unwrap(), lines.next().unwrap());
+    let list = format!(
+        "{line_a}\n BLAKE2b-64 (a) = 00\nBLAKE2q-1 (a) = 00\n\n# note\n{line_b}\nBLAKE2b-64 = {HELLO_B64}\n"
+    );
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let counts = "bt2sum: WARNING: 3 lines are improperly formatted\n";
+    assert_run(
+        &run_in(dir.path(), ["-c", "SUMS"], b""),
+        "a: OK\nb: OK\n",
+        counts,
+        0,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "--strict", "SUMS"], b""),
+        "a: OK\nb: OK\n",
+        counts,
+        1,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "--strict", "--status", "SUMS"], b""),
+        "",
+        "",
+        1,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
+        "",
+        "",
+        0,
+    );
+    // -w names each bad line by number, in list order among the verdicts.
+    let (merged, code) = run_merged(dir.path(), ["-c", "-w", "SUMS"]);
+    assert_eq!(
+        merged,
+        "a: OK\n\
+         bt2sum: SUMS: 2: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: SUMS: 3: improperly formatted BLAKE2 checksum line\n\
+         b: OK\n\
+         bt2sum: SUMS: 7: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: WARNING: 3 lines are improperly formatted\n"
+    );
+    assert_eq!(code, 0);
+    let out = run_in(dir.path(), ["-c", "--warn", "--strict"], list.as_bytes());
+    assert_run(
+        &out,
+        "a: OK\nb: OK\n",
+        "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: standard input: 7: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: WARNING: 3 lines are improperly formatted\n",
+        1,
+    );
+    let one_bad = format!("{line_a}\nnonsense\n");
+    assert_run(
+        &run_in(dir.path(), ["-c"], one_bad.as_bytes()),
+        "a: OK\n",
+        "bt2sum: WARNING: 1 line is improperly formatted\n",
+        0,
+    );
+}
+
+#[test]
+fn quiet_status_and_warn_take_the_last_one_given() {
+    let dir = abc_dir();
+    let list = format!(
+        "{}junk\n",
+        String::from_utf8(make_list(dir.path(), ["a"])).unwrap()
+    );
+    let warned = "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
+                  bt2sum: WARNING: 1 line is improperly formatted\n";
+    let counted = "bt2sum: WARNING: 1 line is improperly formatted\n";
+    for (args, out, err) in [
+        (&["--status", "--quiet"][..], "", counted),
+        (&["--quiet", "--status"], "", ""),
+        (&["-w", "--status"], "", ""),
+        (&["--status", "-w"], "a: OK\n", warned),
+        (&["--quiet", "-w"], "a: OK\n", warned),
+        (&["-w", "--quiet"], "", counted),
+        (&["--status", "--status"], "", ""),
+    ] {
+        let result = run_in(dir.path(), ["-c"].iter().chain(args), list.as_bytes());
+        assert_eq!(stdout(&result), out, "{args:?}");
+        assert_eq!(stderr(&result), err, "{args:?}");
+        assert_eq!(status(&result), 0, "{args:?}");
+    }
+}
+
+#[test]
+fn ignore_missing() {
+    let dir = abc_dir();
+    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    fs::remove_file(dir.path().join("b")).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
+        "a: OK\nc d: OK\n",
+        "",
+        0,
+    );
+    // Only missing files are skipped: a directory still cannot be read.
+    fs::create_dir(dir.path().join("b")).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
+        "a: OK\nb: FAILED open or read\nc d: OK\n",
+        "bt2sum: b: Is a directory\nbt2sum: WARNING: 1 listed file could not be read\n",
+        1,
+    );
+    fs::remove_dir(dir.path().join("b")).unwrap();
+    // A list whose files are all missing verifies nothing.
+    fs::remove_file(dir.path().join("a")).unwrap();
+    fs::remove_file(dir.path().join("c d")).unwrap();
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
+        "",
+        "bt2sum: SUMS: no file was verified\n",
+        1,
+    );
+    // As GNU: the counts come first, and --status silences the line.
+    let with_junk = [&list[..], b"junk\n"].concat();
+    assert_run(
+        &run_in(dir.path(), ["-c", "--ignore-missing"], &with_junk),
+        "",
+        "bt2sum: WARNING: 1 line is improperly formatted\n\
+         bt2sum: standard input: no file was verified\n",
+        1,
+    );
+    assert_run(
+        &run_in(
+            dir.path(),
+            ["-c", "--ignore-missing", "--status"],
+            &with_junk,
+        ),
+        "",
+        "",
+        1,
+    );
+    // As GNU, a mismatch is not a verified file either.
+    fs::write(dir.path().join("a"), b"changed").unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
+        "a: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+         bt2sum: SUMS: no file was verified\n",
+        1,
+    );
+    // Without --ignore-missing the same list reports the missing files.
+    assert_run(
+        &run_in(dir.path(), ["-c", "--quiet", "SUMS"], b""),
+        "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n",
+        "bt2sum: b: No such file or directory\n\
+         bt2sum: c d: No such file or directory\n\
+         bt2sum: WARNING: 2 listed files could not be read\n\
+         bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+}
+
+#[test]
+fn lists_without_a_valid_line() {
+    let dir = dir_with(&[("a", b"alpha\n")]);
+    let mut garbage = Vec::new();
+    let mut state: u32 = 12345;
+    for _ in 0..200_000 {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        garbage.push((state >> 16) as u8);
+    }
+    fs::write(dir.path().join("garbage"), &garbage).unwrap();
+    fs::write(dir.path().join("empty"), b"").unwrap();
+    fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();
+    fs::write(dir.path().join("nul"), [0u8; 1000]).unwrap();
+    for list in ["garbage", "empty", "comments", "nul"] {
+        assert_run(
+            &run_in(dir.path(), ["-c", list], b""),
+            "",
+            &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
+            1,
+        );
+        // GNU prints it even with --status.
+        assert_run(
+            &run_in(dir.path(), ["-c", "--status", list], b""),
+            "",
+            &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
+            1,
+        );
+    }
+    assert_run(
+        &run_in(dir.path(), ["-c"], &garbage),
+        "",
+        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        1,
+    );
+    // -w names every line of the garbage, and never panics.
+    let out = run_in(dir.path(), ["-c", "-w", "garbage"], b"");
+    let lines = garbage.split(|&b| b == b'\n').count() - usize::from(garbage.ends_with(b"\n"));
+    let warned = stderr(&out)
+        .lines()
+        .filter(|line| line.ends_with(": improperly formatted BLAKE2 checksum line"))
+        .count();
+    assert_eq!(status(&out), 1);
+    assert!(warned > 100 && warned <= lines, "{warned} of {lines}");
+}
+
+#[test]
+fn gnu_b2sum_lists_do_not_verify() {
+    let data = b"alpha\n";
+    let dir = dir_with(&[("a", data)]);
+    // What GNU b2sum prints: sequential BLAKE2b, not a tree hash.
+    let sequential = blake2b_simd::blake2b(data).to_hex().to_string();
+    let untagged = format!("{sequential}  a\n");
+    assert_run(
+        &run_in(dir.path(), ["-c"], untagged.as_bytes()),
+        "a: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    let sequential_256 = blake2b_simd::Params::new()
+        .hash_length(32)
+        .hash(data)
+        .to_hex()
+        .to_string();
+    let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
+    assert_run(
+        &run_in(dir.path(), ["-c"], tagged.as_bytes()),
+        "",
+        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        1,
+    );
+}
+
+#[test]
+fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
+    let dir = abc_dir();
+    let list = make_list(dir.path(), ["a", "b"]);
+    fs::write(dir.path().join("one"), [&list[..], b"junk\n"].concat()).unwrap();
+    fs::write(dir.path().join("a"), b"changed").unwrap();
+    let list2 = make_list(dir.path(), ["c d"]);
+    fs::write(dir.path().join("two"), [&list2[..], &list[..]].concat()).unwrap();
+    fs::create_dir(dir.path().join("dir")).unwrap();
+    let (merged, code) = run_merged(dir.path(), ["-c", "one", "nolist", "dir", "two"]);
+    assert_eq!(
+        merged,
+        "a: FAILED\n\
+         b: OK\n\
+         bt2sum: WARNING: 1 line is improperly formatted\n\
+         bt2sum: WARNING: 1 computed checksum did NOT match\n\
+         bt2sum: nolist: No such file or directory\n\
+         bt2sum: dir: Is a directory\n\
+         c d: OK\n\
+         a: FAILED\n\
+         b: OK\n\
+         bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    );
+    assert_eq!(code, 1);
+    // A missing list fails the run even when the others pass, and --status
+    // keeps its message.
+    assert_run(
+        &run_in(dir.path(), ["-c", "--status", "nolist"], b""),
+        "",
+        "bt2sum: nolist: No such file or directory\n",
+        1,
+    );
+    let (merged, code) = run_merged(dir.path(), ["-c", "nolist", "one", "--ignore-missing"]);
+    assert!(merged.starts_with("bt2sum: nolist: No such file or directory\n"));
+    assert_eq!(code, 1);
+    fs::write(dir.path().join("three"), &list2).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "three", "nolist"], b""),
+        "c d: OK\n",
+        "bt2sum: nolist: No such file or directory\n",
+        1,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "three", "three"], b""),
+        "c d: OK\nc d: OK\n",
+        "",
+        0,
+    );
+}
+
+#[test]
+fn escaped_and_non_utf8_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: [&[u8]; 5] = [
+        b"new\nline",
+        b"back\\slash",
+        b"car\rriage",
+        b"x) = (y",
+        b"\xff\xfe latin",
+    ];
+    for name in names {
+        fs::write(dir.path().join(OsStr::from_bytes(name)), name).unwrap();
+    }
+    let args: Vec<&OsStr> = names.iter().map(|name| OsStr::from_bytes(name)).collect();
+    for style in [&[][..], &["--untagged"]] {
+        let list = make_list(dir.path(), style.iter().map(OsStr::new).chain(args.clone()));
+        let out = run_in(dir.path(), ["-c"], &list);
+        assert_eq!(
+            out.stdout,
+            b"\\new\\nline: OK\n\\back\\\\slash: OK\n\\car\\rriage: OK\nx) = (y: OK\n\xff\xfe latin: OK\n"
+        );
+        assert_eq!(stderr(&out), "");
+        assert_eq!(status(&out), 0);
+    }
+    // Unreadable names are shown escaped on both streams.
+    let list = b"\\BLAKE2b-1 (gone\\nfile) = 00\n";
+    assert_run(
+        &run_in(dir.path(), ["-c"], list),
+        "\\gone\\nfile: FAILED open or read\n",
+        "bt2sum: \\gone\\nfile: No such file or directory\n\
+         bt2sum: WARNING: 1 listed file could not be read\n",
+        1,
+    );
+}
+
+#[test]
+fn a_3_mb_name_is_too_long_for_the_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "n".repeat(3_000_000);
+    let list = format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    let out = run_in(dir.path(), ["-c"], list.as_bytes());
+    assert_run(
+        &out,
+        &format!("{name}: FAILED open or read\n"),
+        &format!(
+            "bt2sum: {name}: File name too long\n\
+             bt2sum: WARNING: 1 listed file could not be read\n"
+        ),
+        1,
+    );
+}
+
+#[test]
+fn an_overlong_line_is_improperly_formatted_and_the_next_is_read() {
+    let dir = dir_with(&[("h", HELLO)]);
+    // Well over the 16 MiB line limit, shaped like a valid GNU-style line.
+    let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
+    let list = format!("{overlong}{HELLO_B64}  h\n");
+    let out = run_in(dir.path(), ["-c", "-w"], list.as_bytes());
+    assert_run(
+        &out,
+        "h: OK\n",
+        "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: WARNING: 1 line is improperly formatted\n",
+        0,
+    );
+}
+
+#[test]
+fn dash_in_a_list_is_standard_input() {
+    let dir = dir_with(&[("h", HELLO)]);
+    let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "SUMS"], HELLO),
+        "-: OK\nh: OK\n",
+        "",
+        0,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "SUMS"], b"other"),
+        "-: FAILED\nh: OK\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+}
+
+#[test]
+fn many_files_are_reported_in_list_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..700).map(|i| format!("f{i:03}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        fs::write(dir.path().join(name), pattern(i * 37)).unwrap();
+    }
+    let list = make_list(dir.path(), &names);
+    for (i, name) in names.iter().enumerate() {
+        if i % 97 == 5 {
+            fs::write(dir.path().join(name), b"tampered").unwrap();
+        }
+        if i % 101 == 7 {
+            fs::remove_file(dir.path().join(name)).unwrap();
+        }
+    }
+    let mut expected = String::new();
+    let (mut failed, mut missing) = (0, 0);
+    for (i, name) in names.iter().enumerate() {
+        if i % 101 == 7 {
+            expected += &format!("{name}: FAILED open or read\n");
+            missing += 1;
+        } else if i % 97 == 5 {
+            expected += &format!("{name}: FAILED\n");
+            failed += 1;
+        } else {
+            expected += &format!("{name}: OK\n");
+        }
+    }
+    for cpus in ["1", "4"] {
+        let out = run_in(dir.path(), ["-c", "--cpus", cpus], &list);
+        assert_eq!(stdout(&out), expected, "--cpus {cpus}");
+        assert!(stderr(&out).ends_with(&format!(
+            "bt2sum: WARNING: {missing} listed files could not be read\n\
+             bt2sum: WARNING: {failed} computed checksums did NOT match\n"
+        )));
+        assert_eq!(status(&out), 1);
+    }
+}
+
+#[test]
+fn check_only_options_need_check() {
+    for option in [
+        "--quiet",
+        "--status",
+        "--strict",
+        "-w",
+        "--warn",
+        "--ignore-missing",
+    ] {
+        let out = run_in(Path::new("."), [option], HELLO);
+        assert_eq!(status(&out), 2, "{option}");
+        assert_eq!(stdout(&out), "", "{option}");
+        let message = stderr(&out);
+        assert!(
+            message.contains("required arguments were not provided") && message.contains("--check"),
+            "{option}: {message}"
+        );
+    }
+    for args in [
+        &["-c", "-s", "32"][..],
+        &["-c", "--untagged"],
+        &["--check", "--size=1"],
+    ] {
+        let out = run_in(Path::new("."), args, HELLO);
+        assert_eq!(status(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains("cannot be used with"), "{args:?}");
+    }
+}
+
+#[test]
+fn a_write_error_fails_the_check() {
+    let dir = dir_with(&[("h", HELLO)]);
+    let list = format!("{HELLO_B64}  h\n");
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["-c", "SUMS"])
+        .stdout(File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: write error: No space left on device\n"
+    );
+    assert_eq!(status(&out), 1);
+}
