@@ -29,7 +29,9 @@ pub mod check;
 pub mod cli;
 pub mod ct;
 pub mod input;
+pub mod leaves;
 pub mod tree;
 
 pub use input::{InputError, hash_file, hash_path, hash_stdin};
+pub use leaves::LeafLog;
 pub use tree::{Algorithm, Digest, ParamsError, TreeHasher, TreeParams, hash};

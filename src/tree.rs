@@ -19,6 +19,8 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 
+use crate::leaves::LeafLog;
+
 /// The input bytes a batch of whole leaves holds at most.
 ///
 /// With the default 5 MiB leaves that is 8 leaves: two SIMD groups of four,
@@ -501,6 +503,8 @@ pub(crate) struct Pipeline<B> {
     pending: Vec<u8>,
     /// A digest buffer to reuse.
     spare: Vec<u8>,
+    /// Every leaf digest, when a listing is wanted.
+    log: Option<LeafLog>,
 }
 
 impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
@@ -511,6 +515,21 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             in_flight: None,
             pending: Vec::new(),
             spare: Vec::new(),
+            log: None,
+        }
+    }
+
+    /// Also keeps every leaf digest, the first being leaf `first`.
+    pub(crate) fn keep_leaves(&mut self, first: u64) {
+        self.log = Some(LeafLog::new(self.tree.digest_size(), first));
+    }
+
+    /// The one place leaf digests leave the pipeline: into the root, in leaf
+    /// order, and into the log if there is one.
+    fn to_root(&mut self, digests: &[u8]) {
+        self.root.update(digests);
+        if let Some(log) = &mut self.log {
+            log.append(digests);
         }
     }
 
@@ -527,7 +546,9 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
     }
 
     fn feed_pending(&mut self) {
-        self.root.update(&self.pending);
+        let pending = std::mem::take(&mut self.pending);
+        self.to_root(&pending);
+        self.pending = pending;
         self.pending.clear();
     }
 
@@ -568,7 +589,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             EndOfInput::Yes,
             &mut digests,
         );
-        self.root.update(&digests);
+        self.to_root(&digests);
         self.spare = digests;
     }
 
@@ -577,14 +598,15 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
     pub(crate) fn feed(&mut self, leaf_digests: &[u8]) {
         self.wait();
         self.feed_pending();
-        self.root.update(leaf_digests);
+        self.to_root(leaf_digests);
     }
 
-    /// Feeds everything outstanding and returns the root digest.
-    pub(crate) fn finish(mut self) -> Digest {
+    /// Feeds everything outstanding and returns the root digest and the leaf
+    /// digests, if they were kept.
+    pub(crate) fn finish(mut self) -> (Digest, Option<LeafLog>) {
         self.wait();
         self.feed_pending();
-        self.root.finalize()
+        (self.root.finalize(), self.log)
     }
 }
 
@@ -855,11 +877,23 @@ impl TreeHasher {
         }
     }
 
+    /// Keeps every leaf digest for [`finalize_with_leaves`]
+    /// (TreeHasher::finalize_with_leaves); call before the first byte.
+    pub fn keep_leaves(&mut self) {
+        self.pipeline.keep_leaves(0);
+    }
+
     /// Hashes what is left and returns the checksum.
     ///
     /// Fails only if the input has more leaves than the algorithm's node
     /// offset can number (BLAKE2s: 2^48).
-    pub fn finalize(mut self) -> io::Result<Digest> {
+    pub fn finalize(self) -> io::Result<Digest> {
+        Ok(self.finalize_with_leaves()?.0)
+    }
+
+    /// Hashes what is left and returns the checksum and, if
+    /// [`keep_leaves`](TreeHasher::keep_leaves) was called, the leaf digests.
+    pub fn finalize_with_leaves(mut self) -> io::Result<(Digest, Option<LeafLog>)> {
         match std::mem::replace(&mut self.mode, Mode::Incremental { leaf: None }) {
             Mode::Batched { buffer, .. } => {
                 let leaves = self.tree.leaf_count(buffer.filled as u64);

@@ -16,14 +16,17 @@ mod sigbus;
 
 use std::fmt;
 use std::fs::{File, Metadata};
-use std::io::{self, Seek};
+use std::io::{self, Read, Seek};
+use std::ops::Range;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
 
+use crate::leaves::LeafLog;
 use crate::tree::{Digest, EndOfInput, LastNode, LeafState, Pipeline, TreeHasher, TreeParams};
 
 /// Regular files smaller than this are read: one `read` is cheaper than
@@ -69,42 +72,154 @@ pub fn plain_message(error: &io::Error) -> String {
     }
 }
 
+/// What to do besides computing the checksum.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options<'a> {
+    /// Keep every leaf digest, for a listing.
+    pub keep_leaves: bool,
+    /// A counter of the bytes hashed so far, for a progress display.
+    pub progress: Option<&'a AtomicU64>,
+}
+
+/// The outcome of hashing one input.
+pub struct Hashed {
+    /// The checksum.
+    pub digest: Digest,
+    /// The number of bytes hashed.
+    pub length: u64,
+    /// The leaf digests, when [`Options::keep_leaves`] asked for them.
+    pub leaves: Option<LeafLog>,
+}
+
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
 pub fn hash_path(tree: &TreeParams, path: &Path) -> Result<Digest, InputError> {
-    let file = File::open(path)?;
-    hash_file(tree, file)
+    Ok(hash_path_with(tree, path, Options::default())?.digest)
+}
+
+/// [`hash_path`] with options.
+pub fn hash_path_with(
+    tree: &TreeParams,
+    path: &Path,
+    options: Options<'_>,
+) -> Result<Hashed, InputError> {
+    hash_file_with(tree, File::open(path)?, options)
 }
 
 /// Hashes standard input to its end.
 pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, InputError> {
+    Ok(hash_stdin_with(tree, Options::default())?.digest)
+}
+
+/// [`hash_stdin`] with options.
+pub fn hash_stdin_with(tree: &TreeParams, options: Options<'_>) -> Result<Hashed, InputError> {
     // A duplicate of descriptor 0 shares its offset, so `bt2sum < FILE` after
     // a partial read by a parent shell hashes from where the shell left off.
     let file = File::from(io::stdin().as_fd().try_clone_to_owned()?);
-    hash_file(tree, file)
+    hash_file_with(tree, file, options)
 }
 
 /// Hashes an open file of any kind from its current offset to its end.
-pub fn hash_file(tree: &TreeParams, mut file: File) -> Result<Digest, InputError> {
+pub fn hash_file(tree: &TreeParams, file: File) -> Result<Digest, InputError> {
+    Ok(hash_file_with(tree, file, Options::default())?.digest)
+}
+
+/// [`hash_file`] with options.
+pub fn hash_file_with(
+    tree: &TreeParams,
+    mut file: File,
+    options: Options<'_>,
+) -> Result<Hashed, InputError> {
     let before = file.metadata()?;
     if before.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR).into());
     }
     if !before.is_file() {
-        return hash_stream(tree, &mut file);
+        return hash_stream(tree, &mut file, options);
     }
     let start = file.stream_position()?;
-    let end = before.len();
-    let digest = match (end.saturating_sub(start) >= MAP_MIN)
-        .then(|| hash_mapped(tree, &file, &before, start))
-    {
-        Some(Ok(Some(digest))) => digest,
-        Some(Err(error)) => return Err(error),
+    let length = before.len().saturating_sub(start);
+    let mapped = if length >= MAP_MIN {
+        let span = Span {
+            start,
+            end: before.len(),
+            leaves: 0..tree.leaf_count(length),
+        };
+        hash_mapped(tree, &file, &before, &span, options)?
+    } else {
+        None
+    };
+    let hashed = match mapped {
+        Some((digest, leaves)) => Hashed {
+            digest,
+            length,
+            leaves,
+        },
         // Not worth mapping, or the file cannot be mapped (some special
         // file systems): read it.
-        Some(Ok(None)) | None => hash_stream(tree, &mut file)?,
+        None => hash_stream(tree, &mut file, options)?,
     };
     unchanged(&file, &before)?;
-    Ok(digest)
+    Ok(hashed)
+}
+
+/// The leaf digests of part of a file: what `--leaf-range` prints.
+pub struct LeafRange {
+    /// The file's whole length.
+    pub length: u64,
+    /// The digests of the leaves in the range (cut to the file's end).
+    pub leaves: LeafLog,
+}
+
+/// Hashes leaves `leaves.start` to `leaves.end - 1` of a regular file,
+/// reading only their bytes; the last-node flag goes to the file's final
+/// leaf. A range past the end is cut to the end; a range that holds no leaf,
+/// or a file that is not a regular file, is an error.
+pub fn hash_leaf_range(
+    tree: &TreeParams,
+    file: &File,
+    leaves: Range<u64>,
+    progress: Option<&AtomicU64>,
+) -> Result<LeafRange, InputError> {
+    let before = file.metadata()?;
+    if before.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR).into());
+    }
+    if !before.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a leaf range needs a regular file (one that can be read at any offset)",
+        )
+        .into());
+    }
+    let length = before.len();
+    let count = tree.leaf_count(length);
+    let leaves = leaves.start..leaves.end.min(count);
+    if leaves.is_empty() {
+        let message = format!(
+            "leaf range {}..{} holds no leaf: the file has {count} leaves (0..{count})",
+            leaves.start, leaves.end
+        );
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, message).into());
+    }
+    let span = Span {
+        start: 0,
+        end: length,
+        leaves: leaves.clone(),
+    };
+    let options = Options {
+        keep_leaves: true,
+        progress,
+    };
+    let Some((_, Some(log))) = hash_mapped(tree, file, &before, &span, options)? else {
+        return Err(
+            io::Error::new(io::ErrorKind::InvalidInput, "the file cannot be mapped").into(),
+        );
+    };
+    unchanged(file, &before)?;
+    Ok(LeafRange {
+        length,
+        leaves: log,
+    })
 }
 
 /// Fails with [`InputError::Changed`] if the file's size or modification time
@@ -120,10 +235,42 @@ fn unchanged(file: &File, before: &Metadata) -> Result<(), InputError> {
     Ok(())
 }
 
-fn hash_stream(tree: &TreeParams, file: &mut File) -> Result<Digest, InputError> {
+fn hash_stream(
+    tree: &TreeParams,
+    file: &mut File,
+    options: Options<'_>,
+) -> Result<Hashed, InputError> {
     let mut hasher = TreeHasher::new(tree);
-    hasher.update_reader(file)?;
-    Ok(hasher.finalize()?)
+    if options.keep_leaves {
+        hasher.keep_leaves();
+    }
+    let length = match options.progress {
+        Some(progress) => hasher.update_reader(&mut Counting {
+            inner: file,
+            progress,
+        })?,
+        None => hasher.update_reader(file)?,
+    };
+    let (digest, leaves) = hasher.finalize_with_leaves()?;
+    Ok(Hashed {
+        digest,
+        length,
+        leaves,
+    })
+}
+
+/// A reader that adds what it reads to a progress counter.
+struct Counting<'a, R> {
+    inner: R,
+    progress: &'a AtomicU64,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buf)?;
+        self.progress.fetch_add(count as u64, Ordering::Relaxed);
+        Ok(count)
+    }
 }
 
 /// A mapped window of the file, registered with the SIGBUS guard.
@@ -172,38 +319,71 @@ impl Window {
     }
 }
 
-/// Hashes a regular file from `start` to the end `before` gives through
-/// mappings; `Ok(None)` when mapping is refused and the caller should read
-/// instead. After each window the file is looked at again, so that a change
-/// stops the work early.
+/// The part of a regular file to hash: its leaves numbered from `start`
+/// (the offset hashing began at), and `end`, the file's length.
+struct Span {
+    start: u64,
+    end: u64,
+    leaves: Range<u64>,
+}
+
+impl Span {
+    /// The bytes of leaf `index`.
+    fn leaf_bytes(&self, tree: &TreeParams, index: u64) -> Range<u64> {
+        let first = self.start + index * tree.leaf_size();
+        first..self.end.min(first + tree.leaf_size())
+    }
+
+    /// Whether the span's last leaf is the file's final leaf.
+    fn reaches_end(&self, tree: &TreeParams) -> bool {
+        self.leaf_bytes(tree, self.leaves.end - 1).end == self.end
+    }
+}
+
+/// Hashes the span's leaves through mappings, returning the root digest (of
+/// those leaves) and the leaf log if asked for; `Ok(None)` when mapping is
+/// refused and the caller should read instead. After each window the file is
+/// looked at again, so that a change stops the work early.
 fn hash_mapped(
     tree: &TreeParams,
     file: &File,
     before: &Metadata,
-    start: u64,
-) -> Result<Option<Digest>, InputError> {
-    let end = before.len();
-    let len = end - start;
-    let leaves = tree.leaf_count(len);
-    tree.check_leaf_index(leaves.saturating_sub(1))?;
+    span: &Span,
+    options: Options<'_>,
+) -> Result<Option<(Digest, Option<LeafLog>)>, InputError> {
+    let Range {
+        start: first,
+        end: last,
+    } = span.leaves.clone();
+    if last > 0 {
+        tree.check_leaf_index(last - 1)?;
+    }
     let mut pipeline: Pipeline<Window> = Pipeline::new(tree);
+    if options.keep_leaves {
+        pipeline.keep_leaves(first);
+    }
+    let count_progress = |bytes: u64| {
+        if let Some(progress) = options.progress {
+            progress.fetch_add(bytes, Ordering::Relaxed);
+        }
+    };
     if tree.has_big_leaves() {
         // Leaves too big to map whole: a round hashes one leaf per thread,
         // each mapping its leaf a piece at a time.
+        let file_leaves = tree.leaf_count(span.end - span.start);
         let threads = rayon::current_num_threads() as u64;
-        for round in (0..leaves).step_by(threads as usize) {
+        for round in (first..last).step_by(threads as usize) {
             let digests: Vec<Result<Option<Digest>, InputError>> = (round
-                ..leaves.min(round + threads))
+                ..last.min(round + threads))
                 .into_par_iter()
                 .map(|index| {
-                    let leaf_start = start + index * tree.leaf_size();
-                    let leaf_end = end.min(leaf_start + tree.leaf_size());
-                    let last = if index + 1 == leaves {
+                    let last_node = if index + 1 == file_leaves {
                         LastNode::Yes
                     } else {
                         LastNode::No
                     };
-                    hash_mapped_leaf(tree, file, index, leaf_start, leaf_end, last)
+                    let bytes = span.leaf_bytes(tree, index);
+                    hash_mapped_leaf(tree, file, index, bytes, last_node, &count_progress)
                 })
                 .collect();
             unchanged(file, before)?;
@@ -217,51 +397,54 @@ fn hash_mapped(
         return Ok(Some(pipeline.finish()));
     }
 
-    let window_bytes = tree.batch_leaves() as u64 * tree.leaf_size();
-    let mut offset = start;
-    let mut first_leaf = 0;
-    while offset < end {
-        let window_len = window_bytes.min(end - offset);
-        let Some(window) = Window::map(file, offset, window_len) else {
+    let batch = tree.batch_leaves() as u64;
+    let mut window_first = first;
+    while window_first < last {
+        let window_last = last.min(window_first + batch);
+        let bytes =
+            span.leaf_bytes(tree, window_first).start..span.leaf_bytes(tree, window_last - 1).end;
+        let Some(window) = Window::map(file, bytes.start, bytes.end - bytes.start) else {
             return Ok(None);
         };
         if let Some(done) = pipeline.wait() {
             done.check()?;
             unchanged(file, before)?;
+            count_progress(done.map.len() as u64);
         }
-        offset += window_len;
-        let end_of_input = if offset == end {
+        let end_of_input = if window_last == last && span.reaches_end(tree) {
             EndOfInput::Yes
         } else {
             EndOfInput::No
         };
-        pipeline.submit(window, first_leaf, end_of_input);
-        first_leaf += tree.leaf_count(window_len);
+        pipeline.submit(window, window_first, end_of_input);
+        window_first = window_last;
     }
     if let Some(done) = pipeline.wait() {
         done.check()?;
+        count_progress(done.map.len() as u64);
     }
     Ok(Some(pipeline.finish()))
 }
 
-/// Hashes one big leaf `[leaf_start, leaf_end)` a mapped piece at a time.
+/// Hashes one big leaf a mapped piece at a time.
 fn hash_mapped_leaf(
     tree: &TreeParams,
     file: &File,
     index: u64,
-    leaf_start: u64,
-    leaf_end: u64,
+    bytes: Range<u64>,
     last: LastNode,
+    count_progress: &(impl Fn(u64) + Sync),
 ) -> Result<Option<Digest>, InputError> {
     let mut leaf = LeafState::new(tree, index);
-    let mut offset = leaf_start;
-    while offset < leaf_end {
-        let piece_len = PIECE.min(leaf_end - offset);
+    let mut offset = bytes.start;
+    while offset < bytes.end {
+        let piece_len = PIECE.min(bytes.end - offset);
         let Some(piece) = Window::map(file, offset, piece_len) else {
             return Ok(None);
         };
         leaf.update(piece.as_ref());
         piece.check()?;
+        count_progress(piece_len);
         offset += piece_len;
     }
     Ok(Some(leaf.finalize(last)))
