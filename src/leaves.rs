@@ -49,10 +49,11 @@ impl LeafLog {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
         self.count += (digests.len() / self.digest_size) as u64;
         self.memory.extend_from_slice(digests);
-        if self.memory.len() >= IN_MEMORY && self.error.is_none() {
-            if let Err(error) = self.spill_memory() {
-                self.error = Some(error);
-            }
+        if self.memory.len() >= IN_MEMORY
+            && self.error.is_none()
+            && let Err(error) = self.spill_memory()
+        {
+            self.error = Some(error);
         }
     }
 

@@ -526,7 +526,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
 
     /// The one place leaf digests leave the pipeline: into the root, in leaf
     /// order, and into the log if there is one.
-    fn to_root(&mut self, digests: &[u8]) {
+    fn feed_root(&mut self, digests: &[u8]) {
         self.root.update(digests);
         if let Some(log) = &mut self.log {
             log.append(digests);
@@ -547,7 +547,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
 
     fn feed_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
-        self.to_root(&pending);
+        self.feed_root(&pending);
         self.pending = pending;
         self.pending.clear();
     }
@@ -589,7 +589,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             EndOfInput::Yes,
             &mut digests,
         );
-        self.to_root(&digests);
+        self.feed_root(&digests);
         self.spare = digests;
     }
 
@@ -598,7 +598,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
     pub(crate) fn feed(&mut self, leaf_digests: &[u8]) {
         self.wait();
         self.feed_pending();
-        self.to_root(leaf_digests);
+        self.feed_root(leaf_digests);
     }
 
     /// Feeds everything outstanding and returns the root digest and the leaf
