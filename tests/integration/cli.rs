@@ -169,7 +169,7 @@ fn unreadable_file_is_an_error() {
         return;
     }
     let (_dir, path) = file_with("secret", HELLO);
-    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0)).unwrap();
+    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
     let out = bt2sum().arg(&path).output().unwrap();
     assert!(stderr(&out).ends_with(": Permission denied\n"));
     assert_eq!(status(&out), 1);

@@ -64,7 +64,7 @@ struct Trickle<'a> {
 impl Read for Trickle<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reads += 1;
-        if self.reads % 7 == 0 {
+        if self.reads.is_multiple_of(7) {
             return Err(io::Error::from(io::ErrorKind::Interrupted));
         }
         let piece = [1, 3, 64, 4093, 65537, 1 << 20][self.reads % 6];
