@@ -107,7 +107,8 @@ pub fn push_line(
 /// One line of a checksum list, as check mode reads it.
 #[derive(Clone, Debug)]
 pub enum Line {
-    /// A blank line or a `#` comment: skipped, never counted.
+    /// A blank line, a `#` comment or a `--leaves` leaf line: skipped, never
+    /// counted.
     Skip,
     /// A file to verify.
     Entry(Entry),
@@ -137,7 +138,9 @@ pub struct Entry {
 pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.is_empty() || line[0] == b'#' {
+    // Leaf lines of a `--leaves` listing are not checksums; they are skipped
+    // and never counted, even with --strict.
+    if line.is_empty() || line[0] == b'#' || crate::leaves::is_leaf_line(line) {
         return Line::Skip;
     }
     let (escaped, body) = match line.strip_prefix(b"\\") {
@@ -230,7 +233,7 @@ fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
 
 /// Undoes [`push_name`]'s escape; `None` for any escape but `\\`, `\n`, `\r`
 /// (or a lone `\` at the end).
-fn unescape(written: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn unescape(written: &[u8]) -> Option<Vec<u8>> {
     let mut name = Vec::with_capacity(written.len());
     let mut bytes = written.iter();
     while let Some(&byte) = bytes.next() {

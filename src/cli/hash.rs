@@ -1,12 +1,16 @@
 //! The hashing driver: one checksum line per input, in argument order, errors
-//! reported per input and counted rather than fatal.
+//! reported per input and counted rather than fatal; with `--leaves`, the
+//! input's leaf lines after its checksum line, and with `--leaf-range`, only
+//! the leaf lines of the range.
 //!
 //! Inputs are hashed several at a time on the pool (a run of many small files
 //! is bound by per-file work, which then spreads over the cores), in groups
 //! whose lines are written in argument order as each group completes.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -14,19 +18,40 @@ use rayon::prelude::*;
 
 use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report};
 use crate::check::{Style, push_line};
-use crate::input::{InputError, hash_path, hash_stdin};
-use crate::tree::{Digest, TreeParams};
+use crate::input::{Hashed, InputError, Options, hash_leaf_range, hash_path_with, hash_stdin_with};
+use crate::leaves::{LeafLog, push_leaf_line, push_no_leaves_line};
+use crate::tree::TreeParams;
 
 /// Inputs hashed concurrently before their lines are written.
 const GROUP: usize = 64;
 
+/// What hashing one input gave: its checksum, or only leaves of a range.
+enum Outcome {
+    Whole(Hashed),
+    Range { length: u64, leaves: LeafLog },
+}
+
 /// Hashes one input named on the command line (`-` is standard input).
-pub fn hash_named(tree: &TreeParams, name: &OsStr) -> Result<Digest, InputError> {
-    if name == "-" {
-        hash_stdin(tree)
-    } else {
-        hash_path(tree, Path::new(name))
+fn hash_named(plan: &Plan, name: &OsStr, options: Options<'_>) -> Result<Outcome, InputError> {
+    let tree = &plan.tree;
+    if let Some(range) = &plan.args.leaf_range {
+        let file = if name == "-" {
+            File::from(io::stdin().as_fd().try_clone_to_owned()?)
+        } else {
+            File::open(Path::new(name))?
+        };
+        let range = hash_leaf_range(tree, &file, range.clone(), options.progress)?;
+        return Ok(Outcome::Range {
+            length: range.length,
+            leaves: range.leaves,
+        });
     }
+    let hashed = if name == "-" {
+        hash_stdin_with(tree, options)?
+    } else {
+        hash_path_with(tree, Path::new(name), options)?
+    };
+    Ok(Outcome::Whole(hashed))
 }
 
 /// Hashes every input of the plan, writing lines to `out`; returns the exit
@@ -43,42 +68,90 @@ pub fn run(plan: &Plan, mut out: impl Write) -> u8 {
     } else {
         (&plan.args.files[..], true)
     };
+    let options = Options {
+        keep_leaves: plan.args.leaves,
+        progress: None,
+    };
     let mut status = EXIT_OK;
     let mut lines = Vec::new();
     for group in names.chunks(GROUP) {
         let results: Vec<_> = if group.len() == 1 {
-            vec![hash_named(&plan.tree, &group[0])]
+            vec![hash_named(plan, &group[0], options)]
         } else {
             group
                 .par_iter()
-                .map(|name| hash_named(&plan.tree, name))
+                .map(|name| hash_named(plan, name, options))
                 .collect()
         };
         for (name, result) in group.iter().zip(results) {
-            match result {
-                Ok(digest) => {
+            let written = match result {
+                Ok(outcome) => {
                     let shown = named.then_some(name.as_bytes());
-                    push_line(&mut lines, style, plan.tree.algorithm(), &digest, shown);
+                    write_outcome(&mut out, &mut lines, plan, style, shown, outcome)
                 }
                 Err(error) => {
                     // Lines before the error go out first, so that stdout and
                     // stderr stay in order when both go to one place.
-                    if let Err(error) = out.write_all(&lines).and_then(|()| out.flush()) {
-                        return status.max(output_failed(&error));
-                    }
-                    lines.clear();
+                    let flushed = out.flush();
                     report(name, &error.to_string());
                     status = EXIT_FAILURE;
+                    flushed
                 }
+            };
+            if let Err(error) = written {
+                return status.max(output_failed(&error));
             }
         }
-        if let Err(error) = out.write_all(&lines) {
-            return status.max(output_failed(&error));
-        }
-        lines.clear();
     }
     match out.flush() {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
+}
+
+/// Writes an input's checksum line and, when listed, its leaf lines.
+fn write_outcome(
+    out: &mut impl Write,
+    lines: &mut Vec<u8>,
+    plan: &Plan,
+    style: Style,
+    shown: Option<&[u8]>,
+    outcome: Outcome,
+) -> io::Result<()> {
+    let tree = &plan.tree;
+    lines.clear();
+    let (length, leaves) = match outcome {
+        Outcome::Whole(hashed) => {
+            push_line(lines, style, tree.algorithm(), &hashed.digest, shown);
+            (hashed.length, hashed.leaves)
+        }
+        Outcome::Range { length, leaves } => (length, Some(leaves)),
+    };
+    if let Some(leaves) = leaves {
+        write_leaves(out, lines, tree, shown.unwrap_or(b"-"), length, leaves)?;
+    }
+    out.write_all(lines)
+}
+
+/// Appends the leaf lines of one input, writing out as the buffer fills.
+fn write_leaves(
+    out: &mut impl Write,
+    lines: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: &[u8],
+    length: u64,
+    leaves: LeafLog,
+) -> io::Result<()> {
+    if length == 0 {
+        push_no_leaves_line(lines, tree, name);
+        return Ok(());
+    }
+    leaves.for_each(|index, digest| {
+        push_leaf_line(lines, tree, name, length, index, digest);
+        if lines.len() >= 1 << 20 {
+            out.write_all(lines)?;
+            lines.clear();
+        }
+        Ok(())
+    })
 }

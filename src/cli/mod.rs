@@ -3,6 +3,7 @@
 //! outcome to an exit status.
 
 mod check;
+mod combine;
 mod hash;
 
 use std::ffi::{OsStr, OsString};
@@ -92,6 +93,69 @@ pub struct Args {
     /// With --check: skip listed files that do not exist, without failing
     #[arg(long, requires = "check")]
     pub ignore_missing: bool,
+
+    /// Hash every regular file under the directories given (`.` when none),
+    /// in bytewise path order
+    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
+    pub recursive: bool,
+
+    /// With --recursive: follow symbolic links met in the walk (links named
+    /// as arguments are always followed)
+    #[arg(short = 'L', long, requires = "recursive")]
+    pub dereference: bool,
+
+    /// Show a progress bar on standard error [default: when stderr is a
+    /// terminal and the work takes over a second]
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+
+    /// Never show a progress bar
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
+
+    /// After each file's line, print one line per leaf: index, byte offset,
+    /// length and digest (see the README for the format)
+    #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
+    pub leaves: bool,
+
+    /// With --leaves: hash and list only leaves A to B-1 of each file (B may
+    /// be left out, or past the end: up to the last leaf)
+    #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
+    pub leaf_range: Option<std::ops::Range<u64>>,
+
+    /// Read the leaf lines of partial listings (the FILEs) of one file and
+    /// print that file's checksum line
+    #[arg(long, conflicts_with_all = ["check", "size"])]
+    pub combine: bool,
+
+    /// Print a shell completion script for bash, zsh or fish, and exit
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the manual page (roff, for `man -l -`), and exit
+    #[arg(long, exclusive = true)]
+    pub man: bool,
+}
+
+/// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
+pub fn parse_leaf_range(text: &str) -> Result<std::ops::Range<u64>, String> {
+    let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A < B";
+    let (start, end) = text.split_once("..").ok_or(allowed)?;
+    let number = |digits: &str| {
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u64>().ok())
+            .flatten()
+    };
+    let start = number(start).ok_or(allowed)?;
+    let end = if end.is_empty() {
+        u64::MAX
+    } else {
+        number(end).ok_or(allowed)?
+    };
+    if start >= end {
+        return Err(allowed.to_string());
+    }
+    Ok(start..end)
 }
 
 /// The algorithms, as spelled on the command line.
@@ -217,6 +281,8 @@ pub fn main() -> ExitCode {
 fn run(plan: &Plan, out: impl Write) -> u8 {
     if plan.args.check {
         check::run(plan, out)
+    } else if plan.args.combine {
+        combine::run(plan, out)
     } else {
         hash::run(plan, out)
     }

@@ -193,11 +193,16 @@ pub fn hash_leaf_range(
     }
     let length = before.len();
     let count = tree.leaf_count(length);
+    let requested = leaves.clone();
     let leaves = leaves.start..leaves.end.min(count);
     if leaves.is_empty() {
+        let end = match requested.end {
+            u64::MAX => String::new(),
+            end => end.to_string(),
+        };
         let message = format!(
-            "leaf range {}..{} holds no leaf: the file has {count} leaves (0..{count})",
-            leaves.start, leaves.end
+            "leaf range {}..{end} holds no leaf: the file has {count} leaves (0..{count})",
+            requested.start
         );
         return Err(io::Error::new(io::ErrorKind::InvalidInput, message).into());
     }
