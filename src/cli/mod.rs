@@ -124,8 +124,9 @@ pub struct Args {
     pub leaf_range: Option<std::ops::Range<u64>>,
 
     /// Read the leaf lines of partial listings (the FILEs) of one file and
-    /// print that file's checksum line
-    #[arg(long, conflicts_with_all = ["check", "size"])]
+    /// print that file's checksum line (the listings give the algorithm,
+    /// digest size and leaf size)
+    #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
     pub combine: bool,
 
     /// Print a shell completion script for bash, zsh or fish, and exit

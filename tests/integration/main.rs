@@ -3,6 +3,7 @@
 
 mod check;
 mod cli;
+mod leaves;
 mod vectors;
 
 use std::ffi::OsStr;

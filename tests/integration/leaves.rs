@@ -1,0 +1,383 @@
+//! Leaf listings (`--leaves`), leaf ranges (`--leaf-range`) and combining
+//! partial listings (`--combine`) through the built binary.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use super::{bt2sum, pattern, run, status, stderr, stdout};
+
+/// Runs bt2sum in `dir` with `args`.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bt2sum().current_dir(dir).args(args).output().unwrap()
+}
+
+/// A temporary directory with `data` in a file called `name`.
+fn dir_with(name: &str, data: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(name), data).unwrap();
+    dir
+}
+
+/// Writes `text` to a file in `dir` and returns its name.
+fn listing(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn leaf_lines_follow_the_file_line() {
+    // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
+    let data = pattern(2560);
+    let dir = dir_with("f", &data);
+    let out = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]);
+    assert_eq!(status(&out), 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0].starts_with("BLAKE2b-64 (f) = "));
+    for (index, (offset, length)) in [(0, 1024), (1024, 1024), (2048, 512)]
+        .into_iter()
+        .enumerate()
+    {
+        // Each leaf digest, computed independently of bt2sum's engine.
+        let expected = blake2b_simd::Params::new()
+            .hash_length(64)
+            .fanout(0)
+            .max_depth(2)
+            .max_leaf_length(1024)
+            .inner_hash_length(64)
+            .node_offset(index as u64)
+            .node_depth(0)
+            .last_node(index == 2)
+            .hash(&data[offset..offset + length])
+            .to_hex();
+        assert_eq!(
+            lines[index + 1],
+            format!(
+                "BLAKE2b-64 leaf={index} offset={offset} length={length} total=2560 tree=1024 (f) = {expected}"
+            )
+        );
+    }
+}
+
+#[test]
+fn an_empty_file_says_it_has_no_leaves() {
+    let dir = dir_with("empty", b"");
+    let out = run_in(
+        dir.path(),
+        &["--leaves", "-a", "blake2s", "-s", "7", "empty"],
+    );
+    let digest = empty_digest(&["-a", "blake2s", "-s", "7"]);
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2s-7 (empty) = {digest}\nBLAKE2s-7 leaves=0 total=0 tree=5242880 (empty)\n")
+    );
+    // And it combines back to the empty checksum.
+    let listing_path = listing(dir.path(), "listing", &out.stdout);
+    let combined = bt2sum()
+        .arg("--combine")
+        .arg(&listing_path)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&combined),
+        stdout(&out).lines().next().unwrap().to_string() + "\n"
+    );
+}
+
+/// The digest of empty input with these options.
+fn empty_digest(args: &[&str]) -> String {
+    let out = run(args, b"");
+    stdout(&out)
+        .trim_end()
+        .rsplit(" = ")
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_listing_still_verifies_strictly() {
+    let dir = dir_with("f", &pattern(5000));
+    let out = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]);
+    let list = listing(dir.path(), "list", &out.stdout);
+    let check = bt2sum()
+        .current_dir(dir.path())
+        .args(["-c", "--strict", "-w", "-t", "1k"])
+        .arg(&list)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&check), "f: OK\n");
+    assert_eq!(stderr(&check), "");
+    assert_eq!(status(&check), 0);
+}
+
+/// Splits the leaves of a file at every boundary (and at every pair of
+/// boundaries) and checks the combination equals the whole-file line.
+fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
+    let dir = dir_with("data", &pattern(data_len));
+    let mut whole_args = args.to_vec();
+    whole_args.push("data");
+    let whole = run_in(dir.path(), &whole_args);
+    assert_eq!(status(&whole), 0);
+    let part = |range: String| {
+        let mut part_args = args.to_vec();
+        part_args.extend(["--leaves", "--leaf-range", &range, "data"]);
+        let out = run_in(dir.path(), &part_args);
+        assert_eq!(status(&out), 0, "{range}: {}", stderr(&out));
+        out.stdout
+    };
+    let mut combined = 0;
+    for first in 0..=leaves {
+        for second in first..=leaves {
+            let mut parts = Vec::new();
+            for (start, end) in [(0, first), (first, second), (second, leaves)] {
+                if start < end {
+                    parts.push(part(format!("{start}..{end}")));
+                }
+            }
+            // Any order of the parts.
+            parts.reverse();
+            let names: Vec<PathBuf> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
+                .collect();
+            // The parameters come from the listings.
+            let mut combine_args = vec![OsStr::new("--combine")];
+            combine_args.extend(names.iter().map(|n| n.as_os_str()));
+            let out = bt2sum()
+                .current_dir(dir.path())
+                .args(&combine_args)
+                .output()
+                .unwrap();
+            assert_eq!(
+                stdout(&out),
+                stdout(&whole),
+                "split at {first} and {second}"
+            );
+            assert_eq!(status(&out), 0);
+            combined += 1;
+        }
+    }
+    assert_eq!(combined, (leaves + 1) * (leaves + 2) / 2);
+}
+
+#[test]
+fn combining_ranges_split_at_every_boundary_gives_the_whole_checksum() {
+    split_everywhere(&["-t", "1k"], 6 * 1024 + 100, 7);
+    split_everywhere(&["-t", "1k"], 5 * 1024, 5);
+    split_everywhere(&["-a", "blake2s", "-s", "17", "-t", "100"], 333, 4);
+}
+
+#[test]
+fn big_leaves_are_ranged_from_mapped_pieces() {
+    // 9 MiB + 1 leaves are hashed a mapped piece at a time.
+    split_everywhere(&["-t", "9437185"], 2 * 9437185 + 77, 3);
+}
+
+#[test]
+fn combine_prints_untagged_lines_on_request() {
+    let dir = dir_with("f", &pattern(3000));
+    let listing_text = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]).stdout;
+    let path = listing(dir.path(), "listing", &listing_text);
+    let combined = bt2sum()
+        .args(["--combine", "--untagged"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let whole = run_in(dir.path(), &["--untagged", "-t", "1k", "f"]);
+    assert_eq!(stdout(&combined), stdout(&whole));
+}
+
+#[test]
+fn leaf_ranges_are_cut_at_the_end_and_checked() {
+    let dir = dir_with("f", &pattern(3000));
+    let out = run_in(
+        dir.path(),
+        &["--leaves", "--leaf-range", "2..99", "-t", "1k", "f"],
+    );
+    assert_eq!(stdout(&out).lines().count(), 1);
+    assert!(stdout(&out).contains(" leaf=2 offset=2048 length=952 total=3000 "));
+    let out = run_in(
+        dir.path(),
+        &["--leaves", "--leaf-range", "3..", "-t", "1k", "f"],
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: f: leaf range 3.. holds no leaf: the file has 3 leaves (0..3)\n"
+    );
+    assert_eq!(status(&out), 1);
+    let out = run_in(dir.path(), &["--leaves", "--leaf-range", "2..1", "f"]);
+    assert_eq!(status(&out), 2);
+    let out = run_in(dir.path(), &["--leaf-range", "0..1", "f"]);
+    assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
+    // A pipe cannot be read at an offset.
+    let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
+    assert!(
+        stderr(&out).contains("needs a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn combine_reports_gaps_clashes_and_bad_lines() {
+    let dir = dir_with("f", &pattern(5000));
+    let full = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]).stdout;
+    let text = String::from_utf8(full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let combine = |name: &str, body: String| {
+        let path = listing(dir.path(), name, body.as_bytes());
+        bt2sum()
+            .current_dir(dir.path())
+            .arg("--combine")
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+
+    let gap = combine("gap", [lines[1], lines[2], lines[5]].join("\n"));
+    assert_eq!(
+        stderr(&gap),
+        "bt2sum: leaves 2..4 are missing (the file has 5 leaves)\n"
+    );
+    assert_eq!(status(&gap), 1);
+    assert_eq!(stdout(&gap), "");
+
+    let tampered = lines[3]
+        .replace("= ", "= 0")
+        .chars()
+        .take(lines[3].len())
+        .collect::<String>();
+    let clash = combine("clash", [lines[3], &tampered].join("\n"));
+    assert!(
+        stderr(&clash).ends_with("clash: 2: leaf 2 is listed twice with different digests\n"),
+        "{}",
+        stderr(&clash)
+    );
+    assert_eq!(status(&clash), 1);
+
+    let other_tree = run_in(dir.path(), &["--leaves", "-t", "2k", "f"]);
+    let mixed = combine(
+        "mixed",
+        [lines[1], stdout(&other_tree).lines().nth(1).unwrap()].join("\n"),
+    );
+    assert!(
+        stderr(&mixed).contains("listings disagree on the parameters"),
+        "{}",
+        stderr(&mixed)
+    );
+
+    let bad = combine("bad", lines[1].replace("offset=0", "offset=7"));
+    assert!(
+        stderr(&bad).ends_with("/bad: 1: malformed leaf line: offset or length do not match the leaf index, leaf size and total\n"),
+        "{}",
+        stderr(&bad)
+    );
+
+    let nothing = combine("nothing", lines[0].to_string());
+    assert_eq!(stderr(&nothing), "bt2sum: no leaf lines found\n");
+    assert_eq!(status(&nothing), 1);
+
+    let missing = bt2sum()
+        .current_dir(dir.path())
+        .args(["--combine", "absent"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&missing),
+        "bt2sum: absent: No such file or directory\n"
+    );
+
+    // Duplicates that agree, in any order, from standard input.
+    let shuffled = [
+        lines[5], lines[1], lines[3], lines[0], lines[2], lines[3], lines[4],
+    ]
+    .join("\r\n");
+    let out = run(["--combine"], shuffled.as_bytes());
+    assert_eq!(stdout(&out), format!("{}\n", lines[0]));
+}
+
+#[test]
+fn escaped_names_round_trip_through_leaf_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = OsStr::from_bytes(b"odd\nname\\caf\xe9");
+    fs::write(dir.path().join(name), pattern(3000)).unwrap();
+    let whole = bt2sum().current_dir(dir.path()).arg(name).output().unwrap();
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["--leaves", "-t", "1k"])
+        .arg(name)
+        .output()
+        .unwrap();
+    let listing_text = out.stdout.clone();
+    assert!(listing_text.starts_with(b"\\BLAKE2b-64 (odd\\nname\\\\caf\xe9) = "));
+    assert!(
+        listing_text
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .all(|line| line.starts_with(b"\\BLAKE2b-64 "))
+    );
+    let path = listing(dir.path(), "listing", &listing_text);
+    let combined = bt2sum().arg("--combine").arg(&path).output().unwrap();
+    let whole_1k = bt2sum()
+        .current_dir(dir.path())
+        .args(["-t", "1k"])
+        .arg(name)
+        .output()
+        .unwrap();
+    assert_eq!(combined.stdout, whole_1k.stdout);
+    assert_ne!(whole.stdout, whole_1k.stdout);
+}
+
+#[test]
+fn tiny_leaves_spill_and_still_list_every_leaf() {
+    // 300,000 one-byte leaves: 19 MB of digests, more than is kept in memory.
+    let dir = dir_with("f", &pattern(300_000));
+    let out = run_in(dir.path(), &["--leaves", "-t", "1", "f"]);
+    assert_eq!(status(&out), 0);
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 300_001);
+    assert!(
+        text.lines().last().unwrap().starts_with(
+            "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (f) = "
+        )
+    );
+    let path = listing(dir.path(), "listing", text.as_bytes());
+    let combined = bt2sum()
+        .current_dir(dir.path())
+        .arg("--combine")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&combined),
+        format!("{}\n", text.lines().next().unwrap())
+    );
+}
+
+#[test]
+fn listing_options_are_usage_errors_where_they_do_not_apply() {
+    for args in [
+        &["-c", "--leaves"][..],
+        &["--combine", "--leaves"],
+        &["--combine", "-c"],
+        &["--combine", "-s", "10"],
+        &["--combine", "-a", "blake2s"],
+        &["--combine", "-t", "1k"],
+        &["--leaves", "--untagged"],
+        &["--leaf-range", "0..1"],
+        &["--leaves", "--leaf-range", "x"],
+    ] {
+        let out = run(args, b"");
+        assert_eq!(status(&out), 2, "{args:?}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+}
