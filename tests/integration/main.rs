@@ -3,6 +3,7 @@
 
 mod check;
 mod cli;
+mod ct;
 mod leaves;
 mod vectors;
 

@@ -1,0 +1,1184 @@
+//! Machine proofs for the constant-time comparator (`bt2sum::ct`).
+//!
+//! - `differential_*`: every level against a plain loop, for every length
+//!   0..=300, every alignment pair of the two buffers up to length 64 (a
+//!   spread beyond), a one-bit difference at every position and bit, with
+//!   the bytes just outside both windows different.
+//! - `guard_pages_*`: windows flush against `PROT_NONE` pages on either
+//!   side; any read outside the window faults.
+//! - `valgrind_memcheck_*`: the inputs are marked undefined with Valgrind
+//!   client requests, so memcheck reports any branch or address that
+//!   depends on them; a deliberately leaky comparator must be reported.
+//! - `disassembly_*`: the two assembly functions, disassembled from this
+//!   very test binary, use only allowlisted data-operand-independent-timing
+//!   instructions, no data-dependent branch and no data-dependent address.
+//! - `archlevel_*`: `BT2SUM_ARCHLEVEL` selects the default level.
+//!
+//! Some proofs re-run this test binary (`std::env::current_exe`) as a
+//! child, under valgrind or with another environment, selecting one
+//! `#[ignore]`d child test with `--exact --ignored`; the child tests do
+//! nothing useful on their own and say so in their ignore reason.
+
+use bt2sum::ct::{self, Level, timingsafe_bcmp};
+use std::hint::black_box;
+
+/// The plain loop every level is checked against.
+fn plain_eq(a: &[u8], b: &[u8]) -> bool {
+    assert_eq!(a.len(), b.len());
+    for i in 0..a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+    }
+    true
+}
+
+/// splitmix64: a small deterministic generator for test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let x = self.next().to_le_bytes();
+            chunk.copy_from_slice(&x[..chunk.len()]);
+        }
+    }
+}
+
+/// A byte buffer whose `base()` is 64-byte aligned, so that window offsets
+/// are exact alignments.
+struct Aligned {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let buf = vec![0u8; len + 64];
+        let start = buf.as_ptr().align_offset(64);
+        Aligned { buf, start }
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        let start = self.start;
+        let len = self.buf.len() - 64;
+        &mut self.buf[start..start + len]
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Exhaustive differential test.
+
+const MAX_LEN: usize = 300;
+const FULL_ALIGN_MAX_LEN: usize = 64;
+/// Bytes around the windows (and room for offsets up to 15).
+const SLACK: usize = 64;
+/// Alignment pairs tried beyond `FULL_ALIGN_MAX_LEN`.
+const SPREAD: [(usize, usize); 16] = [
+    (0, 0),
+    (0, 1),
+    (1, 0),
+    (1, 1),
+    (0, 8),
+    (8, 0),
+    (3, 7),
+    (7, 3),
+    (4, 12),
+    (15, 15),
+    (15, 0),
+    (0, 15),
+    (5, 10),
+    (9, 2),
+    (12, 13),
+    (6, 6),
+];
+
+/// Compares `a` and `b` with every level and with `eq`, against the plain
+/// loop; returns the number of comparator calls made.
+fn check_all_levels(a: &[u8], b: &[u8], what: impl Fn() -> String) -> u64 {
+    let expected = plain_eq(a, b);
+    for &level in Level::ALL {
+        let r = timingsafe_bcmp(level, black_box(a), black_box(b));
+        if (r == 0) != expected {
+            panic!(
+                "{level:?}: returned {r} but the plain loop says equal={expected}: {}",
+                what()
+            );
+        }
+    }
+    if ct::eq(a, b) != expected {
+        panic!("ct::eq disagrees with the plain loop: {}", what());
+    }
+    Level::ALL.len() as u64 + 1
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "millions of cases; see differential_small for Miri")]
+fn differential_every_length_alignment_and_bit() {
+    let mut rng = Rng(0x7462_3273_756d_0001);
+    let size = SLACK + 16 + MAX_LEN + SLACK;
+    let mut abuf = Aligned::new(size);
+    let mut bbuf = Aligned::new(size);
+    let mut calls = 0u64;
+    let mut cases = 0u64;
+    let all_pairs: Vec<(usize, usize)> =
+        (0..16).flat_map(|x| (0..16).map(move |y| (x, y))).collect();
+    for len in 0..=MAX_LEN {
+        let pairs: &[(usize, usize)] = if len <= FULL_ALIGN_MAX_LEN {
+            &all_pairs
+        } else {
+            &SPREAD
+        };
+        for &(oa, ob) in pairs {
+            let (wa, wb) = (SLACK + oa, SLACK + ob);
+            let a = abuf.bytes();
+            let b = bbuf.bytes();
+            rng.fill(a);
+            // b mirrors a around the window, but every byte outside the
+            // window differs from its counterpart: a comparator that reads
+            // one byte too many (before or after) reports a difference.
+            for (i, x) in b.iter_mut().enumerate() {
+                let j = (i + wa).wrapping_sub(wb);
+                let mirror = if j < a.len() { a[j] } else { 0x55 };
+                *x = if (wb..wb + len).contains(&i) {
+                    mirror
+                } else {
+                    !mirror
+                };
+            }
+            let (a, b) = (&a[wa..wa + len], &mut b[wb..wb + len]);
+            calls += check_all_levels(a, b, || format!("len {len}, equal, offsets {oa}/{ob}"));
+            cases += 1;
+            for pos in 0..len {
+                for bit in 0..8 {
+                    b[pos] ^= 1 << bit;
+                    calls += check_all_levels(a, b, || {
+                        format!("len {len}, bit {bit} of byte {pos} differs, offsets {oa}/{ob}")
+                    });
+                    b[pos] ^= 1 << bit;
+                    cases += 1;
+                }
+            }
+        }
+    }
+    // Cases: sum over len of pairs(len) * (1 + 8 * len).
+    let per_len = |len: u64| 1 + 8 * len;
+    let full: u64 = (0..=FULL_ALIGN_MAX_LEN as u64).map(per_len).sum::<u64>() * 256;
+    let spread: u64 = (FULL_ALIGN_MAX_LEN as u64 + 1..=MAX_LEN as u64)
+        .map(per_len)
+        .sum::<u64>()
+        * SPREAD.len() as u64;
+    assert_eq!(full, 4_276_480);
+    assert_eq!(spread, 5_516_736);
+    assert_eq!(cases, 9_793_216);
+    assert_eq!(cases, full + spread);
+    assert_eq!(calls, cases * (Level::ALL.len() as u64 + 1));
+    println!(
+        "differential: {cases} cases x {} levels + ct::eq = {calls} comparator calls",
+        Level::ALL.len()
+    );
+}
+
+/// A few cases, cheap enough for Miri (which runs only `Portable`).
+#[test]
+fn differential_small() {
+    let mut rng = Rng(42);
+    for len in [0usize, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 65, 100] {
+        let mut a = vec![0u8; len];
+        rng.fill(&mut a);
+        let mut b = a.clone();
+        check_all_levels(&a, &b, || format!("len {len}"));
+        for pos in 0..len {
+            b[pos] ^= 0x80;
+            check_all_levels(&a, &b, || format!("len {len}, byte {pos}"));
+            b[pos] ^= 0x80;
+        }
+    }
+}
+
+#[test]
+fn all_ones_and_zeros_and_same_slice() {
+    for len in 0..=300usize {
+        let zeros = vec![0u8; len];
+        let ones = vec![0xffu8; len];
+        for &level in Level::ALL {
+            assert_eq!(timingsafe_bcmp(level, &zeros, &zeros), 0);
+            assert_eq!(timingsafe_bcmp(level, &ones, &ones), 0);
+            assert_eq!(timingsafe_bcmp(level, &ones, &ones[..]), 0);
+            if len > 0 {
+                assert_ne!(timingsafe_bcmp(level, &zeros, &ones), 0, "{level:?} {len}");
+                assert_ne!(timingsafe_bcmp(level, &ones, &zeros), 0, "{level:?} {len}");
+            }
+        }
+    }
+}
+
+#[test]
+fn different_lengths_panic_and_are_unequal() {
+    for &level in Level::ALL {
+        let r = std::panic::catch_unwind(|| timingsafe_bcmp(level, b"abc", b"ab"));
+        assert!(r.is_err(), "{level:?} accepted slices of different lengths");
+    }
+    assert!(!ct::eq(b"abc", b"ab"));
+    assert!(!ct::eq(b"", b"a"));
+    assert!(ct::eq(b"", b""));
+}
+
+#[test]
+fn level_names() {
+    for &level in Level::ALL {
+        assert_eq!(Level::from_name(level.name()), Some(level));
+        assert_eq!(level.to_string(), level.name());
+    }
+    assert_eq!(Level::from_name(" PORTABLE "), Some(Level::Portable));
+    assert_eq!(Level::from_name("x86-64-v3"), Some(Level::DEFAULT));
+    assert_eq!(Level::from_name("baseline"), Some(Level::DEFAULT));
+    assert_eq!(Level::from_name("avx512"), None);
+    assert_eq!(Level::from_name(""), None);
+    assert_eq!(*Level::ALL.last().unwrap(), Level::DEFAULT);
+    assert_eq!(Level::default(), Level::DEFAULT);
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        assert_eq!(
+            Level::ALL,
+            &[Level::Portable, Level::Scalar, Level::Baseline]
+        );
+        assert_eq!(Level::from_name("Scalar"), Some(Level::Scalar));
+        assert_eq!(
+            Level::Baseline.symbol(),
+            Some("bt2sum_timingsafe_bcmp_baseline")
+        );
+    }
+    assert_eq!(Level::Portable.symbol(), None);
+}
+
+// ---------------------------------------------------------------------------
+// BT2SUM_ARCHLEVEL, checked in child processes (the level is cached once per
+// process).
+
+#[cfg(not(miri))]
+const CHILD_EXPECT_ENV: &str = "BT2SUM_CT_TEST_EXPECT_LEVEL";
+
+#[test]
+#[cfg(not(miri))]
+fn archlevel_env_selects_the_default_level() {
+    // "scalar" is a cap: Scalar on x86_64, Portable elsewhere.
+    let scalar = Level::from_name("scalar").unwrap();
+    let cases: Vec<(Option<&str>, Level)> = vec![
+        (None, Level::DEFAULT),
+        (Some(""), Level::DEFAULT),
+        (Some("nonsense"), Level::DEFAULT),
+        (Some("portable"), Level::Portable),
+        (Some("baseline"), Level::DEFAULT),
+        (Some("x86-64-v4"), Level::DEFAULT),
+        (Some("scalar"), scalar),
+        (Some("SCALAR"), scalar),
+    ];
+    let exe = std::env::current_exe().unwrap();
+    for (value, expected) in cases {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["ct::archlevel_child", "--exact", "--ignored", "--nocapture"])
+            .env(CHILD_EXPECT_ENV, expected.name());
+        match value {
+            Some(v) => cmd.env(ct::ARCHLEVEL_ENV, v),
+            None => cmd.env_remove(ct::ARCHLEVEL_ENV),
+        };
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "BT2SUM_ARCHLEVEL={value:?} should give {expected:?}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+#[cfg(not(miri))]
+#[ignore = "child of archlevel_env_selects_the_default_level; meaningless alone"]
+fn archlevel_child() {
+    let expected = std::env::var(CHILD_EXPECT_ENV).expect("run by the parent test");
+    assert_eq!(ct::default_level().name(), expected);
+    assert_eq!(Level::from_env(), ct::default_level());
+    assert!(ct::eq(b"same", b"same") && !ct::eq(b"same", b"diff"));
+}
+
+// ---------------------------------------------------------------------------
+// Guard pages.
+
+#[cfg(all(unix, not(miri)))]
+mod guard {
+    /// `data_len` readable bytes, page aligned, with a `PROT_NONE` page
+    /// right before and right after.
+    pub struct Guarded {
+        base: *mut u8,
+        total: usize,
+        pub data: *mut u8,
+        pub data_len: usize,
+    }
+
+    impl Guarded {
+        pub fn new(min_len: usize) -> Guarded {
+            // SAFETY: sysconf has no preconditions.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+            let data_len = min_len.div_ceil(page).max(1) * page;
+            let total = data_len + 2 * page;
+            // SAFETY: a fresh anonymous private mapping; the result is
+            // checked against MAP_FAILED.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    total,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(base, libc::MAP_FAILED, "mmap failed");
+            let base = base.cast::<u8>();
+            // SAFETY: both ranges are whole pages inside the mapping.
+            unsafe {
+                assert_eq!(libc::mprotect(base.cast(), page, libc::PROT_NONE), 0);
+                assert_eq!(
+                    libc::mprotect(base.add(page + data_len).cast(), page, libc::PROT_NONE),
+                    0
+                );
+            }
+            Guarded {
+                base,
+                total,
+                // SAFETY: inside the mapping.
+                data: unsafe { base.add(page) },
+                data_len,
+            }
+        }
+
+        pub fn bytes(&mut self) -> &mut [u8] {
+            // SAFETY: data..data+data_len is mapped read-write and owned by
+            // self.
+            unsafe { std::slice::from_raw_parts_mut(self.data, self.data_len) }
+        }
+    }
+
+    impl Drop for Guarded {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in new, unmapped once.
+            unsafe { libc::munmap(self.base.cast(), self.total) };
+        }
+    }
+}
+
+/// Runs `ct::guard_pages_child` in a child process, so that a fault (a
+/// read outside the window) is reported as a failure of this test instead
+/// of killing the whole test binary.
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn guard_pages_no_read_outside_the_window() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "ct::guard_pages_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.signal().is_none(),
+        "a comparator read outside its window: the child died of signal {:?}\n{stdout}",
+        out.status.signal()
+    );
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "guard-page child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The control: the guard pages really fault, before and after.
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn guard_pages_control_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    for side in ["before", "after"] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["ct::guard_pages_control_child", "--exact", "--ignored"])
+            .env("BT2SUM_CT_GUARD_SIDE", side)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSEGV),
+            "reading the byte {side} the window should fault: {out:?}"
+        );
+    }
+}
+
+#[test]
+#[cfg(all(unix, not(miri)))]
+#[ignore = "child of guard_pages_control_faults; it crashes on purpose"]
+fn guard_pages_control_child() {
+    let g = guard::Guarded::new(100);
+    let p = match std::env::var("BT2SUM_CT_GUARD_SIDE").as_deref() {
+        // SAFETY: one byte before the data, still inside the mapping (its
+        // lower guard page).
+        Ok("before") => unsafe { g.data.sub(1) },
+        // SAFETY: one byte after the data, still inside the mapping (its
+        // upper guard page).
+        Ok("after") => unsafe { g.data.add(g.data_len) },
+        _ => panic!("run by the parent test"),
+    };
+    // SAFETY: deliberately not upheld: this reads a PROT_NONE page to show
+    // that the guard faults; the child process dies of SIGSEGV before the
+    // value could be used, which is what the parent test checks.
+    let byte = unsafe { std::ptr::read_volatile(p) };
+    println!("read {byte} without a fault");
+}
+
+#[test]
+#[cfg(all(unix, not(miri)))]
+#[ignore = "child of guard_pages_no_read_outside_the_window, which runs it in its own process"]
+fn guard_pages_child() {
+    use guard::Guarded;
+    const MAX: usize = 1024;
+    let mut ga = Guarded::new(MAX);
+    let mut gb = Guarded::new(MAX);
+    ga.bytes().fill(0xa5);
+    gb.bytes().fill(0xa5);
+    let n = ga.data_len;
+    let mut calls = 0u64;
+    for len in 0..=MAX {
+        // Windows flush against the guard page before (offset 0) and after
+        // (offset n - len), in all four combinations for the two buffers.
+        for (oa, ob) in [(0, 0), (n - len, n - len), (0, n - len), (n - len, 0)] {
+            for &level in Level::ALL {
+                {
+                    let a = &ga.bytes()[oa..oa + len];
+                    let b = &gb.bytes()[ob..ob + len];
+                    assert_eq!(timingsafe_bcmp(level, a, b), 0, "{level:?} len {len}");
+                }
+                if len > 0 {
+                    for pos in [ob, ob + len - 1] {
+                        gb.bytes()[pos] ^= 0x01;
+                        let a = &ga.bytes()[oa..oa + len];
+                        let b = &gb.bytes()[ob..ob + len];
+                        assert_ne!(timingsafe_bcmp(level, a, b), 0, "{level:?} len {len}");
+                        gb.bytes()[pos] ^= 0x01;
+                    }
+                }
+                calls += 1;
+            }
+        }
+    }
+    assert_eq!(calls, (MAX as u64 + 1) * 4 * Level::ALL.len() as u64);
+    println!("guard pages: {calls} windows flush against PROT_NONE pages, no fault");
+}
+
+// ---------------------------------------------------------------------------
+// valgrind memcheck: constant time as "no branch or address depends on
+// undefined bytes".
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+mod valgrind {
+    use std::arch::asm;
+
+    pub const RUNNING_ON_VALGRIND: usize = 0x1001;
+    pub const COUNT_ERRORS: usize = 0x1201;
+    const MC_BASE: usize = ((b'M' as usize) << 24) | ((b'C' as usize) << 16);
+    pub const MAKE_MEM_UNDEFINED: usize = MC_BASE + 1;
+    pub const MAKE_MEM_DEFINED: usize = MC_BASE + 2;
+
+    /// A Valgrind client request: outside valgrind the magic sequence is a
+    /// no-op (the rotations of rdi add up to 128 bits) and `default` comes
+    /// back; under valgrind it performs `request` with up to 5 arguments.
+    pub fn request(default: usize, request: usize, args: [usize; 5]) -> usize {
+        let block: [usize; 6] = [request, args[0], args[1], args[2], args[3], args[4]];
+        let mut result = default;
+        // SAFETY: the documented amd64 client-request preamble; it changes
+        // only rdx (the result) and the flags, and reads the request block,
+        // which lives until after the asm. Valgrind may change the
+        // definedness of the memory named by the arguments, which the
+        // caller's pointers own.
+        unsafe {
+            asm!(
+                "rol rdi, 3",
+                "rol rdi, 13",
+                "rol rdi, 61",
+                "rol rdi, 51",
+                "xchg rbx, rbx",
+                in("rax") block.as_ptr(),
+                inout("rdx") result,
+                options(nostack),
+            );
+        }
+        result
+    }
+
+    pub fn running_on_valgrind() -> bool {
+        request(0, RUNNING_ON_VALGRIND, [0; 5]) != 0
+    }
+
+    pub fn count_errors() -> usize {
+        request(0, COUNT_ERRORS, [0; 5])
+    }
+
+    pub fn make_undefined<T: ?Sized>(x: &mut T) {
+        request(
+            0,
+            MAKE_MEM_UNDEFINED,
+            [
+                std::ptr::from_mut(x).cast::<u8>() as usize,
+                size_of_val(x),
+                0,
+                0,
+                0,
+            ],
+        );
+    }
+
+    pub fn make_defined<T: ?Sized>(x: &mut T) {
+        request(
+            0,
+            MAKE_MEM_DEFINED,
+            [
+                std::ptr::from_mut(x).cast::<u8>() as usize,
+                size_of_val(x),
+                0,
+                0,
+                0,
+            ],
+        );
+    }
+}
+
+/// A deliberately leaky comparator for the controls: a byte loop that
+/// returns at the first difference (a branch on the data).
+///
+/// # Safety
+///
+/// `a` and `b` must each be valid for reads of `len` bytes.
+// SAFETY (of the naked attribute): a complete System V AMD64 function that
+// reads its arguments from rdi/rsi/rdx, writes only caller-saved registers,
+// never touches the stack and returns with `ret`.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+unsafe extern "sysv64" fn bt2sum_test_leaky_bcmp(a: *const u8, b: *const u8, len: usize) -> i32 {
+    core::arch::naked_asm!(
+        "xor eax, eax",
+        "test rdx, rdx",
+        "jz 3f",
+        "2:",
+        "movzx eax, byte ptr [rdi]",
+        "movzx ecx, byte ptr [rsi]",
+        "cmp eax, ecx",
+        "jne 4f",
+        "add rdi, 1",
+        "add rsi, 1",
+        "sub rdx, 1",
+        "jnz 2b",
+        "xor eax, eax",
+        "3:",
+        "ret",
+        "4:",
+        "mov eax, 1",
+        "ret",
+    )
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+const LEAKY_SYMBOL: &str = "bt2sum_test_leaky_bcmp";
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn leaky_bcmp(a: &[u8], b: &[u8]) -> i32 {
+    assert_eq!(a.len(), b.len());
+    // SAFETY: both slices are valid for a.len() bytes.
+    unsafe { bt2sum_test_leaky_bcmp(a.as_ptr(), b.as_ptr(), a.len()) }
+}
+
+#[test]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn leaky_control_is_a_correct_comparator() {
+    // The control differs from the real ones only in timing.
+    for len in 0..40usize {
+        let a: Vec<u8> = (0..len as u8).collect();
+        let mut b = a.clone();
+        assert_eq!(leaky_bcmp(&a, &b), 0);
+        for pos in 0..len {
+            b[pos] ^= 4;
+            assert_ne!(leaky_bcmp(&a, &b), 0);
+            b[pos] ^= 4;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+const VALGRIND_CHILD_ENV: &str = "BT2SUM_CT_VALGRIND_CHILD";
+
+/// Runs this test binary's `ct::valgrind_child` under memcheck in `mode`;
+/// returns (exit code, stdout, stderr).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn run_under_memcheck(mode: &str) -> (Option<i32>, String, String) {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("valgrind")
+        .args([
+            "--tool=memcheck",
+            "--error-exitcode=97",
+            "--leak-check=no",
+            "--track-origins=no",
+        ])
+        .arg(&exe)
+        .args([
+            "ct::valgrind_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(VALGRIND_CHILD_ENV, mode)
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "valgrind is not installed: this constant-time proof needs it and is never \
+             skipped; install it (Debian/Ubuntu: apt-get install -y valgrind)"
+        ),
+        Err(e) => panic!("cannot run valgrind: {e}"),
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn valgrind_memcheck_proves_no_secret_dependent_branch_or_address() {
+    // The real comparators and the leaky control, in parallel.
+    let leaky = std::thread::spawn(|| run_under_memcheck("leaky"));
+    let (code, stdout, stderr) = run_under_memcheck("clean");
+    let report = format!("--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "memcheck found secret-dependent behaviour:\n{report}"
+    );
+    assert!(stdout.contains("1 passed"), "child did not run:\n{report}");
+    assert!(
+        stderr.contains("ERROR SUMMARY: 0 errors"),
+        "memcheck errors:\n{report}"
+    );
+    for &level in Level::ALL {
+        assert!(
+            stdout.contains(&format!("memcheck {level:?}: 0 errors")),
+            "{level:?} not checked cleanly:\n{report}"
+        );
+    }
+    assert!(stdout.contains("memcheck ct::eq: 0 errors"), "{report}");
+
+    // The control: the same harness must catch the early exit.
+    let (code, stdout, stderr) = leaky.join().unwrap();
+    let report = format!("--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert_eq!(
+        code,
+        Some(97),
+        "memcheck did NOT flag the leaky control:\n{report}"
+    );
+    assert!(
+        stderr.contains("Conditional jump or move depends on uninitialised value"),
+        "{report}"
+    );
+    assert!(
+        stderr.contains(LEAKY_SYMBOL),
+        "the error is not in the control:\n{report}"
+    );
+    assert!(
+        !stdout.contains("memcheck leaky: 0 errors") && stdout.contains("memcheck leaky: "),
+        "{report}"
+    );
+}
+
+#[test]
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+#[ignore = "child of valgrind_memcheck_proves_no_secret_dependent_branch_or_address; \
+            meaningless without valgrind"]
+fn valgrind_child() {
+    use valgrind::{count_errors, make_defined, make_undefined, running_on_valgrind};
+    let mode = std::env::var(VALGRIND_CHILD_ENV).expect("run by the parent test");
+    assert!(running_on_valgrind(), "must run under valgrind");
+
+    // Lengths that reach every length class of every level.
+    const LENS: [usize; 22] = [
+        0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 100, 128, 300,
+    ];
+    let run = |name: &str, f: &dyn Fn(&[u8], &[u8]) -> i32| {
+        let before = count_errors();
+        for len in LENS {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            // Equal, differing in the first byte, differing in the last.
+            for diff in [None, Some(0), Some(len.saturating_sub(1))] {
+                if diff.is_some() && len == 0 {
+                    continue;
+                }
+                let mut x = a.clone();
+                let mut y = a.clone();
+                if let Some(pos) = diff {
+                    y[pos] ^= 0x10;
+                }
+                make_undefined(&mut x[..]);
+                make_undefined(&mut y[..]);
+                let mut r = f(black_box(&x), black_box(&y));
+                // Only the verdict is declassified; then branch on it.
+                make_defined(&mut r);
+                let r = black_box(r);
+                assert_eq!(r == 0, diff.is_none(), "{name}: wrong verdict at len {len}");
+            }
+        }
+        let errors = count_errors() - before;
+        println!("memcheck {name}: {errors} errors");
+    };
+    match mode.as_str() {
+        "clean" => {
+            for &level in Level::ALL {
+                run(&format!("{level:?}"), &|a, b| timingsafe_bcmp(level, a, b));
+            }
+            run("ct::eq", &|a, b| i32::from(!ct::eq(a, b)));
+        }
+        "leaky" => run("leaky", &leaky_bcmp),
+        other => panic!("unknown mode {other}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Disassembly audit.
+
+/// One disassembled instruction (objdump, Intel syntax).
+#[derive(Debug, Clone)]
+struct Insn {
+    addr: u64,
+    mnemonic: String,
+    operands: Vec<String>,
+}
+
+/// Parses `objdump -d --no-show-raw-insn -M intel` lines of one function.
+fn parse_objdump(text: &str) -> Vec<Insn> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((addr, rest)) = line.split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        // Drop objdump's `# 1234 <sym>` annotations.
+        let rest = rest.split('#').next().unwrap().trim();
+        let mut words = rest.split_whitespace();
+        let mut mnemonic = String::new();
+        // Prefixes that objdump prints before the mnemonic of padding nops.
+        for w in words.by_ref() {
+            if matches!(w, "cs" | "ds" | "data16" | "rex" | "rex.W") {
+                continue;
+            }
+            mnemonic = w.to_string();
+            break;
+        }
+        let ops: String = words.collect::<Vec<_>>().join(" ");
+        let operands = if ops.is_empty() {
+            Vec::new()
+        } else {
+            ops.split(',').map(|s| s.trim().to_string()).collect()
+        };
+        out.push(Insn {
+            addr,
+            mnemonic,
+            operands,
+        });
+    }
+    out
+}
+
+/// The 64-bit register (or the xmm register) that `name` is part of.
+fn canonical_reg(name: &str) -> Option<String> {
+    let n = name.trim();
+    if let Some(rest) = n.strip_prefix("xmm").or_else(|| n.strip_prefix("ymm")) {
+        return rest.parse::<u8>().ok().map(|i| format!("xmm{i}"));
+    }
+    const LEGACY: [(&str, [&str; 5]); 8] = [
+        ("rax", ["rax", "eax", "ax", "al", "ah"]),
+        ("rbx", ["rbx", "ebx", "bx", "bl", "bh"]),
+        ("rcx", ["rcx", "ecx", "cx", "cl", "ch"]),
+        ("rdx", ["rdx", "edx", "dx", "dl", "dh"]),
+        ("rsi", ["rsi", "esi", "si", "sil", "sil"]),
+        ("rdi", ["rdi", "edi", "di", "dil", "dil"]),
+        ("rbp", ["rbp", "ebp", "bp", "bpl", "bpl"]),
+        ("rsp", ["rsp", "esp", "sp", "spl", "spl"]),
+    ];
+    for (canon, names) in LEGACY {
+        if names.contains(&n) {
+            return Some(canon.to_string());
+        }
+    }
+    let rest = n.strip_prefix('r')?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let suffix = &rest[digits.len()..];
+    let i: u8 = digits.parse().ok()?;
+    if !(8..=15).contains(&i) || !matches!(suffix, "" | "d" | "w" | "b") {
+        return None;
+    }
+    Some(format!("r{i}"))
+}
+
+/// Splits an operand into its memory part (registers inside `[...]`) or
+/// its register; immediates and branch targets give neither.
+enum Operand {
+    Reg(String),
+    Mem(Vec<String>),
+    Other,
+}
+
+fn classify(op: &str) -> Operand {
+    if let (Some(open), Some(close)) = (op.find('['), op.rfind(']')) {
+        let regs = op[open + 1..close]
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter_map(canonical_reg)
+            .collect();
+        return Operand::Mem(regs);
+    }
+    match canonical_reg(op) {
+        Some(r) => Operand::Reg(r),
+        None => Operand::Other,
+    }
+}
+
+/// The data-operand-independent-timing instructions the functions may use:
+/// a subset of Intel's DOIT list (no multiply, no divide, no cmov/setcc).
+const DOIT_ALLOWLIST: &[&str] = &[
+    "mov", "movzx", "xor", "or", "and", "add", "sub", "shr", "shl", "lea", "cmp", "test", "jmp",
+    "ret", "nop", "movdqu", "movd", "movq", "pxor", "por", "pand", "pcmpeqb", "pmovmskb",
+];
+/// The conditional branches (allowed only on public flags).
+const JCC: &[&str] = &[
+    "ja", "jae", "jb", "jbe", "je", "jne", "jz", "jnz", "jg", "jge", "jl", "jle", "jnb", "jnbe",
+    "jna", "jnae", "jc", "jnc",
+];
+/// Instructions that set the flags from their operands.
+const FLAG_SETTERS: &[&str] = &[
+    "cmp", "test", "add", "sub", "and", "or", "xor", "shr", "shl",
+];
+
+/// Audits one function; returns the violations (empty means it passed).
+///
+/// Rules: every mnemonic is on `DOIT_ALLOWLIST` (or a `JCC`); no branch
+/// leaves the function; a taint analysis (flow-insensitive, so
+/// conservative) marks as secret every register written from memory or
+/// from a secret register, and then no memory address may use a secret
+/// register and every conditional branch must directly follow a
+/// flag-setting instruction on public registers only, and must not itself
+/// be a branch target (so no other path can bring flags to it).
+fn audit(insns: &[Insn]) -> Vec<String> {
+    let mut bad = Vec::new();
+    if insns.is_empty() {
+        bad.push("no instructions".to_string());
+        return bad;
+    }
+    let (lo, hi) = (insns[0].addr, insns.last().unwrap().addr);
+    let is_nop = |i: &Insn| {
+        i.mnemonic.starts_with("nop") || (i.mnemonic == "xchg" && i.operands == ["ax", "ax"])
+    };
+    let mut targets = Vec::new();
+    for i in insns {
+        let m = i.mnemonic.as_str();
+        if is_nop(i) {
+            continue;
+        }
+        if !DOIT_ALLOWLIST.contains(&m) && !JCC.contains(&m) {
+            bad.push(format!("{:x}: {m} is not on the DOIT allowlist", i.addr));
+        }
+        if m == "jmp" || JCC.contains(&m) {
+            let target = i
+                .operands
+                .first()
+                .and_then(|t| t.split_whitespace().next())
+                .and_then(|t| u64::from_str_radix(t, 16).ok());
+            match target {
+                Some(t) if (lo..=hi).contains(&t) => targets.push(t),
+                _ => bad.push(format!(
+                    "{:x}: {m} leaves the function or is indirect",
+                    i.addr
+                )),
+            }
+        }
+    }
+    // Taint: fixpoint over all instructions.
+    let mut secret: std::collections::BTreeSet<String> = Default::default();
+    loop {
+        let before = secret.len();
+        for i in insns.iter().filter(|i| !is_nop(i)) {
+            let m = i.mnemonic.as_str();
+            if JCC.contains(&m) || matches!(m, "jmp" | "ret" | "cmp" | "test") {
+                continue;
+            }
+            let Some(Operand::Reg(dest)) = i.operands.first().map(|o| classify(o)) else {
+                continue; // stores and the like: none in our functions
+            };
+            let zero_idiom = i.operands.len() == 2
+                && matches!(m, "xor" | "pxor" | "sub")
+                && classify(&i.operands[1]).is_reg(&dest);
+            if zero_idiom {
+                continue;
+            }
+            // Sources: all operands except the destination of a pure move
+            // (the destination is also a source of two-operand arithmetic).
+            let pure_move = matches!(
+                m,
+                "mov" | "movzx" | "movdqu" | "movd" | "movq" | "lea" | "pmovmskb"
+            );
+            let sources = if pure_move {
+                &i.operands[1..]
+            } else {
+                &i.operands[..]
+            };
+            let tainted = sources.iter().any(|o| match classify(o) {
+                Operand::Reg(r) => secret.contains(&r),
+                // A load reads the data; lea only computes an address.
+                Operand::Mem(regs) => m != "lea" || regs.iter().any(|r| secret.contains(r)),
+                Operand::Other => false,
+            });
+            if tainted {
+                secret.insert(dest);
+            }
+        }
+        if secret.len() == before {
+            break;
+        }
+    }
+    for (k, i) in insns.iter().enumerate() {
+        if is_nop(i) {
+            continue;
+        }
+        let m = i.mnemonic.as_str();
+        for o in &i.operands {
+            if let Operand::Mem(regs) = classify(o) {
+                for r in regs.iter().filter(|r| secret.contains(*r)) {
+                    bad.push(format!("{:x}: address depends on secret {r}", i.addr));
+                }
+            }
+        }
+        if JCC.contains(&m) {
+            if targets.contains(&i.addr) {
+                bad.push(format!("{:x}: {m} is a branch target", i.addr));
+            }
+            let prev = insns[..k].iter().rev().find(|p| !is_nop(p));
+            match prev {
+                Some(p) if FLAG_SETTERS.contains(&p.mnemonic.as_str()) => {
+                    for o in &p.operands {
+                        match classify(o) {
+                            Operand::Reg(r) if secret.contains(&r) => bad
+                                .push(format!("{:x}: {m} branches on flags of secret {r}", i.addr)),
+                            Operand::Mem(_) => bad.push(format!(
+                                "{:x}: {m} branches on flags of loaded data",
+                                i.addr
+                            )),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => bad.push(format!(
+                    "{:x}: {m} does not directly follow a flag-setting instruction",
+                    i.addr
+                )),
+            }
+        }
+    }
+    bad.dedup();
+    bad
+}
+
+impl Operand {
+    fn is_reg(&self, r: &str) -> bool {
+        matches!(self, Operand::Reg(x) if x == r)
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn disassemble(symbol: &str) -> Vec<Insn> {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("objdump")
+        .args([
+            "-d",
+            "--no-show-raw-insn",
+            "-M",
+            "intel",
+            &format!("--disassemble={symbol}"),
+        ])
+        .arg(&exe)
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "objdump is not installed: the disassembly proof needs it and is never skipped; \
+             install binutils (Debian/Ubuntu: apt-get install -y binutils)"
+        ),
+        Err(e) => panic!("cannot run objdump: {e}"),
+    };
+    assert!(out.status.success(), "objdump failed: {:?}", out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = format!("<{symbol}>:");
+    let body = text
+        .split_once(&header)
+        .unwrap_or_else(|| panic!("{symbol} not found in {}", exe.display()))
+        .1;
+    // The function ends at the next blank line (objdump separates symbols).
+    let body = body.split("\n\n").next().unwrap();
+    parse_objdump(body)
+}
+
+#[test]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn disassembly_uses_only_doit_instructions_and_public_branches() {
+    // Make sure both functions are linked into this binary.
+    for &level in Level::ALL {
+        black_box(timingsafe_bcmp(level, b"x", b"x"));
+    }
+    let mut report = String::new();
+    for &level in Level::ALL {
+        let Some(symbol) = level.symbol() else {
+            continue;
+        };
+        let insns = disassemble(symbol);
+        assert!(
+            insns.len() > 40,
+            "{symbol}: only {} instructions",
+            insns.len()
+        );
+        assert_eq!(
+            insns.last().unwrap().mnemonic,
+            "ret",
+            "{symbol} must end in ret"
+        );
+        let bad = audit(&insns);
+        assert!(
+            bad.is_empty(),
+            "{symbol} fails the audit:\n{}",
+            bad.join("\n")
+        );
+        let mnemonics: std::collections::BTreeSet<&str> =
+            insns.iter().map(|i| i.mnemonic.as_str()).collect();
+        let uses_xmm = insns
+            .iter()
+            .any(|i| i.operands.iter().any(|o| o.contains("xmm")));
+        match level {
+            Level::Scalar => assert!(!uses_xmm, "scalar must use general-purpose registers only"),
+            Level::Baseline => {
+                for m in ["movdqu", "pxor", "por", "pcmpeqb", "pmovmskb"] {
+                    assert!(mnemonics.contains(m), "baseline should use {m}");
+                }
+            }
+            Level::Portable => unreachable!(),
+        }
+        report.push_str(&format!(
+            "{symbol}: {} instructions, {mnemonics:?}\n",
+            insns.len()
+        ));
+    }
+    println!("{report}");
+
+    // The control: the leaky comparator in this binary must fail the audit,
+    // for its data-dependent branch.
+    black_box(leaky_bcmp(b"a", b"a"));
+    let bad = audit(&disassemble(LEAKY_SYMBOL));
+    assert!(
+        bad.iter()
+            .any(|b| b.contains("branches on flags of secret")),
+        "the audit missed the leaky control's early exit: {bad:?}"
+    );
+}
+
+/// The audit must be able to fail: synthetic listings in objdump's format,
+/// one per kind of violation.
+#[test]
+fn disassembly_audit_rejects_known_bad_code() {
+    let ok = "\
+  1000:\tcmp    rdx,0x10
+  1004:\tja     1010 <f+0x10>
+  1006:\tmov    rax,QWORD PTR [rdi]
+  1009:\txor    rax,QWORD PTR [rsi]
+  100c:\tret
+  1010:\tmovdqu xmm0,XMMWORD PTR [rdi+rdx*1-0x10]
+  1016:\tpmovmskb eax,xmm0
+  101a:\tret
+";
+    let good = parse_objdump(ok);
+    assert_eq!(good.len(), 8);
+    assert!(audit(&good).is_empty(), "{:?}", audit(&good));
+
+    let bad_cases: &[(&str, &str)] = &[
+        (
+            "div",
+            "  1000:\tmov    rax,QWORD PTR [rdi]\n  1003:\tdiv    rcx\n  1006:\tret\n",
+        ),
+        (
+            "cmovne",
+            "  1000:\tmov    rax,QWORD PTR [rdi]\n  1003:\tcmp    rax,rdx\n  1006:\tcmovne rax,rdx\n  100a:\tret\n",
+        ),
+        ("imul", "  1000:\timul   rax,rdx\n  1004:\tret\n"),
+        (
+            "branches on flags of secret",
+            "  1000:\tmovzx  eax,BYTE PTR [rdi]\n  1003:\ttest   eax,eax\n  1005:\tjne    1000 <f>\n  1007:\tret\n",
+        ),
+        (
+            "branches on flags of secret",
+            // Taint flows through arithmetic into a register used later.
+            "  1000:\tmov    r8,QWORD PTR [rdi]\n  1003:\tlea    rcx,[r8+0x1]\n  1007:\tcmp    rcx,rdx\n  100a:\tjb     1000 <f>\n  100c:\tret\n",
+        ),
+        (
+            "branches on flags of loaded data",
+            "  1000:\tcmp    al,BYTE PTR [rdi]\n  1002:\tje     1000 <f>\n  1004:\tret\n",
+        ),
+        (
+            "address depends on secret",
+            "  1000:\tmovzx  eax,BYTE PTR [rdi]\n  1003:\tmovzx  ecx,BYTE PTR [rsi+rax*1]\n  1007:\tret\n",
+        ),
+        (
+            "does not directly follow",
+            "  1000:\tmov    rax,rdx\n  1003:\tja     1000 <f>\n  1005:\tret\n",
+        ),
+        (
+            "is a branch target",
+            "  1000:\tcmp    rdx,0x8\n  1004:\tjb     1004 <f+0x4>\n  1006:\tret\n",
+        ),
+        (
+            "leaves the function",
+            "  1000:\tcmp    rdx,0x8\n  1004:\tjb     2000 <g>\n  1006:\tret\n",
+        ),
+        (
+            "not on the DOIT allowlist",
+            "  1000:\tcall   2000 <memcmp>\n  1005:\tret\n",
+        ),
+        (
+            "not on the DOIT allowlist",
+            "  1000:\tmov    eax,DWORD PTR [rdi]\n  1003:\tsete   al\n  1006:\tret\n",
+        ),
+    ];
+    for (expect, listing) in bad_cases {
+        let insns = parse_objdump(listing);
+        assert!(!insns.is_empty());
+        let bad = audit(&insns);
+        assert!(
+            bad.iter().any(|b| b.contains(expect)),
+            "audit should report '{expect}' for\n{listing}\ngot {bad:?}"
+        );
+    }
+}
