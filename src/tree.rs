@@ -618,6 +618,15 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
 /// assert!(digest.to_hex().starts_with("18e622875a89cede"));
 /// ```
 pub fn hash(tree: &TreeParams, data: &[u8]) -> Digest {
+    hash_keeping_leaves(tree, data, None).0
+}
+
+/// [`hash`], also appending every leaf digest to `log` if there is one.
+pub(crate) fn hash_keeping_leaves(
+    tree: &TreeParams,
+    data: &[u8],
+    mut log: Option<LeafLog>,
+) -> (Digest, Option<LeafLog>) {
     let mut root = NodeState::new(tree, Node::Root);
     let batch = tree.batch_leaves() * tree.leaf_size as usize;
     let mut digests = Vec::new();
@@ -631,8 +640,11 @@ pub fn hash(tree: &TreeParams, data: &[u8]) -> Digest {
         let first = (index * tree.batch_leaves()) as u64;
         hash_leaves(tree, first, chunk, end, &mut digests);
         root.update(&digests);
+        if let Some(log) = &mut log {
+            log.append(&digests);
+        }
     }
-    root.finalize()
+    (root.finalize(), log)
 }
 
 /// A streaming tree hasher: write the input in pieces of any size, then

@@ -27,7 +27,9 @@ use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
 
 use crate::leaves::LeafLog;
-use crate::tree::{Digest, EndOfInput, LastNode, LeafState, Pipeline, TreeHasher, TreeParams};
+use crate::tree::{
+    Digest, EndOfInput, LastNode, LeafState, Pipeline, TreeHasher, TreeParams, hash_keeping_leaves,
+};
 
 /// Regular files smaller than this are read: one `read` is cheaper than
 /// setting up and tearing down a mapping.
@@ -102,7 +104,8 @@ pub fn hash_path_with(
     path: &Path,
     options: Options<'_>,
 ) -> Result<Hashed, InputError> {
-    hash_file_with(tree, File::open(path)?, options)
+    // A file just opened is at offset 0: no need to ask.
+    hash_open_file(tree, File::open(path)?, 0, options)
 }
 
 /// Hashes standard input to its end.
@@ -114,8 +117,13 @@ pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, InputError> {
 pub fn hash_stdin_with(tree: &TreeParams, options: Options<'_>) -> Result<Hashed, InputError> {
     // A duplicate of descriptor 0 shares its offset, so `bt2sum < FILE` after
     // a partial read by a parent shell hashes from where the shell left off.
-    let file = File::from(io::stdin().as_fd().try_clone_to_owned()?);
-    hash_file_with(tree, file, options)
+    let mut file = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let start = if file.metadata()?.is_file() {
+        file.stream_position()?
+    } else {
+        0
+    };
+    hash_open_file(tree, file, start, options)
 }
 
 /// Hashes an open file of any kind from its current offset to its end.
@@ -129,6 +137,17 @@ pub fn hash_file_with(
     mut file: File,
     options: Options<'_>,
 ) -> Result<Hashed, InputError> {
+    let start = file.stream_position().unwrap_or(0);
+    hash_open_file(tree, file, start, options)
+}
+
+/// Hashes an open file from `start` (its current offset) to its end.
+fn hash_open_file(
+    tree: &TreeParams,
+    mut file: File,
+    start: u64,
+    options: Options<'_>,
+) -> Result<Hashed, InputError> {
     let before = file.metadata()?;
     if before.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR).into());
@@ -136,7 +155,6 @@ pub fn hash_file_with(
     if !before.is_file() {
         return hash_stream(tree, &mut file, options);
     }
-    let start = file.stream_position()?;
     let length = before.len().saturating_sub(start);
     let mapped = if length >= MAP_MIN {
         let span = Span {
@@ -154,12 +172,53 @@ pub fn hash_file_with(
             length,
             leaves,
         },
-        // Not worth mapping, or the file cannot be mapped (some special
-        // file systems): read it.
+        None if length < MAP_MIN => hash_small(tree, &mut file, length, options)?,
+        // The file cannot be mapped (some special file systems): read it.
         None => hash_stream(tree, &mut file, options)?,
     };
     unchanged(&file, &before)?;
     Ok(hashed)
+}
+
+thread_local! {
+    /// The buffer small files are read into, kept for the next small file.
+    static SMALL_FILE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads a small regular file whole into a reused buffer and hashes it in one
+/// go: the fewest system calls and no allocation per file, which is what
+/// matters when hashing thousands of small files. A file that grew meanwhile
+/// is still read to its end, and caught by the caller's `fstat` comparison.
+fn hash_small(
+    tree: &TreeParams,
+    file: &mut File,
+    expected: u64,
+    options: Options<'_>,
+) -> Result<Hashed, InputError> {
+    SMALL_FILE.with_borrow_mut(|buffer| {
+        buffer.clear();
+        // Room for the whole file and the read that finds its end. (Through
+        // `take`, because `File::read_to_end` would ask the size and offset
+        // again: two more system calls per file.)
+        buffer.reserve(expected as usize + 1);
+        let length = file.by_ref().take(u64::MAX).read_to_end(buffer)? as u64;
+        if let Some(progress) = options.progress {
+            progress.fetch_add(length, Ordering::Relaxed);
+        }
+        let log = options
+            .keep_leaves
+            .then(|| LeafLog::new(tree.digest_size(), 0));
+        let (digest, leaves) = hash_keeping_leaves(tree, buffer, log);
+        if buffer.capacity() > MAP_MIN as usize * 2 {
+            // Do not keep a big buffer around (a file that grew).
+            *buffer = Vec::new();
+        }
+        Ok(Hashed {
+            digest,
+            length,
+            leaves,
+        })
+    })
 }
 
 /// The leaf digests of part of a file: what `--leaf-range` prints.
