@@ -99,7 +99,12 @@ impl fmt::Display for Algorithm {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamsError {
     /// The digest size is 0 or above the algorithm's maximum.
-    DigestSize { algorithm: Algorithm, size: usize },
+    DigestSize {
+        /// The algorithm asked for.
+        algorithm: Algorithm,
+        /// The digest size asked for, in bytes.
+        size: usize,
+    },
     /// The leaf size is 0 or above 2^32 - 1 (the leaf-length field is 32 bits).
     LeafSize(u64),
 }
@@ -357,6 +362,59 @@ macro_rules! hash_leaf_run {
             }
         }
     }};
+}
+
+/// The checksums of inputs of at most one leaf each, their leaves hashed side
+/// by side in the SIMD lanes, then their roots likewise.
+macro_rules! hash_single_leaf_inputs {
+    ($krate:ident, $tree:expr, $inputs:expr) => {{
+        use $krate::many::{HashManyJob, hash_many};
+        let tree: &TreeParams = $tree;
+        let only_leaf = Node::Leaf {
+            offset: 0,
+            last: LastNode::Yes,
+        };
+        let leaf_params = node_params!($krate, tree, only_leaf);
+        let root_params = node_params!($krate, tree, Node::Root);
+        let mut leaves: Vec<HashManyJob<'_>> = $inputs
+            .iter()
+            .filter(|input| !input.is_empty())
+            .map(|input| HashManyJob::new(&leaf_params, input))
+            .collect();
+        hash_many(leaves.iter_mut());
+        let leaf_digests: Vec<_> = leaves.iter().map(HashManyJob::to_hash).collect();
+        let mut roots: Vec<HashManyJob<'_>> = leaf_digests
+            .iter()
+            .map(|digest| HashManyJob::new(&root_params, digest.as_bytes()))
+            .collect();
+        hash_many(roots.iter_mut());
+        let mut roots = roots
+            .iter()
+            .map(|job| Digest::from_bytes(job.to_hash().as_bytes()));
+        let empty = Digest::from_bytes(root_params.to_state().finalize().as_bytes());
+        $inputs
+            .iter()
+            .map(|input| match input.is_empty() {
+                true => empty,
+                false => roots.next().expect("one root a non-empty input"),
+            })
+            .collect()
+    }};
+}
+
+/// The checksums of several inputs of at most one leaf each (small files):
+/// hashed one by one, a 4 KiB file would use one SIMD lane of four (BLAKE2b)
+/// or eight (BLAKE2s); side by side they fill them.
+pub(crate) fn hash_single_leaf_inputs(tree: &TreeParams, inputs: &[&[u8]]) -> Vec<Digest> {
+    debug_assert!(
+        inputs
+            .iter()
+            .all(|input| input.len() as u64 <= tree.leaf_size())
+    );
+    match tree.algorithm {
+        Algorithm::Blake2b => hash_single_leaf_inputs!(blake2b_simd, tree, inputs),
+        Algorithm::Blake2s => hash_single_leaf_inputs!(blake2s_simd, tree, inputs),
+    }
 }
 
 /// Hashes the whole leaves in `data`, numbered from `first`, into `out`

@@ -422,3 +422,64 @@ fn help_and_version() {
         format!("bt2sum {}\n", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn many_files_in_one_call_match_each_file_alone() {
+    // Small files are hashed side by side in SIMD lanes; sizes around the
+    // leaf size, the mapping threshold, empty and missing files and a
+    // directory are mixed in, for both algorithms.
+    let dir = tempfile::tempdir().unwrap();
+    let mut names = Vec::new();
+    for (i, len) in [
+        0,
+        1,
+        63,
+        64,
+        65,
+        1000,
+        4095,
+        4096,
+        4097,
+        20_000,
+        (1 << 20) + 1,
+    ]
+    .into_iter()
+    .cycle()
+    .take(40)
+    .enumerate()
+    {
+        let name = format!("f{i:02}");
+        fs::write(dir.path().join(&name), pattern(len + i)).unwrap();
+        names.push(name);
+    }
+    names.insert(7, "missing".to_string());
+    fs::create_dir(dir.path().join("subdir")).unwrap();
+    names.insert(20, "subdir".to_string());
+    for options in [
+        &["-t", "4k"][..],
+        &["-a", "blake2s", "-s", "9", "-t", "4096"],
+        &[],
+    ] {
+        let together = bt2sum()
+            .current_dir(dir.path())
+            .args(options)
+            .args(&names)
+            .output()
+            .unwrap();
+        let mut alone_out = String::new();
+        let mut alone_err = String::new();
+        for name in &names {
+            let out = bt2sum()
+                .current_dir(dir.path())
+                .args(options)
+                .arg(name)
+                .output()
+                .unwrap();
+            alone_out += &stdout(&out);
+            alone_err += &stderr(&out);
+        }
+        assert_eq!(stdout(&together), alone_out, "{options:?}");
+        assert_eq!(stderr(&together), alone_err, "{options:?}");
+        assert_eq!(status(&together), 1);
+    }
+}
