@@ -13,6 +13,7 @@
 //! holds at most [`BATCH_BYTES`] of input and [`BATCH_MAX_LEAVES`] digests.
 //! Leaves larger than [`BATCH_BYTES`] / 5 are hashed incrementally instead.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::mpsc;
@@ -547,8 +548,8 @@ struct Finished<B> {
     digests: Vec<u8>,
 }
 
-/// The root node fed in leaf order, with at most one batch of leaves being
-/// hashed on the pool while the caller prepares the next one.
+/// The root node fed in leaf order, with up to `depth` batches of leaves
+/// being hashed on the pool while the caller prepares the next one.
 ///
 /// A finished batch's digests are fed to the root only after the next batch
 /// has been handed to the pool, so that hashing the root (which dominates
@@ -556,7 +557,10 @@ struct Finished<B> {
 pub(crate) struct Pipeline<B> {
     tree: TreeParams,
     root: NodeState,
-    in_flight: Option<mpsc::Receiver<Finished<B>>>,
+    /// The batches on the pool, oldest first.
+    in_flight: VecDeque<mpsc::Receiver<Finished<B>>>,
+    /// How many batches may be in flight at once.
+    depth: usize,
     /// Digests of a finished batch, not yet fed to the root.
     pending: Vec<u8>,
     /// A digest buffer to reuse.
@@ -566,11 +570,13 @@ pub(crate) struct Pipeline<B> {
 }
 
 impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
-    pub(crate) fn new(tree: &TreeParams) -> Self {
+    /// A pipeline with at most `depth` batches in flight.
+    pub(crate) fn new(tree: &TreeParams, depth: usize) -> Self {
         Pipeline {
             tree: *tree,
             root: NodeState::new(tree, Node::Root),
-            in_flight: None,
+            in_flight: VecDeque::with_capacity(depth),
+            depth,
             pending: Vec::new(),
             spare: Vec::new(),
             log: None,
@@ -591,10 +597,16 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
         }
     }
 
-    /// Waits for the batch in flight, if any, and gives its buffer back for
-    /// reuse; its digests wait in `pending` for the next `submit` or `feed`.
+    /// Whether `depth` batches are in flight: [`wait`](Self::wait) before
+    /// submitting another.
+    pub(crate) fn is_full(&self) -> bool {
+        self.in_flight.len() >= self.depth
+    }
+
+    /// Waits for the oldest batch in flight, if any, and gives its buffer
+    /// back; its digests wait in `pending` for the next `submit` or `feed`.
     pub(crate) fn wait(&mut self) -> Option<B> {
-        let receiver = self.in_flight.take()?;
+        let receiver = self.in_flight.pop_front()?;
         let finished = receiver
             .recv()
             .expect("a leaf batch job ended without reporting");
@@ -610,10 +622,10 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
         self.pending.clear();
     }
 
-    /// Starts hashing a batch of whole leaves numbered from `first`, after
-    /// waiting for the one in flight; then feeds the root meanwhile.
+    /// Starts hashing a batch of whole leaves numbered from `first` (the
+    /// pipeline must not be full), then feeds the root meanwhile.
     pub(crate) fn submit(&mut self, data: B, first: u64, end: EndOfInput) {
-        self.wait();
+        debug_assert!(!self.is_full());
         let tree = self.tree;
         let mut digests = std::mem::take(&mut self.spare);
         let job = move || {
@@ -630,14 +642,19 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
                 let _ = sender.send(job());
             });
         }
-        self.in_flight = Some(receiver);
+        self.in_flight.push_back(receiver);
         self.feed_pending();
+    }
+
+    /// Waits for every batch in flight, dropping their buffers.
+    fn drain(&mut self) {
+        while self.wait().is_some() {}
     }
 
     /// Hashes the final batch right here, since its result is awaited at once
     /// (no hand-off to the pool for a small input), and feeds the root.
     pub(crate) fn submit_last(&mut self, data: B, first: u64) {
-        self.wait();
+        self.drain();
         self.feed_pending();
         let mut digests = std::mem::take(&mut self.spare);
         hash_leaves(
@@ -654,7 +671,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
     /// Feeds digests computed elsewhere (incrementally hashed leaves), after
     /// everything submitted before.
     pub(crate) fn feed(&mut self, leaf_digests: &[u8]) {
-        self.wait();
+        self.drain();
         self.feed_pending();
         self.feed_root(leaf_digests);
     }
@@ -662,7 +679,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
     /// Feeds everything outstanding and returns the root digest and the leaf
     /// digests, if they were kept.
     pub(crate) fn finish(mut self) -> (Digest, Option<LeafLog>) {
-        self.wait();
+        self.drain();
         self.feed_pending();
         (self.root.finalize(), self.log)
     }
@@ -777,7 +794,7 @@ impl TreeHasher {
         };
         TreeHasher {
             tree: *tree,
-            pipeline: Pipeline::new(tree),
+            pipeline: Pipeline::new(tree, 1),
             next_leaf: 0,
             mode,
         }

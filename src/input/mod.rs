@@ -149,12 +149,14 @@ pub fn hash_paths_with(
                         None
                     }
                     Some(Err(error)) => Some(Err(error.into())),
-                    // Longer than it said (a special file): the general way.
-                    Some(Ok(None)) | None => Some(
+                    // Longer than it said (a special file): from the start,
+                    // the general way.
+                    Some(Ok(None)) => Some(
                         file.rewind()
                             .map_err(InputError::from)
                             .and_then(|()| hash_open_file(tree, file, 0, options)),
                     ),
+                    None => Some(hash_open_file(tree, file, 0, options)),
                 }
             }
         };
@@ -532,7 +534,10 @@ fn hash_mapped(
     if last > 0 {
         tree.check_leaf_index(last - 1)?;
     }
-    let mut pipeline: Pipeline<Window> = Pipeline::new(tree);
+    // Two windows in flight, so that the pool never waits at a window's end
+    // for its slowest task: two windows (80 MiB) are resident at most, as the
+    // next one is mapped but not yet touched.
+    let mut pipeline: Pipeline<Window> = Pipeline::new(tree, 2);
     if options.keep_leaves {
         pipeline.keep_leaves(first);
     }
@@ -580,7 +585,9 @@ fn hash_mapped(
         let Some(window) = Window::map(file, bytes.start, bytes.end - bytes.start) else {
             return Ok(None);
         };
-        if let Some(done) = pipeline.wait() {
+        if pipeline.is_full()
+            && let Some(done) = pipeline.wait()
+        {
             done.check()?;
             unchanged(file, before)?;
             count_progress(done.map.len() as u64);
@@ -593,7 +600,7 @@ fn hash_mapped(
         pipeline.submit(window, window_first, end_of_input);
         window_first = window_last;
     }
-    if let Some(done) = pipeline.wait() {
+    while let Some(done) = pipeline.wait() {
         done.check()?;
         count_progress(done.map.len() as u64);
     }
