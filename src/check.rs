@@ -135,6 +135,26 @@ pub struct Entry {
 /// of GNU-style `HEX  NAME` lines (`-a`). A pure function of its input: it
 /// never fails or panics, whatever the bytes; what it cannot read is
 /// [`Line::Bad`].
+///
+/// ```
+/// use bt2sum::check::{Line, Style, parse_line, push_line};
+/// use bt2sum::{Algorithm, TreeParams, ct, hash};
+///
+/// let tree = TreeParams::default();
+/// let digest = hash(&tree, b"hello s3git\n");
+/// let mut line = Vec::new();
+/// push_line(&mut line, Style::Tagged, Algorithm::Blake2b, &digest, Some(b"hello.txt"));
+/// assert!(line.starts_with(b"BLAKE2b-64 (hello.txt) = 18e622875a89cede"));
+///
+/// // What is written reads back.
+/// let Line::Entry(entry) = parse_line(&line, Algorithm::Blake2b) else {
+///     panic!("a checksum line");
+/// };
+/// assert_eq!(entry.name, b"hello.txt");
+/// assert!(ct::eq(&entry.expected, digest.as_bytes()));
+/// assert!(matches!(parse_line(b"# a comment", Algorithm::Blake2b), Line::Skip));
+/// assert!(matches!(parse_line(b" BLAKE2b-64 (x) = 00", Algorithm::Blake2b), Line::Bad));
+/// ```
 pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);

@@ -4,7 +4,7 @@
 //!
 //! The engine feeds every leaf digest to the root in leaf order; when a
 //! listing is wanted it also appends them to a [`LeafLog`]. Up to
-//! [`IN_MEMORY`] bytes of digests stay in memory; beyond that (tiny leaves on
+//! `IN_MEMORY` (16 MiB) of digests stay in memory; beyond that (tiny leaves on
 //! a big input) they go to an anonymous temporary file, read back when the
 //! listing is written.
 //!
@@ -179,9 +179,13 @@ pub struct LeafLine {
 /// A leaf of a listing line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Leaf {
+    /// The leaf's index, from 0.
     pub index: u64,
+    /// The byte offset of the leaf's first byte in the file.
     pub offset: u64,
+    /// The leaf's length in bytes (the leaf size, or less for the last leaf).
     pub length: u64,
+    /// The leaf's digest.
     pub digest: Vec<u8>,
 }
 
@@ -310,6 +314,39 @@ fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Gathers the leaf lines of partial listings of one file and computes the
 /// file's checksum once every leaf is there.
+///
+/// ```
+/// use std::io::Write;
+/// use bt2sum::leaves::{Combiner, parse_leaf_line, push_leaf_line};
+/// use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
+///
+/// // 10 bytes in 4-byte leaves: three leaves.
+/// let tree = TreeParams::new(Algorithm::Blake2b, 32, 4)?;
+/// let data = b"ten bytes!";
+/// let mut hasher = TreeHasher::new(&tree);
+/// hasher.keep_leaves();
+/// hasher.write_all(data)?;
+/// let (digest, leaves) = hasher.finalize_with_leaves()?;
+///
+/// // The listing `bt2sum --leaves` would print for a file named `f`.
+/// let mut listing = Vec::new();
+/// leaves.expect("kept").for_each(|index, leaf| {
+///     push_leaf_line(&mut listing, &tree, b"f", data.len() as u64, index, leaf);
+///     Ok(())
+/// })?;
+/// assert!(listing.starts_with(b"BLAKE2b-32 leaf=0 offset=0 length=4 total=10 tree=4 (f) = "));
+///
+/// // Its lines, in any order, give the file's checksum back.
+/// let mut combiner = Combiner::default();
+/// for line in listing.split(|&byte| byte == b'\n').filter(|line| !line.is_empty()).rev() {
+///     combiner.add(parse_leaf_line(line)?)?;
+/// }
+/// let (_, name, combined) = combiner.finish()?;
+/// assert_eq!(name, b"f");
+/// assert_eq!(combined, digest);
+/// assert_eq!(combined, hash(&tree, data));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Default)]
 pub struct Combiner {
     /// The file's tree parameters, name and length, from the first line.

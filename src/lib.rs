@@ -21,9 +21,27 @@
 //! # Ok::<(), bt2sum::ParamsError>(())
 //! ```
 //!
+//! Files (and anything that can be opened: FIFOs, devices) are hashed by
+//! name; regular files are mapped a window at a time:
+//!
+//! ```
+//! use std::io::Write;
+//! use bt2sum::{TreeParams, ct, hash, hash_path};
+//!
+//! let mut file = tempfile::NamedTempFile::new()?;
+//! file.write_all(b"hello s3git\n")?;
+//! let tree = TreeParams::default();
+//! let digest = hash_path(&tree, file.path())?;
+//! // Compare digests in constant time.
+//! assert!(ct::eq(digest.as_bytes(), hash(&tree, b"hello s3git\n").as_bytes()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Leaves are hashed on the current rayon pool; [`TreeHasher`] takes input in
 //! pieces with bounded memory, [`input`] hashes files and standard input, and
 //! [`ct`] compares digests in constant time.
+
+#![warn(missing_docs)]
 
 pub mod check;
 pub mod cli;

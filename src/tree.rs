@@ -964,8 +964,9 @@ impl TreeHasher {
         }
     }
 
-    /// Keeps every leaf digest for [`finalize_with_leaves`]
-    /// (TreeHasher::finalize_with_leaves); call before the first byte.
+    /// Keeps every leaf digest for
+    /// [`finalize_with_leaves`](Self::finalize_with_leaves); call before the
+    /// first byte.
     pub fn keep_leaves(&mut self) {
         self.pipeline.keep_leaves(0);
     }

@@ -24,10 +24,11 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report};
+use super::progress::{Mode, Progress};
+use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report, write_stderr};
 use crate::check::{Entry, Line, Tally, Verdict, parse_line, push_shown_name, push_verdict};
 use crate::ct;
-use crate::input::{InputError, hash_path, hash_stdin, plain_message};
+use crate::input::{InputError, Options, hash_path_with, hash_stdin_with, plain_message};
 use crate::tree::{Algorithm, Digest, TreeParams};
 
 /// The most lines a chunk holds before its files are hashed.
@@ -84,7 +85,13 @@ pub fn run(plan: &Plan, out: impl Write) -> u8 {
     } else {
         Verbosity::Normal
     };
+    // The lists are read as they are checked: the total is unknown.
+    let progress = Progress::start(Mode::of(args), || None);
     let mut checker = Checker {
+        options: Options {
+            keep_leaves: false,
+            progress: progress.counter(),
+        },
         untagged_algorithm: plan.tree.algorithm(),
         leaf_size: plan.tree.leaf_size(),
         verbosity,
@@ -114,7 +121,9 @@ pub fn run(plan: &Plan, out: impl Write) -> u8 {
 }
 
 /// The options of a check run and where its verdicts go.
-struct Checker<W: Write> {
+struct Checker<'a, W: Write> {
+    /// How files are hashed (counting bytes for the progress bar).
+    options: Options<'a>,
     untagged_algorithm: Algorithm,
     leaf_size: u64,
     verbosity: Verbosity,
@@ -125,7 +134,7 @@ struct Checker<W: Write> {
     shown: Vec<u8>,
 }
 
-impl<W: Write> Checker<W> {
+impl<W: Write> Checker<'_, W> {
     /// Verifies one list; `Ok(false)` if it does not pass (or cannot be
     /// read), `Err` only when writing to `out` fails.
     fn check_list(&mut self, list: &OsStr) -> io::Result<bool> {
@@ -204,11 +213,13 @@ impl<W: Write> Checker<W> {
         list_name: &OsStr,
         tally: &mut Tally,
     ) -> io::Result<()> {
+        let options = self.options;
         let results: Vec<Option<Result<Digest, InputError>>> = chunk
             .par_iter()
             .map(|item| match item {
                 Item::Verify { entry, tree } if entry.name != b"-" => {
-                    Some(hash_path(tree, Path::new(OsStr::from_bytes(&entry.name))))
+                    let path = Path::new(OsStr::from_bytes(&entry.name));
+                    Some(hash_path_with(tree, path, options).map(|hashed| hashed.digest))
                 }
                 _ => None,
             })
@@ -228,7 +239,9 @@ impl<W: Write> Checker<W> {
                 Item::Verify { entry, tree } => {
                     tally.entries += 1;
                     // Standard input is read here, in list order.
-                    let result = result.unwrap_or_else(|| hash_stdin(&tree));
+                    let result = result.unwrap_or_else(|| {
+                        hash_stdin_with(&tree, self.options).map(|hashed| hashed.digest)
+                    });
                     self.report_file(&entry, result, tally)?;
                 }
             }
@@ -282,11 +295,9 @@ impl<W: Write> Checker<W> {
         if self.verbosity == Verbosity::Status {
             return Ok(());
         }
-        let mut stderr = io::stderr().lock();
         for warning in tally.warnings() {
-            let _ = writeln!(stderr, "bt2sum: {warning}");
+            write_stderr(format!("bt2sum: {warning}\n").as_bytes());
         }
-        drop(stderr);
         if self.ignore_missing && tally.matched == 0 {
             report(list_name, "no file was verified");
         }

@@ -16,14 +16,21 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report};
+use super::progress::{Mode, Progress};
+use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report, walk};
 use crate::check::{Style, push_line};
-use crate::input::{Hashed, InputError, Options, hash_leaf_range, hash_path_with, hash_stdin_with};
+use crate::input::{
+    Hashed, InputError, Options, hash_leaf_range, hash_path_with, hash_paths_with, hash_stdin_with,
+};
 use crate::leaves::{LeafLog, push_leaf_line, push_no_leaves_line};
 use crate::tree::TreeParams;
 
 /// Inputs hashed concurrently before their lines are written.
 const GROUP: usize = 64;
+
+/// Named inputs one task hashes: small files among them share SIMD lanes (8,
+/// a multiple of BLAKE2b's 4 and BLAKE2s's 8 lanes).
+const LANES: usize = 8;
 
 /// What hashing one input gave: its checksum, or only leaves of a range.
 enum Outcome {
@@ -54,6 +61,31 @@ fn hash_named(plan: &Plan, name: &OsStr, options: Options<'_>) -> Result<Outcome
     Ok(Outcome::Whole(hashed))
 }
 
+/// Hashes a group of inputs on the pool, a few at a time: named files go
+/// through [`hash_paths_with`], which hashes the small ones side by side in
+/// the SIMD lanes.
+fn hash_group(
+    plan: &Plan,
+    group: &[OsString],
+    options: Options<'_>,
+) -> Vec<Result<Outcome, InputError>> {
+    if plan.args.leaf_range.is_some() || group.iter().any(|name| name == "-") {
+        return group
+            .par_iter()
+            .map(|name| hash_named(plan, name, options))
+            .collect();
+    }
+    group
+        .par_chunks(LANES)
+        .flat_map_iter(|names| {
+            let paths: Vec<&Path> = names.iter().map(Path::new).collect();
+            hash_paths_with(&plan.tree, &paths, options)
+                .into_iter()
+                .map(|result| result.map(Outcome::Whole))
+        })
+        .collect()
+}
+
 /// Hashes every input of the plan, writing lines to `out`; returns the exit
 /// status.
 pub fn run(plan: &Plan, mut out: impl Write) -> u8 {
@@ -62,27 +94,29 @@ pub fn run(plan: &Plan, mut out: impl Write) -> u8 {
     } else {
         Style::Tagged
     };
+    let mut status = EXIT_OK;
     let stdin_only = [OsString::from("-")];
-    let (names, named) = if plan.args.files.is_empty() {
+    let walked;
+    let (names, named) = if plan.args.recursive {
+        let walk = walk::expand(&plan.args.files, plan.args.dereference);
+        if walk.errors > 0 {
+            status = EXIT_FAILURE;
+        }
+        walked = walk.files;
+        (&walked[..], true)
+    } else if plan.args.files.is_empty() {
         (&stdin_only[..], false)
     } else {
         (&plan.args.files[..], true)
     };
+    let progress = Progress::start(Mode::of(&plan.args), || total_bytes(plan, names));
     let options = Options {
         keep_leaves: plan.args.leaves,
-        progress: None,
+        progress: progress.counter(),
     };
-    let mut status = EXIT_OK;
     let mut lines = Vec::new();
     for group in names.chunks(GROUP) {
-        let results: Vec<_> = if group.len() == 1 {
-            vec![hash_named(plan, &group[0], options)]
-        } else {
-            group
-                .par_iter()
-                .map(|name| hash_named(plan, name, options))
-                .collect()
-        };
+        let results = hash_group(plan, group, options);
         for (name, result) in group.iter().zip(results) {
             let written = match result {
                 Ok(outcome) => {
@@ -107,6 +141,40 @@ pub fn run(plan: &Plan, mut out: impl Write) -> u8 {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
+}
+
+/// The bytes the run will hash, for the progress bar: the sizes of the
+/// regular files (only the range's part with `--leaf-range`); `None` if an
+/// input is not a regular file (a pipe, a FIFO, a device), whose size cannot
+/// be known. Inputs that cannot be examined count 0: they fail anyway.
+fn total_bytes(plan: &Plan, names: &[OsString]) -> Option<u64> {
+    let mut total = 0u64;
+    for name in names {
+        let metadata = if name == "-" {
+            io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from)
+                .and_then(|stdin| stdin.metadata())
+        } else {
+            std::fs::metadata(name)
+        };
+        let length = match metadata {
+            Ok(metadata) if metadata.is_file() => metadata.len(),
+            Ok(metadata) if metadata.is_dir() => 0,
+            Ok(_) => return None,
+            Err(_) => 0,
+        };
+        let hashed = match &plan.args.leaf_range {
+            Some(range) => {
+                let offset = |leaf: u64| leaf.saturating_mul(plan.tree.leaf_size()).min(length);
+                offset(range.end) - offset(range.start)
+            }
+            None => length,
+        };
+        total = total.saturating_add(hashed);
+    }
+    Some(total)
 }
 
 /// Writes an input's checksum line and, when listed, its leaf lines.

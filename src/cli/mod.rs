@@ -5,6 +5,8 @@
 mod check;
 mod combine;
 mod hash;
+mod progress;
+mod walk;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal, Write};
@@ -26,14 +28,25 @@ pub const EXIT_USAGE: u8 = 2;
 
 const EXAMPLES: &str = "\
 Examples:
-  bt2sum FILE                  checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
-  cat FILE | bt2sum            the same checksum, from a pipe
-  bt2sum -a blake2s -t 10m F   BLAKE2s with 10 MiB leaves
-  bt2sum FILE... > SUMS        checksum list
-  bt2sum -c SUMS               verify it";
+  bt2sum FILE                 checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
+  cat FILE | bt2sum           the same checksum, from a pipe
+  bt2sum -a blake2s -t 10m F  BLAKE2s with 10 MiB leaves
+  bt2sum FILE... > SUMS       a checksum list...
+  bt2sum -c SUMS              ...verified
+  bt2sum -r DIR > SUMS        every file under DIR, in path order
+  bt2sum --leaves F > LIST    F's checksum line, then one line per leaf
+  bt2sum --leaves --leaf-range 0..100 F > P1    leaves 0-99 (one worker)
+  bt2sum --leaves --leaf-range 100.. F > P2     leaves 100- (another)
+  bt2sum --combine P1 P2      F's checksum line, from the parts";
 
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
 /// used by s3git).
+///
+/// Each input is cut into leaves of SIZE bytes (-t), every leaf is hashed as
+/// a BLAKE2 tree node of depth 0, and the root hashes the leaf digests in
+/// order. One line is printed per input, in argument order. An input that
+/// cannot be read gets an error line on standard error and the others are
+/// still hashed; the exit status is then 1 (2 for bad usage).
 #[derive(Parser, Debug)]
 #[command(
     name = "bt2sum",
@@ -42,8 +55,11 @@ Examples:
     after_help = EXAMPLES
 )]
 pub struct Args {
-    /// Files to hash, or with --check the checksum lists to verify; none, or
-    /// `-`, means standard input
+    /// Files to hash; none, or `-`, means standard input
+    ///
+    /// With --check, the checksum lists to verify; with --combine, the
+    /// partial leaf listings; with --recursive, the directories to walk
+    /// (default: `.`).
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
 
@@ -56,8 +72,11 @@ pub struct Args {
     #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
     pub size: usize,
 
-    /// Leaf size: digits with an optional k, m or g (x1024, x1048576,
-    /// x1073741824; either case), 1 byte to 4294967295 bytes (4g - 1)
+    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
+    ///
+    /// Digits with an optional k, m or g suffix (x1024, x1048576,
+    /// x1073741824; either case). A checksum only verifies with the leaf
+    /// size it was made with.
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
           value_parser = parse_leaf_size)]
     pub leaf_size: u64,
@@ -67,14 +86,20 @@ pub struct Args {
     pub cpus: Option<u16>,
 
     /// Read checksum lists from the FILEs (or standard input) and verify them
+    ///
+    /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
+    /// listed file, and a summary of the problems on standard error.
     #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
     pub check: bool,
 
-    /// Print GNU-style `HEX  NAME` lines instead of tagged ones
+    /// Print GNU-style `HEX  NAME` lines instead of the default tagged
+    /// `BLAKE2b-64 (NAME) = HEX` lines
     #[arg(long)]
     pub untagged: bool,
 
     /// With --check: print no OK line for each verified file
+    ///
+    /// --quiet, --status and --warn override each other: the last one wins.
     #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
     pub quiet: bool,
 
@@ -83,6 +108,9 @@ pub struct Args {
     pub status: bool,
 
     /// With --check: fail on improperly formatted checksum lines
+    ///
+    /// By default they are counted in a warning but do not change the exit
+    /// status.
     #[arg(long, requires = "check")]
     pub strict: bool,
 
@@ -94,18 +122,27 @@ pub struct Args {
     #[arg(long, requires = "check")]
     pub ignore_missing: bool,
 
-    /// Hash every regular file under the directories given (`.` when none),
-    /// in bytewise path order
+    /// Hash every regular file under the directories given (`.` when none)
+    ///
+    /// Files are listed in bytewise path order, as `find DIR -type f |
+    /// LC_ALL=C sort` lists them, so the list verifies with --check. Links
+    /// met in the walk (unless -L), FIFOs, sockets and devices are skipped;
+    /// a directory that cannot be read is an error.
     #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
     pub recursive: bool,
 
-    /// With --recursive: follow symbolic links met in the walk (links named
-    /// as arguments are always followed)
+    /// With --recursive: follow symbolic links met in the walk
+    ///
+    /// Links named as arguments are always followed. A link back to a
+    /// directory being walked is reported as a file system loop.
     #[arg(short = 'L', long, requires = "recursive")]
     pub dereference: bool,
 
-    /// Show a progress bar on standard error [default: when stderr is a
-    /// terminal and the work takes over a second]
+    /// Show a progress bar on standard error [default: when standard error is
+    /// a terminal and the work takes over a second]
+    ///
+    /// Forced on with --progress, even into a pipe or a file (as plain text);
+    /// off with --no-progress. The last of the two wins.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
 
@@ -114,26 +151,42 @@ pub struct Args {
     pub no_progress: bool,
 
     /// After each file's line, print one line per leaf: index, byte offset,
-    /// length and digest (see the README for the format)
+    /// length and digest
+    ///
+    /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
+    /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
+    /// file. Check mode skips these lines.
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
     pub leaves: bool,
 
-    /// With --leaves: hash and list only leaves A to B-1 of each file (B may
-    /// be left out, or past the end: up to the last leaf)
+    /// With --leaves: hash and list only leaves A to B-1 of each file
+    /// [default: every leaf]
+    ///
+    /// Leaves count from 0; B may be left out (`A..`), or past the end: up to
+    /// the last leaf. A range that holds no leaf, or an input that is not a
+    /// regular file, is an error.
     #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
     pub leaf_range: Option<std::ops::Range<u64>>,
 
     /// Read the leaf lines of partial listings (the FILEs) of one file and
-    /// print that file's checksum line (the listings give the algorithm,
-    /// digest size and leaf size)
+    /// print that file's checksum line
+    ///
+    /// The listings give the algorithm, digest size and leaf size (so -a, -s
+    /// and -t do not apply). They may come in any order and overlap; together
+    /// they must list every leaf of one file.
     #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
     pub combine: bool,
 
-    /// Print a shell completion script for bash, zsh or fish, and exit
+    /// Print a shell completion script, and exit
+    ///
+    /// For example `bt2sum --completions bash >
+    /// ~/.local/share/bash-completion/completions/bt2sum`.
     #[arg(long, value_name = "SHELL", exclusive = true)]
     pub completions: Option<clap_complete::Shell>,
 
-    /// Print the manual page (roff, for `man -l -`), and exit
+    /// Print the manual page (roff), and exit
+    ///
+    /// For example `bt2sum --man > bt2sum.1; man -l bt2sum.1`.
     #[arg(long, exclusive = true)]
     pub man: bool,
 }
@@ -162,7 +215,9 @@ pub fn parse_leaf_range(text: &str) -> Result<std::ops::Range<u64>, String> {
 /// The algorithms, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AlgorithmArg {
+    /// digests of 1 to 64 bytes; the faster on 64-bit machines
     Blake2b,
+    /// digests of 1 to 32 bytes
     Blake2s,
 }
 
@@ -234,7 +289,9 @@ pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 
 /// Everything a run needs, validated.
 pub struct Plan {
+    /// The tree parameters from `-a`, `-s` and `-t`.
     pub tree: TreeParams,
+    /// The options as parsed.
     pub args: Args,
 }
 
@@ -259,6 +316,9 @@ impl Args {
 /// The whole program: parse, build the pool, run, and give the exit status.
 pub fn main() -> ExitCode {
     let args = Args::parse_from(go_spellings(std::env::args_os()));
+    if let Some(status) = print_generated(&args) {
+        return ExitCode::from(status);
+    }
     let plan = args.plan();
     let threads = plan.args.cpus.map_or(0, usize::from);
     if let Err(error) = rayon::ThreadPoolBuilder::new()
@@ -269,13 +329,38 @@ pub fn main() -> ExitCode {
         return ExitCode::from(EXIT_FAILURE);
     }
     let stdout = io::stdout().lock();
-    // Line by line to a terminal; in big writes to a pipe or a file.
+    // Line by line to a terminal (above the progress bar, if one is drawn
+    // there); in big writes to a pipe or a file.
     let status = if stdout.is_terminal() {
-        run(&plan, stdout)
+        run(&plan, progress::AboveBar(stdout))
     } else {
         run(&plan, io::BufWriter::with_capacity(64 << 10, stdout))
     };
     ExitCode::from(status)
+}
+
+/// `--completions SHELL` and `--man`: writes the script or the page to
+/// standard output and gives the exit status; `None` when neither is asked
+/// for.
+fn print_generated(args: &Args) -> Option<u8> {
+    let mut text = Vec::new();
+    if let Some(shell) = args.completions {
+        clap_complete::generate(shell, &mut Args::command(), "bt2sum", &mut text);
+    } else if args.man {
+        if let Err(error) = clap_mangen::Man::new(Args::command()).render(&mut text) {
+            eprintln!("bt2sum: cannot render the manual page: {error}");
+            return Some(EXIT_FAILURE);
+        }
+    } else {
+        return None;
+    }
+    let mut stdout = io::stdout().lock();
+    Some(
+        match stdout.write_all(&text).and_then(|()| stdout.flush()) {
+            Ok(()) => EXIT_OK,
+            Err(error) => output_failed(&error),
+        },
+    )
 }
 
 /// Hashes or, with `--check`, verifies; returns the exit status.
@@ -289,14 +374,23 @@ fn run(plan: &Plan, out: impl Write) -> u8 {
     }
 }
 
-/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as raw bytes.
+/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as raw bytes
+/// (above the progress bar, if one is drawn).
 pub fn report(name: &OsStr, message: &str) {
     let mut line = b"bt2sum: ".to_vec();
     line.extend_from_slice(name.as_bytes());
     line.extend_from_slice(b": ");
     line.extend_from_slice(message.as_bytes());
     line.push(b'\n');
-    let _ = io::stderr().write_all(&line);
+    write_stderr(&line);
+}
+
+/// Writes a whole line to standard error, above the progress bar if one is
+/// drawn.
+pub fn write_stderr(line: &[u8]) {
+    progress::suspend(|| {
+        let _ = io::stderr().write_all(line);
+    });
 }
 
 /// What a failed write to standard output means for the run: a closed pipe
@@ -305,7 +399,7 @@ pub fn output_failed(error: &io::Error) -> u8 {
     if error.kind() == io::ErrorKind::BrokenPipe {
         EXIT_OK
     } else {
-        eprintln!("bt2sum: write error: {}", plain_message(error));
+        write_stderr(format!("bt2sum: write error: {}\n", plain_message(error)).as_bytes());
         EXIT_FAILURE
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! A regular file is `fstat`ed before and after: a change of size or
 //! modification time, or a mapped page found past the end of the file (see
-//! [`sigbus`]), makes the result [`InputError::Changed`] instead of a digest.
+//! `sigbus`), makes the result [`InputError::Changed`] instead of a digest.
 
 mod sigbus;
 

@@ -5,6 +5,7 @@ mod check;
 mod cli;
 mod ct;
 mod leaves;
+mod ux;
 mod vectors;
 
 use std::ffi::OsStr;

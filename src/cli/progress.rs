@@ -1,0 +1,300 @@
+//! The progress bar on standard error: bytes hashed of the total, rate and
+//! time left (only bytes and rate when the total is unknown: standard input,
+//! FIFOs, check mode).
+//!
+//! By default the bar is drawn only when standard error is a terminal, and
+//! only once the work has taken [`DELAY`]: short runs print nothing.
+//! `--progress` draws it from the start, even into a pipe or a file (then
+//! as plain text updated in place with carriage returns, no escape codes,
+//! and its final state is left on a line of its own); `--no-progress` never
+//! draws it. Standard output never gets a byte of it.
+//!
+//! The hashing engine adds every byte it hashes to a counter (see
+//! [`crate::input::Options::progress`]); a thread polls it every [`TICK`]
+//! and moves the bar. While a bar is active, [`suspend`] clears it for a
+//! moment so that error lines (see [`super::report`]) and lines written to a
+//! terminal's standard output ([`AboveBar`]) appear above it, whole.
+
+use std::io::{self, IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+
+use super::Args;
+
+/// How long the work runs before the bar appears (unless `--progress`).
+pub const DELAY: Duration = Duration::from_secs(1);
+
+/// How often the bar is updated from the counter.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The bar with a known total: elapsed, bar, done / total, rate, time left.
+const WITH_TOTAL: &str = "{elapsed_precise} [{wide_bar}] {binary_bytes} / {binary_total_bytes} \
+                          {binary_bytes_per_sec} ETA {eta}";
+
+/// The bar with an unknown total: elapsed, bytes and rate.
+const WITHOUT_TOTAL: &str = "{spinner} {elapsed_precise} {binary_bytes} {binary_bytes_per_sec}";
+
+/// The bar that [`suspend`] clears: the one being drawn, if any.
+static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// When to draw the bar: `--progress`, `--no-progress`, or neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// On a terminal standard error, once the work takes [`DELAY`].
+    Auto,
+    /// From the start, wherever standard error goes.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl Mode {
+    /// The mode the options ask for (the last of `--progress` and
+    /// `--no-progress` wins; clap has already dropped the other).
+    pub fn of(args: &Args) -> Mode {
+        if args.progress {
+            Mode::Always
+        } else if args.no_progress {
+            Mode::Never
+        } else {
+            Mode::Auto
+        }
+    }
+}
+
+/// A progress display over a byte counter; drawn or not as its mode says,
+/// and cleared (or, into a non-terminal, finished on its own line) when
+/// dropped.
+pub struct Progress {
+    counter: Arc<AtomicU64>,
+    shown: Option<Shown>,
+}
+
+/// The parts of a display that is (or may become) visible.
+struct Shown {
+    bar: ProgressBar,
+    /// Drawn as plain text into a non-terminal.
+    plain: bool,
+    /// Dropping the sender stops the poller.
+    stop: Option<mpsc::Sender<()>>,
+    poller: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts a display of the work about to be done; `total` (only asked
+    /// for if the bar may be drawn) gives the number of bytes, or `None`
+    /// when it cannot be known.
+    pub fn start(mode: Mode, total: impl FnOnce() -> Option<u64>) -> Progress {
+        let counter = Arc::new(AtomicU64::new(0));
+        // A terminal that takes cursor movements (indicatif draws nothing
+        // when `TERM` is unset or `dumb`).
+        let terminal = io::stderr().is_terminal()
+            && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
+        let target = match mode {
+            Mode::Never => None,
+            Mode::Auto if !terminal => None,
+            // Hidden until the poller sees the work take long enough.
+            Mode::Auto => Some(ProgressDrawTarget::hidden()),
+            Mode::Always if terminal => Some(ProgressDrawTarget::stderr()),
+            Mode::Always => Some(ProgressDrawTarget::term_like_with_hz(
+                Box::new(PlainStderr),
+                PLAIN_HZ,
+            )),
+        };
+        let Some(target) = target else {
+            return Progress {
+                counter,
+                shown: None,
+            };
+        };
+        let total = total();
+        let template = if total.is_some() {
+            WITH_TOTAL
+        } else {
+            WITHOUT_TOTAL
+        };
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ")
+            .tick_chars(r"|/-\ ");
+        let bar = ProgressBar::with_draw_target(total, target).with_style(style);
+        *lock_active() = Some(bar.clone());
+
+        let (stop, stopped) = mpsc::channel::<()>();
+        let poller = {
+            let bar = bar.clone();
+            let counter = Arc::clone(&counter);
+            let delayed = mode == Mode::Auto;
+            thread::Builder::new()
+                .name("progress".into())
+                .spawn(move || poll(&bar, &counter, &stopped, delayed))
+                .ok()
+        };
+        Progress {
+            counter,
+            shown: Some(Shown {
+                bar,
+                plain: mode == Mode::Always && !terminal,
+                stop: Some(stop),
+                poller,
+            }),
+        }
+    }
+
+    /// The counter to hand to the engine, or `None` when no bar is drawn
+    /// (so nothing is counted for nothing).
+    pub fn counter(&self) -> Option<&AtomicU64> {
+        self.shown.as_ref().map(|_| &*self.counter)
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        let Some(shown) = &mut self.shown else {
+            return;
+        };
+        drop(shown.stop.take());
+        if let Some(poller) = shown.poller.take() {
+            let _ = poller.join();
+        }
+        shown.bar.set_position(self.counter.load(Ordering::Relaxed));
+        *lock_active() = None;
+        if shown.plain {
+            // Leave the final state in the log, on its own line.
+            shown.bar.finish();
+            let _ = io::stderr().write_all(b"\n");
+        } else {
+            shown.bar.finish_and_clear();
+        }
+    }
+}
+
+/// The poller: moves the bar to the counter every [`TICK`] until told to
+/// stop; a delayed bar is made visible once the work has taken [`DELAY`].
+fn poll(bar: &ProgressBar, counter: &AtomicU64, stop: &mpsc::Receiver<()>, delayed: bool) {
+    let started = Instant::now();
+    let mut hidden = delayed;
+    loop {
+        match stop.recv_timeout(TICK) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if hidden && started.elapsed() >= DELAY {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            hidden = false;
+        }
+        bar.set_position(counter.load(Ordering::Relaxed));
+        // Keeps the spinner and the elapsed time moving when no byte comes.
+        bar.tick();
+    }
+}
+
+/// The active bar, even if a thread panicked while holding the lock.
+fn lock_active() -> std::sync::MutexGuard<'static, Option<ProgressBar>> {
+    ACTIVE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs `f` (which writes to the terminal) with the active bar, if any,
+/// cleared from the screen, and draws the bar again after.
+pub fn suspend<R>(f: impl FnOnce() -> R) -> R {
+    let bar = lock_active().clone();
+    match bar {
+        Some(bar) => bar.suspend(f),
+        None => f(),
+    }
+}
+
+/// A writer for standard output on a terminal: every write clears the bar
+/// first, is flushed, and the bar is drawn again below it.
+pub struct AboveBar<W: Write>(pub W);
+
+impl<W: Write> Write for AboveBar<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let inner = &mut self.0;
+        suspend(|| {
+            let written = inner.write(buf)?;
+            inner.flush()?;
+            Ok(written)
+        })
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let inner = &mut self.0;
+        suspend(|| inner.write_all(buf).and_then(|()| inner.flush()))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let inner = &mut self.0;
+        suspend(|| inner.flush())
+    }
+}
+
+/// Updates per second into a non-terminal.
+const PLAIN_HZ: u8 = 2;
+
+/// Standard error that is not a terminal, as a place to draw the bar: each
+/// state overwrites the last after a carriage return, padded to the width,
+/// with no escape codes; cursor moves are ignored (the bar is one line).
+#[derive(Debug)]
+struct PlainStderr;
+
+impl TermLike for PlainStderr {
+    fn width(&self) -> u16 {
+        // No terminal to ask; `COLUMNS` if the shell exported it. One column
+        // short of it, so that a terminal at the end of the pipe never wraps.
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|columns| columns.parse::<u16>().ok())
+            .filter(|&columns| columns >= 20)
+            .unwrap_or(80)
+            - 1
+    }
+
+    fn move_cursor_up(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_down(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_right(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_left(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn write_line(&self, line: &str) -> io::Result<()> {
+        let mut stderr = io::stderr().lock();
+        stderr.write_all(line.as_bytes())?;
+        stderr.write_all(b"\n")
+    }
+
+    fn write_str(&self, text: &str) -> io::Result<()> {
+        io::stderr().write_all(text.as_bytes())
+    }
+
+    fn clear_line(&self) -> io::Result<()> {
+        // Blanks the line, so that a shorter line written next (an error
+        // message) does not end in the rest of the bar.
+        let mut line = vec![b' '; usize::from(self.width()) + 2];
+        line[0] = b'\r';
+        if let Some(last) = line.last_mut() {
+            *last = b'\r';
+        }
+        io::stderr().write_all(&line)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}

@@ -1,0 +1,716 @@
+//! The conveniences around hashing, through the built binary: `--recursive`
+//! (order, links, loops, special files, errors, odd names, round trips),
+//! shell completions and the man page, and the progress bar (kept out of
+//! pipes and stdout, forced with `--progress`, and drawn in a real terminal
+//! under tmux).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{bt2sum, pattern, run, status, stderr, stdout};
+
+/// Runs `command` to its end with its output captured; panics (after
+/// killing it) if it takes longer than `limit`: nothing here may hang.
+fn output_within(mut command: Command, limit: Duration) -> Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bt2sum starts");
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match finished.recv_timeout(limit) {
+        Ok(output) => output.expect("bt2sum runs"),
+        Err(_) => {
+            // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("bt2sum still running after {limit:?}");
+        }
+    }
+}
+
+/// `bt2sum ARGS` run in `dir`, within a minute.
+fn run_in<S: AsRef<OsStr>>(dir: &Path, args: impl IntoIterator<Item = S>) -> Output {
+    let mut command = bt2sum();
+    command.current_dir(dir).args(args);
+    output_within(command, Duration::from_secs(60))
+}
+
+/// Creates the files at the relative `paths` (bytes) under `root`, parents
+/// included; each holds its own path.
+fn make_files(root: &Path, paths: &[&[u8]]) {
+    for path in paths {
+        let path = root.join(OsStr::from_bytes(path));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, path.as_os_str().as_bytes()).unwrap();
+    }
+}
+
+/// The names of `HEX  NAME` lines (names needing no escape), as bytes.
+fn untagged_names(output: &[u8]) -> Vec<Vec<u8>> {
+    output
+        .split(|&byte| byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let at = line
+                .windows(2)
+                .position(|pair| pair == b"  ")
+                .expect("an untagged line");
+            line[at + 2..].to_vec()
+        })
+        .collect()
+}
+
+/// `prefix` joined to each path, sorted bytewise: what `find | LC_ALL=C
+/// sort` lists.
+fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
+    let mut expected: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|path| [prefix.as_bytes(), b"/", path].concat())
+        .collect();
+    expected.sort();
+    expected
+}
+
+/// What the system's `find ARG -type f | LC_ALL=C sort` prints in `dir`,
+/// line by line; `None` if there is no `sh`, `find` or `sort` to ask.
+fn find_and_sort(dir: &Path, arg: &str) -> Option<Vec<Vec<u8>>> {
+    let output = Command::new("sh")
+        .current_dir(dir)
+        .args(["-c", "find \"$1\" -type f | LC_ALL=C sort", "sh", arg])
+        .output()
+        .ok()?;
+    if !output.status.success() || !output.stderr.is_empty() {
+        return None;
+    }
+    Some(untagged_names(
+        &output
+            .stdout
+            .split(|&byte| byte == b'\n')
+            .filter(|line| !line.is_empty())
+            .flat_map(|line| [b"x  ".as_slice(), line, b"\n"].concat())
+            .collect::<Vec<u8>>(),
+    ))
+}
+
+/// A tree whose paths sort differently bytewise than walk by walk: `a-b`
+/// and `a.b` before `a/`, upper case before lower case, a dot file, deep
+/// nesting, spaces, UTF-8 and bytes that are not UTF-8.
+const TREE: &[&[u8]] = &[
+    b"a/x",
+    b"a-b/y",
+    b"a.b",
+    b"a0",
+    b"B",
+    b"z",
+    b".hidden",
+    b"with space/f",
+    b"a/b/c/deep",
+    b"a/b/c/d/e/f/g/h",
+    b"a/\xfe",
+    b"caf\xc3\xa9",
+    b"\xff/not utf-8 \x80",
+];
+
+#[test]
+fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(&dir.path().join("t"), TREE);
+    fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
+    let expected = sorted_paths("t", TREE);
+
+    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(status(&out), 0);
+    assert_eq!(untagged_names(&out.stdout), expected);
+    if let Some(found) = find_and_sort(dir.path(), "t") {
+        assert_eq!(found, expected, "find | sort");
+    }
+
+    // `t/` is written `t/a`, as find writes it; the digests do not change.
+    let slash = run_in(dir.path(), ["-r", "--untagged", "t/"]);
+    assert_eq!(slash.stdout, out.stdout);
+    if let Some(found) = find_and_sort(dir.path(), "t/") {
+        assert_eq!(untagged_names(&slash.stdout), found, "find t/ | sort");
+    }
+
+    // Each line is the file's own checksum line.
+    let one = run_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
+    let line = String::from_utf8(one.stdout).unwrap();
+    assert!(stdout(&out).contains(&line), "{line}");
+}
+
+#[test]
+fn recursive_without_arguments_walks_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
+    make_files(dir.path(), paths);
+    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    assert_eq!(status(&out), 0);
+    assert_eq!(untagged_names(&out.stdout), sorted_paths(".", paths));
+    if let Some(found) = find_and_sort(dir.path(), ".") {
+        assert_eq!(untagged_names(&out.stdout), found, "find . | sort");
+    }
+    // `-r .` says the same.
+    let dot = run_in(dir.path(), ["-r", "--untagged", "."]);
+    assert_eq!(dot.stdout, out.stdout);
+}
+
+#[test]
+fn recursive_list_round_trips_through_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = TREE.to_vec();
+    // Names that are escaped in the list, and a file of several leaves.
+    paths.extend([
+        b"esc/back\\slash".as_slice(),
+        b"esc/new\nline",
+        b"esc/carriage\rreturn",
+    ]);
+    make_files(&dir.path().join("t"), &paths);
+    fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
+
+    let out = run_in(dir.path(), ["-r", "-t", "1m", "t"]);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(status(&out), 0);
+    assert_eq!(
+        out.stdout.iter().filter(|&&b| b == b'\n').count(),
+        paths.len() + 1
+    );
+    // A non-UTF-8 name is written as its bytes.
+    let raw = b"(t/\xff/not utf-8 \x80) = ";
+    assert!(out.stdout.windows(raw.len()).any(|window| window == raw));
+    fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
+
+    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    assert_eq!(stderr(&check), "");
+    assert_eq!(status(&check), 0);
+    let verdicts = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(verdicts.lines().count(), paths.len() + 1, "{verdicts}");
+    assert!(
+        verdicts.lines().all(|line| line.ends_with(": OK")),
+        "{verdicts}"
+    );
+
+    // A changed file is caught.
+    fs::write(dir.path().join("t/a/x"), b"changed").unwrap();
+    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    assert_eq!(status(&check), 1);
+    assert!(stdout(&check).contains("t/a/x: FAILED\n"));
+}
+
+#[test]
+fn recursive_hashes_other_arguments_as_given_in_argument_order() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"file", b"d2/b", b"d1/a"]);
+    let args: Vec<&OsStr> = ["-r", "--untagged", "d2", "file", "missing", "d1"]
+        .iter()
+        .map(OsStr::new)
+        .collect();
+    let out = run_in(dir.path(), args);
+    assert_eq!(
+        untagged_names(&out.stdout),
+        [b"d2/b".to_vec(), b"file".to_vec(), b"d1/a".to_vec()]
+    );
+    assert_eq!(stderr(&out), "bt2sum: missing: No such file or directory\n");
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn links_in_the_walk_are_skipped_unless_dereference() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"t/file", b"outside/inner", b"lone"]);
+    symlink("../lone", dir.path().join("t/to-file")).unwrap();
+    symlink("../outside", dir.path().join("t/to-dir")).unwrap();
+    symlink("nowhere", dir.path().join("t/dangling")).unwrap();
+    symlink("t", dir.path().join("link-to-t")).unwrap();
+
+    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(status(&out), 0);
+    assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
+
+    // -L: links to files are hashed, links to directories walked, dangling
+    // links skipped (as `find -L -type f`).
+    for flag in ["-L", "--dereference"] {
+        let out = run_in(dir.path(), ["-r", flag, "--untagged", "t"]);
+        assert_eq!(stderr(&out), "");
+        assert_eq!(status(&out), 0);
+        assert_eq!(
+            untagged_names(&out.stdout),
+            sorted_paths("t", &[b"file", b"to-dir/inner", b"to-file"])
+        );
+    }
+
+    // A link named as an argument is followed, and paths go through it.
+    let out = run_in(dir.path(), ["-r", "--untagged", "link-to-t"]);
+    assert_eq!(untagged_names(&out.stdout), [b"link-to-t/file".to_vec()]);
+
+    // -L needs -r.
+    assert_eq!(status(&run(["-L", "lone"], b"")), 2);
+}
+
+#[test]
+fn dereference_reports_link_loops_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"t/a/file", b"t/z"]);
+    symlink("..", dir.path().join("t/a/up")).unwrap();
+    symlink("self", dir.path().join("t/self")).unwrap();
+    let mut command = bt2sum();
+    command
+        .current_dir(dir.path())
+        .args(["-r", "-L", "--untagged", "t"]);
+    let out = output_within(command, Duration::from_secs(60));
+    assert_eq!(
+        untagged_names(&out.stdout),
+        [b"t/a/file".to_vec(), b"t/z".to_vec()]
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: t/a/up: File system loop detected\n\
+         bt2sum: t/self: Too many levels of symbolic links\n"
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"t/file"]);
+    let fifo = dir.path().join("t/fifo");
+    let made = unsafe {
+        // SAFETY: a NUL-terminated path and a mode.
+        let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        libc::mkfifo(path.as_ptr(), 0o644)
+    };
+    assert_eq!(made, 0, "mkfifo: {}", io::Error::last_os_error());
+    let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("t/socket")).unwrap();
+    symlink("/dev/null", dir.path().join("t/device")).unwrap();
+
+    for extra in [None, Some("-L")] {
+        let mut command = bt2sum();
+        command
+            .current_dir(dir.path())
+            .args(["-r", "--untagged", "t"]);
+        command.args(extra);
+        let out = output_within(command, Duration::from_secs(60));
+        assert_eq!(stderr(&out), "");
+        assert_eq!(status(&out), 0);
+        assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
+    }
+}
+
+#[test]
+fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"t/a", b"t/locked/secret", b"t/z"]);
+    for path in ["", "t"] {
+        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::set_permissions(
+        dir.path().join("t/locked"),
+        fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+
+    let mut command = bt2sum();
+    command
+        .current_dir(dir.path())
+        .args(["-r", "--untagged", "t"]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root reads any directory: run as `nobody`, who cannot.
+        command.uid(65534).gid(65534);
+    }
+    let out = match command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) => out,
+        Err(error) => {
+            // Switching users is not allowed here (a restricted container):
+            // this one case cannot be set up.
+            eprintln!("skipped: cannot run bt2sum as another user: {error}");
+            return;
+        }
+    };
+    fs::set_permissions(
+        dir.path().join("t/locked"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: t/locked: Permission denied\n",
+        "stdout: {}",
+        stdout(&out)
+    );
+    assert_eq!(
+        untagged_names(&out.stdout),
+        [b"t/a".to_vec(), b"t/z".to_vec()]
+    );
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(["--completions", shell], b"");
+        assert_eq!(stderr(&out), "", "{shell}");
+        assert_eq!(status(&out), 0, "{shell}");
+        let script = stdout(&out);
+        assert!(script.contains("bt2sum"), "{shell}");
+        for option in ["tree", "recursive", "check", "completions"] {
+            assert!(script.contains(option), "{shell}: {option}");
+        }
+    }
+    assert!(stdout(&run(["--completions", "bash"], b"")).contains("--tree"));
+    assert!(stdout(&run(["--completions", "fish"], b"")).contains("-l tree"));
+    // Nothing else with them, and only known shells.
+    assert_eq!(status(&run(["--completions", "bash", "-r"], b"")), 2);
+    assert_eq!(status(&run(["--completions", "tcsh"], b"")), 2);
+}
+
+#[test]
+fn man_page_is_roff() {
+    let out = run(["--man"], b"");
+    assert_eq!(stderr(&out), "");
+    assert_eq!(status(&out), 0);
+    let page = stdout(&out);
+    assert!(page.starts_with('.'), "{}", &page[..page.len().min(200)]);
+    assert!(page.contains(".TH bt2sum 1"), "{page}");
+    assert!(page.contains("\\-\\-tree"), "{page}");
+    assert!(page.contains("\\-\\-recursive"), "{page}");
+    assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
+    // A full stdout is an error, not a panic.
+    let full = bt2sum()
+        .arg("--man")
+        .stdout(
+            fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(status(&full), 1);
+    assert_eq!(
+        stderr(&full),
+        "bt2sum: write error: No space left on device\n"
+    );
+}
+
+#[test]
+fn help_has_examples_and_defaults() {
+    let out = run(["--help"], b"");
+    assert_eq!(status(&out), 0);
+    let help = stdout(&out);
+    for text in [
+        "Examples:",
+        "bt2sum -r DIR",
+        "bt2sum -c SUMS",
+        "--combine P1 P2",
+        "[default: 5m]",
+        "[default: blake2b]",
+        "[default: 0]",
+        "[default: the number of processors]",
+        "1 to 1024",
+        "4294967295",
+        "1 to 64 for blake2b",
+    ] {
+        assert!(help.contains(text), "{text}:\n{help}");
+    }
+    // -h is the short form.
+    let short = stdout(&run(["-h"], b""));
+    assert!(short.len() < help.len());
+    assert!(short.contains("--recursive"));
+}
+
+/// Standard error with the bar's carriage-return updates split off, as
+/// separate pieces.
+fn pieces(text: &str) -> Vec<&str> {
+    text.split(['\r', '\n']).collect()
+}
+
+#[test]
+fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
+    let args = ["data", "missing"];
+    let plain = run_in(dir.path(), args);
+    let mut forced_args = vec![OsStr::new("--progress")];
+    forced_args.extend(args.map(OsStr::new));
+    let forced = run_in(dir.path(), forced_args);
+
+    assert_eq!(forced.stdout, plain.stdout);
+    assert_eq!(status(&forced), status(&plain));
+    assert_eq!(
+        stderr(&plain),
+        "bt2sum: missing: No such file or directory\n"
+    );
+    let text = stderr(&forced);
+    // The final state, with the total, left on its own line; the error
+    // line whole; no escape codes into a pipe.
+    assert!(text.contains("3.00 MiB / 3.00 MiB"), "{text:?}");
+    assert!(text.ends_with('\n'), "{text:?}");
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert!(
+        pieces(&text).contains(&"bt2sum: missing: No such file or directory"),
+        "{text:?}"
+    );
+
+    // Without a total (standard input): bytes and rate.
+    let out = run(["--progress"], &pattern(1 << 20));
+    assert_eq!(
+        out.stdout,
+        run::<[&str; 0], _>([], &pattern(1 << 20)).stdout
+    );
+    assert!(stderr(&out).contains("1.00 MiB"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("B/s"), "{}", stderr(&out));
+}
+
+#[test]
+fn progress_options_override_each_other() {
+    let data = pattern(1000);
+    assert_eq!(stderr(&run(["--progress", "--no-progress"], &data)), "");
+    assert_ne!(stderr(&run(["--no-progress", "--progress"], &data)), "");
+    assert_eq!(stderr(&run(["--no-progress"], &data)), "");
+}
+
+#[test]
+fn no_progress_into_a_pipe_by_default_even_for_long_work() {
+    // Standard input trickles in for about two seconds: long enough for the
+    // bar, which must still not appear in a pipe.
+    let mut child = bt2sum()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = pattern(20 << 16);
+    for chunk in data.chunks(1 << 16) {
+        input.write_all(chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stderr(&out), "");
+    assert_eq!(out.stdout, run::<[&str; 0], _>([], &data).stdout);
+}
+
+#[test]
+fn check_mode_shows_progress_when_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("data"), pattern(2 << 20)).unwrap();
+    let list = run_in(dir.path(), ["data"]);
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let args = ["-c", "SUMS"].map(OsStr::new);
+    let plain = run_in(dir.path(), args);
+    assert_eq!(stderr(&plain), "");
+    let forced = run_in(
+        dir.path(),
+        [&[OsStr::new("--progress")], &args[..]].concat(),
+    );
+    assert_eq!(forced.stdout, plain.stdout);
+    assert_eq!(stdout(&forced), "data: OK\n");
+    assert!(stderr(&forced).contains("2.00 MiB"), "{}", stderr(&forced));
+    assert_eq!(status(&forced), 0);
+}
+
+/// A private tmux server, killed when dropped: its socket is a file in a
+/// directory of the test's own, so no other server or session can clash
+/// with it, and nothing is left behind.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// A server whose socket will be `dir/tmux`.
+    fn new(dir: &Path) -> Tmux {
+        Tmux {
+            socket: dir.join("tmux"),
+        }
+    }
+
+    /// A tmux command talking to this server, ignoring any user config.
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"]);
+        command
+    }
+
+    /// Starts `shell_command` in a detached 200x30 session.
+    fn start(&self, shell_command: &str) {
+        let out = self
+            .command()
+            .args(["new-session", "-d", "-s", "ux", "-x", "200", "-y", "30"])
+            .arg(shell_command)
+            .output();
+        match out {
+            Ok(out) => assert!(out.status.success(), "tmux: {}", stderr(&out)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => panic!(
+                "tmux is not installed: the terminal test of the progress bar needs it \
+                 (scripts/test-deps installs it)"
+            ),
+            Err(error) => panic!("cannot run tmux: {error}"),
+        }
+    }
+
+    /// The text on the screen now.
+    fn screen(&self) -> String {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "ux"])
+            .output()
+            .expect("tmux capture-pane");
+        stdout(&out)
+    }
+
+    /// Polls the screen until `done` says yes, for up to `limit`; the last
+    /// screen, and whether `done` said yes.
+    fn wait_for(&self, limit: Duration, done: impl Fn(&str) -> bool) -> (String, bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return (screen, true);
+            }
+            if Instant::now() > deadline {
+                return (screen, false);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").output();
+        let _ = fs::remove_file(&self.socket);
+    }
+}
+
+/// A path quoted for `sh`.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// Feeds the FIFO at `path` with the vector pattern, 64 KiB every 50 ms,
+/// until `stop` is set (or a minute has passed); returns the bytes written.
+/// Never blocks waiting for a reader that does not come.
+fn feed_slowly(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut fifo = loop {
+            match fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+            {
+                Ok(fifo) => break fifo,
+                // ENXIO: no reader yet.
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(error) => panic!("no reader on the FIFO: {error}"),
+            }
+        };
+        // Blocking writes from here on.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            let fd = fifo.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+        let stream = pattern(251 * 1024);
+        let mut written = 0;
+        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            // The pattern repeats every 251 bytes: continue where it left off.
+            let start = written % 251;
+            if fifo.write_all(&stream[start..start + (64 << 10)]).is_err() {
+                break;
+            }
+            written += 64 << 10;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        written
+    })
+}
+
+#[test]
+fn progress_bar_in_a_real_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = unsafe {
+        // SAFETY: a NUL-terminated path and a mode.
+        let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        libc::mkfifo(path.as_ptr(), 0o644)
+    };
+    assert_eq!(made, 0, "mkfifo: {}", io::Error::last_os_error());
+
+    // Dropped before `dir`: the server goes first, then its socket's
+    // directory.
+    let tmux = Tmux::new(dir.path());
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_bt2sum"));
+    tmux.start(&format!(
+        "cd {} && {} fifo missing; echo \"exit status $?\"; sleep 600",
+        quoted(dir.path()),
+        quoted(&binary)
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = feed_slowly(fifo, Arc::clone(&stop));
+
+    // The bar (bytes so far and the rate: the FIFO's size is unknown)
+    // appears after about a second, while the input still trickles in.
+    let (screen, seen) = tmux.wait_for(Duration::from_secs(60), |screen| {
+        screen.contains("B/s") && screen.contains("KiB")
+            || screen.contains("B/s") && screen.contains("MiB")
+    });
+    stop.store(true, Ordering::Relaxed);
+    let written = feeder.join().unwrap();
+    assert!(seen, "no progress bar on the screen:\n{screen}");
+    assert!(!screen.contains("BLAKE2b"), "finished too early:\n{screen}");
+
+    // When done: the checksum line, and the bar gone.
+    let (screen, done) = tmux.wait_for(Duration::from_secs(60), |screen| {
+        screen.contains("exit status")
+    });
+    assert!(done, "bt2sum did not finish:\n{screen}");
+    let expected = stdout(&run::<[&str; 0], _>([], &pattern(written)));
+    let digest = expected.trim_end().rsplit(" = ").next().unwrap();
+    assert!(
+        screen.contains(&format!("BLAKE2b-64 (fifo) = {digest}")),
+        "{screen}"
+    );
+    // The error line came out whole, above the bar (still drawn then).
+    assert!(
+        screen
+            .lines()
+            .any(|line| line.trim_end() == "bt2sum: missing: No such file or directory"),
+        "{screen}"
+    );
+    assert!(screen.contains("exit status 1"), "{screen}");
+    assert!(
+        !screen.contains("B/s"),
+        "the bar was left behind:\n{screen}"
+    );
+}
