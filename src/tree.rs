@@ -16,6 +16,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::sync::mpsc;
 
 use rayon::prelude::*;
@@ -31,6 +32,10 @@ pub const BATCH_BYTES: usize = 40 << 20;
 /// The leaves a batch holds at most, so that tiny leaves (`-t 1`) keep the
 /// digest buffer small (4 MiB of 64-byte digests).
 pub const BATCH_MAX_LEAVES: usize = 1 << 16;
+
+/// The most bytes a mapped window of whole leaves spans (see
+/// [`TreeParams::window_leaves`]).
+pub const WINDOW_MAX_BYTES: usize = 256 << 20;
 
 /// Leaves above this size are streamed through an incremental state instead
 /// of being buffered whole.
@@ -58,6 +63,15 @@ impl Algorithm {
         match self {
             Algorithm::Blake2b => 64,
             Algorithm::Blake2s => 32,
+        }
+    }
+
+    /// How many inputs the multi-input API hashes at once on this CPU (4 or
+    /// 8 with AVX2).
+    pub(crate) fn simd_degree(self) -> usize {
+        match self {
+            Algorithm::Blake2b => blake2b_simd::many::degree(),
+            Algorithm::Blake2s => blake2s_simd::many::degree(),
         }
     }
 
@@ -201,6 +215,19 @@ impl TreeParams {
     /// [`BATCH_BYTES`], at least one, at most [`BATCH_MAX_LEAVES`].
     pub(crate) fn batch_leaves(&self) -> usize {
         (BATCH_BYTES / self.leaf_size as usize).clamp(1, BATCH_MAX_LEAVES)
+    }
+
+    /// The leaves a mapped window holds: a batch, or more if that is what
+    /// fills a SIMD group on every thread (BLAKE2s hashes 8 leaves at once),
+    /// up to [`WINDOW_MAX_BYTES`]. Mapped pages are given back as they are
+    /// hashed, so a window's size costs address space, not memory.
+    pub(crate) fn window_leaves(&self) -> usize {
+        let leaf = self.leaf_size as usize;
+        let lanes = rayon::current_num_threads() * self.algorithm.simd_degree();
+        let most = (WINDOW_MAX_BYTES / leaf).max(1);
+        self.batch_leaves()
+            .max(lanes.min(most))
+            .min(BATCH_MAX_LEAVES)
     }
 
     /// Whether leaves are too big to buffer several at once.
@@ -429,6 +456,7 @@ pub(crate) fn hash_leaves(
     data: &[u8],
     end: EndOfInput,
     out: &mut Vec<u8>,
+    release: &(dyn Fn(Range<usize>) + Sync),
 ) {
     let leaf = tree.leaf_size as usize;
     let size = tree.digest_size();
@@ -444,30 +472,37 @@ pub(crate) fn hash_leaves(
     // Enough leaves a task to amortise the hand-off and fill a SIMD group,
     // but no more than an even share, so that few big leaves still spread
     // over every thread.
-    let degree = match tree.algorithm {
-        Algorithm::Blake2b => blake2b_simd::many::degree(),
-        Algorithm::Blake2s => blake2s_simd::many::degree(),
-    };
+    let degree = tree.algorithm.simd_degree();
     let even_share = count.div_ceil(rayon::current_num_threads()).max(1);
     let per_task = (TASK_BYTES / leaf)
         .next_multiple_of(degree)
         .max(degree)
         .min(even_share);
+    let run = |task: usize, data: &[u8], out: &mut [u8]| {
+        let first = first + (task * per_task) as u64;
+        match tree.algorithm {
+            Algorithm::Blake2b => hash_leaf_run!(blake2b_simd, tree, first, data, last_leaf, out),
+            Algorithm::Blake2s => hash_leaf_run!(blake2s_simd, tree, first, data, last_leaf, out),
+        }
+        let start = task * per_task * leaf;
+        release(start..start + data.len());
+    };
+    if count <= per_task {
+        // One task: no hand-off to the pool (small inputs, tail batches).
+        run(0, data, out);
+    } else {
+        data.par_chunks(per_task * leaf)
+            .zip(out.par_chunks_mut(per_task * size))
+            .enumerate()
+            .for_each(|(task, (data, out))| run(task, data, out));
+    }
+}
 
-    data.par_chunks(per_task * leaf)
-        .zip(out.par_chunks_mut(per_task * size))
-        .enumerate()
-        .for_each(|(task, (data, out))| {
-            let first = first + (task * per_task) as u64;
-            match tree.algorithm {
-                Algorithm::Blake2b => {
-                    hash_leaf_run!(blake2b_simd, tree, first, data, last_leaf, out)
-                }
-                Algorithm::Blake2s => {
-                    hash_leaf_run!(blake2s_simd, tree, first, data, last_leaf, out)
-                }
-            }
-        });
+/// The bytes of a batch of leaves, as the pipeline hands them to the pool.
+pub(crate) trait LeafBytes: AsRef<[u8]> + Send + Sync + 'static {
+    /// Called once the bytes in `range` have been hashed and will not be read
+    /// again: a mapping may give their pages back.
+    fn release(&self, _range: Range<usize>) {}
 }
 
 /// An incremental BLAKE2 state for one node, of either algorithm.
@@ -569,7 +604,7 @@ pub(crate) struct Pipeline<B> {
     log: Option<LeafLog>,
 }
 
-impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
+impl<B: LeafBytes> Pipeline<B> {
     /// A pipeline with at most `depth` batches in flight.
     pub(crate) fn new(tree: &TreeParams, depth: usize) -> Self {
         Pipeline {
@@ -629,7 +664,9 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
         let tree = self.tree;
         let mut digests = std::mem::take(&mut self.spare);
         let job = move || {
-            hash_leaves(&tree, first, data.as_ref(), end, &mut digests);
+            hash_leaves(&tree, first, data.as_ref(), end, &mut digests, &|range| {
+                data.release(range)
+            });
             Finished { data, digests }
         };
         let (sender, receiver) = mpsc::sync_channel(1);
@@ -663,6 +700,7 @@ impl<B: AsRef<[u8]> + Send + 'static> Pipeline<B> {
             data.as_ref(),
             EndOfInput::Yes,
             &mut digests,
+            &|range| data.release(range),
         );
         self.feed_root(&digests);
         self.spare = digests;
@@ -713,7 +751,7 @@ pub(crate) fn hash_keeping_leaves(
             EndOfInput::No
         };
         let first = (index * tree.batch_leaves()) as u64;
-        hash_leaves(tree, first, chunk, end, &mut digests);
+        hash_leaves(tree, first, chunk, end, &mut digests, &|_| {});
         root.update(&digests);
         if let Some(log) = &mut log {
             log.append(&digests);
@@ -770,6 +808,9 @@ impl AsRef<[u8]> for LeafBuffer {
         &self.bytes[..self.filled]
     }
 }
+
+/// A buffer is reused: nothing to give back.
+impl LeafBytes for LeafBuffer {}
 
 /// The size of the reads into an incremental leaf.
 const READ_CHUNK: usize = 1 << 20;

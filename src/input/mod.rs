@@ -21,14 +21,16 @@ use std::ops::Range;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::{Mmap, MmapOptions, UncheckedAdvice};
 use rayon::prelude::*;
 
 use crate::leaves::LeafLog;
 use crate::tree::{
-    Digest, EndOfInput, LastNode, LeafState, Pipeline, TreeHasher, TreeParams, hash_keeping_leaves,
+    Digest, EndOfInput, LastNode, LeafBytes, LeafState, Pipeline, TreeHasher, TreeParams,
+    hash_keeping_leaves,
 };
 
 /// Regular files smaller than this are read: one `read` is cheaper than
@@ -463,10 +465,44 @@ impl AsRef<[u8]> for Window {
     }
 }
 
+/// A window's pages are given back as soon as each task of the pool has
+/// hashed its part: the resident set then stays at the leaves being hashed
+/// (a SIMD group per thread), however large the windows.
+impl LeafBytes for Window {
+    fn release(&self, range: Range<usize>) {
+        let page = page_size();
+        let base = self.map.as_ptr() as usize;
+        // Whole pages inside the range only: a page shared with a neighbour
+        // task may still be being read.
+        let first_page = (base + range.start).next_multiple_of(page);
+        let end_page = (base + range.end) / page * page;
+        if first_page < end_page {
+            let (start, end) = (first_page - base, end_page - base);
+            // SAFETY: the mapping is a shared, read-only mapping of a file:
+            // MADV_DONTNEED only drops this process's page-table entries, and
+            // a later read of those bytes faults them in again from the page
+            // cache, unchanged. No byte of the mapping changes.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+}
+
+/// The size of a memory page.
+fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| {
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    })
+}
+
 impl Window {
     /// Maps `len` bytes at `offset`; `None` if the file cannot be mapped.
     fn map(file: &File, offset: u64, len: u64) -> Option<Window> {
-        // SAFETY: the mapping is read-only and private to this process. The
+        // SAFETY: the mapping is shared and read-only. The
         // one way another process can break Rust's rules through it is to
         // shrink the file, which would raise SIGBUS on access: the window is
         // registered with the SIGBUS guard before any access, and a window
@@ -576,7 +612,7 @@ fn hash_mapped(
         return Ok(Some(pipeline.finish()));
     }
 
-    let batch = tree.batch_leaves() as u64;
+    let batch = tree.window_leaves() as u64;
     let mut window_first = first;
     while window_first < last {
         let window_last = last.min(window_first + batch);
