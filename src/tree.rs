@@ -319,6 +319,16 @@ pub(crate) enum EndOfInput {
     Yes,
 }
 
+/// How the leaves of a batch are spread over the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spread {
+    /// Over every thread: memory and mapped files, whose bytes are all there.
+    AllThreads,
+    /// Over all threads but one: a stream's reader needs a core of its own
+    /// (with two cores, hashers on both slow the reads more than they gain).
+    SpareOneForReader,
+}
+
 /// A node of the tree: a leaf at an offset, or the root.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Node {
@@ -457,6 +467,7 @@ pub(crate) fn hash_leaves(
     data: &[u8],
     end: EndOfInput,
     out: &mut Vec<u8>,
+    spread: Spread,
     release: &(dyn Fn(Range<usize>) + Sync),
 ) {
     let leaf = tree.leaf_size as usize;
@@ -474,7 +485,11 @@ pub(crate) fn hash_leaves(
     // but no more than an even share, so that few big leaves still spread
     // over every thread.
     let degree = tree.algorithm.simd_degree();
-    let even_share = count.div_ceil(rayon::current_num_threads()).max(1);
+    let threads = match spread {
+        Spread::AllThreads => rayon::current_num_threads(),
+        Spread::SpareOneForReader => rayon::current_num_threads().saturating_sub(1).max(1),
+    };
+    let even_share = count.div_ceil(threads).max(1);
     let per_task = (TASK_BYTES / leaf)
         .next_multiple_of(degree)
         .max(degree)
@@ -597,6 +612,8 @@ pub(crate) struct Pipeline<B> {
     in_flight: VecDeque<mpsc::Receiver<Finished<B>>>,
     /// How many batches may be in flight at once.
     depth: usize,
+    /// How each batch is spread over the pool.
+    spread: Spread,
     /// Digests of a finished batch, not yet fed to the root.
     pending: Vec<u8>,
     /// A digest buffer to reuse.
@@ -607,12 +624,13 @@ pub(crate) struct Pipeline<B> {
 
 impl<B: LeafBytes> Pipeline<B> {
     /// A pipeline with at most `depth` batches in flight.
-    pub(crate) fn new(tree: &TreeParams, depth: usize) -> Self {
+    pub(crate) fn new(tree: &TreeParams, depth: usize, spread: Spread) -> Self {
         Pipeline {
             tree: *tree,
             root: NodeState::new(tree, Node::Root),
             in_flight: VecDeque::with_capacity(depth),
             depth,
+            spread,
             pending: Vec::new(),
             spare: Vec::new(),
             log: None,
@@ -662,12 +680,18 @@ impl<B: LeafBytes> Pipeline<B> {
     /// pipeline must not be full), then feeds the root meanwhile.
     pub(crate) fn submit(&mut self, data: B, first: u64, end: EndOfInput) {
         debug_assert!(!self.is_full());
-        let tree = self.tree;
+        let (tree, spread) = (self.tree, self.spread);
         let mut digests = std::mem::take(&mut self.spare);
         let job = move || {
-            hash_leaves(&tree, first, data.as_ref(), end, &mut digests, &|range| {
-                data.release(range)
-            });
+            hash_leaves(
+                &tree,
+                first,
+                data.as_ref(),
+                end,
+                &mut digests,
+                spread,
+                &|range| data.release(range),
+            );
             Finished { data, digests }
         };
         let (sender, receiver) = mpsc::sync_channel(1);
@@ -701,6 +725,7 @@ impl<B: LeafBytes> Pipeline<B> {
             data.as_ref(),
             EndOfInput::Yes,
             &mut digests,
+            self.spread,
             &|range| data.release(range),
         );
         self.feed_root(&digests);
@@ -752,7 +777,15 @@ pub(crate) fn hash_keeping_leaves(
             EndOfInput::No
         };
         let first = (index * tree.batch_leaves()) as u64;
-        hash_leaves(tree, first, chunk, end, &mut digests, &|_| {});
+        hash_leaves(
+            tree,
+            first,
+            chunk,
+            end,
+            &mut digests,
+            Spread::AllThreads,
+            &|_| {},
+        );
         root.update(&digests);
         if let Some(log) = &mut log {
             log.append(&digests);
@@ -836,7 +869,7 @@ impl TreeHasher {
         };
         TreeHasher {
             tree: *tree,
-            pipeline: Pipeline::new(tree, 1),
+            pipeline: Pipeline::new(tree, 1, Spread::SpareOneForReader),
             next_leaf: 0,
             mode,
         }

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 
 use crate::leaves::LeafLog;
 use crate::tree::{
-    Digest, EndOfInput, LastNode, LeafBytes, LeafState, Pipeline, TreeHasher, TreeParams,
+    Digest, EndOfInput, LastNode, LeafBytes, LeafState, Pipeline, Spread, TreeHasher, TreeParams,
     hash_keeping_leaves,
 };
 
@@ -573,7 +573,7 @@ fn hash_mapped(
     // Two windows in flight, so that the pool never waits at a window's end
     // for its slowest task: two windows (80 MiB) are resident at most, as the
     // next one is mapped but not yet touched.
-    let mut pipeline: Pipeline<Window> = Pipeline::new(tree, 2);
+    let mut pipeline: Pipeline<Window> = Pipeline::new(tree, 2, Spread::AllThreads);
     if options.keep_leaves {
         pipeline.keep_leaves(first);
     }
