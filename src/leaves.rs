@@ -22,6 +22,8 @@
 //! size, and HEX the leaf's digest. Names are escaped as in checksum lines
 //! (a leading `\`, then `\\`, `\n`, `\r`). Check mode skips these lines.
 
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 
@@ -69,6 +71,10 @@ impl LeafLog {
     pub fn append(&mut self, digests: &[u8]) {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
         self.count += (digests.len() / self.digest_size) as u64;
+        if self.error.is_some() {
+            // The listing fails anyway: keep no more.
+            return;
+        }
         self.memory.extend_from_slice(digests);
         if self.memory.len() >= IN_MEMORY
             && self.error.is_none()
@@ -233,12 +239,16 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, String> {
             return Err(bad(&format!("{key}= given twice")));
         }
     }
+    let leaves_field = values.remove("leaves");
+    if leaves_field.is_some_and(|count| count != 0) {
+        return Err(bad("leaves= other than 0"));
+    }
     let mut take = |key: &str| values.remove(key).ok_or_else(|| bad(&format!("no {key}=")));
     let total = take("total")?;
     let leaf_size = take("tree")?;
     let tree =
         TreeParams::new(algorithm, size, leaf_size).map_err(|error| bad(&error.to_string()))?;
-    let (written_name, leaf) = if let Ok(0) = take("leaves") {
+    let (written_name, leaf) = if leaves_field.is_some() {
         if total != 0 {
             return Err(bad("leaves=0 with a non-zero total"));
         }
@@ -351,23 +361,16 @@ fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub struct Combiner {
     /// The file's tree parameters, name and length, from the first line.
     file: Option<(TreeParams, Vec<u8>, u64)>,
-    /// The digests by leaf index, `None` where still missing.
-    digests: Vec<Option<Vec<u8>>>,
+    /// The digests of the leaves listed so far, by index: only what the
+    /// listings hold, whatever length their lines claim.
+    digests: BTreeMap<u64, Vec<u8>>,
 }
 
 impl Combiner {
     /// Adds one listing line; `Err` names the clash.
     pub fn add(&mut self, line: LeafLine) -> Result<(), String> {
         match &self.file {
-            None => {
-                let count = line.tree.leaf_count(line.total);
-                let count = usize::try_from(count)
-                    .ok()
-                    .filter(|&count| count <= 1 << 32)
-                    .ok_or("the listed file has too many leaves to combine")?;
-                self.digests = vec![None; count];
-                self.file = Some((line.tree, line.name.clone(), line.total));
-            }
+            None => self.file = Some((line.tree, line.name.clone(), line.total)),
             Some((tree, name, total)) => {
                 if *tree != line.tree {
                     return Err(format!(
@@ -396,38 +399,39 @@ impl Combiner {
         let Some(leaf) = line.leaf else {
             return Ok(());
         };
-        let slot = &mut self.digests[leaf.index as usize];
-        match slot {
-            Some(known) if !ct::eq(known, &leaf.digest) => Err(format!(
+        match self.digests.entry(leaf.index) {
+            Entry::Occupied(known) if !ct::eq(known.get(), &leaf.digest) => Err(format!(
                 "leaf {} is listed twice with different digests",
                 leaf.index
             )),
-            Some(_) => Ok(()),
-            None => {
-                *slot = Some(leaf.digest);
+            Entry::Occupied(_) => Ok(()),
+            Entry::Vacant(slot) => {
+                slot.insert(leaf.digest);
                 Ok(())
             }
         }
     }
 
-    /// The file's name and checksum, or what is missing.
+    /// The file's name and checksum, or the first gap.
     pub fn finish(self) -> Result<(TreeParams, Vec<u8>, Digest), String> {
-        let (tree, name, _) = self.file.ok_or("no leaf lines found")?;
+        let (tree, name, total) = self.file.ok_or("no leaf lines found")?;
+        let count = tree.leaf_count(total);
         let mut root = NodeState::new(&tree, Node::Root);
-        for (index, digest) in self.digests.iter().enumerate() {
-            match digest {
-                Some(digest) => root.update(digest),
-                None => {
-                    let gap_end = self.digests[index..]
-                        .iter()
-                        .position(Option::is_some)
-                        .map_or(self.digests.len(), |found| index + found);
-                    return Err(format!(
-                        "leaves {index}..{gap_end} are missing (the file has {} leaves)",
-                        self.digests.len()
-                    ));
-                }
+        // Every listed index is below `count` (the line parser checks it),
+        // so the leaves are complete when the n-th key is n throughout.
+        for (expected, (&index, digest)) in (0u64..).zip(&self.digests) {
+            if index != expected {
+                return Err(format!(
+                    "leaves {expected}..{index} are missing (the file has {count} leaves)"
+                ));
             }
+            root.update(digest);
+        }
+        let listed = self.digests.len() as u64;
+        if listed != count {
+            return Err(format!(
+                "leaves {listed}..{count} are missing (the file has {count} leaves)"
+            ));
         }
         Ok((tree, name, root.finalize()))
     }

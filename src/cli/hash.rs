@@ -69,7 +69,14 @@ fn hash_group(
     group: &[OsString],
     options: Options<'_>,
 ) -> Vec<Result<Outcome, InputError>> {
-    if plan.args.leaf_range.is_some() || group.iter().any(|name| name == "-") {
+    if group.iter().any(|name| name == "-") {
+        // Standard input is one stream: each `-` must read it in turn.
+        return group
+            .iter()
+            .map(|name| hash_named(plan, name, options))
+            .collect();
+    }
+    if plan.args.leaf_range.is_some() {
         return group
             .par_iter()
             .map(|name| hash_named(plan, name, options))

@@ -16,7 +16,7 @@ mod sigbus;
 
 use std::fmt;
 use std::fs::{File, Metadata};
-use std::io::{self, Read, Seek};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
@@ -196,7 +196,7 @@ fn read_whole(
 ) -> io::Result<Option<Range<usize>>> {
     let start = arena.len();
     // One byte more than expected: the read that finds the end.
-    let read = file.by_ref().take(expected + 1).read_to_end(arena)?;
+    let read = Read::by_ref(file).take(expected + 1).read_to_end(arena)?;
     if read as u64 > expected {
         arena.truncate(start);
         return Ok(None);
@@ -214,12 +214,16 @@ pub fn hash_stdin_with(tree: &TreeParams, options: Options<'_>) -> Result<Hashed
     // A duplicate of descriptor 0 shares its offset, so `bt2sum < FILE` after
     // a partial read by a parent shell hashes from where the shell left off.
     let mut file = File::from(io::stdin().as_fd().try_clone_to_owned()?);
-    let start = if file.metadata()?.is_file() {
-        file.stream_position()?
-    } else {
-        0
-    };
-    hash_open_file(tree, file, start, options)
+    if !file.metadata()?.is_file() {
+        return hash_open_file(tree, file, 0, options);
+    }
+    let start = file.stream_position()?;
+    let mut shared_offset = file.try_clone()?;
+    let hashed = hash_open_file(tree, file, start, options)?;
+    // A mapped file was not read through the descriptor: leave its offset
+    // at the end as reading would, so that a second `-` finds nothing left.
+    shared_offset.seek(SeekFrom::End(0))?;
+    Ok(hashed)
 }
 
 /// Hashes an open file of any kind from its current offset to its end.
@@ -278,42 +282,63 @@ fn hash_open_file(
 
 thread_local! {
     /// The buffer small files are read into, kept for the next small file.
-    static SMALL_FILE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SMALL_FILE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Reads a small regular file whole into a reused buffer and hashes it in one
 /// go: the fewest system calls and no allocation per file, which is what
-/// matters when hashing thousands of small files. A file that grew meanwhile
-/// is still read to its end, and caught by the caller's `fstat` comparison.
+/// matters when hashing thousands of small files. A file longer than it said
+/// (a `/proc` file whose size reads 0) is streamed past [`MAP_MIN`] bytes,
+/// and a file that grew is caught by the caller's `fstat` comparison.
 fn hash_small(
     tree: &TreeParams,
     file: &mut File,
     expected: u64,
     options: Options<'_>,
 ) -> Result<Hashed, InputError> {
-    SMALL_FILE.with_borrow_mut(|buffer| {
-        buffer.clear();
-        // Room for the whole file and the read that finds its end. (Through
-        // `take`, because `File::read_to_end` would ask the size and offset
-        // again: two more system calls per file.)
-        buffer.reserve(expected as usize + 1);
-        let length = file.by_ref().take(u64::MAX).read_to_end(buffer)? as u64;
-        if let Some(progress) = options.progress {
-            progress.fetch_add(length, Ordering::Relaxed);
+    // Taken out of the thread-local, not borrowed: hashing may run other
+    // pool work on this thread, which may hash a small file too.
+    let mut buffer = SMALL_FILE.take();
+    buffer.clear();
+    // Room for the whole file and the read that finds its end. (Through
+    // `take`, because `File::read_to_end` would ask the size and offset
+    // again: two more system calls per file.)
+    buffer.reserve(expected as usize + 1);
+    let length = Read::by_ref(file).take(MAP_MIN).read_to_end(&mut buffer)? as u64;
+    if length == MAP_MIN {
+        // More may follow: the general way, from the bytes read so far.
+        let mut hasher = TreeHasher::new(tree);
+        if options.keep_leaves {
+            hasher.keep_leaves();
         }
-        let log = options
-            .keep_leaves
-            .then(|| LeafLog::new(tree.digest_size(), 0));
-        let (digest, leaves) = hash_keeping_leaves(tree, buffer, log);
-        if buffer.capacity() > MAP_MIN as usize * 2 {
-            // Do not keep a big buffer around (a file that grew).
-            *buffer = Vec::new();
-        }
-        Ok(Hashed {
+        hasher.write_all(&buffer)?;
+        let rest = match options.progress {
+            Some(progress) => hasher.update_reader(&mut Counting {
+                inner: file,
+                progress,
+            })?,
+            None => hasher.update_reader(file)?,
+        };
+        let (digest, leaves) = hasher.finalize_with_leaves()?;
+        SMALL_FILE.set(buffer);
+        return Ok(Hashed {
             digest,
-            length,
+            length: length + rest,
             leaves,
-        })
+        });
+    }
+    if let Some(progress) = options.progress {
+        progress.fetch_add(length, Ordering::Relaxed);
+    }
+    let log = options
+        .keep_leaves
+        .then(|| LeafLog::new(tree.digest_size(), 0));
+    let (digest, leaves) = hash_keeping_leaves(tree, &buffer, log);
+    SMALL_FILE.set(buffer);
+    Ok(Hashed {
+        digest,
+        length,
+        leaves,
     })
 }
 
@@ -325,9 +350,9 @@ pub struct LeafRange {
     pub leaves: LeafLog,
 }
 
-/// Hashes leaves `leaves.start` to `leaves.end - 1` of a regular file,
-/// reading only their bytes; the last-node flag goes to the file's final
-/// leaf. A range past the end is cut to the end; a range that holds no leaf,
+/// Hashes leaves `leaves.start` to `leaves.end - 1` of a regular file from
+/// its current offset, reading only their bytes; the last-node flag goes to
+/// the file's final leaf. A range past the end is cut to the end; a range that holds no leaf,
 /// or a file that is not a regular file, is an error.
 pub fn hash_leaf_range(
     tree: &TreeParams,
@@ -346,7 +371,11 @@ pub fn hash_leaf_range(
         )
         .into());
     }
-    let length = before.len();
+    let start = {
+        let mut file = file;
+        file.stream_position()?
+    };
+    let length = before.len().saturating_sub(start);
     let count = tree.leaf_count(length);
     let requested = leaves.clone();
     let leaves = leaves.start..leaves.end.min(count);
@@ -362,8 +391,8 @@ pub fn hash_leaf_range(
         return Err(io::Error::new(io::ErrorKind::InvalidInput, message).into());
     }
     let span = Span {
-        start: 0,
-        end: length,
+        start,
+        end: before.len(),
         leaves: leaves.clone(),
     };
     let options = Options {
@@ -703,6 +732,21 @@ mod tests {
         assert_eq!(window.as_ref().len(), (1 << 20) - 4096);
         assert!(window.as_ref().iter().all(|&b| b == 1));
         assert!(window.check().is_ok());
+    }
+
+    #[test]
+    fn a_small_file_longer_than_it_said_is_streamed_whole() {
+        // Like a /proc file whose size reads 0: more than the small-file
+        // limit follows what the size promised.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let data: Vec<u8> = (0..3 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let tree = TreeParams::default();
+        let mut file = File::open(&path).unwrap();
+        let hashed = hash_small(&tree, &mut file, 100, Options::default()).unwrap();
+        assert_eq!(hashed.length, 3 << 20);
+        assert_eq!(hashed.digest, crate::tree::hash(&tree, &data));
     }
 
     #[test]

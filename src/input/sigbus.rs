@@ -129,13 +129,22 @@ extern "C" fn on_sigbus(
     context: *mut libc::c_void,
 ) {
     let Some(Some(installed)) = INSTALLED.get() else {
+        // Between our sigaction and the record of the previous disposition
+        // no window is registered yet, so the fault is not ours: end the
+        // process as the default action would.
+        restore_default_and_raise(signal);
         return;
     };
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
     let address = unsafe { (*info).si_addr() } as usize;
     for slot in &REGISTRY {
         let start = slot.start.load(Ordering::Acquire);
-        if start == 0 || address < start || address >= slot.end.load(Ordering::Relaxed) {
+        if start == 0 || address < start || address >= slot.end.load(Ordering::Acquire) {
+            continue;
+        }
+        // The slot may have been released and reused between the two loads:
+        // then `start` changed, and the pair read is not one window.
+        if slot.start.load(Ordering::Acquire) != start {
             continue;
         }
         let page = address & !(installed.page_size - 1);
@@ -169,17 +178,7 @@ fn chain(
 ) {
     let handler = previous.sa_sigaction;
     if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
-        // Restore the default action and raise the signal again: it is
-        // delivered when this handler returns and ends the process, as it
-        // would have without us (a fault cannot be ignored).
-        // SAFETY: a zeroed sigaction with SIG_DFL is valid; sigaction and
-        // raise are async-signal-safe.
-        unsafe {
-            let mut default: libc::sigaction = std::mem::zeroed();
-            default.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(signal, &default, std::ptr::null_mut());
-            libc::raise(signal);
-        }
+        restore_default_and_raise(signal);
     } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
         // SAFETY: with SA_SIGINFO the previous handler has this signature.
         let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
@@ -189,5 +188,19 @@ fn chain(
         // SAFETY: without SA_SIGINFO the previous handler takes the signal only.
         let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
         handler(signal);
+    }
+}
+
+/// Restores the default action and raises the signal again: it is delivered
+/// when the handler returns and ends the process, as it would have without
+/// us (a fault cannot be ignored).
+fn restore_default_and_raise(signal: libc::c_int) {
+    // SAFETY: a zeroed sigaction with SIG_DFL is valid; sigaction and raise
+    // are async-signal-safe.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(signal, &default, std::ptr::null_mut());
+        libc::raise(signal);
     }
 }

@@ -483,3 +483,78 @@ fn many_files_in_one_call_match_each_file_alone() {
         assert_eq!(status(&together), 1);
     }
 }
+
+#[test]
+fn standard_input_twice_is_read_once() {
+    let data = pattern(3 << 20);
+    let out = run(["-", "-"], &data);
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    let expected = stdout(&run::<[&str; 0], _>([], &data));
+    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
+    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+    // The same when standard input is a regular file, mapped rather than read.
+    let (_dir, path) = file_with("data", &data);
+    let out = bt2sum()
+        .args(["-", "-"])
+        .stdin(fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
+    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+}
+
+#[test]
+fn small_files_on_many_threads_with_small_leaves() {
+    // Small files of several leaves each, hashed on more threads than cores:
+    // a thread waiting on its own leaves may pick up another small file.
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..64).map(|i| format!("f{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        fs::write(dir.path().join(name), pattern(200 << 10 | i)).unwrap();
+    }
+    let reference = bt2sum()
+        .current_dir(dir.path())
+        .args(["--cpus", "1", "-t", "1k"])
+        .args(&names)
+        .output()
+        .unwrap();
+    for _ in 0..5 {
+        let out = bt2sum()
+            .current_dir(dir.path())
+            .args(["--cpus", "8", "-t", "1k"])
+            .args(&names)
+            .output()
+            .unwrap();
+        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        assert_eq!(out.stdout, reference.stdout);
+    }
+}
+
+#[test]
+fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
+    let (_dir, path) = file_with("data", &pattern(3000));
+    let shell = |command: &str| {
+        std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("dd bs=1000 count=1 of=/dev/null 2>/dev/null; {command}"),
+            ])
+            .env("BT2SUM", env!("CARGO_BIN_EXE_bt2sum"))
+            .stdin(fs::File::open(&path).unwrap())
+            .output()
+            .unwrap()
+    };
+    let whole = shell(r#""$BT2SUM" --leaves -t 1k -"#);
+    let range = shell(r#""$BT2SUM" --leaves --leaf-range 0.. -t 1k -"#);
+    let whole = stdout(&whole);
+    assert!(whole.contains(" total=2000 "), "{whole}");
+    assert_eq!(
+        stdout(&range),
+        whole
+            .lines()
+            .skip(1)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+}

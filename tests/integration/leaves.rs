@@ -381,3 +381,34 @@ fn listing_options_are_usage_errors_where_they_do_not_apply() {
         assert_eq!(stdout(&out), "", "{args:?}");
     }
 }
+
+#[test]
+fn hostile_listing_lines_are_errors_not_crashes() {
+    let digest = "ab".repeat(64);
+    for (line, message) in [
+        (
+            format!("BLAKE2b-64 leaf=0 offset=0 length=1 total=4294967296 tree=1 (f) = {digest}"),
+            "leaves 1..4294967296 are missing (the file has 4294967296 leaves)",
+        ),
+        (
+            format!(
+                "BLAKE2b-64 leaf=0 offset=0 length=1 total=18446744073709551615 tree=1 (f) = {digest}"
+            ),
+            "leaves 1..18446744073709551615 are missing",
+        ),
+        (
+            format!("BLAKE2b-64 leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = {digest}"),
+            "malformed leaf line: leaves= other than 0",
+        ),
+        (
+            format!(
+                "BLAKE2b-64 leaf=18446744073709551615 offset=0 length=1 total=1 tree=1 (f) = {digest}"
+            ),
+            "malformed leaf line: offset or length",
+        ),
+    ] {
+        let out = run(["--combine"], line.as_bytes());
+        assert_eq!(status(&out), 1, "{line}");
+        assert!(stderr(&out).contains(message), "{line}: {}", stderr(&out));
+    }
+}
