@@ -33,8 +33,9 @@ pub const BATCH_BYTES: usize = 40 << 20;
 /// digest buffer small (4 MiB of 64-byte digests).
 pub const BATCH_MAX_LEAVES: usize = 1 << 16;
 
-/// The most bytes a mapped window of whole leaves spans (see
-/// [`TreeParams::window_leaves`]).
+/// The most bytes a mapped window of whole leaves spans. A window holds a
+/// batch, or two SIMD groups of leaves per thread if that is more; its pages
+/// are given back as they are hashed, so its size costs address space only.
 pub const WINDOW_MAX_BYTES: usize = 256 << 20;
 
 /// Leaves above this size are streamed through an incremental state instead
