@@ -550,13 +550,15 @@ impl Window {
         Some(Window { guard, map })
     }
 
-    /// The window's bytes were all in the file.
-    fn check(&self) -> Result<(), InputError> {
-        if self.guard.faulted() {
-            Err(InputError::Changed)
-        } else {
-            Ok(())
+    /// The window's bytes were all readable. A page that faulted means the
+    /// file shrank (a change) or, if the file looks as it did, that the page
+    /// could not be read (an I/O error).
+    fn check(&self, file: &File, before: &Metadata) -> Result<(), InputError> {
+        if !self.guard.faulted() {
+            return Ok(());
         }
+        unchanged(file, before)?;
+        Err(io::Error::from_raw_os_error(libc::EIO).into())
     }
 }
 
@@ -627,7 +629,7 @@ fn hash_mapped(
                         LastNode::No
                     };
                     let bytes = span.leaf_bytes(tree, index);
-                    hash_mapped_leaf(tree, file, index, bytes, last_node, &count_progress)
+                    hash_mapped_leaf(tree, file, index, bytes, last_node, before, &count_progress)
                 })
                 .collect();
             unchanged(file, before)?;
@@ -653,7 +655,7 @@ fn hash_mapped(
         if pipeline.is_full()
             && let Some(done) = pipeline.wait()
         {
-            done.check()?;
+            done.check(file, before)?;
             unchanged(file, before)?;
             count_progress(done.map.len() as u64);
         }
@@ -666,7 +668,7 @@ fn hash_mapped(
         window_first = window_last;
     }
     while let Some(done) = pipeline.wait() {
-        done.check()?;
+        done.check(file, before)?;
         count_progress(done.map.len() as u64);
     }
     Ok(Some(pipeline.finish()))
@@ -679,6 +681,7 @@ fn hash_mapped_leaf(
     index: u64,
     bytes: Range<u64>,
     last: LastNode,
+    before: &Metadata,
     count_progress: &(impl Fn(u64) + Sync),
 ) -> Result<Option<Digest>, InputError> {
     let mut leaf = LeafState::new(tree, index);
@@ -689,7 +692,7 @@ fn hash_mapped_leaf(
             return Ok(None);
         };
         leaf.update(piece.as_ref());
-        piece.check()?;
+        piece.check(file, before)?;
         count_progress(piece_len);
         offset += piece_len;
     }
@@ -706,8 +709,9 @@ mod tests {
         let path = dir.path().join("shrinking");
         std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
         let file = File::open(&path).unwrap();
+        let before = file.metadata().unwrap();
         let window = Window::map(&file, 0, 2 << 20).expect("mappable");
-        assert!(window.check().is_ok());
+        assert!(window.check(&file, &before).is_ok());
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
@@ -718,7 +722,10 @@ mod tests {
         // with a zero page, so the bytes read there are zeroes.
         let sum: u64 = window.as_ref().iter().map(|&b| u64::from(b)).sum();
         assert_eq!(sum, 7 * 4096);
-        assert!(matches!(window.check(), Err(InputError::Changed)));
+        assert!(matches!(
+            window.check(&file, &before),
+            Err(InputError::Changed)
+        ));
     }
 
     #[test]
@@ -731,7 +738,7 @@ mod tests {
         let window = Window::map(&file, 4096, (1 << 20) - 4096).expect("mappable");
         assert_eq!(window.as_ref().len(), (1 << 20) - 4096);
         assert!(window.as_ref().iter().all(|&b| b == 1));
-        assert!(window.check().is_ok());
+        assert!(window.check(&file, &file.metadata().unwrap()).is_ok());
     }
 
     #[test]
