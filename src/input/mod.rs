@@ -253,7 +253,7 @@ fn hash_open_file(
         return Err(io::Error::from_raw_os_error(libc::EISDIR).into());
     }
     if !before.is_file() {
-        return hash_stream(tree, &mut file, options);
+        return hash_stream(tree, &mut file, &[], options);
     }
     let length = before.len().saturating_sub(start);
     let mapped = if length >= MAP_MIN {
@@ -274,7 +274,7 @@ fn hash_open_file(
         },
         None if length < MAP_MIN => hash_small(tree, &mut file, length, options)?,
         // The file cannot be mapped (some special file systems): read it.
-        None => hash_stream(tree, &mut file, options)?,
+        None => hash_stream(tree, &mut file, &[], options)?,
     };
     unchanged(&file, &before)?;
     Ok(hashed)
@@ -307,25 +307,9 @@ fn hash_small(
     let length = Read::by_ref(file).take(MAP_MIN).read_to_end(&mut buffer)? as u64;
     if length == MAP_MIN {
         // More may follow: the general way, from the bytes read so far.
-        let mut hasher = TreeHasher::new(tree);
-        if options.keep_leaves {
-            hasher.keep_leaves();
-        }
-        hasher.write_all(&buffer)?;
-        let rest = match options.progress {
-            Some(progress) => hasher.update_reader(&mut Counting {
-                inner: file,
-                progress,
-            })?,
-            None => hasher.update_reader(file)?,
-        };
-        let (digest, leaves) = hasher.finalize_with_leaves()?;
+        let hashed = hash_stream(tree, file, &buffer, options);
         SMALL_FILE.set(buffer);
-        return Ok(Hashed {
-            digest,
-            length: length + rest,
-            leaves,
-        });
+        return hashed;
     }
     if let Some(progress) = options.progress {
         progress.fetch_add(length, Ordering::Relaxed);
@@ -427,6 +411,7 @@ fn unchanged(file: &File, before: &Metadata) -> Result<(), InputError> {
 fn hash_stream(
     tree: &TreeParams,
     file: &mut File,
+    already_read: &[u8],
     options: Options<'_>,
 ) -> Result<Hashed, InputError> {
     widen_pipe(file);
@@ -434,7 +419,11 @@ fn hash_stream(
     if options.keep_leaves {
         hasher.keep_leaves();
     }
-    let length = match options.progress {
+    hasher.write_all(already_read)?;
+    if let Some(progress) = options.progress {
+        progress.fetch_add(already_read.len() as u64, Ordering::Relaxed);
+    }
+    let rest = match options.progress {
         Some(progress) => hasher.update_reader(&mut Counting {
             inner: file,
             progress,
@@ -444,7 +433,7 @@ fn hash_stream(
     let (digest, leaves) = hasher.finalize_with_leaves()?;
     Ok(Hashed {
         digest,
-        length,
+        length: already_read.len() as u64 + rest,
         leaves,
     })
 }

@@ -4,40 +4,15 @@
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use super::{bt2sum, pattern, status, stderr, stdout};
+use super::{bt2sum, pattern, run_in, status, stderr, stdout};
 
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
-
-/// Runs `bt2sum ARGS` in `dir`, feeding `stdin`.
-fn run_in<I, S>(dir: &Path, args: I, stdin: &[u8]) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let mut child = bt2sum()
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bt2sum starts");
-    let mut input = child.stdin.take().expect("stdin is piped");
-    let bytes = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // A closed pipe is fine: the command may not read its input.
-        let _ = input.write_all(&bytes);
-    });
-    let output = child.wait_with_output().expect("bt2sum runs");
-    writer.join().expect("stdin writer");
-    output
-}
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
 /// `2>&1` does, to see how they interleave; returns that text and the status.

@@ -10,6 +10,7 @@ mod vectors;
 
 use std::ffi::OsStr;
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// The byte pattern of the generated vectors: byte `i` is `i % 251`.
@@ -28,7 +29,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    run_in(Path::new("."), args, stdin)
+}
+
+/// Runs `bt2sum ARGS` in `dir` with `stdin` as its standard input.
+pub fn run_in<I, S>(dir: &Path, args: I, stdin: &[u8]) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let mut child = bt2sum()
+        .current_dir(dir)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
