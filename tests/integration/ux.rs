@@ -399,12 +399,7 @@ fn man_page_is_roff() {
     // A full stdout is an error, not a panic.
     let full = bt2sum()
         .arg("--man")
-        .stdout(
-            fs::OpenOptions::new()
-                .write(true)
-                .open("/dev/full")
-                .unwrap(),
-        )
+        .stdout(fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
     assert_eq!(status(&full), 1);
