@@ -14,7 +14,7 @@
 //!
 //! Run with `cargo bench --bench ct`.
 
-use bt2sum::ct::{Level, timingsafe_bcmp};
+use bt2sum::ct::Level;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -70,17 +70,17 @@ fn byte_loop(a: &[u8], b: &[u8]) -> i32 {
 }
 
 fn portable(a: &[u8], b: &[u8]) -> i32 {
-    timingsafe_bcmp(Level::Portable, a, b)
+    Level::Portable.bcmp(a, b)
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn scalar(a: &[u8], b: &[u8]) -> i32 {
-    timingsafe_bcmp(Level::Scalar, a, b)
+    Level::Scalar.bcmp(a, b)
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn baseline(a: &[u8], b: &[u8]) -> i32 {
-    timingsafe_bcmp(Level::Baseline, a, b)
+    Level::Baseline.bcmp(a, b)
 }
 
 fn cte(a: &[u8], b: &[u8]) -> i32 {

@@ -1,9 +1,10 @@
-//! BLAKE2 tree hashing in "unlimited fanout" mode, as used by s3git, and the
-//! pieces of the `bt2sum` command built on it.
+//! BLAKE2 tree hashing in "unlimited fanout" mode, as used by s3git: the
+//! library behind the `bt2sum` command.
 //!
 //! The input is cut into leaves of `leaf_size` bytes (5 MiB by default), each
 //! leaf is hashed as a depth-0 node of a BLAKE2 tree, and the root (depth 1)
-//! hashes the leaf digests in order. See [`tree`] for the exact parameters.
+//! hashes the leaf digests in order. See [`TreeParams`] for the exact
+//! parameters.
 //!
 //! ```
 //! use bt2sum::{hash, Algorithm, TreeParams};
@@ -21,35 +22,50 @@
 //! # Ok::<(), bt2sum::ParamsError>(())
 //! ```
 //!
-//! Files (and anything that can be opened: FIFOs, devices) are hashed by
-//! name; regular files are mapped a window at a time:
+//! - [`hash`] hashes a byte slice, [`TreeHasher`] a stream written or read
+//!   in pieces with bounded memory, and [`hash_path`], [`hash_file`] and
+//!   [`hash_stdin`] files of any kind (regular files are mapped a window at
+//!   a time, which installs a SIGBUS handler once per process so that a file
+//!   cut short while it is hashed is reported, not fatal).
+//! - [`Digest`]s compare in constant time, with [`ct::eq`], the hand-written
+//!   comparator of [`ct`].
+//! - [`hash_each`] hashes many files at once, reporting them in order.
+//! - [`format`](mod@format) reads and writes checksum lines and leaf lines;
+//!   [`leaves`] keeps leaf digests and combines partial listings.
 //!
-//! ```
-//! use std::io::Write;
-//! use bt2sum::{TreeParams, ct, hash, hash_path};
-//!
-//! let mut file = tempfile::NamedTempFile::new()?;
-//! file.write_all(b"hello s3git\n")?;
-//! let tree = TreeParams::default();
-//! let digest = hash_path(&tree, file.path())?;
-//! // Compare digests in constant time.
-//! assert!(ct::eq(digest.as_bytes(), hash(&tree, b"hello s3git\n").as_bytes()));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! Leaves are hashed on the current rayon pool; [`TreeHasher`] takes input in
-//! pieces with bounded memory, [`input`] hashes files and standard input, and
-//! [`ct`] compares digests in constant time.
+//! Leaves are hashed on the current rayon pool (the global one unless the
+//! call runs inside [`rayon::ThreadPool::install`]).
 
 #![warn(missing_docs)]
 
-pub mod check;
-pub mod cli;
 pub mod ct;
-pub mod input;
+mod digest;
+mod engine;
+mod error;
+pub mod format;
+mod input;
 pub mod leaves;
-pub mod tree;
+mod params;
 
-pub use input::{InputError, hash_file, hash_path, hash_stdin};
-pub use leaves::LeafLog;
-pub use tree::{Algorithm, Digest, ParamsError, TreeHasher, TreeParams, hash};
+pub use digest::Digest;
+pub use engine::{Event, Hashed, LeafSink, TreeHasher};
+pub use error::{Error, plain_message};
+pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_stdin};
+pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, TreeParams};
+
+/// Hashes a byte slice in one call, on the current rayon pool.
+///
+/// ```
+/// use bt2sum::{hash, TreeParams};
+/// let digest = hash(&TreeParams::default(), b"hello s3git\n");
+/// assert!(digest.to_hex().starts_with("18e622875a89cede"));
+/// ```
+pub fn hash(tree: &TreeParams, data: &[u8]) -> Digest {
+    let mut sink = engine::Sink::default();
+    match engine::hash(tree, engine::Source::Bytes(data), &mut sink) {
+        Ok(hashed) => hashed.digest,
+        // Only reading can fail, and no slice has more leaves than a node
+        // offset can number.
+        Err(error) => unreachable!("hashing memory failed: {error}"),
+    }
+}

@@ -1,6 +1,14 @@
-//! `bt2sum`: print or verify BLAKE2 tree-hash checksums. All the work is in
-//! the library; see `bt2sum::cli`.
+//! `bt2sum`: print or verify BLAKE2 tree-hash checksums. The command line is
+//! in `cli`; the hashing is the `bt2sum` library's.
 
-fn main() -> std::process::ExitCode {
-    bt2sum::cli::main()
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let status = match cli::Config::from_args(std::env::args_os()) {
+        Ok(config) => cli::run(config),
+        Err(error) => cli::refused(&error),
+    };
+    status.into()
 }

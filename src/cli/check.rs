@@ -1,12 +1,12 @@
 //! The check driver (`bt2sum -c`): reads checksum lists, recomputes every
 //! listed file and reports each in list order, GNU coreutils style.
 //!
-//! A list is read a chunk at a time (at most [`CHUNK_ENTRIES`] lines, or
-//! [`CHUNK_NAME_BYTES`] of names): the chunk's lines are parsed, its files
-//! hashed concurrently on the rayon pool, and their verdicts printed in list
-//! order before the next chunk is read, so a list of millions of files never
-//! sits in memory whole. Entries naming standard input (`-`) are hashed one
-//! after another, in list order, since they share one stream.
+//! A list is read as its files are hashed: the engine takes the next entries
+//! as room frees up, hashes several at once, and hands back their results in
+//! list order, so a list of millions of files never sits in memory whole.
+//! Entries naming standard input (`-`) are hashed in turn, since they share
+//! one stream. An improperly formatted line is reported (with `--warn`) just
+//! before the entry that follows it.
 //!
 //! Per list, after its verdicts, the summary goes to standard error in GNU's
 //! order: the non-zero counts of improperly formatted lines, unreadable files
@@ -19,98 +19,45 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
-use rayon::prelude::*;
+use bt2sum::format::checksum::{Entry, Line, parse_line};
+use bt2sum::format::verdict::{Verdict, push_shown_name, push_verdict};
+use bt2sum::{Error, Event, Hashed, Job, TreeParams, hash_each, plain_message};
 
-use super::progress::{Mode, Progress};
-use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report, write_stderr};
-use crate::check::{Entry, Line, Tally, Verdict, parse_line, push_shown_name, push_verdict};
-use crate::ct;
-use crate::input::{InputError, Options, hash_path_with, hash_stdin_with, plain_message};
-use crate::tree::{Algorithm, Digest, TreeParams};
-
-/// The most lines a chunk holds before its files are hashed.
-pub const CHUNK_ENTRIES: usize = 256;
-
-/// The most name bytes a chunk holds before its files are hashed.
-pub const CHUNK_NAME_BYTES: usize = 8 << 20;
+use super::config::{Checking, Verbosity};
+use super::output::{Status, output_failed, report, warn};
+use super::progress::{Progress, When};
 
 /// A list line longer than this (16 MiB, thousands of times `PATH_MAX`) is
 /// improperly formatted, and skipped without being held in memory.
-pub const MAX_LINE: usize = 16 << 20;
+const MAX_LINE: usize = 16 << 20;
 
-/// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
-/// which the last one given wins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verbosity {
-    /// Nothing on stdout, no summary counts.
-    Status,
-    /// No `OK` lines.
-    Quiet,
-    /// Every verdict and the summary counts.
-    Normal,
-    /// As normal, plus a line for each improperly formatted line.
-    Warn,
-}
-
-/// One line of a chunk that is reported: a file to verify, or an improperly
-/// formatted line (by its 1-based number, for `--warn`).
-enum Item {
-    Verify { entry: Entry, tree: TreeParams },
-    Bad { line_number: u64 },
-}
-
-/// One line read from a list.
-enum ListLine {
-    /// The list has ended.
-    End,
-    /// A line, in the buffer.
-    Line,
-    /// A line longer than [`MAX_LINE`], skipped.
-    TooLong,
-}
-
-/// Verifies every list of the plan (standard input when none is given),
-/// writing verdicts to `out`; returns the exit status.
-pub fn run(plan: &Plan, out: impl Write) -> u8 {
-    let args = &plan.args;
-    let verbosity = if args.status {
-        Verbosity::Status
-    } else if args.quiet {
-        Verbosity::Quiet
-    } else if args.warn {
-        Verbosity::Warn
-    } else {
-        Verbosity::Normal
-    };
+/// Verifies every list (standard input when none is given), writing
+/// verdicts to `out`; returns the exit status.
+pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     // The lists are read as they are checked: the total is unknown.
-    let progress = Progress::start(Mode::of(args), || None);
+    let progress = Progress::start(when, || None);
+    let stdin_only = [OsStr::new("-").to_os_string()];
+    let lists = if config.lists.is_empty() {
+        &stdin_only[..]
+    } else {
+        &config.lists[..]
+    };
     let mut checker = Checker {
-        options: Options {
-            keep_leaves: false,
-            progress: progress.counter(),
-        },
-        untagged_algorithm: plan.tree.algorithm(),
-        leaf_size: plan.tree.leaf_size(),
-        verbosity,
-        strict: args.strict,
-        ignore_missing: args.ignore_missing,
+        config,
+        progress: progress.counter(),
         out,
         shown: Vec::new(),
     };
-    let stdin_only = [OsStr::new("-").to_os_string()];
-    let lists = if args.files.is_empty() {
-        &stdin_only[..]
-    } else {
-        &args.files[..]
-    };
-    let mut status = EXIT_OK;
+    let mut status = Status::Success;
     for list in lists {
         match checker.check_list(list) {
             Ok(true) => {}
-            Ok(false) => status = EXIT_FAILURE,
+            Ok(false) => status = Status::Failure,
             Err(error) => return status.max(output_failed(&error)),
         }
     }
@@ -120,21 +67,85 @@ pub fn run(plan: &Plan, out: impl Write) -> u8 {
     }
 }
 
+/// The counts of one checked list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    /// Properly formatted lines (files checked, or skipped as missing).
+    entries: u64,
+    /// Improperly formatted lines (blank and `#` lines are not counted).
+    improperly_formatted: u64,
+    /// Files whose checksum matched.
+    matched: u64,
+    /// Files whose checksum did not match.
+    mismatched: u64,
+    /// Files that could not be opened or read.
+    unreadable: u64,
+}
+
+impl Tally {
+    /// Counts one verdict.
+    fn count(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Ok => self.matched += 1,
+            Verdict::Failed => self.mismatched += 1,
+            Verdict::Unreadable => self.unreadable += 1,
+        }
+    }
+
+    /// GNU's summary warnings for the non-zero counts, in GNU's order and
+    /// wording, each to follow `bt2sum: `.
+    fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let mut warn = |count: u64, one: &str, many: &str| match count {
+            0 => {}
+            1 => warnings.push(format!("WARNING: 1 {one}")),
+            _ => warnings.push(format!("WARNING: {count} {many}")),
+        };
+        warn(
+            self.improperly_formatted,
+            "line is improperly formatted",
+            "lines are improperly formatted",
+        );
+        warn(
+            self.unreadable,
+            "listed file could not be read",
+            "listed files could not be read",
+        );
+        warn(
+            self.mismatched,
+            "computed checksum did NOT match",
+            "computed checksums did NOT match",
+        );
+        warnings
+    }
+
+    /// Whether the list verifies: some file matched, none failed or was
+    /// unreadable, and with `strict` no line was improperly formatted. (A
+    /// list whose files were all skipped as missing verifies nothing, as in
+    /// GNU.)
+    fn passed(&self, strict: bool) -> bool {
+        self.matched > 0
+            && self.mismatched == 0
+            && self.unreadable == 0
+            && !(strict && self.improperly_formatted > 0)
+    }
+}
+
+/// What a list entry carries through the engine: the numbers of the
+/// improperly formatted lines just before it, and the entry.
+type Tag = (Vec<u64>, Entry);
+
 /// The options of a check run and where its verdicts go.
-struct Checker<'a, W: Write> {
-    /// How files are hashed (counting bytes for the progress bar).
-    options: Options<'a>,
-    untagged_algorithm: Algorithm,
-    leaf_size: u64,
-    verbosity: Verbosity,
-    strict: bool,
-    ignore_missing: bool,
-    out: W,
+struct Checker<'a> {
+    config: &'a Checking,
+    /// The progress bar's byte counter, if one is drawn.
+    progress: Option<&'a Arc<AtomicU64>>,
+    out: &'a mut dyn Write,
     /// A reused buffer for one output line.
     shown: Vec<u8>,
 }
 
-impl<W: Write> Checker<'_, W> {
+impl Checker<'_> {
     /// Verifies one list; `Ok(false)` if it does not pass (or cannot be
     /// read), `Err` only when writing to `out` fails.
     fn check_list(&mut self, list: &OsStr) -> io::Result<bool> {
@@ -148,7 +159,7 @@ impl<W: Write> Checker<'_, W> {
         } else {
             File::open(list).map(|file| Box::new(BufReader::with_capacity(64 << 10, file)) as _)
         };
-        let mut reader = match reader {
+        let reader = match reader {
             Ok(reader) => reader,
             Err(error) => {
                 self.out.flush()?;
@@ -156,94 +167,59 @@ impl<W: Write> Checker<'_, W> {
                 return Ok(false);
             }
         };
-
+        let mut entries = Entries {
+            reader,
+            line: Vec::new(),
+            line_number: 0,
+            bad_lines: Vec::new(),
+            error: None,
+            config: self.config,
+            progress: self.progress,
+        };
         let mut tally = Tally::default();
-        let mut chunk = Vec::new();
-        let mut chunk_name_bytes = 0;
-        let mut line = Vec::new();
-        let mut line_number = 0;
-        loop {
-            let read = match read_line(&mut reader, &mut line) {
-                Ok(ListLine::End) => break,
-                Ok(read) => read,
-                Err(error) => {
-                    // As GNU: what was read is reported, then the list fails
-                    // without a summary.
-                    self.verify_chunk(&mut chunk, list_name, &mut tally)?;
-                    self.out.flush()?;
-                    report(list_name, &plain_message(&error));
-                    return Ok(false);
+        let mut written = Ok(());
+        hash_each(&mut entries, |event| {
+            written = match event {
+                Event::Waiting => self.out.flush(),
+                Event::Ready(outcome) => {
+                    let (bad_lines, entry) = outcome.tag;
+                    self.report_bad_lines(list_name, &bad_lines, &mut tally)
+                        .and_then(|()| self.report_file(&entry, outcome.result, &mut tally))
                 }
             };
-            line_number += 1;
-            let parsed = match read {
-                ListLine::TooLong => Line::Bad,
-                _ => parse_line(&line, self.untagged_algorithm),
-            };
-            let item = match parsed {
-                Line::Skip => continue,
-                Line::Bad => Item::Bad { line_number },
-                Line::Entry(entry) => {
-                    match TreeParams::new(entry.algorithm, entry.size, self.leaf_size) {
-                        Ok(tree) => {
-                            chunk_name_bytes += entry.name.len();
-                            Item::Verify { entry, tree }
-                        }
-                        // The parser only lets valid sizes through.
-                        Err(_) => Item::Bad { line_number },
-                    }
-                }
-            };
-            chunk.push(item);
-            if chunk.len() >= CHUNK_ENTRIES || chunk_name_bytes >= CHUNK_NAME_BYTES {
-                self.verify_chunk(&mut chunk, list_name, &mut tally)?;
-                chunk_name_bytes = 0;
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
             }
+        });
+        written?;
+        self.report_bad_lines(list_name, &entries.bad_lines, &mut tally)?;
+        if let Some(error) = entries.error {
+            // As GNU: what was read is reported, then the list fails without
+            // a summary.
+            self.out.flush()?;
+            report(list_name, &plain_message(&error));
+            return Ok(false);
         }
-        self.verify_chunk(&mut chunk, list_name, &mut tally)?;
         self.summarize(list_name, &tally)?;
-        Ok(tally.passed(self.strict))
+        Ok(tally.passed(self.config.strict))
     }
 
-    /// Hashes the chunk's files on the pool, then reports its lines in order
-    /// and empties it.
-    fn verify_chunk(
+    /// Counts improperly formatted lines, and with `--warn` reports them.
+    fn report_bad_lines(
         &mut self,
-        chunk: &mut Vec<Item>,
         list_name: &OsStr,
+        line_numbers: &[u64],
         tally: &mut Tally,
     ) -> io::Result<()> {
-        let options = self.options;
-        let results: Vec<Option<Result<Digest, InputError>>> = chunk
-            .par_iter()
-            .map(|item| match item {
-                Item::Verify { entry, tree } if entry.name != b"-" => {
-                    let path = Path::new(OsStr::from_bytes(&entry.name));
-                    Some(hash_path_with(tree, path, options).map(|hashed| hashed.digest))
-                }
-                _ => None,
-            })
-            .collect();
-        for (item, result) in chunk.drain(..).zip(results) {
-            match item {
-                Item::Bad { line_number } => {
-                    tally.improperly_formatted += 1;
-                    if self.verbosity == Verbosity::Warn {
-                        self.out.flush()?;
-                        report(
-                            list_name,
-                            &format!("{line_number}: improperly formatted BLAKE2 checksum line"),
-                        );
-                    }
-                }
-                Item::Verify { entry, tree } => {
-                    tally.entries += 1;
-                    // Standard input is read here, in list order.
-                    let result = result.unwrap_or_else(|| {
-                        hash_stdin_with(&tree, self.options).map(|hashed| hashed.digest)
-                    });
-                    self.report_file(&entry, result, tally)?;
-                }
+        for line_number in line_numbers {
+            tally.improperly_formatted += 1;
+            if self.config.verbosity == Verbosity::Warn {
+                self.out.flush()?;
+                report(
+                    list_name,
+                    &format!("{line_number}: improperly formatted BLAKE2 checksum line"),
+                );
             }
         }
         Ok(())
@@ -253,14 +229,15 @@ impl<W: Write> Checker<'_, W> {
     fn report_file(
         &mut self,
         entry: &Entry,
-        result: Result<Digest, InputError>,
+        result: Result<Hashed, Error>,
         tally: &mut Tally,
     ) -> io::Result<()> {
+        tally.entries += 1;
         let verdict = match result {
-            Ok(digest) if ct::eq(digest.as_bytes(), &entry.expected) => Verdict::Ok,
+            Ok(hashed) if hashed.digest == entry.expected => Verdict::Ok,
             Ok(_) => Verdict::Failed,
-            Err(InputError::Io(error))
-                if self.ignore_missing && error.kind() == io::ErrorKind::NotFound =>
+            Err(Error::Io(error))
+                if self.config.ignore_missing && error.kind() == io::ErrorKind::NotFound =>
             {
                 return Ok(());
             }
@@ -268,14 +245,14 @@ impl<W: Write> Checker<'_, W> {
                 self.out.flush()?;
                 self.shown.clear();
                 push_shown_name(&mut self.shown, &entry.name);
-                report(OsStr::from_bytes(&self.shown), &error.to_string());
+                report(&os_str(&self.shown), &error.to_string());
                 Verdict::Unreadable
             }
         };
         tally.count(verdict);
         let printed = match verdict {
-            Verdict::Ok => matches!(self.verbosity, Verbosity::Normal | Verbosity::Warn),
-            Verdict::Failed | Verdict::Unreadable => self.verbosity != Verbosity::Status,
+            Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
+            Verdict::Failed | Verdict::Unreadable => self.config.verbosity != Verbosity::Status,
         };
         if printed {
             self.shown.clear();
@@ -292,17 +269,103 @@ impl<W: Write> Checker<'_, W> {
             report(list_name, "no properly formatted checksum lines found");
             return Ok(());
         }
-        if self.verbosity == Verbosity::Status {
+        if self.config.verbosity == Verbosity::Status {
             return Ok(());
         }
         for warning in tally.warnings() {
-            write_stderr(format!("bt2sum: {warning}\n").as_bytes());
+            warn(&warning);
         }
-        if self.ignore_missing && tally.matched == 0 {
+        if self.config.ignore_missing && tally.matched == 0 {
             report(list_name, "no file was verified");
         }
         Ok(())
     }
+}
+
+/// The entries of a list, read as the engine asks for them: each a job
+/// hashing the listed file with the tag's tree and `-t`'s leaf size.
+struct Entries<'a> {
+    reader: Box<dyn BufRead + 'a>,
+    /// The line being read.
+    line: Vec<u8>,
+    line_number: u64,
+    /// Improperly formatted lines not yet handed on with an entry.
+    bad_lines: Vec<u64>,
+    /// Why reading the list stopped early.
+    error: Option<io::Error>,
+    config: &'a Checking,
+    progress: Option<&'a Arc<AtomicU64>>,
+}
+
+impl Iterator for Entries<'_> {
+    type Item = Job<Tag>;
+
+    fn next(&mut self) -> Option<Job<Tag>> {
+        while self.error.is_none() {
+            let read = match read_line(&mut self.reader, &mut self.line) {
+                Ok(ListLine::End) => return None,
+                Ok(read) => read,
+                Err(error) => {
+                    self.error = Some(error);
+                    return None;
+                }
+            };
+            self.line_number += 1;
+            let parsed = match read {
+                ListLine::TooLong => Line::Bad,
+                _ => parse_line(&self.line, self.config.untagged_algorithm),
+            };
+            let entry = match parsed {
+                Line::Skip => continue,
+                Line::Bad => {
+                    self.bad_lines.push(self.line_number);
+                    continue;
+                }
+                Line::Entry(entry) => entry,
+            };
+            let size = entry.expected.as_bytes().len();
+            let Ok(tree) = TreeParams::new(entry.algorithm, size, self.config.leaf_size) else {
+                // The parser only lets valid sizes through.
+                self.bad_lines.push(self.line_number);
+                continue;
+            };
+            let path = (entry.name != b"-").then(|| path_of(&entry.name));
+            let tag = (std::mem::take(&mut self.bad_lines), entry);
+            let job = match path {
+                Some(path) => Job::path(tag, path, &tree),
+                None => Job::stdin(tag, &tree),
+            };
+            return Some(match self.progress {
+                Some(counter) => job.progress(counter.clone()),
+                None => job,
+            });
+        }
+        None
+    }
+}
+
+/// A listed name as a path: the bytes it is.
+#[cfg(unix)]
+fn path_of(name: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(OsStr::from_bytes(name))
+}
+
+/// Bytes shown in a message, as an `OsStr`.
+#[cfg(unix)]
+fn os_str(bytes: &[u8]) -> std::borrow::Cow<'_, OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    std::borrow::Cow::Borrowed(OsStr::from_bytes(bytes))
+}
+
+/// One line read from a list.
+enum ListLine {
+    /// The list has ended.
+    End,
+    /// A line, in the buffer.
+    Line,
+    /// A line longer than [`MAX_LINE`], skipped.
+    TooLong,
 }
 
 /// Reads the next line of a list, `\n` included, into `line`. A line over
@@ -341,4 +404,53 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<ListLi
         }
     }
     Ok(ListLine::TooLong)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_warnings_and_verdicts() {
+        let mut tally = Tally::default();
+        assert!(tally.warnings().is_empty());
+        assert!(!tally.passed(false));
+        tally.entries = 1;
+        tally.count(Verdict::Ok);
+        assert!(tally.passed(true));
+        tally.improperly_formatted = 1;
+        assert!(tally.passed(false));
+        assert!(!tally.passed(true));
+        assert_eq!(
+            tally.warnings(),
+            ["WARNING: 1 line is improperly formatted"]
+        );
+        tally.improperly_formatted = 3;
+        tally.count(Verdict::Failed);
+        tally.count(Verdict::Unreadable);
+        tally.count(Verdict::Unreadable);
+        assert!(!tally.passed(false));
+        assert_eq!(
+            tally.warnings(),
+            [
+                "WARNING: 3 lines are improperly formatted",
+                "WARNING: 2 listed files could not be read",
+                "WARNING: 1 computed checksum did NOT match",
+            ]
+        );
+        let one_each = Tally {
+            entries: 2,
+            improperly_formatted: 0,
+            matched: 0,
+            mismatched: 2,
+            unreadable: 1,
+        };
+        assert_eq!(
+            one_each.warnings(),
+            [
+                "WARNING: 1 listed file could not be read",
+                "WARNING: 2 computed checksums did NOT match",
+            ]
+        );
+    }
 }

@@ -11,45 +11,48 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 
-use super::{EXIT_FAILURE, EXIT_OK, Plan, output_failed, report};
-use crate::check::{Style, push_line};
-use crate::input::plain_message;
-use crate::leaves::{Combiner, is_leaf_line, parse_leaf_line};
+use bt2sum::format::checksum::push_line;
+use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
+use bt2sum::leaves::Combiner;
+use bt2sum::plain_message;
 
-/// Combines the listings of the plan (standard input when none is given),
-/// writing the checksum line to `out`; returns the exit status.
-pub fn run(plan: &Plan, mut out: impl Write) -> u8 {
+use super::config::Combining;
+use super::output::{Status, output_failed, report, warn};
+
+/// Combines the listings (standard input when none is given), writing the
+/// checksum line to `out`; returns the exit status.
+pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     let stdin_only = [OsString::from("-")];
-    let listings = if plan.args.files.is_empty() {
+    let listings = if config.listings.is_empty() {
         &stdin_only[..]
     } else {
-        &plan.args.files[..]
+        &config.listings[..]
     };
     let mut combiner = Combiner::default();
     for listing in listings {
-        if let Err((where_, message)) = add_listing(&mut combiner, listing) {
-            report(&where_, &message);
-            return EXIT_FAILURE;
+        if let Err((place, message)) = add_listing(&mut combiner, listing) {
+            report(&place, &message);
+            return Status::Failure;
         }
     }
     let (tree, name, digest) = match combiner.finish() {
         Ok(done) => done,
-        Err(message) => {
-            eprintln!("bt2sum: {message}");
-            return EXIT_FAILURE;
+        Err(error) => {
+            warn(&error.to_string());
+            return Status::Failure;
         }
     };
-    let style = if plan.args.untagged {
-        Style::Untagged
-    } else {
-        Style::Tagged
-    };
     let mut line = Vec::new();
-    push_line(&mut line, style, tree.algorithm(), &digest, Some(&name));
+    push_line(
+        &mut line,
+        config.style,
+        tree.algorithm(),
+        &digest,
+        Some(&name),
+    );
     match out.write_all(&line).and_then(|()| out.flush()) {
-        Ok(()) => EXIT_OK,
+        Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }
 }
@@ -83,12 +86,14 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
             continue;
         }
         let at_line = |message: String| {
-            let mut where_ = shown.as_bytes().to_vec();
-            where_.extend_from_slice(format!(": {number}").as_bytes());
-            (OsStr::from_bytes(&where_).to_os_string(), message)
+            let mut place = shown.to_os_string();
+            place.push(format!(": {number}"));
+            (place, message)
         };
-        let parsed = parse_leaf_line(text).map_err(at_line)?;
-        combiner.add(parsed).map_err(at_line)?;
+        let parsed = parse_leaf_line(text).map_err(|error| at_line(error.to_string()))?;
+        combiner
+            .add(parsed)
+            .map_err(|error| at_line(error.to_string()))?;
     }
     Ok(())
 }

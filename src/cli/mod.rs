@@ -1,405 +1,90 @@
-//! The command line: the clap definition (its doc comments are the help), the
-//! shim for the original Go tool's option spellings, and the run that maps an
-//! outcome to an exit status.
+//! The command line: flags parsed and resolved once into a [`Config`]
+//! (`args`, `config`), then handed to the driver of its mode (`hash`,
+//! `check`, `combine`), which uses the library and writes the lines.
 
+mod args;
 mod check;
 mod combine;
+mod config;
 mod hash;
+mod man;
+mod output;
 mod progress;
 mod walk;
 
-use std::ffi::{OsStr, OsString};
-use std::io::{self, IsTerminal, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::process::ExitCode;
+use std::io::{self, BufWriter, IsTerminal, Write};
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser, ValueEnum};
+use clap::CommandFactory;
 
-use crate::input::plain_message;
-use crate::tree::{Algorithm, TreeParams};
+pub use config::Config;
+use config::Mode;
+pub use output::Status;
+use output::{output_failed, warn};
 
-/// Exit status: every input hashed (or verified).
-pub const EXIT_OK: u8 = 0;
-/// Exit status: some input failed (unreadable, changed, mismatched) or output failed.
-pub const EXIT_FAILURE: u8 = 1;
-/// Exit status: bad usage; nothing was done. (clap uses the same.)
-pub const EXIT_USAGE: u8 = 2;
-
-const EXAMPLES: &str = "\
-Examples:
-  bt2sum FILE                 checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
-  cat FILE | bt2sum           the same checksum, from a pipe
-  bt2sum -a blake2s -t 10m F  BLAKE2s with 10 MiB leaves
-  bt2sum FILE... > SUMS       a checksum list...
-  bt2sum -c SUMS              ...verified
-  bt2sum -r DIR > SUMS        every file under DIR, in path order
-  bt2sum --leaves F > LIST    F's checksum line, then one line per leaf
-  bt2sum --leaves --leaf-range 0..100 F > P1    leaves 0-99 (one worker)
-  bt2sum --leaves --leaf-range 100.. F > P2     leaves 100- (another)
-  bt2sum --combine P1 P2      F's checksum line, from the parts";
-
-/// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
-/// used by s3git).
-///
-/// Each input is cut into leaves of SIZE bytes (-t), every leaf is hashed as
-/// a BLAKE2 tree node of depth 0, and the root hashes the leaf digests in
-/// order. One line is printed per input, in argument order. An input that
-/// cannot be read gets an error line on standard error and the others are
-/// still hashed; the exit status is then 1 (2 for bad usage).
-#[derive(Parser, Debug)]
-#[command(
-    name = "bt2sum",
-    version,
-    args_override_self = true,
-    after_help = EXAMPLES
-)]
-pub struct Args {
-    /// Files to hash; none, or `-`, means standard input
-    ///
-    /// With --check, the checksum lists to verify; with --combine, the
-    /// partial leaf listings; with --recursive, the directories to walk
-    /// (default: `.`).
-    #[arg(value_name = "FILE")]
-    pub files: Vec<OsString>,
-
-    /// Hash algorithm
-    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Blake2b)]
-    pub algorithm: AlgorithmArg,
-
-    /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
-    /// the maximum
-    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
-    pub size: usize,
-
-    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
-    ///
-    /// Digits with an optional k, m or g suffix (x1024, x1048576,
-    /// x1073741824; either case). A checksum only verifies with the leaf
-    /// size it was made with.
-    #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
-          value_parser = parse_leaf_size)]
-    pub leaf_size: u64,
-
-    /// Worker threads, 1 to 1024 [default: the number of processors]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub cpus: Option<u16>,
-
-    /// Read checksum lists from the FILEs (or standard input) and verify them
-    ///
-    /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
-    /// listed file, and a summary of the problems on standard error.
-    #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
-    pub check: bool,
-
-    /// Print GNU-style `HEX  NAME` lines instead of the default tagged
-    /// `BLAKE2b-64 (NAME) = HEX` lines
-    #[arg(long)]
-    pub untagged: bool,
-
-    /// With --check: print no OK line for each verified file
-    ///
-    /// --quiet, --status and --warn override each other: the last one wins.
-    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
-    pub quiet: bool,
-
-    /// With --check: print nothing on standard output; the exit status tells
-    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
-    pub status: bool,
-
-    /// With --check: fail on improperly formatted checksum lines
-    ///
-    /// By default they are counted in a warning but do not change the exit
-    /// status.
-    #[arg(long, requires = "check")]
-    pub strict: bool,
-
-    /// With --check: warn about each improperly formatted checksum line
-    #[arg(short, long, requires = "check", overrides_with_all = ["quiet", "status"])]
-    pub warn: bool,
-
-    /// With --check: skip listed files that do not exist, without failing
-    #[arg(long, requires = "check")]
-    pub ignore_missing: bool,
-
-    /// Hash every regular file under the directories given (`.` when none)
-    ///
-    /// Files are listed in bytewise path order, as `find DIR -type f |
-    /// LC_ALL=C sort` lists them, so the list verifies with --check. Links
-    /// met in the walk (unless -L), FIFOs, sockets and devices are skipped;
-    /// a directory that cannot be read is an error.
-    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
-    pub recursive: bool,
-
-    /// With --recursive: follow symbolic links met in the walk
-    ///
-    /// Links named as arguments are always followed. A link back to a
-    /// directory being walked is reported as a file system loop.
-    #[arg(short = 'L', long, requires = "recursive")]
-    pub dereference: bool,
-
-    /// Show a progress bar on standard error [default: when standard error is
-    /// a terminal and the work takes over a second]
-    ///
-    /// Forced on with --progress, even into a pipe or a file (as plain text);
-    /// off with --no-progress. The last of the two wins.
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-
-    /// Never show a progress bar
-    #[arg(long, overrides_with = "progress")]
-    pub no_progress: bool,
-
-    /// After each file's line, print one line per leaf: index, byte offset,
-    /// length and digest
-    ///
-    /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
-    /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
-    /// file. Check mode skips these lines.
-    #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
-    pub leaves: bool,
-
-    /// With --leaves: hash and list only leaves A to B-1 of each file
-    /// [default: every leaf]
-    ///
-    /// Leaves count from 0; B may be left out (`A..`), or past the end: up to
-    /// the last leaf. A range that holds no leaf, or an input that is not a
-    /// regular file, is an error.
-    #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
-    pub leaf_range: Option<std::ops::Range<u64>>,
-
-    /// Read the leaf lines of partial listings (the FILEs) of one file and
-    /// print that file's checksum line
-    ///
-    /// The listings give the algorithm, digest size and leaf size (so -a, -s
-    /// and -t do not apply). They may come in any order and overlap; together
-    /// they must list every leaf of one file.
-    #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
-    pub combine: bool,
-
-    /// Print a shell completion script, and exit
-    ///
-    /// For example `bt2sum --completions bash >
-    /// ~/.local/share/bash-completion/completions/bt2sum`.
-    #[arg(long, value_name = "SHELL", exclusive = true)]
-    pub completions: Option<clap_complete::Shell>,
-
-    /// Print the manual page (roff), and exit
-    ///
-    /// For example `bt2sum --man > bt2sum.1; man -l bt2sum.1`.
-    #[arg(long, exclusive = true)]
-    pub man: bool,
-}
-
-/// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
-pub fn parse_leaf_range(text: &str) -> Result<std::ops::Range<u64>, String> {
-    let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A < B";
-    let (start, end) = text.split_once("..").ok_or(allowed)?;
-    let number = |digits: &str| {
-        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| digits.parse::<u64>().ok())
-            .flatten()
-    };
-    let start = number(start).ok_or(allowed)?;
-    let end = if end.is_empty() {
-        u64::MAX
-    } else {
-        number(end).ok_or(allowed)?
-    };
-    if start >= end {
-        return Err(allowed.to_string());
-    }
-    Ok(start..end)
-}
-
-/// The algorithms, as spelled on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AlgorithmArg {
-    /// digests of 1 to 64 bytes; the faster on 64-bit machines
-    Blake2b,
-    /// digests of 1 to 32 bytes
-    Blake2s,
-}
-
-impl From<AlgorithmArg> for Algorithm {
-    fn from(arg: AlgorithmArg) -> Self {
-        match arg {
-            AlgorithmArg::Blake2b => Algorithm::Blake2b,
-            AlgorithmArg::Blake2s => Algorithm::Blake2s,
+/// Runs a resolved configuration; returns the exit status.
+pub fn run(config: Config) -> Status {
+    match &config.mode {
+        Mode::Completions(shell) => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut args::Args::command(), "bt2sum", &mut script);
+            return print(&script);
         }
-    }
-}
-
-/// Parses a leaf size: digits with an optional `k`, `m` or `g` suffix.
-pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
-    let allowed = "expected digits with an optional k, m or g suffix, \
-                   from 1 byte to 4294967295 bytes (4g - 1)";
-    let (digits, unit) = match text.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&text[..text.len() - 1], 1u64 << 10),
-        Some(b'm') => (&text[..text.len() - 1], 1 << 20),
-        Some(b'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(allowed.to_string());
-    }
-    let size = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n));
-    size.ok_or_else(|| allowed.to_string())
-}
-
-/// Rewrites the original Go tool's spellings that clap does not take:
-/// `-cpus N`, `-cpus=N` and `-help`, and Go's double-dash forms of the
-/// one-letter flags (`--a`, `--s`, `--t`, with or without `=`). Nothing after
-/// `--` is touched. (`-a=blake2s`, `-s=40`, `-t=10m` clap takes as they are.)
-pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    let mut after_dashes = false;
-    args.into_iter()
-        .map(|arg| {
-            if after_dashes {
-                return arg;
-            }
-            if arg == "--" {
-                after_dashes = true;
-                return arg;
-            }
-            let bytes = arg.as_bytes();
-            for (go, ours) in [
-                ("-cpus", "--cpus"),
-                ("-help", "--help"),
-                ("--a", "--algorithm"),
-                ("--s", "--size"),
-                ("--t", "--tree"),
-            ] {
-                if let Some(rest) = bytes.strip_prefix(go.as_bytes())
-                    && (rest.is_empty() || rest[0] == b'=')
-                {
-                    let mut rewritten = ours.as_bytes().to_vec();
-                    rewritten.extend_from_slice(rest);
-                    return OsString::from_vec(rewritten);
+        Mode::Man => {
+            return match man::page() {
+                Ok(page) => print(&page),
+                Err(error) => {
+                    warn(&format!("cannot render the manual page: {error}"));
+                    Status::Failure
                 }
-            }
-            arg
-        })
-        .collect()
-}
-
-/// Everything a run needs, validated.
-pub struct Plan {
-    /// The tree parameters from `-a`, `-s` and `-t`.
-    pub tree: TreeParams,
-    /// The options as parsed.
-    pub args: Args,
-}
-
-impl Args {
-    /// Checks what clap cannot check alone; exits with status 2 on a bad
-    /// combination, like clap does.
-    pub fn plan(self) -> Plan {
-        let algorithm = Algorithm::from(self.algorithm);
-        let size = match self.size {
-            0 => algorithm.max_digest_size(),
-            size => size,
-        };
-        match TreeParams::new(algorithm, size, self.leaf_size) {
-            Ok(tree) => Plan { tree, args: self },
-            Err(error) => Args::command()
-                .error(ErrorKind::ValueValidation, error)
-                .exit(),
+            };
         }
+        Mode::Hash(_) | Mode::Check(_) | Mode::Combine(_) => {}
     }
-}
-
-/// The whole program: parse, build the pool, run, and give the exit status.
-pub fn main() -> ExitCode {
-    let args = Args::parse_from(go_spellings(std::env::args_os()));
-    if let Some(status) = print_generated(&args) {
-        return ExitCode::from(status);
-    }
-    let plan = args.plan();
-    let threads = plan.args.cpus.map_or(0, usize::from);
     if let Err(error) = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+        .num_threads(config.threads.unwrap_or(0))
         .build_global()
     {
-        eprintln!("bt2sum: cannot start worker threads: {error}");
-        return ExitCode::from(EXIT_FAILURE);
+        warn(&format!("cannot start worker threads: {error}"));
+        return Status::Failure;
     }
     let stdout = io::stdout().lock();
     // Line by line to a terminal (above the progress bar, if one is drawn
     // there); in big writes to a pipe or a file.
-    let status = if stdout.is_terminal() {
-        run(&plan, progress::AboveBar(stdout))
+    if stdout.is_terminal() {
+        drive(&config, &mut progress::AboveBar(stdout))
     } else {
-        run(&plan, io::BufWriter::with_capacity(64 << 10, stdout))
-    };
-    ExitCode::from(status)
+        drive(&config, &mut BufWriter::with_capacity(64 << 10, stdout))
+    }
 }
 
-/// `--completions SHELL` and `--man`: writes the script or the page to
-/// standard output and gives the exit status; `None` when neither is asked
-/// for.
-fn print_generated(args: &Args) -> Option<u8> {
-    let mut text = Vec::new();
-    if let Some(shell) = args.completions {
-        clap_complete::generate(shell, &mut Args::command(), "bt2sum", &mut text);
-    } else if args.man {
-        if let Err(error) = clap_mangen::Man::new(Args::command()).render(&mut text) {
-            eprintln!("bt2sum: cannot render the manual page: {error}");
-            return Some(EXIT_FAILURE);
-        }
-    } else {
-        return None;
+/// Hashes, verifies or combines, writing to `out`.
+fn drive(config: &Config, out: &mut dyn Write) -> Status {
+    match &config.mode {
+        Mode::Hash(hashing) => hash::run(hashing, config.progress, out),
+        Mode::Check(checking) => check::run(checking, config.progress, out),
+        Mode::Combine(combining) => combine::run(combining, out),
+        Mode::Completions(_) | Mode::Man => Status::Success,
     }
+}
+
+/// What a command line that clap refused means: the help or the version
+/// printed (status 0), or a usage error (status 2).
+pub fn refused(error: &clap::Error) -> Status {
+    let printed = error.print().and_then(|()| io::stdout().flush());
+    if error.use_stderr() {
+        return Status::Usage;
+    }
+    match printed {
+        Ok(()) => Status::Success,
+        Err(error) => output_failed(&error),
+    }
+}
+
+/// Writes generated text to standard output.
+fn print(text: &[u8]) -> Status {
     let mut stdout = io::stdout().lock();
-    Some(
-        match stdout.write_all(&text).and_then(|()| stdout.flush()) {
-            Ok(()) => EXIT_OK,
-            Err(error) => output_failed(&error),
-        },
-    )
-}
-
-/// Hashes or, with `--check`, verifies; returns the exit status.
-fn run(plan: &Plan, out: impl Write) -> u8 {
-    if plan.args.check {
-        check::run(plan, out)
-    } else if plan.args.combine {
-        combine::run(plan, out)
-    } else {
-        hash::run(plan, out)
-    }
-}
-
-/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as raw bytes
-/// (above the progress bar, if one is drawn).
-pub fn report(name: &OsStr, message: &str) {
-    let mut line = b"bt2sum: ".to_vec();
-    line.extend_from_slice(name.as_bytes());
-    line.extend_from_slice(b": ");
-    line.extend_from_slice(message.as_bytes());
-    line.push(b'\n');
-    write_stderr(&line);
-}
-
-/// Writes a whole line to standard error, above the progress bar if one is
-/// drawn.
-pub fn write_stderr(line: &[u8]) {
-    progress::suspend(|| {
-        let _ = io::stderr().write_all(line);
-    });
-}
-
-/// What a failed write to standard output means for the run: a closed pipe
-/// (`| head -1`) ends it quietly and successfully; anything else is an error.
-pub fn output_failed(error: &io::Error) -> u8 {
-    if error.kind() == io::ErrorKind::BrokenPipe {
-        EXIT_OK
-    } else {
-        write_stderr(format!("bt2sum: write error: {}\n", plain_message(error)).as_bytes());
-        EXIT_FAILURE
+    match stdout.write_all(text).and_then(|()| stdout.flush()) {
+        Ok(()) => Status::Success,
+        Err(error) => output_failed(&error),
     }
 }

@@ -10,10 +10,10 @@
 //! draws it. Standard output never gets a byte of it.
 //!
 //! The hashing engine adds every byte it hashes to a counter (see
-//! [`crate::input::Options::progress`]); a thread polls it every [`TICK`]
-//! and moves the bar. While a bar is active, [`suspend`] clears it for a
-//! moment so that error lines (see [`super::report`]) and lines written to a
-//! terminal's standard output ([`AboveBar`]) appear above it, whole.
+//! `bt2sum::Job::progress`); a thread polls it every [`TICK`] and moves the
+//! bar. While a bar is active, [`suspend`] clears it for a moment so that
+//! error lines (see `output::report`) and lines written to a terminal's
+//! standard output ([`AboveBar`]) appear above it, whole.
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,8 +23,6 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
-
-use super::Args;
 
 /// How long the work runs before the bar appears (unless `--progress`).
 pub const DELAY: Duration = Duration::from_secs(1);
@@ -44,27 +42,13 @@ static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// When to draw the bar: `--progress`, `--no-progress`, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub enum When {
     /// On a terminal standard error, once the work takes [`DELAY`].
     Auto,
     /// From the start, wherever standard error goes.
     Always,
     /// Never.
     Never,
-}
-
-impl Mode {
-    /// The mode the options ask for (the last of `--progress` and
-    /// `--no-progress` wins; clap has already dropped the other).
-    pub fn of(args: &Args) -> Mode {
-        if args.progress {
-            Mode::Always
-        } else if args.no_progress {
-            Mode::Never
-        } else {
-            Mode::Auto
-        }
-    }
 }
 
 /// A progress display over a byte counter; drawn or not as its mode says,
@@ -89,19 +73,19 @@ impl Progress {
     /// Starts a display of the work about to be done; `total` (only asked
     /// for if the bar may be drawn) gives the number of bytes, or `None`
     /// when it cannot be known.
-    pub fn start(mode: Mode, total: impl FnOnce() -> Option<u64>) -> Progress {
+    pub fn start(when: When, total: impl FnOnce() -> Option<u64>) -> Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
         // when `TERM` is unset or `dumb`).
         let terminal = io::stderr().is_terminal()
             && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
-        let target = match mode {
-            Mode::Never => None,
-            Mode::Auto if !terminal => None,
+        let target = match when {
+            When::Never => None,
+            When::Auto if !terminal => None,
             // Hidden until the poller sees the work take long enough.
-            Mode::Auto => Some(ProgressDrawTarget::hidden()),
-            Mode::Always if terminal => Some(ProgressDrawTarget::stderr()),
-            Mode::Always => Some(ProgressDrawTarget::term_like_with_hz(
+            When::Auto => Some(ProgressDrawTarget::hidden()),
+            When::Always if terminal => Some(ProgressDrawTarget::stderr()),
+            When::Always => Some(ProgressDrawTarget::term_like_with_hz(
                 Box::new(PlainStderr),
                 PLAIN_HZ,
             )),
@@ -129,7 +113,7 @@ impl Progress {
         let poller = {
             let bar = bar.clone();
             let counter = Arc::clone(&counter);
-            let delayed = mode == Mode::Auto;
+            let delayed = when == When::Auto;
             thread::Builder::new()
                 .name("progress".into())
                 .spawn(move || poll(&bar, &counter, &stopped, delayed))
@@ -139,7 +123,7 @@ impl Progress {
             counter,
             shown: Some(Shown {
                 bar,
-                plain: mode == Mode::Always && !terminal,
+                plain: when == When::Always && !terminal,
                 stop: Some(stop),
                 poller,
             }),
@@ -148,8 +132,8 @@ impl Progress {
 
     /// The counter to hand to the engine, or `None` when no bar is drawn
     /// (so nothing is counted for nothing).
-    pub fn counter(&self) -> Option<&AtomicU64> {
-        self.shown.as_ref().map(|_| &*self.counter)
+    pub fn counter(&self) -> Option<&Arc<AtomicU64>> {
+        self.shown.as_ref().map(|_| &self.counter)
     }
 }
 

@@ -31,8 +31,8 @@ use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 
-use super::report;
-use crate::input::plain_message;
+use super::output::report;
+use bt2sum::plain_message;
 
 /// What expanding the arguments gave.
 pub struct Walk {

@@ -24,11 +24,6 @@
 //! all the XOR differences, folded to 32 bits (scalar), or the inverted
 //! `pcmpeqb` mask of that OR (baseline).
 
-/// The symbol of the scalar function (for the disassembly test).
-pub(super) const SCALAR_SYMBOL: &str = "bt2sum_timingsafe_bcmp_scalar";
-/// The symbol of the SSE2 function (for the disassembly test).
-pub(super) const BASELINE_SYMBOL: &str = "bt2sum_timingsafe_bcmp_baseline";
-
 /// Constant-time comparison with general-purpose registers only.
 ///
 /// Length classes (`len` in `rdx`):
@@ -50,12 +45,7 @@ pub(super) const BASELINE_SYMBOL: &str = "bt2sum_timingsafe_bcmp_baseline";
 // the stack and returns with `ret`; it reads memory only inside the two
 // windows the caller vouches for.
 #[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "sysv64" fn bt2sum_timingsafe_bcmp_scalar(
-    a: *const u8,
-    b: *const u8,
-    len: usize,
-) -> i32 {
+unsafe extern "sysv64" fn scalar_asm(a: *const u8, b: *const u8, len: usize) -> i32 {
     core::arch::naked_asm!(
         // Dispatch on the length (public), most likely classes first.
         "cmp rdx, 16",
@@ -191,12 +181,7 @@ pub unsafe extern "sysv64" fn bt2sum_timingsafe_bcmp_scalar(
 // inside the two windows the caller vouches for. SSE2 is part of the x86_64
 // baseline, so no feature detection is needed.
 #[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "sysv64" fn bt2sum_timingsafe_bcmp_baseline(
-    a: *const u8,
-    b: *const u8,
-    len: usize,
-) -> i32 {
+unsafe extern "sysv64" fn baseline_asm(a: *const u8, b: *const u8, len: usize) -> i32 {
     core::arch::naked_asm!(
         // Dispatch on the length (public), most likely classes first.
         "cmp rdx, 16",
@@ -326,7 +311,7 @@ pub unsafe extern "sysv64" fn bt2sum_timingsafe_bcmp_baseline(
     )
 }
 
-/// [`bt2sum_timingsafe_bcmp_scalar`] on two slices.
+/// [`scalar_asm`] on two slices.
 ///
 /// # Panics
 ///
@@ -336,10 +321,10 @@ pub(super) fn scalar(a: &[u8], b: &[u8]) -> i32 {
     assert!(a.len() == b.len());
     // SAFETY: both slices are valid for reads of `a.len()` bytes, the
     // length they share.
-    unsafe { bt2sum_timingsafe_bcmp_scalar(a.as_ptr(), b.as_ptr(), a.len()) }
+    unsafe { scalar_asm(a.as_ptr(), b.as_ptr(), a.len()) }
 }
 
-/// [`bt2sum_timingsafe_bcmp_baseline`] on two slices.
+/// [`baseline_asm`] on two slices.
 ///
 /// # Panics
 ///
@@ -349,5 +334,15 @@ pub(super) fn baseline(a: &[u8], b: &[u8]) -> i32 {
     assert!(a.len() == b.len());
     // SAFETY: both slices are valid for reads of `a.len()` bytes, the
     // length they share.
-    unsafe { bt2sum_timingsafe_bcmp_baseline(a.as_ptr(), b.as_ptr(), a.len()) }
+    unsafe { baseline_asm(a.as_ptr(), b.as_ptr(), a.len()) }
+}
+
+/// The address of the scalar function's first instruction.
+pub(super) fn scalar_address() -> usize {
+    scalar_asm as *const () as usize
+}
+
+/// The address of the SSE2 function's first instruction.
+pub(super) fn baseline_address() -> usize {
+    baseline_asm as *const () as usize
 }

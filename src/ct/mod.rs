@@ -3,17 +3,17 @@
 //! [`timingsafe_bcmp`] returns 0 when two equal-length byte strings are equal
 //! and non-zero otherwise, in a time that depends on the length alone: no
 //! branch, no memory address and no variable-latency instruction depends on
-//! the bytes. [`eq`] is the safe, boolean face of it that check mode uses.
+//! the bytes. [`eq`] is the safe, boolean face of it that check mode uses
+//! (and that [`Digest`](crate::Digest)'s `==` uses).
 //!
-//! There are up to three implementations, the [`Level`]s, chosen like
-//! FreeBSD's `ARCHLEVEL`:
+//! There are up to three implementations, chosen like FreeBSD's `ARCHLEVEL`:
 //!
-//! - [`Level::Portable`] (every target, and the only one under Miri): Rust,
-//!   eight bytes at a time, with an optimisation barrier on the accumulator.
-//! - `Level::Scalar` (x86_64 only): hand-written assembly using
-//!   general-purpose registers only.
-//! - `Level::Baseline` (x86_64 only, the default there): hand-written
-//!   assembly using SSE2, which every x86_64 CPU has.
+//! - `portable` (every target, and the only one under Miri): Rust, eight
+//!   bytes at a time, with an optimisation barrier on the accumulator.
+//! - `scalar` (x86_64 only): hand-written assembly using general-purpose
+//!   registers only.
+//! - `baseline` (x86_64 only, the default there): hand-written assembly using
+//!   SSE2, which every x86_64 CPU has.
 //!
 //! The assembly versions use only instructions that Intel lists as having
 //! data-operand-independent timing (on recent Intel CPUs that guarantee
@@ -23,16 +23,16 @@
 //! under valgrind memcheck with the inputs marked undefined, and by
 //! disassembling them against an allowlist.
 //!
-//! # Choosing a level
+//! # Choosing an implementation
 //!
-//! [`eq`] uses [`default_level`]: the environment variable
-//! `BT2SUM_ARCHLEVEL` ([`ARCHLEVEL_ENV`]), read once per process, may name
-//! `portable`, `scalar` or `baseline` (FreeBSD's `x86-64-v2`, `x86-64-v3`
-//! and `x86-64-v4` are accepted as `baseline`, the best level at or below
-//! them). A name is a cap: on a target without the named level the best one
-//! below it is used, so on non-x86_64 targets every name means `portable`.
-//! An unset, empty, unknown or non-UTF-8 value is ignored and the default
-//! ([`Level::DEFAULT`]: `baseline` on x86_64, `portable` elsewhere) is used.
+//! The environment variable `BT2SUM_ARCHLEVEL` ([`ARCHLEVEL_ENV`]), read
+//! once per process, may name `portable`, `scalar` or `baseline` (FreeBSD's
+//! `x86-64-v2`, `x86-64-v3` and `x86-64-v4` are accepted as `baseline`, the
+//! best level at or below them). A name is a cap: on a target without the
+//! named level the best one below it is used, so on non-x86_64 targets every
+//! name means `portable`. An unset, empty, unknown or non-UTF-8 value is
+//! ignored and the default (`baseline` on x86_64, `portable` elsewhere) is
+//! used.
 //!
 //! ```
 //! use bt2sum::ct;
@@ -40,10 +40,8 @@
 //! assert!(ct::eq(b"digest", b"digest"));
 //! assert!(!ct::eq(b"digest", b"digesT"));
 //! assert!(!ct::eq(b"digest", b"dig")); // lengths are public
-//! for &level in ct::Level::ALL {
-//!     assert_eq!(ct::timingsafe_bcmp(level, b"abc", b"abc"), 0);
-//!     assert_ne!(ct::timingsafe_bcmp(level, b"abc", b"abd"), 0);
-//! }
+//! assert_eq!(ct::timingsafe_bcmp(b"abc", b"abc"), 0);
+//! assert_ne!(ct::timingsafe_bcmp(b"abc", b"abd"), 0);
 //! ```
 
 use std::fmt;
@@ -53,14 +51,16 @@ use std::sync::OnceLock;
 mod amd64;
 mod portable;
 
-/// The environment variable that selects the [`default_level`], like
+/// The environment variable that selects the implementation, like
 /// FreeBSD's `ARCHLEVEL`.
 pub const ARCHLEVEL_ENV: &str = "BT2SUM_ARCHLEVEL";
 
-/// One implementation of [`timingsafe_bcmp`].
+/// One implementation of [`timingsafe_bcmp`], for the tests, benchmarks and
+/// examples that compare them.
 ///
 /// `Scalar` and `Baseline` exist only on x86_64 (and not under Miri, which
 /// cannot run assembly); [`Level::ALL`] lists the levels of this target.
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
     /// Rust code for every target: 8 bytes at a time, with an optimisation
@@ -103,16 +103,43 @@ impl Level {
         }
     }
 
-    /// The unmangled symbol of the assembly function behind this level, if
-    /// it is one (for disassembly and profiling).
+    /// The address of the assembly function behind this level, if it is
+    /// one: the disassembly audit finds the function's symbol from it (the
+    /// symbols are not exported, so that two versions of the crate can link
+    /// into one program).
     #[must_use]
-    pub const fn symbol(self) -> Option<&'static str> {
+    pub fn entry_address(self) -> Option<usize> {
         match self {
             Level::Portable => None,
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Level::Scalar => Some(amd64::SCALAR_SYMBOL),
+            Level::Scalar => Some(amd64::scalar_address()),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Level::Baseline => Some(amd64::BASELINE_SYMBOL),
+            Level::Baseline => Some(amd64::baseline_address()),
+        }
+    }
+
+    /// Compares `a` and `b` in time that depends only on their length, with
+    /// this implementation; returns 0 if they are equal and a non-zero value
+    /// otherwise (which non-zero value is unspecified).
+    ///
+    /// # Panics
+    ///
+    /// If `a` and `b` have different lengths.
+    #[inline]
+    #[must_use]
+    pub fn bcmp(self, a: &[u8], b: &[u8]) -> i32 {
+        assert!(
+            a.len() == b.len(),
+            "timingsafe_bcmp: slices of different lengths ({} and {})",
+            a.len(),
+            b.len()
+        );
+        match self {
+            Level::Portable => portable::timingsafe_bcmp(a, b),
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Level::Scalar => amd64::scalar(a, b),
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Level::Baseline => amd64::baseline(a, b),
         }
     }
 
@@ -161,6 +188,7 @@ impl fmt::Display for Level {
 
 /// The level [`eq`] uses: [`Level::from_env`], read on the first call and
 /// cached for the life of the process.
+#[doc(hidden)]
 #[must_use]
 pub fn default_level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
@@ -168,35 +196,24 @@ pub fn default_level() -> Level {
 }
 
 /// Compares `a` and `b` in time that depends only on their length, with the
-/// implementation `level`; returns 0 if they are equal and a non-zero value
-/// otherwise (which non-zero value is unspecified).
+/// implementation `BT2SUM_ARCHLEVEL` selects; returns 0 if they are equal
+/// and a non-zero value otherwise (which non-zero value is unspecified), as
+/// FreeBSD's `timingsafe_bcmp(3)` does.
 ///
 /// # Panics
 ///
 /// If `a` and `b` have different lengths.
 #[inline]
 #[must_use]
-pub fn timingsafe_bcmp(level: Level, a: &[u8], b: &[u8]) -> i32 {
-    assert!(
-        a.len() == b.len(),
-        "timingsafe_bcmp: slices of different lengths ({} and {})",
-        a.len(),
-        b.len()
-    );
-    match level {
-        Level::Portable => portable::timingsafe_bcmp(a, b),
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        Level::Scalar => amd64::scalar(a, b),
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        Level::Baseline => amd64::baseline(a, b),
-    }
+pub fn timingsafe_bcmp(a: &[u8], b: &[u8]) -> i32 {
+    default_level().bcmp(a, b)
 }
 
 /// Whether `a` and `b` are equal, compared in constant time with the
-/// [`default_level`]. Slices of different lengths are unequal at once: the
-/// length is not secret.
+/// implementation `BT2SUM_ARCHLEVEL` selects. Slices of different lengths
+/// are unequal at once: the length is not secret.
 #[inline]
 #[must_use]
 pub fn eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && timingsafe_bcmp(default_level(), a, b) == 0
+    a.len() == b.len() && default_level().bcmp(a, b) == 0
 }

@@ -19,7 +19,7 @@
 //! `#[ignore]`d child test with `--exact --ignored`; the child tests do
 //! nothing useful on their own and say so in their ignore reason.
 
-use bt2sum::ct::{self, Level, timingsafe_bcmp};
+use bt2sum::ct::{self, Level};
 use std::hint::black_box;
 
 /// The plain loop every level is checked against.
@@ -106,7 +106,7 @@ const SPREAD: [(usize, usize); 16] = [
 fn check_all_levels(a: &[u8], b: &[u8], what: impl Fn() -> String) -> u64 {
     let expected = plain_eq(a, b);
     for &level in Level::ALL {
-        let r = timingsafe_bcmp(level, black_box(a), black_box(b));
+        let r = level.bcmp(black_box(a), black_box(b));
         if (r == 0) != expected {
             panic!(
                 "{level:?}: returned {r} but the plain loop says equal={expected}: {}",
@@ -210,12 +210,12 @@ fn all_ones_and_zeros_and_same_slice() {
         let zeros = vec![0u8; len];
         let ones = vec![0xffu8; len];
         for &level in Level::ALL {
-            assert_eq!(timingsafe_bcmp(level, &zeros, &zeros), 0);
-            assert_eq!(timingsafe_bcmp(level, &ones, &ones), 0);
-            assert_eq!(timingsafe_bcmp(level, &ones, &ones[..]), 0);
+            assert_eq!(level.bcmp(&zeros, &zeros), 0);
+            assert_eq!(level.bcmp(&ones, &ones), 0);
+            assert_eq!(level.bcmp(&ones, &ones[..]), 0);
             if len > 0 {
-                assert_ne!(timingsafe_bcmp(level, &zeros, &ones), 0, "{level:?} {len}");
-                assert_ne!(timingsafe_bcmp(level, &ones, &zeros), 0, "{level:?} {len}");
+                assert_ne!(level.bcmp(&zeros, &ones), 0, "{level:?} {len}");
+                assert_ne!(level.bcmp(&ones, &zeros), 0, "{level:?} {len}");
             }
         }
     }
@@ -224,7 +224,7 @@ fn all_ones_and_zeros_and_same_slice() {
 #[test]
 fn different_lengths_panic_and_are_unequal() {
     for &level in Level::ALL {
-        let r = std::panic::catch_unwind(|| timingsafe_bcmp(level, b"abc", b"ab"));
+        let r = std::panic::catch_unwind(|| level.bcmp(b"abc", b"ab"));
         assert!(r.is_err(), "{level:?} accepted slices of different lengths");
     }
     assert!(!ct::eq(b"abc", b"ab"));
@@ -252,12 +252,13 @@ fn level_names() {
             &[Level::Portable, Level::Scalar, Level::Baseline]
         );
         assert_eq!(Level::from_name("Scalar"), Some(Level::Scalar));
-        assert_eq!(
-            Level::Baseline.symbol(),
-            Some("bt2sum_timingsafe_bcmp_baseline")
+        assert!(Level::Baseline.entry_address().is_some());
+        assert_ne!(
+            Level::Baseline.entry_address(),
+            Level::Scalar.entry_address()
         );
     }
-    assert_eq!(Level::Portable.symbol(), None);
+    assert_eq!(Level::Portable.entry_address(), None);
 }
 
 // ---------------------------------------------------------------------------
@@ -466,14 +467,14 @@ fn guard_pages_child() {
                 {
                     let a = &ga.bytes()[oa..oa + len];
                     let b = &gb.bytes()[ob..ob + len];
-                    assert_eq!(timingsafe_bcmp(level, a, b), 0, "{level:?} len {len}");
+                    assert_eq!(level.bcmp(a, b), 0, "{level:?} len {len}");
                 }
                 if len > 0 {
                     for pos in [ob, ob + len - 1] {
                         gb.bytes()[pos] ^= 0x01;
                         let a = &ga.bytes()[oa..oa + len];
                         let b = &gb.bytes()[ob..ob + len];
-                        assert_ne!(timingsafe_bcmp(level, a, b), 0, "{level:?} len {len}");
+                        assert_ne!(level.bcmp(a, b), 0, "{level:?} len {len}");
                         gb.bytes()[pos] ^= 0x01;
                     }
                 }
@@ -752,7 +753,7 @@ fn valgrind_child() {
     match mode.as_str() {
         "clean" => {
             for &level in Level::ALL {
-                run(&format!("{level:?}"), &|a, b| timingsafe_bcmp(level, a, b));
+                run(&format!("{level:?}"), &|a, b| level.bcmp(a, b));
             }
             run("ct::eq", &|a, b| i32::from(!ct::eq(a, b)));
         }
@@ -1012,6 +1013,47 @@ impl Operand {
     }
 }
 
+/// The name, in this test binary's symbol table, of the function whose first
+/// instruction is at `address` (a function pointer): the comparators are not
+/// exported, so they are found from their address. The program's load bias
+/// (position-independent executables load anywhere) comes from
+/// `dl_iterate_phdr`, and `nm` names the symbol at the unbiased address.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn symbol_at(address: usize) -> String {
+    unsafe extern "C" fn main_program(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        bias: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `info` is valid for the call, and `bias` is the `usize`
+        // handed to dl_iterate_phdr below.
+        unsafe { *bias.cast::<usize>() = (*info).dlpi_addr as usize };
+        // The main program comes first: stop there.
+        1
+    }
+    let mut bias = 0usize;
+    // SAFETY: the callback writes only the `usize` it is given, during the
+    // call.
+    unsafe { libc::dl_iterate_phdr(Some(main_program), (&raw mut bias).cast()) };
+    let wanted = address - bias;
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(&exe)
+        .output()
+        .expect("nm (binutils) runs: the disassembly proof needs it and is never skipped");
+    assert!(out.status.success(), "nm failed: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (at, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+            let at = usize::from_str_radix(at, 16).ok()?;
+            (at == wanted && matches!(kind, "t" | "T")).then(|| name.to_string())
+        })
+        .unwrap_or_else(|| panic!("no function at {wanted:#x} in {}", exe.display()))
+}
+
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn disassemble(symbol: &str) -> Vec<Insn> {
     let exe = std::env::current_exe().unwrap();
@@ -1046,17 +1088,18 @@ fn disassemble(symbol: &str) -> Vec<Insn> {
 }
 
 #[test]
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 fn disassembly_uses_only_doit_instructions_and_public_branches() {
     // Make sure both functions are linked into this binary.
     for &level in Level::ALL {
-        black_box(timingsafe_bcmp(level, b"x", b"x"));
+        black_box(level.bcmp(b"x", b"x"));
     }
     let mut report = String::new();
     for &level in Level::ALL {
-        let Some(symbol) = level.symbol() else {
+        let Some(address) = level.entry_address() else {
             continue;
         };
+        let symbol = &symbol_at(address);
         let insns = disassemble(symbol);
         assert!(
             insns.len() > 40,

@@ -1,5 +1,4 @@
-//! The checksum-line grammar, both directions in one place, and the tally of
-//! a check run.
+//! Checksum lines, both directions.
 //!
 //! Written lines (what hashing prints):
 //!
@@ -8,11 +7,6 @@
 //! BLAKE2b-64 = HEX            tagged, for standard input when no FILE is given
 //! HEX  NAME                   untagged (`--untagged`), GNU style
 //! ```
-//!
-//! The number after the dash is the digest size in bytes. A name holding a
-//! newline, carriage return or backslash is escaped the GNU way: the line
-//! starts with `\`, and in the name `\` becomes `\\`, newline `\n` and
-//! carriage return `\r`. Names are bytes; non-UTF-8 names pass through.
 //!
 //! Read lines (what check mode accepts, see [`parse_line`]):
 //!
@@ -25,40 +19,18 @@
 //!
 //! Each form may carry the leading `\` escape (then only `\\`, `\n` and
 //! `\r` may appear in the name), and may end in CRLF. HEX is all lowercase or
-//! all uppercase. Blank lines and lines starting with `#` are skipped. Anything
-//! else is improperly formatted, strictly: no leading spaces, no single-space
-//! separator, no tagged line without a name (`BLAKE2b-64 = HEX` names standard
-//! input, which a list cannot mean), no GNU `--tag` lines (`BLAKE2b (NAME) =`,
+//! all uppercase. Blank lines and lines starting with `#` are skipped, and so
+//! are leaf lines (see [`super::leaf`]). Anything else is improperly
+//! formatted, strictly: no leading spaces, no single-space separator, no
+//! tagged line without a name (`BLAKE2b-64 = HEX` names standard input,
+//! which a list cannot mean), no GNU `--tag` lines (`BLAKE2b (NAME) =`,
 //! `BLAKE2b-512 (NAME) =`, whose number counts bits). The writer's lines
 //! always read back as written: a tagged name may hold `) = `, because the
 //! hex is the fixed-length tail after the last `) = `.
-//!
-//! What check mode prints per listed file ([`push_verdict`]) shows the name
-//! the way the writer does: escaped, after a leading `\`, when it holds a
-//! newline, carriage return or backslash.
 
-use crate::tree::{Algorithm, Digest};
-
-/// Whether a name needs the GNU escape (and its line the leading `\`).
-pub fn needs_escape(name: &[u8]) -> bool {
-    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
-}
-
-/// Appends `name` to `out`, escaped if `escaped` is set.
-pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
-    if !escaped {
-        out.extend_from_slice(name);
-        return;
-    }
-    for &byte in name {
-        match byte {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => out.push(byte),
-        }
-    }
-}
+use super::{Tag, needs_escape, push_name, unescape};
+use crate::digest::Digest;
+use crate::params::Algorithm;
 
 /// How a checksum line is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,8 +57,11 @@ pub fn push_line(
     let hex = digest.to_hex();
     match style {
         Style::Tagged => {
-            out.extend_from_slice(algorithm.tag().as_bytes());
-            out.extend_from_slice(format!("-{}", digest.as_bytes().len()).as_bytes());
+            let tag = Tag {
+                algorithm,
+                digest_size: digest.as_bytes().len(),
+            };
+            tag.push(out);
             if let Some(name) = name {
                 out.extend_from_slice(b" (");
                 push_name(out, name, escaped);
@@ -107,8 +82,7 @@ pub fn push_line(
 /// One line of a checksum list, as check mode reads it.
 #[derive(Clone, Debug)]
 pub enum Line {
-    /// A blank line, a `#` comment or a `--leaves` leaf line: skipped, never
-    /// counted.
+    /// A blank line, a `#` comment or a leaf line: skipped, never counted.
     Skip,
     /// A file to verify.
     Entry(Entry),
@@ -122,12 +96,11 @@ pub struct Entry {
     /// The algorithm of the tag, or the one given to [`parse_line`] for a
     /// GNU-style line.
     pub algorithm: Algorithm,
-    /// The digest size in bytes, valid for `algorithm`.
-    pub size: usize,
     /// The file name, unescaped: the bytes of the path.
     pub name: Vec<u8>,
-    /// The listed digest, `size` bytes. Compare it with [`crate::ct::eq`].
-    pub expected: Vec<u8>,
+    /// The listed checksum; its length is the digest size. `==` with a
+    /// computed [`Digest`] compares in constant time.
+    pub expected: Digest,
 }
 
 /// Parses one line of a checksum list (with or without its `\n`), by the
@@ -137,8 +110,8 @@ pub struct Entry {
 /// [`Line::Bad`].
 ///
 /// ```
-/// use bt2sum::check::{Line, Style, parse_line, push_line};
-/// use bt2sum::{Algorithm, TreeParams, ct, hash};
+/// use bt2sum::format::checksum::{Line, Style, parse_line, push_line};
+/// use bt2sum::{Algorithm, TreeParams, hash};
 ///
 /// let tree = TreeParams::default();
 /// let digest = hash(&tree, b"hello s3git\n");
@@ -151,7 +124,7 @@ pub struct Entry {
 ///     panic!("a checksum line");
 /// };
 /// assert_eq!(entry.name, b"hello.txt");
-/// assert!(ct::eq(&entry.expected, digest.as_bytes()));
+/// assert!(entry.expected == digest);
 /// assert!(matches!(parse_line(b"# a comment", Algorithm::Blake2b), Line::Skip));
 /// assert!(matches!(parse_line(b" BLAKE2b-64 (x) = 00", Algorithm::Blake2b), Line::Bad));
 /// ```
@@ -160,7 +133,7 @@ pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     // Leaf lines of a `--leaves` listing are not checksums; they are skipped
     // and never counted, even with --strict.
-    if line.is_empty() || line[0] == b'#' || crate::leaves::is_leaf_line(line) {
+    if line.is_empty() || line[0] == b'#' || super::leaf::is_leaf_line(line) {
         return Line::Skip;
     }
     let (escaped, body) = match line.strip_prefix(b"\\") {
@@ -189,195 +162,49 @@ pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     }
     Line::Entry(Entry {
         algorithm,
-        size: expected.len(),
         name,
         expected,
     })
 }
 
 /// `BLAKE2b-N (NAME) = HEX`: the algorithm, the digest and the written name.
-fn parse_tagged(body: &[u8]) -> Option<(Algorithm, Vec<u8>, &[u8])> {
-    let rest = body.strip_prefix(b"BLAKE2")?;
-    let (algorithm, rest) = match rest.split_first()? {
-        (b'b', rest) => (Algorithm::Blake2b, rest),
-        (b's', rest) => (Algorithm::Blake2s, rest),
-        _ => return None,
-    };
-    let rest = rest.strip_prefix(b"-")?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let size = parse_digest_size(&rest[..digits], algorithm)?;
-    let rest = rest[digits..].strip_prefix(b" (")?;
+fn parse_tagged(body: &[u8]) -> Option<(Algorithm, Digest, &[u8])> {
+    let (tag, rest) = Tag::parse(body)?;
+    let rest = rest.strip_prefix(b" (")?;
     let split = rest.windows(4).rposition(|window| window == b") = ")?;
     let (name, hex) = (&rest[..split], &rest[split + 4..]);
-    if hex.len() != 2 * size {
+    if hex.len() != 2 * tag.digest_size {
         return None;
     }
-    Some((algorithm, decode_hex(hex)?, name))
-}
-
-/// The `N` of a tag: a decimal number without leading zeros, in the
-/// algorithm's range.
-fn parse_digest_size(digits: &[u8], algorithm: Algorithm) -> Option<usize> {
-    if digits.is_empty() || digits.len() > 2 || digits[0] == b'0' {
-        return None;
-    }
-    let size = digits
-        .iter()
-        .fold(0, |size, digit| size * 10 + usize::from(digit - b'0'));
-    (size <= algorithm.max_digest_size()).then_some(size)
+    Some((tag.algorithm, decode_hex(hex)?, name))
 }
 
 /// `HEX  NAME` or `HEX *NAME`: the digest and the written name.
-fn parse_untagged(body: &[u8], algorithm: Algorithm) -> Option<(Algorithm, Vec<u8>, &[u8])> {
+fn parse_untagged(body: &[u8], algorithm: Algorithm) -> Option<(Algorithm, Digest, &[u8])> {
     let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
     let (hex, rest) = body.split_at(hex_len);
     let name = rest
         .strip_prefix(b"  ")
         .or_else(|| rest.strip_prefix(b" *"))?;
-    let size = hex_len / 2;
-    if hex_len % 2 != 0 || size == 0 || size > algorithm.max_digest_size() {
+    if hex_len % 2 != 0 || hex_len / 2 > algorithm.max_digest_size() {
         return None;
     }
     Some((algorithm, decode_hex(hex)?, name))
 }
 
-/// Hex digits, all lowercase or all uppercase, to bytes.
-fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
+/// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
+pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
     let lower = hex.iter().any(u8::is_ascii_lowercase);
     let upper = hex.iter().any(u8::is_ascii_uppercase);
     if lower && upper {
         return None;
     }
-    hex::decode(hex).ok()
-}
-
-/// Undoes [`push_name`]'s escape; `None` for any escape but `\\`, `\n`, `\r`
-/// (or a lone `\` at the end).
-pub(crate) fn unescape(written: &[u8]) -> Option<Vec<u8>> {
-    let mut name = Vec::with_capacity(written.len());
-    let mut bytes = written.iter();
-    while let Some(&byte) = bytes.next() {
-        if byte != b'\\' {
-            name.push(byte);
-            continue;
-        }
-        name.push(match bytes.next()? {
-            b'\\' => b'\\',
-            b'n' => b'\n',
-            b'r' => b'\r',
-            _ => return None,
-        });
-    }
-    Some(name)
-}
-
-/// What check mode found out about one listed file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// The computed checksum is the listed one.
-    Ok,
-    /// The computed checksum differs.
-    Failed,
-    /// The file could not be opened or read (or changed while read).
-    Unreadable,
-}
-
-impl Verdict {
-    /// The words after `NAME: `, as GNU prints them.
-    pub const fn text(self) -> &'static str {
-        match self {
-            Verdict::Ok => "OK",
-            Verdict::Failed => "FAILED",
-            Verdict::Unreadable => "FAILED open or read",
-        }
-    }
-}
-
-/// Appends a listed name as check mode shows it: escaped, after a leading
-/// `\`, when it [`needs_escape`]; as it is otherwise.
-pub fn push_shown_name(out: &mut Vec<u8>, name: &[u8]) {
-    let escaped = needs_escape(name);
-    if escaped {
-        out.push(b'\\');
-    }
-    push_name(out, name, escaped);
-}
-
-/// Appends `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read`, newline
-/// included.
-pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
-    push_shown_name(out, name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(verdict.text().as_bytes());
-    out.push(b'\n');
-}
-
-/// The counts of one checked list.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Properly formatted lines (files checked, or skipped as missing).
-    pub entries: u64,
-    /// Improperly formatted lines (blank and `#` lines are not counted).
-    pub improperly_formatted: u64,
-    /// Files whose checksum matched.
-    pub matched: u64,
-    /// Files whose checksum did not match.
-    pub mismatched: u64,
-    /// Files that could not be opened or read.
-    pub unreadable: u64,
-}
-
-impl Tally {
-    /// Counts one verdict.
-    pub fn count(&mut self, verdict: Verdict) {
-        match verdict {
-            Verdict::Ok => self.matched += 1,
-            Verdict::Failed => self.mismatched += 1,
-            Verdict::Unreadable => self.unreadable += 1,
-        }
-    }
-
-    /// GNU's summary warnings for the non-zero counts, in GNU's order and
-    /// wording, each to follow `bt2sum: `.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        let mut warn = |count: u64, one: &str, many: &str| match count {
-            0 => {}
-            1 => warnings.push(format!("WARNING: 1 {one}")),
-            _ => warnings.push(format!("WARNING: {count} {many}")),
-        };
-        warn(
-            self.improperly_formatted,
-            "line is improperly formatted",
-            "lines are improperly formatted",
-        );
-        warn(
-            self.unreadable,
-            "listed file could not be read",
-            "listed files could not be read",
-        );
-        warn(
-            self.mismatched,
-            "computed checksum did NOT match",
-            "computed checksums did NOT match",
-        );
-        warnings
-    }
-
-    /// Whether the list verifies: some file matched, none failed or was
-    /// unreadable, and with `strict` no line was improperly formatted. (A
-    /// list whose files were all skipped as missing verifies nothing, as in
-    /// GNU.)
-    pub fn passed(&self, strict: bool) -> bool {
-        self.matched > 0
-            && self.mismatched == 0
-            && self.unreadable == 0
-            && !(strict && self.improperly_formatted > 0)
-    }
+    Digest::from_slice(&hex::decode(hex).ok()?)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Tag;
     use super::*;
 
     const B: Algorithm = Algorithm::Blake2b;
@@ -391,10 +218,10 @@ mod tests {
             Line::Bad => "bad".to_string(),
             Line::Entry(entry) => format!(
                 "{} {} {} {}",
-                entry.algorithm.tag(),
-                entry.size,
+                Tag::name(entry.algorithm),
+                entry.expected.as_bytes().len(),
                 entry.name.escape_ascii(),
-                hex::encode(&entry.expected)
+                entry.expected.to_hex()
             ),
         }
     }
@@ -408,9 +235,6 @@ mod tests {
                 "line {:?}",
                 line.escape_ascii().to_string()
             );
-            if let Line::Entry(entry) = parsed {
-                assert_eq!(entry.expected.len(), entry.size);
-            }
         }
     }
 
@@ -627,8 +451,8 @@ mod tests {
         ];
         for algorithm in Algorithm::ALL {
             for size in 1..=algorithm.max_digest_size() {
-                let tree = crate::TreeParams::new(algorithm, size, 64).unwrap();
-                let digest = crate::hash(&tree, b"abc");
+                let bytes: Vec<u8> = (0..size as u8).map(|i| i.wrapping_mul(37)).collect();
+                let digest = Digest::from_slice(&bytes).unwrap();
                 for name in names {
                     for style in [Style::Tagged, Style::Untagged] {
                         let mut line = Vec::new();
@@ -637,9 +461,9 @@ mod tests {
                             panic!("{:?} does not read back", line.escape_ascii().to_string());
                         };
                         assert_eq!(entry.algorithm, algorithm);
-                        assert_eq!(entry.size, size);
+                        assert_eq!(entry.expected.as_bytes().len(), size);
                         assert_eq!(entry.name, name);
-                        assert!(crate::ct::eq(&entry.expected, digest.as_bytes()));
+                        assert!(entry.expected == digest);
                     }
                 }
             }
@@ -664,69 +488,10 @@ mod tests {
                 line.push(alphabet[(state % alphabet.len() as u64) as usize]);
             }
             if let Line::Entry(entry) = parse_line(&line, Algorithm::Blake2s) {
-                assert_eq!(entry.expected.len(), entry.size);
-                assert!((1..=entry.algorithm.max_digest_size()).contains(&entry.size));
+                let size = entry.expected.as_bytes().len();
+                assert!((1..=entry.algorithm.max_digest_size()).contains(&size));
                 assert!(!entry.name.is_empty());
             }
         }
-    }
-
-    #[test]
-    fn verdict_lines() {
-        let mut out = Vec::new();
-        push_verdict(&mut out, b"a b", Verdict::Ok);
-        push_verdict(&mut out, b"new\nline", Verdict::Failed);
-        push_verdict(&mut out, b"back\\slash", Verdict::Unreadable);
-        push_verdict(&mut out, b"cr\r", Verdict::Ok);
-        push_verdict(&mut out, b"\xff", Verdict::Ok);
-        assert_eq!(
-            out,
-            b"a b: OK\n\\new\\nline: FAILED\n\\back\\\\slash: FAILED open or read\n\
-              \\cr\\r: OK\n\xff: OK\n"
-        );
-    }
-
-    #[test]
-    fn tally_warnings_and_verdicts() {
-        let mut tally = Tally::default();
-        assert!(tally.warnings().is_empty());
-        assert!(!tally.passed(false));
-        tally.entries = 1;
-        tally.count(Verdict::Ok);
-        assert!(tally.passed(true));
-        tally.improperly_formatted = 1;
-        assert!(tally.passed(false));
-        assert!(!tally.passed(true));
-        assert_eq!(
-            tally.warnings(),
-            ["WARNING: 1 line is improperly formatted"]
-        );
-        tally.improperly_formatted = 3;
-        tally.count(Verdict::Failed);
-        tally.count(Verdict::Unreadable);
-        tally.count(Verdict::Unreadable);
-        assert!(!tally.passed(false));
-        assert_eq!(
-            tally.warnings(),
-            [
-                "WARNING: 3 lines are improperly formatted",
-                "WARNING: 2 listed files could not be read",
-                "WARNING: 1 computed checksum did NOT match",
-            ]
-        );
-        let one_each = Tally {
-            entries: 2,
-            improperly_formatted: 0,
-            matched: 0,
-            mismatched: 2,
-            unreadable: 1,
-        };
-        assert_eq!(
-            one_each.warnings(),
-            [
-                "WARNING: 1 listed file could not be read",
-                "WARNING: 2 computed checksums did NOT match",
-            ]
-        );
     }
 }

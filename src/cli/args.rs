@@ -1,0 +1,368 @@
+//! The clap definition (its doc comments are the help), the parsers of the
+//! values clap cannot check alone, and the shim for the original Go tool's
+//! option spellings. Nothing here runs anything: `config` resolves the
+//! parsed flags once into what the drivers use.
+
+use std::ffi::OsString;
+use std::ops::Range;
+
+use clap::{Parser, ValueEnum};
+
+use bt2sum::Algorithm;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  bt2sum FILE                 checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
+  cat FILE | bt2sum           the same checksum, from a pipe
+  bt2sum -a blake2s -t 10m F  BLAKE2s with 10 MiB leaves
+  bt2sum FILE... > SUMS       a checksum list...
+  bt2sum -c SUMS              ...verified
+  bt2sum -r DIR > SUMS        every file under DIR, in path order
+  bt2sum --leaves F > LIST    F's checksum line, then one line per leaf
+  bt2sum --leaves --leaf-range 0..100 F > P1    leaves 0-99 (one worker)
+  bt2sum --leaves --leaf-range 100.. F > P2     leaves 100- (another)
+  bt2sum --combine P1 P2      F's checksum line, from the parts";
+
+/// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
+/// used by s3git).
+///
+/// Each input is cut into leaves of SIZE bytes (-t), every leaf is hashed as
+/// a BLAKE2 tree node of depth 0, and the root hashes the leaf digests in
+/// order. One line is printed per input, in argument order. An input that
+/// cannot be read gets an error line on standard error and the others are
+/// still hashed; the exit status is then 1 (2 for bad usage).
+#[derive(Parser, Debug)]
+#[command(
+    name = "bt2sum",
+    version,
+    args_override_self = true,
+    after_help = EXAMPLES
+)]
+pub struct Args {
+    /// Files to hash; none, or `-`, means standard input
+    ///
+    /// With --check, the checksum lists to verify; with --combine, the
+    /// partial leaf listings; with --recursive, the directories to walk
+    /// (default: `.`).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<OsString>,
+
+    /// Hash algorithm
+    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Blake2b)]
+    pub algorithm: AlgorithmArg,
+
+    /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
+    /// the maximum
+    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
+    pub size: usize,
+
+    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
+    ///
+    /// Digits with an optional k, m or g suffix (x1024, x1048576,
+    /// x1073741824; either case). A checksum only verifies with the leaf
+    /// size it was made with.
+    #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
+          value_parser = parse_leaf_size)]
+    pub leaf_size: u64,
+
+    /// Worker threads, 1 to 1024 [default: the number of processors]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub cpus: Option<u16>,
+
+    /// Read checksum lists from the FILEs (or standard input) and verify them
+    ///
+    /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
+    /// listed file, and a summary of the problems on standard error.
+    #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
+    pub check: bool,
+
+    /// Print GNU-style `HEX  NAME` lines instead of the default tagged
+    /// `BLAKE2b-64 (NAME) = HEX` lines
+    #[arg(long)]
+    pub untagged: bool,
+
+    /// With --check: print no OK line for each verified file
+    ///
+    /// --quiet, --status and --warn override each other: the last one wins.
+    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    pub quiet: bool,
+
+    /// With --check: print nothing on standard output; the exit status tells
+    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    pub status: bool,
+
+    /// With --check: fail on improperly formatted checksum lines
+    ///
+    /// By default they are counted in a warning but do not change the exit
+    /// status.
+    #[arg(long, requires = "check")]
+    pub strict: bool,
+
+    /// With --check: warn about each improperly formatted checksum line
+    #[arg(short, long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    pub warn: bool,
+
+    /// With --check: skip listed files that do not exist, without failing
+    #[arg(long, requires = "check")]
+    pub ignore_missing: bool,
+
+    /// Hash every regular file under the directories given (`.` when none)
+    ///
+    /// Files are listed in bytewise path order, as `find DIR -type f |
+    /// LC_ALL=C sort` lists them, so the list verifies with --check. Links
+    /// met in the walk (unless -L), FIFOs, sockets and devices are skipped;
+    /// a directory that cannot be read is an error.
+    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
+    pub recursive: bool,
+
+    /// With --recursive: follow symbolic links met in the walk
+    ///
+    /// Links named as arguments are always followed. A link back to a
+    /// directory being walked is reported as a file system loop.
+    #[arg(short = 'L', long, requires = "recursive")]
+    pub dereference: bool,
+
+    /// Show a progress bar on standard error [default: when standard error is
+    /// a terminal and the work takes over a second]
+    ///
+    /// Forced on with --progress, even into a pipe or a file (as plain text);
+    /// off with --no-progress. The last of the two wins.
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+
+    /// Never show a progress bar
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
+
+    /// After each file's line, print one line per leaf: index, byte offset,
+    /// length and digest
+    ///
+    /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
+    /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
+    /// file. Check mode skips these lines.
+    #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
+    pub leaves: bool,
+
+    /// With --leaves: hash and list only leaves A to B-1 of each file
+    /// [default: every leaf]
+    ///
+    /// Leaves count from 0; B may be left out (`A..`), or past the end: up to
+    /// the last leaf. A range that holds no leaf, or an input that is not a
+    /// regular file, is an error.
+    #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
+    pub leaf_range: Option<Range<u64>>,
+
+    /// Read the leaf lines of partial listings (the FILEs) of one file and
+    /// print that file's checksum line
+    ///
+    /// The listings give the algorithm, digest size and leaf size (so -a, -s
+    /// and -t do not apply). They may come in any order and overlap; together
+    /// they must list every leaf of one file.
+    #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
+    pub combine: bool,
+
+    /// Print a shell completion script, and exit
+    ///
+    /// For example `bt2sum --completions bash >
+    /// ~/.local/share/bash-completion/completions/bt2sum`.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the manual page (roff), and exit
+    ///
+    /// For example `bt2sum --man > bt2sum.1; man -l bt2sum.1`.
+    #[arg(long, exclusive = true)]
+    pub man: bool,
+}
+
+/// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
+pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
+    let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A < B";
+    let (start, end) = text.split_once("..").ok_or(allowed)?;
+    let number = |digits: &str| {
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u64>().ok())
+            .flatten()
+    };
+    let start = number(start).ok_or(allowed)?;
+    let end = if end.is_empty() {
+        u64::MAX
+    } else {
+        number(end).ok_or(allowed)?
+    };
+    if start >= end {
+        return Err(allowed.to_string());
+    }
+    Ok(start..end)
+}
+
+/// The algorithms, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    /// digests of 1 to 64 bytes; the faster on 64-bit machines
+    Blake2b,
+    /// digests of 1 to 32 bytes
+    Blake2s,
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(arg: AlgorithmArg) -> Self {
+        match arg {
+            AlgorithmArg::Blake2b => Algorithm::Blake2b,
+            AlgorithmArg::Blake2s => Algorithm::Blake2s,
+        }
+    }
+}
+
+/// Parses a leaf size: digits with an optional `k`, `m` or `g` suffix.
+pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
+    let allowed = "expected digits with an optional k, m or g suffix, \
+                   from 1 byte to 4294967295 bytes (4g - 1)";
+    let (digits, unit) = match text.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&text[..text.len() - 1], 1u64 << 10),
+        Some(b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(allowed.to_string());
+    }
+    let size = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n));
+    size.ok_or_else(|| allowed.to_string())
+}
+
+/// Rewrites the original Go tool's spellings that clap does not take:
+/// `-cpus N`, `-cpus=N` and `-help`, and Go's double-dash forms of the
+/// one-letter flags (`--a`, `--s`, `--t`, with or without `=`). Nothing after
+/// `--` is touched. (`-a=blake2s`, `-s=40`, `-t=10m` clap takes as they are.)
+pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut after_dashes = false;
+    args.into_iter()
+        .map(|arg| {
+            if after_dashes {
+                return arg;
+            }
+            if arg == "--" {
+                after_dashes = true;
+                return arg;
+            }
+            // Every spelling is ASCII: an argument that is not Unicode is
+            // none of them.
+            let Some(text) = arg.to_str() else {
+                return arg;
+            };
+            for (go, ours) in [
+                ("-cpus", "--cpus"),
+                ("-help", "--help"),
+                ("--a", "--algorithm"),
+                ("--s", "--size"),
+                ("--t", "--tree"),
+            ] {
+                if let Some(rest) = text.strip_prefix(go)
+                    && (rest.is_empty() || rest.starts_with('='))
+                {
+                    return OsString::from(format!("{ours}{rest}"));
+                }
+            }
+            arg
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn leaf_sizes() {
+        let table: [(&str, Option<u64>); 20] = [
+            ("1", Some(1)),
+            ("5m", Some(5 << 20)),
+            ("5M", Some(5 << 20)),
+            ("64k", Some(64 << 10)),
+            ("64K", Some(64 << 10)),
+            ("1g", Some(1 << 30)),
+            ("3G", Some(3 << 30)),
+            ("4294967295", Some(u64::from(u32::MAX))),
+            ("4194303k", Some(4_294_966_272)),
+            ("007", Some(7)),
+            ("0", None),
+            ("0k", None),
+            ("4g", None),
+            ("4294967296", None),
+            ("99999999999999999999", None),
+            ("", None),
+            ("k", None),
+            ("5x", None),
+            ("5mb", None),
+            ("-1", None),
+        ];
+        for (text, expected) in table {
+            assert_eq!(parse_leaf_size(text).ok(), expected, "{text:?}");
+        }
+        assert!(parse_leaf_size("5x").unwrap_err().contains("k, m or g"));
+    }
+
+    #[test]
+    fn leaf_ranges() {
+        let table: [(&str, Option<Range<u64>>); 14] = [
+            ("0..1", Some(0..1)),
+            ("3..10", Some(3..10)),
+            ("100..", Some(100..u64::MAX)),
+            ("0..", Some(0..u64::MAX)),
+            ("18446744073709551614..", Some(u64::MAX - 1..u64::MAX)),
+            ("5..5", None),
+            ("6..5", None),
+            ("..5", None),
+            ("..", None),
+            ("5", None),
+            ("a..b", None),
+            ("1...3", None),
+            ("+1..3", None),
+            ("1..18446744073709551616", None),
+        ];
+        for (text, expected) in table {
+            assert_eq!(parse_leaf_range(text).ok(), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn go_spellings_are_rewritten_before_dashes_only() {
+        let table: [(&[&str], &[&str]); 11] = [
+            (&["-cpus", "2"], &["--cpus", "2"]),
+            (&["-cpus=2"], &["--cpus=2"]),
+            (&["-help"], &["--help"]),
+            (&["--a", "blake2s"], &["--algorithm", "blake2s"]),
+            (&["--s=40"], &["--size=40"]),
+            (&["--t", "10m"], &["--tree", "10m"]),
+            (
+                &["-a=blake2s", "-s=40", "-t=10m"],
+                &["-a=blake2s", "-s=40", "-t=10m"],
+            ),
+            (&["-cpusx"], &["-cpusx"]),
+            (&["--size", "--tree"], &["--size", "--tree"]),
+            (&["--", "-cpus", "--t"], &["--", "-cpus", "--t"]),
+            (
+                &["f", "-cpus", "1", "--", "-help"],
+                &["f", "--cpus", "1", "--", "-help"],
+            ),
+        ];
+        for (given, expected) in table {
+            let rewritten = go_spellings(given.iter().map(OsString::from));
+            assert_eq!(
+                rewritten,
+                expected.iter().map(OsString::from).collect::<Vec<_>>()
+            );
+        }
+    }
+}

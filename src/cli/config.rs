@@ -1,0 +1,187 @@
+//! The parsed flags resolved once into what the drivers need: a mode and
+//! its settings, typed. No driver sees clap.
+
+use std::ffi::OsString;
+use std::ops::Range;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use clap_complete::Shell;
+
+use bt2sum::format::checksum::Style;
+use bt2sum::{Algorithm, TreeParams};
+
+use super::args::{Args, go_spellings};
+use super::progress::When;
+
+/// Everything a run needs.
+pub struct Config {
+    /// Worker threads; `None` for one per processor.
+    pub threads: Option<usize>,
+    /// When to draw a progress bar.
+    pub progress: When,
+    /// What to do.
+    pub mode: Mode,
+}
+
+/// What a run does.
+pub enum Mode {
+    /// Print a checksum line per input.
+    Hash(Hashing),
+    /// Verify checksum lists.
+    Check(Checking),
+    /// Turn partial leaf listings into a checksum line.
+    Combine(Combining),
+    /// Print a shell completion script.
+    Completions(Shell),
+    /// Print the manual page.
+    Man,
+}
+
+/// The settings of a hashing run.
+pub struct Hashing {
+    pub tree: TreeParams,
+    pub inputs: Inputs,
+    pub style: Style,
+    pub listing: Listing,
+}
+
+/// The inputs of a hashing run.
+pub enum Inputs {
+    /// No FILE: standard input, whose line has no name.
+    Stdin,
+    /// The FILEs, in order (`-` is standard input).
+    Named(Vec<OsString>),
+    /// Every regular file under the directories (`--recursive`).
+    Walk {
+        roots: Vec<OsString>,
+        follow_links: bool,
+    },
+}
+
+/// What is printed per input besides (or instead of) its checksum line.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Listing {
+    /// The checksum line only.
+    None,
+    /// The checksum line, then a line per leaf (`--leaves`).
+    Leaves,
+    /// Only the lines of these leaves (`--leaves --leaf-range A..B`).
+    Range(Range<u64>),
+}
+
+/// The settings of a check run.
+pub struct Checking {
+    /// The lists; empty for standard input.
+    pub lists: Vec<OsString>,
+    /// The algorithm of GNU-style `HEX  NAME` lines (`-a`).
+    pub untagged_algorithm: Algorithm,
+    /// The leaf size every listed file is hashed with (`-t`).
+    pub leaf_size: u64,
+    pub verbosity: Verbosity,
+    pub strict: bool,
+    pub ignore_missing: bool,
+}
+
+/// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
+/// which the last one given wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Nothing on stdout, no summary counts.
+    Status,
+    /// No `OK` lines.
+    Quiet,
+    /// Every verdict and the summary counts.
+    Normal,
+    /// As normal, plus a line for each improperly formatted line.
+    Warn,
+}
+
+/// The settings of `--combine`.
+pub struct Combining {
+    /// The listings; empty for standard input.
+    pub listings: Vec<OsString>,
+    pub style: Style,
+}
+
+impl Config {
+    /// Parses and resolves the command line (the program name first). The
+    /// error is clap's: a usage error, or the help or version to print.
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
+        let args = Args::try_parse_from(go_spellings(args))?;
+        let progress = if args.progress {
+            When::Always
+        } else if args.no_progress {
+            When::Never
+        } else {
+            When::Auto
+        };
+        let style = if args.untagged {
+            Style::Untagged
+        } else {
+            Style::Tagged
+        };
+        let algorithm = Algorithm::from(args.algorithm);
+        let mode = if let Some(shell) = args.completions {
+            Mode::Completions(shell)
+        } else if args.man {
+            Mode::Man
+        } else if args.check {
+            let verbosity = if args.status {
+                Verbosity::Status
+            } else if args.quiet {
+                Verbosity::Quiet
+            } else if args.warn {
+                Verbosity::Warn
+            } else {
+                Verbosity::Normal
+            };
+            Mode::Check(Checking {
+                lists: args.files,
+                untagged_algorithm: algorithm,
+                leaf_size: args.leaf_size,
+                verbosity,
+                strict: args.strict,
+                ignore_missing: args.ignore_missing,
+            })
+        } else if args.combine {
+            Mode::Combine(Combining {
+                listings: args.files,
+                style,
+            })
+        } else {
+            let size = match args.size {
+                0 => algorithm.max_digest_size(),
+                size => size,
+            };
+            let tree = TreeParams::new(algorithm, size, args.leaf_size)
+                .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+            let inputs = if args.recursive {
+                Inputs::Walk {
+                    roots: args.files,
+                    follow_links: args.dereference,
+                }
+            } else if args.files.is_empty() {
+                Inputs::Stdin
+            } else {
+                Inputs::Named(args.files)
+            };
+            let listing = match (args.leaves, args.leaf_range) {
+                (false, _) => Listing::None,
+                (true, None) => Listing::Leaves,
+                (true, Some(range)) => Listing::Range(range),
+            };
+            Mode::Hash(Hashing {
+                tree,
+                inputs,
+                style,
+                listing,
+            })
+        };
+        Ok(Config {
+            threads: args.cpus.map(usize::from),
+            progress,
+            mode,
+        })
+    }
+}

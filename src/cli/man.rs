@@ -1,0 +1,146 @@
+//! The manual page: clap's rendering of the options, with the synopsis,
+//! the exit statuses, the line formats and the examples written here.
+
+use clap::CommandFactory;
+use clap_mangen::Man;
+use clap_mangen::roff::{Roff, bold, italic, roman};
+
+use super::args::{Args, EXAMPLES};
+
+/// The page, as roff.
+pub fn page() -> std::io::Result<Vec<u8>> {
+    let man = Man::new(Args::command());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    let mut synopsis = Roff::new();
+    synopsis.control("SH", ["SYNOPSIS"]).text([
+        bold("bt2sum"),
+        roman(" [OPTIONS] ["),
+        italic("FILE"),
+        roman("]..."),
+    ]);
+    synopsis.to_writer(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    let mut sections = Roff::new();
+    for (title, body) in SECTIONS {
+        section(&mut sections, title, body);
+    }
+    section(
+        &mut sections,
+        "EXAMPLES",
+        EXAMPLES.strip_prefix("Examples:\n").unwrap_or(EXAMPLES),
+    );
+    sections.to_writer(&mut page)?;
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+/// Adds a section whose body is paragraphs (separated by blank lines) and
+/// preformatted blocks (every line indented by two spaces), which keep their
+/// lines as written.
+fn section(roff: &mut Roff, title: &str, body: &str) {
+    roff.control("SH", [title]);
+    for block in body.split("\n\n") {
+        if block.lines().all(|line| line.starts_with("  ")) {
+            roff.control("PP", []).control("RS", []).control("nf", []);
+            let text: Vec<&str> = block.lines().map(|line| &line[2..]).collect();
+            roff.text([roman(text.join("\n"))]);
+            roff.control("fi", []).control("RE", []);
+        } else {
+            roff.control("PP", [])
+                .text([roman(block.replace('\n', " "))]);
+        }
+    }
+}
+
+/// The sections after OPTIONS.
+const SECTIONS: [(&str, &str); 6] = [
+    (
+        "OUTPUT",
+        "One line per input, in argument order, each written as soon as its input \
+and every input before it are done:
+
+  BLAKE2b-64 (NAME) = HEX      a named file, and -
+  BLAKE2b-64 = HEX             standard input when no FILE is given
+  HEX  NAME                    with --untagged
+
+The number after the dash is the digest size in bytes. A name holding a \
+newline, carriage return or backslash is escaped as GNU tools do: the line \
+starts with a backslash, and in the name a backslash is written as two, a \
+newline as \\n and a carriage return as \\r. Names are written as the bytes \
+they are.",
+    ),
+    (
+        "EXIT STATUS",
+        "0: every input was hashed; with --check, every listed file was read and \
+matched (and, with --strict, no line was improperly formatted).
+
+1: an input could not be read or changed while it was read; with --check, a \
+listed file did not match or could not be read, a list could not be read or \
+had no properly formatted line; with --combine, the listings do not form one \
+complete file; or standard output could not be written. The other inputs are \
+still hashed.
+
+2: bad usage (an unknown option, a value out of range, options that do not \
+apply together): nothing was done.
+
+A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
+quietly, with status 0.",
+    ),
+    (
+        "CHECK LIST FORMAT",
+        "bt2sum -c reads each LIST (standard input when none is given, or for -) \
+and recomputes every file it names, relative to the current directory. \
+Accepted lines:
+
+  BLAKE2b-N (NAME) = HEX    N in bytes, 1 to 64; HEX exactly 2N hex digits
+  BLAKE2s-N (NAME) = HEX    N in bytes, 1 to 32
+  HEX  NAME                 GNU style (two spaces): the algorithm comes from -a,
+  HEX *NAME                 the digest size is half the number of hex digits
+
+HEX is all lowercase or all uppercase. Either form may start with the GNU \
+escape (a backslash) and end in CRLF. Blank lines, lines starting with # and \
+leaf lines are skipped and never counted. Anything else, including leading \
+spaces and single-space separators, is improperly formatted. The leaf size \
+is not in the line: it is -t (default 5m), so a list made with -t 64k must \
+be checked with -t 64k.
+
+Per file, standard output gets NAME: OK, NAME: FAILED, or NAME: FAILED open \
+or read. After each list, standard error gets GNU's warnings for the \
+non-zero counts: N lines are improperly formatted, N listed files could not \
+be read, N computed checksums did NOT match. Digests are compared in \
+constant time.",
+    ),
+    (
+        "LEAF LISTINGS",
+        "--leaves prints, after a file's checksum line, one line per leaf; a file \
+with no leaves gets one line saying so:
+
+  TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX
+  TAG leaves=0 total=0 tree=L (NAME)
+
+TAG is as in checksum lines, I the leaf index from 0, O and N the leaf's \
+bytes, T the file's length (a complete listing has ceil(T / L) leaves), L the \
+leaf size and HEX the leaf's digest.
+
+--leaf-range A..B lists only leaves A to B-1, reading only their bytes, so \
+that machines can share the work on one big file; --combine reads such \
+partial listings, in any order, and prints the file's checksum line, \
+refusing gaps, clashes and listings of different files.",
+    ),
+    (
+        "ENVIRONMENT",
+        "BT2SUM_ARCHLEVEL selects the constant-time comparator that check mode \
+uses: portable, scalar or baseline (the default on x86_64, SSE2), as \
+FreeBSD's ARCHLEVEL does. A level the machine lacks means the best one below \
+it.",
+    ),
+    (
+        "SEE ALSO",
+        "b2sum(1), sha256sum(1), b3sum(1). The project's README and docs/ \
+directory describe the tree hash, check mode, leaf listings and the \
+constant-time comparator in full.",
+    ),
+];

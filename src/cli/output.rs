@@ -1,0 +1,68 @@
+//! The exit statuses, and the one way messages reach standard error.
+
+use std::ffi::OsStr;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use bt2sum::plain_message;
+
+use super::progress;
+
+/// The exit status of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Every input hashed, every listed file verified.
+    Success = 0,
+    /// Some input failed (unreadable, changed, mismatched), or output did.
+    Failure = 1,
+    /// Bad usage: nothing was done.
+    Usage = 2,
+}
+
+impl Status {
+    /// The worse of two statuses.
+    pub fn max(self, other: Status) -> Status {
+        Ord::max(self, other)
+    }
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        ExitCode::from(status as u8)
+    }
+}
+
+/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as the bytes
+/// it is (above the progress bar, if one is drawn).
+pub fn report(name: &OsStr, message: &str) {
+    let mut line = b"bt2sum: ".to_vec();
+    line.extend_from_slice(name.as_encoded_bytes());
+    line.extend_from_slice(b": ");
+    line.extend_from_slice(message.as_bytes());
+    line.push(b'\n');
+    write_stderr(&line);
+}
+
+/// Writes `bt2sum: MESSAGE` to standard error.
+pub fn warn(message: &str) {
+    write_stderr(format!("bt2sum: {message}\n").as_bytes());
+}
+
+/// Writes a whole line to standard error, above the progress bar if one is
+/// drawn.
+fn write_stderr(line: &[u8]) {
+    progress::suspend(|| {
+        let _ = io::stderr().write_all(line);
+    });
+}
+
+/// What a failed write to standard output means for the run: a closed pipe
+/// (`| head -1`) ends it quietly and successfully; anything else is an error.
+pub fn output_failed(error: &io::Error) -> Status {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        Status::Success
+    } else {
+        warn(&format!("write error: {}", plain_message(error)));
+        Status::Failure
+    }
+}

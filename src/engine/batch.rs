@@ -1,0 +1,91 @@
+//! Batches of whole leaves, spread over the pool.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::kernel::hash_leaf_run;
+use super::tuning::{self, Spread};
+use super::{Root, Sink};
+use crate::digest::Digest;
+use crate::params::TreeParams;
+
+/// Whether a batch of leaves ends the input, so that its final leaf gets the
+/// last-node flag (and may be shorter than a whole leaf).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EndOfInput {
+    No,
+    Yes,
+}
+
+/// Hashes the leaves in `data`, numbered from `first`, into `out` (resized to
+/// one digest a leaf), in parallel on the current rayon pool. As each task is
+/// done, `release` is told which bytes it has hashed.
+///
+/// Unless the batch ends the input, `data` must hold whole leaves; if it does,
+/// its final leaf may be short and gets the last-node flag.
+pub(crate) fn hash_leaves(
+    tree: &TreeParams,
+    first: u64,
+    data: &[u8],
+    end: EndOfInput,
+    out: &mut Vec<u8>,
+    spread: Spread,
+    release: &(dyn Fn(Range<usize>) + Sync),
+) {
+    let leaf = tree.leaf_size() as usize;
+    let size = tree.digest_size();
+    let count = data.len().div_ceil(leaf);
+    debug_assert!(end == EndOfInput::Yes || data.len().is_multiple_of(leaf));
+    let last_leaf = match end {
+        EndOfInput::Yes if count > 0 => Some(first + count as u64 - 1),
+        _ => None,
+    };
+    out.clear();
+    out.resize(count * size, 0);
+    let per_task = tuning::leaves_per_task(tree, count, spread);
+    let run = |task: usize, data: &[u8], out: &mut [u8]| {
+        let first = first + (task * per_task) as u64;
+        hash_leaf_run(tree, first, data, last_leaf, out);
+        let start = task * per_task * leaf;
+        release(start..start + data.len());
+    };
+    if count <= per_task {
+        // One task: no hand-off to the pool (small inputs, tail batches).
+        run(0, data, out);
+    } else {
+        data.par_chunks(per_task * leaf)
+            .zip(out.par_chunks_mut(per_task * size))
+            .enumerate()
+            .for_each(|(task, (data, out))| run(task, data, out));
+    }
+}
+
+/// Hashes bytes that are all in memory, a batch at a time on every thread.
+pub(crate) fn hash_in_memory(tree: &TreeParams, data: &[u8], sink: &mut Sink<'_>) -> Digest {
+    let mut root = Root::new(tree, 0);
+    let batch_leaves = tuning::batch_leaves(tree);
+    let batch_bytes = batch_leaves * tree.leaf_size() as usize;
+    let batches = data.len().div_ceil(batch_bytes);
+    let mut digests = Vec::new();
+    for (index, chunk) in data.chunks(batch_bytes).enumerate() {
+        let end = if index + 1 == batches {
+            EndOfInput::Yes
+        } else {
+            EndOfInput::No
+        };
+        let first = (index * batch_leaves) as u64;
+        hash_leaves(
+            tree,
+            first,
+            chunk,
+            end,
+            &mut digests,
+            Spread::AllThreads,
+            &|_| {},
+        );
+        root.feed(&digests, tree.digest_size(), sink);
+        sink.count(chunk.len() as u64);
+    }
+    root.finalize()
+}

@@ -1,0 +1,526 @@
+//! Many inputs in one run: hashed several at a time on the pool, those that
+//! fit in one leaf side by side in the SIMD lanes, and reported in order,
+//! each as soon as it and every input before it are done.
+//!
+//! Inputs are taken from their iterator only as room frees up (at most
+//! `tuning::INPUTS_IN_FLIGHT` of them, holding at most
+//! `tuning::INPUT_BYTES_IN_FLIGHT` bytes of names), so a list of millions of
+//! files is never held whole. A pool task takes up to `tuning::LANES`
+//! consecutive inputs: it opens each ([`Input::prepare`]); one that fits a
+//! leaf is read whole and waits for a lane; any other is hashed at once,
+//! after the ones waiting for lanes, so that a FIFO that blocks holds back
+//! only what follows it. An input that must be read in turn (standard input,
+//! one stream for every `-`) is hashed on the calling thread once everything
+//! before it has been reported.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::iter::Peekable;
+use std::ops::{ControlFlow, Range};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::kernel::hash_single_leaf_inputs;
+use super::tuning;
+use crate::digest::Digest;
+use crate::params::TreeParams;
+
+/// One input of a run of many, as the engine schedules it.
+pub(crate) trait Input: Send + Sized {
+    /// What the caller is given for it, in input order.
+    type Output: Send;
+
+    /// Whether the input must be hashed on the calling thread once every
+    /// input before it has been reported (standard input, read in turn).
+    fn in_turn(&self) -> bool {
+        false
+    }
+
+    /// The bytes the input holds while it waits (its name).
+    fn held_bytes(&self) -> usize {
+        0
+    }
+
+    /// Opens the input and says how it is to be hashed; an input of at most
+    /// one leaf may be read whole, appended to `arena`.
+    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step;
+
+    /// The output of an input that `prepare` read into the arena, given its
+    /// checksum.
+    fn small_done(self, digest: Digest) -> Self::Output;
+
+    /// Hashes an input that `prepare` left whole, or gives at once the
+    /// output of one that needs no hashing.
+    fn hash_whole(self) -> Self::Output;
+}
+
+/// What [`Input::prepare`] found.
+pub(crate) enum Step {
+    /// Nothing to hash (it could not be opened, or is no file at all):
+    /// [`Input::hash_whole`] gives its output at once.
+    Done,
+    /// Its bytes are `arena[bytes]`, at most one leaf of `tree`: hash them
+    /// in a SIMD lane, beside others.
+    Small {
+        tree: TreeParams,
+        bytes: Range<usize>,
+    },
+    /// Hash it whole, with [`Input::hash_whole`].
+    Whole,
+}
+
+/// What a run of many inputs tells its caller.
+#[derive(Debug)]
+pub enum Event<O> {
+    /// The output of the next input, in input order.
+    Ready(O),
+    /// The next output is not ready and the engine is about to wait for it:
+    /// a good time to flush what was reported so far.
+    Waiting,
+}
+
+/// Hashes every input and hands the outputs to `report` in input order. When
+/// `report` answers `Break`, no further input is started; those already
+/// started finish, unreported.
+pub(crate) fn hash_each<I, It, F>(inputs: It, mut report: F)
+where
+    I: Input,
+    It: Iterator<Item = I>,
+    F: FnMut(Event<I::Output>) -> ControlFlow<()>,
+{
+    let mut inputs = inputs.peekable();
+    if rayon::current_thread_index().is_some() {
+        // Already on a pool thread: waiting here for tasks spawned on the
+        // same pool could starve it, so hash in order, right here.
+        while inputs.peek().is_some() {
+            let task = take_task(&mut inputs, 0, tuning::LANES);
+            let mut outputs = Vec::with_capacity(task.len());
+            run_task(task, &mut |done| outputs.extend(done));
+            // Inputs that waited for a lane come after some that did not.
+            outputs.sort_unstable_by_key(|(index, _)| *index);
+            for (_, output) in outputs {
+                if report(Event::Ready(output)).is_break() {
+                    return;
+                }
+            }
+        }
+        return;
+    }
+    let board = Board::new();
+    rayon::in_place_scope(|scope| {
+        // Inputs `reported..taken` are in flight; `slots[i]` is input
+        // `reported + i`: the bytes it holds, and its output once done.
+        let mut slots: VecDeque<(usize, Option<I::Output>)> = VecDeque::new();
+        let mut reported = 0usize;
+        let mut held = 0usize;
+        let mut stopped = false;
+        loop {
+            // Start tasks while there is room for a whole one, so that
+            // small inputs fill the lanes.
+            while !stopped
+                && slots.len() + tuning::LANES <= tuning::INPUTS_IN_FLIGHT
+                && held < tuning::INPUT_BYTES_IN_FLIGHT
+            {
+                let Some(next) = inputs.peek() else { break };
+                if next.in_turn() {
+                    if !slots.is_empty() {
+                        break;
+                    }
+                    let input = inputs.next().expect("peeked");
+                    if report(Event::Waiting).is_break() {
+                        stopped = true;
+                        break;
+                    }
+                    let mut output = None;
+                    run_task(vec![(0, input)], &mut |mut done| output = done.pop());
+                    reported += 1;
+                    let (_, output) = output.expect("a task reports every input");
+                    if report(Event::Ready(output)).is_break() {
+                        stopped = true;
+                    }
+                    continue;
+                }
+                let first = reported + slots.len();
+                let task = take_task(&mut inputs, first, tuning::LANES);
+                for (_, input) in &task {
+                    slots.push_back((input.held_bytes(), None));
+                    held += input.held_bytes();
+                }
+                let board = &board;
+                scope.spawn(move |_| {
+                    // A panic is handed on, so that the caller does not wait
+                    // for outputs that will never come.
+                    let run = AssertUnwindSafe(|| run_task(task, &mut |done| board.post(done)));
+                    if let Err(panic) = panic::catch_unwind(run) {
+                        board.post_panic(panic);
+                    }
+                });
+            }
+            // Report what is done, in order.
+            while let Some((_, Some(_))) = slots.front() {
+                let (bytes, output) = slots.pop_front().expect("checked");
+                held -= bytes;
+                reported += 1;
+                if !stopped && report(Event::Ready(output.expect("checked"))).is_break() {
+                    stopped = true;
+                }
+            }
+            if slots.is_empty() && (stopped || inputs.peek().is_none()) {
+                return;
+            }
+            if slots.front().is_some_and(|(_, output)| output.is_none()) {
+                let (mut arrived, in_time) = board.take(reported, Some(tuning::QUIET_BEFORE_FLUSH));
+                if !in_time {
+                    if !stopped && report(Event::Waiting).is_break() {
+                        stopped = true;
+                    }
+                    arrived.extend(board.take(reported, None).0);
+                }
+                for (index, output) in arrived {
+                    slots[index - reported].1 = Some(output);
+                }
+            }
+        }
+    });
+}
+
+/// Where tasks leave their outputs for the caller, who is woken only when
+/// the one it waits for (the next to report) arrives: one wake-up for all
+/// that finished before it.
+struct Board<O> {
+    posted: Mutex<Posted<O>>,
+    arrived: Condvar,
+}
+
+struct Posted<O> {
+    /// Outputs not yet taken, with their input's number.
+    outputs: Vec<(usize, O)>,
+    /// The input the caller waits for.
+    awaited: usize,
+    /// A task's panic (a bug), to be raised again in the caller.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl<O> Board<O> {
+    fn new() -> Self {
+        Board {
+            posted: Mutex::new(Posted {
+                outputs: Vec::new(),
+                awaited: usize::MAX,
+                panic: None,
+            }),
+            arrived: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Posted<O>> {
+        // Nothing panics while holding the lock.
+        self.posted.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Leaves outputs for the caller.
+    fn post(&self, outputs: Vec<(usize, O)>) {
+        let mut posted = self.lock();
+        let awaited = outputs.iter().any(|(index, _)| *index == posted.awaited);
+        posted.outputs.extend(outputs);
+        drop(posted);
+        if awaited {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// Hands a task's panic to the caller.
+    fn post_panic(&self, panic: Box<dyn Any + Send>) {
+        self.lock().panic = Some(panic);
+        self.arrived.notify_one();
+    }
+
+    /// Takes every output posted, once input `awaited` is among them or
+    /// `patience` has run out, and says which; raises a task's panic.
+    fn take(&self, awaited: usize, patience: Option<Duration>) -> (Vec<(usize, O)>, bool) {
+        let deadline = patience.map(|patience| Instant::now() + patience);
+        let mut posted = self.lock();
+        posted.awaited = awaited;
+        loop {
+            if let Some(panic) = posted.panic.take() {
+                drop(posted);
+                panic::resume_unwind(panic);
+            }
+            if posted.outputs.iter().any(|(index, _)| *index == awaited) {
+                return (std::mem::take(&mut posted.outputs), true);
+            }
+            posted = match deadline {
+                None => self
+                    .arrived
+                    .wait(posted)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return (std::mem::take(&mut posted.outputs), false);
+                    }
+                    self.arrived
+                        .wait_timeout(posted, deadline - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+    }
+}
+
+/// Takes up to `most` inputs that need not be read in turn (or one that
+/// must), numbering them from `first`.
+fn take_task<I: Input, It: Iterator<Item = I>>(
+    inputs: &mut Peekable<It>,
+    first: usize,
+    most: usize,
+) -> Vec<(usize, I)> {
+    let mut task = Vec::new();
+    while task.len() < most {
+        match inputs.peek() {
+            Some(input) if !input.in_turn() || task.is_empty() => {
+                let input = inputs.next().expect("peeked");
+                task.push((first + task.len(), input));
+            }
+            _ => break,
+        }
+    }
+    task
+}
+
+/// Prepares and hashes a task's inputs, handing their outputs, each with
+/// its index, to `send`: together where they are done together (one wake-up
+/// of the caller for a lane group), and those before an input hashed whole
+/// before it is, since it may block.
+fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, I::Output)>)) {
+    // Taken out of the thread-local, not borrowed: hashing an input whole
+    // may run another task on this thread.
+    let mut arena = ARENA.take();
+    arena.clear();
+    let mut smalls: Vec<(usize, I, TreeParams, Range<usize>)> = Vec::new();
+    let mut ready = Vec::new();
+    for (index, mut input) in task {
+        match input.prepare(&mut arena) {
+            Step::Done => ready.push((index, input.hash_whole())),
+            Step::Small { tree, bytes } => smalls.push((index, input, tree, bytes)),
+            Step::Whole => {
+                hash_smalls(&mut smalls, &arena, &mut ready);
+                arena.clear();
+                if !ready.is_empty() {
+                    send(std::mem::take(&mut ready));
+                }
+                send(vec![(index, input.hash_whole())]);
+            }
+        }
+    }
+    hash_smalls(&mut smalls, &arena, &mut ready);
+    ARENA.set(arena);
+    if !ready.is_empty() {
+        send(ready);
+    }
+}
+
+thread_local! {
+    /// The memory small inputs are read into, kept for the next task on the
+    /// thread: fresh memory for every task would cost a page fault per 4 KiB
+    /// read. It holds a lane group's inputs, at most `LANES` MiB.
+    static ARENA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Hashes the inputs waiting for a lane, side by side.
+fn hash_smalls<I: Input>(
+    smalls: &mut Vec<(usize, I, TreeParams, Range<usize>)>,
+    arena: &[u8],
+    ready: &mut Vec<(usize, I::Output)>,
+) {
+    if smalls.is_empty() {
+        return;
+    }
+    let inputs: Vec<(TreeParams, &[u8])> = smalls
+        .iter()
+        .map(|(_, _, tree, bytes)| (*tree, &arena[bytes.clone()]))
+        .collect();
+    let digests = hash_single_leaf_inputs(&inputs);
+    for ((index, input, _, _), digest) in smalls.drain(..).zip(digests) {
+        ready.push((index, input.small_done(digest)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::params::Algorithm;
+
+    /// How a test input behaves.
+    #[derive(Clone, Copy)]
+    enum Kind {
+        /// Read into the arena: `len` bytes of a pattern.
+        Small(usize),
+        /// Hashed whole after a pause (a slow file, a FIFO).
+        Slow(u64),
+        /// Nothing to hash.
+        Nothing,
+        /// Read in turn on the calling thread.
+        InTurn,
+    }
+
+    struct Fake<'a> {
+        index: usize,
+        kind: Kind,
+        tree: TreeParams,
+        /// Inputs taken and not yet reported, across the run.
+        in_flight: &'a AtomicUsize,
+    }
+
+    fn data(index: usize, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + index) as u8).collect()
+    }
+
+    impl Input for Fake<'_> {
+        type Output = (usize, Option<Digest>);
+
+        fn in_turn(&self) -> bool {
+            matches!(self.kind, Kind::InTurn)
+        }
+
+        fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            assert!(now <= tuning::INPUTS_IN_FLIGHT, "{now} inputs in flight");
+            match self.kind {
+                Kind::Small(len) => {
+                    let start = arena.len();
+                    arena.extend_from_slice(&data(self.index, len));
+                    Step::Small {
+                        tree: self.tree,
+                        bytes: start..arena.len(),
+                    }
+                }
+                Kind::Slow(_) | Kind::InTurn => Step::Whole,
+                Kind::Nothing => Step::Done,
+            }
+        }
+
+        fn small_done(self, digest: Digest) -> Self::Output {
+            (self.index, Some(digest))
+        }
+
+        fn hash_whole(self) -> Self::Output {
+            match self.kind {
+                Kind::Slow(millis) => {
+                    std::thread::sleep(Duration::from_millis(millis));
+                    (
+                        self.index,
+                        Some(crate::hash(&self.tree, &data(self.index, 100))),
+                    )
+                }
+                Kind::InTurn => {
+                    assert!(rayon::current_thread_index().is_none(), "not on the caller");
+                    (self.index, None)
+                }
+                _ => (self.index, None),
+            }
+        }
+    }
+
+    fn kind_of(index: usize) -> Kind {
+        match index % 23 {
+            5 => Kind::Slow(30),
+            9 | 10 => Kind::Nothing,
+            17 => Kind::InTurn,
+            n => Kind::Small(n * 37 % 200),
+        }
+    }
+
+    #[test]
+    fn outputs_come_in_order_whatever_finishes_first() {
+        let trees = [
+            TreeParams::new(Algorithm::Blake2b, 64, 256).unwrap(),
+            TreeParams::new(Algorithm::Blake2s, 5, 200).unwrap(),
+        ];
+        let in_flight = AtomicUsize::new(0);
+        let inputs = (0..300).map(|index| Fake {
+            index,
+            kind: kind_of(index),
+            tree: trees[index % 3 % 2],
+            in_flight: &in_flight,
+        });
+        let mut reported = Vec::new();
+        let mut waited = 0;
+        hash_each(inputs, |event| {
+            match event {
+                Event::Ready((index, digest)) => {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let tree = &trees[index % 3 % 2];
+                    let expected = match kind_of(index) {
+                        Kind::Small(len) => Some(crate::hash(tree, &data(index, len))),
+                        Kind::Slow(_) => Some(crate::hash(tree, &data(index, 100))),
+                        Kind::Nothing | Kind::InTurn => None,
+                    };
+                    assert_eq!(digest, expected, "input {index}");
+                    reported.push(index);
+                }
+                Event::Waiting => waited += 1,
+            }
+            ControlFlow::Continue(())
+        });
+        assert_eq!(reported, (0..300).collect::<Vec<_>>());
+        // At least before each input read in turn, and for the slow ones.
+        assert!(waited >= 13, "{waited} waits");
+    }
+
+    #[test]
+    fn a_break_stops_taking_inputs() {
+        let tree = TreeParams::default();
+        let in_flight = AtomicUsize::new(0);
+        let taken = AtomicUsize::new(0);
+        let inputs = (0..10_000).map(|index| {
+            taken.fetch_add(1, Ordering::SeqCst);
+            Fake {
+                index,
+                kind: Kind::Small(index % 50),
+                tree,
+                in_flight: &in_flight,
+            }
+        });
+        let mut reported = 0;
+        hash_each(inputs, |event| {
+            if let Event::Ready((index, _)) = event {
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                assert_eq!(index, reported);
+                reported += 1;
+            }
+            if reported == 100 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(reported, 100);
+        let taken = taken.load(Ordering::SeqCst);
+        assert!(taken <= 100 + tuning::INPUTS_IN_FLIGHT + 1, "{taken} taken");
+    }
+
+    #[test]
+    fn a_panicking_input_is_not_waited_for() {
+        struct Panics;
+        impl Input for Panics {
+            type Output = ();
+            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step {
+                Step::Whole
+            }
+            fn small_done(self, _digest: Digest) {}
+            fn hash_whole(self) {
+                panic!("a bug");
+            }
+        }
+        let run = panic::catch_unwind(|| {
+            hash_each(std::iter::once(Panics), |_| ControlFlow::Continue(()));
+        });
+        assert!(run.is_err());
+    }
+}

@@ -1,0 +1,145 @@
+//! Every size and count that shapes the work, in one place: how many bytes a
+//! batch holds, how large a mapped window is, which leaves are "big", how
+//! much a pool task hashes, how many batches and inputs are in flight, and
+//! how many threads hash while a reader reads. None of it changes a digest;
+//! all of it changes speed and memory.
+
+use crate::params::{Algorithm, TreeParams};
+
+/// The input bytes a batch of whole leaves holds at most.
+///
+/// With the default 5 MiB leaves that is 8 leaves: two SIMD groups of four,
+/// one for each core of a small machine.
+pub(crate) const BATCH_BYTES: usize = 40 << 20;
+
+/// The leaves a batch holds at most, so that tiny leaves (`-t 1`) keep the
+/// digest buffer small (4 MiB of 64-byte digests).
+pub(crate) const BATCH_MAX_LEAVES: usize = 1 << 16;
+
+/// The most bytes a mapped window of whole leaves spans. A window holds a
+/// batch, or two SIMD groups of leaves per thread if that is more; its pages
+/// are given back as they are hashed, so its size costs address space only.
+pub(crate) const WINDOW_MAX_BYTES: usize = 256 << 20;
+
+/// Mapped windows in flight: two, so that the pool never waits at a
+/// window's end for its slowest task while the next one is mapped.
+pub(crate) const WINDOWS_IN_FLIGHT: usize = 2;
+
+/// Stream batches in flight: one being hashed while the next one fills, so
+/// a stream holds two batches at most.
+pub(crate) const STREAM_BATCHES_IN_FLIGHT: usize = 1;
+
+/// Leaves above this size are hashed incrementally, a piece at a time,
+/// instead of being buffered or mapped whole.
+pub(crate) const BIG_LEAF: u64 = 8 << 20;
+
+/// A big leaf of a mapped file is mapped this much at a time.
+pub(crate) const PIECE: u64 = 8 << 20;
+
+/// The size of the reads into a big leaf of a stream.
+pub(crate) const READ_CHUNK: usize = 1 << 20;
+
+/// A stream's buffer starts this small and doubles up to the batch size, so
+/// that small inputs never allocate a whole batch.
+pub(crate) const FIRST_BUFFER: usize = 64 << 10;
+
+/// A task on the pool hashes about this many bytes (at least one SIMD group).
+pub(crate) const TASK_BYTES: usize = 256 << 10;
+
+/// Regular files smaller than this are read, not mapped: one `read` is
+/// cheaper than setting up and tearing down a mapping.
+pub(crate) const MAP_MIN: u64 = 1 << 20;
+
+/// The pipe buffer asked for (Linux's default limit for unprivileged users,
+/// `/proc/sys/fs/pipe-max-size`), so that writer and reader wake each other
+/// 16 times less often than with the 64 KiB default.
+pub(crate) const PIPE_SIZE: usize = 1 << 20;
+
+/// Inputs of a run of many that are being hashed or wait to be reported at
+/// once. Their results are reported in order, so this bounds what is held.
+pub(crate) const INPUTS_IN_FLIGHT: usize = 64;
+
+/// The bytes that inputs in flight may hold besides their results (their
+/// names): a list of long names is not held whole.
+pub(crate) const INPUT_BYTES_IN_FLIGHT: usize = 8 << 20;
+
+/// Inputs one pool task takes: small ones among them share SIMD lanes (8, a
+/// multiple of BLAKE2b's 4 and BLAKE2s's 8 lanes).
+pub(crate) const LANES: usize = 8;
+
+/// How the leaves of a batch are spread over the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spread {
+    /// Over every thread: memory and mapped files, whose bytes are all there.
+    AllThreads,
+    /// Over all threads but one: a stream's reader needs a core of its own
+    /// (with two cores, hashers on both slow the reads more than they gain).
+    SpareOneForReader,
+}
+
+impl Spread {
+    /// The threads that hash.
+    pub(crate) fn threads(self) -> usize {
+        let all = rayon::current_num_threads();
+        match self {
+            Spread::AllThreads => all,
+            Spread::SpareOneForReader => all.saturating_sub(1).max(1),
+        }
+    }
+}
+
+/// How many inputs the multi-input API hashes at once on this CPU (4 or 8
+/// with AVX2).
+pub(crate) fn simd_degree(algorithm: Algorithm) -> usize {
+    match algorithm {
+        Algorithm::Blake2b => blake2b_simd::many::degree(),
+        Algorithm::Blake2s => blake2s_simd::many::degree(),
+    }
+}
+
+/// The leaves one batch holds: as many whole leaves as fit in
+/// [`BATCH_BYTES`], at least one, at most [`BATCH_MAX_LEAVES`].
+pub(crate) fn batch_leaves(tree: &TreeParams) -> usize {
+    (BATCH_BYTES / leaf_size(tree)).clamp(1, BATCH_MAX_LEAVES)
+}
+
+/// The leaves a mapped window holds: a batch, or more if that is what fills
+/// a SIMD group on every thread twice over (BLAKE2s hashes 8 leaves at once),
+/// up to [`WINDOW_MAX_BYTES`]. Mapped pages are given back as they are
+/// hashed, so a window's size costs address space, not memory, and fewer,
+/// larger windows mean fewer hand-offs and unmappings.
+pub(crate) fn window_leaves(tree: &TreeParams) -> usize {
+    let lanes = 2 * rayon::current_num_threads() * simd_degree(tree.algorithm());
+    let most = (WINDOW_MAX_BYTES / leaf_size(tree)).max(1);
+    batch_leaves(tree)
+        .max(lanes.min(most))
+        .min(BATCH_MAX_LEAVES)
+}
+
+/// Whether leaves are too big to buffer several at once.
+pub(crate) fn has_big_leaves(tree: &TreeParams) -> bool {
+    tree.leaf_size() > BIG_LEAF
+}
+
+/// The leaves one pool task hashes out of `count`: enough to amortise the
+/// hand-off and fill a SIMD group, but no more than an even share, so that
+/// few big leaves still spread over every thread.
+pub(crate) fn leaves_per_task(tree: &TreeParams, count: usize, spread: Spread) -> usize {
+    let degree = simd_degree(tree.algorithm());
+    let even_share = count.div_ceil(spread.threads()).max(1);
+    (TASK_BYTES / leaf_size(tree))
+        .next_multiple_of(degree)
+        .max(degree)
+        .min(even_share)
+}
+
+fn leaf_size(tree: &TreeParams) -> usize {
+    // At most 2^32 - 1, which fits a usize on every supported target.
+    tree.leaf_size() as usize
+}
+
+/// How long a run of many inputs waits for the next one to finish before it
+/// tells its caller it is waiting (so that the lines reported so far are
+/// flushed): long enough that a busy run flushes in big writes, short
+/// enough that a blocked input does not hide the lines before it.
+pub(crate) const QUIET_BEFORE_FLUSH: std::time::Duration = std::time::Duration::from_millis(20);

@@ -1,0 +1,416 @@
+//! Inputs that can be read at any offset (regular files): their leaves are
+//! mapped a window at a time, two windows in flight, each window's pages
+//! given back as its tasks finish; big leaves one per thread, mapped a piece
+//! at a time. What cannot be mapped is read at offsets instead.
+
+use std::io::{self, Read};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::batch::EndOfInput;
+use super::kernel::LeafState;
+use super::pipeline::{LeafBytes, Pipeline};
+use super::stream::Stream;
+use super::tuning::{self, Spread};
+use super::{Hashed, Root, Sink, check_leaf_index};
+use crate::digest::Digest;
+use crate::error::Error;
+use crate::params::{LastNode, TreeParams};
+
+/// An input that can be read at any offset: a regular file, as `input`
+/// opens it.
+pub(crate) trait RandomAccess: Sync {
+    /// The input's length in bytes (from where hashing starts).
+    fn len(&self) -> u64;
+
+    /// Maps `bytes` of the input for reading; `None` when they cannot be
+    /// mapped, and are then read with [`read_at`](Self::read_at).
+    fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>>;
+
+    /// Reads bytes at `offset`, as `pread` does.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Called after each part of the input is hashed: fails if the input has
+    /// changed since it was opened, or if `faulted` (a mapped page could not
+    /// be read).
+    fn check(&self, faulted: bool) -> Result<(), Error>;
+}
+
+/// Mapped bytes of a [`RandomAccess`] input.
+pub(crate) trait Mapping: Send + Sync + 'static {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+
+    /// The bytes in `range` have been hashed and will not be read again.
+    fn release(&self, _range: Range<usize>) {}
+
+    /// Whether a page could not be read (the file shrank under the mapping);
+    /// what was read there is not the file's.
+    fn faulted(&self) -> bool;
+}
+
+impl LeafBytes for Box<dyn Mapping> {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+
+    fn release(&self, range: Range<usize>) {
+        (**self).release(range);
+    }
+}
+
+/// Hashes leaves `leaves` of `file` (cut at its end).
+pub(crate) fn hash(
+    tree: &TreeParams,
+    file: &dyn RandomAccess,
+    leaves: Range<u64>,
+    sink: &mut Sink<'_>,
+) -> Result<Hashed, Error> {
+    let length = file.len();
+    let count = tree.leaf_count(length);
+    let leaves = leaves.start.min(count)..leaves.end.min(count);
+    if !leaves.is_empty() {
+        check_leaf_index(tree, leaves.end - 1)?;
+    }
+    let root = Root::new(tree, leaves.start);
+    let root = if tuning::has_big_leaves(tree) {
+        big_leaves(tree, file, leaves, root, sink)?
+    } else {
+        windows(tree, file, leaves, root, sink)?
+    };
+    Ok(Hashed {
+        digest: root.finalize(),
+        length,
+    })
+}
+
+/// Whole leaves a window at a time, mapped; read from the first window that
+/// cannot be mapped on.
+fn windows(
+    tree: &TreeParams,
+    file: &dyn RandomAccess,
+    leaves: Range<u64>,
+    root: Root,
+    sink: &mut Sink<'_>,
+) -> Result<Root, Error> {
+    let length = file.len();
+    let count = tree.leaf_count(length);
+    let mut pipeline: Pipeline<Box<dyn Mapping>> =
+        Pipeline::new(tree, root, tuning::WINDOWS_IN_FLIGHT, Spread::AllThreads);
+    let window = tuning::window_leaves(tree) as u64;
+    let mut first = leaves.start;
+    while first < leaves.end {
+        let last = leaves.end.min(first + window);
+        let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
+        let Some(mapping) = file.map(bytes) else {
+            while let Some(done) = pipeline.wait(sink) {
+                file.check(done.faulted())?;
+                sink.count(done.bytes().len() as u64);
+            }
+            let root = pipeline.finish(sink);
+            return read(tree, file, first..leaves.end, root, sink);
+        };
+        if pipeline.is_full()
+            && let Some(done) = pipeline.wait(sink)
+        {
+            // After each window the file is looked at again, so that a
+            // change stops the work early.
+            file.check(done.faulted())?;
+            sink.count(done.bytes().len() as u64);
+        }
+        let end = if last == count {
+            EndOfInput::Yes
+        } else {
+            EndOfInput::No
+        };
+        pipeline.submit(mapping, first, end, sink);
+        first = last;
+    }
+    while let Some(done) = pipeline.wait(sink) {
+        file.check(done.faulted())?;
+        sink.count(done.bytes().len() as u64);
+    }
+    Ok(pipeline.finish(sink))
+}
+
+/// Leaves read at offsets, as a stream, feeding `root`.
+fn read(
+    tree: &TreeParams,
+    file: &dyn RandomAccess,
+    leaves: Range<u64>,
+    root: Root,
+    sink: &mut Sink<'_>,
+) -> Result<Root, Error> {
+    debug_assert!(!leaves.is_empty());
+    let length = file.len();
+    let end = if leaves.end == tree.leaf_count(length) {
+        EndOfInput::Yes
+    } else {
+        EndOfInput::No
+    };
+    let mut reader = ReadAt {
+        file,
+        offset: tree.leaf_bytes(leaves.start, length).start,
+        end: tree.leaf_bytes(leaves.end - 1, length).end,
+    };
+    let mut stream = Stream::resume(tree, root, leaves.start, end);
+    stream.update_reader(&mut reader, sink)?;
+    let root = stream.finish(sink)?;
+    file.check(false)?;
+    Ok(root)
+}
+
+/// The bytes `offset..end` of a random-access input, as a reader.
+struct ReadAt<'a> {
+    file: &'a dyn RandomAccess,
+    offset: u64,
+    end: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = (self.end - self.offset).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let count = self.file.read_at(&mut buf[..want], self.offset)?;
+        self.offset += count as u64;
+        Ok(count)
+    }
+}
+
+/// Leaves too big to map whole: a round hashes one leaf per thread, each
+/// mapping its leaf a piece at a time.
+fn big_leaves(
+    tree: &TreeParams,
+    file: &dyn RandomAccess,
+    leaves: Range<u64>,
+    mut root: Root,
+    sink: &mut Sink<'_>,
+) -> Result<Root, Error> {
+    let length = file.len();
+    let count = tree.leaf_count(length);
+    let threads = rayon::current_num_threads();
+    let progress = sink.progress;
+    for round in leaves.clone().step_by(threads) {
+        let digests: Vec<Result<Digest, Error>> = (round..leaves.end.min(round + threads as u64))
+            .into_par_iter()
+            .map(|index| {
+                let last = if index + 1 == count {
+                    LastNode::Yes
+                } else {
+                    LastNode::No
+                };
+                big_leaf(tree, file, index, last, progress)
+            })
+            .collect();
+        file.check(false)?;
+        for digest in digests {
+            root.feed(digest?.as_bytes(), tree.digest_size(), sink);
+        }
+    }
+    Ok(root)
+}
+
+/// Hashes one big leaf a mapped piece at a time (or a read piece, where
+/// mapping is refused).
+fn big_leaf(
+    tree: &TreeParams,
+    file: &dyn RandomAccess,
+    index: u64,
+    last: LastNode,
+    progress: Option<&AtomicU64>,
+) -> Result<Digest, Error> {
+    let bytes = tree.leaf_bytes(index, file.len());
+    let mut leaf = LeafState::new(tree, index);
+    let mut buffer = Vec::new();
+    let mut offset = bytes.start;
+    while offset < bytes.end {
+        let piece = offset..bytes.end.min(offset + tuning::PIECE);
+        match file.map(piece.clone()) {
+            Some(mapping) => {
+                leaf.update(mapping.bytes());
+                file.check(mapping.faulted())?;
+            }
+            None => {
+                buffer.resize((piece.end - piece.start) as usize, 0);
+                read_exact_at(file, &mut buffer, piece.start)?;
+                leaf.update(&buffer);
+            }
+        }
+        if let Some(progress) = progress {
+            progress.fetch_add(piece.end - piece.start, Ordering::Relaxed);
+        }
+        offset = piece.end;
+    }
+    Ok(leaf.finalize(last))
+}
+
+/// Fills `buf` from `offset`; a file that ends early has changed.
+fn read_exact_at(
+    file: &dyn RandomAccess,
+    mut buf: &mut [u8],
+    mut offset: u64,
+) -> Result<(), Error> {
+    while !buf.is_empty() {
+        match file.read_at(buf, offset) {
+            Ok(0) => {
+                file.check(false)?;
+                return Err(Error::Changed);
+            }
+            Ok(count) => {
+                buf = &mut buf[count..];
+                offset += count as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+    use crate::engine::{LeafSink, Source};
+    use crate::params::Algorithm;
+
+    /// An input in memory that maps its first `maps` requests only, and
+    /// answers reads at offsets a few thousand bytes at a time.
+    struct Memory {
+        data: Vec<u8>,
+        maps: AtomicUsize,
+    }
+
+    /// A "mapping": a copy of the bytes.
+    struct Copy(Vec<u8>);
+
+    impl Mapping for Copy {
+        fn bytes(&self) -> &[u8] {
+            &self.0
+        }
+
+        fn faulted(&self) -> bool {
+            false
+        }
+    }
+
+    impl RandomAccess for Memory {
+        fn len(&self) -> u64 {
+            self.data.len() as u64
+        }
+
+        fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>> {
+            let left = self.maps.load(Ordering::Relaxed);
+            (left > 0).then(|| {
+                self.maps.store(left - 1, Ordering::Relaxed);
+                let bytes = &self.data[bytes.start as usize..bytes.end as usize];
+                Box::new(Copy(bytes.to_vec())) as Box<dyn Mapping>
+            })
+        }
+
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            let rest = self.data.get(offset as usize..).unwrap_or_default();
+            let count = buf.len().min(rest.len()).min(7919);
+            buf[..count].copy_from_slice(&rest[..count]);
+            Ok(count)
+        }
+
+        fn check(&self, _faulted: bool) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+
+    /// Collects leaf digests, checking that they come in order.
+    struct Collect {
+        digest_size: usize,
+        next: Option<u64>,
+        digests: Vec<u8>,
+    }
+
+    impl LeafSink for Collect {
+        fn leaves(&mut self, first: u64, digests: &[u8]) {
+            assert!(self.next.is_none_or(|next| next == first), "out of order");
+            self.next = Some(first + (digests.len() / self.digest_size) as u64);
+            self.digests.extend_from_slice(digests);
+        }
+    }
+
+    fn hash_with(tree: &TreeParams, source: Source<'_>) -> (Digest, Vec<u8>) {
+        let mut collect = Collect {
+            digest_size: tree.digest_size(),
+            next: None,
+            digests: Vec::new(),
+        };
+        let mut sink = Sink {
+            leaves: Some(&mut collect),
+            progress: None,
+        };
+        let digest = crate::engine::hash(tree, source, &mut sink).unwrap().digest;
+        (digest, collect.digests)
+    }
+
+    /// Every way through a random-access input — mapped windows, reads at
+    /// offsets from the first window on or from a later one, big leaves
+    /// mapped or read a piece at a time, leaf ranges — against the bytes
+    /// hashed in memory.
+    #[test]
+    fn random_access_inputs_match_memory_however_they_are_read() {
+        let cases: [(Algorithm, usize, u64, usize); 4] = [
+            // Windows of 65536 one-byte leaves: four of them.
+            (Algorithm::Blake2b, 64, 1, 200_000),
+            (Algorithm::Blake2s, 32, 3, 200_001),
+            // Windows of 65536 64-byte leaves (4 MiB): three of them.
+            (Algorithm::Blake2b, 17, 64, (9 << 20) + 5),
+            // Big leaves, each mapped or read in 8 MiB pieces.
+            (Algorithm::Blake2s, 7, (9 << 20) + 1, 20 << 20),
+        ];
+        let mut checked = 0;
+        for (algorithm, size, leaf_size, len) in cases {
+            let tree = TreeParams::new(algorithm, size, leaf_size).unwrap();
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let (expected, leaves) = hash_with(&tree, Source::Bytes(&data));
+            let count = tree.leaf_count(len as u64);
+            assert_eq!(leaves.len(), count as usize * size);
+            let window = tuning::window_leaves(&tree) as u64;
+            let ranges = [
+                0..u64::MAX,
+                0..1,
+                1..3,
+                count - 1..count,
+                window - 1..window + 2,
+                count / 2..u64::MAX,
+            ];
+            for maps in [0, 1, 2, usize::MAX] {
+                for range in ranges.iter().filter(|range| range.start < count) {
+                    let memory = Memory {
+                        data: data.clone(),
+                        maps: AtomicUsize::new(maps),
+                    };
+                    let source = Source::File {
+                        file: &memory,
+                        leaves: range.clone(),
+                    };
+                    let (digest, got) = hash_with(&tree, source);
+                    let end = range.end.min(count) as usize;
+                    let want = &leaves[range.start as usize * size..end * size];
+                    assert!(
+                        got == want,
+                        "{tree:?} {len} bytes, {maps} maps, leaves {range:?}"
+                    );
+                    if range.start == 0 && range.end >= count {
+                        assert_eq!(digest, expected, "{tree:?} {len} bytes, {maps} maps");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        // Six ranges of the first three inputs, five of the last (whose
+        // window holds all three leaves), each read four ways.
+        assert_eq!(checked, (6 + 6 + 6 + 5) * 4);
+    }
+}

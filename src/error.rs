@@ -1,0 +1,96 @@
+//! [`Error`]: why an input has no digest.
+
+use std::fmt;
+use std::io;
+use std::ops::Range;
+
+use crate::params::Algorithm;
+
+/// Why an input could not be hashed.
+#[derive(Debug)]
+pub enum Error {
+    /// Opening or reading the input failed.
+    Io(io::Error),
+    /// The file's size or modification time changed while it was hashed,
+    /// or a mapped page of it vanished (the file shrank).
+    Changed,
+    /// The input has more leaves than the algorithm's node offset can
+    /// number (BLAKE2s: 2^48; only with tiny leaves on huge inputs).
+    TooManyLeaves(Algorithm),
+    /// A leaf range was asked of an input that cannot be read at any offset
+    /// (a pipe, a FIFO, a device).
+    NotRegularFile,
+    /// A leaf range holds none of the input's leaves.
+    EmptyLeafRange {
+        /// The range asked for (`end` is `u64::MAX` for `A..`).
+        requested: Range<u64>,
+        /// How many leaves the input has.
+        leaves: u64,
+    },
+}
+
+impl From<io::Error> for Error {
+    fn from(error: io::Error) -> Self {
+        Error::Io(error)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(error) => f.write_str(&plain_message(error)),
+            Error::Changed => f.write_str("file changed while being read"),
+            Error::TooManyLeaves(algorithm) => write!(
+                f,
+                "input too long: {algorithm} numbers at most {} leaves; use a larger leaf size",
+                algorithm.max_leaves()
+            ),
+            Error::NotRegularFile => f.write_str(
+                "a leaf range needs a regular file (one that can be read at any offset)",
+            ),
+            Error::EmptyLeafRange { requested, leaves } => {
+                let end = match requested.end {
+                    u64::MAX => String::new(),
+                    end => end.to_string(),
+                };
+                write!(
+                    f,
+                    "leaf range {}..{end} holds no leaf: the file has {leaves} leaves (0..{leaves})",
+                    requested.start
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The system's message for an error, without Rust's ` (os error N)` suffix:
+/// `No such file or directory`, as other command-line tools print it.
+pub fn plain_message(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) if error.raw_os_error().is_some() => text[..cut].to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_messages_drop_the_os_error_suffix() {
+        let error = io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(plain_message(&error), "No such file or directory");
+        let custom = io::Error::other("file changed (os error 5) oddly");
+        assert_eq!(plain_message(&custom), "file changed (os error 5) oddly");
+    }
+}

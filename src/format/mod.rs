@@ -1,0 +1,192 @@
+//! Every line grammar of bt2sum, both directions in one place: what hashing
+//! writes and what check mode and `--combine` read back.
+//!
+//! - [`Tag`]: `BLAKE2b-64`, the algorithm and the digest size in bytes.
+//! - [`checksum`]: `TAG (NAME) = HEX`, `TAG = HEX` and GNU's `HEX  NAME`.
+//! - [`leaf`]: the leaf lines of a listing,
+//!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`.
+//! - [`verdict`]: what check mode prints per file, `NAME: OK`.
+//!
+//! Names are bytes (non-UTF-8 names pass through) and are escaped the GNU
+//! way when they hold a newline, carriage return or backslash: the line
+//! starts with `\`, and in the name `\` is written `\\`, newline `\n`,
+//! carriage return `\r` ([`push_name`], [`unescape`]).
+
+pub mod checksum;
+pub mod leaf;
+pub mod verdict;
+
+use std::fmt;
+
+use crate::params::{Algorithm, TreeParams};
+
+/// Whether a name needs the GNU escape (and its line the leading `\`).
+pub fn needs_escape(name: &[u8]) -> bool {
+    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
+}
+
+/// Appends `name` to `out`, escaped if `escaped` is set.
+pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
+    if !escaped {
+        out.extend_from_slice(name);
+        return;
+    }
+    for &byte in name {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(byte),
+        }
+    }
+}
+
+/// Undoes [`push_name`]'s escape; `None` for any escape but `\\`, `\n`, `\r`
+/// (or a lone `\` at the end).
+pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
+    let mut name = Vec::with_capacity(written.len());
+    let mut bytes = written.iter();
+    while let Some(&byte) = bytes.next() {
+        if byte != b'\\' {
+            name.push(byte);
+            continue;
+        }
+        name.push(match bytes.next()? {
+            b'\\' => b'\\',
+            b'n' => b'\n',
+            b'r' => b'\r',
+            _ => return None,
+        });
+    }
+    Some(name)
+}
+
+/// The head of every line: `BLAKE2b-N` or `BLAKE2s-N`, N the digest size in
+/// bytes, in decimal without leading zeros.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// The digest size in bytes, valid for the algorithm.
+    pub digest_size: usize,
+}
+
+impl Tag {
+    /// The tag of a tree's lines.
+    pub fn of(tree: &TreeParams) -> Tag {
+        Tag {
+            algorithm: tree.algorithm(),
+            digest_size: tree.digest_size(),
+        }
+    }
+
+    /// The name lines give the algorithm.
+    pub const fn name(algorithm: Algorithm) -> &'static str {
+        match algorithm {
+            Algorithm::Blake2b => "BLAKE2b",
+            Algorithm::Blake2s => "BLAKE2s",
+        }
+    }
+
+    /// Reads a tag at the start of `line`; returns it and the rest of the
+    /// line. `None` unless the line starts with a valid tag (an algorithm
+    /// bt2sum knows, a size that algorithm has, no leading zeros).
+    pub fn parse(line: &[u8]) -> Option<(Tag, &[u8])> {
+        let rest = line.strip_prefix(b"BLAKE2")?;
+        let (algorithm, rest) = match rest.split_first()? {
+            (b'b', rest) => (Algorithm::Blake2b, rest),
+            (b's', rest) => (Algorithm::Blake2s, rest),
+            _ => return None,
+        };
+        let rest = rest.strip_prefix(b"-")?;
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 2 || rest[0] == b'0' {
+            return None;
+        }
+        let digest_size = rest[..digits]
+            .iter()
+            .fold(0, |size, digit| size * 10 + usize::from(digit - b'0'));
+        if digest_size > algorithm.max_digest_size() {
+            return None;
+        }
+        let tag = Tag {
+            algorithm,
+            digest_size,
+        };
+        Some((tag, &rest[digits..]))
+    }
+
+    /// Appends the tag to `out`.
+    pub fn push(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.to_string().as_bytes());
+    }
+}
+
+impl fmt::Display for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", Tag::name(self.algorithm), self.digest_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_read_back_and_bad_ones_are_refused() {
+        for algorithm in Algorithm::ALL {
+            for digest_size in 1..=algorithm.max_digest_size() {
+                let tag = Tag {
+                    algorithm,
+                    digest_size,
+                };
+                let mut line = Vec::new();
+                tag.push(&mut line);
+                line.extend_from_slice(b" rest");
+                assert_eq!(Tag::parse(&line), Some((tag, &b" rest"[..])));
+            }
+        }
+        let table: [(&[u8], Option<&str>); 12] = [
+            (b"BLAKE2b-64", Some("BLAKE2b-64")),
+            (b"BLAKE2s-32 (", Some("BLAKE2s-32")),
+            (b"BLAKE2b-1x", Some("BLAKE2b-1")),
+            (b"BLAKE2s-33", None),
+            (b"BLAKE2b-65", None),
+            (b"BLAKE2b-0", None),
+            (b"BLAKE2b-064", None),
+            (b"BLAKE2b-100", None),
+            (b"BLAKE2b-", None),
+            (b"BLAKE2b", None),
+            (b"BLAKE2B-1", None),
+            (b"blake2b-1", None),
+        ];
+        for (line, expected) in table {
+            let parsed = Tag::parse(line).map(|(tag, _)| tag.to_string());
+            assert_eq!(parsed.as_deref(), expected, "{}", line.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn names_escape_and_unescape() {
+        let table: [(&[u8], &[u8]); 5] = [
+            (b"plain", b"plain"),
+            (b"a\\b", b"a\\\\b"),
+            (b"new\nline", b"new\\nline"),
+            (b"cr\r", b"cr\\r"),
+            (b"\\\n\r\\", b"\\\\\\n\\r\\\\"),
+        ];
+        for (name, written) in table {
+            let mut out = Vec::new();
+            push_name(&mut out, name, needs_escape(name));
+            if needs_escape(name) {
+                assert_eq!(out, written);
+                assert_eq!(unescape(written).as_deref(), Some(name));
+            } else {
+                assert_eq!(out, name);
+            }
+        }
+        for bad in [&b"\\"[..], b"a\\t", b"\\x41", b"a\\0"] {
+            assert_eq!(unescape(bad), None, "{}", bad.escape_ascii());
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Regular files as [`RandomAccess`] inputs: mapped windows registered with
+//! the SIGBUS guard, reads at offsets where mapping is refused, and the
+//! `fstat` comparison that tells a file changed while it was hashed.
+
+use std::fs::{File, Metadata};
+use std::io;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use memmap2::{Mmap, MmapOptions, UncheckedAdvice};
+
+use super::sigbus;
+use crate::engine::{Mapping, RandomAccess};
+use crate::error::Error;
+
+/// A regular file from `start` on, as the engine reads it.
+pub(super) struct MappedFile<'a> {
+    pub(super) file: &'a File,
+    /// What `fstat` said when the file was opened.
+    pub(super) before: &'a Metadata,
+    /// The offset hashing starts at (standard input's current offset).
+    pub(super) start: u64,
+}
+
+impl RandomAccess for MappedFile<'_> {
+    fn len(&self) -> u64 {
+        self.before.len().saturating_sub(self.start)
+    }
+
+    fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>> {
+        let window = Window::map(self.file, self.start + bytes.start, bytes.end - bytes.start)?;
+        Some(Box::new(window))
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_at(self.file, buf, self.start + offset)
+    }
+
+    fn check(&self, faulted: bool) -> Result<(), Error> {
+        unchanged(self.file, self.before)?;
+        if faulted {
+            // A page that could not be read while the file looks as it did:
+            // the device failed.
+            return Err(io::Error::from_raw_os_error(libc::EIO).into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// Fails with [`Error::Changed`] if the file's size or modification time is
+/// no longer what it was.
+pub(super) fn unchanged(file: &File, before: &Metadata) -> Result<(), Error> {
+    let now = file.metadata()?;
+    if now.len() != before.len() || now.modified().ok() != before.modified().ok() {
+        return Err(Error::Changed);
+    }
+    Ok(())
+}
+
+/// A mapped window of the file, registered with the SIGBUS guard.
+pub(super) struct Window {
+    // Field order matters: the registration is dropped (unregistered)
+    // before the mapping is unmapped.
+    guard: sigbus::Registration,
+    map: Mmap,
+}
+
+impl Window {
+    /// Maps `len` bytes at `offset`; `None` if the file cannot be mapped.
+    pub(super) fn map(file: &File, offset: u64, len: u64) -> Option<Window> {
+        // SAFETY: the mapping is shared and read-only. The one way another
+        // process can break Rust's rules through it is to shrink the file,
+        // which would raise SIGBUS on access: the window is registered with
+        // the SIGBUS guard before any access, and a window that faulted is
+        // reported as a changed file, never hashed into a printed digest.
+        // Concurrent writes through other descriptors can change the bytes
+        // we read, which the fstat comparison reports.
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(offset)
+                .len(usize::try_from(len).ok()?)
+                .map(file)
+        }
+        .ok()?;
+        let guard = sigbus::Registration::new(map.as_ptr(), map.len())?;
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Some(Window { guard, map })
+    }
+}
+
+impl Mapping for Window {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// A window's pages are given back as soon as each task of the pool has
+    /// hashed its part: the resident set then stays at the leaves being
+    /// hashed (a SIMD group per thread), however large the windows.
+    fn release(&self, range: Range<usize>) {
+        let page = page_size();
+        let base = self.map.as_ptr() as usize;
+        // Whole pages inside the range only: a page shared with a neighbour
+        // task may still be being read.
+        let first_page = (base + range.start).next_multiple_of(page);
+        let end_page = (base + range.end) / page * page;
+        if first_page < end_page {
+            let (start, end) = (first_page - base, end_page - base);
+            // SAFETY: the mapping is a shared, read-only mapping of a file:
+            // MADV_DONTNEED only drops this process's page-table entries, and
+            // a later read of those bytes faults them in again from the page
+            // cache, unchanged. No byte of the mapping changes.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+
+    fn faulted(&self) -> bool {
+        self.guard.faulted()
+    }
+}
+
+/// The size of a memory page.
+fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| {
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_cut_short_faults_instead_of_killing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shrinking");
+        std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        let before = file.metadata().unwrap();
+        let source = MappedFile {
+            file: &file,
+            before: &before,
+            start: 0,
+        };
+        let window = Window::map(&file, 0, 2 << 20).expect("mappable");
+        assert!(source.check(window.faulted()).is_ok());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        // Every page past the new end raises SIGBUS; the guard answers each
+        // with a zero page, so the bytes read there are zeroes.
+        let sum: u64 = window.bytes().iter().map(|&b| u64::from(b)).sum();
+        assert_eq!(sum, 7 * 4096);
+        assert!(window.faulted());
+        assert!(matches!(
+            source.check(window.faulted()),
+            Err(Error::Changed)
+        ));
+    }
+
+    #[test]
+    fn a_fault_elsewhere_is_not_swallowed() {
+        // A window that is registered but not touched past the end stays clean.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steady");
+        std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        let window = Window::map(&file, 4096, (1 << 20) - 4096).expect("mappable");
+        assert_eq!(window.bytes().len(), (1 << 20) - 4096);
+        assert!(window.bytes().iter().all(|&b| b == 1));
+        assert!(!window.faulted());
+    }
+}

@@ -1,0 +1,238 @@
+//! What a checksum depends on besides the bytes: the algorithm, the digest
+//! size and the leaf size ([`TreeParams`]), and the one function that turns
+//! them into the parameter block of a node of the tree ([`TreeParams::node`]).
+//!
+//! The tree has two levels. The input is cut into leaves of `leaf_size`
+//! bytes; leaf `i` is hashed with node offset `i`, node depth 0 and the
+//! last-node flag on the final leaf only. The root (offset 0, depth 1, last
+//! node) hashes the leaf digests concatenated in leaf order. Every node shares
+//! digest length `s`, no key, fanout 0 ("unlimited"), maximal depth 2, leaf
+//! length `leaf_size`, inner length `s`, and zero salt and personalization.
+//! Empty input has no leaves: its root hashes nothing.
+
+use std::fmt;
+
+/// Which BLAKE2 function every node of the tree uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// BLAKE2b: 64-bit words, 128-byte blocks, digests of 1 to 64 bytes.
+    #[default]
+    Blake2b,
+    /// BLAKE2s: 32-bit words, 64-byte blocks, digests of 1 to 32 bytes.
+    Blake2s,
+}
+
+impl Algorithm {
+    /// Both algorithms, BLAKE2b first.
+    pub const ALL: [Algorithm; 2] = [Algorithm::Blake2b, Algorithm::Blake2s];
+
+    /// The largest digest, in bytes (also the default digest size).
+    pub const fn max_digest_size(self) -> usize {
+        match self {
+            Algorithm::Blake2b => 64,
+            Algorithm::Blake2s => 32,
+        }
+    }
+
+    /// The compression block size, in bytes.
+    pub const fn block_size(self) -> usize {
+        match self {
+            Algorithm::Blake2b => 128,
+            Algorithm::Blake2s => 64,
+        }
+    }
+
+    /// How many leaves the parameter block can number: BLAKE2s has a 48-bit
+    /// node offset, BLAKE2b a 64-bit one.
+    pub const fn max_leaves(self) -> u64 {
+        match self {
+            Algorithm::Blake2b => u64::MAX,
+            Algorithm::Blake2s => 1 << 48,
+        }
+    }
+}
+
+/// The lowercase name the command line uses: `blake2b` or `blake2s`.
+/// (Checksum lines name it `BLAKE2b` or `BLAKE2s`: see `format::Tag`.)
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Algorithm::Blake2b => "blake2b",
+            Algorithm::Blake2s => "blake2s",
+        })
+    }
+}
+
+/// Why a set of tree parameters was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamsError {
+    /// The digest size is 0 or above the algorithm's maximum.
+    DigestSize {
+        /// The algorithm asked for.
+        algorithm: Algorithm,
+        /// The digest size asked for, in bytes.
+        size: usize,
+    },
+    /// The leaf size is 0 or above 2^32 - 1 (the leaf-length field is 32 bits).
+    LeafSize(u64),
+}
+
+impl fmt::Display for ParamsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamsError::DigestSize { algorithm, size } => write!(
+                f,
+                "digest size {size} is out of range for {algorithm}: allowed 1 to {}",
+                algorithm.max_digest_size()
+            ),
+            ParamsError::LeafSize(size) => write!(
+                f,
+                "leaf size {size} is out of range: allowed 1 to {}",
+                u32::MAX
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParamsError {}
+
+/// Everything the checksum depends on besides the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TreeParams {
+    algorithm: Algorithm,
+    digest_size: u8,
+    leaf_size: u32,
+}
+
+impl Default for TreeParams {
+    /// BLAKE2b, 64-byte digests, 5 MiB leaves: the original tool's defaults.
+    fn default() -> Self {
+        TreeParams {
+            algorithm: Algorithm::Blake2b,
+            digest_size: 64,
+            leaf_size: Self::DEFAULT_LEAF_SIZE,
+        }
+    }
+}
+
+impl TreeParams {
+    /// The default leaf size, 5 MiB.
+    pub const DEFAULT_LEAF_SIZE: u32 = 5 << 20;
+
+    /// Checks the digest size (1 to the algorithm's maximum) and the leaf size
+    /// (1 to 2^32 - 1).
+    pub fn new(
+        algorithm: Algorithm,
+        digest_size: usize,
+        leaf_size: u64,
+    ) -> Result<Self, ParamsError> {
+        if digest_size == 0 || digest_size > algorithm.max_digest_size() {
+            return Err(ParamsError::DigestSize {
+                algorithm,
+                size: digest_size,
+            });
+        }
+        let leaf_size = u32::try_from(leaf_size)
+            .ok()
+            .filter(|&size| size > 0)
+            .ok_or(ParamsError::LeafSize(leaf_size))?;
+        Ok(TreeParams {
+            algorithm,
+            digest_size: digest_size as u8,
+            leaf_size,
+        })
+    }
+
+    /// The algorithm of every node.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The digest size in bytes, of the leaves and of the root.
+    pub fn digest_size(&self) -> usize {
+        usize::from(self.digest_size)
+    }
+
+    /// The leaf size in bytes.
+    pub fn leaf_size(&self) -> u64 {
+        u64::from(self.leaf_size)
+    }
+
+    /// The number of leaves an input of `len` bytes has: `ceil(len / L)`, so
+    /// none for empty input. The one place this rule is written.
+    pub fn leaf_count(&self, len: u64) -> u64 {
+        len.div_ceil(self.leaf_size())
+    }
+
+    /// The bytes of leaf `index` of an input of `len` bytes (empty past the
+    /// end).
+    pub fn leaf_bytes(&self, index: u64, len: u64) -> std::ops::Range<u64> {
+        let start = index.saturating_mul(self.leaf_size()).min(len);
+        start..start.saturating_add(self.leaf_size()).min(len)
+    }
+
+    /// The parameter block of a node of this tree. Every hash of the crate
+    /// builds its nodes from this one function.
+    pub fn node(&self, node: Node) -> NodeParams {
+        let (offset, depth, last) = match node {
+            Node::Leaf { offset, last } => (offset, 0, last),
+            Node::Root => (0, 1, LastNode::Yes),
+        };
+        NodeParams {
+            digest_length: self.digest_size,
+            fanout: 0,
+            max_depth: 2,
+            leaf_length: self.leaf_size,
+            node_offset: offset,
+            node_depth: depth,
+            inner_length: self.digest_size,
+            last_node: last,
+        }
+    }
+}
+
+/// A node of the tree: a leaf at an offset, or the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// Leaf number `offset` (from 0); `last` on the input's final leaf.
+    Leaf {
+        /// The leaf's index, which is its node offset.
+        offset: u64,
+        /// Whether it is the input's final leaf.
+        last: LastNode,
+    },
+    /// The root, which hashes the leaf digests.
+    Root,
+}
+
+/// Whether a node is the last one of its level (the BLAKE2 last-node flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LastNode {
+    /// Another node follows.
+    No,
+    /// The final node of its level.
+    Yes,
+}
+
+/// The fields of a BLAKE2 parameter block that the tree sets (no key, zero
+/// salt and personalization). The same fields exist in BLAKE2b and BLAKE2s;
+/// BLAKE2s's node offset has 48 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeParams {
+    /// Digest length in bytes.
+    pub digest_length: u8,
+    /// Fanout: 0, unlimited.
+    pub fanout: u8,
+    /// Maximal depth: 2.
+    pub max_depth: u8,
+    /// Leaf length in bytes.
+    pub leaf_length: u32,
+    /// Node offset: the leaf's index, 0 for the root.
+    pub node_offset: u64,
+    /// Node depth: 0 for leaves, 1 for the root.
+    pub node_depth: u8,
+    /// Inner hash length: the digest length.
+    pub inner_length: u8,
+    /// The last-node flag.
+    pub last_node: LastNode,
+}
