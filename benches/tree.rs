@@ -1,4 +1,4 @@
-//! In-process benchmarks of the hashing paths (issue 5), through the public
+//! In-process benchmarks of the hashing paths, through the public
 //! API only: `cargo bench --bench tree` (about a minute), or
 //! `cargo bench --bench tree -- --test` to run each once.
 //!
@@ -7,18 +7,20 @@
 //! - `stdin_pipeline`: [`TreeHasher::update_reader`] fed 64 MiB by a reader
 //!   that hands out 64 KiB pieces, as a pipe does.
 //! - `small_files`: [`bt2sum::hash_path`] over 256 files of 4 KiB in a temp
-//!   dir, one after the other and concurrently on the rayon pool.
+//!   dir, one after the other and concurrently on the rayon pool, and
+//!   [`bt2sum::hash_each`] over them (as the command hashes them).
 //!
 //! Whole-process comparisons with the ceiling and other tools are
 //! `scripts/compare`'s job.
 
 use std::hint::black_box;
 use std::io::{self, Read};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use bt2sum::format::Tag;
-use bt2sum::{Algorithm, TreeHasher, TreeParams, hash, hash_path};
+use bt2sum::{Algorithm, Event, Job, TreeHasher, TreeParams, hash, hash_each, hash_path};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use criterion::{criterion_group, criterion_main};
@@ -137,6 +139,19 @@ fn small_files(c: &mut Criterion) {
             paths.par_iter().for_each(|path| {
                 black_box(hash_path(&params, path).expect("hash a file"));
             })
+        })
+    });
+    // As the command hashes them: several at once, side by side in the
+    // SIMD lanes, reported in order.
+    group.bench_function("256x4KiB/hash_each", |b| {
+        b.iter(|| {
+            let jobs = paths.iter().map(|path| Job::path((), path, &params));
+            hash_each(jobs, |event| {
+                if let Event::Ready(outcome) = event {
+                    black_box(outcome.result.expect("hash a file"));
+                }
+                ControlFlow::Continue(())
+            });
         })
     });
     group.finish();

@@ -1,4 +1,4 @@
-//! The "straightforward ceiling" of issue 5: the yardstick `scripts/compare`
+//! The "straightforward ceiling": the yardstick `scripts/compare`
 //! measures bt2sum against, not production code.
 //!
 //! It maps the whole file, hashes its 5 MiB leaves in groups of

@@ -23,8 +23,8 @@
 //! ```
 //!
 //! - [`hash`] hashes a byte slice, [`TreeHasher`] a stream written or read
-//!   in pieces with bounded memory, and [`hash_path`], [`hash_file`] and
-//!   [`hash_stdin`] files of any kind (regular files are mapped a window at
+//!   in pieces with bounded memory, [`hash_reader`] a reader, and
+//!   [`hash_path`], [`hash_file`] and [`hash_stdin`] files of any kind (regular files are mapped a window at
 //!   a time, which installs a SIGBUS handler once per process so that a file
 //!   cut short while it is hashed is reported, not fatal).
 //! - [`Digest`]s compare in constant time, with [`ct::eq`], the hand-written
@@ -50,7 +50,7 @@ mod params;
 pub use digest::Digest;
 pub use engine::{Event, Hashed, LeafSink, TreeHasher};
 pub use error::{Error, plain_message};
-pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_stdin};
+pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, TreeParams};
 
 /// Hashes a byte slice in one call, on the current rayon pool.

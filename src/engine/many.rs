@@ -66,8 +66,19 @@ pub(crate) enum Step {
         tree: TreeParams,
         bytes: Range<usize>,
     },
-    /// Hash it whole, with [`Input::hash_whole`].
-    Whole,
+    /// Hash it whole, with [`Input::hash_whole`]; the engine decides on
+    /// which thread from its shape.
+    Whole(Shape),
+}
+
+/// What an input hashed whole is, for the engine to decide where to hash it
+/// (`tuning::hash_on_caller`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Shape {
+    /// Bytes read until the end: a pipe, a FIFO, a device.
+    Stream,
+    /// `leaves` leaves of a regular file, with `tree`.
+    File { tree: TreeParams, leaves: u64 },
 }
 
 /// What a run of many inputs tells its caller.
@@ -95,23 +106,23 @@ where
         // same pool could starve it, so hash in order, right here.
         while inputs.peek().is_some() {
             let task = take_task(&mut inputs, 0, tuning::LANES);
-            let mut outputs = Vec::with_capacity(task.len());
-            run_task(task, &mut |done| outputs.extend(done));
+            let mut replies = Vec::with_capacity(task.len());
+            run_task(task, &mut |done| replies.extend(done));
             // Inputs that waited for a lane come after some that did not.
-            outputs.sort_unstable_by_key(|(index, _)| *index);
-            for (_, output) in outputs {
-                if report(Event::Ready(output)).is_break() {
+            replies.sort_unstable_by_key(|(index, _)| *index);
+            for (_, reply) in replies {
+                if report(Event::Ready(reply.output())).is_break() {
                     return;
                 }
             }
         }
         return;
     }
-    let board = Board::new();
+    let board: Board<Reply<I>> = Board::new();
     rayon::in_place_scope(|scope| {
         // Inputs `reported..taken` are in flight; `slots[i]` is input
-        // `reported + i`: the bytes it holds, and its output once done.
-        let mut slots: VecDeque<(usize, Option<I::Output>)> = VecDeque::new();
+        // `reported + i`: the bytes it holds, and its reply once there.
+        let mut slots: VecDeque<(usize, Option<Reply<I>>)> = VecDeque::new();
         let mut reported = 0usize;
         let mut held = 0usize;
         let mut stopped = false;
@@ -124,22 +135,15 @@ where
             {
                 let Some(next) = inputs.peek() else { break };
                 if next.in_turn() {
+                    // Only once everything before it is reported, and what
+                    // was reported is flushed: it may wait for its reader.
                     if !slots.is_empty() {
                         break;
                     }
-                    let input = inputs.next().expect("peeked");
                     if report(Event::Waiting).is_break() {
                         stopped = true;
                         break;
                     }
-                    let mut output = None;
-                    run_task(vec![(0, input)], &mut |mut done| output = done.pop());
-                    reported += 1;
-                    let (_, output) = output.expect("a task reports every input");
-                    if report(Event::Ready(output)).is_break() {
-                        stopped = true;
-                    }
-                    continue;
                 }
                 let first = reported + slots.len();
                 let task = take_task(&mut inputs, first, tuning::LANES);
@@ -157,12 +161,21 @@ where
                     }
                 });
             }
-            // Report what is done, in order.
+            // Report what is done, in order, hashing here the large inputs
+            // handed back.
             while let Some((_, Some(_))) = slots.front() {
-                let (bytes, output) = slots.pop_front().expect("checked");
+                let (bytes, reply) = slots.pop_front().expect("checked");
                 held -= bytes;
                 reported += 1;
-                if !stopped && report(Event::Ready(output.expect("checked"))).is_break() {
+                let reply = reply.expect("checked");
+                if stopped {
+                    continue;
+                }
+                if matches!(reply, Reply::Large(_)) && report(Event::Waiting).is_break() {
+                    stopped = true;
+                    continue;
+                }
+                if report(Event::Ready(reply.output())).is_break() {
                     stopped = true;
                 }
             }
@@ -270,15 +283,18 @@ impl<O> Board<O> {
     }
 }
 
-/// Takes up to `most` inputs that need not be read in turn (or one that
-/// must), numbering them from `first`.
+/// Takes up to `most` inputs that need not be read in turn, or one that
+/// must, numbering them from `first`.
 fn take_task<I: Input, It: Iterator<Item = I>>(
     inputs: &mut Peekable<It>,
     first: usize,
     most: usize,
 ) -> Vec<(usize, I)> {
-    let mut task = Vec::new();
+    let mut task: Vec<(usize, I)> = Vec::new();
     while task.len() < most {
+        if task.first().is_some_and(|(_, input)| input.in_turn()) {
+            break;
+        }
         match inputs.peek() {
             Some(input) if !input.in_turn() || task.is_empty() => {
                 let input = inputs.next().expect("peeked");
@@ -290,11 +306,11 @@ fn take_task<I: Input, It: Iterator<Item = I>>(
     task
 }
 
-/// Prepares and hashes a task's inputs, handing their outputs, each with
+/// Prepares and hashes a task's inputs, handing their replies, each with
 /// its index, to `send`: together where they are done together (one wake-up
 /// of the caller for a lane group), and those before an input hashed whole
 /// before it is, since it may block.
-fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, I::Output)>)) {
+fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, Reply<I>)>)) {
     // Taken out of the thread-local, not borrowed: hashing an input whole
     // may run another task on this thread.
     let mut arena = ARENA.take();
@@ -303,15 +319,18 @@ fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, I:
     let mut ready = Vec::new();
     for (index, mut input) in task {
         match input.prepare(&mut arena) {
-            Step::Done => ready.push((index, input.hash_whole())),
+            Step::Done => ready.push((index, Reply::Done(input.hash_whole()))),
             Step::Small { tree, bytes } => smalls.push((index, input, tree, bytes)),
-            Step::Whole => {
+            Step::Whole(shape) if tuning::hash_on_caller(shape) => {
+                ready.push((index, Reply::Large(input)));
+            }
+            Step::Whole(_) => {
                 hash_smalls(&mut smalls, &arena, &mut ready);
                 arena.clear();
                 if !ready.is_empty() {
                     send(std::mem::take(&mut ready));
                 }
-                send(vec![(index, input.hash_whole())]);
+                send(vec![(index, Reply::Done(input.hash_whole()))]);
             }
         }
     }
@@ -322,18 +341,29 @@ fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, I:
     }
 }
 
-thread_local! {
-    /// The memory small inputs are read into, kept for the next task on the
-    /// thread: fresh memory for every task would cost a page fault per 4 KiB
-    /// read. It holds a lane group's inputs, at most `LANES` MiB.
-    static ARENA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+/// What a task hands back for an input.
+enum Reply<I: Input> {
+    /// Its output.
+    Done(I::Output),
+    /// A large input, opened, to be hashed by the caller.
+    Large(I),
+}
+
+impl<I: Input> Reply<I> {
+    /// The output, hashing a large input here.
+    fn output(self) -> I::Output {
+        match self {
+            Reply::Done(output) => output,
+            Reply::Large(input) => input.hash_whole(),
+        }
+    }
 }
 
 /// Hashes the inputs waiting for a lane, side by side.
 fn hash_smalls<I: Input>(
     smalls: &mut Vec<(usize, I, TreeParams, Range<usize>)>,
     arena: &[u8],
-    ready: &mut Vec<(usize, I::Output)>,
+    ready: &mut Vec<(usize, Reply<I>)>,
 ) {
     if smalls.is_empty() {
         return;
@@ -344,8 +374,15 @@ fn hash_smalls<I: Input>(
         .collect();
     let digests = hash_single_leaf_inputs(&inputs);
     for ((index, input, _, _), digest) in smalls.drain(..).zip(digests) {
-        ready.push((index, input.small_done(digest)));
+        ready.push((index, Reply::Done(input.small_done(digest))));
     }
+}
+
+thread_local! {
+    /// The memory small inputs are read into, kept for the next task on the
+    /// thread: fresh memory for every task would cost a page fault per 4 KiB
+    /// read. It holds a lane group's inputs, at most `LANES` MiB.
+    static ARENA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 #[cfg(test)]
@@ -365,8 +402,10 @@ mod tests {
         Slow(u64),
         /// Nothing to hash.
         Nothing,
-        /// Read in turn on the calling thread.
+        /// Read in turn (a stream, hashed on the calling thread).
         InTurn,
+        /// A stream, handed back by its task to the calling thread.
+        Large,
     }
 
     struct Fake<'a> {
@@ -375,6 +414,8 @@ mod tests {
         tree: TreeParams,
         /// Inputs taken and not yet reported, across the run.
         in_flight: &'a AtomicUsize,
+        /// Inputs reported so far.
+        reported: &'a AtomicUsize,
     }
 
     fn data(index: usize, len: usize) -> Vec<u8> {
@@ -400,7 +441,16 @@ mod tests {
                         bytes: start..arena.len(),
                     }
                 }
-                Kind::Slow(_) | Kind::InTurn => Step::Whole,
+                Kind::Slow(_) => Step::Whole(Shape::File {
+                    tree: self.tree,
+                    leaves: 1,
+                }),
+                Kind::InTurn => {
+                    let reported = self.reported.load(Ordering::SeqCst);
+                    assert_eq!(reported, self.index, "read in turn too early");
+                    Step::Whole(Shape::Stream)
+                }
+                Kind::Large => Step::Whole(Shape::Stream),
                 Kind::Nothing => Step::Done,
             }
         }
@@ -418,7 +468,7 @@ mod tests {
                         Some(crate::hash(&self.tree, &data(self.index, 100))),
                     )
                 }
-                Kind::InTurn => {
+                Kind::InTurn | Kind::Large => {
                     assert!(rayon::current_thread_index().is_none(), "not on the caller");
                     (self.index, None)
                 }
@@ -431,6 +481,7 @@ mod tests {
         match index % 23 {
             5 => Kind::Slow(30),
             9 | 10 => Kind::Nothing,
+            13 | 14 => Kind::Large,
             17 => Kind::InTurn,
             n => Kind::Small(n * 37 % 200),
         }
@@ -443,11 +494,13 @@ mod tests {
             TreeParams::new(Algorithm::Blake2s, 5, 200).unwrap(),
         ];
         let in_flight = AtomicUsize::new(0);
+        let reported_count = AtomicUsize::new(0);
         let inputs = (0..300).map(|index| Fake {
             index,
             kind: kind_of(index),
             tree: trees[index % 3 % 2],
             in_flight: &in_flight,
+            reported: &reported_count,
         });
         let mut reported = Vec::new();
         let mut waited = 0;
@@ -459,10 +512,11 @@ mod tests {
                     let expected = match kind_of(index) {
                         Kind::Small(len) => Some(crate::hash(tree, &data(index, len))),
                         Kind::Slow(_) => Some(crate::hash(tree, &data(index, 100))),
-                        Kind::Nothing | Kind::InTurn => None,
+                        Kind::Nothing | Kind::InTurn | Kind::Large => None,
                     };
                     assert_eq!(digest, expected, "input {index}");
                     reported.push(index);
+                    reported_count.fetch_add(1, Ordering::SeqCst);
                 }
                 Event::Waiting => waited += 1,
             }
@@ -477,6 +531,7 @@ mod tests {
     fn a_break_stops_taking_inputs() {
         let tree = TreeParams::default();
         let in_flight = AtomicUsize::new(0);
+        let reported_count = AtomicUsize::new(0);
         let taken = AtomicUsize::new(0);
         let inputs = (0..10_000).map(|index| {
             taken.fetch_add(1, Ordering::SeqCst);
@@ -485,6 +540,7 @@ mod tests {
                 kind: Kind::Small(index % 50),
                 tree,
                 in_flight: &in_flight,
+                reported: &reported_count,
             }
         });
         let mut reported = 0;
@@ -511,7 +567,8 @@ mod tests {
         impl Input for Panics {
             type Output = ();
             fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step {
-                Step::Whole
+                let tree = TreeParams::default();
+                Step::Whole(Shape::File { tree, leaves: 1 })
             }
             fn small_done(self, _digest: Digest) {}
             fn hash_whole(self) {

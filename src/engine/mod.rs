@@ -39,7 +39,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use many::Event;
-pub(crate) use many::{Input, Step, hash_each};
+pub(crate) use many::{Input, Shape, Step, hash_each};
 pub use stream::TreeHasher;
 pub(crate) use windows::{Mapping, RandomAccess};
 

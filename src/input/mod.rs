@@ -34,12 +34,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::digest::Digest;
-use crate::engine::{self, Event, Hashed, Input, LeafSink, Sink, Source, Step, tuning};
+use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, Step, tuning};
 use crate::error::Error;
 use crate::params::TreeParams;
 use mapped::{MappedFile, unchanged};
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
+///
+/// A regular file of 1 MiB or more is mapped a window at a time; the first
+/// such file installs a SIGBUS handler for the process, which answers
+/// faults in these windows only (a file cut short while it is hashed is then
+/// [`Error::Changed`], not a crash) and hands any other fault to the
+/// handler installed before it.
 ///
 /// ```
 /// use std::io::Write;
@@ -59,6 +65,22 @@ pub fn hash_path(tree: &TreeParams, path: impl AsRef<Path>) -> Result<Digest, Er
 /// Hashes an open file of any kind from its current offset to its end.
 pub fn hash_file(tree: &TreeParams, file: File) -> Result<Digest, Error> {
     let hashed = Opened::file(file, false)?.hash(tree, None, &mut Sink::default())?;
+    Ok(hashed.digest)
+}
+
+/// Hashes what `reader` reads, to its end, retrying short and interrupted
+/// reads.
+///
+/// ```
+/// use bt2sum::{TreeParams, hash, hash_reader};
+///
+/// let tree = TreeParams::default();
+/// let digest = hash_reader(&tree, &mut &b"hello s3git\n"[..])?;
+/// assert_eq!(digest, hash(&tree, b"hello s3git\n"));
+/// # Ok::<(), bt2sum::Error>(())
+/// ```
+pub fn hash_reader(tree: &TreeParams, reader: &mut dyn Read) -> Result<Digest, Error> {
+    let hashed = engine::hash(tree, Source::Stream(reader), &mut Sink::default())?;
     Ok(hashed.digest)
 }
 
@@ -443,10 +465,24 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         let Ok(file) = opened else {
             return Step::Done;
         };
+        let whole = Step::Whole(match (file.regular_length(), &self.leaves) {
+            (None, _) if !file.before.is_dir() => Shape::Stream,
+            (length, leaves) => {
+                let count = self.tree.leaf_count(length.unwrap_or(0));
+                let leaves = match leaves {
+                    Some(range) => range.end.min(count).saturating_sub(range.start),
+                    None => count,
+                };
+                Shape::File {
+                    tree: self.tree,
+                    leaves,
+                }
+            }
+        });
         // An input whose leaves are not wanted, of one leaf or less, is read
         // now and hashed beside others.
         if self.leaves.is_some() || self.sink.wants_leaves() {
-            return Step::Whole;
+            return whole;
         }
         let most = self.tree.leaf_size().min(tuning::MAP_MIN - 1);
         match file.read_small(most, arena) {
@@ -454,7 +490,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
                 tree: self.tree,
                 bytes,
             },
-            Ok(None) => Step::Whole,
+            Ok(None) => whole,
             Err(error) => {
                 *opened = Err(error);
                 Step::Done

@@ -395,6 +395,33 @@ fn man_page_is_roff() {
     assert!(page.contains(".TH bt2sum 1"), "{page}");
     assert!(page.contains("\\-\\-tree"), "{page}");
     assert!(page.contains("\\-\\-recursive"), "{page}");
+    for section in [
+        ".SH SYNOPSIS",
+        ".SH OUTPUT",
+        ".SH \"EXIT STATUS\"",
+        ".SH \"CHECK LIST FORMAT\"",
+        ".SH \"LEAF LISTINGS\"",
+        ".SH ENVIRONMENT",
+        ".SH EXAMPLES",
+    ] {
+        assert!(page.contains(section), "no {section}:\n{page}");
+    }
+    // The synopsis says that several FILEs may be given.
+    assert!(page.contains("[\\fIFILE\\fR]..."), "{page}");
+    // The examples and formats keep their lines: no-fill blocks, each
+    // example whole on its line.
+    let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
+    assert!(examples.contains(".nf\n"), "{examples}");
+    assert!(
+        examples
+            .lines()
+            .any(|line| line.starts_with("bt2sum \\-c SUMS ") && line.ends_with("...verified")),
+        "{examples}"
+    );
+    let exit = page.split(".SH \"EXIT STATUS\"").nth(1).unwrap();
+    for status in ["0: every input", "1: an input", "2: bad usage"] {
+        assert!(exit.contains(status), "{exit}");
+    }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
     // A full stdout is an error, not a panic.
     let full = bt2sum()

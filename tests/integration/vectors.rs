@@ -5,7 +5,11 @@
 
 use std::io::{self, Read, Write};
 
-use bt2sum::{Algorithm, TreeHasher, TreeParams, hash, hash_path};
+use std::ops::ControlFlow;
+
+use bt2sum::{
+    Algorithm, Event, Job, TreeHasher, TreeParams, hash, hash_each, hash_path, hash_reader,
+};
 
 use super::pattern;
 
@@ -95,7 +99,10 @@ fn read_through(tree: &TreeParams, data: &[u8]) -> String {
         .update_reader(&mut Trickle { data, reads: 0 })
         .unwrap();
     assert_eq!(count, data.len() as u64);
-    hasher.finalize().unwrap().to_hex()
+    let digest = hasher.finalize().unwrap();
+    let again = hash_reader(tree, &mut Trickle { data, reads: 0 }).unwrap();
+    assert_eq!(again, digest);
+    digest.to_hex()
 }
 
 fn from_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String {
@@ -138,6 +145,48 @@ fn every_path_matches_the_oracle() {
         checked += 1;
     }
     assert_eq!(checked, 2228);
+}
+
+/// Many files in one run, each with its own parameters: those of one leaf
+/// or less (every vector under 1 MiB) are hashed side by side in the SIMD
+/// lanes, BLAKE2b and BLAKE2s and every digest size mixed, and reported in
+/// order.
+#[test]
+fn many_files_at_once_match_the_oracle() {
+    let vectors: Vec<Vector> = vectors()
+        .into_iter()
+        .filter(|vector| vector.len < 1 << 20)
+        .collect();
+    assert_eq!(vectors.len(), 2113);
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<Job<usize>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(index, vector)| {
+            let path = dir.path().join(index.to_string());
+            std::fs::write(&path, vector.data()).unwrap();
+            Job::path(index, path, &vector.tree)
+        })
+        .collect();
+    let mut checked = 0;
+    hash_each(jobs, |event| {
+        if let Event::Ready(outcome) = event {
+            let vector = &vectors[outcome.tag];
+            assert_eq!(outcome.tag, checked, "out of order");
+            let hashed = outcome.result.unwrap();
+            assert_eq!(hashed.length, vector.len as u64);
+            assert_eq!(
+                hashed.digest.to_hex(),
+                vector.hex,
+                "{:?}, {} bytes",
+                vector.tree,
+                vector.len
+            );
+            checked += 1;
+        }
+        ControlFlow::Continue(())
+    });
+    assert_eq!(checked, 2113);
 }
 
 #[test]
