@@ -4,7 +4,7 @@
 //! and non-zero otherwise, in a time that depends on the length alone: no
 //! branch, no memory address and no variable-latency instruction depends on
 //! the bytes. [`eq`] is the safe, boolean face of it that check mode uses
-//! (and that [`Digest`](crate::Digest)'s `==` uses).
+//! (and that `bt2sum::Digest`'s `==` uses).
 //!
 //! There are up to three implementations, chosen like FreeBSD's `ARCHLEVEL`:
 //!

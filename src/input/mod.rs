@@ -137,6 +137,12 @@ impl Opened {
         })
     }
 
+    /// Whether the input is read until it ends, with no size known: a pipe,
+    /// a FIFO, a terminal, a device.
+    fn is_stream(&self) -> bool {
+        !self.before.is_file() && !self.before.is_dir()
+    }
+
     /// The bytes from the start to the end, if this is a regular file.
     fn regular_length(&self) -> Option<u64> {
         self.before
@@ -465,18 +471,18 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         let Ok(file) = opened else {
             return Step::Done;
         };
-        let whole = Step::Whole(match (file.regular_length(), &self.leaves) {
-            (None, _) if !file.before.is_dir() => Shape::Stream,
-            (length, leaves) => {
-                let count = self.tree.leaf_count(length.unwrap_or(0));
-                let leaves = match leaves {
-                    Some(range) => range.end.min(count).saturating_sub(range.start),
-                    None => count,
-                };
-                Shape::File {
-                    tree: self.tree,
-                    leaves,
-                }
+        let whole = Step::Whole(if file.is_stream() {
+            Shape::Stream
+        } else {
+            // (A directory has no leaves: hashing it fails at once.)
+            let count = self.tree.leaf_count(file.regular_length().unwrap_or(0));
+            let leaves = match &self.leaves {
+                Some(range) => range.end.min(count).saturating_sub(range.start),
+                None => count,
+            };
+            Shape::File {
+                tree: self.tree,
+                leaves,
             }
         });
         // An input whose leaves are not wanted, of one leaf or less, is read

@@ -4,6 +4,7 @@
 mod check;
 mod cli;
 mod ct;
+mod layers;
 mod leaves;
 mod ux;
 mod vectors;
