@@ -19,7 +19,6 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bt2sum::format::Tag;
 use bt2sum::{Algorithm, Event, Job, TreeHasher, TreeParams, hash, hash_each, hash_path};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
@@ -63,7 +62,7 @@ fn leaf_grouping(c: &mut Criterion) {
         for (leaf, name) in [(5 * MIB, "5MiB"), (4096, "4KiB")] {
             let params = TreeParams::new(algorithm, algorithm.max_digest_size(), leaf as u64)
                 .expect("valid parameters");
-            let id = BenchmarkId::new(Tag::name(algorithm), format!("{name} leaves"));
+            let id = BenchmarkId::new(algorithm.name(), format!("{name} leaves"));
             group.bench_with_input(id, &params, |b, params| {
                 b.iter(|| hash(params, black_box(&input)))
             });
@@ -95,7 +94,7 @@ fn stdin_pipeline(c: &mut Criterion) {
     for algorithm in Algorithm::ALL {
         let params = TreeParams::new(algorithm, algorithm.max_digest_size(), 5 << 20)
             .expect("valid parameters");
-        let id = BenchmarkId::new(Tag::name(algorithm), "64KiB reads");
+        let id = BenchmarkId::new(algorithm.name(), "64KiB reads");
         group.bench_with_input(id, &params, |b, params| {
             b.iter(|| {
                 let mut hasher = TreeHasher::new(params);

@@ -42,7 +42,8 @@ impl fmt::Display for Error {
             Error::Changed => f.write_str("file changed while being read"),
             Error::TooManyLeaves(algorithm) => write!(
                 f,
-                "input too long: {algorithm} numbers at most {} leaves; use a larger leaf size",
+                "input too long: {} numbers at most {} leaves; use a larger leaf size",
+                algorithm.name(),
                 algorithm.max_leaves()
             ),
             Error::NotRegularFile => f.write_str(

@@ -34,6 +34,15 @@ impl Algorithm {
         }
     }
 
+    /// The name checksum lines give it: `BLAKE2b` or `BLAKE2s` (the tag's
+    /// grammar is `format::Tag`'s).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::Blake2b => "BLAKE2b",
+            Algorithm::Blake2s => "BLAKE2s",
+        }
+    }
+
     /// The compression block size, in bytes.
     pub const fn block_size(self) -> usize {
         match self {
@@ -53,7 +62,7 @@ impl Algorithm {
 }
 
 /// The lowercase name the command line uses: `blake2b` or `blake2s`.
-/// (Checksum lines name it `BLAKE2b` or `BLAKE2s`: see `format::Tag`.)
+/// (Checksum lines name it [`Algorithm::name`].)
 impl fmt::Display for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -6,12 +6,13 @@
 //! `tuning::INPUTS_IN_FLIGHT` of them, holding at most
 //! `tuning::INPUT_BYTES_IN_FLIGHT` bytes of names), so a list of millions of
 //! files is never held whole. A pool task takes up to `tuning::LANES`
-//! consecutive inputs: it opens each ([`Input::prepare`]); one that fits a
-//! leaf is read whole and waits for a lane; any other is hashed at once,
-//! after the ones waiting for lanes, so that a FIFO that blocks holds back
-//! only what follows it. An input that must be read in turn (standard input,
-//! one stream for every `-`) is hashed on the calling thread once everything
-//! before it has been reported.
+//! consecutive inputs: it opens each ([`Input::prepare`], which never waits
+//! for a writer); one that fits a leaf is read whole and waits for a lane;
+//! a stream, or a file whose root is a fair share of its work, is handed
+//! back to be hashed from the calling thread; any other is hashed at once,
+//! after the ones waiting for lanes. An input that must be read in turn
+//! (standard input, one stream for every `-`) is started only once
+//! everything before it has been reported.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -79,6 +80,23 @@ pub(crate) enum Shape {
     Stream,
     /// `leaves` leaves of a regular file, with `tree`.
     File { tree: TreeParams, leaves: u64 },
+}
+
+/// Whether an input hashed whole is hashed from the calling thread, outside
+/// the pool, whose batches then go to the pool while the next one is read:
+/// a stream (reading overlaps hashing, and no pool thread waits for its
+/// writer), and a file of more than a batch of leaves so small that its
+/// root is a fair share of the work (the root then overlaps the leaves of
+/// the next batch). Any other input is hashed on a pool thread, beside the
+/// others.
+fn hash_on_caller(shape: Shape) -> bool {
+    match shape {
+        Shape::Stream => true,
+        Shape::File { tree, leaves } => {
+            leaves > tuning::batch_leaves(&tree) as u64
+                && tree.leaf_size() <= tuning::ROOT_SHARE * tree.digest_size() as u64
+        }
+    }
 }
 
 /// What a run of many inputs tells its caller.
@@ -321,8 +339,14 @@ fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, Re
         match input.prepare(&mut arena) {
             Step::Done => ready.push((index, Reply::Done(input.hash_whole()))),
             Step::Small { tree, bytes } => smalls.push((index, input, tree, bytes)),
-            Step::Whole(shape) if tuning::hash_on_caller(shape) => {
+            Step::Whole(shape) if hash_on_caller(shape) => {
+                // Handed back at once, with those before it: the caller may
+                // need it read before the next input can be opened (a
+                // writer feeding two FIFOs in turn).
+                hash_smalls(&mut smalls, &arena, &mut ready);
+                arena.clear();
                 ready.push((index, Reply::Large(input)));
+                send(std::mem::take(&mut ready));
             }
             Step::Whole(_) => {
                 hash_smalls(&mut smalls, &arena, &mut ready);

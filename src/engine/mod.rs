@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use many::Event;
 pub(crate) use many::{Input, Shape, Step, hash_each};
+pub(crate) use pipeline::LeafBytes;
 pub use stream::TreeHasher;
 pub(crate) use windows::{Mapping, RandomAccess};
 
@@ -121,9 +122,8 @@ pub(crate) enum Source<'a> {
     /// devices, and files that cannot be mapped.
     Stream(&'a mut dyn Read),
     /// Leaves `leaves` of an input that can be read at any offset (a regular
-    /// file). The range is cut at the input's end; the last-node flag goes
-    /// to the input's final leaf only. A range that holds no leaf is an
-    /// error, unless the input is empty and the range starts at 0.
+    /// file). The range is cut at the input's end (a range past it hashes
+    /// no leaf); the last-node flag goes to the input's final leaf only.
     File {
         file: &'a dyn RandomAccess,
         leaves: Range<u64>,

@@ -120,7 +120,7 @@ impl<B: LeafBytes> Pipeline<B> {
 
     /// Waits for every batch in flight and feeds their digests, dropping
     /// their bytes.
-    pub(crate) fn drain(&mut self, sink: &mut Sink<'_>) {
+    fn drain(&mut self, sink: &mut Sink<'_>) {
         while self.wait(sink).is_some() {}
         self.feed_pending(sink);
     }

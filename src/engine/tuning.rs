@@ -4,7 +4,6 @@
 //! how many threads hash while a reader reads. None of it changes a digest;
 //! all of it changes speed and memory.
 
-use super::many::Shape;
 use crate::params::{Algorithm, TreeParams};
 
 /// The input bytes a batch of whole leaves holds at most.
@@ -145,21 +144,8 @@ fn leaf_size(tree: &TreeParams) -> usize {
 /// enough that a blocked input does not hide the lines before it.
 pub(crate) const QUIET_BEFORE_FLUSH: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Whether an input hashed whole is hashed from the calling thread, outside
-/// the pool, whose batches then go to the pool while the next one is read
-/// or mapped: a stream (reading overlaps hashing), and a file of several
-/// leaves so small that its root is a fair share of the work (the root
-/// hashes a digest per leaf, overlapping the leaves of the next batch).
-/// Any other input is hashed on a pool thread, beside the others.
-pub(crate) fn hash_on_caller(shape: Shape) -> bool {
-    match shape {
-        Shape::Stream => true,
-        Shape::File { tree, leaves } => {
-            leaves > 1 && tree.leaf_size() <= ROOT_SHARE * tree.digest_size() as u64
-        }
-    }
-}
-
-/// Leaves of at most this many digests' worth of bytes make the root hash
-/// at least 1/64 as much as the leaves (64-byte digests: 4 KiB leaves).
-const ROOT_SHARE: u64 = 64;
+/// A file whose leaves are at most this many digests' worth of bytes has a
+/// root that hashes at least 1/64 as much as its leaves (64-byte digests:
+/// 4 KiB leaves): worth overlapping with the leaves (see
+/// `many::hash_on_caller`).
+pub(crate) const ROOT_SHARE: u64 = 64;

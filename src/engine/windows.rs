@@ -39,13 +39,7 @@ pub(crate) trait RandomAccess: Sync {
 }
 
 /// Mapped bytes of a [`RandomAccess`] input.
-pub(crate) trait Mapping: Send + Sync + 'static {
-    /// The bytes.
-    fn bytes(&self) -> &[u8];
-
-    /// The bytes in `range` have been hashed and will not be read again.
-    fn release(&self, _range: Range<usize>) {}
-
+pub(crate) trait Mapping: LeafBytes {
     /// Whether a page could not be read (the file shrank under the mapping);
     /// what was read there is not the file's.
     fn faulted(&self) -> bool;
@@ -105,20 +99,12 @@ fn windows(
         let last = leaves.end.min(first + window);
         let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
         let Some(mapping) = file.map(bytes) else {
-            while let Some(done) = pipeline.wait(sink) {
-                file.check(done.faulted())?;
-                sink.count(done.bytes().len() as u64);
-            }
+            while settle(&mut pipeline, file, sink)? {}
             let root = pipeline.finish(sink);
             return read(tree, file, first..leaves.end, root, sink);
         };
-        if pipeline.is_full()
-            && let Some(done) = pipeline.wait(sink)
-        {
-            // After each window the file is looked at again, so that a
-            // change stops the work early.
-            file.check(done.faulted())?;
-            sink.count(done.bytes().len() as u64);
+        if pipeline.is_full() {
+            settle(&mut pipeline, file, sink)?;
         }
         let end = if last == count {
             EndOfInput::Yes
@@ -128,11 +114,24 @@ fn windows(
         pipeline.submit(mapping, first, end, sink);
         first = last;
     }
-    while let Some(done) = pipeline.wait(sink) {
-        file.check(done.faulted())?;
-        sink.count(done.bytes().len() as u64);
-    }
+    while settle(&mut pipeline, file, sink)? {}
     Ok(pipeline.finish(sink))
+}
+
+/// Waits for the oldest window in flight, if any, and checks that it was
+/// read whole from an unchanged file (after each window, so that a change
+/// stops the work early); `false` when none was in flight.
+fn settle(
+    pipeline: &mut Pipeline<Box<dyn Mapping>>,
+    file: &dyn RandomAccess,
+    sink: &mut Sink<'_>,
+) -> Result<bool, Error> {
+    let Some(done) = pipeline.wait(sink) else {
+        return Ok(false);
+    };
+    file.check(done.faulted())?;
+    sink.count(done.bytes().len() as u64);
+    Ok(true)
 }
 
 /// Leaves read at offsets, as a stream, feeding `root`.
@@ -150,13 +149,21 @@ fn read(
     } else {
         EndOfInput::No
     };
+    let bytes =
+        tree.leaf_bytes(leaves.start, length).start..tree.leaf_bytes(leaves.end - 1, length).end;
     let mut reader = ReadAt {
         file,
-        offset: tree.leaf_bytes(leaves.start, length).start,
-        end: tree.leaf_bytes(leaves.end - 1, length).end,
+        offset: bytes.start,
+        end: bytes.end,
     };
     let mut stream = Stream::resume(tree, root, leaves.start, end);
-    stream.update_reader(&mut reader, sink)?;
+    let read = stream.update_reader(&mut reader, sink)?;
+    // A file that ends early has changed (or says more than it holds): its
+    // leaves are not the ones its length numbers.
+    if read != bytes.end - bytes.start {
+        file.check(false)?;
+        return Err(Error::Changed);
+    }
     let root = stream.finish(sink)?;
     file.check(false)?;
     Ok(root)
@@ -232,7 +239,9 @@ fn big_leaf(
         match file.map(piece.clone()) {
             Some(mapping) => {
                 leaf.update(mapping.bytes());
-                file.check(mapping.faulted())?;
+                if mapping.faulted() {
+                    file.check(true)?;
+                }
             }
             None => {
                 buffer.resize((piece.end - piece.start) as usize, 0);
@@ -289,11 +298,13 @@ mod tests {
     /// A "mapping": a copy of the bytes.
     struct Copy(Vec<u8>);
 
-    impl Mapping for Copy {
+    impl LeafBytes for Copy {
         fn bytes(&self) -> &[u8] {
             &self.0
         }
+    }
 
+    impl Mapping for Copy {
         fn faulted(&self) -> bool {
             false
         }

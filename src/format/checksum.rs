@@ -204,7 +204,6 @@ pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Tag;
     use super::*;
 
     const B: Algorithm = Algorithm::Blake2b;
@@ -218,7 +217,7 @@ mod tests {
             Line::Bad => "bad".to_string(),
             Line::Entry(entry) => format!(
                 "{} {} {} {}",
-                Tag::name(entry.algorithm),
+                entry.algorithm.name(),
                 entry.expected.as_bytes().len(),
                 entry.name.escape_ascii(),
                 entry.expected.to_hex()

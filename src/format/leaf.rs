@@ -116,8 +116,10 @@ pub enum LeafLineError {
     Field(String),
     /// A field the line must have is missing.
     Missing(&'static str),
-    /// `leaves=` with a count other than 0, or with a non-zero total.
-    NotEmpty,
+    /// `leaves=` with a count other than 0.
+    LeavesNotZero,
+    /// `leaves=0` with a non-zero total.
+    TotalNotZero,
     /// The digest size or leaf size is out of range.
     Params(ParamsError),
     /// No ` = HEX` after the name, or HEX is not 2N lowercase hex digits.
@@ -136,7 +138,8 @@ impl fmt::Display for LeafLineError {
             LeafLineError::NoName => f.write_str("no name"),
             LeafLineError::Field(field) => write!(f, "bad field {field}"),
             LeafLineError::Missing(key) => write!(f, "no {key}="),
-            LeafLineError::NotEmpty => f.write_str("leaves= other than 0"),
+            LeafLineError::LeavesNotZero => f.write_str("leaves= other than 0"),
+            LeafLineError::TotalNotZero => f.write_str("leaves=0 with a non-zero total"),
             LeafLineError::Params(error) => write!(f, "{error}"),
             LeafLineError::Digest => f.write_str("the digest is not 2N lowercase hex digits"),
             LeafLineError::Escape => f.write_str("bad escape in the name"),
@@ -226,8 +229,11 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
         Some(count) => {
             let no_leaf_fields =
                 fields.leaf.is_none() && fields.offset.is_none() && fields.length.is_none();
-            if count != 0 || total != 0 {
-                return Err(LeafLineError::NotEmpty);
+            if count != 0 {
+                return Err(LeafLineError::LeavesNotZero);
+            }
+            if total != 0 {
+                return Err(LeafLineError::TotalNotZero);
             }
             if !no_leaf_fields {
                 return Err(LeafLineError::Field("leaf= with leaves=".to_string()));
@@ -396,7 +402,7 @@ mod tests {
             ),
             (
                 b"BLAKE2b-1 leaves=0 total=5 tree=1 (f)",
-                malformed("leaves= other than 0"),
+                malformed("leaves=0 with a non-zero total"),
             ),
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=0 (f) = 00",

@@ -80,14 +80,6 @@ impl Tag {
         }
     }
 
-    /// The name lines give the algorithm.
-    pub const fn name(algorithm: Algorithm) -> &'static str {
-        match algorithm {
-            Algorithm::Blake2b => "BLAKE2b",
-            Algorithm::Blake2s => "BLAKE2s",
-        }
-    }
-
     /// Reads a tag at the start of `line`; returns it and the rest of the
     /// line. `None` unless the line starts with a valid tag (an algorithm
     /// bt2sum knows, a size that algorithm has, no leading zeros).
@@ -124,7 +116,7 @@ impl Tag {
 
 impl fmt::Display for Tag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", Tag::name(self.algorithm), self.digest_size)
+        write!(f, "{}-{}", self.algorithm.name(), self.digest_size)
     }
 }
 

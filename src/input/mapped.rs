@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use memmap2::{Mmap, MmapOptions, UncheckedAdvice};
 
 use super::sigbus;
-use crate::engine::{Mapping, RandomAccess};
+use crate::engine::{LeafBytes, Mapping, RandomAccess};
 use crate::error::Error;
 
 /// A regular file from `start` on, as the engine reads it.
@@ -93,7 +93,7 @@ impl Window {
     }
 }
 
-impl Mapping for Window {
+impl LeafBytes for Window {
     fn bytes(&self) -> &[u8] {
         &self.map
     }
@@ -120,7 +120,9 @@ impl Mapping for Window {
             };
         }
     }
+}
 
+impl Mapping for Window {
     fn faulted(&self) -> bool {
         self.guard.faulted()
     }

@@ -23,6 +23,7 @@
 //! other fault to the handler that was there before.
 
 mod mapped;
+mod platform;
 mod sigbus;
 
 use std::fs::{File, Metadata};
@@ -102,23 +103,29 @@ pub(crate) struct Opened {
 }
 
 impl Opened {
-    /// Opens the file at `path`, at its start.
+    /// Opens the file at `path`, at its start, without waiting for a
+    /// FIFO's writer: that happens when it is hashed, on the thread that
+    /// reads it (see [`platform::open_for_reading`]).
     pub(crate) fn path(path: &Path) -> Result<Opened, Error> {
-        let file = File::open(path)?;
+        let file = platform::open_for_reading(path)?;
         let before = file.metadata()?;
-        Ok(Opened {
+        let opened = Opened {
             file,
             before,
             start: 0,
             shared_offset: false,
-        })
+        };
+        if !opened.is_stream() {
+            platform::wait_when_reading(&opened.file)?;
+        }
+        Ok(opened)
     }
 
     /// Standard input, from its current offset: a duplicate of descriptor 0
     /// shares that offset, so `bt2sum < FILE` after a partial read by a
     /// parent shell hashes from where the shell left off.
     pub(crate) fn stdin() -> Result<Opened, Error> {
-        Opened::file(duplicate_stdin()?, true)
+        Opened::file(platform::duplicate_stdin()?, true)
     }
 
     /// An open file, from its current offset if it is a regular file.
@@ -201,11 +208,20 @@ impl Opened {
             }
             (Some(_), None) => return Err(Error::NotRegularFile),
             (None, None) => {
-                widen_pipe(&self.file);
+                platform::wait_for_writer(&self.file)?;
+                platform::wait_when_reading(&self.file)?;
+                platform::widen_pipe(&self.file);
                 engine::hash(tree, Source::Stream(&mut self.file), sink)?
             }
             (None, Some(length)) if length >= tuning::MAP_MIN => {
-                self.hash_mapped(tree, 0..u64::MAX, sink)?
+                let hashed = self.hash_mapped(tree, 0..u64::MAX, sink)?;
+                if self.shared_offset {
+                    // A mapped file was not read through the descriptor:
+                    // leave its offset at the end as reading would, so that
+                    // a second `-` finds nothing left.
+                    self.file.seek(SeekFrom::End(0))?;
+                }
+                hashed
             }
             (None, Some(_)) => hash_small(tree, &mut self.file, sink)?,
         };
@@ -228,21 +244,14 @@ impl Opened {
             before: &self.before,
             start: self.start,
         };
-        let hashed = engine::hash(
+        engine::hash(
             tree,
             Source::File {
                 file: &source,
                 leaves,
             },
             sink,
-        )?;
-        if self.shared_offset {
-            // A mapped file was not read through the descriptor: leave its
-            // offset at the end as reading would, so that a second `-`
-            // finds nothing left.
-            self.file.seek(SeekFrom::End(0))?;
-        }
-        Ok(hashed)
+        )
     }
 }
 
@@ -283,36 +292,6 @@ fn hash_small(tree: &TreeParams, file: &mut File, sink: &mut Sink<'_>) -> Result
 fn is_a_directory() -> Error {
     io::Error::from_raw_os_error(libc::EISDIR).into()
 }
-
-#[cfg(unix)]
-fn duplicate_stdin() -> io::Result<File> {
-    use std::os::fd::AsFd;
-    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
-}
-
-/// Asks for a bigger buffer on a pipe or FIFO (64 KiB by default), so that
-/// the writer and bt2sum wake each other less often. Best effort: refused or
-/// not a pipe, nothing changes.
-#[cfg(target_os = "linux")]
-fn widen_pipe(file: &File) {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::FileTypeExt;
-    if file.metadata().is_ok_and(|meta| meta.file_type().is_fifo()) {
-        // SAFETY: F_SETPIPE_SZ takes an int and only resizes the pipe's
-        // buffer; the descriptor is valid for the life of `file`.
-        unsafe {
-            libc::fcntl(
-                file.as_raw_fd(),
-                libc::F_SETPIPE_SZ,
-                tuning::PIPE_SIZE as libc::c_int,
-            )
-        };
-    }
-}
-
-/// Pipes keep their size where it cannot be changed.
-#[cfg(not(target_os = "linux"))]
-fn widen_pipe(_file: &File) {}
 
 /// One input of a run of many ([`hash_each`]): a file by path, or standard
 /// input, with its tree parameters; optionally a sink for its leaf digests,

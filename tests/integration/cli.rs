@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{bt2sum, pattern, run, status, stderr, stdout};
+use super::{bt2sum, mkfifo, pattern, run, status, stderr, stdout};
 
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
@@ -121,9 +121,7 @@ fn stdin_as_a_regular_file_is_hashed_as_that_file() {
 fn a_fifo_waits_for_its_writer() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo);
     let child = bt2sum().arg(&fifo).stdout(Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(200));
     fs::write(&fifo, HELLO).unwrap();
@@ -132,6 +130,98 @@ fn a_fifo_waits_for_its_writer() {
         stdout(&out),
         format!("BLAKE2b-64 ({}) = {HELLO_B64}\n", fifo.display())
     );
+}
+
+/// FIFOs fed one after the other by one writer, as a script would: each is
+/// read when its turn comes, whatever the number of threads, and no pool
+/// thread waits for a writer.
+#[test]
+fn fifos_written_in_turn_are_read_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["a", "b", "c"];
+    for name in names {
+        mkfifo(&dir.path().join(name));
+    }
+    let data = pattern(3 << 20);
+    for cpus in ["1", "2"] {
+        let child = bt2sum()
+            .current_dir(dir.path())
+            .args(["--cpus", cpus, "small-before"])
+            .args(names)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let writer = {
+            let (dir, data) = (dir.path().to_path_buf(), data.clone());
+            std::thread::spawn(move || {
+                for name in names {
+                    fs::write(dir.join(name), &data).unwrap();
+                }
+            })
+        };
+        let out = output_within(child, Duration::from_secs(60));
+        writer.join().unwrap();
+        let digest = digest_of(&stdout(&run::<[&str; 0], _>([], &data))).to_string();
+        let lines: Vec<String> = names
+            .iter()
+            .map(|name| format!("BLAKE2b-64 ({name}) = {digest}"))
+            .collect();
+        assert_eq!(
+            stderr(&out),
+            "bt2sum: small-before: No such file or directory\n"
+        );
+        assert_eq!(stdout(&out), lines.join("\n") + "\n", "--cpus {cpus}");
+        assert_eq!(status(&out), 1);
+    }
+}
+
+/// A FIFO that waits for its writer holds back only the lines after it: the
+/// line of the file before it is out first.
+#[test]
+fn the_lines_before_a_waiting_fifo_come_out_first() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("one"), HELLO).unwrap();
+    mkfifo(&dir.path().join("ff"));
+    let mut child = bt2sum()
+        .current_dir(dir.path())
+        .args(["one", "ff"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        sender.send(line).unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        rest
+    });
+    let first = receiver.recv_timeout(Duration::from_secs(30));
+    // Only now does the FIFO get its writer.
+    fs::write(dir.path().join("ff"), HELLO).unwrap();
+    let rest = reader.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(first.unwrap(), format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
+    assert_eq!(rest, format!("BLAKE2b-64 (ff) = {HELLO_B64}\n"));
+}
+
+/// Waits for a child for at most `limit`, killing it after (a hang fails the
+/// test instead of stopping the suite).
+fn output_within(child: std::process::Child, limit: Duration) -> std::process::Output {
+    let id = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(child.wait_with_output().unwrap()));
+    match receiver.recv_timeout(limit) {
+        Ok(out) => out,
+        Err(_) => {
+            // SAFETY: kill has no memory effects; the pid is our child's.
+            unsafe { libc::kill(id as libc::pid_t, libc::SIGKILL) };
+            panic!("bt2sum did not finish within {limit:?}");
+        }
+    }
 }
 
 #[test]
@@ -529,12 +619,10 @@ fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
     let range = shell(r#""$BT2SUM" --leaves --leaf-range 0.. -t 1k -"#);
     let whole = stdout(&whole);
     assert!(whole.contains(" total=2000 "), "{whole}");
-    assert_eq!(
-        stdout(&range),
-        whole
-            .lines()
-            .skip(1)
-            .map(|l| format!("{l}\n"))
-            .collect::<String>()
-    );
+    let leaf_lines: String = whole.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert_eq!(stdout(&range), leaf_lines);
+    // A range reads only its leaves, at their offsets: standard input stays
+    // where it was, for the next `-`.
+    let twice = shell(r#""$BT2SUM" --leaves --leaf-range 0.. -t 1k - -"#);
+    assert_eq!(stdout(&twice), leaf_lines.repeat(2));
 }

@@ -78,3 +78,13 @@ pub fn status(output: &Output) -> i32 {
         )
     })
 }
+
+/// Makes a FIFO at `path`.
+#[cfg(unix)]
+pub fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let made = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo: {}", std::io::Error::last_os_error());
+}
