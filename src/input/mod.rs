@@ -105,20 +105,17 @@ pub(crate) struct Opened {
 impl Opened {
     /// Opens the file at `path`, at its start, without waiting for a
     /// FIFO's writer: that happens when it is hashed, on the thread that
-    /// reads it (see [`platform::open_for_reading`]).
+    /// reads it (see [`platform::open_for_reading`]). (Reads of a regular
+    /// file ignore the non-blocking flag, so only a stream's is cleared.)
     pub(crate) fn path(path: &Path) -> Result<Opened, Error> {
         let file = platform::open_for_reading(path)?;
         let before = file.metadata()?;
-        let opened = Opened {
+        Ok(Opened {
             file,
             before,
             start: 0,
             shared_offset: false,
-        };
-        if !opened.is_stream() {
-            platform::wait_when_reading(&opened.file)?;
-        }
-        Ok(opened)
+        })
     }
 
     /// Standard input, from its current offset: a duplicate of descriptor 0
