@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::io;
-use std::ops::Range;
 
 use crate::params::Algorithm;
 
@@ -17,16 +16,9 @@ pub enum Error {
     /// The input has more leaves than the algorithm's node offset can
     /// number (BLAKE2s: 2^48; only with tiny leaves on huge inputs).
     TooManyLeaves(Algorithm),
-    /// A leaf range was asked of an input that cannot be read at any offset
-    /// (a pipe, a FIFO, a device).
+    /// A leaf range or count was asked of an input that cannot be read at
+    /// any offset (a pipe, a FIFO, a device).
     NotRegularFile,
-    /// A leaf range holds none of the input's leaves.
-    EmptyLeafRange {
-        /// The range asked for (`end` is `u64::MAX` for `A..`).
-        requested: Range<u64>,
-        /// How many leaves the input has.
-        leaves: u64,
-    },
 }
 
 impl From<io::Error> for Error {
@@ -47,19 +39,8 @@ impl fmt::Display for Error {
                 algorithm.max_leaves()
             ),
             Error::NotRegularFile => f.write_str(
-                "a leaf range needs a regular file (one that can be read at any offset)",
+                "a leaf range or count needs a regular file (one that can be read at any offset)",
             ),
-            Error::EmptyLeafRange { requested, leaves } => {
-                let end = match requested.end {
-                    u64::MAX => String::new(),
-                    end => end.to_string(),
-                };
-                write!(
-                    f,
-                    "leaf range {}..{end} holds no leaf: the file has {leaves} leaves (0..{leaves})",
-                    requested.start
-                )
-            }
         }
     }
 }

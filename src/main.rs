@@ -6,6 +6,7 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    cli::prepare_process();
     let status = match cli::Config::from_args(std::env::args_os()) {
         Ok(config) => cli::run(config),
         Err(error) => cli::refused(&error),

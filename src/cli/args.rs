@@ -139,18 +139,27 @@ pub struct Args {
     ///
     /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
     /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
-    /// file. Check mode skips these lines.
+    /// file. Check mode verifies these lines, each leaf on its own.
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
     pub leaves: bool,
 
     /// With --leaves: hash and list only leaves A to B-1 of each file
     /// [default: every leaf]
     ///
-    /// Leaves count from 0; B may be left out (`A..`), or past the end: up to
-    /// the last leaf. A range that holds no leaf, or an input that is not a
-    /// regular file, is an error.
+    /// Leaves count from 0; B may be left out (`A..`). The range is cut at
+    /// the file's last leaf: a range wholly past it lists nothing, and so
+    /// does an empty one (`A..A`); the range from 0 of an empty file lists
+    /// its `leaves=0` line. An input that is not a regular file is an error.
     #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
+
+    /// Print how many leaves each file has, without hashing it:
+    /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`
+    ///
+    /// For planning --leaf-range over several machines: leaves 0 to N-1
+    /// exist. A file that is not a regular file is an error.
+    #[arg(long, conflicts_with_all = ["check", "combine", "untagged", "leaves"])]
+    pub leaf_count: bool,
 
     /// Read the leaf lines of partial listings (the FILEs) of one file and
     /// print that file's checksum line
@@ -177,7 +186,7 @@ pub struct Args {
 
 /// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
 pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
-    let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A < B";
+    let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
     let number = |digits: &str| {
         (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
@@ -190,7 +199,7 @@ pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     } else {
         number(end).ok_or(allowed)?
     };
-    if start >= end {
+    if start > end {
         return Err(allowed.to_string());
     }
     Ok(start..end)
@@ -321,7 +330,7 @@ mod tests {
             ("100..", Some(100..u64::MAX)),
             ("0..", Some(0..u64::MAX)),
             ("18446744073709551614..", Some(u64::MAX - 1..u64::MAX)),
-            ("5..5", None),
+            ("5..5", Some(5..5)),
             ("6..5", None),
             ("..5", None),
             ("..", None),

@@ -18,7 +18,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,12 +29,10 @@ use bt2sum::format::verdict::{Verdict, push_shown_name, push_verdict};
 use bt2sum::{Error, Event, Hashed, Job, TreeParams, hash_each, plain_message};
 
 use super::config::{Checking, Verbosity};
+use super::lines::{ListLine, read_line};
 use super::output::{Status, output_failed, report, warn};
+use super::process;
 use super::progress::{Progress, When};
-
-/// A list line longer than this (16 MiB, thousands of times `PATH_MAX`) is
-/// improperly formatted, and skipped without being held in memory.
-const MAX_LINE: usize = 16 << 20;
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
@@ -51,6 +49,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         config,
         progress: progress.counter(),
         out,
+        reader_gone: false,
         shown: Vec::new(),
     };
     let mut status = Status::Success;
@@ -61,7 +60,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
             Err(error) => return status.max(output_failed(&error)),
         }
     }
-    match checker.out.flush() {
+    match checker.flush() {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
@@ -141,11 +140,44 @@ struct Checker<'a> {
     /// The progress bar's byte counter, if one is drawn.
     progress: Option<&'a Arc<AtomicU64>>,
     out: &'a mut dyn Write,
+    /// Whether standard output's reader has gone: the verdicts are then
+    /// dropped, as with `--status`, and the exit status still tells.
+    reader_gone: bool,
     /// A reused buffer for one output line.
     shown: Vec<u8>,
 }
 
 impl Checker<'_> {
+    /// Writes the line in `shown`. A reader that has gone (a closed pipe)
+    /// silences the rest of the run instead of ending it: the exit status
+    /// must still tell whether every file matched.
+    fn emit(&mut self) -> io::Result<()> {
+        if self.reader_gone {
+            return Ok(());
+        }
+        let written = self.out.write_all(&self.shown);
+        self.gone_is_fine(written)
+    }
+
+    /// Flushes what was written, as [`emit`](Self::emit) writes.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.reader_gone {
+            return Ok(());
+        }
+        let flushed = self.out.flush();
+        self.gone_is_fine(flushed)
+    }
+
+    fn gone_is_fine(&mut self, result: io::Result<()>) -> io::Result<()> {
+        match result {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                self.reader_gone = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// Verifies one list; `Ok(false)` if it does not pass (or cannot be
     /// read), `Err` only when writing to `out` fails.
     fn check_list(&mut self, list: &OsStr) -> io::Result<bool> {
@@ -154,7 +186,9 @@ impl Checker<'_> {
         } else {
             list
         };
-        let reader: io::Result<Box<dyn BufRead>> = if list == "-" {
+        let reader: io::Result<Box<dyn BufRead>> = if list == "-" && process::stdin_closed() {
+            Err(process::closed_stream())
+        } else if list == "-" {
             Ok(Box::new(io::stdin().lock()))
         } else {
             File::open(list).map(|file| Box::new(BufReader::with_capacity(64 << 10, file)) as _)
@@ -162,7 +196,7 @@ impl Checker<'_> {
         let reader = match reader {
             Ok(reader) => reader,
             Err(error) => {
-                self.out.flush()?;
+                self.flush()?;
                 report(list_name, &plain_message(&error));
                 return Ok(false);
             }
@@ -180,7 +214,7 @@ impl Checker<'_> {
         let mut written = Ok(());
         hash_each(&mut entries, |event| {
             written = match event {
-                Event::Waiting => self.out.flush(),
+                Event::Waiting => self.flush(),
                 Event::Ready(outcome) => {
                     let (bad_lines, entry) = outcome.tag;
                     self.report_bad_lines(list_name, &bad_lines, &mut tally)
@@ -197,7 +231,7 @@ impl Checker<'_> {
         if let Some(error) = entries.error {
             // As GNU: what was read is reported, then the list fails without
             // a summary.
-            self.out.flush()?;
+            self.flush()?;
             report(list_name, &plain_message(&error));
             return Ok(false);
         }
@@ -215,7 +249,7 @@ impl Checker<'_> {
         for line_number in line_numbers {
             tally.improperly_formatted += 1;
             if self.config.verbosity == Verbosity::Warn {
-                self.out.flush()?;
+                self.flush()?;
                 report(
                     list_name,
                     &format!("{line_number}: improperly formatted BLAKE2 checksum line"),
@@ -242,7 +276,7 @@ impl Checker<'_> {
                 return Ok(());
             }
             Err(error) => {
-                self.out.flush()?;
+                self.flush()?;
                 self.shown.clear();
                 push_shown_name(&mut self.shown, &entry.name);
                 report(&os_str(&self.shown), &error.to_string());
@@ -257,14 +291,14 @@ impl Checker<'_> {
         if printed {
             self.shown.clear();
             push_verdict(&mut self.shown, &entry.name, verdict);
-            self.out.write_all(&self.shown)?;
+            self.emit()?;
         }
         Ok(())
     }
 
     /// The end-of-list messages on standard error, in GNU's order.
     fn summarize(&mut self, list_name: &OsStr, tally: &Tally) -> io::Result<()> {
-        self.out.flush()?;
+        self.flush()?;
         if tally.entries == 0 {
             report(list_name, "no properly formatted checksum lines found");
             return Ok(());
@@ -333,6 +367,9 @@ impl Iterator for Entries<'_> {
             let tag = (std::mem::take(&mut self.bad_lines), entry);
             let job = match path {
                 Some(path) => Job::path(tag, path, &tree),
+                None if process::stdin_closed() => {
+                    Job::failed(tag, process::closed_stream().into())
+                }
                 None => Job::stdin(tag, &tree),
             };
             return Some(match self.progress {
@@ -356,54 +393,6 @@ fn path_of(name: &[u8]) -> PathBuf {
 fn os_str(bytes: &[u8]) -> std::borrow::Cow<'_, OsStr> {
     use std::os::unix::ffi::OsStrExt;
     std::borrow::Cow::Borrowed(OsStr::from_bytes(bytes))
-}
-
-/// One line read from a list.
-enum ListLine {
-    /// The list has ended.
-    End,
-    /// A line, in the buffer.
-    Line,
-    /// A line longer than [`MAX_LINE`], skipped.
-    TooLong,
-}
-
-/// Reads the next line of a list, `\n` included, into `line`. A line over
-/// [`MAX_LINE`] bytes is read past and reported as [`ListLine::TooLong`],
-/// with only its first bytes kept.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<ListLine> {
-    line.clear();
-    let read = reader
-        .by_ref()
-        .take(MAX_LINE as u64 + 1)
-        .read_until(b'\n', line)?;
-    if read == 0 {
-        return Ok(ListLine::End);
-    }
-    if read <= MAX_LINE || line.last() == Some(&b'\n') {
-        return Ok(ListLine::Line);
-    }
-    loop {
-        let buffer = match reader.fill_buf() {
-            Ok(buffer) => buffer,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        if buffer.is_empty() {
-            break;
-        }
-        match buffer.iter().position(|&byte| byte == b'\n') {
-            Some(end) => {
-                reader.consume(end + 1);
-                break;
-            }
-            None => {
-                let len = buffer.len();
-                reader.consume(len);
-            }
-        }
-    }
-    Ok(ListLine::TooLong)
 }
 
 #[cfg(test)]

@@ -4,21 +4,25 @@
 //!
 //! Every leaf line must be well formed, all must describe one file with one
 //! algorithm, digest size, leaf size and length, together they must list
-//! every leaf, and a leaf listed twice must have one digest; otherwise the
-//! first problem is reported (`LISTING: LINE: …`, or the first gap) and the
-//! exit status is 1. Other lines (checksum lines, comments) are ignored.
+//! every leaf, and a leaf listed twice must have one digest. Checksum lines,
+//! blank lines and `#` comments are passed over; any other line is
+//! improperly formatted. The first problem is reported (`LISTING: LINE: …`,
+//! or the first gap) and the exit status is 1. Memory stays bounded: lines
+//! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 
-use bt2sum::format::checksum::push_line;
+use bt2sum::format::checksum::{Line, parse_line, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::leaves::Combiner;
-use bt2sum::plain_message;
+use bt2sum::{Algorithm, plain_message};
 
 use super::config::Combining;
+use super::lines::{ListLine, MAX_LINE, read_line};
 use super::output::{Status, output_failed, report, warn};
+use super::process;
 
 /// Combines the listings (standard input when none is given), writing the
 /// checksum line to `out`; returns the exit status.
@@ -44,13 +48,8 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
         }
     };
     let mut line = Vec::new();
-    push_line(
-        &mut line,
-        config.style,
-        tree.algorithm(),
-        &digest,
-        Some(&name),
-    );
+    let algorithm = tree.algorithm();
+    push_line(&mut line, config.style, algorithm, &digest, name.as_deref());
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
@@ -65,7 +64,9 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
         listing
     };
     let failed = |message: String| (shown.to_os_string(), message);
-    let reader: Box<dyn Read> = if listing == "-" {
+    let reader: Box<dyn Read> = if listing == "-" && process::stdin_closed() {
+        return Err(failed(plain_message(&process::closed_stream())));
+    } else if listing == "-" {
         Box::new(io::stdin().lock())
     } else {
         Box::new(File::open(listing).map_err(|error| failed(plain_message(&error)))?)
@@ -73,27 +74,31 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
     let mut reader = BufReader::with_capacity(1 << 16, reader);
     let mut line = Vec::new();
     for number in 1.. {
-        line.clear();
-        let count = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|error| failed(plain_message(&error)))?;
-        if count == 0 {
-            return Ok(());
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if !is_leaf_line(text) {
-            continue;
-        }
         let at_line = |message: String| {
             let mut place = shown.to_os_string();
             place.push(format!(": {number}"));
             (place, message)
         };
-        let parsed = parse_leaf_line(text).map_err(|error| at_line(error.to_string()))?;
-        combiner
-            .add(parsed)
-            .map_err(|error| at_line(error.to_string()))?;
+        match read_line(&mut reader, &mut line).map_err(|error| failed(plain_message(&error)))? {
+            ListLine::End => return Ok(()),
+            ListLine::TooLong => {
+                return Err(at_line(format!("line longer than {} MiB", MAX_LINE >> 20)));
+            }
+            ListLine::Line => {}
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if is_leaf_line(text) {
+            let parsed = parse_leaf_line(text).map_err(|error| at_line(error.to_string()))?;
+            combiner
+                .add(parsed)
+                .map_err(|error| at_line(error.to_string()))?;
+            continue;
+        }
+        // A listing made by --leaves holds checksum lines too.
+        if let Line::Bad = parse_line(text, Algorithm::Blake2b) {
+            return Err(at_line("improperly formatted line".to_string()));
+        }
     }
     Ok(())
 }

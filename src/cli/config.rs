@@ -68,6 +68,9 @@ pub enum Listing {
     Leaves,
     /// Only the lines of these leaves (`--leaves --leaf-range A..B`).
     Range(Range<u64>),
+    /// Only a line saying how many leaves the input has (`--leaf-count`),
+    /// without hashing it.
+    Count,
 }
 
 /// The settings of a check run.
@@ -167,6 +170,7 @@ impl Config {
                 Inputs::Named(args.files)
             };
             let listing = match (args.leaves, args.leaf_range) {
+                _ if args.leaf_count => Listing::Count,
                 (false, _) => Listing::None,
                 (true, None) => Listing::Leaves,
                 (true, Some(range)) => Listing::Range(range),

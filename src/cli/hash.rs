@@ -11,12 +11,13 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use bt2sum::format::checksum::{Style, push_line};
-use bt2sum::format::leaf::{push_leaf_line, push_no_leaves_line};
-use bt2sum::leaves::LeafLog;
+use bt2sum::format::leaf::{push_count_line, push_leaf_line};
+use bt2sum::leaves::{LeafLog, SpillError};
 use bt2sum::{Event, Hashed, Job, TreeParams, hash_each};
 
 use super::config::{Hashing, Inputs, Listing};
 use super::output::{Status, output_failed, report};
+use super::process;
 use super::progress::{Progress, When};
 use super::walk;
 
@@ -40,15 +41,21 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     let progress = Progress::start(when, || total_bytes(config, &names));
     let tree = &config.tree;
     let jobs = names.iter().map(|name| {
-        let job = if name == "-" {
+        let job = if name == "-" && process::stdin_closed() {
+            Job::failed(name, process::closed_stream().into())
+        } else if name == "-" {
             Job::stdin(name, tree)
         } else {
             Job::path(name, PathBuf::from(name), tree)
         };
-        let log = (config.listing != Listing::None).then(|| LeafLog::new(tree.digest_size()));
+        let listed = matches!(config.listing, Listing::Leaves | Listing::Range(_));
+        let log = listed.then(|| LeafLog::new(tree.digest_size()));
         let mut job = job.with_leaves(log);
-        if let Listing::Range(range) = &config.listing {
-            job = job.leaf_range(range.clone());
+        match &config.listing {
+            Listing::Range(range) => job = job.leaf_range(range.clone()),
+            // Counting hashes no leaf: the input's length is all it needs.
+            Listing::Count => job = job.leaf_range(0..0),
+            Listing::None | Listing::Leaves => {}
         }
         match progress.counter() {
             Some(counter) => job.progress(counter.clone()),
@@ -71,7 +78,19 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                             listing: &config.listing,
                             name: shown,
                         };
-                        listing.write(out, &mut lines, hashed, outcome.leaves)
+                        match listing.write(out, &mut lines, hashed, outcome.leaves) {
+                            Ok(()) => Ok(()),
+                            Err(Unwritten::Output(error)) => Err(error),
+                            Err(Unwritten::Listing(error)) => {
+                                // Its checksum line goes too: an input is
+                                // listed whole or reported.
+                                lines.clear();
+                                status = Status::Failure;
+                                let flushed = out.flush();
+                                report(name, &error.to_string());
+                                flushed
+                            }
+                        }
                     }
                     Err(error) => {
                         status = Status::Failure;
@@ -105,46 +124,57 @@ struct Printed<'a> {
 }
 
 impl Printed<'_> {
-    /// Writes the input's checksum line and, when listed, its leaf lines.
+    /// Writes the input's lines: its checksum line, its leaf lines, or the
+    /// line that counts its leaves, as the listing asks.
     fn write(
         &self,
         out: &mut dyn Write,
         lines: &mut Vec<u8>,
         hashed: Hashed,
         leaves: Option<LeafLog>,
-    ) -> io::Result<()> {
+    ) -> Result<(), Unwritten> {
         lines.clear();
-        if !matches!(self.listing, Listing::Range(_)) {
-            let algorithm = self.tree.algorithm();
-            push_line(lines, self.style, algorithm, &hashed.digest, self.name);
-        }
-        if let Some(leaves) = leaves {
-            self.write_leaves(out, lines, hashed.length, leaves)?;
-        }
-        out.write_all(lines)
-    }
-
-    /// Appends the leaf lines of one input, writing out as the buffer fills.
-    fn write_leaves(
-        &self,
-        out: &mut dyn Write,
-        lines: &mut Vec<u8>,
-        length: u64,
-        leaves: LeafLog,
-    ) -> io::Result<()> {
-        let name = self.name.unwrap_or(b"-");
-        if length == 0 {
-            push_no_leaves_line(lines, self.tree, name);
-            return Ok(());
-        }
-        leaves.for_each(|index, digest| {
-            push_leaf_line(lines, self.tree, name, length, index, digest);
-            if lines.len() >= 1 << 20 {
-                out.write_all(lines)?;
-                lines.clear();
+        let (tree, name, length) = (self.tree, self.name, hashed.length);
+        match self.listing {
+            Listing::None | Listing::Leaves => {
+                push_line(lines, self.style, tree.algorithm(), &hashed.digest, name);
             }
-            Ok(())
-        })
+            Listing::Count => push_count_line(lines, tree, name, length),
+            Listing::Range(_) => {}
+        }
+        let listed_from_start = match self.listing {
+            Listing::Leaves => true,
+            Listing::Range(range) => range.start == 0 && !range.is_empty(),
+            Listing::None | Listing::Count => false,
+        };
+        if length == 0 && listed_from_start {
+            // An empty input has no leaf: its listing says so.
+            push_count_line(lines, tree, name, 0);
+        } else if let Some(leaves) = leaves {
+            leaves.for_each(|index, digest| {
+                push_leaf_line(lines, tree, name, length, index, digest);
+                if lines.len() >= 1 << 20 {
+                    out.write_all(lines).map_err(Unwritten::Output)?;
+                    lines.clear();
+                }
+                Ok::<(), Unwritten>(())
+            })?;
+        }
+        out.write_all(lines).map_err(Unwritten::Output)
+    }
+}
+
+/// Why an input's lines were not all written.
+enum Unwritten {
+    /// Its leaf digests could not be kept: an error about the input.
+    Listing(SpillError),
+    /// Standard output failed.
+    Output(io::Error),
+}
+
+impl From<SpillError> for Unwritten {
+    fn from(error: SpillError) -> Self {
+        Unwritten::Listing(error)
     }
 }
 
@@ -171,7 +201,8 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
                 let bytes = |leaf| config.tree.leaf_bytes(leaf, length).start;
                 bytes(range.end) - bytes(range.start)
             }
-            _ => length,
+            Listing::Count => 0,
+            Listing::None | Listing::Leaves => length,
         };
         total = total.saturating_add(hashed);
     }

@@ -7,8 +7,10 @@ mod check;
 mod combine;
 mod config;
 mod hash;
+mod lines;
 mod man;
 mod output;
+mod process;
 mod progress;
 mod walk;
 
@@ -20,6 +22,11 @@ pub use config::Config;
 use config::Mode;
 pub use output::Status;
 use output::{output_failed, warn};
+
+/// Sets up the process before anything else runs (see `process`).
+pub fn prepare_process() {
+    process::one_allocator_arena();
+}
 
 /// Runs a resolved configuration; returns the exit status.
 pub fn run(config: Config) -> Status {
@@ -40,20 +47,23 @@ pub fn run(config: Config) -> Status {
         }
         Mode::Hash(_) | Mode::Check(_) | Mode::Combine(_) => {}
     }
-    if let Err(error) = rayon::ThreadPoolBuilder::new()
-        .num_threads(config.threads.unwrap_or(0))
-        .build_global()
-    {
+    if let Err(error) = process::start_workers(config.threads.unwrap_or(0)) {
         warn(&format!("cannot start worker threads: {error}"));
         return Status::Failure;
+    }
+    if process::stdout_closed() {
+        // Lines would vanish into the /dev/null the runtime put there.
+        return drive(&config, &mut output::Closed);
     }
     let stdout = io::stdout().lock();
     // Line by line to a terminal (above the progress bar, if one is drawn
     // there); in big writes to a pipe or a file.
     if stdout.is_terminal() {
-        drive(&config, &mut progress::AboveBar(stdout))
-    } else {
-        drive(&config, &mut BufWriter::with_capacity(64 << 10, stdout))
+        return drive(&config, &mut progress::AboveBar(stdout));
+    }
+    match process::buffered_stdout() {
+        Ok(mut shared) => drive(&config, &mut shared),
+        Err(_) => drive(&config, &mut BufWriter::with_capacity(64 << 10, stdout)),
     }
 }
 
@@ -70,18 +80,24 @@ fn drive(config: &Config, out: &mut dyn Write) -> Status {
 /// What a command line that clap refused means: the help or the version
 /// printed (status 0), or a usage error (status 2).
 pub fn refused(error: &clap::Error) -> Status {
-    let printed = error.print().and_then(|()| io::stdout().flush());
     if error.use_stderr() {
+        let _ = error.print();
         return Status::Usage;
     }
-    match printed {
+    if process::stdout_closed() {
+        return output_failed(&process::closed_stream());
+    }
+    match error.print().and_then(|()| io::stdout().flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }
 }
 
-/// Writes generated text to standard output.
+/// Writes generated text (help, a manual page) to standard output.
 fn print(text: &[u8]) -> Status {
+    if process::stdout_closed() {
+        return output_failed(&process::closed_stream());
+    }
     let mut stdout = io::stdout().lock();
     match stdout.write_all(text).and_then(|()| stdout.flush()) {
         Ok(()) => Status::Success,

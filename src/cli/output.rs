@@ -66,3 +66,17 @@ pub fn output_failed(error: &io::Error) -> Status {
         Status::Failure
     }
 }
+
+/// Standard output that was closed when the process started: every write
+/// fails as writing to a closed descriptor does.
+pub struct Closed;
+
+impl Write for Closed {
+    fn write(&mut self, _buf: &[u8]) -> io::Result<usize> {
+        Err(super::process::closed_stream())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -7,8 +7,10 @@ use std::ops::Range;
 use std::sync::mpsc;
 
 use super::batch::{EndOfInput, hash_leaves};
+use super::stream::out_of_memory;
 use super::tuning::Spread;
 use super::{Root, Sink};
+use crate::error::Error;
 use crate::params::TreeParams;
 
 /// The bytes of a batch of leaves, as the pipeline hands them to the pool.
@@ -86,12 +88,30 @@ impl<B: LeafBytes> Pipeline<B> {
         self.pending.clear();
     }
 
+    /// A buffer for the digests of `data`'s leaves, reserved here so that
+    /// memory refused is an error, not an abort on the pool.
+    fn digest_buffer(&mut self, data: &B) -> Result<Vec<u8>, Error> {
+        let mut digests = std::mem::take(&mut self.spare);
+        digests.clear();
+        let leaves = data.bytes().len().div_ceil(self.tree.leaf_size() as usize);
+        digests
+            .try_reserve_exact(leaves * self.tree.digest_size())
+            .map_err(|_| out_of_memory())?;
+        Ok(digests)
+    }
+
     /// Starts hashing a batch of whole leaves numbered from `first` (the
     /// pipeline must not be full), then feeds the root meanwhile.
-    pub(crate) fn submit(&mut self, data: B, first: u64, end: EndOfInput, sink: &mut Sink<'_>) {
+    pub(crate) fn submit(
+        &mut self,
+        data: B,
+        first: u64,
+        end: EndOfInput,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Error> {
         debug_assert!(!self.is_full());
         let (tree, spread) = (self.tree, self.spread);
-        let mut digests = std::mem::take(&mut self.spare);
+        let mut digests = self.digest_buffer(&data)?;
         let job = move || {
             hash_leaves(
                 &tree,
@@ -116,6 +136,7 @@ impl<B: LeafBytes> Pipeline<B> {
         }
         self.in_flight.push_back(receiver);
         self.feed_pending(sink);
+        Ok(())
     }
 
     /// Waits for every batch in flight and feeds their digests, dropping
@@ -133,9 +154,9 @@ impl<B: LeafBytes> Pipeline<B> {
         first: u64,
         end: EndOfInput,
         sink: &mut Sink<'_>,
-    ) {
+    ) -> Result<(), Error> {
         self.drain(sink);
-        let mut digests = std::mem::take(&mut self.spare);
+        let mut digests = self.digest_buffer(&data)?;
         hash_leaves(
             &self.tree,
             first,
@@ -147,6 +168,7 @@ impl<B: LeafBytes> Pipeline<B> {
         );
         self.root.feed(&digests, self.tree.digest_size(), sink);
         self.spare = digests;
+        Ok(())
     }
 
     /// Feeds digests computed elsewhere (incrementally hashed leaves), after

@@ -50,6 +50,9 @@ enum Mode {
 /// each call.
 pub(crate) struct Stream {
     tree: TreeParams,
+    /// The leaves a batch holds: `tuning::batch_leaves`, or fewer once
+    /// memory for a whole batch was refused.
+    batch_leaves: usize,
     pipeline: Pipeline<LeafBuffer>,
     /// The index of the first leaf not yet handed to the pipeline.
     next_leaf: u64,
@@ -82,6 +85,7 @@ impl Stream {
         };
         Stream {
             tree: *tree,
+            batch_leaves: tuning::batch_leaves(tree),
             pipeline: Pipeline::new(
                 tree,
                 root,
@@ -94,27 +98,68 @@ impl Stream {
         }
     }
 
+    fn leaf_size(&self) -> usize {
+        // At most 2^32 - 1: a usize on every supported target.
+        self.tree.leaf_size() as usize
+    }
+
     fn batch_bytes(&self) -> usize {
-        tuning::batch_leaves(&self.tree) * self.tree.leaf_size() as usize
+        self.batch_leaves * self.leaf_size()
     }
 
     /// The buffer to fill once the current one is full: one kept from an
     /// earlier look-ahead, the buffer of the batch in flight once that batch
-    /// is done, or a new one. At most two buffers are ever in use.
-    fn next_buffer(&mut self, sink: &mut Sink<'_>) -> LeafBuffer {
+    /// is done, or a new one. At most two buffers are ever in use. `None`
+    /// when memory for another buffer is refused.
+    fn next_buffer(&mut self, sink: &mut Sink<'_>) -> Option<LeafBuffer> {
         let batch_bytes = self.batch_bytes();
         let Mode::Batched { spare, .. } = &mut self.mode else {
             unreachable!("next_buffer is only called in batched mode");
         };
-        let mut next = spare
-            .take()
-            .or_else(|| self.pipeline.wait(sink))
-            .unwrap_or_else(|| LeafBuffer {
-                bytes: vec![0; batch_bytes],
-                filled: 0,
-            });
+        let mut next = match spare.take().or_else(|| self.pipeline.wait(sink)) {
+            Some(recycled) => recycled,
+            None => {
+                let mut bytes = Vec::new();
+                if !reserve_exact(&mut bytes, batch_bytes) {
+                    return None;
+                }
+                bytes.resize(batch_bytes, 0);
+                LeafBuffer { bytes, filled: 0 }
+            }
+        };
         next.filled = 0;
-        next
+        Some(next)
+    }
+
+    /// Goes on hashing one leaf at a time as its bytes arrive, when memory
+    /// for whole batches is refused: the whole leaves in the buffer are
+    /// hashed as a batch, and the last one begun (whose being the last is
+    /// not known yet) goes on in an incremental state.
+    fn fall_back_to_single_leaves(&mut self, sink: &mut Sink<'_>) -> Result<(), Error> {
+        let leaf = self.leaf_size();
+        let Mode::Batched { mut buffer, .. } =
+            std::mem::replace(&mut self.mode, Mode::Incremental { leaf: None })
+        else {
+            return Ok(());
+        };
+        if buffer.filled == 0 {
+            return Ok(());
+        }
+        let whole = (buffer.filled - 1) / leaf;
+        let mut state = LeafState::new(&self.tree, self.next_leaf + whole as u64);
+        state.update(&buffer.bytes[whole * leaf..buffer.filled]);
+        if whole > 0 {
+            check_leaf_index(&self.tree, self.next_leaf + whole as u64 - 1)?;
+            buffer.filled = whole * leaf;
+            self.pipeline
+                .submit(buffer, self.next_leaf, EndOfInput::No, sink)?;
+        }
+        check_leaf_index(&self.tree, self.next_leaf + whole as u64)?;
+        self.next_leaf += whole as u64 + 1;
+        self.mode = Mode::Incremental {
+            leaf: Some(Box::new(state)),
+        };
+        Ok(())
     }
 
     /// Hands the full buffer to the pool and makes `next` (which may already
@@ -122,7 +167,7 @@ impl Stream {
     /// follow, so that a full buffer at the end of the input is hashed by
     /// `finalize`, with its last-node flag.
     fn submit_full(&mut self, next: LeafBuffer, sink: &mut Sink<'_>) -> Result<(), Error> {
-        let batch_leaves = tuning::batch_leaves(&self.tree) as u64;
+        let batch_leaves = self.batch_leaves as u64;
         check_leaf_index(&self.tree, self.next_leaf + batch_leaves - 1)?;
         let recycled = self.pipeline.wait(sink);
         let Mode::Batched { buffer, spare } = &mut self.mode else {
@@ -133,7 +178,7 @@ impl Stream {
         }
         let full = std::mem::replace(buffer, next);
         self.pipeline
-            .submit(full, self.next_leaf, EndOfInput::No, sink);
+            .submit(full, self.next_leaf, EndOfInput::No, sink)?;
         self.next_leaf += batch_leaves;
         Ok(())
     }
@@ -144,23 +189,60 @@ impl Stream {
     }
 
     /// The free part of the batch buffer, grown or rotated as needed; only
-    /// called when at least one more byte is about to arrive.
-    fn room(&mut self, sink: &mut Sink<'_>) -> Result<&mut [u8], Error> {
-        if self.buffer_full() {
-            let next = self.next_buffer(sink);
-            self.submit_full(next, sink)?;
+    /// called when at least one more byte is about to arrive. `None` when
+    /// memory was short and the stream now hashes single leaves.
+    fn room(&mut self, sink: &mut Sink<'_>) -> Result<Option<&mut [u8]>, Error> {
+        loop {
+            if self.buffer_full() {
+                let Some(next) = self.next_buffer(sink) else {
+                    self.fall_back_to_single_leaves(sink)?;
+                    return Ok(None);
+                };
+                self.submit_full(next, sink)?;
+            }
+            match self.grow() {
+                Growth::Room => break,
+                // The batch is now the leaves the buffer holds: it is full.
+                Growth::Shrunk => {}
+                Growth::Refused => {
+                    self.fall_back_to_single_leaves(sink)?;
+                    return Ok(None);
+                }
+            }
         }
-        let batch_bytes = self.batch_bytes();
         let Mode::Batched { buffer, .. } = &mut self.mode else {
             unreachable!("room is only called in batched mode");
         };
-        if buffer.filled == buffer.bytes.len() {
-            let grown = (buffer.bytes.len() * 2)
-                .max(tuning::FIRST_BUFFER)
-                .min(batch_bytes);
-            buffer.bytes.resize(grown, 0);
+        Ok(Some(&mut buffer.bytes[buffer.filled..]))
+    }
+
+    /// Grows the batch buffer if it is filled to its length: doubling, in
+    /// whole leaves once past one, up to a batch. When memory is refused, a
+    /// buffer of whole leaves becomes the batch.
+    fn grow(&mut self) -> Growth {
+        let (leaf, batch_bytes) = (self.leaf_size(), self.batch_bytes());
+        let Mode::Batched { buffer, .. } = &mut self.mode else {
+            unreachable!("grow is only called in batched mode");
+        };
+        let len = buffer.bytes.len();
+        if buffer.filled < len {
+            return Growth::Room;
         }
-        Ok(&mut buffer.bytes[buffer.filled..])
+        let grown = (len * 2).max(tuning::FIRST_BUFFER).min(batch_bytes);
+        let grown = if grown >= leaf {
+            grown / leaf * leaf
+        } else {
+            grown
+        };
+        if reserve_exact(&mut buffer.bytes, grown - len) {
+            buffer.bytes.resize(grown, 0);
+            Growth::Room
+        } else if len >= leaf {
+            self.batch_leaves = len / leaf;
+            Growth::Shrunk
+        } else {
+            Growth::Refused
+        }
     }
 
     /// Reads once into a new buffer after a full one, so that the full one is
@@ -170,7 +252,11 @@ impl Stream {
         reader: &mut R,
         sink: &mut Sink<'_>,
     ) -> Result<usize, Error> {
-        let mut next = self.next_buffer(sink);
+        let Some(mut next) = self.next_buffer(sink) else {
+            self.fall_back_to_single_leaves(sink)?;
+            // Nothing read: the caller reads again, a leaf at a time.
+            return Err(io::Error::from(io::ErrorKind::Interrupted).into());
+        };
         match reader.read(&mut next.bytes) {
             Ok(count) if count > 0 => {
                 next.filled = count;
@@ -226,11 +312,13 @@ impl Stream {
     /// Takes bytes written to the stream.
     pub(crate) fn write(&mut self, mut bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), Error> {
         sink.count(bytes.len() as u64);
-        if let Mode::Incremental { .. } = self.mode {
-            return self.update_incremental(bytes, sink);
-        }
         while !bytes.is_empty() {
-            let room = self.room(sink)?;
+            if let Mode::Incremental { .. } = self.mode {
+                return self.update_incremental(bytes, sink);
+            }
+            let Some(room) = self.room(sink)? else {
+                continue;
+            };
             let count = room.len().min(bytes.len());
             room[..count].copy_from_slice(&bytes[..count]);
             self.advance(count);
@@ -253,7 +341,9 @@ impl Stream {
             let read = match self.mode {
                 Mode::Batched { .. } if self.buffer_full() => self.read_ahead(reader, sink),
                 Mode::Batched { .. } => {
-                    let room = self.room(sink)?;
+                    let Some(room) = self.room(sink)? else {
+                        continue;
+                    };
                     let read = reader.read(room);
                     if let Ok(count) = read {
                         self.advance(count);
@@ -261,7 +351,9 @@ impl Stream {
                     read.map_err(Error::from)
                 }
                 Mode::Incremental { .. } => {
-                    chunk.resize(tuning::READ_CHUNK, 0);
+                    if chunk.is_empty() {
+                        chunk = read_chunk()?;
+                    }
                     match reader.read(&mut chunk) {
                         Ok(count) => self
                             .update_incremental(&chunk[..count], sink)
@@ -302,7 +394,7 @@ impl Stream {
                     check_leaf_index(&self.tree, self.next_leaf + leaves - 1)?;
                 }
                 self.pipeline
-                    .submit_last(buffer, self.next_leaf, self.end, sink);
+                    .submit_last(buffer, self.next_leaf, self.end, sink)?;
             }
             Mode::Incremental { leaf } => {
                 if let Some(leaf) = leaf {
@@ -312,6 +404,53 @@ impl Stream {
         }
         Ok(self.pipeline.finish(sink))
     }
+}
+
+/// What growing the batch buffer gave.
+enum Growth {
+    /// Room for more bytes.
+    Room,
+    /// No memory for more: the batch is now what the buffer holds.
+    Shrunk,
+    /// No memory even for one leaf.
+    Refused,
+}
+
+/// A buffer for reads into single leaves: `tuning::READ_CHUNK` bytes, or
+/// less when memory is short.
+fn read_chunk() -> Result<Vec<u8>, Error> {
+    read_buffer(tuning::READ_CHUNK)
+}
+
+/// A buffer for reads of `size` bytes, or fewer (down to 4 KiB) when memory
+/// is short.
+pub(crate) fn read_buffer(mut size: usize) -> Result<Vec<u8>, Error> {
+    loop {
+        let mut chunk = Vec::new();
+        if reserve_exact(&mut chunk, size) {
+            chunk.resize(size, 0);
+            return Ok(chunk);
+        }
+        if size <= 4096 {
+            return Err(out_of_memory());
+        }
+        size /= 2;
+    }
+}
+
+/// Reserves room for exactly `additional` more bytes; `false` when memory
+/// is refused (in unit tests, also above the thread's test limit).
+fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
+    #[cfg(test)]
+    if additional > tests::REFUSED_ABOVE.get() {
+        return false;
+    }
+    bytes.try_reserve_exact(additional).is_ok()
+}
+
+/// The error for memory that was refused.
+pub(crate) fn out_of_memory() -> Error {
+    io::Error::from(io::ErrorKind::OutOfMemory).into()
 }
 
 /// A streaming tree hasher: write the input in pieces of any size (or read
@@ -415,5 +554,95 @@ impl<S: LeafSink> Write for TreeHasher<S> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::params::Algorithm;
+
+    thread_local! {
+        /// Allocations of more bytes than this are refused, as if memory
+        /// were short.
+        pub(super) static REFUSED_ABOVE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+
+    /// Collects leaf digests in order.
+    struct Collect(Vec<u8>);
+
+    impl LeafSink for Collect {
+        fn leaves(&mut self, _first: u64, digests: &[u8]) {
+            self.0.extend_from_slice(digests);
+        }
+    }
+
+    /// A reader that hands out its data a few thousand bytes at a time.
+    struct Pieces<'a>(&'a [u8]);
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let count = buf.len().min(self.0.len()).min(7001);
+            buf[..count].copy_from_slice(&self.0[..count]);
+            self.0 = &self.0[count..];
+            Ok(count)
+        }
+    }
+
+    fn hashed(tree: &TreeParams, data: &[u8], by_writes: bool) -> Result<(Digest, Vec<u8>), Error> {
+        let mut collect = Collect(Vec::new());
+        let mut sink = Sink {
+            leaves: Some(&mut collect),
+            progress: None,
+        };
+        let mut stream = Stream::new(tree);
+        if by_writes {
+            for piece in data.chunks(10_007) {
+                stream.write(piece, &mut sink)?;
+            }
+        } else {
+            stream.update_reader(&mut Pieces(data), &mut sink)?;
+        }
+        let digest = stream.finalize(&mut sink)?;
+        Ok((digest, collect.0))
+    }
+
+    /// When memory for batch buffers is refused, at any size, the stream
+    /// goes on a leaf at a time and gives the same digests; when not even a
+    /// 4 KiB read buffer fits, it says memory is short.
+    #[test]
+    fn refused_memory_gives_the_same_digests_or_says_so() {
+        let mut checked = 0;
+        for (algorithm, leaf) in [(Algorithm::Blake2b, 1024u64), (Algorithm::Blake2s, 100_000)] {
+            let tree = TreeParams::new(algorithm, algorithm.max_digest_size(), leaf).unwrap();
+            for len in [0usize, 1, 1023, 1024, 5000, 300_000, 1_000_000] {
+                let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+                let expected = hashed(&tree, &data, false).unwrap();
+                assert_eq!(expected.0, crate::hash(&tree, &data));
+                let leaf = leaf as usize;
+                let limits =
+                    [4096, 70_000, leaf, leaf + leaf / 2, 3 * leaf + 1].map(|l| l.max(4096));
+                for limit in limits {
+                    for by_writes in [false, true] {
+                        REFUSED_ABOVE.set(limit);
+                        let got = hashed(&tree, &data, by_writes);
+                        REFUSED_ABOVE.set(usize::MAX);
+                        let got = got.unwrap_or_else(|e| {
+                            panic!("{tree:?} {len} bytes, limit {limit}, writes {by_writes}: {e:?}")
+                        });
+                        assert_eq!(got.0, expected.0, "{tree:?} {len} bytes, limit {limit}");
+                        assert!(got.1 == expected.1, "{tree:?} {len} bytes, limit {limit}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 2 * 7 * 5 * 2);
+        REFUSED_ABOVE.set(100);
+        let refused = hashed(&TreeParams::default(), &[1; 10_000], false);
+        REFUSED_ABOVE.set(usize::MAX);
+        assert!(matches!(refused, Err(Error::Io(e)) if e.kind() == io::ErrorKind::OutOfMemory));
     }
 }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::batch::EndOfInput;
 use super::kernel::LeafState;
 use super::pipeline::{LeafBytes, Pipeline};
-use super::stream::Stream;
+use super::stream::{Stream, read_buffer};
 use super::tuning::{self, Spread};
 use super::{Hashed, Root, Sink, check_leaf_index};
 use crate::digest::Digest;
@@ -111,7 +111,7 @@ fn windows(
         } else {
             EndOfInput::No
         };
-        pipeline.submit(mapping, first, end, sink);
+        pipeline.submit(mapping, first, end, sink)?;
         first = last;
     }
     while settle(&mut pipeline, file, sink)? {}
@@ -244,9 +244,17 @@ fn big_leaf(
                 }
             }
             None => {
-                buffer.resize((piece.end - piece.start) as usize, 0);
-                read_exact_at(file, &mut buffer, piece.start)?;
-                leaf.update(&buffer);
+                if buffer.is_empty() {
+                    buffer = read_buffer(tuning::PIECE as usize)?;
+                }
+                let mut at = piece.start;
+                while at < piece.end {
+                    let len = (piece.end - at).min(buffer.len() as u64) as usize;
+                    let part = &mut buffer[..len];
+                    read_exact_at(file, part, at)?;
+                    leaf.update(part);
+                    at += part.len() as u64;
+                }
             }
         }
         if let Some(progress) = progress {

@@ -1,18 +1,20 @@
-//! Leaf lines: what `--leaves` prints after a file's checksum line, and what
-//! `--combine` reads back.
+//! Leaf lines: what `--leaves` and `--leaf-count` print, and what check mode
+//! and `--combine` read back.
 //!
 //! ```text
 //! BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME) = HEX
-//! BLAKE2b-64 leaves=0 total=0 tree=L (NAME)
+//! BLAKE2b-64 leaves=C total=T tree=L (NAME)
 //! ```
 //!
-//! The first form is leaf `I`; the second is the one line of an input with
-//! no leaves (an empty file). The tag gives the algorithm and digest size as
-//! in checksum lines; `O` and `N` are the leaf's bytes, `T` the input's
+//! The first form is leaf `I` of an input; the second says how many leaves
+//! an input has (`--leaf-count`, and the one line of an empty input's
+//! listing, `leaves=0 total=0`). The tag gives the algorithm and digest size
+//! as in checksum lines; `O` and `N` are the leaf's bytes, `T` the input's
 //! length (so that a listing's completeness can be checked: it has
-//! `ceil(T / L)` leaves), `L` the leaf size, and HEX the leaf's digest in
-//! lowercase. Names are escaped as in checksum lines. Check mode skips these
-//! lines ([`is_leaf_line`]).
+//! `C = ceil(T / L)` leaves), `L` the leaf size, and HEX the leaf's digest in
+//! lowercase. Names are escaped as in checksum lines. Standard input read
+//! because no FILE was given has no name, as its checksum line has none: its
+//! lines end in ` = HEX`, or after `tree=L`.
 
 use std::fmt;
 
@@ -21,11 +23,12 @@ use super::{Tag, needs_escape, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::{ParamsError, TreeParams};
 
-/// Appends the listing line of leaf `index` of a `total`-byte input.
+/// Appends the listing line of leaf `index` of a `total`-byte input; `name`
+/// is `None` for standard input read because no FILE was given.
 pub fn push_leaf_line(
     out: &mut Vec<u8>,
     tree: &TreeParams,
-    name: &[u8],
+    name: Option<&[u8]>,
     total: u64,
     index: u64,
     digest: &[u8],
@@ -47,25 +50,35 @@ pub fn push_leaf_line(
     out.push(b'\n');
 }
 
-/// Appends the listing line of an input with no leaves (an empty file).
-pub fn push_no_leaves_line(out: &mut Vec<u8>, tree: &TreeParams, name: &[u8]) {
+/// Appends the line that says how many leaves a `total`-byte input has
+/// (`leaves=0 total=0` for an empty one).
+pub fn push_count_line(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, total: u64) {
     push_head(out, tree, name);
-    out.extend_from_slice(format!(" leaves=0 total=0 tree={}", tree.leaf_size()).as_bytes());
+    out.extend_from_slice(
+        format!(
+            " leaves={} total={total} tree={}",
+            tree.leaf_count(total),
+            tree.leaf_size()
+        )
+        .as_bytes(),
+    );
     push_tail(out, name);
     out.push(b'\n');
 }
 
-fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: &[u8]) {
-    if needs_escape(name) {
+fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>) {
+    if name.is_some_and(needs_escape) {
         out.push(b'\\');
     }
     Tag::of(tree).push(out);
 }
 
-fn push_tail(out: &mut Vec<u8>, name: &[u8]) {
-    out.extend_from_slice(b" (");
-    push_name(out, name, needs_escape(name));
-    out.push(b')');
+fn push_tail(out: &mut Vec<u8>, name: Option<&[u8]>) {
+    if let Some(name) = name {
+        out.extend_from_slice(b" (");
+        push_name(out, name, needs_escape(name));
+        out.push(b')');
+    }
 }
 
 /// One parsed listing line.
@@ -73,11 +86,11 @@ fn push_tail(out: &mut Vec<u8>, name: &[u8]) {
 pub struct LeafLine {
     /// The tree parameters of the listing.
     pub tree: TreeParams,
-    /// The file's name, unescaped.
-    pub name: Vec<u8>,
-    /// The file's length.
+    /// The input's name, unescaped; `None` for nameless standard input.
+    pub name: Option<Vec<u8>>,
+    /// The input's length.
     pub total: u64,
-    /// The leaf, with its digest; `None` on the line of an empty file.
+    /// The leaf, with its digest; `None` on a count line (`leaves=C`).
     pub leaf: Option<Leaf>,
 }
 
@@ -91,8 +104,7 @@ pub struct Leaf {
 }
 
 /// Whether a line (CR/LF already removed) is a listing line, well formed or
-/// not: `BLAKE2…` and a first field of `leaf=` or `leaves=`. Check mode
-/// skips these.
+/// not: `BLAKE2…` and a first field of `leaf=` or `leaves=`.
 pub fn is_leaf_line(line: &[u8]) -> bool {
     let body = line.strip_prefix(b"\\").unwrap_or(line);
     let Some(rest) = body.strip_prefix(b"BLAKE2") else {
@@ -110,16 +122,19 @@ pub fn is_leaf_line(line: &[u8]) -> bool {
 pub enum LeafLineError {
     /// The line does not start with a tag bt2sum writes.
     Tag,
-    /// No ` (NAME)` after the fields.
-    NoName,
+    /// A name that does not end in `)`, or an escaped line without a name.
+    Name,
     /// A field that is not `KEY=NUMBER`, or a key given twice, or unknown.
     Field(String),
     /// A field the line must have is missing.
     Missing(&'static str),
-    /// `leaves=` with a count other than 0.
-    LeavesNotZero,
-    /// `leaves=0` with a non-zero total.
-    TotalNotZero,
+    /// `leaves=` with another count than `total=` and `tree=` make.
+    Count {
+        /// The count the line gives.
+        listed: u64,
+        /// The count of a `total`-byte input with its leaf size.
+        actual: u64,
+    },
     /// The digest size or leaf size is out of range.
     Params(ParamsError),
     /// No ` = HEX` after the name, or HEX is not 2N lowercase hex digits.
@@ -135,11 +150,13 @@ impl fmt::Display for LeafLineError {
         f.write_str("malformed leaf line: ")?;
         match self {
             LeafLineError::Tag => f.write_str("unknown tag"),
-            LeafLineError::NoName => f.write_str("no name"),
+            LeafLineError::Name => f.write_str("bad name"),
             LeafLineError::Field(field) => write!(f, "bad field {field}"),
             LeafLineError::Missing(key) => write!(f, "no {key}="),
-            LeafLineError::LeavesNotZero => f.write_str("leaves= other than 0"),
-            LeafLineError::TotalNotZero => f.write_str("leaves=0 with a non-zero total"),
+            LeafLineError::Count { listed, actual } => write!(
+                f,
+                "leaves={listed}, but total= and tree= make {actual} leaves"
+            ),
             LeafLineError::Params(error) => write!(f, "{error}"),
             LeafLineError::Digest => f.write_str("the digest is not 2N lowercase hex digits"),
             LeafLineError::Escape => f.write_str("bad escape in the name"),
@@ -194,6 +211,12 @@ impl Fields {
     }
 }
 
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
 /// Parses a listing line (without its line ending).
 ///
 /// ```
@@ -202,7 +225,7 @@ impl Fields {
 ///
 /// let tree = TreeParams::new(Algorithm::Blake2s, 4, 1024)?;
 /// let mut line = Vec::new();
-/// push_leaf_line(&mut line, &tree, b"f", 3000, 2, &[1, 2, 3, 4]);
+/// push_leaf_line(&mut line, &tree, Some(b"f"), 3000, 2, &[1, 2, 3, 4]);
 /// assert_eq!(line, b"BLAKE2s-4 leaf=2 offset=2048 length=952 total=3000 tree=1024 (f) = 01020304\n");
 /// let parsed = parse_leaf_line(&line[..line.len() - 1])?;
 /// assert_eq!((parsed.tree, parsed.total, parsed.leaf.unwrap().index), (tree, 3000, 2));
@@ -215,41 +238,54 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     };
     let (tag, rest) = Tag::parse(body).ok_or(LeafLineError::Tag)?;
     let rest = rest.strip_prefix(b" ").ok_or(LeafLineError::Tag)?;
-    let open = rest
-        .windows(2)
-        .position(|pair| pair == b" (")
-        .ok_or(LeafLineError::NoName)?;
-    let fields = Fields::parse(&rest[..open])?;
-    let rest = &rest[open + 2..];
+    // The fields end where the name begins, or where a nameless line's
+    // digest or end does: fields hold no `(` and no `=` after a space.
+    let end = find(rest, b" (")
+        .or_else(|| find(rest, b" = "))
+        .unwrap_or(rest.len());
+    let fields = Fields::parse(&rest[..end])?;
+    let tail = &rest[end..];
     let total = fields.total.ok_or(LeafLineError::Missing("total"))?;
     let leaf_size = fields.tree.ok_or(LeafLineError::Missing("tree"))?;
     let tree = TreeParams::new(tag.algorithm, tag.digest_size, leaf_size)
         .map_err(LeafLineError::Params)?;
+    let named = tail.strip_prefix(b" (");
+    if escaped && named.is_none() {
+        return Err(LeafLineError::Name);
+    }
     let (written_name, leaf) = match fields.leaves {
-        Some(count) => {
-            let no_leaf_fields =
-                fields.leaf.is_none() && fields.offset.is_none() && fields.length.is_none();
-            if count != 0 {
-                return Err(LeafLineError::LeavesNotZero);
-            }
-            if total != 0 {
-                return Err(LeafLineError::TotalNotZero);
-            }
-            if !no_leaf_fields {
+        Some(listed) => {
+            if fields.leaf.is_some() || fields.offset.is_some() || fields.length.is_some() {
                 return Err(LeafLineError::Field("leaf= with leaves=".to_string()));
             }
-            let name = rest.strip_suffix(b")").ok_or(LeafLineError::NoName)?;
+            let actual = tree.leaf_count(total);
+            if listed != actual {
+                return Err(LeafLineError::Count { listed, actual });
+            }
+            let name = match named {
+                Some(named) => Some(named.strip_suffix(b")").ok_or(LeafLineError::Name)?),
+                None if tail.is_empty() => None,
+                None => return Err(LeafLineError::Name),
+            };
             (name, None)
         }
         None => {
             let index = fields.leaf.ok_or(LeafLineError::Missing("leaf"))?;
             let offset = fields.offset.ok_or(LeafLineError::Missing("offset"))?;
             let length = fields.length.ok_or(LeafLineError::Missing("length"))?;
-            let split = rest
-                .windows(4)
-                .rposition(|window| window == b") = ")
-                .ok_or(LeafLineError::Digest)?;
-            let hex = &rest[split + 4..];
+            let (name, hex) = match named {
+                Some(named) => {
+                    let split = named
+                        .windows(4)
+                        .rposition(|window| window == b") = ")
+                        .ok_or(LeafLineError::Digest)?;
+                    (Some(&named[..split]), &named[split + 4..])
+                }
+                None => (
+                    None,
+                    tail.strip_prefix(b" = ").ok_or(LeafLineError::Digest)?,
+                ),
+            };
             if hex.len() != 2 * tag.digest_size || hex.iter().any(u8::is_ascii_uppercase) {
                 return Err(LeafLineError::Digest);
             }
@@ -261,13 +297,13 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
             if !fits {
                 return Err(LeafLineError::Inconsistent);
             }
-            (&rest[..split], Some(Leaf { index, digest }))
+            (name, Some(Leaf { index, digest }))
         }
     };
-    let name = if escaped {
-        unescape(written_name).ok_or(LeafLineError::Escape)?
-    } else {
-        written_name.to_vec()
+    let name = match written_name {
+        Some(written) if escaped => Some(unescape(written).ok_or(LeafLineError::Escape)?),
+        Some(written) => Some(written.to_vec()),
+        None => None,
     };
     Ok(LeafLine {
         tree,
@@ -290,7 +326,10 @@ mod tests {
                 "{}/{} {} total={}{}",
                 Tag::of(&parsed.tree),
                 parsed.tree.leaf_size(),
-                parsed.name.escape_ascii(),
+                match &parsed.name {
+                    Some(name) => name.escape_ascii().to_string(),
+                    None => "(nameless)".to_string(),
+                },
                 parsed.total,
                 match parsed.leaf {
                     Some(leaf) => format!(" leaf={} {}", leaf.index, leaf.digest),
@@ -303,7 +342,7 @@ mod tests {
 
     #[test]
     fn good_leaf_lines() {
-        let table: [(&[u8], &str); 8] = [
+        let table: [(&[u8], &str); 12] = [
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=4 total=10 tree=4 (f) = ab",
                 "BLAKE2b-1/4 f total=10 leaf=0 ab",
@@ -336,6 +375,22 @@ mod tests {
                 b"BLAKE2b-1 leaf=0 offset=0 length=4294967295 total=4294967296 tree=4294967295 (f) = 00",
                 "BLAKE2b-1/4294967295 f total=4294967296 leaf=0 00",
             ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 (f)",
+                "BLAKE2b-1/4 f total=10",
+            ),
+            (
+                b"BLAKE2b-1 leaf=1 offset=4 length=4 total=10 tree=4 = cd",
+                "BLAKE2b-1/4 (nameless) total=10 leaf=1 cd",
+            ),
+            (
+                b"BLAKE2b-1 leaves=0 total=0 tree=4",
+                "BLAKE2b-1/4 (nameless) total=0",
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4",
+                "BLAKE2b-1/4 (nameless) total=10",
+            ),
         ];
         for (line, expected) in table {
             assert_eq!(describe(line), expected, "{}", line.escape_ascii());
@@ -347,7 +402,7 @@ mod tests {
         let malformed = |what: &str| format!("malformed leaf line: {what}");
         let inconsistent =
             malformed("offset or length do not match the leaf index, leaf size and total");
-        let table: [(&[u8], String); 20] = [
+        let table: [(&[u8], String); 23] = [
             (
                 b"BLAKE2q-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = 00",
                 malformed("unknown tag"),
@@ -366,7 +421,19 @@ mod tests {
             ),
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1",
-                malformed("no name"),
+                malformed("the digest is not 2N lowercase hex digits"),
+            ),
+            (
+                b"\\BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 = 00",
+                malformed("bad name"),
+            ),
+            (
+                b"BLAKE2b-1 leaves=1 total=1 tree=1 (f",
+                malformed("bad name"),
+            ),
+            (
+                b"BLAKE2b-1 leaves=1 total=1 tree=1 x",
+                malformed("bad field x"),
             ),
             (
                 b"BLAKE2b-1 leaf=x offset=0 length=1 total=1 tree=1 (f) = 00",
@@ -398,11 +465,11 @@ mod tests {
             ),
             (
                 b"BLAKE2b-1 leaves=1 total=0 tree=1 (f)",
-                malformed("leaves= other than 0"),
+                malformed("leaves=1, but total= and tree= make 0 leaves"),
             ),
             (
                 b"BLAKE2b-1 leaves=0 total=5 tree=1 (f)",
-                malformed("leaves=0 with a non-zero total"),
+                malformed("leaves=0, but total= and tree= make 5 leaves"),
             ),
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=0 (f) = 00",
@@ -436,7 +503,14 @@ mod tests {
 
     #[test]
     fn written_leaf_lines_read_back() {
-        let names: [&[u8]; 5] = [b"f", b"a b", b"x) = y", b"new\nline\\", b"\xff"];
+        let names: [Option<&[u8]>; 6] = [
+            Some(b"f"),
+            Some(b"a b"),
+            Some(b"x) = y"),
+            Some(b"new\nline\\"),
+            Some(b"\xff"),
+            None,
+        ];
         let mut checked = 0;
         for algorithm in Algorithm::ALL {
             for size in [1, algorithm.max_digest_size()] {
@@ -444,30 +518,34 @@ mod tests {
                     let tree = TreeParams::new(algorithm, size, leaf_size).unwrap();
                     for name in names {
                         for (total, index) in [(1, 0), (10_000, 0), (10_000, 1)] {
-                            if index >= tree.leaf_count(total) {
-                                continue;
-                            }
                             let digest = vec![0x5a; size];
                             let mut line = Vec::new();
                             push_leaf_line(&mut line, &tree, name, total, index, &digest);
                             let parsed =
                                 parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                             assert_eq!((parsed.tree, parsed.total), (tree, total));
-                            assert_eq!(parsed.name, name);
+                            assert_eq!(parsed.name.as_deref(), name);
                             let leaf = parsed.leaf.unwrap();
                             assert_eq!(leaf.index, index);
                             assert!(leaf.digest == digest[..]);
                             checked += 1;
                         }
-                        let mut line = Vec::new();
-                        push_no_leaves_line(&mut line, &tree, name);
-                        let parsed = parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
-                        assert_eq!((parsed.tree, parsed.total, parsed.leaf), (tree, 0, None));
-                        checked += 1;
+                        for total in [0, 1, 10_000] {
+                            let mut line = Vec::new();
+                            push_count_line(&mut line, &tree, name, total);
+                            let parsed =
+                                parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
+                            assert_eq!(
+                                (parsed.tree, parsed.total, parsed.leaf),
+                                (tree, total, None)
+                            );
+                            assert_eq!(parsed.name.as_deref(), name);
+                            checked += 1;
+                        }
                     }
                 }
             }
         }
-        assert_eq!(checked, 2 * 2 * 3 * 5 * 4);
+        assert_eq!(checked, 2 * 2 * 3 * 6 * 6);
     }
 }

@@ -167,8 +167,11 @@ impl Opened {
         };
         let start = arena.len();
         // Room for the whole file and the read that finds its end, so that
-        // reading takes one call and finding the end another.
-        arena.reserve(expected as usize + 1);
+        // reading takes one call and finding the end another. Refused, the
+        // file is hashed on its own, the way that needs the least memory.
+        if arena.try_reserve(expected as usize + 1).is_err() {
+            return Ok(None);
+        }
         // One byte more than expected: the read that finds the end.
         let read = Read::by_ref(&mut self.file)
             .take(expected + 1)
@@ -193,16 +196,7 @@ impl Opened {
             return Err(is_a_directory());
         }
         let hashed = match (leaves, self.regular_length()) {
-            (Some(leaves), Some(length)) => {
-                let count = tree.leaf_count(length);
-                if leaves.start >= count.min(leaves.end) {
-                    return Err(Error::EmptyLeafRange {
-                        requested: leaves,
-                        leaves: count,
-                    });
-                }
-                self.hash_mapped(tree, leaves, sink)?
-            }
+            (Some(leaves), Some(_)) => self.hash_mapped(tree, leaves, sink)?,
             (Some(_), None) => return Err(Error::NotRegularFile),
             (None, None) => {
                 platform::wait_for_writer(&self.file)?;
@@ -220,7 +214,7 @@ impl Opened {
                 }
                 hashed
             }
-            (None, Some(_)) => hash_small(tree, &mut self.file, sink)?,
+            (None, Some(length)) => hash_small(tree, &mut self.file, length, sink)?,
         };
         if self.before.is_file() {
             // (A pipe's modification time changes with every write.)
@@ -262,11 +256,20 @@ thread_local! {
 /// matters when hashing thousands of small files. A file longer than it said
 /// (a `/proc` file whose size reads 0) is streamed past `tuning::MAP_MIN`
 /// bytes, and a file that grew is caught by the `fstat` comparison after.
-fn hash_small(tree: &TreeParams, file: &mut File, sink: &mut Sink<'_>) -> Result<Hashed, Error> {
+fn hash_small(
+    tree: &TreeParams,
+    file: &mut File,
+    expected: u64,
+    sink: &mut Sink<'_>,
+) -> Result<Hashed, Error> {
     // Taken out of the thread-local, not borrowed: hashing may run other
     // pool work on this thread, which may hash a small file too.
     let mut buffer = SMALL_FILE.take();
     buffer.clear();
+    if buffer.try_reserve(expected as usize + 1).is_err() {
+        // Memory is short: a stream holds no more than it can get.
+        return engine::hash(tree, Source::Stream(file), sink);
+    }
     // Through `take`, because `File::read_to_end` would ask the size and
     // offset again: two more system calls per file.
     let read = Read::by_ref(file)
@@ -301,13 +304,29 @@ pub struct Job<T, S = ()> {
     leaves: Option<Range<u64>>,
     sink: S,
     progress: Option<Arc<AtomicU64>>,
-    opened: Option<Result<Opened, Error>>,
+    state: State,
+}
+
+/// Where a [`Job`] is.
+enum State {
+    /// Not opened yet, or not opened for want of a descriptor (then opened
+    /// when its turn comes).
+    Closed,
+    /// Open, to be hashed whole.
+    Open(Opened),
+    /// Read whole into a lane and closed again: its length, or why it did
+    /// not read back as it was.
+    Read(Result<u64, Error>),
+    /// It failed.
+    Failed(Error),
 }
 
 /// What a [`Job`] names.
 enum Target {
     Path(PathBuf),
     Stdin,
+    /// Nothing: the job fails with the error it was made with.
+    Nothing,
 }
 
 /// What hashing a [`Job`] gave.
@@ -333,6 +352,15 @@ impl<T> Job<T> {
         Job::new(tag, Target::Stdin, tree)
     }
 
+    /// A job that fails with `error` without opening anything, in its place
+    /// among the others (an input known to be unusable, such as a standard
+    /// input that was closed).
+    pub fn failed(tag: T, error: Error) -> Self {
+        let mut job = Job::new(tag, Target::Nothing, &TreeParams::default());
+        job.state = State::Failed(error);
+        job
+    }
+
     fn new(tag: T, target: Target, tree: &TreeParams) -> Self {
         Job {
             tag,
@@ -341,7 +369,7 @@ impl<T> Job<T> {
             leaves: None,
             sink: (),
             progress: None,
-            opened: None,
+            state: State::Closed,
         }
     }
 }
@@ -356,13 +384,13 @@ impl<T, S: LeafSink> Job<T, S> {
             leaves: self.leaves,
             sink,
             progress: self.progress,
-            opened: None,
+            state: self.state,
         }
     }
 
-    /// Hashes only leaves `leaves` of a regular file (cut at its end; one
-    /// that holds none is an error), for their digests: the outcome's
-    /// digest then means nothing.
+    /// Hashes only leaves `leaves` of a regular file (cut at its end: a
+    /// range past it hashes nothing), for their digests: the outcome's
+    /// digest then means nothing, but its length is the file's.
     pub fn leaf_range(mut self, leaves: Range<u64>) -> Self {
         self.leaves = Some(leaves);
         self
@@ -434,17 +462,23 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     fn held_bytes(&self) -> usize {
         match &self.target {
             Target::Path(path) => path.as_os_str().len(),
-            Target::Stdin => 0,
+            Target::Stdin | Target::Nothing => 0,
         }
     }
 
     fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {
-        let opened = match &self.target {
-            Target::Path(path) => Opened::path(path),
-            Target::Stdin => Opened::stdin(),
-        };
-        let opened = self.opened.insert(opened);
-        let Ok(file) = opened else {
+        if let State::Closed = self.state {
+            match self.open() {
+                Ok(opened) => self.state = State::Open(opened),
+                // Out of descriptors: opened when its turn comes, once those
+                // before it are closed.
+                Err(Error::Io(error)) if out_of_descriptors(&error) => {
+                    return Step::Whole(Shape::Stream);
+                }
+                Err(error) => self.state = State::Failed(error),
+            }
+        }
+        let State::Open(file) = &mut self.state else {
             return Step::Done;
         };
         let whole = Step::Whole(if file.is_stream() {
@@ -462,53 +496,78 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
             }
         });
         // An input whose leaves are not wanted, of one leaf or less, is read
-        // now and hashed beside others.
+        // now and hashed beside others; it is closed at once, the check that
+        // it did not change made (its bytes are in memory).
         if self.leaves.is_some() || self.sink.wants_leaves() {
             return whole;
         }
         let most = self.tree.leaf_size().min(tuning::MAP_MIN - 1);
         match file.read_small(most, arena) {
-            Ok(Some(bytes)) => Step::Small {
-                tree: self.tree,
-                bytes,
-            },
+            Ok(Some(bytes)) => {
+                let length = (bytes.end - bytes.start) as u64;
+                let read = unchanged(&file.file, &file.before).map(|()| length);
+                self.state = State::Read(read);
+                Step::Small {
+                    tree: self.tree,
+                    bytes,
+                }
+            }
             Ok(None) => whole,
             Err(error) => {
-                *opened = Err(error);
+                self.state = State::Failed(error);
                 Step::Done
             }
         }
     }
 
     fn small_done(mut self, digest: Digest) -> Outcome<T, S> {
-        let result = match self.opened.take() {
-            Some(Ok(file)) => unchanged(&file.file, &file.before).map(|()| {
-                let length = file.regular_length().unwrap_or(0);
+        let result = match std::mem::replace(&mut self.state, State::Closed) {
+            State::Read(read) => read.map(|length| {
                 if let Some(progress) = &self.progress {
                     progress.fetch_add(length, Ordering::Relaxed);
                 }
                 Hashed { digest, length }
             }),
-            Some(Err(error)) => Err(error),
-            None => unreachable!("a small input was opened"),
+            _ => unreachable!("only an input read whole is hashed in a lane"),
         };
         self.outcome(result)
     }
 
     fn hash_whole(mut self) -> Outcome<T, S> {
-        let result = match self.opened.take() {
-            Some(Ok(mut file)) => {
-                let mut sink = Sink {
-                    leaves: Some(&mut self.sink),
-                    progress: self.progress.as_deref(),
-                };
-                file.hash(&self.tree, self.leaves.clone(), &mut sink)
-            }
-            Some(Err(error)) => Err(error),
-            None => unreachable!("an input is prepared before it is hashed"),
+        let opened = match std::mem::replace(&mut self.state, State::Closed) {
+            State::Open(opened) => Ok(opened),
+            State::Closed => self.open(),
+            State::Failed(error) => Err(error),
+            State::Read(_) => unreachable!("an input read whole is hashed in a lane"),
         };
+        let result = opened.and_then(|mut file| {
+            let mut sink = Sink {
+                leaves: Some(&mut self.sink),
+                progress: self.progress.as_deref(),
+            };
+            file.hash(&self.tree, self.leaves.clone(), &mut sink)
+        });
         self.outcome(result)
     }
+}
+
+impl<T, S> Job<T, S> {
+    fn open(&self) -> Result<Opened, Error> {
+        match &self.target {
+            Target::Path(path) => Opened::path(path),
+            Target::Stdin => Opened::stdin(),
+            Target::Nothing => Err(io::Error::from(io::ErrorKind::NotFound).into()),
+        }
+    }
+}
+
+/// Whether opening failed for want of a file descriptor (`EMFILE`,
+/// `ENFILE`): worth trying again once others are closed.
+fn out_of_descriptors(error: &io::Error) -> bool {
+    #[cfg(unix)]
+    return matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    #[cfg(not(unix))]
+    return false;
 }
 
 #[cfg(test)]
@@ -525,7 +584,7 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let tree = TreeParams::default();
         let mut file = File::open(&path).unwrap();
-        let hashed = hash_small(&tree, &mut file, &mut Sink::default()).unwrap();
+        let hashed = hash_small(&tree, &mut file, 100, &mut Sink::default()).unwrap();
         assert_eq!(hashed.length, 3 << 20);
         assert_eq!(hashed.digest, crate::hash(&tree, &data));
     }

@@ -13,7 +13,7 @@ const LAYERS: [(&str, &[&str]); 8] = [
     ("error", &["params"]),
     ("engine", &["params", "digest", "error"]),
     ("format", &["params", "digest"]),
-    ("leaves", &["engine", "format", "params", "digest"]),
+    ("leaves", &["engine", "format", "params", "digest", "error"]),
     ("input", &["engine", "params", "digest", "error"]),
 ];
 

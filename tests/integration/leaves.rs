@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use super::{bt2sum, pattern, run, status, stderr, stdout};
+use super::{bt2sum, emulated, pattern, run, shell, status, stderr, stdout};
 
 /// Runs bt2sum in `dir` with `args`.
 fn run_in(dir: &Path, args: &[&str]) -> Output {
@@ -204,15 +204,19 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     );
     assert_eq!(stdout(&out).lines().count(), 1);
     assert!(stdout(&out).contains(" leaf=2 offset=2048 length=952 total=3000 "));
-    let out = run_in(
-        dir.path(),
-        &["--leaves", "--leaf-range", "3..", "-t", "1k", "f"],
-    );
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: f: leaf range 3.. holds no leaf: the file has 3 leaves (0..3)\n"
-    );
-    assert_eq!(status(&out), 1);
+    // Wholly past the end, or empty: nothing to list, and no error.
+    for range in ["3..", "7..9", "1..1", "0..0"] {
+        let out = run_in(
+            dir.path(),
+            &["--leaves", "--leaf-range", range, "-t", "1k", "f"],
+        );
+        assert_eq!(
+            (stdout(&out).as_str(), stderr(&out).as_str()),
+            ("", ""),
+            "{range}"
+        );
+        assert_eq!(status(&out), 0, "{range}");
+    }
     let out = run_in(dir.path(), &["--leaves", "--leaf-range", "2..1", "f"]);
     assert_eq!(status(&out), 2);
     let out = run_in(dir.path(), &["--leaf-range", "0..1", "f"]);
@@ -398,7 +402,11 @@ fn hostile_listing_lines_are_errors_not_crashes() {
         ),
         (
             format!("BLAKE2b-64 leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = {digest}"),
-            "malformed leaf line: leaves= other than 0",
+            "malformed leaf line: bad field leaf= with leaves=",
+        ),
+        (
+            "BLAKE2b-64 leaves=7 total=1 tree=1 (f)".to_string(),
+            "malformed leaf line: leaves=7, but total= and tree= make 1 leaves",
         ),
         (
             format!(
@@ -411,4 +419,183 @@ fn hostile_listing_lines_are_errors_not_crashes() {
         assert_eq!(status(&out), 1, "{line}");
         assert!(stderr(&out).contains(message), "{line}: {}", stderr(&out));
     }
+}
+
+/// An empty file's range from 0 lists its `leaves=0` line; `--leaf-count`
+/// counts leaves without hashing; the recipe that splits a file by its count
+/// works for any size, 0 included.
+#[test]
+fn counts_and_ranges_plan_a_split_of_any_size() {
+    for size in [0usize, 1, 1023, 1024, 1025, 5000] {
+        let dir = dir_with("f", &pattern(size));
+        let count = run_in(dir.path(), &["--leaf-count", "-t", "1k", "f"]);
+        let leaves = size.div_ceil(1024);
+        assert_eq!(
+            stdout(&count),
+            format!("BLAKE2b-64 leaves={leaves} total={size} tree=1024 (f)\n")
+        );
+        // Ranges of two leaves from 0 to past the count, as a script would
+        // cut them, combined: the file's line.
+        let script = r#"n=$("$BT2SUM" --leaf-count -t 1k f | sed 's/.* leaves=\([0-9]*\) .*/\1/')
+            a=0
+            while :; do
+              "$BT2SUM" --leaves --leaf-range $a..$((a + 2)) -t 1k f > part.$a || exit 1
+              a=$((a + 2)); [ $a -ge "$n" ] && break
+            done
+            "$BT2SUM" --combine part.*"#;
+        let combined = shell(dir.path(), script);
+        let whole = run_in(dir.path(), &["-t", "1k", "f"]);
+        assert_eq!(stderr(&combined), "", "{size}");
+        assert_eq!(stdout(&combined), stdout(&whole), "{size} bytes");
+    }
+    let dir = dir_with("empty", b"");
+    let out = run_in(dir.path(), &["--leaves", "--leaf-range", "0..5", "empty"]);
+    assert_eq!(
+        stdout(&out),
+        "BLAKE2b-64 leaves=0 total=0 tree=5242880 (empty)\n"
+    );
+    // Counting needs a regular file.
+    let out = run(["--leaf-count"], b"piped");
+    assert!(
+        stderr(&out).contains("needs a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// Standard input read because no FILE was given has no name: neither do its
+/// leaf lines, and combining them gives its nameless line back. `-` keeps
+/// its name.
+#[test]
+fn nameless_standard_input_lists_and_combines_nameless() {
+    let data = pattern(3000);
+    let listing = run(["--leaves", "-t", "1k"], &data);
+    let text = stdout(&listing);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0].starts_with("BLAKE2b-64 = "), "{text}");
+    assert!(
+        lines[3].starts_with("BLAKE2b-64 leaf=2 offset=2048 length=952 total=3000 tree=1024 = "),
+        "{text}"
+    );
+    let leaf_lines: String = lines[1..].iter().rev().map(|l| format!("{l}\n")).collect();
+    let combined = run(["--combine"], leaf_lines.as_bytes());
+    assert_eq!(stdout(&combined), format!("{}\n", lines[0]));
+    let empty = run(["--leaves"], b"");
+    assert!(stdout(&empty).ends_with("\nBLAKE2b-64 leaves=0 total=0 tree=5242880\n"));
+    let dash = run(["--leaves", "-t", "1k", "-"], &data);
+    assert!(
+        stdout(&dash).contains(" tree=1024 (-) = "),
+        "{}",
+        stdout(&dash)
+    );
+}
+
+/// A line that is neither a checksum line nor a leaf line makes combining
+/// fail, with its number; blank lines, comments and checksum lines do not.
+#[test]
+fn combining_refuses_lines_it_does_not_know() {
+    let dir = dir_with("f", &pattern(3000));
+    let listing = stdout(&run_in(dir.path(), &["--leaves", "-t", "1k", "f"]));
+    let with_extras = format!("# a comment\n\n{listing}");
+    let out = run(["--combine"], with_extras.as_bytes());
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let with_junk = format!("{listing}junk\n");
+    let out = run(["--combine"], with_junk.as_bytes());
+    assert_eq!(status(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: standard input: 5: improperly formatted line\n"
+    );
+}
+
+/// Combining holds a bounded amount of memory: a line longer than 16 MiB is
+/// refused without being held, and a listing of a million leaves given in
+/// two halves, the second first, combines under a limit of 300 MB of address
+/// space (the leaves wait in a temporary file).
+#[cfg(unix)]
+#[test]
+fn combining_stays_within_bounded_memory() {
+    if emulated("combining_stays_within_bounded_memory") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = shell(
+        dir.path(),
+        r#"ulimit -v 300000; head -c 200000000 /dev/zero | "$BT2SUM" --combine"#,
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: standard input: 1: line longer than 16 MiB\n"
+    );
+    assert_eq!(status(&out), 1);
+    fs::write(dir.path().join("f"), pattern(1_000_000)).unwrap();
+    let script = r#"ulimit -v 300000
+        "$BT2SUM" -s 64 -t 1 --leaves f > all || exit 1
+        sed -n '2,500001p' all > first; sed -n '500002,$p' all > second
+        "$BT2SUM" --combine second first"#;
+    let out = shell(dir.path(), script);
+    assert_eq!(stderr(&out), "");
+    let whole = run_in(dir.path(), &["-t", "1", "f"]);
+    assert_eq!(stdout(&out), stdout(&whole));
+}
+
+/// Listing many files of tiny leaves at once keeps their digests within a
+/// bound (64 MiB in memory together, the rest in temporary files), and the
+/// lines still come out in order.
+#[cfg(unix)]
+#[test]
+fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
+    if emulated("listing_many_files_of_tiny_leaves_stays_within_bounded_memory") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..8 {
+        fs::write(dir.path().join(format!("f{index}")), pattern(262_144)).unwrap();
+    }
+    let script = r#"ulimit -v 250000
+        "$BT2SUM" --leaves -t 1 f0 f1 f2 f3 f4 f5 f6 f7 | awk '
+          / leaf=/ { split($0, words, " "); print words[length(words) - 2] }
+          !/ leaf=/ { print "file" }' | uniq -c"#;
+    let out = shell(dir.path(), script);
+    assert_eq!(stderr(&out), "");
+    let counts: Vec<String> = stdout(&out)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let expected: Vec<String> = (0..8)
+        .flat_map(|index| {
+            [
+                "1".to_string(),
+                "file".to_string(),
+                "262144".to_string(),
+                format!("(f{index})"),
+            ]
+        })
+        .collect();
+    assert_eq!(counts, expected);
+}
+
+/// A temporary directory that cannot be used fails the listing that needs
+/// it, named, with the directory; the other inputs are still hashed.
+#[test]
+fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
+    let dir = dir_with("big", &pattern(300_000));
+    fs::write(dir.path().join("small"), b"small").unwrap();
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .env("TMPDIR", "/nonexistent/bt2sum")
+        .args(["--leaves", "-t", "1", "big", "small"])
+        .output()
+        .unwrap();
+    assert_eq!(status(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: big: cannot keep leaf digests in a temporary file in /nonexistent/bt2sum: \
+         No such file or directory\n"
+    );
+    let text = stdout(&out);
+    assert!(text.starts_with("BLAKE2b-64 (small) = "), "{text}");
+    assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }

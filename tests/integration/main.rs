@@ -6,6 +6,7 @@ mod cli;
 mod ct;
 mod layers;
 mod leaves;
+mod robust;
 mod ux;
 mod vectors;
 
@@ -87,4 +88,28 @@ pub fn mkfifo(path: &Path) {
     // SAFETY: a valid NUL-terminated path.
     let made = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
     assert_eq!(made, 0, "mkfifo: {}", std::io::Error::last_os_error());
+}
+
+/// Runs `script` with `sh -c` in `dir`, `$BT2SUM` naming the built binary:
+/// for what only a shell sets up (`ulimit`, closed descriptors).
+#[cfg(unix)]
+pub fn shell(dir: &Path, script: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("BT2SUM", env!("CARGO_BIN_EXE_bt2sum"))
+        .output()
+        .expect("sh runs")
+}
+
+/// Whether the suite runs under an emulator (qemu, wine), as `.ci/run`
+/// says with `BT2SUM_TEST_EMULATED`: tests of memory limits, descriptors
+/// and signals would then measure the emulator, and say they are skipped.
+pub fn emulated(test: &str) -> bool {
+    let emulated = std::env::var_os("BT2SUM_TEST_EMULATED").is_some();
+    if emulated {
+        eprintln!("{test}: skipped under emulation");
+    }
+    emulated
 }
