@@ -1,8 +1,9 @@
 //! Leaf digests beyond the checksum: [`LeafLog`] keeps an input's leaf
-//! digests for a listing (`--leaves`), and [`Combiner`] turns the leaf lines
-//! of partial listings back into the file's checksum (`--combine`). Both
-//! keep a bounded amount in memory and the rest in an anonymous temporary
-//! file.
+//! digests for a listing (`--leaves`), [`ListedLeaves`] checks them against
+//! a listing's (`--check`), and [`Combiner`] turns the leaf lines of partial
+//! listings back into the file's checksum (`--combine`). The log and the
+//! combiner keep a bounded amount in memory and the rest in an anonymous
+//! temporary file; a check holds what its caller chose to list at once.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -165,6 +166,126 @@ impl LeafSink for LeafLog {
         }
         self.memory.extend_from_slice(digests);
         LOGGED.fetch_add(digests.len(), Ordering::Relaxed);
+    }
+}
+
+/// Listed digests of some of an input's leaves, in increasing leaf order,
+/// each compared (in constant time) with the leaf's digest as hashing
+/// delivers it: fed to a job as its [`LeafSink`], it checks
+/// a listing in the pass that computes the checksum.
+///
+/// ```
+/// use std::io::Write;
+/// use bt2sum::leaves::{LeafLog, ListedLeaves};
+/// use bt2sum::{Algorithm, Digest, TreeHasher, TreeParams};
+///
+/// // 10 bytes in 4-byte leaves: three leaves.
+/// let tree = TreeParams::new(Algorithm::Blake2s, 32, 4)?;
+/// let data = b"ten bytes!";
+/// let mut hasher = TreeHasher::with_leaves(&tree, LeafLog::new(32));
+/// hasher.write_all(data)?;
+/// let (_, log) = hasher.finalize_with_leaves()?;
+/// let mut digests = Vec::new();
+/// log.for_each(|_, leaf| {
+///     digests.push(Digest::from_slice(leaf).unwrap());
+///     Ok::<(), bt2sum::leaves::SpillError>(())
+/// })?;
+///
+/// // Leaf 1 is listed with its digest, leaf 2 with leaf 0's.
+/// let mut listed = ListedLeaves::new(32);
+/// assert!(listed.push(1, digests[1]));
+/// assert!(listed.push(2, digests[0]));
+/// assert!(!listed.push(2, digests[2]), "indices must increase");
+/// assert_eq!(listed.indices(), Some(1..3));
+///
+/// let mut hasher = TreeHasher::with_leaves(&tree, listed);
+/// hasher.write_all(data)?;
+/// let (_, listed) = hasher.finalize_with_leaves()?;
+/// assert_eq!(listed.verdicts().collect::<Vec<_>>(), [(1, true), (2, false)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ListedLeaves {
+    digest_size: usize,
+    listed: Vec<Listed>,
+    /// The first listed leaf not yet delivered.
+    next: usize,
+}
+
+struct Listed {
+    index: u64,
+    digest: Digest,
+    matched: bool,
+}
+
+impl ListedLeaves {
+    /// What each listed leaf takes in memory.
+    pub const BYTES_PER_LEAF: usize = std::mem::size_of::<Listed>();
+
+    /// No listed leaf yet, of `digest_size`-byte digests.
+    pub fn new(digest_size: usize) -> Self {
+        ListedLeaves {
+            digest_size,
+            listed: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// Lists leaf `index` with `digest`; `false` (and nothing listed) unless
+    /// `index` is above every leaf listed so far and `digest` has the
+    /// digest size.
+    pub fn push(&mut self, index: u64, digest: Digest) -> bool {
+        let increasing = self.listed.last().is_none_or(|last| last.index < index);
+        if !increasing || digest.as_bytes().len() != self.digest_size {
+            return false;
+        }
+        self.listed.push(Listed {
+            index,
+            digest,
+            matched: false,
+        });
+        true
+    }
+
+    /// How many leaves are listed.
+    pub fn len(&self) -> usize {
+        self.listed.len()
+    }
+
+    /// Whether no leaf is listed.
+    pub fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+
+    /// The leaves from the first listed to the last, if any is listed: the
+    /// range to hash to check them all.
+    pub fn indices(&self) -> Option<std::ops::Range<u64>> {
+        let first = self.listed.first()?.index;
+        let last = self.listed.last()?.index;
+        Some(first..last + 1)
+    }
+
+    /// Each listed leaf's index, and whether its digest matched the leaf's
+    /// (`false` also for a leaf that was never hashed), in leaf order.
+    pub fn verdicts(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.listed
+            .iter()
+            .map(|listed| (listed.index, listed.matched))
+    }
+}
+
+impl LeafSink for ListedLeaves {
+    fn leaves(&mut self, first: u64, digests: &[u8]) {
+        let count = (digests.len() / self.digest_size) as u64;
+        while let Some(listed) = self.listed.get_mut(self.next) {
+            if listed.index >= first + count {
+                break;
+            }
+            if let Some(offset) = listed.index.checked_sub(first) {
+                let start = offset as usize * self.digest_size;
+                listed.matched = listed.digest == digests[start..start + self.digest_size];
+            }
+            self.next += 1;
+        }
     }
 }
 

@@ -244,6 +244,18 @@ pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
     size.ok_or_else(|| allowed.to_string())
 }
 
+/// A leaf size as `-t` takes it, in the largest unit that divides it:
+/// `5m`, `64k`, `1000`.
+pub fn shown_leaf_size(size: u64) -> String {
+    match [(30, 'g'), (20, 'm'), (10, 'k')]
+        .into_iter()
+        .find(|&(shift, _)| size >= 1 << shift && size.trailing_zeros() >= shift)
+    {
+        Some((shift, unit)) => format!("{}{unit}", size >> shift),
+        None => size.to_string(),
+    }
+}
+
 /// Rewrites the original Go tool's spellings that clap does not take:
 /// `-cpus N`, `-cpus=N` and `-help`, and Go's double-dash forms of the
 /// one-letter flags (`--a`, `--s`, `--t`, with or without `=`). Nothing after

@@ -1,12 +1,16 @@
 //! The check driver (`bt2sum -c`): reads checksum lists, recomputes every
-//! listed file and reports each in list order, GNU coreutils style.
+//! listed file and reports each checked line in list order, GNU coreutils
+//! style.
 //!
-//! A list is read as its files are hashed: the engine takes the next entries
+//! A list is read as its files are hashed: the engine takes the next groups
 //! as room frees up, hashes several at once, and hands back their results in
-//! list order, so a list of millions of files never sits in memory whole.
-//! Entries naming standard input (`-`) are hashed in turn, since they share
-//! one stream. An improperly formatted line is reported (with `--warn`) just
-//! before the entry that follows it.
+//! list order, so a list of millions of files never sits in memory whole. A
+//! group is a checksum line, or the lines of a leaf listing about one file
+//! (`--leaves`, `--leaf-range`, `--leaf-count`), or both: its file is read
+//! once, its leaves compared as they are hashed. Groups naming standard
+//! input (`-`) are hashed in turn, since they share one stream. An
+//! improperly formatted line is reported (with `--warn`) just before the
+//! group that follows it.
 //!
 //! Per list, after its verdicts, the summary goes to standard error in GNU's
 //! order: the non-zero counts of improperly formatted lines, unreadable files
@@ -24,10 +28,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use bt2sum::format::checksum::{Entry, Line, parse_line};
-use bt2sum::format::verdict::{Verdict, push_shown_name, push_verdict};
-use bt2sum::{Error, Event, Hashed, Job, TreeParams, hash_each, plain_message};
+use bt2sum::format::checksum::{Line, parse_line};
+use bt2sum::format::leaf::LeafLine;
+use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, push_verdict};
+use bt2sum::leaves::ListedLeaves;
+use bt2sum::{Digest, Error, Event, Hashed, Job, TreeParams, hash_each, plain_message};
 
+use super::args::shown_leaf_size;
 use super::config::{Checking, Verbosity};
 use super::lines::{ListLine, read_line};
 use super::output::{Status, output_failed, report, warn};
@@ -51,6 +58,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         out,
         reader_gone: false,
         shown: Vec::new(),
+        sized_by_option: (0, 0),
     };
     let mut status = Status::Success;
     for list in lists {
@@ -60,10 +68,20 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
             Err(error) => return status.max(output_failed(&error)),
         }
     }
-    match checker.flush() {
-        Ok(()) => status,
-        Err(error) => status.max(output_failed(&error)),
+    if let Err(error) = checker.flush() {
+        return status.max(output_failed(&error));
     }
+    let (matched, failed) = checker.sized_by_option;
+    if failed > 0 && matched == 0 && config.verbosity != Verbosity::Status {
+        // Checksum lines do not say which leaf size made them: perhaps the
+        // list was made with another.
+        warn(&format!(
+            "hint: checksum lines do not record their leaf size: these were checked \
+             with -t {}, and a list made with another size needs it given with -t",
+            shown_leaf_size(config.leaf_size)
+        ));
+    }
+    status
 }
 
 /// The counts of one checked list.
@@ -130,10 +148,6 @@ impl Tally {
     }
 }
 
-/// What a list entry carries through the engine: the numbers of the
-/// improperly formatted lines just before it, and the entry.
-type Tag = (Vec<u64>, Entry);
-
 /// The options of a check run and where its verdicts go.
 struct Checker<'a> {
     config: &'a Checking,
@@ -145,6 +159,10 @@ struct Checker<'a> {
     reader_gone: bool,
     /// A reused buffer for one output line.
     shown: Vec<u8>,
+    /// How many checksum lines checked with `-t`'s leaf size (no leaf line
+    /// gave theirs) matched, and how many did not. A list made with another
+    /// leaf size fails in every file.
+    sized_by_option: (u64, u64),
 }
 
 impl Checker<'_> {
@@ -177,7 +195,86 @@ impl Checker<'_> {
             other => other,
         }
     }
+}
 
+/// The most leaf and count lines of one file checked in one pass over it
+/// (what their listed digests take: 16 MiB). A longer run of them is checked
+/// a part at a time, each part hashing only its own leaves.
+const GROUP_LINES: usize = (16 << 20) / ListedLeaves::BYTES_PER_LEAF;
+
+/// Consecutive lines of a list about one file, checked in one pass over it:
+/// a checksum line with the leaf and count lines that follow it, or leaf
+/// and count lines alone.
+struct Group {
+    /// The improperly formatted lines just before the group, reported
+    /// before it.
+    bad_lines: Vec<u64>,
+    /// The file's name, unescaped.
+    name: Vec<u8>,
+    /// What the file is hashed with: the tree of its leaf lines (their
+    /// `tree=` wins over `-t`), or the checksum line's tag and `-t`.
+    tree: TreeParams,
+    /// The checksum its checksum line lists, if the group starts with one.
+    checksum: Option<Digest>,
+    /// The file's length, as its leaf and count lines list it, if it has
+    /// any.
+    total: Option<u64>,
+    /// For each count line, how many of the group's leaf lines precede it.
+    count_lines: Vec<usize>,
+}
+
+/// What a checked line is about.
+enum Part {
+    /// The file's checksum.
+    Checksum,
+    /// One of its leaves.
+    Leaf(u64),
+    /// Its length (a `leaves=` line).
+    Count,
+}
+
+impl Group {
+    /// The group's checked lines in list order, each with whether it
+    /// passed, given the leaves' verdicts and the file's length.
+    fn verdicts(
+        &self,
+        listed: Option<&ListedLeaves>,
+        hashed: Option<&Hashed>,
+    ) -> impl Iterator<Item = (Part, bool)> {
+        let checksum = self.checksum.map(|expected| {
+            let matched = hashed.is_some_and(|hashed| hashed.digest == expected);
+            (Part::Checksum, matched)
+        });
+        // A listing of another length is wrong in every leaf it lists.
+        let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
+        let mut leaves = listed
+            .into_iter()
+            .flat_map(ListedLeaves::verdicts)
+            .peekable();
+        let mut count_lines = self.count_lines.iter().peekable();
+        let mut leaves_seen = 0;
+        let rest = std::iter::from_fn(move || {
+            if count_lines
+                .next_if(|&&before| before == leaves_seen)
+                .is_some()
+            {
+                return Some((Part::Count, total_matches));
+            }
+            let (index, matched) = leaves.next()?;
+            leaves_seen += 1;
+            Some((Part::Leaf(index), matched && total_matches))
+        });
+        checksum.into_iter().chain(rest)
+    }
+
+    /// How many lines the group checks.
+    fn lines(&self, listed: Option<&ListedLeaves>) -> u64 {
+        let leaves = listed.map_or(0, ListedLeaves::len);
+        (usize::from(self.checksum.is_some()) + leaves + self.count_lines.len()) as u64
+    }
+}
+
+impl Checker<'_> {
     /// Verifies one list; `Ok(false)` if it does not pass (or cannot be
     /// read), `Err` only when writing to `out` fails.
     fn check_list(&mut self, list: &OsStr) -> io::Result<bool> {
@@ -201,10 +298,11 @@ impl Checker<'_> {
                 return Ok(false);
             }
         };
-        let mut entries = Entries {
+        let mut groups = Groups {
             reader,
             line: Vec::new(),
             line_number: 0,
+            ahead: None,
             bad_lines: Vec::new(),
             error: None,
             config: self.config,
@@ -212,13 +310,16 @@ impl Checker<'_> {
         };
         let mut tally = Tally::default();
         let mut written = Ok(());
-        hash_each(&mut entries, |event| {
+        hash_each(&mut groups, |event| {
             written = match event {
                 Event::Waiting => self.flush(),
                 Event::Ready(outcome) => {
-                    let (bad_lines, entry) = outcome.tag;
-                    self.report_bad_lines(list_name, &bad_lines, &mut tally)
-                        .and_then(|()| self.report_file(&entry, outcome.result, &mut tally))
+                    let group = outcome.tag;
+                    self.report_bad_lines(list_name, &group.bad_lines, &mut tally)
+                        .and_then(|()| {
+                            let listed = outcome.leaves.as_ref();
+                            self.report_group(&group, listed, outcome.result, &mut tally)
+                        })
                 }
             };
             match written {
@@ -227,8 +328,8 @@ impl Checker<'_> {
             }
         });
         written?;
-        self.report_bad_lines(list_name, &entries.bad_lines, &mut tally)?;
-        if let Some(error) = entries.error {
+        self.report_bad_lines(list_name, &groups.bad_lines, &mut tally)?;
+        if let Some(error) = groups.error {
             // As GNU: what was read is reported, then the list fails without
             // a summary.
             self.flush()?;
@@ -259,17 +360,17 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Counts and prints the verdict on one listed file.
-    fn report_file(
+    /// Counts and prints the verdicts on one group's lines.
+    fn report_group(
         &mut self,
-        entry: &Entry,
+        group: &Group,
+        listed: Option<&ListedLeaves>,
         result: Result<Hashed, Error>,
         tally: &mut Tally,
     ) -> io::Result<()> {
-        tally.entries += 1;
-        let verdict = match result {
-            Ok(hashed) if hashed.digest == entry.expected => Verdict::Ok,
-            Ok(_) => Verdict::Failed,
+        tally.entries += group.lines(listed);
+        let hashed = match result {
+            Ok(hashed) => Some(hashed),
             Err(Error::Io(error))
                 if self.config.ignore_missing && error.kind() == io::ErrorKind::NotFound =>
             {
@@ -277,21 +378,51 @@ impl Checker<'_> {
             }
             Err(error) => {
                 self.flush()?;
-                self.shown.clear();
-                push_shown_name(&mut self.shown, &entry.name);
-                report(&os_str(&self.shown), &error.to_string());
-                Verdict::Unreadable
+                report(&os_str(&group.name), &error.to_string());
+                None
             }
         };
-        tally.count(verdict);
-        let printed = match verdict {
-            Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
-            Verdict::Failed | Verdict::Unreadable => self.config.verbosity != Verbosity::Status,
-        };
-        if printed {
-            self.shown.clear();
-            push_verdict(&mut self.shown, &entry.name, verdict);
-            self.emit()?;
+        if let (Some(hashed), Some(total)) = (&hashed, group.total)
+            && hashed.length != total
+        {
+            self.flush()?;
+            report(
+                &os_str(&group.name),
+                &format!(
+                    "is {} bytes long, but its leaf lines say total={total}",
+                    hashed.length
+                ),
+            );
+        }
+        for (part, passed) in group.verdicts(listed, hashed.as_ref()) {
+            let verdict = match (&hashed, passed) {
+                (None, _) => Verdict::Unreadable,
+                (Some(_), true) => Verdict::Ok,
+                (Some(_), false) => Verdict::Failed,
+            };
+            if group.total.is_none() {
+                match verdict {
+                    Verdict::Ok => self.sized_by_option.0 += 1,
+                    Verdict::Failed => self.sized_by_option.1 += 1,
+                    Verdict::Unreadable => {}
+                }
+            }
+            tally.count(verdict);
+            let printed = match verdict {
+                Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
+                Verdict::Failed | Verdict::Unreadable => self.config.verbosity != Verbosity::Status,
+            };
+            if printed {
+                self.shown.clear();
+                match part {
+                    Part::Checksum => push_verdict(&mut self.shown, &group.name, verdict),
+                    Part::Leaf(index) => {
+                        push_leaf_verdict(&mut self.shown, &group.name, index, verdict);
+                    }
+                    Part::Count => push_count_verdict(&mut self.shown, &group.name, verdict),
+                }
+                self.emit()?;
+            }
         }
         Ok(())
     }
@@ -316,14 +447,16 @@ impl Checker<'_> {
     }
 }
 
-/// The entries of a list, read as the engine asks for them: each a job
-/// hashing the listed file with the tag's tree and `-t`'s leaf size.
-struct Entries<'a> {
+/// The groups of a list, read as the engine asks for them: each a job
+/// hashing the listed file, whole or only the listed leaves.
+struct Groups<'a> {
     reader: Box<dyn BufRead + 'a>,
     /// The line being read.
     line: Vec<u8>,
     line_number: u64,
-    /// Improperly formatted lines not yet handed on with an entry.
+    /// A line read past the end of the last group, and its number.
+    ahead: Option<(u64, Line)>,
+    /// Improperly formatted lines not yet handed on with a group.
     bad_lines: Vec<u64>,
     /// Why reading the list stopped early.
     error: Option<io::Error>,
@@ -331,10 +464,12 @@ struct Entries<'a> {
     progress: Option<&'a Arc<AtomicU64>>,
 }
 
-impl Iterator for Entries<'_> {
-    type Item = Job<Tag>;
-
-    fn next(&mut self) -> Option<Job<Tag>> {
+impl Groups<'_> {
+    /// The next line that is not blank or a comment, with its number.
+    fn next_line(&mut self) -> Option<(u64, Line)> {
+        if let Some(ahead) = self.ahead.take() {
+            return Some(ahead);
+        }
         while self.error.is_none() {
             let read = match read_line(&mut self.reader, &mut self.line) {
                 Ok(ListLine::End) => return None,
@@ -349,35 +484,134 @@ impl Iterator for Entries<'_> {
                 ListLine::TooLong => Line::Bad,
                 _ => parse_line(&self.line, self.config.untagged_algorithm),
             };
-            let entry = match parsed {
-                Line::Skip => continue,
-                Line::Bad => {
-                    self.bad_lines.push(self.line_number);
-                    continue;
-                }
-                Line::Entry(entry) => entry,
-            };
-            let size = entry.expected.as_bytes().len();
-            let Ok(tree) = TreeParams::new(entry.algorithm, size, self.config.leaf_size) else {
-                // The parser only lets valid sizes through.
-                self.bad_lines.push(self.line_number);
-                continue;
-            };
-            let path = (entry.name != b"-").then(|| path_of(&entry.name));
-            let tag = (std::mem::take(&mut self.bad_lines), entry);
-            let job = match path {
-                Some(path) => Job::path(tag, path, &tree),
-                None if process::stdin_closed() => {
-                    Job::failed(tag, process::closed_stream().into())
-                }
-                None => Job::stdin(tag, &tree),
-            };
-            return Some(match self.progress {
-                Some(counter) => job.progress(counter.clone()),
-                None => job,
-            });
+            if !matches!(parsed, Line::Skip) {
+                return Some((self.line_number, parsed));
+            }
         }
         None
+    }
+
+    /// The next group, with its listed leaves.
+    fn next_group(&mut self) -> Option<(Group, Option<ListedLeaves>)> {
+        let (mut group, mut listed) = loop {
+            let (line_number, line) = self.next_line()?;
+            let group = |name, tree, checksum| Group {
+                bad_lines: Vec::new(),
+                name,
+                tree,
+                checksum,
+                total: None,
+                count_lines: Vec::new(),
+            };
+            let started = match line {
+                Line::Skip | Line::Bad => None,
+                Line::Entry(entry) => {
+                    let size = entry.expected.as_bytes().len();
+                    // (The parser only lets valid sizes through.)
+                    TreeParams::new(entry.algorithm, size, self.config.leaf_size)
+                        .ok()
+                        .map(|tree| (group(entry.name, tree, Some(entry.expected)), None))
+                }
+                // (The parser only lets named leaf lines through.)
+                Line::Leaf(leaf) => leaf.name.clone().map(|name| {
+                    let mut started = (group(name, leaf.tree, None), None);
+                    join(&mut started.0, &mut started.1, leaf);
+                    started
+                }),
+            };
+            match started {
+                Some(mut started) => {
+                    started.0.bad_lines = std::mem::take(&mut self.bad_lines);
+                    break started;
+                }
+                None => self.bad_lines.push(line_number),
+            }
+        };
+        // The leaf and count lines that follow, while they are about the
+        // same file and listing and fit in one pass.
+        while let Some((line_number, line)) = self.next_line() {
+            let joined = match &line {
+                Line::Leaf(leaf) => join(&mut group, &mut listed, leaf.clone()),
+                _ => false,
+            };
+            if !joined {
+                self.ahead = Some((line_number, line));
+                break;
+            }
+        }
+        Some((group, listed))
+    }
+}
+
+/// Adds a leaf or count line to `group` if it continues it: it names the
+/// same file with the same algorithm and digest size, the same leaf size and
+/// length as the group's other leaf lines, a leaf after theirs, and there is
+/// room. A checksum line takes the leaf size of the first leaf line joining
+/// it.
+fn join(group: &mut Group, listed: &mut Option<ListedLeaves>, leaf: LeafLine) -> bool {
+    let same_file = leaf.name.as_deref() == Some(&group.name[..])
+        && leaf.tree.algorithm() == group.tree.algorithm()
+        && leaf.tree.digest_size() == group.tree.digest_size();
+    let same_listing = match group.total {
+        Some(total) => leaf.tree == group.tree && leaf.total == total,
+        None => true,
+    };
+    let room = listed.as_ref().map_or(0, ListedLeaves::len) + group.count_lines.len() < GROUP_LINES;
+    if !(same_file && same_listing && room) {
+        return false;
+    }
+    let listed = listed.get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
+    match leaf.leaf {
+        Some(listed_leaf) => {
+            if !listed.push(listed_leaf.index, listed_leaf.digest) {
+                // Not after the group's leaves: checked in another pass.
+                return false;
+            }
+        }
+        None => group.count_lines.push(listed.len()),
+    }
+    group.tree = leaf.tree;
+    group.total = Some(leaf.total);
+    true
+}
+
+impl Iterator for Groups<'_> {
+    type Item = Job<Group, Option<ListedLeaves>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (group, listed) = self.next_group()?;
+        let leaves = listed.as_ref().filter(|listed| !listed.is_empty());
+        // Leaf and count lines alone need only the leaves they list (none
+        // for count lines): the outcome's length is the file's.
+        let range = match (&group.checksum, leaves) {
+            (Some(_), _) => None,
+            (None, leaves) => Some(leaves.and_then(ListedLeaves::indices).unwrap_or(0..0)),
+        };
+        let held = listed.as_ref().map_or(0, ListedLeaves::len) * ListedLeaves::BYTES_PER_LEAF
+            + group.count_lines.len() * std::mem::size_of::<usize>();
+        let tree = group.tree;
+        let listed = listed.filter(|listed| !listed.is_empty());
+        let job = if group.name == b"-" {
+            // Standard input may be a pipe: hashed whole, in turn.
+            if process::stdin_closed() {
+                Job::failed(group, process::closed_stream().into())
+            } else {
+                Job::stdin(group, &tree)
+            }
+            .with_leaves(listed)
+        } else {
+            let path = path_of(&group.name);
+            let job = Job::path(group, path, &tree).with_leaves(listed);
+            match range {
+                Some(range) => job.leaf_range(range),
+                None => job,
+            }
+        };
+        let job = job.holds(held);
+        Some(match self.progress {
+            Some(counter) => job.progress(counter.clone()),
+            None => job,
+        })
     }
 }
 

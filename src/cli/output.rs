@@ -4,6 +4,7 @@ use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use bt2sum::format::verdict::push_shown_name;
 use bt2sum::plain_message;
 
 use super::progress;
@@ -32,11 +33,13 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// Writes `bt2sum: NAME: MESSAGE` to standard error, the name as the bytes
-/// it is (above the progress bar, if one is drawn).
+/// Writes `bt2sum: NAME: MESSAGE` to standard error (above the progress
+/// bar, if one is drawn), the name as the bytes it is, or, if it holds a
+/// backslash or a control byte, escaped after a leading `\` as verdicts
+/// show it (`format::verdict::push_shown_name`).
 pub fn report(name: &OsStr, message: &str) {
     let mut line = b"bt2sum: ".to_vec();
-    line.extend_from_slice(name.as_encoded_bytes());
+    push_shown_name(&mut line, name.as_encoded_bytes());
     line.extend_from_slice(b": ");
     line.extend_from_slice(message.as_bytes());
     line.push(b'\n');

@@ -4,7 +4,8 @@
 //!
 //! Inputs are taken from their iterator only as room frees up (at most
 //! `tuning::INPUTS_IN_FLIGHT` of them, holding at most
-//! `tuning::INPUT_BYTES_IN_FLIGHT` bytes of names), so a list of millions of
+//! `tuning::INPUT_BYTES_IN_FLIGHT` bytes of names and what their callers
+//! keep for them, give or take one input), so a list of millions of
 //! files is never held whole. A pool task takes up to `tuning::LANES`
 //! consecutive inputs: it opens each ([`Input::prepare`], which never waits
 //! for a writer); one that fits a leaf is read whole and waits for a lane;
@@ -38,7 +39,8 @@ pub(crate) trait Input: Send + Sized {
         false
     }
 
-    /// The bytes the input holds while it waits (its name).
+    /// The bytes the input holds while it waits (its name, and what its
+    /// caller keeps for it).
     fn held_bytes(&self) -> usize {
         0
     }
@@ -123,7 +125,7 @@ where
         // Already on a pool thread: waiting here for tasks spawned on the
         // same pool could starve it, so hash in order, right here.
         while inputs.peek().is_some() {
-            let task = take_task(&mut inputs, 0, tuning::LANES);
+            let task = take_task(&mut inputs, 0, tuning::LANES, tuning::INPUT_BYTES_IN_FLIGHT);
             let mut replies = Vec::with_capacity(task.len());
             run_task(task, &mut |done| replies.extend(done));
             // Inputs that waited for a lane come after some that did not.
@@ -164,7 +166,8 @@ where
                     }
                 }
                 let first = reported + slots.len();
-                let task = take_task(&mut inputs, first, tuning::LANES);
+                let room = tuning::INPUT_BYTES_IN_FLIGHT - held;
+                let task = take_task(&mut inputs, first, tuning::LANES, room);
                 for (_, input) in &task {
                     slots.push_back((input.held_bytes(), None));
                     held += input.held_bytes();
@@ -302,20 +305,23 @@ impl<O> Board<O> {
 }
 
 /// Takes up to `most` inputs that need not be read in turn, or one that
-/// must, numbering them from `first`.
+/// must, numbering them from `first`; no more once they hold `room` bytes.
 fn take_task<I: Input, It: Iterator<Item = I>>(
     inputs: &mut Peekable<It>,
     first: usize,
     most: usize,
+    room: usize,
 ) -> Vec<(usize, I)> {
     let mut task: Vec<(usize, I)> = Vec::new();
-    while task.len() < most {
+    let mut held = 0;
+    while task.len() < most && held < room {
         if task.first().is_some_and(|(_, input)| input.in_turn()) {
             break;
         }
         match inputs.peek() {
             Some(input) if !input.in_turn() || task.is_empty() => {
                 let input = inputs.next().expect("peeked");
+                held += input.held_bytes();
                 task.push((first + task.len(), input));
             }
             _ => break,

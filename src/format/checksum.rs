@@ -19,8 +19,8 @@
 //!
 //! Each form may carry the leading `\` escape (then only `\\`, `\n` and
 //! `\r` may appear in the name), and may end in CRLF. HEX is all lowercase or
-//! all uppercase. Blank lines and lines starting with `#` are skipped, and so
-//! are leaf lines (see [`super::leaf`]). Anything else is improperly
+//! all uppercase. Blank lines and lines starting with `#` are skipped; leaf
+//! lines (see [`super::leaf`]) are read as such. Anything else is improperly
 //! formatted, strictly: no leading spaces, no single-space separator, no
 //! tagged line without a name (`BLAKE2b-64 = HEX` names standard input,
 //! which a list cannot mean), no GNU `--tag` lines (`BLAKE2b (NAME) =`,
@@ -28,6 +28,7 @@
 //! always read back as written: a tagged name may hold `) = `, because the
 //! hex is the fixed-length tail after the last `) = `.
 
+use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
 use super::{Tag, needs_escape, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::Algorithm;
@@ -82,11 +83,15 @@ pub fn push_line(
 /// One line of a checksum list, as check mode reads it.
 #[derive(Clone, Debug)]
 pub enum Line {
-    /// A blank line, a `#` comment or a leaf line: skipped, never counted.
+    /// A blank line or a `#` comment: skipped, never counted.
     Skip,
     /// A file to verify.
     Entry(Entry),
-    /// Anything else: an improperly formatted line.
+    /// A leaf line of a listing (see [`super::leaf`]), naming a file: one
+    /// leaf to verify, or how long the file is.
+    Leaf(LeafLine),
+    /// Anything else, a malformed leaf line included: an improperly
+    /// formatted line.
     Bad,
 }
 
@@ -131,10 +136,15 @@ pub struct Entry {
 pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    // Leaf lines of a `--leaves` listing are not checksums; they are skipped
-    // and never counted, even with --strict.
-    if line.is_empty() || line[0] == b'#' || super::leaf::is_leaf_line(line) {
+    if line.is_empty() || line[0] == b'#' {
         return Line::Skip;
+    }
+    if is_leaf_line(line) {
+        // Nameless leaf lines (of standard input) name no file to check.
+        return match parse_leaf_line(line) {
+            Ok(leaf) if leaf.name.is_some() => Line::Leaf(leaf),
+            _ => Line::Bad,
+        };
     }
     let (escaped, body) = match line.strip_prefix(b"\\") {
         Some(body) => (true, body),
@@ -215,6 +225,7 @@ mod tests {
         match line {
             Line::Skip => "skip".to_string(),
             Line::Bad => "bad".to_string(),
+            Line::Leaf(leaf) => format!("leaf {:?}", leaf.leaf.as_ref().map(|leaf| leaf.index)),
             Line::Entry(entry) => format!(
                 "{} {} {} {}",
                 entry.algorithm.name(),

@@ -61,6 +61,41 @@ pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
     Some(name)
 }
 
+/// Whether a byte is shown escaped in verdicts and messages: a backslash,
+/// and every control byte (C0 and DEL), which a terminal would act on.
+fn shown_escaped(byte: u8) -> bool {
+    byte == b'\\' || byte < 0x20 || byte == 0x7f
+}
+
+/// Whether a name is shown escaped in verdicts and messages: it holds a
+/// backslash or a control byte, so that a crafted name can neither move the
+/// cursor nor hide a `FAILED` on a terminal.
+pub fn needs_shown_escape(name: &[u8]) -> bool {
+    name.iter().any(|&byte| shown_escaped(byte))
+}
+
+/// Appends `name` as verdicts and messages show it: if it
+/// [`needs_shown_escape`], a backslash is written `\\`, newline `\n`,
+/// carriage return `\r`, and any other control byte `\xHH` (two lowercase
+/// hex digits); otherwise as it is.
+pub fn push_shown(out: &mut Vec<u8>, name: &[u8]) {
+    if !needs_shown_escape(name) {
+        out.extend_from_slice(name);
+        return;
+    }
+    for &byte in name {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            byte if shown_escaped(byte) => {
+                out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+            }
+            _ => out.push(byte),
+        }
+    }
+}
+
 /// The head of every line: `BLAKE2b-N` or `BLAKE2s-N`, N the digest size in
 /// bytes, in decimal without leading zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

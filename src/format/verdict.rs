@@ -1,9 +1,10 @@
-//! What check mode prints per listed file: `NAME: OK`, `NAME: FAILED` or
-//! `NAME: FAILED open or read`, the name shown the way the writer shows it:
-//! escaped, after a leading `\`, when it holds a newline, carriage return or
-//! backslash.
+//! What check mode prints per checked line: `NAME: OK`, `NAME: FAILED` or
+//! `NAME: FAILED open or read`; `NAME: leaf I: OK` for a leaf line and
+//! `NAME: leaf count: OK` for a count line. A name holding a backslash or a
+//! control byte is shown escaped, after a leading `\` (see
+//! [`super::push_shown`]).
 
-use super::{needs_escape, push_name};
+use super::{needs_shown_escape, push_shown};
 
 /// What check mode found out about one listed file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,14 +28,14 @@ impl Verdict {
     }
 }
 
-/// Appends a listed name as check mode shows it: escaped, after a leading
-/// `\`, when it [`needs_escape`]; as it is otherwise.
+/// Appends a listed name as check mode shows it: escaped after a leading
+/// `\` when it holds a backslash or a control byte (see [`push_shown`]), as
+/// GNU escapes the names of its verdicts; as it is otherwise.
 pub fn push_shown_name(out: &mut Vec<u8>, name: &[u8]) {
-    let escaped = needs_escape(name);
-    if escaped {
+    if needs_shown_escape(name) {
         out.push(b'\\');
     }
-    push_name(out, name, escaped);
+    push_shown(out, name);
 }
 
 /// Appends `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read`, newline
@@ -44,6 +45,19 @@ pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(verdict.text().as_bytes());
     out.push(b'\n');
+}
+
+/// Appends the verdict on leaf `index` of a listed file: `NAME: leaf I: OK`.
+pub fn push_leaf_verdict(out: &mut Vec<u8>, name: &[u8], index: u64, verdict: Verdict) {
+    push_shown_name(out, name);
+    out.extend_from_slice(format!(": leaf {index}: {}\n", verdict.text()).as_bytes());
+}
+
+/// Appends the verdict on a count line (`leaves=C total=T`), which checks
+/// the listed file's length: `NAME: leaf count: OK`.
+pub fn push_count_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
+    push_shown_name(out, name);
+    out.extend_from_slice(format!(": leaf count: {}\n", verdict.text()).as_bytes());
 }
 
 #[cfg(test)]
@@ -58,10 +72,14 @@ mod tests {
         push_verdict(&mut out, b"back\\slash", Verdict::Unreadable);
         push_verdict(&mut out, b"cr\r", Verdict::Ok);
         push_verdict(&mut out, b"\xff", Verdict::Ok);
+        push_verdict(&mut out, b"evil.iso: OK\x1b[8m", Verdict::Failed);
+        push_leaf_verdict(&mut out, b"tab\tdel\x7f", 7, Verdict::Ok);
+        push_count_verdict(&mut out, b"f", Verdict::Failed);
         assert_eq!(
             out,
             b"a b: OK\n\\new\\nline: FAILED\n\\back\\\\slash: FAILED open or read\n\
-              \\cr\\r: OK\n\xff: OK\n"
+              \\cr\\r: OK\n\xff: OK\n\\evil.iso: OK\\x1b[8m: FAILED\n\
+              \\tab\\x09del\\x7f: leaf 7: OK\nf: leaf count: FAILED\n"
         );
     }
 }

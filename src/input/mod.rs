@@ -304,6 +304,8 @@ pub struct Job<T, S = ()> {
     leaves: Option<Range<u64>>,
     sink: S,
     progress: Option<Arc<AtomicU64>>,
+    /// Bytes the caller keeps for this job, counted as held while it is.
+    held: usize,
     state: State,
 }
 
@@ -369,6 +371,7 @@ impl<T> Job<T> {
             leaves: None,
             sink: (),
             progress: None,
+            held: 0,
             state: State::Closed,
         }
     }
@@ -384,6 +387,7 @@ impl<T, S: LeafSink> Job<T, S> {
             leaves: self.leaves,
             sink,
             progress: self.progress,
+            held: self.held,
             state: self.state,
         }
     }
@@ -393,6 +397,14 @@ impl<T, S: LeafSink> Job<T, S> {
     /// digest then means nothing, but its length is the file's.
     pub fn leaf_range(mut self, leaves: Range<u64>) -> Self {
         self.leaves = Some(leaves);
+        self
+    }
+
+    /// Counts `bytes` that the caller (its tag or sink) keeps for this job
+    /// toward the memory [`hash_each`] lets the jobs in flight hold, so that
+    /// jobs carrying much are taken on fewer at a time.
+    pub fn holds(mut self, bytes: usize) -> Self {
+        self.held = bytes;
         self
     }
 
@@ -460,10 +472,11 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     }
 
     fn held_bytes(&self) -> usize {
-        match &self.target {
+        let name = match &self.target {
             Target::Path(path) => path.as_os_str().len(),
             Target::Stdin | Target::Nothing => 0,
-        }
+        };
+        name + self.held
     }
 
     fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {

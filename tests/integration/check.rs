@@ -69,6 +69,15 @@ fn abc_dir() -> tempfile::TempDir {
     dir_with(&[("a", b"alpha\n"), ("b", b""), ("c d", &pattern(70_000))])
 }
 
+/// The hint check mode prints once when every checksum line it checked
+/// with `-t`'s leaf size failed.
+fn leaf_size_hint(size: &str) -> String {
+    format!(
+        "bt2sum: hint: checksum lines do not record their leaf size: these were checked \
+         with -t {size}, and a list made with another size needs it given with -t\n"
+    )
+}
+
 #[test]
 fn round_trip_from_a_file_stdin_and_dash() {
     let dir = abc_dir();
@@ -114,7 +123,10 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
     assert_run(
         &out,
         "a: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        &format!(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            leaf_size_hint("5m")
+        ),
         1,
     );
     // And a 64-byte GNU-style digest is not a BLAKE2s size.
@@ -206,6 +218,8 @@ fn a_deleted_file_cannot_be_read() {
          c d: FAILED open or read\n\
          bt2sum: WARNING: 2 listed files could not be read\n\
          bt2sum: WARNING: 1 computed checksum did NOT match\n"
+            .to_string()
+            + &leaf_size_hint("5m")
     );
     assert_eq!(code, 1);
     // --status: nothing on stdout and no summary, but the reasons stay (GNU).
@@ -248,18 +262,43 @@ fn leaf_size_comes_from_dash_t() {
         "",
         0,
     );
+    // Every file failing with the default leaf size: the hint names it.
     assert_run(
         &run_in(dir.path(), ["-c"], &list),
         "f: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        &format!(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            leaf_size_hint("5m")
+        ),
         1,
     );
+    assert_run(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
     let default_list = make_list(dir.path(), ["f"]);
     assert_run(
         &run_in(dir.path(), ["-c", "-t", "5m"], &default_list),
         "f: OK\n",
         "",
         0,
+    );
+    assert_run(
+        &run_in(dir.path(), ["-c", "-t", "64k"], &default_list),
+        "f: FAILED\n",
+        &format!(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            leaf_size_hint("64k")
+        ),
+        1,
+    );
+    // A file that matches shows the leaf size is right: no hint.
+    fs::write(dir.path().join("g"), b"g").unwrap();
+    let mut mixed = make_list(dir.path(), ["-t", "64k", "f", "g"]);
+    fs::write(dir.path().join("g"), b"changed").unwrap();
+    mixed.extend_from_slice(&make_list(dir.path(), ["-t", "64k", "g"]));
+    assert_run(
+        &run_in(dir.path(), ["-c", "-t", "64k"], &mixed),
+        "f: OK\ng: FAILED\ng: OK\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
     );
 }
 
@@ -409,18 +448,24 @@ fn ignore_missing() {
     assert_run(
         &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
         "a: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: SUMS: no file was verified\n",
+        &format!(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+             bt2sum: SUMS: no file was verified\n{}",
+            leaf_size_hint("5m")
+        ),
         1,
     );
     // Without --ignore-missing the same list reports the missing files.
     assert_run(
         &run_in(dir.path(), ["-c", "--quiet", "SUMS"], b""),
         "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n",
-        "bt2sum: b: No such file or directory\n\
-         bt2sum: c d: No such file or directory\n\
-         bt2sum: WARNING: 2 listed files could not be read\n\
-         bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        &format!(
+            "bt2sum: b: No such file or directory\n\
+             bt2sum: c d: No such file or directory\n\
+             bt2sum: WARNING: 2 listed files could not be read\n\
+             bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            leaf_size_hint("5m")
+        ),
         1,
     );
 }
@@ -480,7 +525,10 @@ fn gnu_b2sum_lists_do_not_verify() {
     assert_run(
         &run_in(dir.path(), ["-c"], untagged.as_bytes()),
         "a: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        &format!(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            leaf_size_hint("5m")
+        ),
         1,
     );
     let sequential_256 = blake2b_simd::Params::new()

@@ -101,20 +101,178 @@ fn empty_digest(args: &[&str]) -> String {
         .to_string()
 }
 
-#[test]
-fn a_listing_still_verifies_strictly() {
-    let dir = dir_with("f", &pattern(5000));
-    let out = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]);
-    let list = listing(dir.path(), "list", &out.stdout);
-    let check = bt2sum()
-        .current_dir(dir.path())
-        .args(["-c", "--strict", "-w", "-t", "1k"])
-        .arg(&list)
+/// Runs `bt2sum -c ARGS` in `dir` on a list holding `text`.
+fn check(dir: &Path, args: &[&str], text: &[u8]) -> Output {
+    listing(dir, "list", text);
+    bt2sum()
+        .current_dir(dir)
+        .arg("-c")
+        .args(args)
+        .arg("list")
         .output()
+        .unwrap()
+}
+
+#[test]
+fn a_listing_verifies_leaf_by_leaf() {
+    // 5000 bytes in 1 KiB leaves: leaves 0 to 4.
+    let mut data = pattern(5000);
+    let dir = dir_with("f", &data);
+    let listed = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]).stdout;
+    let all_ok =
+        "f: OK\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: OK\nf: leaf 4: OK\n";
+    // The leaf size is the listing's `tree=`, whatever -t says.
+    for args in [&["--strict", "-w"][..], &["-t", "64k"]] {
+        let out = check(dir.path(), args, &listed);
+        assert_eq!((stdout(&out).as_str(), stderr(&out).as_str()), (all_ok, ""));
+        assert_eq!(status(&out), 0);
+    }
+
+    // One damaged byte in leaf 3: that leaf, and the checksum, fail.
+    data[3500] ^= 1;
+    fs::write(dir.path().join("f"), &data).unwrap();
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(
+        stdout(&out),
+        "f: FAILED\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: FAILED\nf: leaf 4: OK\n"
+    );
+    // The summary counts lines; the listing gave the leaf size: no hint.
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: WARNING: 2 computed checksums did NOT match\n"
+    );
+    assert_eq!(status(&out), 1);
+    let quiet = check(dir.path(), &["--quiet"], &listed);
+    assert_eq!(stdout(&quiet), "f: FAILED\nf: leaf 3: FAILED\n");
+    let silent = check(dir.path(), &["--status"], &listed);
+    assert_eq!(
+        (stdout(&silent).as_str(), stderr(&silent).as_str()),
+        ("", "")
+    );
+    assert_eq!(status(&silent), 1);
+}
+
+#[test]
+fn partial_listings_and_counts_verify_their_own_leaves() {
+    let data = pattern(10_000);
+    let dir = dir_with("f", &data);
+    let mut listed = run_in(
+        dir.path(),
+        &["--leaves", "-t", "1k", "--leaf-range", "7..9", "f"],
+    )
+    .stdout;
+    listed.extend(run_in(dir.path(), &["--leaf-count", "-t", "1k", "f"]).stdout);
+    listed.extend(
+        run_in(
+            dir.path(),
+            &["--leaves", "-t", "1k", "--leaf-range", "2..3", "f"],
+        )
+        .stdout,
+    );
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(
+        stdout(&out),
+        "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n"
+    );
+    assert_eq!(status(&out), 0);
+
+    // A file of another length: every leaf and count line fails, and says
+    // why once.
+    fs::write(dir.path().join("f"), &data[..9000]).unwrap();
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(
+        stdout(&out),
+        "f: leaf 7: FAILED\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: FAILED\n"
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
+         bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
+         bt2sum: WARNING: 4 computed checksums did NOT match\n"
+    );
+    assert_eq!(status(&out), 1);
+
+    // Gone: every line is unreadable, the reason given once per pass.
+    fs::remove_file(dir.path().join("f")).unwrap();
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(
+        stdout(&out),
+        "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
+         f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
+    );
+    assert!(
+        stderr(&out).ends_with("bt2sum: WARNING: 4 listed files could not be read\n"),
+        "{}",
+        stderr(&out)
+    );
+    let out = check(dir.path(), &["--ignore-missing"], &listed);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "bt2sum: list: no file was verified\n");
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
+    let dir = dir_with("f", &pattern(3000));
+    let listed = stdout(&run_in(dir.path(), &["--leaves", "-t", "1k", "f"]));
+    let mut lines: Vec<String> = listed.lines().map(str::to_string).collect();
+    // A length that does not fit its leaf, and a line with no name (as
+    // standard input's listing has).
+    lines[2] = lines[2].replace("length=1024", "length=1000");
+    lines[3] = lines[3].replace(" (f)", "");
+    let text = lines.join("\n") + "\n";
+    let out = check(dir.path(), &["-w"], text.as_bytes());
+    assert_eq!(stdout(&out), "f: OK\nf: leaf 0: OK\n");
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: list: 3: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: list: 4: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: WARNING: 2 lines are improperly formatted\n"
+    );
+    assert_eq!(status(&out), 0);
+    assert_eq!(
+        status(&check(dir.path(), &["--strict"], text.as_bytes())),
+        1
+    );
+}
+
+#[test]
+fn a_listing_of_standard_input_verifies_against_standard_input() {
+    let data = pattern(3000);
+    let listed = run(["--leaves", "-t", "1k", "-"], &data).stdout;
+    let dir = tempfile::tempdir().unwrap();
+    let list = listing(dir.path(), "list", &listed);
+    let out = run([OsStr::new("-c"), list.as_os_str()], &data);
+    assert_eq!(
+        stdout(&out),
+        "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n"
+    );
+    assert_eq!(status(&out), 0);
+}
+
+/// A FIFO can be read only once: its checksum and leaves verify in one pass.
+#[cfg(unix)]
+#[test]
+fn a_file_and_its_leaves_are_read_once() {
+    let data = pattern(300_000);
+    let dir = dir_with("f", &data);
+    let listed = stdout(&run_in(dir.path(), &["--leaves", "-t", "64k", "f"]));
+    super::mkfifo(&dir.path().join("p"));
+    let list = listing(dir.path(), "list", listed.replace("(f)", "(p)").as_bytes());
+    let checking = bt2sum()
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(&list)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert_eq!(stdout(&check), "f: OK\n");
-    assert_eq!(stderr(&check), "");
-    assert_eq!(status(&check), 0);
+    fs::write(dir.path().join("p"), &data).unwrap();
+    let out = checking.wait_with_output().unwrap();
+    let expected: String = std::iter::once("p: OK\n".to_string())
+        .chain((0..5).map(|leaf| format!("p: leaf {leaf}: OK\n")))
+        .collect();
+    assert_eq!(stdout(&out), expected);
+    assert_eq!(status(&out), 0);
 }
 
 /// Splits the leaves of a file at every boundary (and at every pair of
@@ -539,6 +697,30 @@ fn combining_stays_within_bounded_memory() {
     assert_eq!(stderr(&out), "");
     let whole = run_in(dir.path(), &["-t", "1", "f"]);
     assert_eq!(stdout(&out), stdout(&whole));
+}
+
+/// Checking a listing of millions of leaves holds a bounded part of it at
+/// a time, and still finds the one damaged leaf.
+#[cfg(unix)]
+#[test]
+fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
+    if emulated("checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory") {
+        return;
+    }
+    let mut data = pattern(2_000_000);
+    let dir = dir_with("f", &data);
+    let listed = run_in(dir.path(), &["-s", "1", "-t", "1", "--leaves", "f"]);
+    assert_eq!(status(&listed), 0);
+    listing(dir.path(), "all", &listed.stdout);
+    let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
+    let out = shell(dir.path(), script);
+    assert_eq!((stdout(&out).as_str(), stderr(&out).as_str()), ("", ""));
+    assert_eq!(status(&out), 0);
+    data[1_777_777] ^= 1;
+    fs::write(dir.path().join("f"), &data).unwrap();
+    let out = shell(dir.path(), script);
+    assert_eq!(stdout(&out), "f: FAILED\nf: leaf 1777777: FAILED\n");
+    assert_eq!(status(&out), 1);
 }
 
 /// Listing many files of tiny leaves at once keeps their digests within a
