@@ -25,8 +25,6 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use bt2sum::format::checksum::{Line, parse_line};
 use bt2sum::format::leaf::LeafLine;
@@ -54,7 +52,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     };
     let mut checker = Checker {
         config,
-        progress: progress.counter(),
+        progress: &progress,
         out,
         reader_gone: false,
         shown: Vec::new(),
@@ -151,8 +149,8 @@ impl Tally {
 /// The options of a check run and where its verdicts go.
 struct Checker<'a> {
     config: &'a Checking,
-    /// The progress bar's byte counter, if one is drawn.
-    progress: Option<&'a Arc<AtomicU64>>,
+    /// The progress bar.
+    progress: &'a Progress,
     out: &'a mut dyn Write,
     /// Whether standard output's reader has gone: the verdicts are then
     /// dropped, as with `--status`, and the exit status still tells.
@@ -286,6 +284,7 @@ impl Checker<'_> {
         let reader: io::Result<Box<dyn BufRead>> = if list == "-" && process::stdin_closed() {
             Err(process::closed_stream())
         } else if list == "-" {
+            self.progress.reading_stdin();
             Ok(Box::new(io::stdin().lock()))
         } else {
             File::open(list).map(|file| Box::new(BufReader::with_capacity(64 << 10, file)) as _)
@@ -303,6 +302,7 @@ impl Checker<'_> {
             line: Vec::new(),
             line_number: 0,
             ahead: None,
+            ended: false,
             bad_lines: Vec::new(),
             error: None,
             config: self.config,
@@ -456,12 +456,14 @@ struct Groups<'a> {
     line_number: u64,
     /// A line read past the end of the last group, and its number.
     ahead: Option<(u64, Line)>,
+    /// Whether the list has ended.
+    ended: bool,
     /// Improperly formatted lines not yet handed on with a group.
     bad_lines: Vec<u64>,
     /// Why reading the list stopped early.
     error: Option<io::Error>,
     config: &'a Checking,
-    progress: Option<&'a Arc<AtomicU64>>,
+    progress: &'a Progress,
 }
 
 impl Groups<'_> {
@@ -470,9 +472,14 @@ impl Groups<'_> {
         if let Some(ahead) = self.ahead.take() {
             return Some(ahead);
         }
-        while self.error.is_none() {
+        while !self.ended && self.error.is_none() {
             let read = match read_line(&mut self.reader, &mut self.line) {
-                Ok(ListLine::End) => return None,
+                Ok(ListLine::End) => {
+                    // Not read again: a terminal's end of input is one
+                    // Ctrl-D, not the end of the terminal.
+                    self.ended = true;
+                    return None;
+                }
                 Ok(read) => read,
                 Err(error) => {
                     self.error = Some(error);
@@ -596,6 +603,7 @@ impl Iterator for Groups<'_> {
             if process::stdin_closed() {
                 Job::failed(group, process::closed_stream().into())
             } else {
+                self.progress.reading_stdin();
                 Job::stdin(group, &tree)
             }
             .with_leaves(listed)
@@ -608,7 +616,7 @@ impl Iterator for Groups<'_> {
             }
         };
         let job = job.holds(held);
-        Some(match self.progress {
+        Some(match self.progress.counter() {
             Some(counter) => job.progress(counter.clone()),
             None => job,
         })

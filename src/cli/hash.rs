@@ -44,6 +44,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         let job = if name == "-" && process::stdin_closed() {
             Job::failed(name, process::closed_stream().into())
         } else if name == "-" {
+            progress.reading_stdin();
             Job::stdin(name, tree)
         } else {
             Job::path(name, PathBuf::from(name), tree)

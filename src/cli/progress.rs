@@ -9,6 +9,11 @@
 //! and its final state is left on a line of its own); `--no-progress` never
 //! draws it. Standard output never gets a byte of it.
 //!
+//! A bar that would appear by default stays hidden for the rest of the run
+//! once bt2sum reads an interactive terminal on standard input
+//! ([`Progress::reading_stdin`]): a spinner must not draw over what is being
+//! typed.
+//!
 //! The hashing engine adds every byte it hashes to a counter (see
 //! `bt2sum::Job::progress`); a thread polls it every [`TICK`] and moves the
 //! bar. While a bar is active, [`suspend`] clears it for a moment so that
@@ -16,7 +21,7 @@
 //! standard output ([`AboveBar`]) appear above it, whole.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -64,6 +69,10 @@ struct Shown {
     bar: ProgressBar,
     /// Drawn as plain text into a non-terminal.
     plain: bool,
+    /// Drawn by default (not forced by `--progress`).
+    auto: bool,
+    /// Set for good once a default bar must stay hidden.
+    silenced: Arc<AtomicBool>,
     /// Dropping the sender stops the poller.
     stop: Option<mpsc::Sender<()>>,
     poller: Option<JoinHandle<()>>,
@@ -110,13 +119,15 @@ impl Progress {
         *lock_active() = Some(bar.clone());
 
         let (stop, stopped) = mpsc::channel::<()>();
+        let silenced = Arc::new(AtomicBool::new(false));
         let poller = {
             let bar = bar.clone();
             let counter = Arc::clone(&counter);
             let delayed = when == When::Auto;
+            let silenced = Arc::clone(&silenced);
             thread::Builder::new()
                 .name("progress".into())
-                .spawn(move || poll(&bar, &counter, &stopped, delayed))
+                .spawn(move || poll(&bar, &counter, &stopped, delayed, &silenced))
                 .ok()
         };
         Progress {
@@ -124,9 +135,24 @@ impl Progress {
             shown: Some(Shown {
                 bar,
                 plain: when == When::Always && !terminal,
+                auto: when == When::Auto,
+                silenced,
                 stop: Some(stop),
                 poller,
             }),
+        }
+    }
+
+    /// Says that the run is about to read standard input. If that is an
+    /// interactive terminal, a bar drawn by default is hidden for the rest
+    /// of the run (`--progress` still draws it).
+    pub fn reading_stdin(&self) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        if shown.auto && !shown.silenced.load(Ordering::Relaxed) && io::stdin().is_terminal() {
+            shown.silenced.store(true, Ordering::Relaxed);
+            shown.bar.set_draw_target(ProgressDrawTarget::hidden());
         }
     }
 
@@ -159,14 +185,26 @@ impl Drop for Progress {
 }
 
 /// The poller: moves the bar to the counter every [`TICK`] until told to
-/// stop; a delayed bar is made visible once the work has taken [`DELAY`].
-fn poll(bar: &ProgressBar, counter: &AtomicU64, stop: &mpsc::Receiver<()>, delayed: bool) {
+/// stop; a delayed bar is made visible once the work has taken [`DELAY`],
+/// unless it was `silenced`.
+fn poll(
+    bar: &ProgressBar,
+    counter: &AtomicU64,
+    stop: &mpsc::Receiver<()>,
+    delayed: bool,
+    silenced: &AtomicBool,
+) {
     let started = Instant::now();
     let mut hidden = delayed;
     loop {
         match stop.recv_timeout(TICK) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if silenced.load(Ordering::Relaxed) {
+            // (Hidden again in case it was silenced while being shown.)
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+            return;
         }
         if hidden && started.elapsed() >= DELAY {
             bar.set_draw_target(ProgressDrawTarget::stderr());

@@ -15,7 +15,9 @@
 //!   as a file system loop instead of being entered again; a dangling link
 //!   is skipped, as `find -L` does.
 //! - FIFOs, sockets and devices met in the walk are skipped silently (a FIFO
-//!   would wait for a writer forever).
+//!   would wait for a writer forever), and so is the file standard output
+//!   writes to (same device and inode): `bt2sum -r > SUMS` does not hash
+//!   its own, half-written list.
 //! - A directory that cannot be read, or an entry that cannot be examined,
 //!   gets an error line (`bt2sum: PATH: Permission denied`) and is counted;
 //!   the rest of the tree is still walked.
@@ -26,10 +28,11 @@
 //! file descriptors.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, FileType, Metadata};
+use std::fs::{self, File, FileType, Metadata};
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
 
 use super::output::report;
 use bt2sum::plain_message;
@@ -40,23 +43,34 @@ pub struct Walk {
     pub files: Vec<OsString>,
     /// How many error lines the walk wrote.
     pub errors: usize,
+    /// The file standard output writes to, if it is a regular file: not an
+    /// input.
+    output: Option<FileId>,
 }
 
-/// A directory's identity, for finding loops: (device, inode).
-type DirId = (u64, u64);
+/// A file's identity: (device, inode).
+type FileId = (u64, u64);
 
-/// A directory being walked: its identity, and its children not yet visited
-/// (their paths, and their types as the directory gives them, which saves a
-/// `stat` of each plain file).
+/// A child of a directory, as the directory lists it: its path, its type
+/// (which saves a `stat` of each plain file) and its inode.
+struct Child {
+    path: Vec<u8>,
+    file_type: Option<FileType>,
+    inode: u64,
+}
+
+/// A directory being walked: its identity, and its children not yet
+/// visited.
 struct Level {
-    id: DirId,
-    children: std::vec::IntoIter<(Vec<u8>, Option<FileType>)>,
+    id: FileId,
+    children: std::vec::IntoIter<Child>,
 }
 
 /// What a path met in the walk is, for the walk.
 enum Kind {
-    File,
-    Directory(DirId),
+    /// A regular file, and its identity if it was looked up.
+    File(Option<FileId>),
+    Directory(FileId),
     /// Anything else: links not followed, dangling links, FIFOs, sockets,
     /// devices.
     Skipped,
@@ -76,6 +90,7 @@ pub fn expand(arguments: &[OsString], dereference: bool) -> Walk {
     let mut walk = Walk {
         files: Vec::new(),
         errors: 0,
+        output: output_file(),
     };
     for argument in arguments {
         // A link named as an argument is followed (`metadata`, not
@@ -100,21 +115,38 @@ impl Walk {
         let mut levels = Vec::new();
         self.enter(&mut levels, root.to_vec(), identity(metadata));
         while let Some(level) = levels.last_mut() {
-            let Some((path, file_type)) = level.children.next() else {
+            let Some(child) = level.children.next() else {
                 levels.pop();
                 continue;
             };
-            match self.kind_of(&path, file_type, dereference) {
-                Kind::File => self.files.push(OsString::from_vec(path)),
-                Kind::Directory(id) => self.enter(&mut levels, path, id),
+            match self.kind_of(&child.path, child.file_type, dereference) {
+                Kind::File(id) if self.is_output(&child, id) => {}
+                Kind::File(_) => self.files.push(OsString::from_vec(child.path)),
+                Kind::Directory(id) => self.enter(&mut levels, child.path, id),
                 Kind::Skipped => {}
+            }
+        }
+    }
+
+    /// Whether a regular file met in the walk is the one standard output
+    /// writes to. Only a file with the output's inode number is looked up.
+    fn is_output(&self, child: &Child, id: Option<FileId>) -> bool {
+        let Some(output) = self.output else {
+            return false;
+        };
+        match id {
+            Some(id) => id == output,
+            None => {
+                child.inode == output.1
+                    && fs::metadata(OsStr::from_bytes(&child.path))
+                        .is_ok_and(|metadata| identity(&metadata) == output)
             }
         }
     }
 
     /// Reads the directory at `path` and pushes it on the walk's stack,
     /// unless it is already on it (a loop) or cannot be read.
-    fn enter(&mut self, levels: &mut Vec<Level>, path: Vec<u8>, id: DirId) {
+    fn enter(&mut self, levels: &mut Vec<Level>, path: Vec<u8>, id: FileId) {
         if levels.iter().any(|level| level.id == id) {
             self.error(&path, "File system loop detected");
             return;
@@ -126,10 +158,11 @@ impl Walk {
         let mut children = Vec::new();
         for entry in entries {
             match entry {
-                Ok(entry) => {
-                    let file_type = entry.file_type().ok();
-                    children.push((join(&path, entry.file_name().as_bytes()), file_type));
-                }
+                Ok(entry) => children.push(Child {
+                    path: join(&path, entry.file_name().as_bytes()),
+                    file_type: entry.file_type().ok(),
+                    inode: entry.ino(),
+                }),
                 Err(error) => {
                     self.error(&path, &plain_message(&error));
                     break;
@@ -138,7 +171,7 @@ impl Walk {
         }
         // Sorted so that errors come out in a stable order; the files are
         // sorted by whole path at the end anyway.
-        children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        children.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         levels.push(Level {
             id,
             children: children.into_iter(),
@@ -150,7 +183,7 @@ impl Walk {
     /// skipped.
     fn kind_of(&mut self, path: &[u8], listed: Option<FileType>, dereference: bool) -> Kind {
         match listed {
-            Some(file_type) if file_type.is_file() => return Kind::File,
+            Some(file_type) if file_type.is_file() => return Kind::File(None),
             Some(file_type) if file_type.is_symlink() && !dereference => return Kind::Skipped,
             Some(file_type) if !file_type.is_dir() && !file_type.is_symlink() => {
                 return Kind::Skipped;
@@ -167,7 +200,7 @@ impl Walk {
             };
         }
         match metadata {
-            Ok(metadata) if metadata.is_file() => Kind::File,
+            Ok(metadata) if metadata.is_file() => Kind::File(Some(identity(&metadata))),
             Ok(metadata) if metadata.is_dir() => Kind::Directory(identity(&metadata)),
             Ok(_) => Kind::Skipped,
             // Removed since the directory was read: nothing to hash.
@@ -186,9 +219,17 @@ impl Walk {
     }
 }
 
-/// A directory's (device, inode).
-fn identity(metadata: &Metadata) -> DirId {
+/// A file's (device, inode).
+fn identity(metadata: &Metadata) -> FileId {
     (metadata.dev(), metadata.ino())
+}
+
+/// The identity of the file standard output writes to, if it is a regular
+/// file.
+fn output_file() -> Option<FileId> {
+    let output = File::from(io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let metadata = output.metadata().ok()?;
+    metadata.is_file().then(|| identity(&metadata))
 }
 
 /// `directory/name`, without doubling a slash the directory already ends

@@ -630,6 +630,45 @@ fn escaped_and_non_utf8_names() {
     );
 }
 
+/// A name crafted to act on a terminal (here: `: OK` and the escape that
+/// hides what follows) is shown with its control bytes escaped in verdicts
+/// and messages, while its checksum line keeps the byte, GNU style, so the
+/// list still reads back.
+#[test]
+fn control_bytes_in_names_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let name: &[u8] = b"evil.iso: OK\x1b[8m";
+    let path = dir.path().join(OsStr::from_bytes(name));
+    fs::write(&path, b"image").unwrap();
+    let list = make_list(dir.path(), [OsStr::from_bytes(name)]);
+    assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
+    let shown = "\\evil.iso: OK\\x1b[8m";
+    assert_run(
+        &run_in(dir.path(), ["-c"], &list),
+        &format!("{shown}: OK\n"),
+        "",
+        0,
+    );
+    fs::write(&path, b"changed").unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
+    fs::remove_file(&path).unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
+    assert!(
+        stderr(&out).starts_with(&format!("bt2sum: {shown}: No such file or directory\n")),
+        "{}",
+        stderr(&out)
+    );
+    // Hashing: the error message escapes too; no raw control byte anywhere.
+    let out = run_in(dir.path(), [OsStr::from_bytes(b"tab\there\x07")], b"");
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: \\tab\\x09here\\x07: No such file or directory\n"
+    );
+    assert_eq!(status(&out), 1);
+}
+
 #[test]
 fn a_3_mb_name_is_too_long_for_the_system() {
     let dir = tempfile::tempdir().unwrap();

@@ -212,6 +212,43 @@ fn recursive_list_round_trips_through_check() {
     assert!(stdout(&check).contains("t/a/x: FAILED\n"));
 }
 
+/// `cd dir && bt2sum -r > SUMS && bt2sum -c SUMS`: the walk skips the file
+/// standard output writes to (same device and inode, so also through a
+/// link with -L), and the list verifies.
+#[test]
+fn recursive_skips_the_list_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    make_files(dir.path(), &[b"a", b"sub/b"]);
+    symlink("../SUMS", dir.path().join("sub/link")).unwrap();
+    for (args, appended) in [("-r", false), ("-r -L", false), ("-r -L .", true)] {
+        let redirect = if appended { ">>" } else { ">" };
+        let script = format!(r#""$BT2SUM" {args} {redirect} SUMS && "$BT2SUM" -c SUMS"#);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(dir.path())
+            .env("BT2SUM", env!("CARGO_BIN_EXE_bt2sum"))
+            .output()
+            .unwrap();
+        assert_eq!(stderr(&out), "", "{script}");
+        let expected = if appended {
+            "./a: OK\n./sub/b: OK\n./a: OK\n./sub/b: OK\n"
+        } else {
+            "./a: OK\n./sub/b: OK\n"
+        };
+        assert_eq!(stdout(&out), expected, "{script}");
+        assert_eq!(status(&out), 0);
+    }
+    // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
+    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    let names: Vec<&str> = std::str::from_utf8(&out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| &line[130..])
+        .collect();
+    assert_eq!(names, ["./SUMS", "./a", "./sub/b"]);
+}
+
 #[test]
 fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -596,6 +633,17 @@ impl Tmux {
         }
     }
 
+    /// Types `keys` (tmux key names: text, `Enter`, `C-d`).
+    fn send(&self, keys: &[&str]) {
+        let out = self
+            .command()
+            .args(["send-keys", "-t", "ux"])
+            .args(keys)
+            .output()
+            .expect("tmux send-keys");
+        assert!(out.status.success(), "tmux: {}", stderr(&out));
+    }
+
     /// The text on the screen now.
     fn screen(&self) -> String {
         let out = self
@@ -735,4 +783,56 @@ fn progress_bar_in_a_real_terminal() {
         !screen.contains("B/s"),
         "the bar was left behind:\n{screen}"
     );
+}
+
+/// Reading what is typed on the terminal, bt2sum draws no spinner over it
+/// (hashing standard input, or reading a list from it); `--progress` still
+/// forces the bar.
+#[test]
+fn no_spinner_over_typing() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a"), b"alpha").unwrap();
+    let list = stdout(&run_in(dir.path(), ["a"]));
+    let tmux = Tmux::new(dir.path());
+    let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
+    tmux.start(&format!(
+        "cd {} && {binary}; echo \"first $?\"; {binary} -c; echo \"second $?\"; \
+         {binary} --progress; echo \"third $?\"; sleep 600",
+        quoted(dir.path()),
+    ));
+    let typed = stdout(&run(["-"], b"hello s3git\n"));
+    let digest = typed.trim_end().rsplit(" = ").next().unwrap();
+    for (step, text, done) in [
+        ("hash", "hello s3git", "first 0"),
+        ("check", list.trim_end(), "second 0"),
+    ] {
+        // Well past the second after which a bar would appear.
+        std::thread::sleep(Duration::from_millis(2500));
+        let screen = tmux.screen();
+        assert!(
+            !screen.contains("B/s"),
+            "{step}: a bar over the typing:\n{screen}"
+        );
+        tmux.send(&[text, "Enter", "C-d"]);
+        let (screen, finished) =
+            tmux.wait_for(Duration::from_secs(60), |screen| screen.contains(done));
+        assert!(finished, "{step}: did not finish:\n{screen}");
+        assert!(
+            !screen.contains("B/s"),
+            "{step}: a bar was drawn:\n{screen}"
+        );
+    }
+    let screen = tmux.screen();
+    assert!(
+        screen.contains(&format!("BLAKE2b-64 = {digest}")),
+        "{screen}"
+    );
+    assert!(screen.contains("a: OK"), "{screen}");
+    // Forced, the bar is drawn even over the typing.
+    let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("B/s"));
+    assert!(drawn, "--progress drew no bar:\n{screen}");
+    tmux.send(&["C-d"]);
+    let (screen, finished) =
+        tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("third 0"));
+    assert!(finished, "did not finish:\n{screen}");
 }
