@@ -72,7 +72,9 @@ pub struct Args {
     /// Read checksum lists from the FILEs (or standard input) and verify them
     ///
     /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
-    /// listed file, and a summary of the problems on standard error.
+    /// listed file, and a summary of the problems on standard error. Leaf
+    /// listings (--leaves) are checked leaf by leaf, with their own leaf
+    /// size: `NAME: leaf I: FAILED` names a damaged leaf.
     #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
     pub check: bool,
 
@@ -110,8 +112,9 @@ pub struct Args {
     ///
     /// Files are listed in bytewise path order, as `find DIR -type f |
     /// LC_ALL=C sort` lists them, so the list verifies with --check. Links
-    /// met in the walk (unless -L), FIFOs, sockets and devices are skipped;
-    /// a directory that cannot be read is an error.
+    /// met in the walk (unless -L), FIFOs, sockets, devices and the file
+    /// standard output writes to are skipped; a directory that cannot be
+    /// read is an error.
     #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
     pub recursive: bool,
 

@@ -245,10 +245,7 @@ impl Group {
         });
         // A listing of another length is wrong in every leaf it lists.
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
-        let mut leaves = listed
-            .into_iter()
-            .flat_map(ListedLeaves::verdicts)
-            .peekable();
+        let mut leaves = listed.into_iter().flat_map(ListedLeaves::verdicts);
         let mut count_lines = self.count_lines.iter().peekable();
         let mut leaves_seen = 0;
         let rest = std::iter::from_fn(move || {

@@ -70,7 +70,8 @@ The number after the dash is the digest size in bytes. A name holding a \
 newline, carriage return or backslash is escaped as GNU tools do: the line \
 starts with a backslash, and in the name a backslash is written as two, a \
 newline as \\n and a carriage return as \\r. Names are written as the bytes \
-they are.",
+they are. Ctrl-C writes out the lines already finished, then ends bt2sum \
+by SIGINT (status 130).",
     ),
     (
         "EXIT STATUS",
@@ -80,14 +81,18 @@ matched (and, with --strict, no line was improperly formatted).
 1: an input could not be read or changed while it was read; with --check, a \
 listed file did not match or could not be read, a list could not be read or \
 had no properly formatted line; with --combine, the listings do not form one \
-complete file; or standard output could not be written. The other inputs are \
-still hashed.
+complete file; standard output could not be written, or standard input was \
+read but had been closed (bt2sum: -: Bad file descriptor). The other inputs \
+are still hashed.
 
 2: bad usage (an unknown option, a value out of range, options that do not \
 apply together): nothing was done.
 
+130: interrupted by Ctrl-C (SIGINT), after the finished lines were written.
+
 A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
-quietly, with status 0.",
+quietly, with status 0; check mode goes on silently and exits with the \
+status of the check.",
     ),
     (
         "CHECK LIST FORMAT",
@@ -101,34 +106,46 @@ Accepted lines:
   HEX *NAME                 the digest size is half the number of hex digits
 
 HEX is all lowercase or all uppercase. Either form may start with the GNU \
-escape (a backslash) and end in CRLF. Blank lines, lines starting with # and \
-leaf lines are skipped and never counted. Anything else, including leading \
-spaces and single-space separators, is improperly formatted. The leaf size \
-is not in the line: it is -t (default 5m), so a list made with -t 64k must \
-be checked with -t 64k.
+escape (a backslash) and end in CRLF. Blank lines and lines starting with # \
+are skipped and never counted. The leaf and count lines of a listing (see \
+LEAF LISTINGS) are checked too. Anything else, including leading spaces and \
+single-space separators, is improperly formatted. The leaf size is not in a \
+checksum line: it is -t (default 5m), so a list made with -t 64k must be \
+checked with -t 64k; when every such line fails, a hint on standard error \
+says so.
 
-Per file, standard output gets NAME: OK, NAME: FAILED, or NAME: FAILED open \
-or read. After each list, standard error gets GNU's warnings for the \
-non-zero counts: N lines are improperly formatted, N listed files could not \
-be read, N computed checksums did NOT match. Digests are compared in \
-constant time.",
+A checksum line followed by the leaf lines of the same file is checked in \
+one pass over the file with the listing's leaf size (tree= wins over -t); \
+leaf lines alone hash only the leaves they list. A file of another length \
+than total= fails every leaf line, and says so.
+
+Per checked line, standard output gets NAME: OK, NAME: FAILED, or NAME: \
+FAILED open or read; leaf and count lines get NAME: leaf I: OK and NAME: \
+leaf count: OK. A name holding a backslash or a control byte is shown \
+escaped after a leading backslash (\\n, \\r, \\\\, \\xHH). After each list, \
+standard error gets GNU's warnings for the non-zero counts of lines: N lines \
+are improperly formatted, N listed files could not be read, N computed \
+checksums did NOT match. Digests are compared in constant time.",
     ),
     (
         "LEAF LISTINGS",
         "--leaves prints, after a file's checksum line, one line per leaf; a file \
-with no leaves gets one line saying so:
+with no leaves gets a count line, the line --leaf-count prints:
 
   TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX
-  TAG leaves=0 total=0 tree=L (NAME)
+  TAG leaves=C total=T tree=L (NAME)
 
 TAG is as in checksum lines, I the leaf index from 0, O and N the leaf's \
-bytes, T the file's length (a complete listing has ceil(T / L) leaves), L the \
-leaf size and HEX the leaf's digest.
+bytes, T the file's length (a complete listing has C = ceil(T / L) leaves), \
+L the leaf size and HEX the leaf's digest. Standard input read because no \
+FILE was given has no (NAME) part.
 
 --leaf-range A..B lists only leaves A to B-1, reading only their bytes, so \
-that machines can share the work on one big file; --combine reads such \
-partial listings, in any order, and prints the file's checksum line, \
-refusing gaps, clashes and listings of different files.",
+that machines can share the work on one big file; a range past the end \
+prints nothing, and the range from 0 of an empty file its leaves=0 line. \
+--combine reads such partial listings, in any order, and prints the file's \
+checksum line, refusing gaps, clashes, listings of different files and \
+lines it does not know.",
     ),
     (
         "ENVIRONMENT",

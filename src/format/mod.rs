@@ -5,12 +5,14 @@
 //! - [`checksum`]: `TAG (NAME) = HEX`, `TAG = HEX` and GNU's `HEX  NAME`.
 //! - [`leaf`]: the leaf lines of a listing,
 //!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`.
-//! - [`verdict`]: what check mode prints per file, `NAME: OK`.
+//! - [`verdict`]: what check mode prints per checked line, `NAME: OK`.
 //!
 //! Names are bytes (non-UTF-8 names pass through) and are escaped the GNU
 //! way when they hold a newline, carriage return or backslash: the line
 //! starts with `\`, and in the name `\` is written `\\`, newline `\n`,
-//! carriage return `\r` ([`push_name`], [`unescape`]).
+//! carriage return `\r` ([`push_name`], [`unescape`]). Verdicts and
+//! messages show the other control bytes escaped too, as `\xHH`
+//! ([`push_shown`]), so that a name cannot act on a terminal.
 
 pub mod checksum;
 pub mod leaf;
@@ -20,24 +22,57 @@ use std::fmt;
 
 use crate::params::{Algorithm, TreeParams};
 
-/// Whether a name needs the GNU escape (and its line the leading `\`).
-pub fn needs_escape(name: &[u8]) -> bool {
-    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
+/// The bytes a name's escape covers. Both sets write a backslash `\\`,
+/// newline `\n` and carriage return `\r`; the shown set also writes every
+/// other control byte as `\xHH`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    /// GNU's, in the lines bt2sum writes and reads back: backslash, newline
+    /// and carriage return.
+    Listed,
+    /// In verdicts and messages: a backslash and every control byte (C0 and
+    /// DEL), which a terminal would act on.
+    Shown,
 }
 
-/// Appends `name` to `out`, escaped if `escaped` is set.
-pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
-    if !escaped {
-        out.extend_from_slice(name);
-        return;
-    }
-    for &byte in name {
-        match byte {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => out.push(byte),
+impl Escapes {
+    fn covers(self, byte: u8) -> bool {
+        match self {
+            Escapes::Listed => matches!(byte, b'\\' | b'\n' | b'\r'),
+            Escapes::Shown => byte == b'\\' || byte < 0x20 || byte == 0x7f,
         }
+    }
+
+    fn needed_by(self, name: &[u8]) -> bool {
+        name.iter().any(|&byte| self.covers(byte))
+    }
+
+    fn push(self, out: &mut Vec<u8>, name: &[u8]) {
+        for &byte in name {
+            match byte {
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                byte if self.covers(byte) => {
+                    out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+                }
+                _ => out.push(byte),
+            }
+        }
+    }
+}
+
+/// Whether a name needs the GNU escape (and its line the leading `\`).
+pub fn needs_escape(name: &[u8]) -> bool {
+    Escapes::Listed.needed_by(name)
+}
+
+/// Appends `name` to `out`, escaped the GNU way if `escaped` is set.
+pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
+    if escaped {
+        Escapes::Listed.push(out, name);
+    } else {
+        out.extend_from_slice(name);
     }
 }
 
@@ -61,17 +96,11 @@ pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
     Some(name)
 }
 
-/// Whether a byte is shown escaped in verdicts and messages: a backslash,
-/// and every control byte (C0 and DEL), which a terminal would act on.
-fn shown_escaped(byte: u8) -> bool {
-    byte == b'\\' || byte < 0x20 || byte == 0x7f
-}
-
 /// Whether a name is shown escaped in verdicts and messages: it holds a
 /// backslash or a control byte, so that a crafted name can neither move the
 /// cursor nor hide a `FAILED` on a terminal.
 pub fn needs_shown_escape(name: &[u8]) -> bool {
-    name.iter().any(|&byte| shown_escaped(byte))
+    Escapes::Shown.needed_by(name)
 }
 
 /// Appends `name` as verdicts and messages show it: if it
@@ -79,20 +108,10 @@ pub fn needs_shown_escape(name: &[u8]) -> bool {
 /// carriage return `\r`, and any other control byte `\xHH` (two lowercase
 /// hex digits); otherwise as it is.
 pub fn push_shown(out: &mut Vec<u8>, name: &[u8]) {
-    if !needs_shown_escape(name) {
+    if needs_shown_escape(name) {
+        Escapes::Shown.push(out, name);
+    } else {
         out.extend_from_slice(name);
-        return;
-    }
-    for &byte in name {
-        match byte {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            byte if shown_escaped(byte) => {
-                out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
-            }
-            _ => out.push(byte),
-        }
     }
 }
 
