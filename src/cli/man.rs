@@ -150,9 +150,11 @@ lines it does not know.",
     (
         "ENVIRONMENT",
         "BT2SUM_ARCHLEVEL selects the constant-time comparator that check mode \
-uses: portable, scalar or baseline (the default on x86_64, SSE2), as \
-FreeBSD's ARCHLEVEL does. A level the machine lacks means the best one below \
-it.",
+uses: portable, scalar, baseline (SSE2) or avx2 (AVX2), as FreeBSD's \
+ARCHLEVEL does; x86-64-v2 means baseline, x86-64-v3 and x86-64-v4 mean avx2. \
+A level the machine lacks means the best one below it. The default is the \
+fastest level the CPU has: avx2 on x86_64 CPUs with AVX2, baseline on other \
+x86_64 CPUs, portable elsewhere.",
     ),
     (
         "SEE ALSO",

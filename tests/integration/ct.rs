@@ -9,10 +9,17 @@
 //! - `valgrind_memcheck_*`: the inputs are marked undefined with Valgrind
 //!   client requests, so memcheck reports any branch or address that
 //!   depends on them; a deliberately leaky comparator must be reported.
-//! - `disassembly_*`: the two assembly functions, disassembled from this
-//!   very test binary, use only allowlisted data-operand-independent-timing
-//!   instructions, no data-dependent branch and no data-dependent address.
+//! - `disassembly_*`: the assembly functions, disassembled from this very
+//!   test binary, use only allowlisted data-operand-independent-timing
+//!   instructions, no data-dependent branch, no data-dependent address, no
+//!   store and no write to a callee-saved register; their loops start on
+//!   16-byte boundaries and no path returns with dirty upper ymm halves.
 //! - `archlevel_*`: `BT2SUM_ARCHLEVEL` selects the default level.
+//!
+//! The tests that run the comparators run every level this CPU can run
+//! (`Level::available`); a compiled level the CPU lacks (`avx2` without
+//! AVX2) is skipped with a printed note, never failed. The disassembly
+//! audit, which runs nothing, covers every compiled level (`Level::ALL`).
 //!
 //! Some proofs re-run this test binary (`std::env::current_exe`) as a
 //! child, under valgrind or with another environment, selecting one
@@ -101,11 +108,19 @@ const SPREAD: [(usize, usize); 16] = [
     (6, 6),
 ];
 
-/// Compares `a` and `b` with every level and with `eq`, against the plain
-/// loop; returns the number of comparator calls made.
+/// Prints a note for each compiled level this CPU cannot run, which the
+/// calling test therefore skips.
+fn note_skipped_levels(test: &str) {
+    for level in Level::ALL.iter().filter(|l| !l.is_available()) {
+        println!("{test}: skipping level {level}: this CPU cannot run it");
+    }
+}
+
+/// Compares `a` and `b` with every level this CPU can run and with `eq`,
+/// against the plain loop; returns the number of comparator calls made.
 fn check_all_levels(a: &[u8], b: &[u8], what: impl Fn() -> String) -> u64 {
     let expected = plain_eq(a, b);
-    for &level in Level::ALL {
+    for &level in Level::available() {
         let r = level.bcmp(black_box(a), black_box(b));
         if (r == 0) != expected {
             panic!(
@@ -117,12 +132,13 @@ fn check_all_levels(a: &[u8], b: &[u8], what: impl Fn() -> String) -> u64 {
     if ct::eq(a, b) != expected {
         panic!("ct::eq disagrees with the plain loop: {}", what());
     }
-    Level::ALL.len() as u64 + 1
+    Level::available().len() as u64 + 1
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "millions of cases; see differential_small for Miri")]
 fn differential_every_length_alignment_and_bit() {
+    note_skipped_levels("differential");
     let mut rng = Rng(0x7462_3273_756d_0001);
     let size = SLACK + 16 + MAX_LEN + SLACK;
     let mut abuf = Aligned::new(size);
@@ -180,10 +196,10 @@ fn differential_every_length_alignment_and_bit() {
     assert_eq!(spread, 5_516_736);
     assert_eq!(cases, 9_793_216);
     assert_eq!(cases, full + spread);
-    assert_eq!(calls, cases * (Level::ALL.len() as u64 + 1));
+    assert_eq!(calls, cases * (Level::available().len() as u64 + 1));
     println!(
         "differential: {cases} cases x {} levels + ct::eq = {calls} comparator calls",
-        Level::ALL.len()
+        Level::available().len()
     );
 }
 
@@ -191,7 +207,9 @@ fn differential_every_length_alignment_and_bit() {
 #[test]
 fn differential_small() {
     let mut rng = Rng(42);
-    for len in [0usize, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 65, 100] {
+    for len in [
+        0usize, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 65, 100, 128, 129, 200, 256, 257,
+    ] {
         let mut a = vec![0u8; len];
         rng.fill(&mut a);
         let mut b = a.clone();
@@ -209,7 +227,7 @@ fn all_ones_and_zeros_and_same_slice() {
     for len in 0..=300usize {
         let zeros = vec![0u8; len];
         let ones = vec![0xffu8; len];
-        for &level in Level::ALL {
+        for &level in Level::available() {
             assert_eq!(level.bcmp(&zeros, &zeros), 0);
             assert_eq!(level.bcmp(&ones, &ones), 0);
             assert_eq!(level.bcmp(&ones, &ones[..]), 0);
@@ -232,32 +250,82 @@ fn different_lengths_panic_and_are_unequal() {
     assert!(ct::eq(b"", b""));
 }
 
+/// On a CPU without some compiled level (`avx2` without AVX2), `bcmp` on it
+/// panics with a message saying why instead of running instructions the CPU
+/// does not have.
+#[test]
+fn unavailable_levels_panic_with_a_clear_message() {
+    if Level::available() == Level::ALL {
+        println!("every compiled level runs on this CPU: no panic to check");
+    }
+    for &level in Level::ALL.iter().filter(|l| !l.is_available()) {
+        println!("checking the panic of level {level}, which this CPU cannot run");
+        let r = std::panic::catch_unwind(|| level.bcmp(b"abc", b"abc"));
+        let payload = r.expect_err("an unavailable level ran");
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        assert!(
+            message.contains(&format!("level {level} needs a CPU with")),
+            "{level:?}: unclear panic message {message:?}"
+        );
+    }
+}
+
 #[test]
 fn level_names() {
+    let available = Level::available();
+    assert!(!available.is_empty() && available.len() <= Level::ALL.len());
+    assert_eq!(available, &Level::ALL[..available.len()]);
+    assert!(available.iter().all(|l| l.is_available()));
     for &level in Level::ALL {
-        assert_eq!(Level::from_name(level.name()), Some(level));
         assert_eq!(level.to_string(), level.name());
+        // A name is a cap: the level itself if this CPU runs it, else the
+        // best one below it, which is the best this CPU has.
+        let expected = if level.is_available() {
+            level
+        } else {
+            Level::best()
+        };
+        assert_eq!(Level::from_name(level.name()), Some(expected));
     }
+    assert_eq!(Level::best(), *available.last().unwrap());
+    assert_eq!(Level::default(), Level::best());
     assert_eq!(Level::from_name(" PORTABLE "), Some(Level::Portable));
-    assert_eq!(Level::from_name("x86-64-v3"), Some(Level::DEFAULT));
-    assert_eq!(Level::from_name("baseline"), Some(Level::DEFAULT));
+    assert_eq!(Level::from_name("x86-64-v3"), Some(Level::best()));
+    assert_eq!(Level::from_name("x86-64-v4"), Some(Level::best()));
+    assert_eq!(Level::from_name("AVX2"), Some(Level::best()));
     assert_eq!(Level::from_name("avx512"), None);
     assert_eq!(Level::from_name(""), None);
-    assert_eq!(*Level::ALL.last().unwrap(), Level::DEFAULT);
-    assert_eq!(Level::default(), Level::DEFAULT);
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         assert_eq!(
             Level::ALL,
-            &[Level::Portable, Level::Scalar, Level::Baseline]
+            &[Level::Portable, Level::Scalar, Level::Baseline, Level::Avx2]
         );
         assert_eq!(Level::from_name("Scalar"), Some(Level::Scalar));
-        assert!(Level::Baseline.entry_address().is_some());
-        assert_ne!(
-            Level::Baseline.entry_address(),
-            Level::Scalar.entry_address()
-        );
+        assert_eq!(Level::from_name("baseline"), Some(Level::Baseline));
+        assert_eq!(Level::from_name("x86-64-v2"), Some(Level::Baseline));
+        let has_avx2 = std::arch::is_x86_feature_detected!("avx2");
+        assert_eq!(Level::Avx2.is_available(), has_avx2);
+        let best = if has_avx2 {
+            Level::Avx2
+        } else {
+            println!("level_names: this CPU lacks AVX2: the best level is baseline");
+            Level::Baseline
+        };
+        assert_eq!(Level::best(), best);
+        let addresses: std::collections::BTreeSet<usize> =
+            [Level::Scalar, Level::Baseline, Level::Avx2]
+                .iter()
+                .map(|l| l.entry_address().expect("an assembly level"))
+                .collect();
+        assert_eq!(addresses.len(), 3, "three distinct functions");
     }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    assert_eq!(Level::best(), Level::Portable);
     assert_eq!(Level::Portable.entry_address(), None);
 }
 
@@ -271,17 +339,24 @@ const CHILD_EXPECT_ENV: &str = "BT2SUM_CT_TEST_EXPECT_LEVEL";
 #[test]
 #[cfg(not(miri))]
 fn archlevel_env_selects_the_default_level() {
-    // "scalar" is a cap: Scalar on x86_64, Portable elsewhere.
-    let scalar = Level::from_name("scalar").unwrap();
+    // Names are caps: "scalar" is Scalar on x86_64 and Portable elsewhere;
+    // "baseline" is Baseline on x86_64; "avx2" is Avx2 on a CPU with AVX2
+    // and Baseline on other x86_64 CPUs. `level_names` checks those values
+    // of `from_name`; this test checks that the environment reaches them.
+    let named = |name: &str| Level::from_name(name).unwrap();
+    let best = Level::best();
     let cases: Vec<(Option<&str>, Level)> = vec![
-        (None, Level::DEFAULT),
-        (Some(""), Level::DEFAULT),
-        (Some("nonsense"), Level::DEFAULT),
+        (None, best),
+        (Some(""), best),
+        (Some("nonsense"), best),
         (Some("portable"), Level::Portable),
-        (Some("baseline"), Level::DEFAULT),
-        (Some("x86-64-v4"), Level::DEFAULT),
-        (Some("scalar"), scalar),
-        (Some("SCALAR"), scalar),
+        (Some("baseline"), named("baseline")),
+        (Some("x86-64-v2"), named("baseline")),
+        (Some("avx2"), named("avx2")),
+        (Some("x86-64-v3"), best),
+        (Some("x86-64-v4"), best),
+        (Some("scalar"), named("scalar")),
+        (Some("SCALAR"), named("scalar")),
     ];
     let exe = std::env::current_exe().unwrap();
     for (value, expected) in cases {
@@ -452,6 +527,7 @@ fn guard_pages_control_child() {
 #[ignore = "child of guard_pages_no_read_outside_the_window, which runs it in its own process"]
 fn guard_pages_child() {
     use guard::Guarded;
+    note_skipped_levels("guard pages");
     const MAX: usize = 1024;
     let mut ga = Guarded::new(MAX);
     let mut gb = Guarded::new(MAX);
@@ -463,7 +539,7 @@ fn guard_pages_child() {
         // Windows flush against the guard page before (offset 0) and after
         // (offset n - len), in all four combinations for the two buffers.
         for (oa, ob) in [(0, 0), (n - len, n - len), (0, n - len), (n - len, 0)] {
-            for &level in Level::ALL {
+            for &level in Level::available() {
                 {
                     let a = &ga.bytes()[oa..oa + len];
                     let b = &gb.bytes()[ob..ob + len];
@@ -482,7 +558,10 @@ fn guard_pages_child() {
             }
         }
     }
-    assert_eq!(calls, (MAX as u64 + 1) * 4 * Level::ALL.len() as u64);
+    assert_eq!(
+        calls,
+        (MAX as u64 + 1) * 4 * Level::available().len() as u64
+    );
     println!("guard pages: {calls} windows flush against PROT_NONE pages, no fault");
 }
 
@@ -681,12 +760,16 @@ fn valgrind_memcheck_proves_no_secret_dependent_branch_or_address() {
         stderr.contains("ERROR SUMMARY: 0 errors"),
         "memcheck errors:\n{report}"
     );
-    for &level in Level::ALL {
+    // The child runs under valgrind's virtual CPU, which must offer every
+    // level this CPU runs (valgrind emulates AVX2), so that none goes
+    // unchecked.
+    for &level in Level::available() {
         assert!(
             stdout.contains(&format!("memcheck {level:?}: 0 errors")),
             "{level:?} not checked cleanly:\n{report}"
         );
     }
+    note_skipped_levels("valgrind memcheck");
     assert!(stdout.contains("memcheck ct::eq: 0 errors"), "{report}");
 
     // The control: the same harness must catch the early exit.
@@ -720,9 +803,11 @@ fn valgrind_child() {
     let mode = std::env::var(VALGRIND_CHILD_ENV).expect("run by the parent test");
     assert!(running_on_valgrind(), "must run under valgrind");
 
-    // Lengths that reach every length class of every level.
-    const LENS: [usize; 22] = [
-        0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 100, 128, 300,
+    // Lengths that reach every length class of every level (and the
+    // loops of each for one and for several passes).
+    const LENS: [usize; 26] = [
+        0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 100, 128, 129, 200,
+        256, 257, 300,
     ];
     let run = |name: &str, f: &dyn Fn(&[u8], &[u8]) -> i32| {
         let before = count_errors();
@@ -752,7 +837,7 @@ fn valgrind_child() {
     };
     match mode.as_str() {
         "clean" => {
-            for &level in Level::ALL {
+            for &level in Level::available() {
                 run(&format!("{level:?}"), &|a, b| level.bcmp(a, b));
             }
             run("ct::eq", &|a, b| i32::from(!ct::eq(a, b)));
@@ -769,6 +854,9 @@ fn valgrind_child() {
 #[derive(Debug, Clone)]
 struct Insn {
     addr: u64,
+    /// Prefixes objdump prints as separate words (`lock`, `rep`, `cs`,
+    /// `data16`, ...): none is expected in the comparators.
+    prefixes: Vec<String>,
     mnemonic: String,
     operands: Vec<String>,
 }
@@ -787,9 +875,31 @@ fn parse_objdump(text: &str) -> Vec<Insn> {
         let rest = rest.split('#').next().unwrap().trim();
         let mut words = rest.split_whitespace();
         let mut mnemonic = String::new();
-        // Prefixes that objdump prints before the mnemonic of padding nops.
+        let mut prefixes = Vec::new();
+        // Prefixes that objdump prints as words before the mnemonic (multi-
+        // byte padding nops, locked or repeated instructions): kept apart,
+        // so that the audit sees the real mnemonic and rejects the prefix.
         for w in words.by_ref() {
-            if matches!(w, "cs" | "ds" | "data16" | "rex" | "rex.W") {
+            let prefix = matches!(
+                w,
+                "cs" | "ds"
+                    | "es"
+                    | "ss"
+                    | "fs"
+                    | "gs"
+                    | "data16"
+                    | "addr32"
+                    | "lock"
+                    | "rep"
+                    | "repz"
+                    | "repnz"
+                    | "repe"
+                    | "repne"
+                    | "notrack"
+                    | "bnd"
+            ) || w.starts_with("rex");
+            if prefix {
+                prefixes.push(w.to_string());
                 continue;
             }
             mnemonic = w.to_string();
@@ -803,6 +913,7 @@ fn parse_objdump(text: &str) -> Vec<Insn> {
         };
         out.push(Insn {
             addr,
+            prefixes,
             mnemonic,
             operands,
         });
@@ -865,9 +976,20 @@ fn classify(op: &str) -> Operand {
 
 /// The data-operand-independent-timing instructions the functions may use:
 /// a subset of Intel's DOIT list (no multiply, no divide, no cmov/setcc).
+/// The one-byte `nop` of loop alignment is handled apart.
 const DOIT_ALLOWLIST: &[&str] = &[
     "mov", "movzx", "xor", "or", "and", "add", "sub", "shr", "shl", "lea", "cmp", "test", "jmp",
-    "ret", "nop", "movdqu", "movd", "movq", "pxor", "por", "pand", "pcmpeqb", "pmovmskb",
+    "ret", "movdqu", "movd", "movq", "pxor", "por", "pand", "pcmpeqb", "pmovmskb",
+];
+/// The AVX2 instructions the functions may use: the VEX forms of DOIT
+/// vector instructions, and `vzeroupper`, which has no data operand.
+const DOIT_AVX2_ALLOWLIST: &[&str] = &[
+    "vmovdqu",
+    "vpxor",
+    "vpor",
+    "vpcmpeqb",
+    "vpmovmskb",
+    "vzeroupper",
 ];
 /// The conditional branches (allowed only on public flags).
 const JCC: &[&str] = &[
@@ -878,16 +1000,90 @@ const JCC: &[&str] = &[
 const FLAG_SETTERS: &[&str] = &[
     "cmp", "test", "add", "sub", "and", "or", "xor", "shr", "shl",
 ];
+/// Instructions whose first operand is only read (every other instruction
+/// with operands writes its first one, Intel syntax putting the
+/// destination first).
+const READS_FIRST_OPERAND: &[&str] = &["cmp", "test", "jmp", "nop"];
+/// The registers the System V AMD64 ABI makes a function preserve: the
+/// comparators have no prologue, so they must not write any of them.
+const CALLEE_SAVED: &[&str] = &["rbx", "rbp", "rsp", "r12", "r13", "r14", "r15"];
+
+/// The one-byte `nop` (0x90) that `.p2align 4, 0x90` pads with.
+fn is_padding_nop(i: &Insn) -> bool {
+    i.mnemonic == "nop" && i.operands.is_empty() && i.prefixes.is_empty()
+}
+
+/// The registers `i` writes, explicitly or (for the stack instructions)
+/// implicitly, as canonical 64-bit (or xmm) names.
+fn written_registers(i: &Insn) -> Vec<String> {
+    let m = i.mnemonic.as_str();
+    let mut out = Vec::new();
+    if matches!(m, "push" | "pop" | "call" | "enter" | "leave") {
+        out.push("rsp".to_string());
+    }
+    if matches!(m, "enter" | "leave") {
+        out.push("rbp".to_string());
+    }
+    if JCC.contains(&m) || READS_FIRST_OPERAND.contains(&m) || matches!(m, "ret" | "push") {
+        return out;
+    }
+    // An exchange writes both operands.
+    let explicit = if matches!(m, "xchg" | "xadd" | "cmpxchg") {
+        2
+    } else {
+        1
+    };
+    for o in i.operands.iter().take(explicit) {
+        if let Operand::Reg(r) = classify(o) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Whether `i` stores to memory: a memory destination, or the stack.
+fn stores_to_memory(i: &Insn) -> bool {
+    let m = i.mnemonic.as_str();
+    if matches!(m, "push" | "call" | "enter") {
+        return true;
+    }
+    if JCC.contains(&m) || READS_FIRST_OPERAND.contains(&m) {
+        return false;
+    }
+    matches!(
+        i.operands.first().map(|o| classify(o)),
+        Some(Operand::Mem(_))
+    )
+}
+
+/// The branch target of a `jmp` or `jcc`, if it is a direct one.
+fn branch_target(i: &Insn) -> Option<u64> {
+    i.operands
+        .first()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
+}
 
 /// Audits one function; returns the violations (empty means it passed).
 ///
-/// Rules: every mnemonic is on `DOIT_ALLOWLIST` (or a `JCC`); no branch
-/// leaves the function; a taint analysis (flow-insensitive, so
-/// conservative) marks as secret every register written from memory or
-/// from a secret register, and then no memory address may use a secret
-/// register and every conditional branch must directly follow a
-/// flag-setting instruction on public registers only, and must not itself
-/// be a branch target (so no other path can bring flags to it).
+/// Rules:
+///
+/// - every mnemonic is on `DOIT_ALLOWLIST` or `DOIT_AVX2_ALLOWLIST` (or is
+///   a `JCC`), without prefixes; the only `nop` is the one-byte one of
+///   alignment padding;
+/// - no write to a callee-saved register and no store to memory (the
+///   functions have no prologue and no business writing memory);
+/// - every branch is direct, stays inside the function and lands on an
+///   instruction; every backward branch (a loop) lands on a 16-byte
+///   boundary;
+/// - no path reaches `ret` with a ymm register written since the last
+///   `vzeroupper` (dirty upper halves would slow the caller's SSE code);
+/// - a taint analysis (flow-insensitive, so conservative) marks as secret
+///   every register written from memory or from a secret register, and
+///   then no memory address may use a secret register and every
+///   conditional branch must directly follow a flag-setting instruction on
+///   public registers only, and must not itself be a branch target (so no
+///   other path can bring flags to it).
 fn audit(insns: &[Insn]) -> Vec<String> {
     let mut bad = Vec::new();
     if insns.is_empty() {
@@ -895,26 +1091,52 @@ fn audit(insns: &[Insn]) -> Vec<String> {
         return bad;
     }
     let (lo, hi) = (insns[0].addr, insns.last().unwrap().addr);
-    let is_nop = |i: &Insn| {
-        i.mnemonic.starts_with("nop") || (i.mnemonic == "xchg" && i.operands == ["ax", "ax"])
-    };
+    let index_of = |addr: u64| insns.iter().position(|i| i.addr == addr);
     let mut targets = Vec::new();
     for i in insns {
         let m = i.mnemonic.as_str();
-        if is_nop(i) {
+        if is_padding_nop(i) {
             continue;
         }
-        if !DOIT_ALLOWLIST.contains(&m) && !JCC.contains(&m) {
+        for p in &i.prefixes {
+            bad.push(format!("{:x}: prefix {p} on {m}", i.addr));
+        }
+        if m == "nop" {
+            bad.push(format!(
+                "{:x}: multi-byte nop (only one-byte nop padding is expected)",
+                i.addr
+            ));
+        } else if !DOIT_ALLOWLIST.contains(&m)
+            && !DOIT_AVX2_ALLOWLIST.contains(&m)
+            && !JCC.contains(&m)
+        {
             bad.push(format!("{:x}: {m} is not on the DOIT allowlist", i.addr));
         }
+        for r in written_registers(i) {
+            if CALLEE_SAVED.contains(&r.as_str()) {
+                bad.push(format!("{:x}: {m} writes callee-saved {r}", i.addr));
+            }
+        }
+        if stores_to_memory(i) {
+            bad.push(format!("{:x}: {m} stores to memory", i.addr));
+        }
         if m == "jmp" || JCC.contains(&m) {
-            let target = i
-                .operands
-                .first()
-                .and_then(|t| t.split_whitespace().next())
-                .and_then(|t| u64::from_str_radix(t, 16).ok());
-            match target {
-                Some(t) if (lo..=hi).contains(&t) => targets.push(t),
+            match branch_target(i) {
+                Some(t) if (lo..=hi).contains(&t) => {
+                    targets.push(t);
+                    if index_of(t).is_none() {
+                        bad.push(format!(
+                            "{:x}: {m} lands inside an instruction, at {t:x}",
+                            i.addr
+                        ));
+                    }
+                    if t <= i.addr && t % 16 != 0 {
+                        bad.push(format!(
+                            "{:x}: {m} loops back to {t:x}, which is not 16-byte aligned",
+                            i.addr
+                        ));
+                    }
+                }
                 _ => bad.push(format!(
                     "{:x}: {m} leaves the function or is indirect",
                     i.addr
@@ -922,29 +1144,96 @@ fn audit(insns: &[Insn]) -> Vec<String> {
             }
         }
     }
+    // Upper ymm halves: forward data flow over the control-flow graph,
+    // "dirty" if on some path from the entry an instruction naming a ymm
+    // (or zmm) register ran since the last vzeroupper; naming one, not
+    // only writing it, keeps the rule simple and errs on the safe side.
+    let mut dirty_in = vec![false; insns.len()];
+    let mut reached = vec![false; insns.len()];
+    reached[0] = true;
+    loop {
+        let mut changed = false;
+        for (k, i) in insns.iter().enumerate() {
+            if !reached[k] {
+                continue;
+            }
+            let m = i.mnemonic.as_str();
+            let touches_ymm = i
+                .operands
+                .iter()
+                .any(|o| o.contains("ymm") || o.contains("zmm"));
+            let dirty_out = if matches!(m, "vzeroupper" | "vzeroall") {
+                false
+            } else {
+                dirty_in[k] || touches_ymm
+            };
+            let mut successors = Vec::new();
+            if m == "jmp" || JCC.contains(&m) {
+                successors.extend(branch_target(i).and_then(index_of));
+            }
+            if m != "jmp" && m != "ret" && k + 1 < insns.len() {
+                successors.push(k + 1);
+            }
+            for s in successors {
+                if !reached[s] || (dirty_out && !dirty_in[s]) {
+                    reached[s] = true;
+                    dirty_in[s] |= dirty_out;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (k, i) in insns.iter().enumerate() {
+        if i.mnemonic == "ret" && dirty_in[k] {
+            bad.push(format!(
+                "{:x}: ret with dirty upper ymm halves (no vzeroupper on some path)",
+                i.addr
+            ));
+        }
+    }
     // Taint: fixpoint over all instructions.
     let mut secret: std::collections::BTreeSet<String> = Default::default();
     loop {
         let before = secret.len();
-        for i in insns.iter().filter(|i| !is_nop(i)) {
+        for i in insns.iter().filter(|i| !is_padding_nop(i)) {
             let m = i.mnemonic.as_str();
             if JCC.contains(&m) || matches!(m, "jmp" | "ret" | "cmp" | "test") {
                 continue;
             }
             let Some(Operand::Reg(dest)) = i.operands.first().map(|o| classify(o)) else {
-                continue; // stores and the like: none in our functions
+                continue; // stores, rejected above
             };
-            let zero_idiom = i.operands.len() == 2
-                && matches!(m, "xor" | "pxor" | "sub")
-                && classify(&i.operands[1]).is_reg(&dest);
+            // x ^ x, x - x (two-operand), and VEX y ^ y into x: zero, whatever
+            // the register held.
+            let zero_idiom = match i.operands.len() {
+                2 => matches!(m, "xor" | "pxor" | "sub") && classify(&i.operands[1]).is_reg(&dest),
+                3 => {
+                    m == "vpxor"
+                        && matches!(classify(&i.operands[1]), Operand::Reg(r)
+                            if classify(&i.operands[2]).is_reg(&r))
+                }
+                _ => false,
+            };
             if zero_idiom {
                 continue;
             }
             // Sources: all operands except the destination of a pure move
-            // (the destination is also a source of two-operand arithmetic).
+            // (the destination is also a source of two-operand arithmetic;
+            // for the three-operand VEX forms counting it is conservative).
             let pure_move = matches!(
                 m,
-                "mov" | "movzx" | "movdqu" | "movd" | "movq" | "lea" | "pmovmskb"
+                "mov"
+                    | "movzx"
+                    | "movdqu"
+                    | "movd"
+                    | "movq"
+                    | "lea"
+                    | "pmovmskb"
+                    | "vmovdqu"
+                    | "vpmovmskb"
             );
             let sources = if pure_move {
                 &i.operands[1..]
@@ -966,7 +1255,7 @@ fn audit(insns: &[Insn]) -> Vec<String> {
         }
     }
     for (k, i) in insns.iter().enumerate() {
-        if is_nop(i) {
+        if is_padding_nop(i) {
             continue;
         }
         let m = i.mnemonic.as_str();
@@ -981,7 +1270,7 @@ fn audit(insns: &[Insn]) -> Vec<String> {
             if targets.contains(&i.addr) {
                 bad.push(format!("{:x}: {m} is a branch target", i.addr));
             }
-            let prev = insns[..k].iter().rev().find(|p| !is_nop(p));
+            let prev = insns[..k].iter().rev().find(|p| !is_padding_nop(p));
             match prev {
                 Some(p) if FLAG_SETTERS.contains(&p.mnemonic.as_str()) => {
                     for o in &p.operands {
@@ -1005,6 +1294,15 @@ fn audit(insns: &[Insn]) -> Vec<String> {
     }
     bad.dedup();
     bad
+}
+
+/// The targets of the backward branches (the loop heads) of a function.
+fn loop_heads(insns: &[Insn]) -> Vec<u64> {
+    insns
+        .iter()
+        .filter(|i| i.mnemonic == "jmp" || JCC.contains(&i.mnemonic.as_str()))
+        .filter_map(|i| branch_target(i).filter(|&t| t <= i.addr))
+        .collect()
 }
 
 impl Operand {
@@ -1090,13 +1388,15 @@ fn disassemble(symbol: &str) -> Vec<Insn> {
 #[test]
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 fn disassembly_uses_only_doit_instructions_and_public_branches() {
-    // Make sure both functions are linked into this binary.
-    for &level in Level::ALL {
+    // Make sure every function is linked into this binary: the runnable
+    // ones by a call, all of them by taking their address (which needs no
+    // CPU feature: the audit reads the code, it does not run it).
+    for &level in Level::available() {
         black_box(level.bcmp(b"x", b"x"));
     }
     let mut report = String::new();
     for &level in Level::ALL {
-        let Some(address) = level.entry_address() else {
+        let Some(address) = black_box(level.entry_address()) else {
             continue;
         };
         let symbol = &symbol_at(address);
@@ -1117,23 +1417,53 @@ fn disassembly_uses_only_doit_instructions_and_public_branches() {
             "{symbol} fails the audit:\n{}",
             bad.join("\n")
         );
+        // Each function has one loop, whose head the audit has just found
+        // 16-byte aligned: make sure the rule had something to check.
+        let heads = loop_heads(&insns);
+        assert_eq!(heads.len(), 1, "{symbol}: loop heads {heads:x?}");
         let mnemonics: std::collections::BTreeSet<&str> =
             insns.iter().map(|i| i.mnemonic.as_str()).collect();
-        let uses_xmm = insns
-            .iter()
-            .any(|i| i.operands.iter().any(|o| o.contains("xmm")));
+        let uses = |reg: &str| {
+            insns
+                .iter()
+                .any(|i| i.operands.iter().any(|o| o.contains(reg)))
+        };
         match level {
-            Level::Scalar => assert!(!uses_xmm, "scalar must use general-purpose registers only"),
+            Level::Scalar => assert!(
+                !uses("xmm") && !uses("ymm"),
+                "scalar must use general-purpose registers only"
+            ),
             Level::Baseline => {
                 for m in ["movdqu", "pxor", "por", "pcmpeqb", "pmovmskb"] {
                     assert!(mnemonics.contains(m), "baseline should use {m}");
                 }
+                assert!(!uses("ymm"), "baseline must not use ymm registers");
+            }
+            Level::Avx2 => {
+                for m in [
+                    "vmovdqu",
+                    "vpxor",
+                    "vpor",
+                    "vpcmpeqb",
+                    "vpmovmskb",
+                    "vzeroupper",
+                    // The SSE2 code it shares with baseline up to 64 bytes.
+                    "movdqu",
+                    "pcmpeqb",
+                ] {
+                    assert!(mnemonics.contains(m), "avx2 should use {m}");
+                }
+                assert!(uses("ymm"), "avx2 should load 32-byte ymm vectors");
+                assert!(!uses("zmm"), "avx2 must not use AVX-512 registers");
             }
             Level::Portable => unreachable!(),
         }
+        let padding = insns.iter().filter(|i| is_padding_nop(i)).count();
         report.push_str(&format!(
-            "{symbol}: {} instructions, {mnemonics:?}\n",
-            insns.len()
+            "{symbol}: {} instructions ({padding} padding nops), loop head at {:x?}, \
+             {mnemonics:?}\n",
+            insns.len(),
+            heads
         ));
     }
     println!("{report}");
@@ -1153,18 +1483,45 @@ fn disassembly_uses_only_doit_instructions_and_public_branches() {
 /// one per kind of violation.
 #[test]
 fn disassembly_audit_rejects_known_bad_code() {
+    // Short path, SSE2 path, and a ymm loop whose head is padded to a
+    // 16-byte boundary, ending in vzeroupper.
     let ok = "\
   1000:\tcmp    rdx,0x10
   1004:\tja     1010 <f+0x10>
   1006:\tmov    rax,QWORD PTR [rdi]
   1009:\txor    rax,QWORD PTR [rsi]
   100c:\tret
-  1010:\tmovdqu xmm0,XMMWORD PTR [rdi+rdx*1-0x10]
-  1016:\tpmovmskb eax,xmm0
-  101a:\tret
+  100d:\tnop
+  100e:\tnop
+  100f:\tnop
+  1010:\tcmp    rdx,0x40
+  1014:\tja     1023 <f+0x23>
+  1016:\tmovdqu xmm0,XMMWORD PTR [rdi+rdx*1-0x10]
+  101b:\tpmovmskb eax,xmm0
+  101f:\tret
+  1020:\tnop
+  1021:\tnop
+  1022:\tnop
+  1023:\tlea    rcx,[rdi+rdx*1-0x20]
+  1028:\tvpxor  xmm0,xmm0,xmm0
+  102c:\tnop
+  102d:\tnop
+  102e:\tnop
+  102f:\tnop
+  1030:\tvmovdqu ymm1,YMMWORD PTR [rdi]
+  1034:\tvpxor  ymm1,ymm1,YMMWORD PTR [rsi]
+  1038:\tvpor   ymm0,ymm0,ymm1
+  103c:\tadd    rdi,0x20
+  1040:\tcmp    rdi,rcx
+  1043:\tjb     1030 <f+0x30>
+  1045:\tvpmovmskb eax,ymm0
+  1049:\tvzeroupper
+  104c:\tret
 ";
     let good = parse_objdump(ok);
-    assert_eq!(good.len(), 8);
+    assert_eq!(good.len(), 31);
+    assert_eq!(good.iter().filter(|i| is_padding_nop(i)).count(), 10);
+    assert_eq!(loop_heads(&good), [0x1030]);
     assert!(audit(&good).is_empty(), "{:?}", audit(&good));
 
     let bad_cases: &[(&str, &str)] = &[
@@ -1213,6 +1570,84 @@ fn disassembly_audit_rejects_known_bad_code() {
         (
             "not on the DOIT allowlist",
             "  1000:\tmov    eax,DWORD PTR [rdi]\n  1003:\tsete   al\n  1006:\tret\n",
+        ),
+        // Stores to memory: the comparators only read.
+        (
+            "mov stores to memory",
+            "  1000:\tmov    QWORD PTR [rdi],rax\n  1003:\tret\n",
+        ),
+        (
+            "movdqu stores to memory",
+            "  1000:\tmovdqu XMMWORD PTR [rsi],xmm0\n  1004:\tret\n",
+        ),
+        (
+            "vmovdqu stores to memory",
+            "  1000:\tvmovdqu YMMWORD PTR [rdi+rdx*1-0x20],ymm0\n  1006:\tvzeroupper\n  1009:\tret\n",
+        ),
+        (
+            "or stores to memory",
+            "  1000:\tor     BYTE PTR [rsp-0x8],al\n  1004:\tret\n",
+        ),
+        (
+            "push stores to memory",
+            "  1000:\tpush   rbx\n  1001:\tret\n",
+        ),
+        // Writes to callee-saved registers, at any width.
+        (
+            "mov writes callee-saved rbx",
+            "  1000:\tmov    rbx,QWORD PTR [rdi]\n  1003:\tret\n",
+        ),
+        (
+            "xor writes callee-saved r12",
+            "  1000:\txor    r12d,r12d\n  1003:\tret\n",
+        ),
+        (
+            "add writes callee-saved rsp",
+            "  1000:\tadd    rsp,0x8\n  1004:\tret\n",
+        ),
+        (
+            "movzx writes callee-saved rbp",
+            "  1000:\tmovzx  ebp,BYTE PTR [rdi]\n  1003:\tret\n",
+        ),
+        (
+            "or writes callee-saved r15",
+            "  1000:\tor     r15b,al\n  1003:\tret\n",
+        ),
+        (
+            "pop writes callee-saved rsp",
+            "  1000:\tpop    r8\n  1002:\tret\n",
+        ),
+        // Padding other than one-byte nops.
+        (
+            "multi-byte nop",
+            "  1000:\tnop    DWORD PTR [rax+0x0]\n  1004:\tret\n",
+        ),
+        (
+            "prefix cs on nop",
+            "  1000:\tcs nop WORD PTR [rax+rax*1+0x0]\n  100a:\tret\n",
+        ),
+        (
+            "xchg is not on the DOIT allowlist",
+            "  1000:\txchg   ax,ax\n  1002:\tret\n",
+        ),
+        (
+            "prefix lock on or",
+            "  1000:\tlock or DWORD PTR [rdi],eax\n  1003:\tret\n",
+        ),
+        // A loop whose head is not on a 16-byte boundary.
+        (
+            "loops back to 1005, which is not 16-byte aligned",
+            "  1000:\tlea    rcx,[rdi+rdx*1-0x8]\n  1005:\tmov    rax,QWORD PTR [rdi]\n  1008:\tadd    rdi,0x8\n  100c:\tcmp    rdi,rcx\n  100f:\tjb     1005 <f+0x5>\n  1011:\tret\n",
+        ),
+        (
+            "lands inside an instruction",
+            "  1000:\tcmp    rdx,0x8\n  1004:\tjb     1007 <f+0x7>\n  1006:\tret\n  1008:\tret\n",
+        ),
+        // A path that returns with ymm upper halves dirty (the short path
+        // skips the vzeroupper).
+        (
+            "ret with dirty upper ymm halves",
+            "  1000:\tvmovdqu ymm0,YMMWORD PTR [rdi]\n  1004:\tcmp    rdx,0x40\n  1008:\tja     100e <f+0xe>\n  100a:\tvpmovmskb eax,ymm0\n  100d:\tret\n  100e:\tvzeroupper\n  1011:\tret\n",
         ),
     ];
     for (expect, listing) in bad_cases {
