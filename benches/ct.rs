@@ -13,7 +13,7 @@
 //! is skipped, with a note, on a CPU without AVX2), and the
 //! `constant_time_eq` crate.
 //!
-//! Run with `cargo bench --bench ct`; `docs/constant-time.md` gives the
+//! Run with `cargo bench -p bt2sum-benches --bench ct`; `docs/constant-time.md` gives the
 //! options of its published figures.
 
 use bt2sum::ct::Level;

@@ -1,6 +1,6 @@
 //! In-process benchmarks of the hashing paths, through the public
-//! API only: `cargo bench --bench tree` (about a minute), or
-//! `cargo bench --bench tree -- --test` to run each once.
+//! API only: `cargo bench -p bt2sum-benches --bench tree` (about a minute), or
+//! `cargo bench -p bt2sum-benches --bench tree -- --test` to run each once.
 //!
 //! - `leaf_grouping`: [`bt2sum::hash`] on 64 MiB in memory, BLAKE2b and
 //!   BLAKE2s, 5 MiB and 4 KiB leaves (grouped `hash_many` calls on the pool).

@@ -19,6 +19,9 @@ pub enum Error {
     /// A leaf range or count was asked of an input that cannot be read at
     /// any offset (a pipe, a FIFO, a device).
     NotRegularFile,
+    /// A name that lines cannot print: on Windows, one that is not valid
+    /// Unicode (see `system::printed_name`).
+    NotUnicode,
 }
 
 impl From<io::Error> for Error {
@@ -41,6 +44,9 @@ impl fmt::Display for Error {
             Error::NotRegularFile => f.write_str(
                 "a leaf range or count needs a regular file (one that can be read at any offset)",
             ),
+            Error::NotUnicode => {
+                f.write_str("the name is not valid Unicode, so it cannot be printed")
+            }
         }
     }
 }
@@ -70,7 +76,14 @@ mod tests {
 
     #[test]
     fn plain_messages_drop_the_os_error_suffix() {
-        let error = io::Error::from_raw_os_error(libc::ENOENT);
+        // 2: ENOENT on Unix, ERROR_FILE_NOT_FOUND on Windows.
+        let error = io::Error::from_raw_os_error(2);
+        let full = error.to_string();
+        assert_eq!(
+            Some(plain_message(&error).as_str()),
+            full.strip_suffix(" (os error 2)")
+        );
+        #[cfg(unix)]
         assert_eq!(plain_message(&error), "No such file or directory");
         let custom = io::Error::other("file changed (os error 5) oddly");
         assert_eq!(plain_message(&custom), "file changed (os error 5) oddly");

@@ -615,3 +615,39 @@ fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
 fn write_record(file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, bytes, at)
 }
+
+/// (Windows moves the file pointer too; the file is only ever read and
+/// written at offsets.)
+#[cfg(windows)]
+fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    // Past the end of the file (a leaf not listed yet) reads nothing.
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match file.seek_read(&mut bytes[filled..], at + filled as u64) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    bytes[filled..].fill(0);
+    Ok(())
+}
+
+#[cfg(windows)]
+fn write_record(file: &File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !bytes.is_empty() {
+        match file.seek_write(bytes, at) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(count) => {
+                bytes = &bytes[count..];
+                at += count as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}

@@ -24,7 +24,6 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 use bt2sum::format::checksum::{Line, parse_line};
 use bt2sum::format::leaf::LeafLine;
@@ -35,9 +34,9 @@ use bt2sum::{Digest, Error, Event, Hashed, Job, TreeParams, hash_each, plain_mes
 use super::args::shown_leaf_size;
 use super::config::{Checking, Verbosity};
 use super::lines::{ListLine, read_line};
-use super::output::{Status, output_failed, report, warn};
-use super::process;
+use super::output::{Status, output_failed, report, report_listed, warn};
 use super::progress::{Progress, When};
+use bt2sum::system;
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
@@ -278,8 +277,8 @@ impl Checker<'_> {
         } else {
             list
         };
-        let reader: io::Result<Box<dyn BufRead>> = if list == "-" && process::stdin_closed() {
-            Err(process::closed_stream())
+        let reader: io::Result<Box<dyn BufRead>> = if list == "-" && system::stdin_closed() {
+            Err(system::closed_stream())
         } else if list == "-" {
             self.progress.reading_stdin();
             Ok(Box::new(io::stdin().lock()))
@@ -375,7 +374,7 @@ impl Checker<'_> {
             }
             Err(error) => {
                 self.flush()?;
-                report(&os_str(&group.name), &error.to_string());
+                report_listed(&group.name, &error.to_string());
                 None
             }
         };
@@ -383,8 +382,8 @@ impl Checker<'_> {
             && hashed.length != total
         {
             self.flush()?;
-            report(
-                &os_str(&group.name),
+            report_listed(
+                &group.name,
                 &format!(
                     "is {} bytes long, but its leaf lines say total={total}",
                     hashed.length
@@ -523,6 +522,10 @@ impl Groups<'_> {
                     started
                 }),
             };
+            // A name no file here can have (see `system::listed_path`).
+            let started = started.filter(|(group, _)| {
+                group.name == b"-" || system::listed_path(&group.name).is_some()
+            });
             match started {
                 Some(mut started) => {
                     started.0.bad_lines = std::mem::take(&mut self.bad_lines);
@@ -597,15 +600,17 @@ impl Iterator for Groups<'_> {
         let listed = listed.filter(|listed| !listed.is_empty());
         let job = if group.name == b"-" {
             // Standard input may be a pipe: hashed whole, in turn.
-            if process::stdin_closed() {
-                Job::failed(group, process::closed_stream().into())
+            if system::stdin_closed() {
+                Job::failed(group, system::closed_stream().into())
             } else {
                 self.progress.reading_stdin();
                 Job::stdin(group, &tree)
             }
             .with_leaves(listed)
         } else {
-            let path = path_of(&group.name);
+            // (A name no path here can have was refused as improperly
+            // formatted.)
+            let path = system::listed_path(&group.name).unwrap_or_default();
             let job = Job::path(group, path, &tree).with_leaves(listed);
             match range {
                 Some(range) => job.leaf_range(range),
@@ -618,20 +623,6 @@ impl Iterator for Groups<'_> {
             None => job,
         })
     }
-}
-
-/// A listed name as a path: the bytes it is.
-#[cfg(unix)]
-fn path_of(name: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(OsStr::from_bytes(name))
-}
-
-/// Bytes shown in a message, as an `OsStr`.
-#[cfg(unix)]
-fn os_str(bytes: &[u8]) -> std::borrow::Cow<'_, OsStr> {
-    use std::os::unix::ffi::OsStrExt;
-    std::borrow::Cow::Borrowed(OsStr::from_bytes(bytes))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use bt2sum::{Algorithm, plain_message};
 use super::config::Combining;
 use super::lines::{ListLine, MAX_LINE, read_line};
 use super::output::{Status, output_failed, report, warn};
-use super::process;
+use bt2sum::system;
 
 /// Combines the listings (standard input when none is given), writing the
 /// checksum line to `out`; returns the exit status.
@@ -64,8 +64,8 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
         listing
     };
     let failed = |message: String| (shown.to_os_string(), message);
-    let reader: Box<dyn Read> = if listing == "-" && process::stdin_closed() {
-        return Err(failed(plain_message(&process::closed_stream())));
+    let reader: Box<dyn Read> = if listing == "-" && system::stdin_closed() {
+        return Err(failed(plain_message(&system::closed_stream())));
     } else if listing == "-" {
         Box::new(io::stdin().lock())
     } else {

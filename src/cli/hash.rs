@@ -4,8 +4,8 @@
 //! input's leaf lines follow its checksum line; with `--leaf-range`, only
 //! the leaf lines of the range are printed.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -17,9 +17,9 @@ use bt2sum::{Event, Hashed, Job, TreeParams, hash_each};
 
 use super::config::{Hashing, Inputs, Listing};
 use super::output::{Status, output_failed, report};
-use super::process;
 use super::progress::{Progress, When};
 use super::walk;
+use bt2sum::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
@@ -41,13 +41,21 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     let progress = Progress::start(when, || total_bytes(config, &names));
     let tree = &config.tree;
     let jobs = names.iter().map(|name| {
-        let job = if name == "-" && process::stdin_closed() {
-            Job::failed(name, process::closed_stream().into())
+        // How lines name it: a name that cannot be printed is an error.
+        let (printed, unprintable) = match system::printed_name(name) {
+            Ok(printed) => (printed, None),
+            Err(error) => (Cow::Borrowed(&b""[..]), Some(error)),
+        };
+        let tag = (name, printed);
+        let job = if let Some(error) = unprintable {
+            Job::failed(tag, error)
+        } else if name == "-" && system::stdin_closed() {
+            Job::failed(tag, system::closed_stream().into())
         } else if name == "-" {
             progress.reading_stdin();
-            Job::stdin(name, tree)
+            Job::stdin(tag, tree)
         } else {
-            Job::path(name, PathBuf::from(name), tree)
+            Job::path(tag, PathBuf::from(name), tree)
         };
         let listed = matches!(config.listing, Listing::Leaves | Listing::Range(_));
         let log = listed.then(|| LeafLog::new(tree.digest_size()));
@@ -69,10 +77,10 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         written = match event {
             Event::Waiting => out.flush(),
             Event::Ready(outcome) => {
-                let name = outcome.tag;
+                let (name, printed) = outcome.tag;
                 match outcome.result {
                     Ok(hashed) => {
-                        let shown = named.then_some(name.as_encoded_bytes());
+                        let shown = named.then_some(&*printed);
                         let listing = Printed {
                             tree,
                             style: config.style,
@@ -187,7 +195,7 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
     let mut total = 0u64;
     for name in names {
         let metadata = if name == "-" {
-            stdin_metadata()
+            system::duplicate_stdin().and_then(|stdin| stdin.metadata())
         } else {
             std::fs::metadata(name)
         };
@@ -208,11 +216,4 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
         total = total.saturating_add(hashed);
     }
     Some(total)
-}
-
-/// What `fstat` says of standard input.
-fn stdin_metadata() -> io::Result<std::fs::Metadata> {
-    use std::os::fd::AsFd;
-    let stdin = File::from(io::stdin().as_fd().try_clone_to_owned()?);
-    stdin.metadata()
 }

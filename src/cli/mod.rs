@@ -16,6 +16,7 @@ mod walk;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
+use bt2sum::system;
 use clap::CommandFactory;
 
 pub use config::Config;
@@ -23,9 +24,9 @@ use config::Mode;
 pub use output::Status;
 use output::{output_failed, warn};
 
-/// Sets up the process before anything else runs (see `process`).
+/// Sets up the process before anything else runs.
 pub fn prepare_process() {
-    process::one_allocator_arena();
+    system::one_allocator_arena();
 }
 
 /// Runs a resolved configuration; returns the exit status.
@@ -51,7 +52,7 @@ pub fn run(config: Config) -> Status {
         warn(&format!("cannot start worker threads: {error}"));
         return Status::Failure;
     }
-    if process::stdout_closed() {
+    if system::stdout_closed() {
         // Lines would vanish into the /dev/null the runtime put there.
         return drive(&config, &mut output::Closed);
     }
@@ -84,8 +85,8 @@ pub fn refused(error: &clap::Error) -> Status {
         let _ = error.print();
         return Status::Usage;
     }
-    if process::stdout_closed() {
-        return output_failed(&process::closed_stream());
+    if system::stdout_closed() {
+        return output_failed(&system::closed_stream());
     }
     match error.print().and_then(|()| io::stdout().flush()) {
         Ok(()) => Status::Success,
@@ -95,8 +96,8 @@ pub fn refused(error: &clap::Error) -> Status {
 
 /// Writes generated text (help, a manual page) to standard output.
 fn print(text: &[u8]) -> Status {
-    if process::stdout_closed() {
-        return output_failed(&process::closed_stream());
+    if system::stdout_closed() {
+        return output_failed(&system::closed_stream());
     }
     let mut stdout = io::stdout().lock();
     match stdout.write_all(text).and_then(|()| stdout.flush()) {

@@ -38,8 +38,13 @@ impl From<Status> for ExitCode {
 /// backslash or a control byte, escaped after a leading `\` as verdicts
 /// show it (`format::verdict::push_shown_name`).
 pub fn report(name: &OsStr, message: &str) {
+    report_listed(name.as_encoded_bytes(), message);
+}
+
+/// [`report`] for a name as a list gives it, in bytes.
+pub fn report_listed(name: &[u8], message: &str) {
     let mut line = b"bt2sum: ".to_vec();
-    push_shown_name(&mut line, name.as_encoded_bytes());
+    push_shown_name(&mut line, name);
     line.extend_from_slice(b": ");
     line.extend_from_slice(message.as_bytes());
     line.push(b'\n');
@@ -76,7 +81,7 @@ pub struct Closed;
 
 impl Write for Closed {
     fn write(&mut self, _buf: &[u8]) -> io::Result<usize> {
-        Err(super::process::closed_stream())
+        Err(bt2sum::system::closed_stream())
     }
 
     fn flush(&mut self) -> io::Result<()> {

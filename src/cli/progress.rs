@@ -85,9 +85,8 @@ impl Progress {
     pub fn start(when: When, total: impl FnOnce() -> Option<u64>) -> Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
-        // when `TERM` is unset or `dumb`).
-        let terminal = io::stderr().is_terminal()
-            && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
+        // on one whose `TERM` is unset or `dumb`).
+        let terminal = bt2sum::system::stderr_draws_bars();
         let target = match when {
             When::Never => None,
             When::Auto if !terminal => None,

@@ -28,14 +28,13 @@
 //! file descriptors.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, FileType, Metadata};
+use std::fs::{self, FileType};
 use std::io;
-use std::os::fd::AsFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::path::Path;
 
 use super::output::report;
 use bt2sum::plain_message;
+use bt2sum::system::FileId;
 
 /// What expanding the arguments gave.
 pub struct Walk {
@@ -48,15 +47,13 @@ pub struct Walk {
     output: Option<FileId>,
 }
 
-/// A file's identity: (device, inode).
-type FileId = (u64, u64);
-
 /// A child of a directory, as the directory lists it: its path, its type
-/// (which saves a `stat` of each plain file) and its inode.
+/// (which saves a `stat` of each plain file), and whether it may be the
+/// file standard output writes to.
 struct Child {
-    path: Vec<u8>,
+    path: OsString,
     file_type: Option<FileType>,
-    inode: u64,
+    may_be_output: bool,
 }
 
 /// A directory being walked: its identity, and its children not yet
@@ -68,8 +65,7 @@ struct Level {
 
 /// What a path met in the walk is, for the walk.
 enum Kind {
-    /// A regular file, and its identity if it was looked up.
-    File(Option<FileId>),
+    File,
     Directory(FileId),
     /// Anything else: links not followed, dangling links, FIFOs, sockets,
     /// devices.
@@ -90,7 +86,7 @@ pub fn expand(arguments: &[OsString], dereference: bool) -> Walk {
     let mut walk = Walk {
         files: Vec::new(),
         errors: 0,
-        output: output_file(),
+        output: FileId::of_stdout(),
     };
     for argument in arguments {
         // A link named as an argument is followed (`metadata`, not
@@ -103,25 +99,28 @@ pub fn expand(arguments: &[OsString], dereference: bool) -> Walk {
             }
         };
         let first = walk.files.len();
-        walk.directory(argument.as_bytes(), &directory, dereference);
-        walk.files[first..].sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        match FileId::of(Path::new(argument), &directory) {
+            Ok(id) => walk.directory(argument, id, dereference),
+            Err(error) => walk.error(argument, &plain_message(&error)),
+        }
+        walk.files[first..].sort_unstable_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     }
     walk
 }
 
 impl Walk {
     /// Adds every regular file under the directory `root`.
-    fn directory(&mut self, root: &[u8], metadata: &Metadata, dereference: bool) {
+    fn directory(&mut self, root: &OsStr, id: FileId, dereference: bool) {
         let mut levels = Vec::new();
-        self.enter(&mut levels, root.to_vec(), identity(metadata));
+        self.enter(&mut levels, root.to_os_string(), id);
         while let Some(level) = levels.last_mut() {
             let Some(child) = level.children.next() else {
                 levels.pop();
                 continue;
             };
             match self.kind_of(&child.path, child.file_type, dereference) {
-                Kind::File(id) if self.is_output(&child, id) => {}
-                Kind::File(_) => self.files.push(OsString::from_vec(child.path)),
+                Kind::File if self.is_output(&child) => {}
+                Kind::File => self.files.push(child.path),
                 Kind::Directory(id) => self.enter(&mut levels, child.path, id),
                 Kind::Skipped => {}
             }
@@ -129,40 +128,44 @@ impl Walk {
     }
 
     /// Whether a regular file met in the walk is the one standard output
-    /// writes to. Only a file with the output's inode number is looked up.
-    fn is_output(&self, child: &Child, id: Option<FileId>) -> bool {
-        let Some(output) = self.output else {
+    /// writes to (looked up only if the directory's listing allows it).
+    fn is_output(&self, child: &Child) -> bool {
+        let Some(output) = &self.output else {
             return false;
         };
-        match id {
-            Some(id) => id == output,
-            None => {
-                child.inode == output.1
-                    && fs::metadata(OsStr::from_bytes(&child.path))
-                        .is_ok_and(|metadata| identity(&metadata) == output)
-            }
-        }
+        child.may_be_output
+            && fs::metadata(&child.path)
+                .and_then(|metadata| FileId::of(Path::new(&child.path), &metadata))
+                .is_ok_and(|id| id == *output)
     }
 
     /// Reads the directory at `path` and pushes it on the walk's stack,
     /// unless it is already on it (a loop) or cannot be read.
-    fn enter(&mut self, levels: &mut Vec<Level>, path: Vec<u8>, id: FileId) {
+    fn enter(&mut self, levels: &mut Vec<Level>, path: OsString, id: FileId) {
         if levels.iter().any(|level| level.id == id) {
             self.error(&path, "File system loop detected");
             return;
         }
-        let entries = match fs::read_dir(OsStr::from_bytes(&path)) {
+        let entries = match fs::read_dir(&path) {
             Ok(entries) => entries,
             Err(error) => return self.error(&path, &plain_message(&error)),
         };
         let mut children = Vec::new();
         for entry in entries {
             match entry {
-                Ok(entry) => children.push(Child {
-                    path: join(&path, entry.file_name().as_bytes()),
-                    file_type: entry.file_type().ok(),
-                    inode: entry.ino(),
-                }),
+                Ok(entry) => {
+                    let file_type = entry.file_type().ok();
+                    // (A link's own inode says nothing of its target's.)
+                    let link = file_type.is_none_or(|file_type| file_type.is_symlink());
+                    children.push(Child {
+                        path: join(&path, &entry.file_name()),
+                        file_type,
+                        may_be_output: self
+                            .output
+                            .as_ref()
+                            .is_some_and(|output| link || output.may_be(&entry)),
+                    });
+                }
                 Err(error) => {
                     self.error(&path, &plain_message(&error));
                     break;
@@ -171,7 +174,7 @@ impl Walk {
         }
         // Sorted so that errors come out in a stable order; the files are
         // sorted by whole path at the end anyway.
-        children.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        children.sort_unstable_by(|a, b| a.path.as_encoded_bytes().cmp(b.path.as_encoded_bytes()));
         levels.push(Level {
             id,
             children: children.into_iter(),
@@ -181,30 +184,33 @@ impl Walk {
     /// What `path` is to the walk, given its type as its directory listed
     /// it (if it could); an entry that cannot be examined is reported and
     /// skipped.
-    fn kind_of(&mut self, path: &[u8], listed: Option<FileType>, dereference: bool) -> Kind {
+    fn kind_of(&mut self, path: &OsStr, listed: Option<FileType>, dereference: bool) -> Kind {
         match listed {
-            Some(file_type) if file_type.is_file() => return Kind::File(None),
+            Some(file_type) if file_type.is_file() => return Kind::File,
             Some(file_type) if file_type.is_symlink() && !dereference => return Kind::Skipped,
             Some(file_type) if !file_type.is_dir() && !file_type.is_symlink() => {
                 return Kind::Skipped;
             }
             _ => {}
         }
-        let name = OsStr::from_bytes(path);
-        let mut metadata = fs::symlink_metadata(name);
+        let mut metadata = fs::symlink_metadata(path);
         if dereference && metadata.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
-            metadata = match fs::metadata(name) {
+            metadata = match fs::metadata(path) {
                 // A dangling link is skipped, as `find -L -type f` does.
                 Err(error) if error.kind() == io::ErrorKind::NotFound => return Kind::Skipped,
                 followed => followed,
             };
         }
-        match metadata {
-            Ok(metadata) if metadata.is_file() => Kind::File(Some(identity(&metadata))),
-            Ok(metadata) if metadata.is_dir() => Kind::Directory(identity(&metadata)),
-            Ok(_) => Kind::Skipped,
+        let directory = match metadata {
+            Ok(metadata) if metadata.is_file() => return Kind::File,
+            Ok(metadata) if metadata.is_dir() => FileId::of(Path::new(path), &metadata),
+            Ok(_) => return Kind::Skipped,
             // Removed since the directory was read: nothing to hash.
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Kind::Skipped,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Kind::Skipped,
+            Err(error) => Err(error),
+        };
+        match directory {
+            Ok(id) => Kind::Directory(id),
             Err(error) => {
                 self.error(path, &plain_message(&error));
                 Kind::Skipped
@@ -213,47 +219,36 @@ impl Walk {
     }
 
     /// Reports an error about `path` and counts it.
-    fn error(&mut self, path: &[u8], message: &str) {
-        report(OsStr::from_bytes(path), message);
+    fn error(&mut self, path: &OsStr, message: &str) {
+        report(path, message);
         self.errors += 1;
     }
 }
 
-/// A file's (device, inode).
-fn identity(metadata: &Metadata) -> FileId {
-    (metadata.dev(), metadata.ino())
-}
-
-/// The identity of the file standard output writes to, if it is a regular
-/// file.
-fn output_file() -> Option<FileId> {
-    let output = File::from(io::stdout().as_fd().try_clone_to_owned().ok()?);
-    let metadata = output.metadata().ok()?;
-    metadata.is_file().then(|| identity(&metadata))
-}
-
 /// `directory/name`, without doubling a slash the directory already ends
 /// with (as `find dir/` prints `dir/a`).
-fn join(directory: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut path = Vec::with_capacity(directory.len() + 1 + name.len());
-    path.extend_from_slice(directory);
-    if !directory.ends_with(b"/") {
-        path.push(b'/');
+fn join(directory: &OsStr, name: &OsStr) -> OsString {
+    let mut path = OsString::with_capacity(directory.len() + 1 + name.len());
+    path.push(directory);
+    if !directory.as_encoded_bytes().ends_with(b"/") {
+        path.push("/");
     }
-    path.extend_from_slice(name);
+    path.push(name);
     path
 }
 
 #[cfg(test)]
 mod tests {
     use super::join;
+    use std::ffi::OsStr;
 
     #[test]
     fn paths_are_joined_as_find_joins_them() {
-        assert_eq!(join(b"dir", b"a"), b"dir/a");
-        assert_eq!(join(b"dir/", b"a"), b"dir/a");
-        assert_eq!(join(b"dir//", b"a"), b"dir//a");
-        assert_eq!(join(b".", b"a"), b"./a");
-        assert_eq!(join(b"/", b"a"), b"/a");
+        let joined = |directory: &str| join(OsStr::new(directory), OsStr::new("a"));
+        assert_eq!(joined("dir"), "dir/a");
+        assert_eq!(joined("dir/"), "dir/a");
+        assert_eq!(joined("dir//"), "dir//a");
+        assert_eq!(joined("."), "./a");
+        assert_eq!(joined("/"), "/a");
     }
 }

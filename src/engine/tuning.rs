@@ -52,7 +52,9 @@ pub(crate) const MAP_MIN: u64 = 1 << 20;
 
 /// The pipe buffer asked for (Linux's default limit for unprivileged users,
 /// `/proc/sys/fs/pipe-max-size`), so that writer and reader wake each other
-/// 16 times less often than with the 64 KiB default.
+/// 16 times less often than with the 64 KiB default. (Only Linux lets a
+/// pipe's buffer be set.)
+#[cfg(target_os = "linux")]
 pub(crate) const PIPE_SIZE: usize = 1 << 20;
 
 /// Inputs of a run of many that are being hashed or wait to be reported at

@@ -5,9 +5,8 @@
 use std::fs::{File, Metadata};
 use std::io;
 use std::ops::Range;
-use std::sync::OnceLock;
 
-use memmap2::{Mmap, MmapOptions, UncheckedAdvice};
+use memmap2::{Mmap, MmapOptions};
 
 use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
@@ -41,7 +40,10 @@ impl RandomAccess for MappedFile<'_> {
         if faulted {
             // A page that could not be read while the file looks as it did:
             // the device failed.
+            #[cfg(unix)]
             return Err(io::Error::from_raw_os_error(libc::EIO).into());
+            #[cfg(not(unix))]
+            return Err(io::Error::other("Input/output error").into());
         }
         Ok(())
     }
@@ -50,6 +52,12 @@ impl RandomAccess for MappedFile<'_> {
 #[cfg(unix)]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// (Windows moves the file pointer too; nothing reads this handle in turn.)
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 /// Fails with [`Error::Changed`] if the file's size or modification time is
@@ -88,6 +96,7 @@ impl Window {
         }
         .ok()?;
         let guard = sigbus::Registration::new(map.as_ptr(), map.len())?;
+        #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         Some(Window { guard, map })
     }
@@ -100,8 +109,11 @@ impl LeafBytes for Window {
 
     /// A window's pages are given back as soon as each task of the pool has
     /// hashed its part: the resident set then stays at the leaves being
-    /// hashed (a SIMD group per thread), however large the windows.
+    /// hashed (a SIMD group per thread), however large the windows. (Where
+    /// that cannot be asked for, they go when the window is unmapped.)
+    #[cfg(unix)]
     fn release(&self, range: Range<usize>) {
+        use memmap2::UncheckedAdvice;
         let page = page_size();
         let base = self.map.as_ptr() as usize;
         // Whole pages inside the range only: a page shared with a neighbour
@@ -129,8 +141,9 @@ impl Mapping for Window {
 }
 
 /// The size of a memory page.
+#[cfg(unix)]
 fn page_size() -> usize {
-    static PAGE: OnceLock<usize> = OnceLock::new();
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     // SAFETY: sysconf has no preconditions.
     *PAGE.get_or_init(|| {
         usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
@@ -141,6 +154,8 @@ fn page_size() -> usize {
 mod tests {
     use super::*;
 
+    /// (A mapped file cannot be shrunk on Windows.)
+    #[cfg(unix)]
     #[test]
     fn a_window_cut_short_faults_instead_of_killing() {
         let dir = tempfile::tempdir().unwrap();

@@ -24,7 +24,12 @@
 
 mod mapped;
 mod platform;
+#[cfg(unix)]
 mod sigbus;
+#[cfg(not(unix))]
+#[path = "unguarded.rs"]
+mod sigbus;
+pub mod system;
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -122,7 +127,7 @@ impl Opened {
     /// shares that offset, so `bt2sum < FILE` after a partial read by a
     /// parent shell hashes from where the shell left off.
     pub(crate) fn stdin() -> Result<Opened, Error> {
-        Opened::file(platform::duplicate_stdin()?, true)
+        Opened::file(system::duplicate_stdin()?, true)
     }
 
     /// An open file, from its current offset if it is a regular file.
@@ -290,7 +295,10 @@ fn hash_small(
 
 /// The error for a directory named as an input.
 fn is_a_directory() -> Error {
-    io::Error::from_raw_os_error(libc::EISDIR).into()
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::EISDIR).into();
+    #[cfg(not(unix))]
+    return io::Error::new(io::ErrorKind::IsADirectory, "Is a directory").into();
 }
 
 /// One input of a run of many ([`hash_each`]): a file by path, or standard
@@ -580,7 +588,10 @@ fn out_of_descriptors(error: &io::Error) -> bool {
     #[cfg(unix)]
     return matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
     #[cfg(not(unix))]
-    return false;
+    return {
+        let _ = error;
+        false
+    };
 }
 
 #[cfg(test)]

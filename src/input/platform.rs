@@ -1,17 +1,28 @@
-//! What opening and reading need from the operating system: standard input
-//! as a file, opening a FIFO without waiting for its writer, and wider pipes.
+//! What opening and reading need from the operating system: opening a FIFO
+//! without waiting for its writer, and wider pipes.
+//! (Windows has no FIFO that opening waits on, and its pipes keep their
+//! size: there the file is opened as it is, and read in large blocks.)
 
 use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::engine::tuning;
+/// Opens `path` for reading.
+#[cfg(windows)]
+pub(super) fn open_for_reading(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
 
-/// A duplicate of standard input, sharing its offset.
-#[cfg(unix)]
-pub(super) fn duplicate_stdin() -> io::Result<File> {
-    use std::os::fd::AsFd;
-    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+/// Nothing to wait for.
+#[cfg(windows)]
+pub(super) fn wait_for_writer(_file: &File) -> io::Result<()> {
+    Ok(())
+}
+
+/// Reads already wait.
+#[cfg(windows)]
+pub(super) fn wait_when_reading(_file: &File) -> io::Result<()> {
+    Ok(())
 }
 
 /// Opens `path` for reading without waiting: opening a FIFO waits for a
@@ -76,6 +87,7 @@ pub(super) fn wait_when_reading(file: &File) -> io::Result<()> {
 /// not a pipe, nothing changes.
 #[cfg(target_os = "linux")]
 pub(super) fn widen_pipe(file: &File) {
+    use crate::engine::tuning;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileTypeExt;
     if file.metadata().is_ok_and(|meta| meta.file_type().is_fifo()) {

@@ -11,6 +11,11 @@
 //! is ever printed. A fault anywhere else is chained to the handler that was
 //! installed before ours, or ends the process as SIGBUS would have.
 //!
+//! Linux raises SIGBUS for such a page. macOS and the BSDs raise SIGBUS on
+//! some releases and SIGSEGV on others, so there the handler takes both
+//! signals, and chains whichever it does not own to the disposition that was
+//! there before.
+//!
 //! The handler is async-signal-safe: it reads atomics and a value written
 //! before it was installed, and calls only `mmap`, `sigaction` and `raise`,
 //! which are plain system calls.
@@ -40,10 +45,17 @@ const FREE_SLOT: Slot = Slot {
 
 static REGISTRY: [Slot; SLOTS] = [FREE_SLOT; SLOTS];
 
-/// The SIGBUS disposition before ours, and the page size; set once, before
-/// the handler is installed.
+/// The signals a page past the end of a mapped file raises here.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SIGNALS: [libc::c_int; 1] = [libc::SIGBUS];
+/// The signals a page past the end of a mapped file raises here.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const SIGNALS: [libc::c_int; 2] = [libc::SIGBUS, libc::SIGSEGV];
+
+/// The dispositions before ours (one per signal of [`SIGNALS`], in order),
+/// and the page size; set once, before the handler is installed.
 struct Installed {
-    previous: libc::sigaction,
+    previous: [libc::sigaction; SIGNALS.len()],
     page_size: usize,
 }
 
@@ -68,15 +80,18 @@ fn install() -> bool {
             let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
             action.sa_sigaction = on_sigbus as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            // SAFETY: both pointers are to valid `sigaction` values; the old
-            // disposition is read before the handler can run, because the
-            // handler only acts on registered windows and none exists yet.
-            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
             // SAFETY: the mask pointer is valid.
             unsafe { libc::sigemptyset(&mut action.sa_mask) };
-            // SAFETY: see above.
-            if unsafe { libc::sigaction(libc::SIGBUS, &action, &mut previous) } != 0 {
-                return None;
+            // SAFETY: zeroed is a valid `sigaction`; each is overwritten with
+            // the disposition it replaces.
+            let mut previous: [libc::sigaction; SIGNALS.len()] = unsafe { std::mem::zeroed() };
+            for (signal, previous) in SIGNALS.iter().zip(&mut previous) {
+                // SAFETY: both pointers are to valid `sigaction` values. Until
+                // the record below is set, the handler passes every fault to
+                // the default action; none is ours, as no window exists yet.
+                if unsafe { libc::sigaction(*signal, &action, previous) } != 0 {
+                    return None;
+                }
             }
             Some(Installed {
                 previous,
@@ -166,7 +181,10 @@ extern "C" fn on_sigbus(
             return;
         }
     }
-    chain(&installed.previous, signal, info, context);
+    match SIGNALS.iter().position(|&guarded| guarded == signal) {
+        Some(index) => chain(&installed.previous[index], signal, info, context),
+        None => restore_default_and_raise(signal),
+    }
 }
 
 /// Hands a fault that is not ours to the previous disposition.

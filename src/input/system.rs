@@ -1,0 +1,396 @@
+//! What the command needs from the operating system beyond reading inputs,
+//! behind one face that is the same on every platform: which standard
+//! streams were closed when the process started, Ctrl-C, the allocator,
+//! terminals, how names are printed and read back, and which file a path
+//! is. Each item says what it does where platforms differ.
+
+use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::fs::{DirEntry, File, Metadata};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// Whether standard input was closed when the process started.
+///
+/// On Unix, Rust's runtime opens `/dev/null` on a closed descriptor 0, 1 or
+/// 2 before `main`, so `bt2sum <&-` would look like `bt2sum < /dev/null`:
+/// the descriptors are probed before that, by a function the loader runs
+/// before the runtime starts. On Windows a missing handle stays missing.
+pub fn stdin_closed() -> bool {
+    closed::at_start(0)
+}
+
+/// Whether standard output was closed when the process started (see
+/// [`stdin_closed`]).
+pub fn stdout_closed() -> bool {
+    closed::at_start(1)
+}
+
+/// The error for using a standard stream that was closed: `Bad file
+/// descriptor`.
+pub fn closed_stream() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::EBADF);
+    #[cfg(not(unix))]
+    return io::Error::new(io::ErrorKind::NotConnected, "Bad file descriptor");
+}
+
+#[cfg(unix)]
+mod closed {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// The standard descriptors (bit 0: standard input, 1: output, 2:
+    /// error) that were closed when the process started.
+    static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+
+    /// Run by the loader before `main`, and before Rust's runtime opens
+    /// `/dev/null` on closed standard descriptors.
+    #[cfg(not(target_vendor = "apple"))]
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static PROBE: extern "C" fn() = probe;
+
+    /// As above, in the section macOS runs before `main`.
+    #[cfg(target_vendor = "apple")]
+    #[used]
+    #[unsafe(link_section = "__DATA,__mod_init_func")]
+    static PROBE: extern "C" fn() = probe;
+
+    extern "C" fn probe() {
+        for fd in 0..3 {
+            // SAFETY: F_GETFD only reads the descriptor's flags; a closed one
+            // fails with EBADF.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+                CLOSED_AT_START.fetch_or(1 << fd, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub(super) fn at_start(fd: u8) -> bool {
+        CLOSED_AT_START.load(Ordering::Relaxed) & (1 << fd) != 0
+    }
+}
+
+#[cfg(windows)]
+mod closed {
+    use std::io;
+    use std::os::windows::io::AsRawHandle;
+
+    /// A process started without a handle has a null one, for good.
+    pub(super) fn at_start(fd: u8) -> bool {
+        match fd {
+            0 => io::stdin().as_raw_handle().is_null(),
+            _ => io::stdout().as_raw_handle().is_null(),
+        }
+    }
+}
+
+/// A duplicate of standard input's descriptor (handle), sharing its offset.
+pub fn duplicate_stdin() -> io::Result<File> {
+    #[cfg(unix)]
+    let owned = {
+        use std::os::fd::AsFd;
+        io::stdin().as_fd().try_clone_to_owned()?
+    };
+    #[cfg(windows)]
+    let owned = {
+        use std::os::windows::io::AsHandle;
+        io::stdin().as_handle().try_clone_to_owned()?
+    };
+    Ok(File::from(owned))
+}
+
+/// A duplicate of standard output's descriptor (handle), to write to it
+/// without Rust's line buffering and console handling: bytes go out as
+/// they are, lines ending in `\n` on every platform.
+pub fn duplicate_stdout() -> io::Result<File> {
+    #[cfg(unix)]
+    let owned = {
+        use std::os::fd::AsFd;
+        io::stdout().as_fd().try_clone_to_owned()?
+    };
+    #[cfg(windows)]
+    let owned = {
+        use std::os::windows::io::AsHandle;
+        io::stdout().as_handle().try_clone_to_owned()?
+    };
+    Ok(File::from(owned))
+}
+
+/// Runs `last_words` when the user presses Ctrl-C, then ends the process as
+/// Ctrl-C does: on Unix by SIGINT again (the shell sees status 130), on
+/// Windows with status 130. Nothing is installed where SIGINT is ignored (a
+/// background job), nor when the watcher cannot be started: Ctrl-C then
+/// acts as it would have.
+pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
+    interrupt::install(Box::new(last_words));
+}
+
+type LastWords = Box<dyn FnOnce() + Send>;
+
+#[cfg(unix)]
+mod interrupt {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    use super::LastWords;
+
+    /// The write end of the pipe the handler wakes the watcher through.
+    static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+    extern "C" fn on_interrupt(_signal: libc::c_int) {
+        let fd = WAKE.load(Ordering::Relaxed);
+        if fd >= 0 {
+            let byte = 1u8;
+            // SAFETY: write is async-signal-safe; the byte is valid for the
+            // call. A full pipe (a second Ctrl-C) loses nothing.
+            unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+        }
+    }
+
+    /// A watcher thread waits on a pipe that the SIGINT handler writes to
+    /// (a handler may do little else), then speaks the last words and
+    /// raises SIGINT with its default action.
+    pub(super) fn install(last_words: LastWords) {
+        // SAFETY: a zeroed sigaction is valid to receive the current one.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reads the disposition only.
+        if unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), &mut current) } != 0
+            || current.sa_sigaction == libc::SIG_IGN
+        {
+            return;
+        }
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills the two descriptors of a valid array.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return;
+        }
+        let watcher = std::thread::Builder::new()
+            .name("interrupt".into())
+            .spawn(move || {
+                let mut byte = 0u8;
+                loop {
+                    // SAFETY: reads one byte into a valid buffer.
+                    match unsafe { libc::read(fds[0], (&raw mut byte).cast(), 1) } {
+                        1 => break,
+                        -1 if std::io::Error::last_os_error().kind()
+                            == std::io::ErrorKind::Interrupted => {}
+                        _ => return,
+                    }
+                }
+                last_words();
+                // SAFETY: restores the default action and raises SIGINT
+                // again, which ends the process as Ctrl-C does.
+                unsafe {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    libc::raise(libc::SIGINT);
+                }
+            });
+        if watcher.is_err() {
+            return;
+        }
+        WAKE.store(fds[1], Ordering::Relaxed);
+        // SAFETY: a zeroed sigaction with a handler of the right signature
+        // and SA_RESTART (so that other threads' reads are not cut short).
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(windows)]
+mod interrupt {
+    use std::sync::{Mutex, PoisonError};
+
+    use super::LastWords;
+
+    static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn SetConsoleCtrlHandler(
+            handler: Option<unsafe extern "system" fn(u32) -> i32>,
+            add: i32,
+        ) -> i32;
+    }
+
+    /// Windows runs a console control handler on a thread of its own, so it
+    /// may lock and write like any thread.
+    unsafe extern "system" fn on_control(event: u32) -> i32 {
+        const CTRL_C_EVENT: u32 = 0;
+        const CTRL_BREAK_EVENT: u32 = 1;
+        if event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT {
+            // Closing the console, logging off: the default handling.
+            return 0;
+        }
+        let last_words = LAST_WORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(last_words) = last_words {
+            last_words();
+        }
+        std::process::exit(130)
+    }
+
+    pub(super) fn install(last_words: LastWords) {
+        *LAST_WORDS.lock().unwrap_or_else(PoisonError::into_inner) = Some(last_words);
+        // SAFETY: registers a handler of the signature Windows calls; it
+        // stays valid for the life of the process.
+        unsafe { SetConsoleCtrlHandler(Some(on_control), 1) };
+    }
+}
+
+/// Keeps the allocator to one arena where it would reserve one per thread:
+/// glibc gives each thread that allocates an arena of its own and reserves
+/// 64 MiB of address space for each, which under a limit on address space
+/// (`ulimit -v`) leaves too little for the buffers that hashing needs.
+/// bt2sum allocates little on its hot paths. Call it before starting
+/// threads; elsewhere it does nothing.
+pub fn one_allocator_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// Whether standard error is a terminal that a progress bar can be drawn
+/// on: on Unix one whose `TERM` takes cursor movements (set, and not
+/// `dumb`); on Windows any console.
+pub fn stderr_draws_bars() -> bool {
+    use std::io::IsTerminal;
+    let terminal = io::stderr().is_terminal();
+    #[cfg(windows)]
+    return terminal;
+    #[cfg(not(windows))]
+    return terminal && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
+}
+
+/// A name as lines print it.
+///
+/// On Unix, the bytes it is. On Windows, where names are Unicode, its UTF-8
+/// with every `\` written `/` (as b3sum prints them), so that lists made on
+/// Windows verify on Unix and the reverse; a name that is not valid Unicode
+/// cannot be printed as UTF-8 and is [`Error::NotUnicode`].
+pub fn printed_name(name: &OsStr) -> Result<Cow<'_, [u8]>, Error> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(Cow::Borrowed(name.as_bytes()))
+    }
+    #[cfg(windows)]
+    {
+        let name = name.to_str().ok_or(Error::NotUnicode)?;
+        Ok(if name.contains('\\') {
+            Cow::Owned(name.replace('\\', "/").into_bytes())
+        } else {
+            Cow::Borrowed(name.as_bytes())
+        })
+    }
+}
+
+/// The path a name in a checksum list names, or `None` if it cannot name
+/// one here.
+///
+/// On Unix, the bytes it is. On Windows, its UTF-8 (`/` separates, as
+/// [`printed_name`] writes it); a name that is not UTF-8, or that holds a
+/// `\` (which no name printed here holds, and which a list made on Unix
+/// means as part of a file name), is refused.
+pub fn listed_path(name: &[u8]) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Some(PathBuf::from(OsStr::from_bytes(name)))
+    }
+    #[cfg(windows)]
+    {
+        let name = std::str::from_utf8(name).ok()?;
+        (!name.contains('\\')).then(|| PathBuf::from(name))
+    }
+}
+
+/// Which file a path names, whatever the path: two paths of one file (a
+/// link, `.` and its full path) give equal ids.
+///
+/// On Unix the device and inode numbers; on Windows the volume serial
+/// number and file index, read through a handle kept open with the id.
+pub struct FileId(Id);
+
+#[cfg(unix)]
+#[derive(PartialEq, Eq)]
+struct Id {
+    device: u64,
+    inode: u64,
+}
+
+#[cfg(windows)]
+#[derive(PartialEq, Eq)]
+struct Id(same_file::Handle);
+
+impl FileId {
+    /// The file at `path`, given what `fs::metadata` (or, for a link not
+    /// to be followed, `fs::symlink_metadata`) said of it just now. On
+    /// Unix the metadata says it all; on Windows the file is opened.
+    pub fn of(path: &Path, metadata: &Metadata) -> io::Result<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let _ = path;
+            Ok(FileId(Id {
+                device: metadata.dev(),
+                inode: metadata.ino(),
+            }))
+        }
+        #[cfg(windows)]
+        {
+            let _ = metadata;
+            same_file::Handle::from_path(path).map(|handle| FileId(Id(handle)))
+        }
+    }
+
+    /// The regular file standard output writes to, if it is one.
+    pub fn of_stdout() -> Option<FileId> {
+        let stdout = duplicate_stdout().ok()?;
+        let metadata = stdout.metadata().ok()?;
+        if !metadata.is_file() {
+            return None;
+        }
+        #[cfg(unix)]
+        return FileId::of(Path::new(""), &metadata).ok();
+        #[cfg(windows)]
+        return same_file::Handle::from_file(stdout)
+            .ok()
+            .map(|handle| FileId(Id(handle)));
+    }
+
+    /// Whether the file a directory lists as `entry` may be this one: a
+    /// cheap test that rules most entries out without looking them up (on
+    /// Unix, the inode number that the directory lists; Windows lists
+    /// nothing that tells, so there every entry may be).
+    pub fn may_be(&self, entry: &DirEntry) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirEntryExt;
+            entry.ino() == self.0.inode
+        }
+        #[cfg(windows)]
+        {
+            let _ = entry;
+            true
+        }
+    }
+}
+
+impl PartialEq for FileId {
+    fn eq(&self, other: &FileId) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for FileId {}
