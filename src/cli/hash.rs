@@ -195,13 +195,13 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
     let mut total = 0u64;
     for name in names {
         let metadata = if name == "-" {
-            system::duplicate_stdin().and_then(|stdin| stdin.metadata())
+            system::stdin_metadata()
         } else {
-            std::fs::metadata(name)
+            std::fs::metadata(name).map(Some)
         };
         let length = match metadata {
-            Ok(metadata) if metadata.is_file() => metadata.len(),
-            Ok(metadata) if metadata.is_dir() => 0,
+            Ok(Some(metadata)) if metadata.is_file() => metadata.len(),
+            Ok(Some(metadata)) if metadata.is_dir() => 0,
             Ok(_) => return None,
             Err(_) => 0,
         };

@@ -34,11 +34,16 @@ impl From<Status> for ExitCode {
 }
 
 /// Writes `bt2sum: NAME: MESSAGE` to standard error (above the progress
-/// bar, if one is drawn), the name as the bytes it is, or, if it holds a
+/// bar, if one is drawn), the name as lines print it
+/// (`system::printed_name`: on Windows, `\` written `/`), or, if it holds a
 /// backslash or a control byte, escaped after a leading `\` as verdicts
-/// show it (`format::verdict::push_shown_name`).
+/// show it (`format::verdict::push_shown_name`). A name that lines cannot
+/// print is shown with the characters it cannot have replaced.
 pub fn report(name: &OsStr, message: &str) {
-    report_listed(name.as_encoded_bytes(), message);
+    match bt2sum::system::printed_name(name) {
+        Ok(printed) => report_listed(&printed, message),
+        Err(_) => report_listed(name.to_string_lossy().as_bytes(), message),
+    }
 }
 
 /// [`report`] for a name as a list gives it, in bytes.

@@ -225,12 +225,17 @@ impl Walk {
     }
 }
 
-/// `directory/name`, without doubling a slash the directory already ends
-/// with (as `find dir/` prints `dir/a`).
+/// `directory/name`, without adding a slash after a separator the
+/// directory already ends with (as `find dir/` prints `dir/a`; on Windows
+/// `dir\` gives `dir\a`, which lines print `dir/a`).
 fn join(directory: &OsStr, name: &OsStr) -> OsString {
     let mut path = OsString::with_capacity(directory.len() + 1 + name.len());
     path.push(directory);
-    if !directory.as_encoded_bytes().ends_with(b"/") {
+    let separated = directory
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&last| std::path::is_separator(char::from(last)));
+    if !separated {
         path.push("/");
     }
     path.push(name);

@@ -158,6 +158,13 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_window_cut_short_faults_instead_of_killing() {
+        // Under an emulator (BT2SUM_TEST_EMULATED, as the integration tests
+        // read it), SIGBUS and the handler's answer to it are the
+        // emulator's.
+        if std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
+            eprintln!("a_window_cut_short_faults_instead_of_killing: skipped under emulation");
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shrinking");
         std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();

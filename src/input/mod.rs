@@ -99,7 +99,9 @@ pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, Error> {
 /// An input opened for hashing, with what `fstat` said of it then.
 pub(crate) struct Opened {
     file: File,
-    before: Metadata,
+    /// `None` for a stream that the system says nothing of (a pipe on
+    /// Windows: see [`platform::metadata`]).
+    before: Option<Metadata>,
     /// Where hashing starts: 0, or an open file's current offset.
     start: u64,
     /// Whether the offset is shared with other processes (standard input),
@@ -114,7 +116,7 @@ impl Opened {
     /// file ignore the non-blocking flag, so only a stream's is cleared.)
     pub(crate) fn path(path: &Path) -> Result<Opened, Error> {
         let file = platform::open_for_reading(path)?;
-        let before = file.metadata()?;
+        let before = platform::metadata(&file)?;
         Ok(Opened {
             file,
             before,
@@ -132,8 +134,8 @@ impl Opened {
 
     /// An open file, from its current offset if it is a regular file.
     fn file(mut file: File, shared_offset: bool) -> Result<Opened, Error> {
-        let before = file.metadata()?;
-        let start = if before.is_file() {
+        let before = platform::metadata(&file)?;
+        let start = if before.as_ref().is_some_and(Metadata::is_file) {
             file.stream_position()?
         } else {
             0
@@ -149,14 +151,33 @@ impl Opened {
     /// Whether the input is read until it ends, with no size known: a pipe,
     /// a FIFO, a terminal, a device.
     fn is_stream(&self) -> bool {
-        !self.before.is_file() && !self.before.is_dir()
+        self.regular().is_none() && !self.is_dir()
+    }
+
+    /// Whether this is a directory.
+    fn is_dir(&self) -> bool {
+        self.before.as_ref().is_some_and(Metadata::is_dir)
+    }
+
+    /// What `fstat` said when it was opened, if this is a regular file.
+    fn regular(&self) -> Option<&Metadata> {
+        self.before.as_ref().filter(|before| before.is_file())
     }
 
     /// The bytes from the start to the end, if this is a regular file.
     fn regular_length(&self) -> Option<u64> {
-        self.before
-            .is_file()
-            .then(|| self.before.len().saturating_sub(self.start))
+        self.regular()
+            .map(|before| before.len().saturating_sub(self.start))
+    }
+
+    /// Fails with [`Error::Changed`] if this is a regular file whose size or
+    /// modification time changed since it was opened. (A pipe's
+    /// modification time changes with every write.)
+    fn unchanged(&self) -> Result<(), Error> {
+        match self.regular() {
+            Some(before) => unchanged(&self.file, before),
+            None => Ok(()),
+        }
     }
 
     /// Reads a regular file of 1 to `most` bytes whole, appending it to
@@ -197,7 +218,7 @@ impl Opened {
         leaves: Option<Range<u64>>,
         sink: &mut Sink<'_>,
     ) -> Result<Hashed, Error> {
-        if self.before.is_dir() {
+        if self.is_dir() {
             return Err(is_a_directory());
         }
         let hashed = match (leaves, self.regular_length()) {
@@ -221,10 +242,7 @@ impl Opened {
             }
             (None, Some(length)) => hash_small(tree, &mut self.file, length, sink)?,
         };
-        if self.before.is_file() {
-            // (A pipe's modification time changes with every write.)
-            unchanged(&self.file, &self.before)?;
-        }
+        self.unchanged()?;
         Ok(hashed)
     }
 
@@ -235,9 +253,12 @@ impl Opened {
         leaves: Range<u64>,
         sink: &mut Sink<'_>,
     ) -> Result<Hashed, Error> {
+        let Some(before) = self.regular() else {
+            return Err(Error::NotRegularFile);
+        };
         let source = MappedFile {
             file: &self.file,
-            before: &self.before,
+            before,
             start: self.start,
         };
         engine::hash(
@@ -317,7 +338,10 @@ pub struct Job<T, S = ()> {
     state: State,
 }
 
-/// Where a [`Job`] is.
+/// Where a [`Job`] is. (`Open` is the big one where `fstat` data is, on
+/// FreeBSD for one; boxing it would cost an allocation per input for the
+/// few dozen jobs in flight.)
+#[allow(clippy::large_enum_variant)]
 enum State {
     /// Not opened yet, or not opened for want of a descriptor (then opened
     /// when its turn comes).
@@ -526,7 +550,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         match file.read_small(most, arena) {
             Ok(Some(bytes)) => {
                 let length = (bytes.end - bytes.start) as u64;
-                let read = unchanged(&file.file, &file.before).map(|()| length);
+                let read = file.unchanged().map(|()| length);
                 self.state = State::Read(read);
                 Step::Small {
                     tree: self.tree,

@@ -1,11 +1,42 @@
-//! What opening and reading need from the operating system: opening a FIFO
-//! without waiting for its writer, and wider pipes.
+//! What opening and reading need from the operating system: what an open
+//! file is, opening a FIFO without waiting for its writer, and wider pipes.
 //! (Windows has no FIFO that opening waits on, and its pipes keep their
 //! size: there the file is opened as it is, and read in large blocks.)
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
+
+/// What `fstat` says of an open file.
+#[cfg(unix)]
+pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
+    file.metadata().map(Some)
+}
+
+/// What the system says of an open file; `None` for a pipe or a character
+/// device (a console, `NUL`), or a file that cannot say: a stream, read to
+/// its end. (`File::metadata`, `GetFileInformationByHandle`, fails on a
+/// pipe with "Incorrect function", so it is not asked.)
+#[cfg(windows)]
+pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
+    use std::os::windows::io::{AsRawHandle, RawHandle};
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetFileType(file: RawHandle) -> u32;
+    }
+    const FILE_TYPE_DISK: u32 = 1;
+    // SAFETY: GetFileType only reads the type of a handle that is open for
+    // the call (it answers FILE_TYPE_UNKNOWN for one it cannot tell).
+    if unsafe { GetFileType(file.as_raw_handle()) } != FILE_TYPE_DISK {
+        return Ok(None);
+    }
+    // A disk file's handle that cannot say what it is (Wine's standard
+    // input redirected from a Unix file answers "Invalid handle") is still
+    // readable: it is read to its end as a stream, without the size or
+    // the check for changes.
+    Ok(file.metadata().ok())
+}
 
 /// Opens `path` for reading.
 #[cfg(windows)]

@@ -102,6 +102,13 @@ pub fn duplicate_stdin() -> io::Result<File> {
     Ok(File::from(owned))
 }
 
+/// What the system says of standard input (`fstat`); `None` for a stream
+/// that says nothing of itself: on Windows a pipe or a console, whose
+/// handles `File::metadata` fails on.
+pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
+    super::platform::metadata(&duplicate_stdin()?)
+}
+
 /// A duplicate of standard output's descriptor (handle), to write to it
 /// without Rust's line buffering and console handling: bytes go out as
 /// they are, lines ending in `\n` on every platform.

@@ -5,11 +5,10 @@
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use super::{bt2sum, pattern, run_in, status, stderr, stdout};
+use super::{Retried, bt2sum, pattern, read_error, run_in, status, stderr, stdout};
 
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
@@ -28,8 +27,7 @@ where
         .stdin(Stdio::null())
         .stdout(merged.try_clone().unwrap())
         .stderr(merged.try_clone().unwrap())
-        .output()
-        .expect("bt2sum runs");
+        .output_retried();
     let mut merged = merged;
     let mut text = Vec::new();
     merged.seek(SeekFrom::Start(0)).unwrap();
@@ -208,25 +206,28 @@ fn a_deleted_file_cannot_be_read() {
     fs::remove_file(dir.path().join("c d")).unwrap();
     fs::write(dir.path().join("a"), b"changed").unwrap();
     fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let missing = read_error(&dir.path().join("b"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
     let (merged, code) = run_merged(dir.path(), ["-c", "SUMS"]);
     assert_eq!(
         merged,
-        "a: FAILED\n\
-         bt2sum: b: No such file or directory\n\
-         b: FAILED open or read\n\
-         bt2sum: c d: No such file or directory\n\
-         c d: FAILED open or read\n\
-         bt2sum: WARNING: 2 listed files could not be read\n\
-         bt2sum: WARNING: 1 computed checksum did NOT match\n"
-            .to_string()
-            + &leaf_size_hint("5m")
+        format!(
+            "a: FAILED\n\
+             bt2sum: b: {missing}\n\
+             b: FAILED open or read\n\
+             bt2sum: c d: {missing}\n\
+             c d: FAILED open or read\n\
+             bt2sum: WARNING: 2 listed files could not be read\n\
+             bt2sum: WARNING: 1 computed checksum did NOT match\n"
+        ) + &leaf_size_hint("5m")
     );
     assert_eq!(code, 1);
     // --status: nothing on stdout and no summary, but the reasons stay (GNU).
     assert_run(
         &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
         "",
-        "bt2sum: b: No such file or directory\nbt2sum: c d: No such file or directory\n",
+        &format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n"),
         1,
     );
 }
@@ -237,11 +238,14 @@ fn a_directory_or_unreadable_entry_cannot_be_read() {
     fs::create_dir(dir.path().join("sub")).unwrap();
     let digest_line = String::from_utf8(make_list(dir.path(), ["a"])).unwrap();
     let list = format!("{}{}", digest_line, digest_line.replace("(a)", "(sub)"));
+    let directory = read_error(&dir.path().join("sub"));
+    #[cfg(unix)]
+    assert_eq!(directory, "Is a directory");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
     assert_run(
         &out,
         "a: OK\nsub: FAILED open or read\n",
-        "bt2sum: sub: Is a directory\nbt2sum: WARNING: 1 listed file could not be read\n",
+        &format!("bt2sum: sub: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n"),
         1,
     );
 }
@@ -405,12 +409,18 @@ fn ignore_missing() {
         "",
         0,
     );
+    let missing = read_error(&dir.path().join("b"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
     // Only missing files are skipped: a directory still cannot be read.
     fs::create_dir(dir.path().join("b")).unwrap();
+    let directory = read_error(&dir.path().join("b"));
+    #[cfg(unix)]
+    assert_eq!(directory, "Is a directory");
     assert_run(
         &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
         "a: OK\nb: FAILED open or read\nc d: OK\n",
-        "bt2sum: b: Is a directory\nbt2sum: WARNING: 1 listed file could not be read\n",
+        &format!("bt2sum: b: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n"),
         1,
     );
     fs::remove_dir(dir.path().join("b")).unwrap();
@@ -460,8 +470,8 @@ fn ignore_missing() {
         &run_in(dir.path(), ["-c", "--quiet", "SUMS"], b""),
         "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n",
         &format!(
-            "bt2sum: b: No such file or directory\n\
-             bt2sum: c d: No such file or directory\n\
+            "bt2sum: b: {missing}\n\
+             bt2sum: c d: {missing}\n\
              bt2sum: WARNING: 2 listed files could not be read\n\
              bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
             leaf_size_hint("5m")
@@ -482,8 +492,8 @@ fn lists_without_a_valid_line() {
     fs::write(dir.path().join("garbage"), &garbage).unwrap();
     fs::write(dir.path().join("empty"), b"").unwrap();
     fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();
-    fs::write(dir.path().join("nul"), [0u8; 1000]).unwrap();
-    for list in ["garbage", "empty", "comments", "nul"] {
+    fs::write(dir.path().join("nuls"), [0u8; 1000]).unwrap();
+    for list in ["garbage", "empty", "comments", "nuls"] {
         assert_run(
             &run_in(dir.path(), ["-c", list], b""),
             "",
@@ -554,19 +564,30 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     let list2 = make_list(dir.path(), ["c d"]);
     fs::write(dir.path().join("two"), [&list2[..], &list[..]].concat()).unwrap();
     fs::create_dir(dir.path().join("dir")).unwrap();
+    let (missing, directory) = (
+        read_error(&dir.path().join("nolist")),
+        read_error(&dir.path().join("dir")),
+    );
+    #[cfg(unix)]
+    assert_eq!(
+        (missing.as_str(), directory.as_str()),
+        ("No such file or directory", "Is a directory")
+    );
     let (merged, code) = run_merged(dir.path(), ["-c", "one", "nolist", "dir", "two"]);
     assert_eq!(
         merged,
-        "a: FAILED\n\
-         b: OK\n\
-         bt2sum: WARNING: 1 line is improperly formatted\n\
-         bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: nolist: No such file or directory\n\
-         bt2sum: dir: Is a directory\n\
-         c d: OK\n\
-         a: FAILED\n\
-         b: OK\n\
-         bt2sum: WARNING: 1 computed checksum did NOT match\n"
+        format!(
+            "a: FAILED\n\
+             b: OK\n\
+             bt2sum: WARNING: 1 line is improperly formatted\n\
+             bt2sum: WARNING: 1 computed checksum did NOT match\n\
+             bt2sum: nolist: {missing}\n\
+             bt2sum: dir: {directory}\n\
+             c d: OK\n\
+             a: FAILED\n\
+             b: OK\n\
+             bt2sum: WARNING: 1 computed checksum did NOT match\n"
+        )
     );
     assert_eq!(code, 1);
     // A missing list fails the run even when the others pass, and --status
@@ -574,17 +595,17 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     assert_run(
         &run_in(dir.path(), ["-c", "--status", "nolist"], b""),
         "",
-        "bt2sum: nolist: No such file or directory\n",
+        &format!("bt2sum: nolist: {missing}\n"),
         1,
     );
     let (merged, code) = run_merged(dir.path(), ["-c", "nolist", "one", "--ignore-missing"]);
-    assert!(merged.starts_with("bt2sum: nolist: No such file or directory\n"));
+    assert!(merged.starts_with(&format!("bt2sum: nolist: {missing}\n")));
     assert_eq!(code, 1);
     fs::write(dir.path().join("three"), &list2).unwrap();
     assert_run(
         &run_in(dir.path(), ["-c", "three", "nolist"], b""),
         "c d: OK\n",
-        "bt2sum: nolist: No such file or directory\n",
+        &format!("bt2sum: nolist: {missing}\n"),
         1,
     );
     assert_run(
@@ -595,8 +616,12 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     );
 }
 
+/// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
+/// UTF-8, and `\` separates there.)
+#[cfg(unix)]
 #[test]
 fn escaped_and_non_utf8_names() {
+    use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
     let names: [&[u8]; 5] = [
         b"new\nline",
@@ -619,13 +644,22 @@ fn escaped_and_non_utf8_names() {
         assert_eq!(stderr(&out), "");
         assert_eq!(status(&out), 0);
     }
-    // Unreadable names are shown escaped on both streams.
+}
+
+#[test]
+fn unreadable_names_are_shown_escaped_on_both_streams() {
+    let dir = tempfile::tempdir().unwrap();
     let list = b"\\BLAKE2b-1 (gone\\nfile) = 00\n";
+    let missing = read_error(&dir.path().join("gone\nfile"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
     assert_run(
         &run_in(dir.path(), ["-c"], list),
         "\\gone\\nfile: FAILED open or read\n",
-        "bt2sum: \\gone\\nfile: No such file or directory\n\
-         bt2sum: WARNING: 1 listed file could not be read\n",
+        &format!(
+            "bt2sum: \\gone\\nfile: {missing}\n\
+             bt2sum: WARNING: 1 listed file could not be read\n"
+        ),
         1,
     );
 }
@@ -633,9 +667,12 @@ fn escaped_and_non_utf8_names() {
 /// A name crafted to act on a terminal (here: `: OK` and the escape that
 /// hides what follows) is shown with its control bytes escaped in verdicts
 /// and messages, while its checksum line keeps the byte, GNU style, so the
-/// list still reads back.
+/// list still reads back. (Unix: Windows names cannot hold `:` or control
+/// characters.)
+#[cfg(unix)]
 #[test]
 fn control_bytes_in_names_are_shown_escaped() {
+    use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
     let name: &[u8] = b"evil.iso: OK\x1b[8m";
     let path = dir.path().join(OsStr::from_bytes(name));
@@ -660,11 +697,20 @@ fn control_bytes_in_names_are_shown_escaped() {
         "{}",
         stderr(&out)
     );
-    // Hashing: the error message escapes too; no raw control byte anywhere.
-    let out = run_in(dir.path(), [OsStr::from_bytes(b"tab\there\x07")], b"");
+}
+
+/// Hashing a name that cannot be read: the error message escapes its
+/// control bytes; no raw control byte anywhere.
+#[test]
+fn control_bytes_in_a_missing_name_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = read_error(&dir.path().join("tab\there\x07"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
+    let out = run_in(dir.path(), ["tab\there\x07"], b"");
     assert_eq!(
         stderr(&out),
-        "bt2sum: \\tab\\x09here\\x07: No such file or directory\n"
+        format!("bt2sum: \\tab\\x09here\\x07: {missing}\n")
     );
     assert_eq!(status(&out), 1);
 }
@@ -674,12 +720,15 @@ fn a_3_mb_name_is_too_long_for_the_system() {
     let dir = tempfile::tempdir().unwrap();
     let name = "n".repeat(3_000_000);
     let list = format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    let too_long = read_error(&dir.path().join(&name));
+    #[cfg(unix)]
+    assert_eq!(too_long, "File name too long");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
     assert_run(
         &out,
         &format!("{name}: FAILED open or read\n"),
         &format!(
-            "bt2sum: {name}: File name too long\n\
+            "bt2sum: {name}: {too_long}\n\
              bt2sum: WARNING: 1 listed file could not be read\n"
         ),
         1,
@@ -791,6 +840,8 @@ fn check_only_options_need_check() {
     }
 }
 
+/// (`/dev/full` is a Unix device.)
+#[cfg(unix)]
 #[test]
 fn a_write_error_fails_the_check() {
     let dir = dir_with(&[("h", HELLO)]);
@@ -800,11 +851,32 @@ fn a_write_error_fails_the_check() {
         .current_dir(dir.path())
         .args(["-c", "SUMS"])
         .stdout(File::create("/dev/full").unwrap())
-        .output()
-        .unwrap();
+        .output_retried();
     assert_eq!(
         stderr(&out),
         "bt2sum: write error: No space left on device\n"
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// Standard output that cannot be written (a file open for reading only):
+/// the write error is reported with the system's message, and fails the
+/// check.
+#[test]
+fn an_unwritable_output_fails_the_check() {
+    use std::io::Write;
+    let dir = dir_with(&[("h", HELLO)]);
+    fs::write(dir.path().join("SUMS"), format!("{HELLO_B64}  h\n")).unwrap();
+    let read_only = || File::open(dir.path().join("h")).unwrap();
+    let refused = read_only().write(b"x").expect_err("a read-only file");
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["-c", "SUMS"])
+        .stdout(read_only())
+        .output_retried();
+    assert_eq!(
+        stderr(&out),
+        format!("bt2sum: write error: {}\n", bt2sum::plain_message(&refused))
     );
     assert_eq!(status(&out), 1);
 }

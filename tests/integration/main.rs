@@ -9,11 +9,14 @@ mod leaves;
 mod robust;
 mod ux;
 mod vectors;
+#[cfg(windows)]
+mod windows;
 
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The byte pattern of the generated vectors: byte `i` is `i % 251`.
 pub fn pattern(len: usize) -> Vec<u8> {
@@ -23,6 +26,47 @@ pub fn pattern(len: usize) -> Vec<u8> {
 /// A command running the built `bt2sum` binary.
 pub fn bt2sum() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bt2sum"))
+}
+
+/// Starting a process, retried under emulation: Wine now and then fails
+/// to start one with `ERROR_INTERNAL_ERROR` (1359) while many start at
+/// once, which says nothing of bt2sum. Natively the first error fails the
+/// test.
+pub trait Retried {
+    /// `spawn`, retried; panics on the last failure.
+    fn spawn_retried(&mut self) -> Child;
+    /// `output`, retried; panics on the last failure.
+    fn output_retried(&mut self) -> Output;
+}
+
+impl Retried for Command {
+    fn spawn_retried(&mut self) -> Child {
+        retried(|| self.spawn())
+    }
+
+    fn output_retried(&mut self) -> Output {
+        retried(|| self.output())
+    }
+}
+
+fn retried<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
+    let attempts = if std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
+        5
+    } else {
+        1
+    };
+    let mut attempt = 1;
+    loop {
+        match start() {
+            Ok(started) => return started,
+            Err(error) if attempt < attempts => {
+                eprintln!("starting a process failed ({error}); retrying under emulation");
+                std::thread::sleep(Duration::from_millis(100 * attempt));
+                attempt += 1;
+            }
+            Err(error) => panic!("the process starts: {error}"),
+        }
+    }
 }
 
 /// Runs `bt2sum ARGS` with `stdin` as its standard input.
@@ -46,8 +90,7 @@ where
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .expect("bt2sum starts");
+        .spawn_retried();
     let mut input = child.stdin.take().expect("stdin is piped");
     let bytes = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -78,6 +121,70 @@ pub fn status(output: &Output) -> i32 {
             stderr(output)
         )
     })
+}
+
+/// What the binary prints after `bt2sum: NAME: ` when it cannot read the
+/// file at `path`: the system's message for the error that reading it
+/// gives, without Rust's ` (os error N)` (`bt2sum::plain_message`). On
+/// Unix, for example, `No such file or directory` or `Is a directory`; on
+/// Windows whatever that system says of the same error. Tests that compare
+/// messages build them with this, and also assert the Unix text under
+/// `cfg(unix)`.
+pub fn read_error(path: &Path) -> String {
+    let error = std::fs::read(path).expect_err("the file is not readable");
+    bt2sum::plain_message(&error)
+}
+
+/// `path` as the binary prints it in its lines and messages
+/// (`bt2sum::system::printed_name`): on Unix its bytes, on Windows with
+/// every `\` written `/`.
+pub fn printed(path: &Path) -> String {
+    let printed = bt2sum::system::printed_name(path.as_os_str()).expect("a printable name");
+    String::from_utf8(printed.into_owned()).expect("a UTF-8 name")
+}
+
+/// `bytes` as a file name: on Unix any bytes; on Windows, where names are
+/// Unicode, they must be UTF-8.
+pub fn name(bytes: &[u8]) -> &OsStr {
+    #[cfg(unix)]
+    return std::os::unix::ffi::OsStrExt::from_bytes(bytes);
+    #[cfg(not(unix))]
+    return OsStr::new(std::str::from_utf8(bytes).expect("a UTF-8 name"));
+}
+
+/// Waits for `child` for at most `limit`, with its standard output and
+/// error captured if they were piped; kills it and panics after that (a
+/// hang fails the test instead of stopping the suite).
+pub fn output_within(mut child: Child, limit: Duration) -> Output {
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                pipe.read_to_end(&mut bytes)
+                    .expect("read the child's output");
+            }
+            bytes
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for bt2sum") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bt2sum did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
 }
 
 /// Makes a FIFO at `path`.

@@ -2,12 +2,13 @@
 //! closed descriptors, gone readers, `ulimit` and files whose size lies.
 
 use std::fs;
-use std::io::Read;
+#[cfg(unix)]
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
-use super::{bt2sum, emulated, mkfifo, pattern, shell, status, stderr, stdout};
+use super::{Retried, bt2sum, pattern, status, stderr};
+#[cfg(unix)]
+use super::{emulated, mkfifo, shell, stdout};
 
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
@@ -17,7 +18,9 @@ const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b
 #[cfg(unix)]
 #[test]
 fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
+    use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
+    use std::time::Duration;
     if emulated("an_interrupt_leaves_the_finished_lines_and_ends_by_sigint") {
         return;
     }
@@ -28,8 +31,7 @@ fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
         .current_dir(dir.path())
         .args(["one", "ff"])
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_retried();
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: kill has no memory effects; the pid is our child's.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
@@ -66,8 +68,7 @@ fn a_gone_reader_does_not_hide_a_failed_check() {
             .stdin(fs::File::open(dir.path().join("SUMS")).unwrap())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn_retried();
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         assert_eq!(status(&out), expected, "{}", stderr(&out));
@@ -232,6 +233,7 @@ fn few_descriptors_still_hash_thousands_of_files() {
     assert_eq!(status(&checked), 0);
 }
 
+#[cfg(unix)]
 fn make_files(dir: &Path, count: usize) {
     for index in 0..count {
         fs::write(dir.join(format!("f{index:05}")), pattern(index % 3000)).unwrap();
@@ -246,8 +248,7 @@ fn hashing_ends_quietly_when_its_reader_goes() {
         .args(["-", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_retried();
     drop(child.stdout.take());
     let mut input = child.stdin.take().unwrap();
     let _ = std::io::Write::write_all(&mut input, &data);

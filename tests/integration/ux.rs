@@ -6,18 +6,19 @@
 
 use std::ffi::OsStr;
 use std::fs;
+#[cfg(unix)]
 use std::io::{self, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+#[cfg(unix)]
 use std::sync::Arc;
+#[cfg(unix)]
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
-use super::{bt2sum, pattern, run, status, stderr, stdout};
+use super::{Retried, bt2sum, name, pattern, read_error, run, status, stderr, stdout};
 
 /// Runs `command` to its end with its output captured; panics (after
 /// killing it) if it takes longer than `limit`: nothing here may hang.
@@ -26,20 +27,33 @@ fn output_within(mut command: Command, limit: Duration) -> Output {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .expect("bt2sum starts");
-    let pid = child.id() as libc::pid_t;
-    let (done, finished) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    match finished.recv_timeout(limit) {
-        Ok(output) => output.expect("bt2sum runs"),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own child, not yet reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("bt2sum still running after {limit:?}");
+        .spawn_retried();
+    super::output_within(child, limit)
+}
+
+/// Makes a symbolic link at `link` to `target` (a directory if `directory`,
+/// which Windows needs to know); `false`, with a note naming `test`, where
+/// links cannot be made: Windows lets only some users make them, and Wine
+/// answers that it made them without making any.
+fn symlink(target: &Path, link: &Path, directory: bool, test: &str) -> bool {
+    #[cfg(unix)]
+    {
+        let _ = (directory, test);
+        std::os::unix::fs::symlink(target, link).unwrap();
+        true
+    }
+    #[cfg(windows)]
+    {
+        let made = if directory {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        };
+        let made = made.and_then(|()| fs::symlink_metadata(link));
+        if let Err(error) = &made {
+            eprintln!("{test}: skipped: cannot make symbolic links here: {error}");
         }
+        made.is_ok()
     }
 }
 
@@ -54,10 +68,24 @@ fn run_in<S: AsRef<OsStr>>(dir: &Path, args: impl IntoIterator<Item = S>) -> Out
 /// included; each holds its own path.
 fn make_files(root: &Path, paths: &[&[u8]]) {
     for path in paths {
-        let path = root.join(OsStr::from_bytes(path));
+        let path = root.join(name(path));
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, path.as_os_str().as_bytes()).unwrap();
+        fs::write(&path, path.as_os_str().as_encoded_bytes()).unwrap();
     }
+}
+
+/// The paths of `paths` that can name a file here: all on Unix; on Windows
+/// those that are UTF-8 and hold no `\` (which separates there), `\n` or
+/// `\r` (which Windows names cannot hold).
+fn possible(paths: &[&'static [u8]]) -> Vec<&'static [u8]> {
+    paths
+        .iter()
+        .copied()
+        .filter(|path| {
+            cfg!(unix)
+                || std::str::from_utf8(path).is_ok_and(|path| !path.contains(['\\', '\n', '\r']))
+        })
+        .collect()
 }
 
 /// The names of `HEX  NAME` lines (names needing no escape), as bytes.
@@ -129,9 +157,10 @@ const TREE: &[&[u8]] = &[
 #[test]
 fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     let dir = tempfile::tempdir().unwrap();
-    make_files(&dir.path().join("t"), TREE);
+    let tree = possible(TREE);
+    make_files(&dir.path().join("t"), &tree);
     fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
-    let expected = sorted_paths("t", TREE);
+    let expected = sorted_paths("t", &tree);
 
     let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
     assert_eq!(stderr(&out), "");
@@ -180,6 +209,7 @@ fn recursive_list_round_trips_through_check() {
         b"esc/new\nline",
         b"esc/carriage\rreturn",
     ]);
+    let paths = possible(&paths);
     make_files(&dir.path().join("t"), &paths);
     fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
 
@@ -191,8 +221,11 @@ fn recursive_list_round_trips_through_check() {
         paths.len() + 1
     );
     // A non-UTF-8 name is written as its bytes.
-    let raw = b"(t/\xff/not utf-8 \x80) = ";
-    assert!(out.stdout.windows(raw.len()).any(|window| window == raw));
+    #[cfg(unix)]
+    {
+        let raw = b"(t/\xff/not utf-8 \x80) = ";
+        assert!(out.stdout.windows(raw.len()).any(|window| window == raw));
+    }
     fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
 
     let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
@@ -213,30 +246,48 @@ fn recursive_list_round_trips_through_check() {
 }
 
 /// `cd dir && bt2sum -r > SUMS && bt2sum -c SUMS`: the walk skips the file
-/// standard output writes to (same device and inode, so also through a
-/// link with -L), and the list verifies.
+/// standard output writes to (same device and inode, or on Windows the
+/// same file index, so also through a link with -L), and the list
+/// verifies.
 #[test]
 fn recursive_skips_the_list_it_writes() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"a", b"sub/b"]);
-    symlink("../SUMS", dir.path().join("sub/link")).unwrap();
-    for (args, appended) in [("-r", false), ("-r -L", false), ("-r -L .", true)] {
-        let redirect = if appended { ">>" } else { ">" };
-        let script = format!(r#""$BT2SUM" {args} {redirect} SUMS && "$BT2SUM" -c SUMS"#);
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .current_dir(dir.path())
-            .env("BT2SUM", env!("CARGO_BIN_EXE_bt2sum"))
-            .output()
+    // (Where links cannot be made, -L has none to follow.)
+    symlink(
+        &Path::new("..").join("SUMS"),
+        &dir.path().join("sub/link"),
+        false,
+        "recursive_skips_the_list_it_writes",
+    );
+    for (args, appended) in [
+        (&["-r"][..], false),
+        (&["-r", "-L"], false),
+        (&["-r", "-L", "."], true),
+    ] {
+        // `> SUMS`, or `>> SUMS`.
+        let sums = fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(appended)
+            .truncate(!appended)
+            .open(dir.path().join("SUMS"))
             .unwrap();
-        assert_eq!(stderr(&out), "", "{script}");
+        let hashed = bt2sum()
+            .current_dir(dir.path())
+            .args(args)
+            .stdout(sums)
+            .output_retried();
+        assert_eq!(stderr(&hashed), "", "{args:?}");
+        assert_eq!(status(&hashed), 0, "{args:?}");
+        let out = run_in(dir.path(), ["-c", "SUMS"]);
+        assert_eq!(stderr(&out), "", "{args:?}");
         let expected = if appended {
             "./a: OK\n./sub/b: OK\n./a: OK\n./sub/b: OK\n"
         } else {
             "./a: OK\n./sub/b: OK\n"
         };
-        assert_eq!(stdout(&out), expected, "{script}");
+        assert_eq!(stdout(&out), expected, "{args:?}");
         assert_eq!(status(&out), 0);
     }
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
@@ -257,12 +308,15 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
         .iter()
         .map(OsStr::new)
         .collect();
+    let missing = read_error(&dir.path().join("missing"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
     let out = run_in(dir.path(), args);
     assert_eq!(
         untagged_names(&out.stdout),
         [b"d2/b".to_vec(), b"file".to_vec(), b"d1/a".to_vec()]
     );
-    assert_eq!(stderr(&out), "bt2sum: missing: No such file or directory\n");
+    assert_eq!(stderr(&out), format!("bt2sum: missing: {missing}\n"));
     assert_eq!(status(&out), 1);
 }
 
@@ -270,10 +324,18 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
 fn links_in_the_walk_are_skipped_unless_dereference() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/file", b"outside/inner", b"lone"]);
-    symlink("../lone", dir.path().join("t/to-file")).unwrap();
-    symlink("../outside", dir.path().join("t/to-dir")).unwrap();
-    symlink("nowhere", dir.path().join("t/dangling")).unwrap();
-    symlink("t", dir.path().join("link-to-t")).unwrap();
+    let up = Path::new("..");
+    for (target, link, directory) in [
+        (up.join("lone"), "t/to-file", false),
+        (up.join("outside"), "t/to-dir", true),
+        (PathBuf::from("nowhere"), "t/dangling", false),
+        (PathBuf::from("t"), "link-to-t", true),
+    ] {
+        let test = "links_in_the_walk_are_skipped_unless_dereference";
+        if !symlink(&target, &dir.path().join(link), directory, test) {
+            return;
+        }
+    }
 
     let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
     assert_eq!(stderr(&out), "");
@@ -304,8 +366,17 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
 fn dereference_reports_link_loops_without_hanging() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/a/file", b"t/z"]);
-    symlink("..", dir.path().join("t/a/up")).unwrap();
-    symlink("self", dir.path().join("t/self")).unwrap();
+    let test = "dereference_reports_link_loops_without_hanging";
+    let up = dir.path().join("t/a/up");
+    let own = dir.path().join("t/self");
+    if !symlink(Path::new(".."), &up, true, test) || !symlink(Path::new("self"), &own, false, test)
+    {
+        return;
+    }
+    // The message of following a link to itself is the system's.
+    let looped = bt2sum::plain_message(&fs::metadata(&own).unwrap_err());
+    #[cfg(unix)]
+    assert_eq!(looped, "Too many levels of symbolic links");
     let mut command = bt2sum();
     command
         .current_dir(dir.path())
@@ -317,14 +388,20 @@ fn dereference_reports_link_loops_without_hanging() {
     );
     assert_eq!(
         stderr(&out),
-        "bt2sum: t/a/up: File system loop detected\n\
-         bt2sum: t/self: Too many levels of symbolic links\n"
+        format!(
+            "bt2sum: t/a/up: File system loop detected\n\
+             bt2sum: t/self: {looped}\n"
+        )
     );
     assert_eq!(status(&out), 1);
 }
 
+/// (Unix: FIFOs and Unix sockets.)
+#[cfg(unix)]
 #[test]
 fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::symlink;
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/file"]);
     let fifo = dir.path().join("t/fifo");
@@ -350,8 +427,12 @@ fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
     }
 }
 
+/// (Unix: file modes and uids.)
+#[cfg(unix)]
 #[test]
 fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/a", b"t/locked/secret", b"t/z"]);
     for path in ["", "t"] {
@@ -460,17 +541,19 @@ fn man_page_is_roff() {
         assert!(exit.contains(status), "{exit}");
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
-    // A full stdout is an error, not a panic.
-    let full = bt2sum()
-        .arg("--man")
-        .stdout(fs::File::create("/dev/full").unwrap())
-        .output()
-        .unwrap();
-    assert_eq!(status(&full), 1);
-    assert_eq!(
-        stderr(&full),
-        "bt2sum: write error: No space left on device\n"
-    );
+    // A full stdout is an error, not a panic (`/dev/full` is a Unix device).
+    #[cfg(unix)]
+    {
+        let full = bt2sum()
+            .arg("--man")
+            .stdout(fs::File::create("/dev/full").unwrap())
+            .output_retried();
+        assert_eq!(status(&full), 1);
+        assert_eq!(
+            stderr(&full),
+            "bt2sum: write error: No space left on device\n"
+        );
+    }
 }
 
 #[test]
@@ -509,6 +592,9 @@ fn pieces(text: &str) -> Vec<&str> {
 fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
+    let missing = read_error(&dir.path().join("missing"));
+    #[cfg(unix)]
+    assert_eq!(missing, "No such file or directory");
     let args = ["data", "missing"];
     let plain = run_in(dir.path(), args);
     let mut forced_args = vec![OsStr::new("--progress")];
@@ -517,10 +603,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
 
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(status(&forced), status(&plain));
-    assert_eq!(
-        stderr(&plain),
-        "bt2sum: missing: No such file or directory\n"
-    );
+    assert_eq!(stderr(&plain), format!("bt2sum: missing: {missing}\n"));
     let text = stderr(&forced);
     // The final state, with the total, left on its own line; the error
     // line whole; no escape codes into a pipe.
@@ -528,7 +611,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     assert!(text.ends_with('\n'), "{text:?}");
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(
-        pieces(&text).contains(&"bt2sum: missing: No such file or directory"),
+        pieces(&text).contains(&format!("bt2sum: missing: {missing}").as_str()),
         "{text:?}"
     );
 
@@ -540,6 +623,8 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     );
     assert!(stderr(&out).contains("1.00 MiB"), "{}", stderr(&out));
     assert!(stderr(&out).contains("B/s"), "{}", stderr(&out));
+    // (No total, not a total of 0: ` / ` is the bar's with a total.)
+    assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
 }
 
 #[test]
@@ -552,14 +637,14 @@ fn progress_options_override_each_other() {
 
 #[test]
 fn no_progress_into_a_pipe_by_default_even_for_long_work() {
+    use std::io::Write;
     // Standard input trickles in for about two seconds: long enough for the
     // bar, which must still not appear in a pipe.
     let mut child = bt2sum()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_retried();
     let mut input = child.stdin.take().unwrap();
     let data = pattern(20 << 16);
     for chunk in data.chunks(1 << 16) {
@@ -593,11 +678,14 @@ fn check_mode_shows_progress_when_forced() {
 
 /// A private tmux server, killed when dropped: its socket is a file in a
 /// directory of the test's own, so no other server or session can clash
-/// with it, and nothing is left behind.
+/// with it, and nothing is left behind. (Unix: tmux, and the shell it
+/// runs.)
+#[cfg(unix)]
 struct Tmux {
     socket: PathBuf,
 }
 
+#[cfg(unix)]
 impl Tmux {
     /// A server whose socket will be `dir/tmux`.
     fn new(dir: &Path) -> Tmux {
@@ -671,6 +759,7 @@ impl Tmux {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.command().arg("kill-server").output();
@@ -679,6 +768,7 @@ impl Drop for Tmux {
 }
 
 /// A path quoted for `sh`.
+#[cfg(unix)]
 fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
@@ -686,7 +776,9 @@ fn quoted(path: &Path) -> String {
 /// Feeds the FIFO at `path` with the vector pattern, 64 KiB every 50 ms,
 /// until `stop` is set (or a minute has passed); returns the bytes written.
 /// Never blocks waiting for a reader that does not come.
+#[cfg(unix)]
 fn feed_slowly(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut fifo = loop {
@@ -726,8 +818,11 @@ fn feed_slowly(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<
     })
 }
 
+/// (Unix: a FIFO, and tmux.)
+#[cfg(unix)]
 #[test]
 fn progress_bar_in_a_real_terminal() {
+    use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     let made = unsafe {
@@ -787,7 +882,8 @@ fn progress_bar_in_a_real_terminal() {
 
 /// Reading what is typed on the terminal, bt2sum draws no spinner over it
 /// (hashing standard input, or reading a list from it); `--progress` still
-/// forces the bar.
+/// forces the bar. (Unix: tmux, and the shell it runs.)
+#[cfg(unix)]
 #[test]
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();

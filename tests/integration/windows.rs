@@ -1,0 +1,314 @@
+//! What bt2sum does on Windows that it does nowhere else (see
+//! `bt2sum::system`): names are printed as UTF-8 with every `\` written
+//! `/`, so that lists made on Windows verify on Unix and the reverse; in a
+//! list, a name holding `\` or not UTF-8 is an improperly formatted line;
+//! lines end in `\n`; standard input is read as the bytes it is.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::windows::ffi::OsStringExt;
+use std::process::Stdio;
+
+use bt2sum::{TreeParams, hash};
+
+use super::{Retried, bt2sum, pattern, read_error, run, run_in, status, stderr, stdout};
+
+const HELLO: &[u8] = b"hello s3git\n";
+const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+
+/// A temporary directory with `sub\file` holding `HELLO`.
+fn dir_with_sub_file() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    fs::write(dir.path().join("sub").join("file"), HELLO).unwrap();
+    dir
+}
+
+#[test]
+fn backslashes_in_names_are_printed_as_slashes() {
+    let dir = dir_with_sub_file();
+    let out = run_in(dir.path(), [r"sub\file", "sub/file"], b"");
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\nBLAKE2b-64 (sub/file) = {HELLO_B64}\n")
+    );
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    let out = run_in(dir.path(), ["--untagged", r"sub\file"], b"");
+    assert_eq!(stdout(&out), format!("{HELLO_B64}  sub/file\n"));
+    let out = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
+    assert!(
+        stdout(&out)
+            .lines()
+            .all(|line| line.contains(" (sub/file) = ")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(stdout(&out).lines().count(), 1 + HELLO.len().div_ceil(4));
+    // An absolute path too, drive and all.
+    let path = dir.path().join("sub").join("file");
+    let absolute = path.to_str().unwrap();
+    assert!(absolute.contains('\\'), "{absolute}");
+    let out = run([absolute], b"");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "BLAKE2b-64 ({}) = {HELLO_B64}\n",
+            absolute.replace('\\', "/")
+        )
+    );
+}
+
+#[test]
+fn messages_name_files_with_slashes_too() {
+    let dir = dir_with_sub_file();
+    let missing = read_error(&dir.path().join("sub").join("missing"));
+    let out = run_in(dir.path(), [r"sub\missing", r"sub\file"], b"");
+    assert_eq!(
+        stdout(&out),
+        format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n")
+    );
+    assert_eq!(stderr(&out), format!("bt2sum: sub/missing: {missing}\n"));
+    assert_eq!(status(&out), 1);
+}
+
+#[test]
+fn recursive_prints_slash_separated_paths() {
+    let dir = dir_with_sub_file();
+    fs::create_dir_all(dir.path().join(r"sub\deeper\deepest")).unwrap();
+    fs::write(dir.path().join(r"sub\deeper\deepest\leaf"), b"leaf").unwrap();
+    fs::write(dir.path().join("top"), b"top").unwrap();
+    let names = |out: &std::process::Output| -> Vec<String> {
+        stdout(out)
+            .lines()
+            .map(|line| line.split_once("  ").unwrap().1.to_string())
+            .collect()
+    };
+    for (arguments, expected) in [
+        (
+            &["-r"][..],
+            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"][..],
+        ),
+        (
+            &["-r", "."],
+            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"],
+        ),
+        (
+            &["-r", r".\"],
+            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"],
+        ),
+        (&["-r", "sub"], &["sub/deeper/deepest/leaf", "sub/file"]),
+        (&["-r", r"sub\"], &["sub/deeper/deepest/leaf", "sub/file"]),
+        (&["-r", "sub/"], &["sub/deeper/deepest/leaf", "sub/file"]),
+        (&["-r", r"sub\deeper"], &["sub/deeper/deepest/leaf"]),
+    ] {
+        let out = run_in(
+            dir.path(),
+            ["--untagged"].iter().chain(arguments.iter()),
+            b"",
+        );
+        assert_eq!(
+            (stderr(&out).as_str(), status(&out)),
+            ("", 0),
+            "{arguments:?}"
+        );
+        assert_eq!(names(&out), expected, "{arguments:?}");
+    }
+    // The list verifies.
+    let list = run_in(dir.path(), ["-r", r"sub\"], b"");
+    let out = run_in(dir.path(), ["-c"], &list.stdout);
+    assert_eq!(stdout(&out), "sub/deeper/deepest/leaf: OK\nsub/file: OK\n");
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+}
+
+/// A list as bt2sum writes it on Unix, names separated by `/`, verifies on
+/// Windows; a line whose name holds `\` (on Unix, part of a file name; on
+/// Windows no printed name holds one) or is not UTF-8 is improperly
+/// formatted.
+#[test]
+fn lists_name_files_with_slashes_and_backslashes_are_refused() {
+    let dir = dir_with_sub_file();
+    let slash = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
+    let untagged = format!("{HELLO_B64}  sub/file\n");
+    let out = run_in(dir.path(), ["-c"], format!("{slash}{untagged}").as_bytes());
+    assert_eq!(stdout(&out), "sub/file: OK\nsub/file: OK\n");
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+
+    // `sub\file`, written escaped as bt2sum and GNU write a name with a
+    // backslash, tagged and untagged; and a name that is not UTF-8.
+    let backslash = format!("\\BLAKE2b-64 (sub\\\\file) = {HELLO_B64}\n");
+    let backslash_untagged = format!("\\{HELLO_B64}  sub\\\\file\n");
+    let mut list = Vec::new();
+    list.extend_from_slice(slash.as_bytes());
+    list.extend_from_slice(backslash.as_bytes());
+    list.extend_from_slice(backslash_untagged.as_bytes());
+    list.extend_from_slice(b"BLAKE2b-64 (sub/\xff) = ");
+    list.extend_from_slice(HELLO_B64.as_bytes());
+    list.push(b'\n');
+    let out = run_in(dir.path(), ["-c", "-w"], &list);
+    assert_eq!(stdout(&out), "sub/file: OK\n");
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: standard input: 4: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: WARNING: 3 lines are improperly formatted\n"
+    );
+    assert_eq!(status(&out), 0);
+    let out = run_in(dir.path(), ["-c", "--strict"], &list);
+    assert_eq!(status(&out), 1);
+    // Only such lines: nothing to check.
+    let out = run_in(dir.path(), ["-c"], backslash.as_bytes());
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: standard input: no properly formatted checksum lines found\n"
+    );
+    assert_eq!(status(&out), 1);
+    // Leaf lines the same.
+    let leaves = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
+    let text = stdout(&leaves);
+    let out = run_in(dir.path(), ["-c"], text.as_bytes());
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), text.lines().count());
+    let escaped = text
+        .lines()
+        .map(|line| format!("\\{}\n", line.replace("sub/file", r"sub\\file")))
+        .collect::<String>();
+    let out = run_in(dir.path(), ["-c"], escaped.as_bytes());
+    assert_eq!(stdout(&out), "");
+    assert_eq!(status(&out), 1);
+}
+
+/// Lines end in `\n`, not `\r\n`, whatever writes them: checksum lines, leaf
+/// lines, verdicts, and into a file as into a pipe.
+#[test]
+fn lines_end_in_newline_alone() {
+    let dir = dir_with_sub_file();
+    let hashed = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
+    assert!(!hashed.stdout.contains(&b'\r'), "{:?}", stdout(&hashed));
+    assert_eq!(
+        hashed.stdout.iter().filter(|&&byte| byte == b'\n').count(),
+        1 + HELLO.len().div_ceil(4)
+    );
+    let checked = run_in(dir.path(), ["-c"], &hashed.stdout);
+    assert!(!checked.stdout.contains(&b'\r'), "{:?}", stdout(&checked));
+    let errors = run_in(dir.path(), ["missing"], b"");
+    assert!(!errors.stderr.contains(&b'\r'), "{:?}", stderr(&errors));
+    assert!(stderr(&errors).ends_with('\n'));
+    // Into a file.
+    let sums = dir.path().join("SUMS");
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .arg(r"sub\file")
+        .stdout(fs::File::create(&sums).unwrap())
+        .output_retried();
+    assert_eq!(status(&out), 0);
+    assert_eq!(
+        fs::read(&sums).unwrap(),
+        format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n").into_bytes()
+    );
+}
+
+/// Standard input is binary: `\r\n`, `\x1a` (Ctrl-Z, an end of file to
+/// text-mode C runtimes) and every other byte are hashed as they are, from
+/// a pipe and from a file, as `bt2sum::hash` hashes them in this process.
+#[test]
+fn standard_input_is_read_as_its_bytes() {
+    let mut data = b"line one\r\nline two\r\n\x1a\r\n\n\r".to_vec();
+    data.extend((0..=255u8).cycle().take(70_000));
+    data.extend(pattern((1 << 20) + 3));
+    for bytes in [&b"a\r\n"[..], &data[..]] {
+        let expected = hash(&TreeParams::default(), bytes).to_hex();
+        let piped = run::<[&str; 0], _>([], bytes);
+        assert_eq!(stdout(&piped), format!("BLAKE2b-64 = {expected}\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input");
+        fs::write(&path, bytes).unwrap();
+        let redirected = bt2sum()
+            .arg("-")
+            .stdin(fs::File::open(&path).unwrap())
+            .output_retried();
+        assert_eq!(
+            stdout(&redirected),
+            format!("BLAKE2b-64 (-) = {expected}\n")
+        );
+        let named = run([&path], b"");
+        assert!(stdout(&named).ends_with(&format!(") = {expected}\n")));
+    }
+    // A list read from standard input, with `\r\n` line ends, verifies.
+    let dir = dir_with_sub_file();
+    let list = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\r\n");
+    let out = run_in(dir.path(), ["-c"], list.as_bytes());
+    assert_eq!(stdout(&out), "sub/file: OK\n");
+    // Standard input as a list and as data in one run.
+    let list = format!(
+        "BLAKE2b-64 (-) = {}\n",
+        hash(&TreeParams::default(), b"\r\n\x1a").to_hex()
+    );
+    let list_path = dir.path().join("SUMS");
+    fs::write(&list_path, list).unwrap();
+    let out = run_in(dir.path(), ["-c", "SUMS"], b"\r\n\x1a");
+    assert_eq!(stdout(&out), "-: OK\n");
+}
+
+/// The total a progress bar shows for standard input from a pipe is
+/// unknown, not 0: the system says nothing of a pipe here.
+#[test]
+fn progress_over_a_pipe_has_no_total() {
+    let out = run(["--progress"], &pattern(1 << 20));
+    let text = stderr(&out);
+    assert!(text.contains("1.00 MiB") && text.contains("B/s"), "{text}");
+    assert!(!text.contains(" / "), "{text}");
+    // From `NUL`, a character device: no total either.
+    let out = bt2sum()
+        .arg("--progress")
+        .stdin(Stdio::null())
+        .output_retried();
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
+}
+
+/// A name that is not valid Unicode (an unpaired surrogate) cannot be
+/// printed as UTF-8: it is an error, named as well as it can be, and the
+/// other inputs are hashed.
+#[test]
+fn names_that_are_not_unicode_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = OsString::from_wide(&[u16::from(b'x'), 0xd800]);
+    if let Err(error) = fs::write(dir.path().join(&name), HELLO) {
+        eprintln!("names_that_are_not_unicode_are_errors: skipped: no such name here: {error}");
+        return;
+    }
+    fs::write(dir.path().join("y"), HELLO).unwrap();
+    let expected_error =
+        "bt2sum: x\u{fffd}: the name is not valid Unicode, so it cannot be printed\n";
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .arg(&name)
+        .arg("y")
+        .output_retried();
+    assert_eq!(stdout(&out), format!("BLAKE2b-64 (y) = {HELLO_B64}\n"));
+    assert_eq!(stderr(&out), expected_error);
+    assert_eq!(status(&out), 1);
+    // Met in a walk, the same.
+    let out = run_in(dir.path(), ["-r", "--untagged"], b"");
+    assert_eq!(stdout(&out), format!("{HELLO_B64}  ./y\n"));
+    assert_eq!(
+        stderr(&out),
+        expected_error.replace("bt2sum: x", "bt2sum: ./x")
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// Reserved device names are not files: `NUL` reads as empty, as
+/// `/dev/null` does on Unix.
+#[test]
+fn the_null_device_reads_empty() {
+    let empty = hash(&TreeParams::default(), b"").to_hex();
+    let out = run(["NUL"], b"");
+    assert_eq!(stdout(&out), format!("BLAKE2b-64 (NUL) = {empty}\n"));
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    let out = bt2sum().stdin(Stdio::null()).output_retried();
+    assert_eq!(stdout(&out), format!("BLAKE2b-64 = {empty}\n"));
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+}
