@@ -9,6 +9,9 @@
 //! - `small_files`: [`bt2sum::hash_path`] over 256 files of 4 KiB in a temp
 //!   dir, one after the other and concurrently on the rayon pool, and
 //!   [`bt2sum::hash_each`] over them (as the command hashes them).
+//! - `leaf_kernels`: 32 leaves of 1 MiB with each leaf kernel this CPU
+//!   runs (the crates, and the AVX-512 kernels where it has AVX-512F), on
+//!   one thread and spread over the rayon pool.
 //!
 //! Whole-process comparisons with the ceiling and other tools are
 //! `scripts/compare`'s job.
@@ -19,7 +22,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bt2sum::{Algorithm, Event, Job, TreeHasher, TreeParams, hash, hash_each, hash_path};
+use bt2sum::{
+    Algorithm, Event, Job, LeafKernel, TreeHasher, TreeParams, hash, hash_each, hash_path,
+};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use criterion::{criterion_group, criterion_main};
@@ -156,5 +161,51 @@ fn small_files(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, leaf_grouping, stdin_pipeline, small_files);
+fn leaf_kernels(c: &mut Criterion) {
+    let mut group = c.benchmark_group("leaf_kernels");
+    configure(&mut group);
+    const LEAVES: usize = 32;
+    let bytes = data(LEAVES * MIB);
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    for algorithm in Algorithm::ALL {
+        let tree = TreeParams::new(algorithm, algorithm.max_digest_size(), MIB as u64).unwrap();
+        let size = tree.digest_size();
+        for kernel in [LeafKernel::Crates, LeafKernel::Avx512] {
+            if !kernel.available() {
+                eprintln!(
+                    "leaf_kernels: this CPU does not run the {} kernel",
+                    kernel.name()
+                );
+                continue;
+            }
+            let name = format!("{}/{}", algorithm.name(), kernel.name());
+            let mut out = vec![0; LEAVES * size];
+            group.bench_function(BenchmarkId::new(name.clone(), "one-thread"), |b| {
+                b.iter(|| kernel.hash_whole_leaves(&tree, 0, black_box(&bytes), &mut out))
+            });
+            // Lane groups of 16 leaves (a multiple of every kernel's lanes)
+            // over the pool.
+            group.bench_function(BenchmarkId::new(name, "all-threads"), |b| {
+                b.iter(|| {
+                    bytes
+                        .par_chunks(16 * MIB)
+                        .zip(out.par_chunks_mut(16 * size))
+                        .enumerate()
+                        .for_each(|(index, (data, out))| {
+                            kernel.hash_whole_leaves(&tree, 16 * index as u64, data, out)
+                        })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    leaf_grouping,
+    stdin_pipeline,
+    small_files,
+    leaf_kernels
+);
 criterion_main!(benches);

@@ -19,8 +19,8 @@ pub(crate) enum EndOfInput {
 }
 
 /// Hashes the leaves in `data`, numbered from `first`, into `out` (resized to
-/// one digest a leaf), in parallel on the current rayon pool. As each task is
-/// done, `release` is told which bytes it has hashed.
+/// one digest a leaf), in parallel on the current rayon pool. As the tasks
+/// hash them, `release` is told which bytes are done.
 ///
 /// Unless the batch ends the input, `data` must hold whole leaves; if it does,
 /// its final leaf may be short and gets the last-node flag.
@@ -46,9 +46,10 @@ pub(crate) fn hash_leaves(
     let per_task = tuning::leaves_per_task(tree, count, spread);
     let run = |task: usize, data: &[u8], out: &mut [u8]| {
         let first = first + (task * per_task) as u64;
-        hash_leaf_run(tree, first, data, last_leaf, out);
         let start = task * per_task * leaf;
-        release(start..start + data.len());
+        hash_leaf_run(tree, first, data, last_leaf, out, &mut |range| {
+            release(start + range.start..start + range.end)
+        });
     };
     if count <= per_task {
         // One task: no hand-off to the pool (small inputs, tail batches).

@@ -38,6 +38,7 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
 pub use many::Event;
 pub(crate) use many::{Input, Shape, Step, hash_each};
 pub(crate) use pipeline::LeafBytes;

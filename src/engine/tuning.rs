@@ -4,6 +4,7 @@
 //! how many threads hash while a reader reads. None of it changes a digest;
 //! all of it changes speed and memory.
 
+use super::kernel::LeafKernel;
 use crate::params::{Algorithm, TreeParams};
 
 /// The input bytes a batch of whole leaves holds at most.
@@ -90,13 +91,10 @@ impl Spread {
     }
 }
 
-/// How many inputs the multi-input API hashes at once on this CPU (4 or 8
-/// with AVX2).
+/// How many leaves the leaf kernel hashes at once on this CPU (4 or 8 with
+/// the crates' AVX2, 8 or 16 with AVX-512).
 pub(crate) fn simd_degree(algorithm: Algorithm) -> usize {
-    match algorithm {
-        Algorithm::Blake2b => blake2b_simd::many::degree(),
-        Algorithm::Blake2s => blake2s_simd::many::degree(),
-    }
+    LeafKernel::active().lanes(algorithm)
 }
 
 /// The leaves one batch holds: as many whole leaves as fit in
@@ -106,16 +104,24 @@ pub(crate) fn batch_leaves(tree: &TreeParams) -> usize {
 }
 
 /// The leaves a mapped window holds: a batch, or more if that is what fills
-/// a SIMD group on every thread twice over (BLAKE2s hashes 8 leaves at once),
-/// up to [`WINDOW_MAX_BYTES`]. Mapped pages are given back as they are
-/// hashed, so a window's size costs address space, not memory, and fewer,
-/// larger windows mean fewer hand-offs and unmappings.
+/// a SIMD group on every thread twice over (the AVX-512 kernel hashes 16
+/// BLAKE2s leaves at once), up to [`WINDOW_MAX_BYTES`], and a whole number
+/// of SIMD groups where it holds more than one (a group of 3 leaves costs a
+/// kernel as much time as a group of 16). Mapped pages are given back as
+/// they are hashed, so a window's size costs address space, not memory, and
+/// fewer, larger windows mean fewer hand-offs and unmappings.
 pub(crate) fn window_leaves(tree: &TreeParams) -> usize {
-    let lanes = 2 * rayon::current_num_threads() * simd_degree(tree.algorithm());
+    let degree = simd_degree(tree.algorithm());
+    let lanes = 2 * rayon::current_num_threads() * degree;
     let most = (WINDOW_MAX_BYTES / leaf_size(tree)).max(1);
-    batch_leaves(tree)
+    let leaves = batch_leaves(tree)
         .max(lanes.min(most))
-        .min(BATCH_MAX_LEAVES)
+        .min(BATCH_MAX_LEAVES);
+    if leaves > degree {
+        leaves / degree * degree
+    } else {
+        leaves
+    }
 }
 
 /// Whether leaves are too big to buffer several at once.

@@ -1,17 +1,20 @@
 //! Every digest path against the committed vectors of
 //! `scripts/gen_vectors.py` (Python's hashlib as the oracle): one-shot,
 //! streamed in uneven pieces, read from a trickling reader, hashed from a
-//! file (read or mapped), on the global pool and on a one-thread pool.
+//! file (read or mapped), on the global pool and on a one-thread pool; and
+//! on both leaf kernels where the CPU has AVX-512 (this binary re-run with
+//! `BT2SUM_HASH_KERNEL=crate`).
 
 use std::io::{self, Read, Write};
 
 use std::ops::ControlFlow;
 
 use bt2sum::{
-    Algorithm, Event, Job, TreeHasher, TreeParams, hash, hash_each, hash_path, hash_reader,
+    Algorithm, Event, HASH_KERNEL_ENV, Job, LeafKernel, TreeHasher, TreeParams, hash, hash_each,
+    hash_path, hash_reader,
 };
 
-use super::pattern;
+use super::{Retried, pattern};
 
 struct Vector {
     tree: TreeParams,
@@ -251,4 +254,52 @@ fn bad_parameters_are_refused() {
     assert!(TreeParams::new(Algorithm::Blake2s, 32, 0).is_err());
     assert!(TreeParams::new(Algorithm::Blake2s, 32, 1 << 32).is_err());
     assert!(TreeParams::new(Algorithm::Blake2s, 32, u32::MAX as u64).is_ok());
+}
+
+/// The kernel in use is the one asked for: the crates under
+/// `BT2SUM_HASH_KERNEL=crate`, else the AVX-512 kernels exactly where the
+/// CPU has AVX-512F.
+#[test]
+fn the_kernel_is_the_one_asked_for() {
+    let forced = std::env::var_os(HASH_KERNEL_ENV).is_some_and(|value| value == "crate");
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    let expected = if avx512 && !forced {
+        LeafKernel::Avx512
+    } else {
+        LeafKernel::Crates
+    };
+    assert_eq!(LeafKernel::active(), expected);
+}
+
+/// The vector tests once more on the crates' kernels, in a child process
+/// (the kernel is chosen once per process), where this process ran them on
+/// the AVX-512 kernels.
+#[test]
+fn vectors_match_on_the_crates_kernels_too() {
+    if LeafKernel::active() == LeafKernel::Crates {
+        eprintln!(
+            "vectors_match_on_the_crates_kernels_too: skipped: this process already runs the \
+             crates' kernels (no AVX-512F here, or {HASH_KERNEL_ENV}=crate)"
+        );
+        return;
+    }
+    let tests = [
+        "vectors::the_kernel_is_the_one_asked_for",
+        "vectors::every_path_matches_the_oracle",
+        "vectors::many_files_at_once_match_the_oracle",
+    ];
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(tests)
+        .args(["--exact", "--test-threads", "2"])
+        .env(HASH_KERNEL_ENV, "crate")
+        .output_retried();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 3 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
