@@ -154,7 +154,12 @@ uses: portable, scalar, baseline (SSE2) or avx2 (AVX2), as FreeBSD's \
 ARCHLEVEL does; x86-64-v2 means baseline, x86-64-v3 and x86-64-v4 mean avx2. \
 A level the machine lacks means the best one below it. The default is the \
 fastest level the CPU has: avx2 on x86_64 CPUs with AVX2, baseline on other \
-x86_64 CPUs, portable elsewhere.",
+x86_64 CPUs, portable elsewhere.\n\n\
+BT2SUM_HASH_KERNEL=crate hashes every leaf with the blake2b_simd and \
+blake2s_simd crates. Unset (or any other value), leaves are hashed by the \
+fastest kernel the CPU runs: bt2sum's own AVX-512 kernels (8 BLAKE2b or 16 \
+BLAKE2s leaves at once) on x86_64 CPUs with AVX-512F, the crates elsewhere. \
+Both give the same digests.",
     ),
     (
         "SEE ALSO",

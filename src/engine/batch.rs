@@ -43,22 +43,41 @@ pub(crate) fn hash_leaves(
     };
     out.clear();
     out.resize(count * size, 0);
-    let per_task = tuning::leaves_per_task(tree, count, spread);
-    let run = |task: usize, data: &[u8], out: &mut [u8]| {
-        let first = first + (task * per_task) as u64;
-        let start = task * per_task * leaf;
-        hash_leaf_run(tree, first, data, last_leaf, out, &mut |range| {
-            release(start + range.start..start + range.end)
-        });
+    // The input's last leaf goes to a task of its own where the lane
+    // kernel leaves it to the crates (see `tuning::last_leaf_apart`).
+    let apart = last_leaf.is_some() && count > 1 && tuning::last_leaf_apart();
+    let body = if apart { count - 1 } else { count };
+    let per_task = tuning::leaves_per_task(tree, body, spread);
+    // Hashes `data`, the leaves from index `index` of this batch.
+    let run = |index: usize, data: &[u8], out: &mut [u8]| {
+        let start = index * leaf;
+        hash_leaf_run(
+            tree,
+            first + index as u64,
+            data,
+            last_leaf,
+            out,
+            &mut |range| release(start + range.start..start + range.end),
+        );
     };
-    if count <= per_task {
-        // One task: no hand-off to the pool (small inputs, tail batches).
-        run(0, data, out);
+    let (body_data, last_data) = data.split_at(data.len().min(body * leaf));
+    let (body_out, last_out) = out.split_at_mut(body * size);
+    let mut hash_body = move || {
+        if body <= per_task {
+            // One task: no hand-off to the pool (small inputs, tail batches).
+            run(0, body_data, body_out);
+        } else {
+            body_data
+                .par_chunks(per_task * leaf)
+                .zip(body_out.par_chunks_mut(per_task * size))
+                .enumerate()
+                .for_each(|(task, (data, out))| run(task * per_task, data, out));
+        }
+    };
+    if apart {
+        rayon::join(hash_body, || run(body, last_data, last_out));
     } else {
-        data.par_chunks(per_task * leaf)
-            .zip(out.par_chunks_mut(per_task * size))
-            .enumerate()
-            .for_each(|(task, (data, out))| run(task, data, out));
+        hash_body();
     }
 }
 

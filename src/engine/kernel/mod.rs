@@ -89,20 +89,28 @@ impl LeafKernel {
             (LeafKernel::Crates, Algorithm::Blake2b) => blake2b_simd::many::degree(),
             (LeafKernel::Crates, Algorithm::Blake2s) => blake2s_simd::many::degree(),
             #[cfg(target_arch = "x86_64")]
-            (LeafKernel::Avx512, Algorithm::Blake2b) => avx512::LANES_B,
-            #[cfg(target_arch = "x86_64")]
-            (LeafKernel::Avx512, Algorithm::Blake2s) => avx512::LANES_S,
+            (LeafKernel::Avx512, algorithm) => avx512_group(algorithm).0,
             #[cfg(not(target_arch = "x86_64"))]
             (LeafKernel::Avx512, _) => unreachable!("no AVX-512 kernel on this architecture"),
         }
     }
 }
 
-/// Whether this CPU runs the AVX-512 kernels.
+/// The AVX-512 kernel for `algorithm` and how many lanes it has.
+#[cfg(target_arch = "x86_64")]
+fn avx512_group(algorithm: Algorithm) -> (usize, avx512::HashLeaves) {
+    match algorithm {
+        Algorithm::Blake2b => (avx512::LANES_B, avx512::hash_leaves_b),
+        Algorithm::Blake2s => (avx512::LANES_S, avx512::hash_leaves_s),
+    }
+}
+
+/// Whether this CPU runs the AVX-512 kernels (never under Miri, which
+/// cannot run their intrinsics).
 fn avx512_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     return avx512::available();
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     return false;
 }
 
@@ -235,9 +243,10 @@ fn hash_leaf_run_on(
 }
 
 /// Hashes the leading whole leaves of `data` that are not the last node
-/// with the AVX-512 kernels, a lane group at a time (the final group may
-/// fill fewer lanes: even then it is faster than the crates); returns how
-/// many it hashed.
+/// with the AVX-512 kernels, a lane group at a time; returns how many it
+/// hashed. The final group may fill fewer lanes: from 2 leaves on that is
+/// still faster than the crates, but a lone leaf is left to them (their
+/// one-lane loop beats one lane of 8 or 16).
 fn hash_whole_leaves_avx512(
     tree: &TreeParams,
     first: u64,
@@ -253,10 +262,11 @@ fn hash_whole_leaves_avx512(
         if let Some(last) = last_leaf.and_then(|last| last.checked_sub(first)) {
             whole = whole.min(usize::try_from(last).unwrap_or(usize::MAX));
         }
-        let (lanes, hash_group): (usize, avx512::HashLeaves) = match tree.algorithm() {
-            Algorithm::Blake2b => (avx512::LANES_B, avx512::hash_leaves_b),
-            Algorithm::Blake2s => (avx512::LANES_S, avx512::hash_leaves_s),
-        };
+        let (lanes, _) = avx512_group(tree.algorithm());
+        if whole % lanes == 1 {
+            whole -= 1;
+        }
+        let (lanes, hash_group) = avx512_group(tree.algorithm());
         let groups = data[..whole * leaf]
             .chunks(lanes * leaf)
             .zip(out.chunks_mut(lanes * size));
