@@ -16,13 +16,14 @@
 //!
 //! # Bounds of `unsafe`
 //!
-//! Miri cannot run these intrinsics, so the memory safety rests on one
-//! rule: every load reads 64 bytes at `lane.as_ptr().add(offset)` where
-//! `offset + 64 <= lane.len()`, asserted on the slice before the loop
-//! (each lane holds a whole number of blocks), or from a stack array of the
-//! block's size. Nothing is ever stored through a pointer but into local
-//! arrays of the stored width. The functions with `#[target_feature]` are
-//! only called after [`available`] said the CPU has AVX-512F.
+//! Miri cannot run these intrinsics, so the memory safety rests on two
+//! rules. Every load reads 64 bytes at `lane.as_ptr().add(offset)` where
+//! `offset + 64 <= lane.len()` (`load_rows`, an `unsafe fn` whose callers
+//! assert every lane's length, a whole number of blocks, before their loop),
+//! or a 64-byte row of the state; every store writes a 64-byte row of the
+//! state, through the exclusive borrow of it. And the AVX-512 code runs only
+//! once [`available`] said the CPU has AVX-512F: the safe entry points
+//! assert it.
 
 use core::arch::x86_64::*;
 use std::ops::Range;
@@ -35,14 +36,15 @@ pub(super) const LANES_B: usize = 8;
 pub(super) const LANES_S: usize = 16;
 
 /// The bytes of each lane hashed between two hand-backs of the pages read
-/// (`release`): so that 16 lanes of 5 MiB leaves keep 16 MiB resident per
-/// thread, not 80. A multiple of both block sizes.
+/// (`release`): a chunk is handed back once the next one is hashed, so that
+/// 16 lanes of 5 MiB leaves keep at most 32 MiB resident per thread, not
+/// 80. A multiple of both block sizes.
 pub(super) const CHUNK: usize = 1 << 20;
 
 /// Whether this CPU runs these kernels (checked once, then cached by the
-/// standard library).
+/// standard library); never under Miri, which cannot run the intrinsics.
 pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
+    !cfg!(miri) && is_x86_feature_detected!("avx512f")
 }
 
 const IV_B: [u64; 8] = [
@@ -88,6 +90,7 @@ macro_rules! hash_leaves {
         lanes: $lanes:expr, word: $word:ty, block: $block:expr,
         state: $state:ident, compress: $compress:ident
     ) => {{
+        assert!(available(), "the AVX-512 kernels need AVX-512F");
         let tree: &TreeParams = $tree;
         let data: &[u8] = $data;
         let chunk: usize = $chunk;
@@ -101,6 +104,8 @@ macro_rules! hash_leaves {
             (1..=$lanes).contains(&count) && data.len() == count * leaf,
             "whole leaves for the lanes"
         );
+        let size = tree.digest_size();
+        assert_eq!($out.len(), count * size, "one digest a leaf");
         let lane = |k: usize| {
             let k = if k < count { k } else { 0 };
             &data[k * leaf..(k + 1) * leaf]
@@ -115,7 +120,7 @@ macro_rules! hash_leaves {
         while done < whole {
             let end = (done + chunk).min(whole);
             let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| &lane(k)[done..end]);
-            // SAFETY: `available()` said the CPU has AVX-512F.
+            // SAFETY: `available()` said the CPU has AVX-512F (asserted above).
             unsafe { $compress(&mut h, lanes, done as u64 + $block, 0) };
             if kept < done {
                 for k in 0..count {
@@ -133,11 +138,16 @@ macro_rules! hash_leaves {
         let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| &finals[k][..]);
         // SAFETY: as above.
         unsafe { $compress(&mut h, lanes, leaf as u64, <$word>::MAX) };
-        for k in 0..count {
-            $release(k * leaf + kept..(k + 1) * leaf);
+        if kept == 0 {
+            // Leaves of one chunk: the group's bytes in one range, so that
+            // pages shared by neighbouring small leaves are handed back too.
+            $release(0..count * leaf);
+        } else {
+            for k in 0..count {
+                $release(k * leaf + kept..(k + 1) * leaf);
+            }
         }
-        let size = tree.digest_size();
-        for (k, out) in $out.chunks_mut(size).take(count).enumerate() {
+        for (k, out) in $out.chunks_mut(size).enumerate() {
             let mut bytes = [0u8; 8 * size_of::<$word>()];
             for (word, bytes) in h.iter().zip(bytes.chunks_mut(size_of::<$word>())) {
                 bytes.copy_from_slice(&word[k].to_le_bytes());
@@ -377,14 +387,17 @@ fn store_state<W, const N: usize>(v: &[__m512i; 8], h: &mut [[W; N]; 8]) {
     }
 }
 
-/// Loads 64 bytes of each lane at `offset` (`offset + 64 <= lane.len()`
-/// for every lane, which the callers assert).
+/// Loads 64 bytes of each lane at `offset`.
+///
+/// # Safety
+///
+/// `offset + 64 <= lane.len()` for every lane.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn load_rows<const N: usize>(lanes: &[&[u8]; N], offset: usize) -> [__m512i; N] {
+unsafe fn load_rows<const N: usize>(lanes: &[&[u8]; N], offset: usize) -> [__m512i; N] {
     std::array::from_fn(|k| {
         debug_assert!(offset + 64 <= lanes[k].len());
-        // SAFETY: the callers assert `offset + 64 <= lanes[k].len()`.
+        // SAFETY: the caller guarantees `offset + 64 <= lanes[k].len()`.
         unsafe { _mm512_loadu_si512(lanes[k].as_ptr().add(offset).cast()) }
     })
 }
@@ -405,8 +418,10 @@ unsafe fn compress_b(h: &mut [[u64; LANES_B]; 8], lanes: [&[u8]; LANES_B], count
     let mut state = load_state(h);
     let iv = |i: usize| _mm512_set1_epi64(IV_B[i] as i64);
     for block in (0..length).step_by(128) {
-        let low = transpose_8x8(load_rows(&lanes, block));
-        let high = transpose_8x8(load_rows(&lanes, block + 64));
+        // SAFETY: every lane is `length` bytes (asserted above) and
+        // `block + 128 <= length`.
+        let (low, high) = unsafe { (load_rows(&lanes, block), load_rows(&lanes, block + 64)) };
+        let (low, high) = (transpose_8x8(low), transpose_8x8(high));
         let m: [__m512i; 16] = std::array::from_fn(|j| if j < 8 { low[j] } else { high[j - 8] });
         let t = counter + block as u64;
         let mut v = [
@@ -455,7 +470,9 @@ unsafe fn compress_s(h: &mut [[u32; LANES_S]; 8], lanes: [&[u8]; LANES_S], count
     let mut state = load_state(h);
     let iv = |i: usize| _mm512_set1_epi32(IV_S[i] as i32);
     for block in (0..length).step_by(64) {
-        let m = transpose_16x16(load_rows(&lanes, block));
+        // SAFETY: every lane is `length` bytes (asserted above) and
+        // `block + 64 <= length`.
+        let m = transpose_16x16(unsafe { load_rows(&lanes, block) });
         let t = counter + block as u64;
         let mut v = [
             state[0],

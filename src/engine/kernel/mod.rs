@@ -105,12 +105,11 @@ fn avx512_group(algorithm: Algorithm) -> (usize, avx512::HashLeaves) {
     }
 }
 
-/// Whether this CPU runs the AVX-512 kernels (never under Miri, which
-/// cannot run their intrinsics).
+/// Whether this CPU runs the AVX-512 kernels.
 fn avx512_available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[cfg(target_arch = "x86_64")]
     return avx512::available();
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    #[cfg(not(target_arch = "x86_64"))]
     return false;
 }
 
@@ -210,9 +209,23 @@ fn hash_leaf_run_on(
     out: &mut [u8],
     release: &mut dyn FnMut(Range<usize>),
 ) {
+    // Adjacent ranges are handed back as one: a page is given back only if
+    // it lies wholly in a range, and lane groups of small leaves share
+    // pages with their neighbours.
+    let mut pending: Option<Range<usize>> = None;
+    let mut coalesce = |range: Range<usize>| match &mut pending {
+        Some(held) if held.end == range.start => held.end = range.end,
+        _ => {
+            if let Some(held) = pending.replace(range) {
+                release(held);
+            }
+        }
+    };
     let taken = match kernel {
         LeafKernel::Crates => 0,
-        LeafKernel::Avx512 => hash_whole_leaves_avx512(tree, first, data, last_leaf, out, release),
+        LeafKernel::Avx512 => {
+            hash_whole_leaves_avx512(tree, first, data, last_leaf, out, &mut coalesce)
+        }
     };
     let (leaf, size) = (tree.leaf_size() as usize, tree.digest_size());
     let (data_rest, out_rest) = (&data[taken * leaf..], &mut out[taken * size..]);
@@ -239,7 +252,10 @@ fn hash_leaf_run_on(
             )
         }
     }
-    release(taken * leaf..data.len());
+    coalesce(taken * leaf..data.len());
+    if let Some(held) = pending {
+        release(held);
+    }
 }
 
 /// Hashes the leading whole leaves of `data` that are not the last node
@@ -262,14 +278,13 @@ fn hash_whole_leaves_avx512(
         if let Some(last) = last_leaf.and_then(|last| last.checked_sub(first)) {
             whole = whole.min(usize::try_from(last).unwrap_or(usize::MAX));
         }
-        let (lanes, _) = avx512_group(tree.algorithm());
+        let (lanes, hash_group) = avx512_group(tree.algorithm());
         if whole % lanes == 1 {
             whole -= 1;
         }
-        let (lanes, hash_group) = avx512_group(tree.algorithm());
         let groups = data[..whole * leaf]
             .chunks(lanes * leaf)
-            .zip(out.chunks_mut(lanes * size));
+            .zip(out[..whole * size].chunks_mut(lanes * size));
         for (group, (data, out)) in groups.enumerate() {
             let start = group * lanes * leaf;
             let first = first + (group * lanes) as u64;
@@ -600,6 +615,31 @@ mod tests {
             }
             assert_eq!(released.len(), hand_backs * lanes, "{tree:?}");
             assert_tiles(released, data.len(), &format!("{tree:?}"));
+        }
+        // Leaves of less than a chunk: one range for the whole group, so
+        // that the pages that small neighbouring leaves share go back too.
+        for (algorithm, hash_group) in [
+            (
+                Algorithm::Blake2b,
+                avx512::hash_leaves_b as avx512::HashLeaves,
+            ),
+            (Algorithm::Blake2s, avx512::hash_leaves_s),
+        ] {
+            let tree = TreeParams::new(algorithm, 32, 1000).unwrap();
+            let data = rng.bytes(5 * 1000);
+            let mut out = vec![0; 5 * 32];
+            let mut released = Vec::new();
+            hash_group(&tree, 0, &data, &mut out, avx512::CHUNK, &mut |range| {
+                released.push(range)
+            });
+            assert_eq!(
+                released,
+                vec![Range {
+                    start: 0,
+                    end: 5000
+                }],
+                "{tree:?}"
+            );
         }
     }
 
