@@ -594,13 +594,12 @@ impl Kept {
     }
 }
 
-#[cfg(unix)]
+/// Reads the record at `at`; past the end of the file (a leaf not listed
+/// yet) it reads zeros.
 fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    // Past the end of the file (a leaf not listed yet) reads nothing.
     let mut filled = 0;
     while filled < bytes.len() {
-        match file.read_at(&mut bytes[filled..], at + filled as u64) {
+        match read_at(file, &mut bytes[filled..], at + filled as u64) {
             Ok(0) => break,
             Ok(count) => filled += count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
@@ -611,35 +610,10 @@ fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(unix)]
-fn write_record(file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(file, bytes, at)
-}
-
-/// (Windows moves the file pointer too; the file is only ever read and
-/// written at offsets.)
-#[cfg(windows)]
-fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
-    use std::os::windows::fs::FileExt;
-    // Past the end of the file (a leaf not listed yet) reads nothing.
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match file.seek_read(&mut bytes[filled..], at + filled as u64) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    bytes[filled..].fill(0);
-    Ok(())
-}
-
-#[cfg(windows)]
+/// Writes the record at `at` whole.
 fn write_record(file: &File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
-    use std::os::windows::fs::FileExt;
     while !bytes.is_empty() {
-        match file.seek_write(bytes, at) {
+        match write_at(file, bytes, at) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(count) => {
                 bytes = &bytes[count..];
@@ -650,4 +624,21 @@ fn write_record(file: &File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One read at an offset (`pread`; on Windows `seek_read`, which also moves
+/// the file pointer: the spill file is only ever used at offsets).
+fn read_at(file: &File, bytes: &mut [u8], at: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, bytes, at);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, bytes, at);
+}
+
+/// One write at an offset, as [`read_at`] reads.
+fn write_at(file: &File, bytes: &[u8], at: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::write_at(file, bytes, at);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_write(file, bytes, at);
 }
