@@ -1,10 +1,9 @@
 //! Batches of whole leaves, spread over the pool.
 
-use std::ops::Range;
-
 use rayon::prelude::*;
 
 use super::kernel::hash_leaf_run;
+use super::pipeline::LeafBytes;
 use super::tuning::{self, Spread};
 use super::{Root, Sink};
 use crate::digest::Digest;
@@ -19,20 +18,21 @@ pub(crate) enum EndOfInput {
 }
 
 /// Hashes the leaves in `data`, numbered from `first`, into `out` (resized to
-/// one digest a leaf), in parallel on the current rayon pool. As the tasks
-/// hash them, `release` is told which bytes are done.
+/// one digest a leaf), in parallel on the current rayon pool. Each task
+/// waits for the bytes it is about to read ([`LeafBytes::wait_for`]) and
+/// gives back those it is done with ([`LeafBytes::release`]).
 ///
 /// Unless the batch ends the input, `data` must hold whole leaves; if it does,
 /// its final leaf may be short and gets the last-node flag.
 pub(crate) fn hash_leaves(
     tree: &TreeParams,
     first: u64,
-    data: &[u8],
+    pages: &dyn LeafBytes,
     end: EndOfInput,
     out: &mut Vec<u8>,
     spread: Spread,
-    release: &(dyn Fn(Range<usize>) + Sync),
 ) {
+    let data = pages.bytes();
     let leaf = tree.leaf_size() as usize;
     let size = tree.digest_size();
     let count = data.len().div_ceil(leaf);
@@ -51,13 +51,14 @@ pub(crate) fn hash_leaves(
     // Hashes `data`, the leaves from index `index` of this batch.
     let run = |index: usize, data: &[u8], out: &mut [u8]| {
         let start = index * leaf;
+        pages.wait_for(start..start + data.len());
         hash_leaf_run(
             tree,
             first + index as u64,
             data,
             last_leaf,
             out,
-            &mut |range| release(start + range.start..start + range.end),
+            &mut |range| pages.release(start + range.start..start + range.end),
         );
     };
     let (body_data, last_data) = data.split_at(data.len().min(body * leaf));
@@ -95,15 +96,7 @@ pub(crate) fn hash_in_memory(tree: &TreeParams, data: &[u8], sink: &mut Sink<'_>
             EndOfInput::No
         };
         let first = (index * batch_leaves) as u64;
-        hash_leaves(
-            tree,
-            first,
-            chunk,
-            end,
-            &mut digests,
-            Spread::AllThreads,
-            &|_| {},
-        );
+        hash_leaves(tree, first, &chunk, end, &mut digests, Spread::AllThreads);
         root.feed(&digests, tree.digest_size(), sink);
         sink.count(chunk.len() as u64);
     }

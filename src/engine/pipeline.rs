@@ -13,10 +13,16 @@ use super::{Root, Sink};
 use crate::error::Error;
 use crate::params::TreeParams;
 
-/// The bytes of a batch of leaves, as the pipeline hands them to the pool.
-pub(crate) trait LeafBytes: Send + Sync + 'static {
+/// The bytes of a batch of leaves, as they are handed to the pool.
+pub(crate) trait LeafBytes: Send + Sync {
     /// The bytes.
     fn bytes(&self) -> &[u8];
+
+    /// Called by a pool task before it reads the bytes in `range`: a mapped
+    /// window whose bytes are being read ahead waits until the reader is
+    /// past them, so that the task's page faults find them in memory
+    /// instead of asking the storage for them out of order.
+    fn wait_for(&self, _range: Range<usize>) {}
 
     /// Called once the bytes in `range` have been hashed and will not be read
     /// again: a mapping may give their pages back.
@@ -50,7 +56,14 @@ pub(crate) struct Pipeline<B> {
     spare: Vec<u8>,
 }
 
-impl<B: LeafBytes> Pipeline<B> {
+/// Bytes in memory: nothing to wait for or give back.
+impl LeafBytes for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl<B: LeafBytes + 'static> Pipeline<B> {
     /// A pipeline with at most `depth` batches in flight, feeding `root`.
     pub(crate) fn new(tree: &TreeParams, root: Root, depth: usize, spread: Spread) -> Self {
         Pipeline {
@@ -113,15 +126,7 @@ impl<B: LeafBytes> Pipeline<B> {
         let (tree, spread) = (self.tree, self.spread);
         let mut digests = self.digest_buffer(&data)?;
         let job = move || {
-            hash_leaves(
-                &tree,
-                first,
-                data.bytes(),
-                end,
-                &mut digests,
-                spread,
-                &|range| data.release(range),
-            );
+            hash_leaves(&tree, first, &data, end, &mut digests, spread);
             Finished { data, digests }
         };
         let (sender, receiver) = mpsc::sync_channel(1);
@@ -157,15 +162,7 @@ impl<B: LeafBytes> Pipeline<B> {
     ) -> Result<(), Error> {
         self.drain(sink);
         let mut digests = self.digest_buffer(&data)?;
-        hash_leaves(
-            &self.tree,
-            first,
-            data.bytes(),
-            end,
-            &mut digests,
-            self.spread,
-            &|range| data.release(range),
-        );
+        hash_leaves(&self.tree, first, &data, end, &mut digests, self.spread);
         self.root.feed(&digests, self.tree.digest_size(), sink);
         self.spare = digests;
         Ok(())

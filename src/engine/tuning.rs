@@ -47,6 +47,19 @@ pub(crate) const FIRST_BUFFER: usize = 64 << 10;
 /// A task on the pool hashes about this many bytes (at least one SIMD group).
 pub(crate) const TASK_BYTES: usize = 256 << 10;
 
+/// The reader thread brings a file into the page cache this much at a
+/// time, and tells the pool after each: small enough that the pool starts
+/// soon after the bytes it waits for arrive, large enough for the storage
+/// to get its largest requests (the kernel's read-ahead window, 128 KiB to
+/// a few MiB, within it).
+#[cfg(unix)]
+pub(crate) const READ_AHEAD_CHUNK: u64 = 8 << 20;
+
+/// The stack of the reader thread, which makes system calls and nothing
+/// deeper.
+#[cfg(unix)]
+pub(crate) const READ_AHEAD_STACK: usize = 256 << 10;
+
 /// Regular files smaller than this are read, not mapped: one `read` is
 /// cheaper than setting up and tearing down a mapping.
 pub(crate) const MAP_MIN: u64 = 1 << 20;

@@ -2,6 +2,11 @@
 //! mapped a window at a time, two windows in flight, each window's pages
 //! given back as its tasks finish; big leaves one per thread, mapped a piece
 //! at a time. What cannot be mapped is read at offsets instead.
+//!
+//! Before a window (or a round of big leaves) is mapped, the input is told
+//! which bytes come next ([`RandomAccess::read_ahead`]), always in file
+//! order, so that it can ask the storage for them front to back while the
+//! pool hashes the bytes before them in whatever order its lanes go.
 
 use std::io::{self, Read};
 use std::ops::Range;
@@ -24,6 +29,12 @@ use crate::params::{LastNode, TreeParams};
 pub(crate) trait RandomAccess: Sync {
     /// The input's length in bytes (from where hashing starts).
     fn len(&self) -> u64;
+
+    /// Says that `bytes` will be read next, after every range said before:
+    /// called in file order, before any of them is mapped. The input may
+    /// start reading them from storage; its mappings then wait
+    /// ([`LeafBytes::wait_for`]) until they are in.
+    fn read_ahead(&self, _bytes: Range<u64>) {}
 
     /// Maps `bytes` of the input for reading; `None` when they cannot be
     /// mapped, and are then read with [`read_at`](Self::read_at).
@@ -48,6 +59,10 @@ pub(crate) trait Mapping: LeafBytes {
 impl LeafBytes for Box<dyn Mapping> {
     fn bytes(&self) -> &[u8] {
         (**self).bytes()
+    }
+
+    fn wait_for(&self, range: Range<usize>) {
+        (**self).wait_for(range);
     }
 
     fn release(&self, range: Range<usize>) {
@@ -94,9 +109,11 @@ fn windows(
     let mut pipeline: Pipeline<Box<dyn Mapping>> =
         Pipeline::new(tree, root, tuning::WINDOWS_IN_FLIGHT, Spread::AllThreads);
     let window = tuning::window_leaves(tree) as u64;
+    let mut asked = Asked::new(tree, file, leaves.clone());
     let mut first = leaves.start;
     while first < leaves.end {
         let last = leaves.end.min(first + window);
+        asked.through(last + window);
         let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
         let Some(mapping) = file.map(bytes) else {
             while settle(&mut pipeline, file, sink)? {}
@@ -116,6 +133,43 @@ fn windows(
     }
     while settle(&mut pipeline, file, sink)? {}
     Ok(pipeline.finish(sink))
+}
+
+/// The leaves asked to be read ahead ([`RandomAccess::read_ahead`]) so
+/// far. Each window (or round of big leaves) is asked for together with
+/// the next one: hashed from a pool thread, a window is done before the
+/// next is mapped, and the storage would be idle meanwhile.
+struct Asked<'a> {
+    tree: &'a TreeParams,
+    file: &'a dyn RandomAccess,
+    /// The leaves to be hashed.
+    leaves: Range<u64>,
+    /// Leaves before this one have been asked for.
+    through: u64,
+}
+
+impl<'a> Asked<'a> {
+    fn new(tree: &'a TreeParams, file: &'a dyn RandomAccess, leaves: Range<u64>) -> Self {
+        Asked {
+            tree,
+            file,
+            through: leaves.start,
+            leaves,
+        }
+    }
+
+    /// Asks for the leaves up to `end` (cut at the last one to be hashed)
+    /// not asked for yet.
+    fn through(&mut self, end: u64) {
+        let end = end.min(self.leaves.end);
+        if end > self.through {
+            let length = self.file.len();
+            let first = self.tree.leaf_bytes(self.through, length).start;
+            self.file
+                .read_ahead(first..self.tree.leaf_bytes(end - 1, length).end);
+            self.through = end;
+        }
+    }
 }
 
 /// Waits for the oldest window in flight, if any, and checks that it was
@@ -201,8 +255,11 @@ fn big_leaves(
     let count = tree.leaf_count(length);
     let threads = rayon::current_num_threads();
     let progress = sink.progress;
+    let mut asked = Asked::new(tree, file, leaves.clone());
     for round in leaves.clone().step_by(threads) {
-        let digests: Vec<Result<Digest, Error>> = (round..leaves.end.min(round + threads as u64))
+        let round = round..leaves.end.min(round + threads as u64);
+        asked.through(round.end + threads as u64);
+        let digests: Vec<Result<Digest, Error>> = round
             .into_par_iter()
             .map(|index| {
                 let last = if index + 1 == count {
@@ -238,6 +295,7 @@ fn big_leaf(
         let piece = offset..bytes.end.min(offset + tuning::PIECE);
         match file.map(piece.clone()) {
             Some(mapping) => {
+                mapping.wait_for(0..mapping.bytes().len());
                 leaf.update(mapping.bytes());
                 if mapping.faulted() {
                     file.check(true)?;
@@ -291,24 +349,65 @@ fn read_exact_at(
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::engine::{LeafSink, Source};
     use crate::params::Algorithm;
 
     /// An input in memory that maps its first `maps` requests only, and
-    /// answers reads at offsets a few thousand bytes at a time.
+    /// answers reads at offsets a few thousand bytes at a time. It checks
+    /// the read-ahead contract: bytes are asked for in file order, each
+    /// range where the last ended, and a window is mapped (and its bytes
+    /// waited for) only once they have been asked for.
     struct Memory {
         data: Vec<u8>,
         maps: AtomicUsize,
+        /// The bytes asked for so far (`read_ahead`).
+        asked: Mutex<Option<Range<u64>>>,
+        /// The end of what was asked for, for the mappings to check.
+        asked_end: Arc<AtomicU64>,
+        /// How many times a mapping was waited for.
+        waits: Arc<AtomicUsize>,
     }
 
-    /// A "mapping": a copy of the bytes.
-    struct Copy(Vec<u8>);
+    impl Memory {
+        fn new(data: Vec<u8>, maps: usize) -> Self {
+            Memory {
+                data,
+                maps: AtomicUsize::new(maps),
+                asked: Mutex::new(None),
+                asked_end: Arc::new(AtomicU64::new(0)),
+                waits: Arc::new(AtomicUsize::new(0)),
+            }
+        }
+
+        fn asked(&self) -> Option<Range<u64>> {
+            self.asked.lock().unwrap().clone()
+        }
+    }
+
+    /// A "mapping": a copy of the bytes, and where they were in the input.
+    struct Copy {
+        bytes: Vec<u8>,
+        offset: u64,
+        asked_end: Arc<AtomicU64>,
+        waits: Arc<AtomicUsize>,
+    }
 
     impl LeafBytes for Copy {
         fn bytes(&self) -> &[u8] {
-            &self.0
+            &self.bytes
+        }
+
+        fn wait_for(&self, range: Range<usize>) {
+            assert!(range.start <= range.end && range.end <= self.bytes.len());
+            let end = self.offset + range.end as u64;
+            assert!(
+                end <= self.asked_end.load(Ordering::SeqCst),
+                "waits for bytes not asked for"
+            );
+            self.waits.fetch_add(1, Ordering::SeqCst);
         }
     }
 
@@ -323,12 +422,38 @@ mod tests {
             self.data.len() as u64
         }
 
+        fn read_ahead(&self, bytes: Range<u64>) {
+            assert!(
+                bytes.start < bytes.end && bytes.end <= self.len(),
+                "{bytes:?}"
+            );
+            let mut asked = self.asked.lock().unwrap();
+            let union = match asked.take() {
+                None => bytes,
+                Some(before) => {
+                    assert_eq!(before.end, bytes.start, "asked out of order");
+                    before.start..bytes.end
+                }
+            };
+            self.asked_end.store(union.end, Ordering::SeqCst);
+            *asked = Some(union);
+        }
+
         fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>> {
+            let asked = self.asked().expect("mapped before any read-ahead");
+            assert!(
+                asked.start <= bytes.start && bytes.end <= asked.end,
+                "mapped before asked"
+            );
             let left = self.maps.load(Ordering::Relaxed);
             (left > 0).then(|| {
                 self.maps.store(left - 1, Ordering::Relaxed);
-                let bytes = &self.data[bytes.start as usize..bytes.end as usize];
-                Box::new(Copy(bytes.to_vec())) as Box<dyn Mapping>
+                Box::new(Copy {
+                    bytes: self.data[bytes.start as usize..bytes.end as usize].to_vec(),
+                    offset: bytes.start,
+                    asked_end: Arc::clone(&self.asked_end),
+                    waits: Arc::clone(&self.waits),
+                }) as Box<dyn Mapping>
             })
         }
 
@@ -406,10 +531,7 @@ mod tests {
             ];
             for maps in [0, 1, 2, usize::MAX] {
                 for range in ranges.iter().filter(|range| range.start < count) {
-                    let memory = Memory {
-                        data: data.clone(),
-                        maps: AtomicUsize::new(maps),
-                    };
+                    let memory = Memory::new(data.clone(), maps);
                     let source = Source::File {
                         file: &memory,
                         leaves: range.clone(),
@@ -423,6 +545,20 @@ mod tests {
                     );
                     if range.start == 0 && range.end >= count {
                         assert_eq!(digest, expected, "{tree:?} {len} bytes, {maps} maps");
+                    }
+                    // Only the range's own bytes are asked for: all of them
+                    // where every window was mapped, and each mapping was
+                    // waited for before it was hashed.
+                    let bytes = tree.leaf_bytes(range.start, len as u64).start
+                        ..tree.leaf_bytes(end as u64 - 1, len as u64).end;
+                    let asked = memory.asked().expect("something asked for");
+                    assert!(
+                        asked.start == bytes.start && asked.end <= bytes.end,
+                        "{asked:?}"
+                    );
+                    if maps == usize::MAX {
+                        assert_eq!(asked, bytes, "{tree:?} {len} bytes, leaves {range:?}");
+                        assert!(memory.waits.load(Ordering::SeqCst) > 0);
                     }
                     checked += 1;
                 }

@@ -1,24 +1,46 @@
 //! Regular files as [`RandomAccess`] inputs: mapped windows registered with
-//! the SIGBUS guard, reads at offsets where mapping is refused, and the
-//! `fstat` comparison that tells a file changed while it was hashed.
+//! the SIGBUS guard and read ahead in file order (see `readahead`), reads at
+//! offsets where mapping is refused, and the `fstat` comparison that tells a
+//! file changed while it was hashed.
 
 use std::fs::{File, Metadata};
 use std::io;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use memmap2::{Mmap, MmapOptions};
 
+use super::readahead::{Arrival, ReadAhead};
 use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
 use crate::error::Error;
 
 /// A regular file from `start` on, as the engine reads it.
 pub(super) struct MappedFile<'a> {
-    pub(super) file: &'a File,
+    file: &'a File,
     /// What `fstat` said when the file was opened.
-    pub(super) before: &'a Metadata,
+    before: &'a Metadata,
     /// The offset hashing starts at (standard input's current offset).
-    pub(super) start: u64,
+    start: u64,
+    /// The reading ahead of its bytes, started when bytes not in memory
+    /// are first asked for; `None` inside if it could not be.
+    read_ahead: OnceLock<Option<ReadAhead>>,
+}
+
+impl<'a> MappedFile<'a> {
+    /// The file from `start` on, as `fstat` described it (`before`).
+    pub(super) fn new(file: &'a File, before: &'a Metadata, start: u64) -> Self {
+        MappedFile {
+            file,
+            before,
+            start,
+            read_ahead: OnceLock::new(),
+        }
+    }
+
+    fn reader(&self) -> Option<&ReadAhead> {
+        self.read_ahead.get().and_then(Option::as_ref)
+    }
 }
 
 impl RandomAccess for MappedFile<'_> {
@@ -26,8 +48,17 @@ impl RandomAccess for MappedFile<'_> {
         self.before.len().saturating_sub(self.start)
     }
 
+    fn read_ahead(&self, bytes: Range<u64>) {
+        let reader = self.read_ahead.get_or_init(|| ReadAhead::new(self.file));
+        if let Some(reader) = reader {
+            reader.ask(self.start + bytes.start..self.start + bytes.end);
+        }
+    }
+
     fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>> {
-        let window = Window::map(self.file, self.start + bytes.start, bytes.end - bytes.start)?;
+        let offset = self.start + bytes.start;
+        let arrival = self.reader().map(|reader| reader.arrival(offset));
+        let window = Window::map(self.file, offset, bytes.end - bytes.start, arrival)?;
         Some(Box::new(window))
     }
 
@@ -76,11 +107,19 @@ pub(super) struct Window {
     // before the mapping is unmapped.
     guard: sigbus::Registration,
     map: Mmap,
+    /// Where the window's bytes are being read ahead, if they are.
+    arrival: Option<Arrival>,
 }
 
 impl Window {
-    /// Maps `len` bytes at `offset`; `None` if the file cannot be mapped.
-    pub(super) fn map(file: &File, offset: u64, len: u64) -> Option<Window> {
+    /// Maps `len` bytes at `offset`, which wait for `arrival` before they
+    /// are read; `None` if the file cannot be mapped.
+    pub(super) fn map(
+        file: &File,
+        offset: u64,
+        len: u64,
+        arrival: Option<Arrival>,
+    ) -> Option<Window> {
         // SAFETY: the mapping is shared and read-only. The one way another
         // process can break Rust's rules through it is to shrink the file,
         // which would raise SIGBUS on access: the window is registered with
@@ -96,15 +135,34 @@ impl Window {
         }
         .ok()?;
         let guard = sigbus::Registration::new(map.as_ptr(), map.len())?;
+        // Where the reader brings the bytes in, the pool's page faults must
+        // not start read-ahead of their own (from wherever a lane is, and
+        // in the reader's read-ahead state, which the file shares): they
+        // only map what the reader has read. Elsewhere a fault reads ahead
+        // of itself, as for any sequential reader.
         #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Some(Window { guard, map })
+        let _ = map.advise(if arrival.is_some() {
+            memmap2::Advice::Random
+        } else {
+            memmap2::Advice::Sequential
+        });
+        Some(Window {
+            guard,
+            map,
+            arrival,
+        })
     }
 }
 
 impl LeafBytes for Window {
     fn bytes(&self) -> &[u8] {
         &self.map
+    }
+
+    fn wait_for(&self, range: Range<usize>) {
+        if let Some(arrival) = &self.arrival {
+            arrival.wait(range);
+        }
     }
 
     /// A window's pages are given back as soon as each task of the pool has
@@ -170,12 +228,8 @@ mod tests {
         std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
         let file = File::open(&path).unwrap();
         let before = file.metadata().unwrap();
-        let source = MappedFile {
-            file: &file,
-            before: &before,
-            start: 0,
-        };
-        let window = Window::map(&file, 0, 2 << 20).expect("mappable");
+        let source = MappedFile::new(&file, &before, 0);
+        let window = Window::map(&file, 0, 2 << 20, None).expect("mappable");
         assert!(source.check(window.faulted()).is_ok());
         std::fs::OpenOptions::new()
             .write(true)
@@ -201,7 +255,7 @@ mod tests {
         let path = dir.path().join("steady");
         std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
         let file = File::open(&path).unwrap();
-        let window = Window::map(&file, 4096, (1 << 20) - 4096).expect("mappable");
+        let window = Window::map(&file, 4096, (1 << 20) - 4096, None).expect("mappable");
         assert_eq!(window.bytes().len(), (1 << 20) - 4096);
         assert!(window.bytes().iter().all(|&b| b == 1));
         assert!(!window.faulted());

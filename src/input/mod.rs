@@ -25,6 +25,11 @@
 mod mapped;
 mod platform;
 #[cfg(unix)]
+mod readahead;
+#[cfg(not(unix))]
+#[path = "no_readahead.rs"]
+mod readahead;
+#[cfg(unix)]
 mod sigbus;
 #[cfg(not(unix))]
 #[path = "unguarded.rs"]
@@ -256,11 +261,7 @@ impl Opened {
         let Some(before) = self.regular() else {
             return Err(Error::NotRegularFile);
         };
-        let source = MappedFile {
-            file: &self.file,
-            before,
-            start: self.start,
-        };
+        let source = MappedFile::new(&self.file, before, self.start);
         engine::hash(
             tree,
             Source::File {

@@ -4,6 +4,7 @@
 mod check;
 mod cli;
 mod ct;
+mod disk;
 mod layers;
 mod leaves;
 mod robust;
@@ -21,6 +22,27 @@ use std::time::{Duration, Instant};
 /// The byte pattern of the generated vectors: byte `i` is `i % 251`.
 pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// Drops the file's pages from the page cache (after writing them out), so
+/// that the next read of it comes from the storage; nothing where the
+/// system has no way to ask for it.
+pub fn evict(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: posix_fadvise only drops clean pages of the open file.
+        #[cfg(not(target_os = "macos"))]
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+        };
+        #[cfg(target_os = "macos")]
+        let _ = file.as_raw_fd();
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// A command running the built `bt2sum` binary.

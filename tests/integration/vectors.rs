@@ -1,7 +1,8 @@
 //! Every digest path against the committed vectors of
 //! `scripts/gen_vectors.py` (Python's hashlib as the oracle): one-shot,
 //! streamed in uneven pieces, read from a trickling reader, hashed from a
-//! file (read or mapped), on the global pool and on a one-thread pool; and
+//! file (read or mapped, in memory or read ahead from the storage), on the
+//! global pool and on a one-thread pool; and
 //! on both leaf kernels where the CPU has AVX-512 (this binary re-run with
 //! `BT2SUM_HASH_KERNEL=crate`).
 
@@ -14,7 +15,7 @@ use bt2sum::{
     hash_path, hash_reader,
 };
 
-use super::{Retried, pattern};
+use super::{Retried, evict, pattern};
 
 struct Vector {
     tree: TreeParams,
@@ -114,6 +115,15 @@ fn from_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String 
     hash_path(tree, &path).unwrap().to_hex()
 }
 
+/// From a file whose pages are not in memory: read ahead from the storage
+/// while it is hashed.
+fn from_cold_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String {
+    let path = dir.path().join("cold");
+    std::fs::write(&path, data).unwrap();
+    evict(&path);
+    hash_path(tree, &path).unwrap().to_hex()
+}
+
 #[test]
 fn every_path_matches_the_oracle() {
     let vectors = vectors();
@@ -141,6 +151,11 @@ fn every_path_matches_the_oracle() {
             "read in pieces, {what}"
         );
         assert_eq!(from_file(tree, &data, &dir), vector.hex, "file, {what}");
+        // Files of 1 MiB or more are mapped, and read ahead when cold.
+        if vector.len >= 1 << 20 {
+            let cold = from_cold_file(tree, &data, &dir);
+            assert_eq!(cold, vector.hex, "file not in memory, {what}");
+        }
         let (one_shot, file) =
             serial.install(|| (hash(tree, &data).to_hex(), from_file(tree, &data, &dir)));
         assert_eq!(one_shot, vector.hex, "one-shot on one thread, {what}");

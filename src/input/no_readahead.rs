@@ -1,0 +1,34 @@
+//! Where the reader thread of `readahead.rs` is not built (Windows, which
+//! has no cheap way to tell which pages of a file are in memory), nothing
+//! is read ahead by bt2sum: each mapped window is handed to the system's
+//! own prefetching as it is mapped (see `mapped`).
+
+use std::fs::File;
+use std::ops::Range;
+
+/// Never made: there is no reader.
+pub(super) enum ReadAhead {}
+
+/// Never made: nothing to wait for.
+pub(super) enum Arrival {}
+
+impl ReadAhead {
+    /// No reader.
+    pub(super) fn new(_file: &File) -> Option<ReadAhead> {
+        None
+    }
+
+    pub(super) fn ask(&self, _bytes: Range<u64>) {
+        match *self {}
+    }
+
+    pub(super) fn arrival(&self, _offset: u64) -> Arrival {
+        match *self {}
+    }
+}
+
+impl Arrival {
+    pub(super) fn wait(&self, _bytes: Range<usize>) {
+        match *self {}
+    }
+}

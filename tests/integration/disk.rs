@@ -1,0 +1,144 @@
+//! Reading from storage: every way the command reads files gives the same
+//! lines whether the files are in memory or not (then they are read ahead
+//! from the storage while they are hashed), and a leaf range reads only
+//! its own part of a file.
+
+use std::path::Path;
+
+use super::{evict, pattern, run_in, status, stderr, stdout};
+
+/// Runs `args` in `dir` twice, with the files in memory and then with
+/// `files` dropped from the page cache, and says what both printed.
+fn warm_and_cold(dir: &Path, files: &[&str], args: &[&str], stdin: &[u8]) -> (String, String) {
+    let warm = run_in(dir, args, stdin);
+    assert_eq!(status(&warm), 0, "{args:?}: {}", stderr(&warm));
+    for file in files {
+        evict(&dir.join(file));
+    }
+    let cold = run_in(dir, args, stdin);
+    assert_eq!(status(&cold), 0, "{args:?} (cold): {}", stderr(&cold));
+    (stdout(&warm), stdout(&cold))
+}
+
+#[test]
+fn files_read_from_storage_give_the_lines_they_give_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tree")).unwrap();
+    let files = [
+        ("big", (23 << 20) + 7),
+        ("tree/a", 11 << 20),
+        ("tree/b", 3 << 20),
+        ("tree/c", 5000),
+    ];
+    for (name, len) in files {
+        std::fs::write(dir.path().join(name), pattern(len)).unwrap();
+    }
+    let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
+    let listing = run_in(dir.path(), ["--leaves", "-t", "1m", "big", "tree/a"], b"");
+    std::fs::write(dir.path().join("LIST"), &listing.stdout).unwrap();
+    let commands: [&[&str]; 9] = [
+        &["big"],
+        &["--cpus", "1", "big"],
+        &["-a", "blake2s", "big", "tree/a", "tree/b"],
+        &["--leaves", "big"],
+        &["--leaves", "-t", "4k", "tree/b"],
+        &["--leaves", "--leaf-range", "3..9", "-t", "1m", "big"],
+        &["-r", "tree"],
+        &["-c", "LIST"],
+        &["-t", "9m", "big"],
+    ];
+    let mut checked = 0;
+    for args in commands {
+        let (warm, cold) = warm_and_cold(dir.path(), &names, args, b"");
+        assert!(!warm.is_empty(), "{args:?}");
+        assert_eq!(cold, warm, "{args:?}");
+        checked += 1;
+    }
+    // Standard input that is a regular file, as `bt2sum < big`.
+    let (warm, cold) = stdin_file(dir.path(), "big");
+    assert_eq!(cold, warm);
+    assert_eq!(checked, 9);
+}
+
+/// `bt2sum < NAME`, warm then cold.
+fn stdin_file(dir: &Path, name: &str) -> (String, String) {
+    let run = || {
+        let output = super::bt2sum()
+            .current_dir(dir)
+            .stdin(std::fs::File::open(dir.join(name)).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(status(&output), 0, "{}", stderr(&output));
+        stdout(&output)
+    };
+    let warm = run();
+    evict(&dir.join(name));
+    (warm, run())
+}
+
+/// Which of a file's pages are in the page cache, a flag per page
+/// (`mincore` on a mapping of it).
+#[cfg(target_os = "linux")]
+fn resident_pages(path: &Path) -> Vec<bool> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap();
+    let len = file.metadata().unwrap().len() as usize;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    // SAFETY: a shared read-only mapping of an open file, only asked which
+    // of its pages are in memory, and unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(map, libc::MAP_FAILED);
+    let mut pages = vec![0u8; len.div_ceil(page)];
+    // SAFETY: the mapping is live and `pages` has a byte per page of it.
+    assert_eq!(unsafe { libc::mincore(map, len, pages.as_mut_ptr()) }, 0);
+    // SAFETY: unmaps the mapping made above, which nothing else uses.
+    unsafe { libc::munmap(map, len) };
+    pages.iter().map(|&flag| flag & 1 != 0).collect()
+}
+
+/// A leaf range reads its own bytes: the file before it stays on the
+/// storage, and no more than the kernel's read-ahead is read past it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_leaf_range_reads_only_its_own_part_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big");
+    std::fs::write(&path, pattern(96 << 20)).unwrap();
+    evict(&path);
+    let before = resident_pages(&path);
+    if before.iter().any(|&resident| resident) {
+        eprintln!("a_leaf_range_reads_only_its_own_part_of_the_file: pages stay in memory here");
+        return;
+    }
+    let args = ["--leaves", "-t", "1m", "--leaf-range", "40..48", "big"];
+    let output = run_in(dir.path(), args, b"");
+    assert_eq!(status(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output).lines().count(), 8);
+    let resident = resident_pages(&path);
+    let page = (96 << 20) / resident.len();
+    let mib = (1 << 20) / page;
+    assert!(
+        resident[40 * mib..48 * mib].iter().all(|&r| r),
+        "the range was read"
+    );
+    assert!(
+        !resident[..40 * mib].iter().any(|&r| r),
+        "bytes before the range were read"
+    );
+    let past = resident[48 * mib..].iter().filter(|&&r| r).count();
+    assert!(
+        past <= 32 * mib,
+        "{} MiB past the range were read",
+        past / mib
+    );
+}
