@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use memmap2::{Mmap, MmapOptions};
 
+use super::platform;
 use super::readahead::{Arrival, ReadAhead};
 use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
@@ -25,6 +26,9 @@ pub(super) struct MappedFile<'a> {
     /// The reading ahead of its bytes, started when bytes not in memory
     /// are first asked for; `None` inside if it could not be.
     read_ahead: OnceLock<Option<ReadAhead>>,
+    /// Whether it may be mapped (see `platform::safe_to_map`); if not, it
+    /// is read at offsets.
+    mappable: bool,
 }
 
 impl<'a> MappedFile<'a> {
@@ -35,6 +39,7 @@ impl<'a> MappedFile<'a> {
             before,
             start,
             read_ahead: OnceLock::new(),
+            mappable: platform::safe_to_map(file),
         }
     }
 
@@ -56,6 +61,9 @@ impl RandomAccess for MappedFile<'_> {
     }
 
     fn map(&self, bytes: Range<u64>) -> Option<Box<dyn Mapping>> {
+        if !self.mappable {
+            return None;
+        }
         let offset = self.start + bytes.start;
         let arrival = self.reader().map(|reader| reader.arrival(offset));
         let window = Window::map(self.file, offset, bytes.end - bytes.start, arrival)?;
@@ -146,12 +154,46 @@ impl Window {
         } else {
             memmap2::Advice::Sequential
         });
+        #[cfg(windows)]
+        prefetch(&map);
         Some(Window {
             guard,
             map,
             arrival,
         })
     }
+}
+
+/// Asks Windows to read a window into memory, in large requests and
+/// ahead of the pool's page faults (`PrefetchVirtualMemory`, which only
+/// starts the reads). Windows are mapped in file order, so the storage is
+/// asked for the file front to back. A refusal changes nothing.
+#[cfg(windows)]
+fn prefetch(map: &Mmap) {
+    use std::ffi::c_void;
+
+    #[repr(C)]
+    struct MemoryRange {
+        address: *mut c_void,
+        size: usize,
+    }
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetCurrentProcess() -> *mut c_void;
+        fn PrefetchVirtualMemory(
+            process: *mut c_void,
+            count: usize,
+            ranges: *const MemoryRange,
+            flags: u32,
+        ) -> i32;
+    }
+    let range = MemoryRange {
+        address: map.as_ptr().cast_mut().cast(),
+        size: map.len(),
+    };
+    // SAFETY: one range, live for the call, covering a view this process
+    // has mapped; the call only schedules reads of its pages.
+    unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &range, 0) };
 }
 
 impl LeafBytes for Window {

@@ -1,7 +1,8 @@
 //! Where the reader thread of `readahead.rs` is not built (Windows, which
-//! has no cheap way to tell which pages of a file are in memory), nothing
-//! is read ahead by bt2sum: each mapped window is handed to the system's
-//! own prefetching as it is mapped (see `mapped`).
+//! has no cheap way to tell which pages of a file are in memory, so that a
+//! reader would copy files that are in memory already), no thread reads
+//! ahead: each mapped window is handed to the system's own prefetching as
+//! it is mapped, in file order (`PrefetchVirtualMemory`, see `mapped`).
 
 use std::fs::File;
 use std::ops::Range;

@@ -1,5 +1,6 @@
 //! What opening and reading need from the operating system: what an open
-//! file is, opening a FIFO without waiting for its writer, and wider pipes.
+//! file is, whether it is safe to map, opening a FIFO without waiting for
+//! its writer, and wider pipes.
 //! (Windows has no FIFO that opening waits on, and its pipes keep their
 //! size: there the file is opened as it is, and read in large blocks.)
 
@@ -36,6 +37,95 @@ pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
     // readable: it is read to its end as a stream, without the size or
     // the check for changes.
     Ok(file.metadata().ok())
+}
+
+/// Whether a regular file may be mapped: everywhere but on Windows, where
+/// a mapped view of a file on a network share or a removable drive ends
+/// the process on an I/O error (`EXCEPTION_IN_PAGE_ERROR`); such a file
+/// is read instead. (Unix turns the same failure into `EIO` through the
+/// SIGBUS guard.)
+#[cfg(unix)]
+pub(super) fn safe_to_map(_file: &File) -> bool {
+    true
+}
+
+/// Whether a regular file may be mapped: not if its volume is remote or
+/// removable, as the system describes the device it is on
+/// (`FileFsDeviceInformation`); if the system cannot say, not either.
+#[cfg(windows)]
+pub(super) fn safe_to_map(file: &File) -> bool {
+    use std::os::windows::io::{AsRawHandle, RawHandle};
+
+    #[repr(C)]
+    struct IoStatusBlock {
+        status: usize,
+        information: usize,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct DeviceInformation {
+        device_type: u32,
+        characteristics: u32,
+    }
+    const FILE_FS_DEVICE_INFORMATION: u32 = 4;
+    #[link(name = "ntdll")]
+    unsafe extern "system" {
+        fn NtQueryVolumeInformationFile(
+            file: RawHandle,
+            status: *mut IoStatusBlock,
+            information: *mut DeviceInformation,
+            length: u32,
+            class: u32,
+        ) -> i32;
+    }
+    let mut status = IoStatusBlock {
+        status: 0,
+        information: 0,
+    };
+    let mut device = DeviceInformation::default();
+    // SAFETY: the handle is open for the call, and the two structures are
+    // live and laid out as the call writes them (`IO_STATUS_BLOCK`,
+    // `FILE_FS_DEVICE_INFORMATION`), the second of the length given.
+    let result = unsafe {
+        NtQueryVolumeInformationFile(
+            file.as_raw_handle(),
+            &mut status,
+            &mut device,
+            size_of::<DeviceInformation>() as u32,
+            FILE_FS_DEVICE_INFORMATION,
+        )
+    };
+    result >= 0 && local_fixed_device(device.device_type, device.characteristics)
+}
+
+/// Whether a device, as `FILE_FS_DEVICE_INFORMATION` describes it, is a
+/// local, fixed one: not a network file system, not a CD or DVD, not
+/// remote, removable or a floppy disk.
+#[cfg(windows)]
+fn local_fixed_device(device_type: u32, characteristics: u32) -> bool {
+    const FILE_DEVICE_CD_ROM: u32 = 0x02;
+    const FILE_DEVICE_CD_ROM_FILE_SYSTEM: u32 = 0x03;
+    const FILE_DEVICE_DFS: u32 = 0x06;
+    const FILE_DEVICE_DVD: u32 = 0x33;
+    const FILE_DEVICE_NETWORK: u32 = 0x12;
+    const FILE_DEVICE_NETWORK_FILE_SYSTEM: u32 = 0x14;
+    const FILE_DEVICE_NETWORK_REDIRECTOR: u32 = 0x28;
+    const FILE_REMOVABLE_MEDIA: u32 = 0x01;
+    const FILE_FLOPPY_DISKETTE: u32 = 0x04;
+    const FILE_REMOTE_DEVICE: u32 = 0x10;
+    let remote_or_removable = matches!(
+        device_type,
+        FILE_DEVICE_CD_ROM
+            | FILE_DEVICE_CD_ROM_FILE_SYSTEM
+            | FILE_DEVICE_DFS
+            | FILE_DEVICE_DVD
+            | FILE_DEVICE_NETWORK
+            | FILE_DEVICE_NETWORK_FILE_SYSTEM
+            | FILE_DEVICE_NETWORK_REDIRECTOR
+    ) || characteristics
+        & (FILE_REMOVABLE_MEDIA | FILE_FLOPPY_DISKETTE | FILE_REMOTE_DEVICE)
+        != 0;
+    !remote_or_removable
 }
 
 /// Opens `path` for reading.
@@ -137,3 +227,41 @@ pub(super) fn widen_pipe(file: &File) {
 /// Pipes keep their size where it cannot be changed.
 #[cfg(not(target_os = "linux"))]
 pub(super) fn widen_pipe(_file: &File) {}
+
+#[cfg(all(test, windows))]
+mod tests {
+    use super::*;
+
+    /// A file on a local disk is mapped; the devices of shares, CDs, DVDs
+    /// and removable drives are not.
+    #[test]
+    fn only_local_fixed_devices_are_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("local");
+        std::fs::write(&path, b"bytes").unwrap();
+        assert!(safe_to_map(&File::open(&path).unwrap()));
+        // (device type, characteristics, mapped)
+        let table = [
+            (0x07, 0x00, true),  // a disk
+            (0x08, 0x00, true),  // a disk file system
+            (0x07, 0x20, true),  // a disk, device mounted (not removable)
+            (0x07, 0x01, false), // a removable disk
+            (0x07, 0x04, false), // a floppy disk
+            (0x07, 0x10, false), // a remote device
+            (0x02, 0x00, false), // a CD
+            (0x03, 0x00, false), // a CD file system
+            (0x33, 0x00, false), // a DVD
+            (0x14, 0x00, false), // a network file system
+            (0x12, 0x10, false), // a network device
+            (0x28, 0x00, false), // a network redirector
+            (0x06, 0x00, false), // a distributed file system
+        ];
+        for (device_type, characteristics, mapped) in table {
+            assert_eq!(
+                local_fixed_device(device_type, characteristics),
+                mapped,
+                "{device_type:#x} {characteristics:#x}"
+            );
+        }
+    }
+}
