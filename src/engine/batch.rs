@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::kernel::hash_leaf_run;
+use super::kernel::{LeafKernel, hash_leaf_run};
 use super::pipeline::LeafBytes;
 use super::tuning::{self, Spread};
 use super::{Root, Sink};
@@ -43,16 +43,20 @@ pub(crate) fn hash_leaves(
     };
     out.clear();
     out.resize(count * size, 0);
-    // The input's last leaf goes to a task of its own where the lane
-    // kernel leaves it to the crates (see `tuning::last_leaf_apart`).
-    let apart = last_leaf.is_some() && count > 1 && tuning::last_leaf_apart();
+    let kernel = tuning::batch_kernel(tree, count, last_leaf.is_some(), spread.threads());
+    // The AVX-512 kernels leave the input's last leaf to the crates, which
+    // hash a lone leaf a lane at a time: after a lane group on the same
+    // thread it would add most of a group's time, so it is a task of its
+    // own. (The crates' own lane groups take it for free.)
+    let apart = last_leaf.is_some() && count > 1 && kernel == LeafKernel::Avx512;
     let body = if apart { count - 1 } else { count };
-    let per_task = tuning::leaves_per_task(tree, body, spread);
+    let per_task = tuning::leaves_per_task(tree, kernel, body, spread);
     // Hashes `data`, the leaves from index `index` of this batch.
     let run = |index: usize, data: &[u8], out: &mut [u8]| {
         let start = index * leaf;
         pages.wait_for(start..start + data.len());
         hash_leaf_run(
+            kernel,
             tree,
             first + index as u64,
             data,

@@ -142,30 +142,85 @@ pub(crate) fn has_big_leaves(tree: &TreeParams) -> bool {
     tree.leaf_size() > BIG_LEAF
 }
 
-/// The leaves one pool task hashes out of `count`: enough to amortise the
-/// hand-off and fill a SIMD group, but no more than an even share, so that
-/// few big leaves still spread over every thread. With the AVX-512 kernels
-/// the share is rounded up to a whole lane group: they hash 3 leaves in the
-/// time of 8 (or 16), so splitting a group over two threads gains nothing.
-pub(crate) fn leaves_per_task(tree: &TreeParams, count: usize, spread: Spread) -> usize {
-    let degree = simd_degree(tree.algorithm());
+/// The kernel that hashes a batch of `count` leaves, the last of which is
+/// the input's final leaf if `ends`, spread over `threads` threads.
+///
+/// bt2sum's AVX-512 kernels hash 8 (BLAKE2b) or 16 (BLAKE2s) leaves at once
+/// in about the time the crates' AVX2 kernels hash 4 or 8: twice the work
+/// per thread, but in groups twice as large, and a group costs the same
+/// whether its lanes are full or not. The input's final leaf, and a lone
+/// leaf left over from a group, go to the crates a lane at a time. So
+/// where a batch is too small to give every thread full groups, the
+/// crates can finish sooner by spreading the leaves over more threads: 8
+/// leaves on two threads are one AVX-512 group on one thread (and the last
+/// leaf on the other), or two crate groups of 4, one on each, which is
+/// never slower. Each way is counted in rounds (a lane group is two
+/// halves, a lone leaf one, assigned to the least loaded thread), and the
+/// AVX-512 kernels are used only where they take fewer.
+pub(crate) fn batch_kernel(
+    tree: &TreeParams,
+    count: usize,
+    ends: bool,
+    threads: usize,
+) -> LeafKernel {
+    if LeafKernel::active() != LeafKernel::Avx512 {
+        return LeafKernel::Crates;
+    }
+    let algorithm = tree.algorithm();
+    let (wide, narrow) = (
+        LeafKernel::Avx512.lanes(algorithm),
+        LeafKernel::Crates.lanes(algorithm),
+    );
+    let threads = threads.max(1);
+    if count >= 4 * threads * wide {
+        // Full groups on every thread, many times over.
+        return LeafKernel::Avx512;
+    }
+    let last = usize::from(ends && count > 0);
+    let body = count - last;
+    let lone = usize::from(body % wide == 1);
+    let groups = (body - lone).div_ceil(wide);
+    let lanes = halves_per_thread(threads, groups, lone + last);
+    let crates = halves_per_thread(threads, count.div_ceil(narrow), 0);
+    if lanes < crates {
+        LeafKernel::Avx512
+    } else {
+        LeafKernel::Crates
+    }
+}
+
+/// The most work any of `threads` threads gets, in halves of a lane group,
+/// when `groups` lane groups (two halves each) and then `singles` lone
+/// leaves (one half each) go each to the least loaded thread.
+fn halves_per_thread(threads: usize, groups: usize, singles: usize) -> usize {
+    let mut loads = vec![0usize; threads];
+    for cost in std::iter::repeat_n(2, groups).chain(std::iter::repeat_n(1, singles)) {
+        *loads.iter_mut().min().expect("at least one thread") += cost;
+    }
+    loads.into_iter().max().unwrap_or(0)
+}
+
+/// The leaves one pool task hashes out of `count`, with `kernel`: enough
+/// to amortise the hand-off and fill a SIMD group, but no more than an
+/// even share, so that few big leaves still spread over every thread. With
+/// the AVX-512 kernels the share is rounded up to a whole lane group: they
+/// hash 3 leaves in the time of 8 (or 16), so splitting a group over two
+/// threads gains nothing.
+pub(crate) fn leaves_per_task(
+    tree: &TreeParams,
+    kernel: LeafKernel,
+    count: usize,
+    spread: Spread,
+) -> usize {
+    let degree = kernel.lanes(tree.algorithm());
     let mut even_share = count.div_ceil(spread.threads()).max(1);
-    if LeafKernel::active() == LeafKernel::Avx512 {
+    if kernel == LeafKernel::Avx512 {
         even_share = even_share.next_multiple_of(degree);
     }
     (TASK_BYTES / leaf_size(tree))
         .next_multiple_of(degree)
         .max(degree)
         .min(even_share)
-}
-
-/// Whether the last leaf of an input is hashed as a pool task of its own.
-/// The AVX-512 kernels leave it to the crates, which hash a lone leaf a
-/// lane at a time: after a lane group on the same thread it would add
-/// most of a group's time (a 40 MiB file, 8 leaves, took 1.4 times as long
-/// on two threads as on one). The crates' own lane groups take it for free.
-pub(crate) fn last_leaf_apart() -> bool {
-    LeafKernel::active() == LeafKernel::Avx512
 }
 
 fn leaf_size(tree: &TreeParams) -> usize {
@@ -184,3 +239,62 @@ pub(crate) const QUIET_BEFORE_FLUSH: std::time::Duration = std::time::Duration::
 /// 4 KiB leaves): worth overlapping with the leaves (see
 /// `many::hash_on_caller`).
 pub(crate) const ROOT_SHARE: u64 = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_goes_to_the_least_loaded_thread() {
+        assert_eq!(halves_per_thread(2, 1, 1), 2);
+        assert_eq!(halves_per_thread(2, 2, 1), 3);
+        assert_eq!(halves_per_thread(2, 3, 0), 4);
+        assert_eq!(halves_per_thread(1, 3, 2), 8);
+        assert_eq!(halves_per_thread(4, 0, 3), 1);
+        assert_eq!(halves_per_thread(3, 0, 0), 0);
+    }
+
+    /// With the AVX-512 kernels, a batch too small to give every thread a
+    /// lane group goes to the crates, which spread it; larger ones keep
+    /// the wide kernels. (Where the CPU has no AVX-512, always the crates.)
+    #[test]
+    fn small_batches_on_many_threads_go_to_the_crates() {
+        let tree = TreeParams::default();
+        if LeafKernel::active() != LeafKernel::Avx512 {
+            assert_eq!(batch_kernel(&tree, 1000, true, 2), LeafKernel::Crates);
+            return;
+        }
+        if LeafKernel::Crates.lanes(Algorithm::Blake2b) != 4 {
+            eprintln!(
+                "small_batches_on_many_threads_go_to_the_crates: the crates have no AVX2 here"
+            );
+            return;
+        }
+        // (leaves, ends, threads, AVX-512?)
+        let table = [
+            (8, true, 2, false),  // 7 leaves in one group, or 2 crate groups
+            (4, true, 2, false),  // one group either way
+            (9, true, 2, true),   // 8 in one group and the last, or 3 crate groups
+            (16, true, 2, true),  // 2 groups and the last, or 4 crate groups
+            (16, false, 2, true), // 2 groups, or 4
+            (32, false, 2, true), // 4 groups, or 8
+            (8, true, 1, true),   // one thread: fewer groups is sooner
+            (8, false, 4, false), // one group, or 2 on two of the threads
+            (2, true, 2, true),   // a lone leaf and the last, a lane each
+            (1, true, 2, true),   // only the last leaf, a lane either way
+            (10_000, true, 2, true),
+        ];
+        for (count, ends, threads, avx512) in table {
+            let expected = if avx512 {
+                LeafKernel::Avx512
+            } else {
+                LeafKernel::Crates
+            };
+            assert_eq!(
+                batch_kernel(&tree, count, ends, threads),
+                expected,
+                "{count} leaves, ends {ends}, {threads} threads"
+            );
+        }
+    }
+}

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use memmap2::{Mmap, MmapOptions};
 
 use super::platform;
-use super::readahead::{Arrival, ReadAhead};
+use super::readahead::{self, Arrival, ReadAhead};
 use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
 use crate::error::Error;
@@ -54,9 +54,14 @@ impl RandomAccess for MappedFile<'_> {
     }
 
     fn read_ahead(&self, bytes: Range<u64>) {
+        let bytes = self.start + bytes.start..self.start + bytes.end;
+        // A file in memory is hashed without a reader.
+        if readahead::in_memory(self.file, bytes.clone()) {
+            return;
+        }
         let reader = self.read_ahead.get_or_init(|| ReadAhead::new(self.file));
         if let Some(reader) = reader {
-            reader.ask(self.start + bytes.start..self.start + bytes.end);
+            reader.ask(bytes);
         }
     }
 
@@ -65,8 +70,11 @@ impl RandomAccess for MappedFile<'_> {
             return None;
         }
         let offset = self.start + bytes.start;
-        let arrival = self.reader().map(|reader| reader.arrival(offset));
-        let window = Window::map(self.file, offset, bytes.end - bytes.start, arrival)?;
+        let len = bytes.end - bytes.start;
+        let arrival = self
+            .reader()
+            .and_then(|reader| reader.arrival(offset..offset + len));
+        let window = Window::map(self.file, offset, len, arrival)?;
         Some(Box::new(window))
     }
 

@@ -13,6 +13,11 @@ pub(super) enum ReadAhead {}
 /// Never made: nothing to wait for.
 pub(super) enum Arrival {}
 
+/// Nothing is read ahead, so nothing needs to be told in memory.
+pub(super) fn in_memory(_file: &File, _bytes: Range<u64>) -> bool {
+    false
+}
+
 impl ReadAhead {
     /// No reader.
     pub(super) fn new(_file: &File) -> Option<ReadAhead> {
@@ -23,7 +28,7 @@ impl ReadAhead {
         match *self {}
     }
 
-    pub(super) fn arrival(&self, _offset: u64) -> Arrival {
+    pub(super) fn arrival(&self, _bytes: Range<u64>) -> Option<Arrival> {
         match *self {}
     }
 }

@@ -98,10 +98,9 @@ impl ReadAhead {
     }
 
     /// Asks for the file's `bytes` to be read, after everything asked
-    /// before. Bytes that are all in the page cache already are not asked
-    /// for (where the system can tell at once: Linux 6.5 and later).
+    /// before.
     pub(super) fn ask(&self, bytes: Range<u64>) {
-        if bytes.is_empty() || cached(&self.shared.file, bytes.clone()) == Some(true) {
+        if bytes.is_empty() {
             return;
         }
         let Some(queue) = queue() else { return };
@@ -110,13 +109,37 @@ impl ReadAhead {
         queue.asked.notify_one();
     }
 
-    /// The waiting for a window that starts at `offset` in the file.
-    pub(super) fn arrival(&self, offset: u64) -> Arrival {
-        Arrival {
+    /// The waiting for a window of the file's `bytes`, if any of them are
+    /// still to be read (a window whose bytes were in memory when asked
+    /// for, or have been read since, has nothing to wait for).
+    pub(super) fn arrival(&self, bytes: Range<u64>) -> Option<Arrival> {
+        let pending = self.shared.lock();
+        let waits = pending
+            .ranges
+            .iter()
+            .any(|asked| asked.start < bytes.end && bytes.start < asked.end);
+        drop(pending);
+        waits.then(|| Arrival {
             shared: Arc::clone(&self.shared),
-            offset,
-        }
+            offset: bytes.start,
+        })
     }
+}
+
+/// Whether the file's `bytes` are in the page cache, as far as a quick
+/// look tells (where the system can tell at once: Linux 6.5 and later;
+/// elsewhere `false`): then they need not be asked for. A long range is judged by its first and last chunks, which
+/// costs far less than asking of every page (a file hashed warm asks of
+/// each window), and finds what a file read before in whole or in part
+/// leaves in memory. A range found in memory that is not, in its middle,
+/// is read by the pool's own page faults.
+pub(super) fn in_memory(file: &File, bytes: Range<u64>) -> bool {
+    let chunk = tuning::READ_AHEAD_CHUNK;
+    if bytes.end - bytes.start <= 2 * chunk {
+        return cached(file, bytes) == Some(true);
+    }
+    cached(file, bytes.start..bytes.start + chunk) == Some(true)
+        && cached(file, bytes.end - chunk..bytes.end) == Some(true)
 }
 
 impl Drop for ReadAhead {
@@ -578,10 +601,14 @@ mod tests {
         let file = File::open(&path).unwrap();
         let reader = ReadAhead::new(&file).expect("a reader");
         reader.ask(3 << 20..(17 << 20) + 5);
-        reader.arrival(1 << 20).wait(0..16 << 20);
+        let window = (1 << 20)..(17 << 20);
+        reader
+            .arrival(window)
+            .expect("bytes to wait for")
+            .wait(0..16 << 20);
         assert!(mapped_and_resident(&file, 3 << 20..17 << 20));
         // Bytes never asked for are not waited for.
-        reader.arrival(18 << 20).wait(0..1);
+        assert!(reader.arrival(18 << 20..19 << 20).is_none());
     }
 
     #[test]
@@ -594,7 +621,7 @@ mod tests {
         // Asked for, but never handed to the reader thread: only abandoning
         // the reading can end the wait.
         reader.shared.lock().ranges.push_back(0..5);
-        let arrival = reader.arrival(0);
+        let arrival = reader.arrival(0..5).expect("bytes to wait for");
         std::thread::scope(|scope| {
             let waiter = scope.spawn(move || arrival.wait(0..5));
             std::thread::sleep(std::time::Duration::from_millis(20));

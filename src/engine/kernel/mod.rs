@@ -72,7 +72,7 @@ impl LeafKernel {
         let leaf = tree.leaf_size() as usize;
         assert!(data.len().is_multiple_of(leaf), "whole leaves");
         assert_eq!(out.len(), data.len() / leaf * tree.digest_size());
-        hash_leaf_run_on(self, tree, first, data, None, out, &mut |_| {});
+        hash_leaf_run(self, tree, first, data, None, out, &mut |_| {});
     }
 
     /// Its name: `crate` or `avx512`.
@@ -177,30 +177,10 @@ macro_rules! hash_leaf_run {
 }
 
 /// Hashes the leaves in `data` (whole leaves, but the final one may be
-/// short), numbered from `first`, into `out`; the leaf numbered
-/// `last_leaf`, if any, gets the last-node flag. `release` is told of each
-/// range of `data` once it is hashed.
+/// short), numbered from `first`, into `out`, with `kernel` (which the CPU
+/// must run); the leaf numbered `last_leaf`, if any, gets the last-node
+/// flag. `release` is told of each range of `data` once it is hashed.
 pub(crate) fn hash_leaf_run(
-    tree: &TreeParams,
-    first: u64,
-    data: &[u8],
-    last_leaf: Option<u64>,
-    out: &mut [u8],
-    release: &mut dyn FnMut(Range<usize>),
-) {
-    hash_leaf_run_on(
-        LeafKernel::active(),
-        tree,
-        first,
-        data,
-        last_leaf,
-        out,
-        release,
-    );
-}
-
-/// [`hash_leaf_run`] with `kernel` (which the CPU must run).
-fn hash_leaf_run_on(
     kernel: LeafKernel,
     tree: &TreeParams,
     first: u64,
@@ -679,7 +659,7 @@ mod tests {
             let mut outs = [LeafKernel::Avx512, LeafKernel::Crates].map(|kernel| {
                 let mut out = vec![0; count as usize * size];
                 let mut released = Vec::new();
-                hash_leaf_run_on(
+                hash_leaf_run(
                     kernel,
                     &tree,
                     first,
