@@ -156,7 +156,9 @@ pub(crate) fn has_big_leaves(tree: &TreeParams) -> bool {
 /// leaf on the other), or two crate groups of 4, one on each, which is
 /// never slower. Each way is counted in rounds (a lane group is two
 /// halves, a lone leaf one, assigned to the least loaded thread), and the
-/// AVX-512 kernels are used only where they take fewer.
+/// crates are used where they take no more, if all their groups are full:
+/// the crates hash the leaves left over from their last full group one
+/// lane at a time, each in most of a group's time.
 pub(crate) fn batch_kernel(
     tree: &TreeParams,
     count: usize,
@@ -172,8 +174,9 @@ pub(crate) fn batch_kernel(
         LeafKernel::Crates.lanes(algorithm),
     );
     let threads = threads.max(1);
-    if count >= 4 * threads * wide {
-        // Full groups on every thread, many times over.
+    if count >= 4 * threads * wide || !count.is_multiple_of(narrow) {
+        // Full groups on every thread, many times over; or leaves the
+        // crates would hash a lane at a time.
         return LeafKernel::Avx512;
     }
     let last = usize::from(ends && count > 0);
@@ -181,11 +184,11 @@ pub(crate) fn batch_kernel(
     let lone = usize::from(body % wide == 1);
     let groups = (body - lone).div_ceil(wide);
     let lanes = halves_per_thread(threads, groups, lone + last);
-    let crates = halves_per_thread(threads, count.div_ceil(narrow), 0);
-    if lanes < crates {
-        LeafKernel::Avx512
-    } else {
+    let crates = halves_per_thread(threads, count / narrow, 0);
+    if crates <= lanes {
         LeafKernel::Crates
+    } else {
+        LeafKernel::Avx512
     }
 }
 
@@ -274,12 +277,14 @@ mod tests {
         let table = [
             (8, true, 2, false),  // 7 leaves in one group, or 2 crate groups
             (4, true, 2, false),  // one group either way
-            (9, true, 2, true),   // 8 in one group and the last, or 3 crate groups
+            (9, true, 2, true),   // 8 in one group and the last, or 2 crate groups and a lane
             (16, true, 2, true),  // 2 groups and the last, or 4 crate groups
             (16, false, 2, true), // 2 groups, or 4
             (32, false, 2, true), // 4 groups, or 8
             (8, true, 1, true),   // one thread: fewer groups is sooner
             (8, false, 4, false), // one group, or 2 on two of the threads
+            (7, true, 2, true),   // a crate group and 3 leaves a lane at a time
+            (13, true, 2, true),  // likewise
             (2, true, 2, true),   // a lone leaf and the last, a lane each
             (1, true, 2, true),   // only the last leaf, a lane either way
             (10_000, true, 2, true),

@@ -14,8 +14,9 @@
 //! cache a chunk at a time, front to back, as a sequential reader would (so
 //! the kernel's own read-ahead sends the storage its largest requests), and
 //! a pool task waits ([`Arrival::wait`]) until the reader is past the bytes
-//! it is about to touch. Bytes already in the page cache are passed over:
-//! a file that is in memory is never copied or faulted in twice.
+//! it is about to touch. Bytes found in the page cache when the engine
+//! asks for them are not asked of the reader ([`in_memory`]): a file that
+//! is in memory is hashed as if there were no reader.
 //!
 //! One reader serves every file of the process, one asked range at a time
 //! in the order they were asked: two files hashed at once are read a
@@ -53,8 +54,8 @@ pub(super) struct Arrival {
 
 /// What the reader and the hashing threads share for one file.
 struct Shared {
-    /// A duplicate of the file's descriptor, so that the reader never
-    /// outlives the file it reads.
+    /// The file, opened again for the reader (see [`open_again`]), so that
+    /// the reader never outlives the file it reads.
     file: File,
     pending: Mutex<Pending>,
     /// Notified as the reader gets past a chunk, and when the file is
@@ -83,8 +84,8 @@ struct Queue {
 
 impl ReadAhead {
     /// Reading ahead for `file`; `None` if the reader thread could not be
-    /// started or the descriptor duplicated (the hashing then reads the
-    /// file through its own page faults, as well as they go).
+    /// started or the file opened again (the hashing then reads the file
+    /// through its own page faults, as well as they go).
     pub(super) fn new(file: &File) -> Option<ReadAhead> {
         queue()?;
         let file = open_again(file)?;
@@ -126,13 +127,13 @@ impl ReadAhead {
     }
 }
 
-/// Whether the file's `bytes` are in the page cache, as far as a quick
-/// look tells (where the system can tell at once: Linux 6.5 and later;
-/// elsewhere `false`): then they need not be asked for. A long range is judged by its first and last chunks, which
-/// costs far less than asking of every page (a file hashed warm asks of
-/// each window), and finds what a file read before in whole or in part
-/// leaves in memory. A range found in memory that is not, in its middle,
-/// is read by the pool's own page faults.
+/// Whether the file's `bytes` are in the page cache, as far as a quick look
+/// tells (where the system can tell at once: Linux 6.5 and later; elsewhere
+/// `false`): then they need not be asked for. A long range is judged by its
+/// first and last chunks, which costs far less than asking of every page
+/// (a file hashed warm asks of each window), and finds what a file read
+/// before, in whole or in part, leaves in memory. A range judged in memory
+/// that is not, in its middle, is read by the pool's own page faults.
 pub(super) fn in_memory(file: &File, bytes: Range<u64>) -> bool {
     let chunk = tuning::READ_AHEAD_CHUNK;
     if bytes.end - bytes.start <= 2 * chunk {
@@ -144,11 +145,7 @@ pub(super) fn in_memory(file: &File, bytes: Range<u64>) -> bool {
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        let mut pending = self.shared.lock();
-        pending.abandoned = true;
-        pending.ranges.clear();
-        drop(pending);
-        self.shared.arrived.notify_all();
+        self.shared.abandon();
     }
 }
 
@@ -171,6 +168,15 @@ impl Arrival {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Pending> {
         lock(&self.pending)
+    }
+
+    /// Nothing more is read or waited for.
+    fn abandon(&self) {
+        let mut pending = self.lock();
+        pending.abandoned = true;
+        pending.ranges.clear();
+        drop(pending);
+        self.arrived.notify_all();
     }
 
     /// Reads `bytes` a chunk at a time, telling the waiting threads as it
@@ -262,7 +268,16 @@ fn serve(queue: &'static Queue) {
             }
         };
         drop(requests);
-        file.read(bytes, &mut reader);
+        // A panic here (a bug) must not leave the pool waiting for bytes
+        // that will never be read: the file is abandoned, and the pool's
+        // own page faults read it.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            file.read(bytes, &mut reader);
+        }));
+        if read.is_err() {
+            file.abandon();
+            reader = Reader::default();
+        }
     }
 }
 
