@@ -17,22 +17,22 @@ pub(crate) enum EndOfInput {
     Yes,
 }
 
-/// Hashes the leaves in `data`, numbered from `first`, into `out` (resized to
-/// one digest a leaf), in parallel on the current rayon pool. Each task
+/// Hashes the leaves of `batch`, numbered from `first`, into `out` (resized
+/// to one digest a leaf), in parallel on the current rayon pool. Each task
 /// waits for the bytes it is about to read ([`LeafBytes::wait_for`]) and
 /// gives back those it is done with ([`LeafBytes::release`]).
 ///
-/// Unless the batch ends the input, `data` must hold whole leaves; if it does,
+/// Unless the batch ends the input, it must hold whole leaves; if it does,
 /// its final leaf may be short and gets the last-node flag.
 pub(crate) fn hash_leaves(
     tree: &TreeParams,
     first: u64,
-    pages: &dyn LeafBytes,
+    batch: &dyn LeafBytes,
     end: EndOfInput,
     out: &mut Vec<u8>,
     spread: Spread,
 ) {
-    let data = pages.bytes();
+    let data = batch.bytes();
     let leaf = tree.leaf_size() as usize;
     let size = tree.digest_size();
     let count = data.len().div_ceil(leaf);
@@ -54,7 +54,7 @@ pub(crate) fn hash_leaves(
     // Hashes `data`, the leaves from index `index` of this batch.
     let run = |index: usize, data: &[u8], out: &mut [u8]| {
         let start = index * leaf;
-        pages.wait_for(start..start + data.len());
+        batch.wait_for(start..start + data.len());
         hash_leaf_run(
             kernel,
             tree,
@@ -62,7 +62,7 @@ pub(crate) fn hash_leaves(
             data,
             last_leaf,
             out,
-            &mut |range| pages.release(start + range.start..start + range.end),
+            &mut |range| batch.release(start + range.start..start + range.end),
         );
     };
     let (body_data, last_data) = data.split_at(data.len().min(body * leaf));

@@ -152,8 +152,7 @@ impl Window {
         .ok()?;
         let guard = sigbus::Registration::new(map.as_ptr(), map.len())?;
         // Where the reader brings the bytes in, the pool's page faults must
-        // not start read-ahead of their own (from wherever a lane is, and
-        // in the reader's read-ahead state, which the file shares): they
+        // not start read-ahead of their own, from wherever a lane is: they
         // only map what the reader has read. Elsewhere a fault reads ahead
         // of itself, as for any sequential reader.
         #[cfg(unix)]
