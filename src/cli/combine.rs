@@ -4,8 +4,9 @@
 //!
 //! Every leaf line must be well formed, all must describe one file with one
 //! algorithm, digest size, leaf size and length, together they must list
-//! every leaf, and a leaf listed twice must have one digest. Checksum lines,
-//! blank lines and `#` comments are passed over; any other line is
+//! every leaf, and a leaf listed twice must have one digest. Checksum lines
+//! (the nameless one of standard input too), blank lines and `#` comments
+//! are passed over; any other line is
 //! improperly formatted. The first problem is reported (`LISTING: LINE: …`,
 //! or the first gap) and the exit status is 1. Memory stays bounded: lines
 //! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
@@ -14,7 +15,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 
-use bt2sum::format::checksum::{Line, parse_line, push_line};
+use bt2sum::format::checksum::{Line, parse_line, parse_nameless, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::leaves::Combiner;
 use bt2sum::{Algorithm, plain_message};
@@ -95,7 +96,11 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
                 .map_err(|error| at_line(error.to_string()))?;
             continue;
         }
-        // A listing made by --leaves holds checksum lines too.
+        // A listing made by --leaves holds checksum lines too, the nameless
+        // one of standard input included.
+        if parse_nameless(text).is_some() {
+            continue;
+        }
         if let Line::Bad = parse_line(text, Algorithm::Blake2b) {
             return Err(at_line("improperly formatted line".to_string()));
         }

@@ -177,6 +177,27 @@ pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
     })
 }
 
+/// The checksum of a nameless tagged line, `BLAKE2b-N = HEX`: what hashing
+/// standard input prints when no FILE is given (with or without its
+/// `\n`); `None` for any other line.
+///
+/// ```
+/// use bt2sum::format::checksum::parse_nameless;
+/// let line = format!("BLAKE2s-2 = {}\n", "ab".repeat(2));
+/// assert!(parse_nameless(line.as_bytes()).is_some());
+/// assert!(parse_nameless(b"BLAKE2s-2 (x) = abab").is_none());
+/// ```
+pub fn parse_nameless(line: &[u8]) -> Option<(Algorithm, Digest)> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let (tag, rest) = Tag::parse(line)?;
+    let hex = rest.strip_prefix(b" = ")?;
+    if hex.len() != 2 * tag.digest_size {
+        return None;
+    }
+    Some((tag.algorithm, decode_hex(hex)?))
+}
+
 /// `BLAKE2b-N (NAME) = HEX`: the algorithm, the digest and the written name.
 fn parse_tagged(body: &[u8]) -> Option<(Algorithm, Digest, &[u8])> {
     let (tag, rest) = Tag::parse(body)?;

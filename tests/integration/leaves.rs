@@ -673,8 +673,18 @@ fn nameless_standard_input_lists_and_combines_nameless() {
     let leaf_lines: String = lines[1..].iter().rev().map(|l| format!("{l}\n")).collect();
     let combined = run(["--combine"], leaf_lines.as_bytes());
     assert_eq!(stdout(&combined), format!("{}\n", lines[0]));
+    // The whole listing, its nameless checksum line included, as piped
+    // from `bt2sum --leaves`.
+    let combined = run(["--combine"], text.as_bytes());
+    assert_eq!(
+        (stdout(&combined), status(&combined)),
+        (format!("{}\n", lines[0]), 0)
+    );
     let empty = run(["--leaves"], b"");
     assert!(stdout(&empty).ends_with("\nBLAKE2b-64 leaves=0 total=0 tree=5242880\n"));
+    let combined = run(["--combine"], &empty.stdout);
+    let nameless_empty = stdout(&run(Vec::<&str>::new(), b""));
+    assert_eq!((stdout(&combined), status(&combined)), (nameless_empty, 0));
     let dash = run(["--leaves", "-t", "1k", "-"], &data);
     assert!(
         stdout(&dash).contains(" tree=1024 (-) = "),
