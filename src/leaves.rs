@@ -15,6 +15,7 @@ use crate::digest::Digest;
 use crate::engine::{LeafSink, Root, Sink};
 use crate::format::Tag;
 use crate::format::leaf::LeafLine;
+use crate::format::verdict::{shown_name, shown_path};
 use crate::params::TreeParams;
 
 /// Digest bytes one log keeps in memory before spilling to its file.
@@ -37,7 +38,7 @@ impl fmt::Display for SpillError {
         write!(
             f,
             "cannot keep leaf digests in a temporary file in {}: {}",
-            std::env::temp_dir().display(),
+            shown_path(&std::env::temp_dir()),
             crate::error::plain_message(&self.0)
         )
     }
@@ -326,7 +327,7 @@ impl From<io::Error> for CombineError {
 impl fmt::Display for CombineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |name: &Option<Vec<u8>>| match name {
-            Some(name) => String::from_utf8_lossy(name).into_owned(),
+            Some(name) => shown_name(name),
             None => "standard input".to_string(),
         };
         match self {

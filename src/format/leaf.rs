@@ -124,7 +124,8 @@ pub enum LeafLineError {
     Tag,
     /// A name that does not end in `)`, or an escaped line without a name.
     Name,
-    /// A field that is not `KEY=NUMBER`, or a key given twice, or unknown.
+    /// A field that is not `KEY=NUMBER`, or a key given twice, or unknown
+    /// (as messages show list text, [`super::shown`]).
     Field(String),
     /// A field the line must have is missing.
     Missing(&'static str),
@@ -184,7 +185,7 @@ impl Fields {
     fn parse(text: &[u8]) -> Result<Fields, LeafLineError> {
         let mut fields = Fields::default();
         for field in text.split(|&b| b == b' ') {
-            let bad = || LeafLineError::Field(String::from_utf8_lossy(field).into_owned());
+            let bad = || LeafLineError::Field(super::shown(field));
             let at = field.iter().position(|&b| b == b'=').ok_or_else(bad)?;
             let (key, digits) = (&field[..at], &field[at + 1..]);
             if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {

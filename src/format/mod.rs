@@ -115,6 +115,38 @@ pub fn push_shown(out: &mut Vec<u8>, name: &[u8]) {
     }
 }
 
+/// A name as lines print it; `None` if it cannot be printed.
+///
+/// On Unix, the bytes it is. On Windows, where names are Unicode, its UTF-8
+/// with every `\` written `/` (as b3sum prints them), so that lists made on
+/// Windows verify on Unix and the reverse; a name that is not valid Unicode
+/// cannot be printed as UTF-8.
+pub fn printed_name(name: &std::ffi::OsStr) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use std::borrow::Cow;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Some(Cow::Borrowed(name.as_bytes()))
+    }
+    #[cfg(not(unix))]
+    {
+        let name = name.to_str()?;
+        Some(if name.contains('\\') {
+            Cow::Owned(name.replace('\\', "/").into_bytes())
+        } else {
+            Cow::Borrowed(name.as_bytes())
+        })
+    }
+}
+
+/// Bytes of a list as a message echoes them ([`push_shown`]), as text:
+/// control bytes escaped, bytes that are not UTF-8 replaced.
+pub fn shown(bytes: &[u8]) -> String {
+    let mut out = Vec::new();
+    push_shown(&mut out, bytes);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The head of every line: `BLAKE2b-N` or `BLAKE2s-N`, N the digest size in
 /// bytes, in decimal without leading zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

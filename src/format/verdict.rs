@@ -38,6 +38,24 @@ pub fn push_shown_name(out: &mut Vec<u8>, name: &[u8]) {
     push_shown(out, name);
 }
 
+/// A listed name as a message shows it, [`push_shown_name`]'s bytes as text
+/// (bytes that are not UTF-8 replaced).
+pub fn shown_name(name: &[u8]) -> String {
+    let mut out = Vec::new();
+    push_shown_name(&mut out, name);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A path as a message shows it: as lines print it
+/// ([`super::printed_name`]), then as [`shown_name`] shows a name; a path
+/// that lines cannot print has the characters it cannot have replaced.
+pub fn shown_path(path: &std::path::Path) -> String {
+    match super::printed_name(path.as_os_str()) {
+        Some(printed) => shown_name(&printed),
+        None => shown_name(path.to_string_lossy().as_bytes()),
+    }
+}
+
 /// Appends `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read`, newline
 /// included.
 pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {

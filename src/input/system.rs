@@ -286,20 +286,7 @@ pub fn stderr_draws_bars() -> bool {
 /// Windows verify on Unix and the reverse; a name that is not valid Unicode
 /// cannot be printed as UTF-8 and is [`Error::NotUnicode`].
 pub fn printed_name(name: &OsStr) -> Result<Cow<'_, [u8]>, Error> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        Ok(Cow::Borrowed(name.as_bytes()))
-    }
-    #[cfg(windows)]
-    {
-        let name = name.to_str().ok_or(Error::NotUnicode)?;
-        Ok(if name.contains('\\') {
-            Cow::Owned(name.replace('\\', "/").into_bytes())
-        } else {
-            Cow::Borrowed(name.as_bytes())
-        })
-    }
+    crate::format::printed_name(name).ok_or(Error::NotUnicode)
 }
 
 /// The path a name in a checksum list names, or `None` if it cannot name

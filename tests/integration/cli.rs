@@ -648,3 +648,82 @@ fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
     let twice = run_after_1000(&["--leaves", "--leaf-range", "0..", "-t", "1k", "-", "-"]);
     assert_eq!(stdout(&twice), leaf_lines.repeat(2));
 }
+
+/// Every message that names a path or echoes list text shows control bytes
+/// escaped (`\x1b`), so that a crafted name or list cannot act on the
+/// terminal: a file, a directory, a list, a listing, a leaf line, two
+/// listings of different files and a temporary directory, each named with
+/// an escape. (Unix: Windows names cannot hold control characters.)
+#[cfg(unix)]
+#[test]
+fn every_message_shows_control_bytes_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let esc = |name: &str| std::ffi::OsStr::from_bytes(name.as_bytes()).to_owned();
+    fs::create_dir(dir.path().join("dir\x1b[8m")).unwrap();
+    fs::write(dir.path().join("a\x1b[8m"), pattern(3000)).unwrap();
+    fs::write(dir.path().join("b\x1b[8m"), pattern(3000)).unwrap();
+    // Leaf digests of more than 16 MiB spill to a temporary file.
+    fs::write(dir.path().join("big\x1b[8m"), pattern(300_000)).unwrap();
+    let listing = |name: &str| {
+        let out = bt2sum()
+            .current_dir(dir.path())
+            .args(["--leaves", "-t", "1k"])
+            .arg(esc(name))
+            .output_retried();
+        fs::write(dir.path().join(format!("{name}.leaves")), &out.stdout).unwrap();
+    };
+    listing("a\x1b[8m");
+    listing("b\x1b[8m");
+    let leaves = fs::read_to_string(dir.path().join("a\x1b[8m.leaves")).unwrap();
+    let bad_field = leaves
+        .lines()
+        .nth(1)
+        .unwrap()
+        .replace(" total=", " x\x1b[8m=1 total=");
+    fs::write(
+        dir.path().join("bad\x1b[8m.leaves"),
+        format!("{bad_field}\n"),
+    )
+    .unwrap();
+    fs::write(dir.path().join("list\x1b[8m"), "not a line\n").unwrap();
+    let cases: [&[&str]; 10] = [
+        &["missing\x1b[8m"],
+        &["dir\x1b[8m"],
+        &["-r", "missing\x1b[8m"],
+        &["--leaf-count", "missing\x1b[8m"],
+        &["-c", "missing-list\x1b[8m"],
+        &["-c", "-w", "list\x1b[8m"],
+        &["--combine", "missing\x1b[8m.leaves"],
+        &["--combine", "bad\x1b[8m.leaves"],
+        &["--combine", "a\x1b[8m.leaves", "b\x1b[8m.leaves"],
+        &["--leaves", "-t", "1", "big\x1b[8m"],
+    ];
+    let mut checked = 0;
+    for args in cases {
+        let mut command = bt2sum();
+        command
+            .current_dir(dir.path())
+            .args(args.iter().map(|arg| esc(arg)));
+        // The last case spills its leaf digests to the temporary directory,
+        // which cannot be used.
+        command.env("TMPDIR", "/nonexistent/tmp\x1b[8m");
+        let out = command.output_retried();
+        // (Checksum and leaf lines keep a name's bytes, GNU style; verdicts
+        // and messages show them escaped.)
+        let shown = match args[0] {
+            "-c" => [out.stdout.as_slice(), out.stderr.as_slice()].concat(),
+            _ => out.stderr.clone(),
+        };
+        assert!(
+            !shown.contains(&0x1b),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&shown)
+        );
+        let text = stderr(&out);
+        assert!(text.contains("\\x1b[8m"), "{args:?}: {text}");
+        assert_eq!(status(&out), 1, "{args:?}: {text}");
+        checked += 1;
+    }
+    assert_eq!(checked, 10);
+}

@@ -14,7 +14,7 @@ const LAYERS: [(&str, &[&str]); 8] = [
     ("engine", &["params", "digest", "error"]),
     ("format", &["params", "digest"]),
     ("leaves", &["engine", "format", "params", "digest", "error"]),
-    ("input", &["engine", "params", "digest", "error"]),
+    ("input", &["engine", "format", "params", "digest", "error"]),
 ];
 
 /// The top module a source file belongs to: `src/engine/many.rs` is

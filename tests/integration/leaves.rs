@@ -809,14 +809,15 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
     let dir = dir_with("big", &pattern(300_000));
     fs::write(dir.path().join("small"), b"small").unwrap();
     // Unix takes the temporary directory from TMPDIR; Windows from TMP (or
-    // TEMP), and writes it with a `\` at its end.
+    // TEMP), and gives it with a `\` at its end, which bt2sum prints `/`
+    // as in every path.
     let (variables, unusable, shown): (&[&str], _, _) = if cfg!(unix) {
         (&["TMPDIR"], "/nonexistent/bt2sum", "/nonexistent/bt2sum")
     } else {
         (
             &["TMP", "TEMP"],
             r"C:\nonexistent\bt2sum",
-            r"C:\nonexistent\bt2sum\",
+            "C:/nonexistent/bt2sum/",
         )
     };
     let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
