@@ -23,6 +23,28 @@ Examples:
   bt2sum --leaves --leaf-range 100.. F > P2     leaves 100- (another)
   bt2sum --combine P1 P2      F's checksum line, from the parts";
 
+// Which options go together. An option that only means something in one
+// mode requires that mode's flag, and also conflicts with everything that
+// flag conflicts with: clap drops a requirement whose target conflicts
+// with an argument given, so `--quiet` beside `--untagged` would otherwise
+// be accepted and ignored.
+
+/// What check mode cannot go with; the check-only options neither.
+const NOT_WITH_CHECK: [&str; 6] = [
+    "untagged",
+    "size",
+    "recursive",
+    "leaves",
+    "leaf_count",
+    "combine",
+];
+
+/// What a leaf listing cannot go with; `--leaf-range` neither.
+const NOT_WITH_LEAVES: [&str; 4] = ["check", "combine", "untagged", "leaf_count"];
+
+/// What `--recursive` cannot go with; `-L` neither.
+const NOT_WITH_RECURSIVE: [&str; 3] = ["check", "combine", "leaf_range"];
+
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
 /// used by s3git).
 ///
@@ -75,7 +97,7 @@ pub struct Args {
     /// listed file, and a summary of the problems on standard error. Leaf
     /// listings (--leaves) are checked leaf by leaf, with their own leaf
     /// size: `NAME: leaf I: FAILED` names a damaged leaf.
-    #[arg(short, long, conflicts_with_all = ["untagged", "size"])]
+    #[arg(short, long, conflicts_with_all = NOT_WITH_CHECK)]
     pub check: bool,
 
     /// Print GNU-style `HEX  NAME` lines instead of the default tagged
@@ -86,26 +108,29 @@ pub struct Args {
     /// With --check: print no OK line for each verified file
     ///
     /// --quiet, --status and --warn override each other: the last one wins.
-    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK,
+          overrides_with_all = ["status", "warn"])]
     pub quiet: bool,
 
     /// With --check: print nothing on standard output; the exit status tells
-    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK,
+          overrides_with_all = ["quiet", "warn"])]
     pub status: bool,
 
     /// With --check: fail on improperly formatted checksum lines
     ///
     /// By default they are counted in a warning but do not change the exit
     /// status.
-    #[arg(long, requires = "check")]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub strict: bool,
 
     /// With --check: warn about each improperly formatted checksum line
-    #[arg(short, long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    #[arg(short, long, requires = "check", conflicts_with_all = NOT_WITH_CHECK,
+          overrides_with_all = ["quiet", "status"])]
     pub warn: bool,
 
     /// With --check: skip listed files that do not exist, without failing
-    #[arg(long, requires = "check")]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ignore_missing: bool,
 
     /// Hash every regular file under the directories given (`.` when none)
@@ -122,7 +147,7 @@ pub struct Args {
     ///
     /// Links named as arguments are always followed. A link back to a
     /// directory being walked is reported as a file system loop.
-    #[arg(short = 'L', long, requires = "recursive")]
+    #[arg(short = 'L', long, requires = "recursive", conflicts_with_all = NOT_WITH_RECURSIVE)]
     pub dereference: bool,
 
     /// Show a progress bar on standard error [default: when standard error is
@@ -153,7 +178,8 @@ pub struct Args {
     /// the file's last leaf: a range wholly past it lists nothing, and so
     /// does an empty one (`A..A`); the range from 0 of an empty file lists
     /// its `leaves=0` line. An input that is not a regular file is an error.
-    #[arg(long, value_name = "A..B", requires = "leaves", value_parser = parse_leaf_range)]
+    #[arg(long, value_name = "A..B", requires = "leaves", conflicts_with_all = NOT_WITH_LEAVES,
+          value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
 
     /// Print how many leaves each file has, without hashing it:
@@ -305,6 +331,87 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    /// Every option that means something in one mode only is refused
+    /// beside another mode, or without its own, as a usage error: never
+    /// accepted and ignored.
+    #[test]
+    fn options_of_one_mode_are_refused_outside_it() {
+        let check_only = [
+            "--quiet",
+            "--status",
+            "--strict",
+            "--warn",
+            "--ignore-missing",
+        ];
+        let not_check: [&[&str]; 6] = [
+            &["--untagged"],
+            &["-s", "40"],
+            &["-r"],
+            &["--leaves"],
+            &["--leaf-count"],
+            &["--combine"],
+        ];
+        let mut refused = Vec::new();
+        for option in check_only {
+            refused.push(vec![option]);
+            for other in not_check {
+                let mut args = vec![option];
+                args.extend(other);
+                refused.push(args);
+            }
+        }
+        for other in [
+            &["-c"][..],
+            &["--combine"],
+            &["--untagged"],
+            &["--leaf-count"],
+            &["-r"],
+        ] {
+            let mut args = vec!["--leaf-range", "1..2"];
+            args.extend(other);
+            refused.push(args);
+        }
+        refused.push(vec!["--leaf-range", "1..2"]);
+        for other in [
+            &["-c"][..],
+            &["--combine"],
+            &["--leaves", "--leaf-range", "0..1"],
+        ] {
+            let mut args = vec!["-L"];
+            args.extend(other);
+            refused.push(args);
+        }
+        refused.push(vec!["-L"]);
+        let mut checked = 0;
+        for args in &refused {
+            let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
+            let kind = parsed.expect_err(&format!("{args:?} is refused")).kind();
+            assert!(
+                matches!(
+                    kind,
+                    clap::error::ErrorKind::ArgumentConflict
+                        | clap::error::ErrorKind::MissingRequiredArgument
+                ),
+                "{args:?}: {kind:?}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 5 * 7 + 5 + 1 + 3 + 1);
+        // And where they mean something, they are taken.
+        let accepted: [&[&str]; 6] = [
+            &["-c", "--quiet", "--strict", "--ignore-missing"],
+            &["-c", "--status", "-w"],
+            &["--leaves", "--leaf-range", "1..2"],
+            &["--leaves", "-r", "-L"],
+            &["-r", "-L", "--untagged"],
+            &["--leaf-count", "-r"],
+        ];
+        for args in accepted {
+            let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
+            assert!(parsed.is_ok(), "{args:?}: {:?}", parsed.err());
+        }
     }
 
     #[test]

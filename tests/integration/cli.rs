@@ -727,3 +727,29 @@ fn every_message_shows_control_bytes_escaped() {
     }
     assert_eq!(checked, 10);
 }
+
+/// Options that mean nothing in a mode are usage errors there (status 2,
+/// nothing done), never accepted and ignored.
+#[test]
+fn options_without_meaning_in_a_mode_are_usage_errors() {
+    let (dir, _) = file_with("f", HELLO);
+    let cases: [&[&str]; 7] = [
+        &["--untagged", "--quiet", "f"],
+        &["-r", "--status", "."],
+        &["--leaves", "--strict", "f"],
+        &["-c", "--leaf-range", "1..2", "f"],
+        &["--combine", "-L", "f"],
+        &["--combine", "--leaf-range", "1..2", "f"],
+        &["--leaf-count", "--leaf-range", "1..2", "f"],
+    ];
+    for args in cases {
+        let out = bt2sum().current_dir(dir.path()).args(args).output_retried();
+        assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{args:?}");
+        assert!(
+            stderr(&out).contains("cannot be used with"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
