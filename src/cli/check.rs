@@ -55,6 +55,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         out,
         reader_gone: false,
         shown: Vec::new(),
+        file: None,
         sized_by_option: (0, 0),
     };
     let mut status = Status::Success;
@@ -81,27 +82,28 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     status
 }
 
-/// The counts of one checked list.
+/// The counts of one checked list. Files are counted, not lines: a file
+/// listed with its leaves counts once, by its worst line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Tally {
     /// Properly formatted lines (files checked, or skipped as missing).
     entries: u64,
     /// Improperly formatted lines (blank and `#` lines are not counted).
     improperly_formatted: u64,
-    /// Files whose checksum matched.
+    /// Files whose every line matched.
     matched: u64,
-    /// Files whose checksum did not match.
+    /// Files of which a line did not match.
     mismatched: u64,
     /// Files that could not be opened or read.
     unreadable: u64,
 }
 
 impl Tally {
-    /// Counts one verdict.
+    /// Counts one file, by its worst line.
     fn count(&mut self, verdict: Verdict) {
         match verdict {
             Verdict::Ok => self.matched += 1,
-            Verdict::Failed => self.mismatched += 1,
+            Verdict::Failed | Verdict::Missing => self.mismatched += 1,
             Verdict::Unreadable => self.unreadable += 1,
         }
     }
@@ -156,6 +158,9 @@ struct Checker<'a> {
     reader_gone: bool,
     /// A reused buffer for one output line.
     shown: Vec<u8>,
+    /// The worst verdict so far on the file being checked, counted once
+    /// the next file starts (its lines may come in several groups).
+    file: Option<Verdict>,
     /// How many checksum lines checked with `-t`'s leaf size (no leaf line
     /// gave theirs) matched, and how many did not. A list made with another
     /// leaf size fails in every file.
@@ -218,6 +223,10 @@ struct Group {
     total: Option<u64>,
     /// For each count line, how many of the group's leaf lines precede it.
     count_lines: Vec<usize>,
+    /// Whether the group goes on with the leaf lines of the group before it
+    /// (one listing of one file, checked a part at a time): the two are one
+    /// file.
+    continues: bool,
 }
 
 /// What a checked line is about.
@@ -231,19 +240,33 @@ enum Part {
 }
 
 impl Group {
-    /// The group's checked lines in list order, each with whether it
-    /// passed, given the leaves' verdicts and the file's length.
-    fn verdicts(
-        &self,
-        listed: Option<&ListedLeaves>,
-        hashed: Option<&Hashed>,
-    ) -> impl Iterator<Item = (Part, bool)> {
-        let checksum = self.checksum.map(|expected| {
-            let matched = hashed.is_some_and(|hashed| hashed.digest == expected);
-            (Part::Checksum, matched)
-        });
-        // A listing of another length is wrong in every leaf it lists.
+    /// The group's checked lines in list order, each with its verdict,
+    /// given the leaves' digests and the file's length (`None`: it could not
+    /// be read), and whether the checksum matched.
+    ///
+    /// A leaf's digest depends only on its bytes, its index and whether it
+    /// is the last one: in a file that got shorter or longer, a listed leaf
+    /// whose bytes and place are unchanged still verifies, the listed last
+    /// leaf no longer does (it is not the last any more, or lost bytes), and
+    /// a listed leaf past the new end is missing. A count line checks the
+    /// length.
+    fn verdicts<'a>(
+        &'a self,
+        listed: Option<&'a ListedLeaves>,
+        hashed: Option<&'a Hashed>,
+        checksum_matched: bool,
+    ) -> impl Iterator<Item = (Part, Verdict)> + 'a {
+        let readable = hashed.is_some();
+        let judged = move |passed: bool| match (readable, passed) {
+            (false, _) => Verdict::Unreadable,
+            (true, true) => Verdict::Ok,
+            (true, false) => Verdict::Failed,
+        };
+        let checksum = self
+            .checksum
+            .map(|_| (Part::Checksum, judged(checksum_matched)));
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
+        let leaves_now = hashed.map(|hashed| self.tree.leaf_count(hashed.length));
         let mut leaves = listed.into_iter().flat_map(ListedLeaves::verdicts);
         let mut count_lines = self.count_lines.iter().peekable();
         let mut leaves_seen = 0;
@@ -252,11 +275,15 @@ impl Group {
                 .next_if(|&&before| before == leaves_seen)
                 .is_some()
             {
-                return Some((Part::Count, total_matches));
+                return Some((Part::Count, judged(total_matches)));
             }
             let (index, matched) = leaves.next()?;
             leaves_seen += 1;
-            Some((Part::Leaf(index), matched && total_matches))
+            let verdict = match leaves_now {
+                Some(count) if index >= count => Verdict::Missing,
+                _ => judged(matched),
+            };
+            Some((Part::Leaf(index), verdict))
         });
         checksum.into_iter().chain(rest)
     }
@@ -301,6 +328,7 @@ impl Checker<'_> {
             ended: false,
             bad_lines: Vec::new(),
             error: None,
+            last_listing: None,
             config: self.config,
             progress: self.progress,
         };
@@ -324,6 +352,7 @@ impl Checker<'_> {
             }
         });
         written?;
+        self.count_file(&mut tally);
         self.report_bad_lines(list_name, &groups.bad_lines, &mut tally)?;
         if let Some(error) = groups.error {
             // As GNU: what was read is reported, then the list fails without
@@ -365,6 +394,9 @@ impl Checker<'_> {
         tally: &mut Tally,
     ) -> io::Result<()> {
         tally.entries += group.lines(listed);
+        if !group.continues {
+            self.count_file(tally);
+        }
         let hashed = match result {
             Ok(hashed) => Some(hashed),
             Err(Error::Io(error))
@@ -373,13 +405,17 @@ impl Checker<'_> {
                 return Ok(());
             }
             Err(error) => {
-                self.flush()?;
-                report_listed(&group.name, &error.to_string());
+                // The reason once per file, not once per part of it.
+                if !(group.continues && self.file == Some(Verdict::Unreadable)) {
+                    self.flush()?;
+                    report_listed(&group.name, &error.to_string());
+                }
                 None
             }
         };
         if let (Some(hashed), Some(total)) = (&hashed, group.total)
             && hashed.length != total
+            && !group.continues
         {
             self.flush()?;
             report_listed(
@@ -390,23 +426,19 @@ impl Checker<'_> {
                 ),
             );
         }
-        for (part, passed) in group.verdicts(listed, hashed.as_ref()) {
-            let verdict = match (&hashed, passed) {
-                (None, _) => Verdict::Unreadable,
-                (Some(_), true) => Verdict::Ok,
-                (Some(_), false) => Verdict::Failed,
-            };
+        let checksum_matched = self.checksum_matches(group, hashed.as_ref());
+        for (part, verdict) in group.verdicts(listed, hashed.as_ref(), checksum_matched) {
             if group.total.is_none() {
                 match verdict {
                     Verdict::Ok => self.sized_by_option.0 += 1,
                     Verdict::Failed => self.sized_by_option.1 += 1,
-                    Verdict::Unreadable => {}
+                    Verdict::Unreadable | Verdict::Missing => {}
                 }
             }
-            tally.count(verdict);
+            self.file = Some(self.file.map_or(verdict, |worst| worse(worst, verdict)));
             let printed = match verdict {
                 Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
-                Verdict::Failed | Verdict::Unreadable => self.config.verbosity != Verbosity::Status,
+                _ => self.config.verbosity != Verbosity::Status,
             };
             if printed {
                 self.shown.clear();
@@ -421,6 +453,39 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the group's checksum line matches the file. It may have been
+    /// made with either leaf size the list gives it: its leaf lines'
+    /// (`tree=`, which the file was hashed with) or `-t`'s (the default
+    /// `5m` when not given). So where they differ and the first fails, the
+    /// file is hashed once more with `-t`'s (a named file; standard input
+    /// cannot be read twice).
+    fn checksum_matches(&self, group: &Group, hashed: Option<&Hashed>) -> bool {
+        let (Some(expected), Some(hashed)) = (group.checksum, hashed) else {
+            return false;
+        };
+        if hashed.digest == expected {
+            return true;
+        }
+        let by_option = TreeParams::new(
+            group.tree.algorithm(),
+            group.tree.digest_size(),
+            self.config.leaf_size,
+        );
+        match (by_option, system::listed_path(&group.name)) {
+            (Ok(tree), Some(path)) if tree != group.tree && group.name != b"-" => {
+                bt2sum::hash_path(&tree, path).is_ok_and(|digest| digest == expected)
+            }
+            _ => false,
+        }
+    }
+
+    /// Counts the file whose lines were checked last, if any.
+    fn count_file(&mut self, tally: &mut Tally) {
+        if let Some(verdict) = self.file.take() {
+            tally.count(verdict);
+        }
     }
 
     /// The end-of-list messages on standard error, in GNU's order.
@@ -443,6 +508,17 @@ impl Checker<'_> {
     }
 }
 
+/// The worse of two verdicts on one file's lines: unreadable, then failed
+/// (or missing), then OK.
+fn worse(a: Verdict, b: Verdict) -> Verdict {
+    let rank = |verdict| match verdict {
+        Verdict::Ok => 0,
+        Verdict::Failed | Verdict::Missing => 1,
+        Verdict::Unreadable => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
 /// The groups of a list, read as the engine asks for them: each a job
 /// hashing the listed file, whole or only the listed leaves.
 struct Groups<'a> {
@@ -458,6 +534,9 @@ struct Groups<'a> {
     bad_lines: Vec<u64>,
     /// Why reading the list stopped early.
     error: Option<io::Error>,
+    /// The file, leaf size and length of the last group's leaf lines: a
+    /// group of leaf lines alone that has the same goes on with it.
+    last_listing: Option<(Vec<u8>, TreeParams, u64)>,
     config: &'a Checking,
     progress: &'a Progress,
 }
@@ -505,6 +584,7 @@ impl Groups<'_> {
                 checksum,
                 total: None,
                 count_lines: Vec::new(),
+                continues: false,
             };
             let started = match line {
                 Line::Skip | Line::Bad => None,
@@ -546,6 +626,12 @@ impl Groups<'_> {
                 break;
             }
         }
+        let listing = group
+            .total
+            .map(|total| (group.name.clone(), group.tree, total));
+        group.continues =
+            group.checksum.is_none() && listing.is_some() && listing == self.last_listing;
+        self.last_listing = listing;
         Some((group, listed))
     }
 }

@@ -1,5 +1,6 @@
 //! What check mode prints per checked line: `NAME: OK`, `NAME: FAILED` or
-//! `NAME: FAILED open or read`; `NAME: leaf I: OK` for a leaf line and
+//! `NAME: FAILED open or read`; `NAME: leaf I: OK` for a leaf line
+//! (`NAME: leaf I: FAILED missing` for a leaf the file no longer has) and
 //! `NAME: leaf count: OK` for a count line. A name holding a backslash or a
 //! control byte is shown escaped, after a leading `\` (see
 //! [`super::push_shown`]).
@@ -15,6 +16,8 @@ pub enum Verdict {
     Failed,
     /// The file could not be opened or read (or changed while read).
     Unreadable,
+    /// A listed leaf is no longer in the file (it got shorter).
+    Missing,
 }
 
 impl Verdict {
@@ -24,6 +27,7 @@ impl Verdict {
             Verdict::Ok => "OK",
             Verdict::Failed => "FAILED",
             Verdict::Unreadable => "FAILED open or read",
+            Verdict::Missing => "FAILED missing",
         }
     }
 }
@@ -93,11 +97,12 @@ mod tests {
         push_verdict(&mut out, b"evil.iso: OK\x1b[8m", Verdict::Failed);
         push_leaf_verdict(&mut out, b"tab\tdel\x7f", 7, Verdict::Ok);
         push_count_verdict(&mut out, b"f", Verdict::Failed);
+        push_leaf_verdict(&mut out, b"f", 57, Verdict::Missing);
         assert_eq!(
             out,
             b"a b: OK\n\\new\\nline: FAILED\n\\back\\\\slash: FAILED open or read\n\
               \\cr\\r: OK\n\xff: OK\n\\evil.iso: OK\\x1b[8m: FAILED\n\
-              \\tab\\x09del\\x7f: leaf 7: OK\nf: leaf count: FAILED\n"
+              \\tab\\x09del\\x7f: leaf 7: OK\nf: leaf count: FAILED\nf: leaf 57: FAILED missing\n"
         );
     }
 }

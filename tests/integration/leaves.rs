@@ -135,10 +135,10 @@ fn a_listing_verifies_leaf_by_leaf() {
         stdout(&out),
         "f: FAILED\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: FAILED\nf: leaf 4: OK\n"
     );
-    // The summary counts lines; the listing gave the leaf size: no hint.
+    // The summary counts files; the listing gave the leaf size: no hint.
     assert_eq!(
         stderr(&out),
-        "bt2sum: WARNING: 2 computed checksums did NOT match\n"
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
     );
     assert_eq!(status(&out), 1);
     let quiet = check(dir.path(), &["--quiet"], &listed);
@@ -175,23 +175,23 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     );
     assert_eq!(status(&out), 0);
 
-    // A file of another length: every leaf and count line fails, and says
-    // why once.
+    // A file of another length: the leaves whose bytes and place changed
+    // fail (leaf 8, now the last and shorter), and so does the count; the
+    // others still verify. Said once, counted as one file.
     fs::write(dir.path().join("f"), &data[..9000]).unwrap();
     let out = check(dir.path(), &[], &listed);
     assert_eq!(
         stdout(&out),
-        "f: leaf 7: FAILED\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: FAILED\n"
+        "f: leaf 7: OK\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: OK\n"
     );
     assert_eq!(
         stderr(&out),
         "bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
-         bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
-         bt2sum: WARNING: 4 computed checksums did NOT match\n"
+         bt2sum: WARNING: 1 computed checksum did NOT match\n"
     );
     assert_eq!(status(&out), 1);
 
-    // Gone: every line is unreadable, the reason given once per pass.
+    // Gone: every line is unreadable, the reason given once, one file.
     fs::remove_file(dir.path().join("f")).unwrap();
     let out = check(dir.path(), &[], &listed);
     assert_eq!(
@@ -199,8 +199,14 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
          f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
     );
+    assert_eq!(
+        stderr(&out).matches("bt2sum: f: ").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
     assert!(
-        stderr(&out).ends_with("bt2sum: WARNING: 4 listed files could not be read\n"),
+        stderr(&out).ends_with("bt2sum: WARNING: 1 listed file could not be read\n"),
         "{}",
         stderr(&out)
     );
@@ -841,4 +847,172 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
     let text = stdout(&out);
     assert!(text.starts_with("BLAKE2b-64 (small) = "), "{text}");
     assert_eq!(text.lines().count(), 1 + 5, "{text}");
+}
+
+/// A checksum line may come from either leaf size the list gives it: the
+/// leaf lines after it (`tree=`) or `-t` (the default `5m`). It fails only
+/// if it fails with both, so appended and interleaved listings of different
+/// leaf sizes never fail an intact file.
+#[test]
+fn mixed_listings_of_one_file_verify() {
+    let dir = dir_with("f", &pattern(3_000_000));
+    let lines = |args: &[&str]| stdout(&run_in(dir.path(), args));
+    let checksum_5m = lines(&["f"]);
+    let checksum_64k = lines(&["-t", "64k", "f"]);
+    let leaves_5m = lines(&["--leaves", "f"]);
+    let leaves_64k = lines(&["--leaves", "-t", "64k", "f"]);
+    let leaf_lines = |listing: &str| -> String {
+        listing
+            .lines()
+            .filter(|l| l.contains(" leaf="))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let interleaved: String = {
+        let (a, b): (Vec<&str>, Vec<&str>) =
+            (leaves_5m.lines().collect(), leaves_64k.lines().collect());
+        [a[0], b[1], b[2], a[1], b[0], b[3]]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let cases: [(String, &[&str], i32); 7] = [
+        (format!("{checksum_5m}{}", leaf_lines(&leaves_64k)), &[], 0),
+        (format!("{leaves_5m}{leaves_64k}"), &[], 0),
+        (format!("{leaves_64k}{leaves_5m}"), &[], 0),
+        (interleaved, &[], 0),
+        // Made with 64k, followed by 5m leaf lines: neither size given
+        // made it, until -t says 64k.
+        (format!("{checksum_64k}{}", leaf_lines(&leaves_5m)), &[], 1),
+        (
+            format!("{checksum_64k}{}", leaf_lines(&leaves_5m)),
+            &["-t", "64k"],
+            0,
+        ),
+        // -t names a size in place of the default: the default is not tried.
+        (
+            format!("{checksum_5m}{}", leaf_lines(&leaves_64k)),
+            &["-t", "1k"],
+            1,
+        ),
+    ];
+    let mut checked = 0;
+    for (list, args, expected) in &cases {
+        let out = check(dir.path(), args, list.as_bytes());
+        assert_eq!(
+            status(&out),
+            *expected,
+            "{args:?}\n{list}{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+    // A damaged file fails with every size.
+    let mut damaged = pattern(3_000_000);
+    damaged[2_000_000] ^= 1;
+    fs::write(dir.path().join("f"), &damaged).unwrap();
+    let out = check(
+        dir.path(),
+        &[],
+        format!("{checksum_5m}{}", leaf_lines(&leaves_64k)).as_bytes(),
+    );
+    assert!(stdout(&out).starts_with("f: FAILED\n"), "{}", stdout(&out));
+    assert_eq!(status(&out), 1);
+}
+
+/// A file that got shorter or longer fails only the leaves that changed:
+/// its new last leaf (whose bytes or last-node flag changed) and the listed
+/// leaves past its end, which are missing; the others still verify. The
+/// length change is said once, and the file counted once.
+#[test]
+fn a_truncated_or_extended_file_fails_only_what_changed() {
+    // 58 leaves of 1 KiB, the last one 1014 bytes.
+    let data = pattern(58 * 1024 - 10);
+    let dir = dir_with("f", &data);
+    let listed = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]).stdout;
+    let verdicts = |out: &Output| -> Vec<String> {
+        stdout(out)
+            .lines()
+            .filter(|l| !l.ends_with(": OK"))
+            .map(String::from)
+            .collect()
+    };
+    let cases: [(usize, &[&str], &str); 3] = [
+        // The last 100 bytes cut: leaf 57 changed.
+        (
+            data.len() - 100,
+            &["f: FAILED", "f: leaf 57: FAILED"],
+            "57 of 58",
+        ),
+        // Cut into leaf 56: it is the last now, and leaf 57 is gone.
+        (
+            56 * 1024 + 500,
+            &[
+                "f: FAILED",
+                "f: leaf 56: FAILED",
+                "f: leaf 57: FAILED missing",
+            ],
+            "56",
+        ),
+        // Longer: leaf 57 is no longer the last.
+        (
+            data.len() + 5000,
+            &["f: FAILED", "f: leaf 57: FAILED"],
+            "longer",
+        ),
+    ];
+    for (length, expected, what) in cases {
+        let mut changed = pattern(length.max(data.len()));
+        changed.truncate(length);
+        fs::write(dir.path().join("f"), &changed).unwrap();
+        let out = check(dir.path(), &[], &listed);
+        assert_eq!(verdicts(&out), expected, "{what}");
+        assert_eq!(
+            stdout(&out).lines().filter(|l| l.ends_with(": OK")).count(),
+            58 + 1 - expected.len(),
+            "{what}"
+        );
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "bt2sum: f: is {length} bytes long, but its leaf lines say total={}\n\
+                 bt2sum: WARNING: 1 computed checksum did NOT match\n",
+                data.len()
+            ),
+            "{what}"
+        );
+        assert_eq!(status(&out), 1);
+    }
+}
+
+/// The warnings count files, however many lines name each: a listing of
+/// 6,001 lines about one file is one file that fails to read, or one whose
+/// checksum does not match.
+#[test]
+fn warnings_count_files_not_lines() {
+    let dir = dir_with("f", &pattern(6000));
+    let listed = run_in(dir.path(), &["--leaves", "-t", "1", "f"]).stdout;
+    assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 6001);
+    let mut damaged = pattern(6000);
+    for at in [10, 2000, 5999] {
+        damaged[at] ^= 1;
+    }
+    fs::write(dir.path().join("f"), &damaged).unwrap();
+    let out = check(dir.path(), &["--quiet"], &listed);
+    assert_eq!(stdout(&out).lines().count(), 4);
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    );
+    fs::remove_file(dir.path().join("f")).unwrap();
+    let out = check(dir.path(), &["--quiet"], &listed);
+    assert_eq!(stdout(&out).lines().count(), 6001);
+    assert!(
+        stderr(&out).ends_with("\nbt2sum: WARNING: 1 listed file could not be read\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
 }
