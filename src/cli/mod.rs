@@ -27,6 +27,7 @@ use output::{output_failed, warn};
 /// Sets up the process before anything else runs.
 pub fn prepare_process() {
     system::one_allocator_arena();
+    system::file_size_limit_is_an_error();
 }
 
 /// Runs a resolved configuration; returns the exit status.

@@ -267,6 +267,18 @@ pub fn one_allocator_arena() {
     }
 }
 
+/// Makes a write past the file-size limit (`ulimit -f`) fail with `EFBIG`
+/// (`File too large`), which is reported and ends only what wrote, instead
+/// of raising SIGXFSZ, which ends the process without a word. Elsewhere
+/// (Windows has no such limit) it does nothing.
+pub fn file_size_limit_is_an_error() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to ignore installs no code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// Whether standard error is a terminal that a progress bar can be drawn
 /// on: on Unix one whose `TERM` takes cursor movements (set, and not
 /// `dumb`); on Windows any console.

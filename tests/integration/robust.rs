@@ -205,6 +205,47 @@ fn limited_memory_gives_the_digest_or_a_clear_error() {
     );
 }
 
+/// Past the file-size limit (`ulimit -f`, in blocks of 512 bytes in `sh`)
+/// a write fails with a clear message and status 1, where SIGXFSZ would end
+/// the process without a word: a spill file fails only the listing that
+/// needs it, and standard output is a write error.
+#[cfg(unix)]
+#[test]
+fn the_file_size_limit_is_a_clear_error() {
+    if emulated("the_file_size_limit_is_a_clear_error") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 300,000 one-byte leaves: 19 MiB of digests, which spill.
+    fs::write(dir.path().join("big"), pattern(300_000)).unwrap();
+    fs::write(dir.path().join("small"), b"small").unwrap();
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    let script = format!(
+        r#"ulimit -f 2000; TMPDIR='{}' "$BT2SUM" --leaves -t 1 big small > listed"#,
+        tmp.display()
+    );
+    let out = shell(dir.path(), &script);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "bt2sum: big: cannot keep leaf digests in a temporary file in {}: File too large\n",
+            tmp.display()
+        )
+    );
+    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
+    let listed = fs::read_to_string(dir.path().join("listed")).unwrap();
+    assert!(listed.starts_with("BLAKE2b-64 (small) = "), "{listed}");
+    // Standard output: every line that fits, then the error.
+    let out = shell(
+        dir.path(),
+        r#"ulimit -f 1; "$BT2SUM" --leaves -t 1 small small small small small small small small > out"#,
+    );
+    assert_eq!(stderr(&out), "bt2sum: write error: File too large\n");
+    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
+    assert!(fs::metadata(dir.path().join("out")).unwrap().len() <= 512);
+}
+
 /// With few file descriptors, thousands of files are still all hashed:
 /// files are opened as their turn comes and closed as soon as read.
 #[cfg(unix)]
