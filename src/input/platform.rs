@@ -1,12 +1,76 @@
 //! What opening and reading need from the operating system: what an open
 //! file is, whether it is safe to map, opening a FIFO without waiting for
-//! its writer, and wider pipes.
+//! its writer, and wider pipes; and for the signal handlers, `errno` kept
+//! across them and a pipe to wake a thread from one.
 //! (Windows has no FIFO that opening waits on, and its pipes keep their
 //! size: there the file is opened as it is, and read in large blocks.)
 
 use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
+
+/// The calling thread's `errno`, put back when this is dropped: a signal
+/// handler keeps it for the code it interrupted, which may be about to
+/// read it, while the handler's own system calls may change it.
+#[cfg(unix)]
+pub(super) struct SavedErrno(libc::c_int);
+
+#[cfg(unix)]
+impl SavedErrno {
+    pub(super) fn save() -> SavedErrno {
+        // SAFETY: the location is the calling thread's own `errno`.
+        SavedErrno(unsafe { *errno_location() })
+    }
+}
+
+#[cfg(unix)]
+impl Drop for SavedErrno {
+    fn drop(&mut self) {
+        // SAFETY: as in `save`.
+        unsafe { *errno_location() = self.0 };
+    }
+}
+
+/// Where the calling thread's `errno` lives.
+#[cfg(unix)]
+pub(super) fn errno_location() -> *mut libc::c_int {
+    // SAFETY: these take no arguments and return the calling thread's
+    // `errno` location.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return unsafe { libc::__errno_location() };
+    #[cfg(any(target_vendor = "apple", target_os = "freebsd"))]
+    return unsafe { libc::__error() };
+}
+
+/// A pipe for a signal handler to wake a thread through: both ends closed
+/// on `exec` (nothing bt2sum starts inherits them), the write end
+/// non-blocking (a handler must never wait: a full pipe already holds the
+/// wake-up). `[read, write]`, or `None` if the system refused.
+#[cfg(unix)]
+pub(super) fn wake_pipe() -> Option<[libc::c_int; 2]> {
+    let mut fds = [0; 2];
+    // SAFETY: fills the two descriptors of a valid array.
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0;
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    let made = {
+        // SAFETY: as above; then only descriptor flags of the two new
+        // descriptors are set.
+        unsafe {
+            libc::pipe(fds.as_mut_ptr()) == 0
+                && fds
+                    .iter()
+                    .all(|&fd| libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0)
+        }
+    };
+    // SAFETY: sets a status flag of the write end made above.
+    let made = made
+        && unsafe {
+            let flags = libc::fcntl(fds[1], libc::F_GETFL);
+            flags >= 0 && libc::fcntl(fds[1], libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+        };
+    made.then_some(fds)
+}
 
 /// What `fstat` says of an open file.
 #[cfg(unix)]
@@ -262,6 +326,57 @@ mod tests {
                 mapped,
                 "{device_type:#x} {characteristics:#x}"
             );
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod signal_tests {
+    use super::*;
+
+    #[test]
+    fn errno_is_given_back() {
+        // SAFETY: the calling thread's own errno.
+        unsafe { *errno_location() = libc::EDOM };
+        {
+            let _saved = SavedErrno::save();
+            // SAFETY: as above.
+            unsafe { *errno_location() = libc::EAGAIN };
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { *errno_location() }, libc::EDOM);
+    }
+
+    #[test]
+    fn the_wake_pipe_never_blocks_a_handler_and_is_not_inherited() {
+        let [read, write] = wake_pipe().expect("a pipe");
+        // SAFETY: reads the flags of descriptors made above.
+        let (read_fd, write_fd, write_fl) = unsafe {
+            (
+                libc::fcntl(read, libc::F_GETFD),
+                libc::fcntl(write, libc::F_GETFD),
+                libc::fcntl(write, libc::F_GETFL),
+            )
+        };
+        assert_ne!(read_fd & libc::FD_CLOEXEC, 0);
+        assert_ne!(write_fd & libc::FD_CLOEXEC, 0);
+        assert_ne!(write_fl & libc::O_NONBLOCK, 0);
+        // Filled up, it refuses at once instead of waiting.
+        let byte = 1u8;
+        let mut written = 0usize;
+        // SAFETY: writes one valid byte at a time.
+        while unsafe { libc::write(write, (&raw const byte).cast(), 1) } == 1 {
+            written += 1;
+        }
+        assert!(written > 0);
+        assert_eq!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EAGAIN)
+        );
+        // SAFETY: closes the descriptors made above.
+        unsafe {
+            libc::close(read);
+            libc::close(write);
         }
     }
 }

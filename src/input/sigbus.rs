@@ -17,8 +17,8 @@
 //! there before.
 //!
 //! The handler is async-signal-safe: it reads atomics and a value written
-//! before it was installed, and calls only `mmap`, `sigaction` and `raise`,
-//! which are plain system calls.
+//! before it was installed, calls only `mmap`, `sigaction` and `raise`,
+//! which are plain system calls, and gives `errno` back as it found it.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -67,38 +67,59 @@ unsafe impl Send for Installed {}
 static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
 
 /// Installs the handler once; `false` if that failed (then do not map).
+///
+/// The dispositions it replaces are recorded first and only then is the
+/// handler installed, so that a fault taken at any moment (in a library's
+/// own mapping, say) goes to the disposition that was there before. If one
+/// of the signals cannot be taken, those already taken are given back.
 fn install() -> bool {
-    INSTALLED
-        .get_or_init(|| {
-            // SAFETY: sysconf has no preconditions.
-            let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            if page_size <= 0 {
-                return None;
-            }
-            // SAFETY: zeroed is a valid `sigaction` (no handler, empty mask);
-            // the fields are then filled in as sigaction(2) documents.
-            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-            action.sa_sigaction = on_sigbus as *const () as usize;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            // SAFETY: the mask pointer is valid.
-            unsafe { libc::sigemptyset(&mut action.sa_mask) };
-            // SAFETY: zeroed is a valid `sigaction`; each is overwritten with
-            // the disposition it replaces.
-            let mut previous: [libc::sigaction; SIGNALS.len()] = unsafe { std::mem::zeroed() };
-            for (signal, previous) in SIGNALS.iter().zip(&mut previous) {
-                // SAFETY: both pointers are to valid `sigaction` values. Until
-                // the record below is set, the handler passes every fault to
-                // the default action; none is ours, as no window exists yet.
-                if unsafe { libc::sigaction(*signal, &action, previous) } != 0 {
-                    return None;
+    static HOOKED: OnceLock<bool> = OnceLock::new();
+    *HOOKED.get_or_init(|| {
+        let Some(installed) = INSTALLED.get_or_init(record) else {
+            return false;
+        };
+        // SAFETY: zeroed is a valid `sigaction` (no handler, empty mask);
+        // the fields are then filled in as sigaction(2) documents.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = on_sigbus as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SAFETY: the mask pointer is valid.
+        unsafe { libc::sigemptyset(&mut action.sa_mask) };
+        for (taken, signal) in SIGNALS.iter().enumerate() {
+            // SAFETY: a valid `sigaction`; the previous one is recorded.
+            if unsafe { libc::sigaction(*signal, &action, std::ptr::null_mut()) } != 0 {
+                for (signal, previous) in SIGNALS[..taken].iter().zip(&installed.previous) {
+                    // SAFETY: puts back the disposition recorded for it.
+                    unsafe { libc::sigaction(*signal, previous, std::ptr::null_mut()) };
                 }
+                return false;
             }
-            Some(Installed {
-                previous,
-                page_size: page_size as usize,
-            })
-        })
-        .is_some()
+        }
+        true
+    })
+}
+
+/// The page size and the dispositions the handler is to replace, as they
+/// are now; `None` if the system does not say.
+fn record() -> Option<Installed> {
+    // SAFETY: sysconf has no preconditions.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page_size <= 0 {
+        return None;
+    }
+    // SAFETY: zeroed is a valid `sigaction`; each is overwritten with the
+    // signal's disposition.
+    let mut previous: [libc::sigaction; SIGNALS.len()] = unsafe { std::mem::zeroed() };
+    for (signal, previous) in SIGNALS.iter().zip(&mut previous) {
+        // SAFETY: reads the disposition into a valid `sigaction`.
+        if unsafe { libc::sigaction(*signal, std::ptr::null(), previous) } != 0 {
+            return None;
+        }
+    }
+    Some(Installed {
+        previous,
+        page_size: page_size as usize,
+    })
 }
 
 /// A window registered with the handler; unregistered when dropped.
@@ -143,10 +164,10 @@ extern "C" fn on_sigbus(
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
 ) {
+    // The interrupted code may be about to read errno; mmap may set it.
+    let _errno = super::platform::SavedErrno::save();
     let Some(Some(installed)) = INSTALLED.get() else {
-        // Between our sigaction and the record of the previous disposition
-        // no window is registered yet, so the fault is not ours: end the
-        // process as the default action would.
+        // (Never: the record is made before the handler is installed.)
         restore_default_and_raise(signal);
         return;
     };

@@ -147,6 +147,7 @@ mod interrupt {
     static WAKE: AtomicI32 = AtomicI32::new(-1);
 
     extern "C" fn on_interrupt(_signal: libc::c_int) {
+        let _errno = super::super::platform::SavedErrno::save();
         let fd = WAKE.load(Ordering::Relaxed);
         if fd >= 0 {
             let byte = 1u8;
@@ -168,11 +169,9 @@ mod interrupt {
         {
             return;
         }
-        let mut fds = [0; 2];
-        // SAFETY: pipe fills the two descriptors of a valid array.
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        let Some(fds) = super::super::platform::wake_pipe() else {
             return;
-        }
+        };
         let watcher = std::thread::Builder::new()
             .name("interrupt".into())
             .spawn(move || {
@@ -206,6 +205,36 @@ mod interrupt {
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::input::platform::{errno_location, wake_pipe};
+
+        /// The handler writes to a full pipe (a second Ctrl-C): the write
+        /// fails with EAGAIN, and the code it interrupted still finds its
+        /// own errno.
+        #[test]
+        fn the_handler_gives_errno_back() {
+            let [read, write] = wake_pipe().expect("a pipe");
+            let byte = 1u8;
+            // SAFETY: writes one valid byte at a time, until full.
+            while unsafe { libc::write(write, (&raw const byte).cast(), 1) } == 1 {}
+            let before = WAKE.swap(write, Ordering::Relaxed);
+            // SAFETY: the calling thread's own errno.
+            unsafe { *errno_location() = libc::EDOM };
+            on_interrupt(libc::SIGINT);
+            // SAFETY: as above.
+            let errno = unsafe { *errno_location() };
+            WAKE.store(before, Ordering::Relaxed);
+            // SAFETY: closes the descriptors made above.
+            unsafe {
+                libc::close(read);
+                libc::close(write);
+            }
+            assert_eq!(errno, libc::EDOM);
         }
     }
 }

@@ -297,3 +297,124 @@ fn hashing_ends_quietly_when_its_reader_goes() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(status(&out), 0);
 }
+
+/// A SIGBUS that is not about a file bt2sum maps goes to the handler that
+/// was there before bt2sum's guard: the guard records it before it takes
+/// the signal. (In a child process: a disposition is the whole process's.)
+#[cfg(unix)]
+#[test]
+fn a_fault_elsewhere_goes_to_the_handler_before() {
+    if emulated("a_fault_elsewhere_goes_to_the_handler_before") {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["robust::sigbus_chain_child", "--exact", "--ignored"])
+        .output_retried();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{:?}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+#[ignore = "child of a_fault_elsewhere_goes_to_the_handler_before, which runs it alone"]
+fn sigbus_chain_child() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static CALLED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn before(_signal: libc::c_int, _info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        CALLED.store(true, Ordering::SeqCst);
+    }
+    // SAFETY: a zeroed sigaction with a handler of the SA_SIGINFO
+    // signature, which only stores to an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = before as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    // Hashing a mapped file installs bt2sum's guard over it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mapped");
+    fs::write(&path, pattern(2 << 20)).unwrap();
+    bt2sum::hash_path(&bt2sum::TreeParams::default(), &path).unwrap();
+    // SAFETY: raises a signal whose handlers are both installed.
+    unsafe { libc::raise(libc::SIGBUS) };
+    assert!(CALLED.load(Ordering::SeqCst));
+}
+
+/// The pipe the Ctrl-C handler wakes its watcher through is closed on
+/// `exec` at both ends, and its write end never blocks the handler.
+/// (Linux: read from `/proc/PID/fdinfo` of the running binary.)
+#[cfg(target_os = "linux")]
+#[test]
+fn the_interrupt_pipe_is_not_inherited_and_never_blocks() {
+    if emulated("the_interrupt_pipe_is_not_inherited_and_never_blocks") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    // It waits for the FIFO's writer, its handler installed.
+    let mut child = bt2sum()
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn_retried();
+    // Both ends of one pipe (a pipe inherited from the test runner has
+    // one end here, and is not bt2sum's).
+    let fds = std::path::PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let mut pipes = Vec::new();
+    for _ in 0..200 {
+        let mut ends: Vec<(String, u32)> = fs::read_dir(&fds)
+            .unwrap()
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let fd: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let target = fs::read_link(entry.path())
+                    .ok()?
+                    .to_string_lossy()
+                    .into_owned();
+                (fd > 2 && target.starts_with("pipe:")).then_some((target, fd))
+            })
+            .collect();
+        ends.sort();
+        pipes = ends
+            .windows(2)
+            .find(|pair| pair[0].0 == pair[1].0)
+            .map(|pair| vec![pair[0].1, pair[1].1])
+            .unwrap_or_default();
+        if !pipes.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let flags: Vec<u32> = pipes
+        .iter()
+        .map(|fd| {
+            let info = fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", child.id())).unwrap();
+            let flags = info
+                .lines()
+                .find_map(|line| line.strip_prefix("flags:"))
+                .unwrap();
+            u32::from_str_radix(flags.trim(), 8).unwrap()
+        })
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(flags.len(), 2, "{pipes:?}");
+    let (cloexec, nonblock, write_only) = (0o2000000, 0o4000, 0o1);
+    assert!(flags.iter().all(|flags| flags & cloexec != 0), "{flags:?}");
+    let write_end = flags
+        .iter()
+        .find(|&&flags| flags & write_only != 0)
+        .unwrap();
+    assert_ne!(write_end & nonblock, 0, "{flags:?}");
+}
