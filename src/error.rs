@@ -10,8 +10,9 @@ use crate::params::Algorithm;
 pub enum Error {
     /// Opening or reading the input failed.
     Io(io::Error),
-    /// The file's size or modification time changed while it was hashed,
-    /// or a mapped page of it vanished (the file shrank).
+    /// The file changed while it was hashed (its size, modification or
+    /// change time, or which file it is), or a mapped page of it vanished
+    /// (the file shrank).
     Changed,
     /// The input has more leaves than the algorithm's node offset can
     /// number (BLAKE2s: 2^48; only with tiny leaves on huge inputs).

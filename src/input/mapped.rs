@@ -3,14 +3,14 @@
 //! offsets where mapping is refused, and the `fstat` comparison that tells a
 //! file changed while it was hashed.
 
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use memmap2::{Mmap, MmapOptions};
 
-use super::platform;
+use super::platform::{self, Stamp};
 use super::readahead::{self, Arrival, ReadAhead};
 use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
@@ -19,8 +19,8 @@ use crate::error::Error;
 /// A regular file from `start` on, as the engine reads it.
 pub(super) struct MappedFile<'a> {
     file: &'a File,
-    /// What `fstat` said when the file was opened.
-    before: &'a Metadata,
+    /// What the file was like when it was opened.
+    before: &'a Stamp,
     /// The offset hashing starts at (standard input's current offset).
     start: u64,
     /// The reading ahead of its bytes, started when bytes not in memory
@@ -32,8 +32,8 @@ pub(super) struct MappedFile<'a> {
 }
 
 impl<'a> MappedFile<'a> {
-    /// The file from `start` on, as `fstat` described it (`before`).
-    pub(super) fn new(file: &'a File, before: &'a Metadata, start: u64) -> Self {
+    /// The file from `start` on, as it was when opened (`before`).
+    pub(super) fn new(file: &'a File, before: &'a Stamp, start: u64) -> Self {
         MappedFile {
             file,
             before,
@@ -50,7 +50,7 @@ impl<'a> MappedFile<'a> {
 
 impl RandomAccess for MappedFile<'_> {
     fn len(&self) -> u64 {
-        self.before.len().saturating_sub(self.start)
+        self.before.len.saturating_sub(self.start)
     }
 
     fn read_ahead(&self, bytes: Range<u64>) {
@@ -107,11 +107,10 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
-/// Fails with [`Error::Changed`] if the file's size or modification time is
-/// no longer what it was.
-pub(super) fn unchanged(file: &File, before: &Metadata) -> Result<(), Error> {
-    let now = file.metadata()?;
-    if now.len() != before.len() || now.modified().ok() != before.modified().ok() {
+/// Fails with [`Error::Changed`] if the file's stamp (its size, times and
+/// identity) is no longer what it was.
+pub(super) fn unchanged(file: &File, before: &Stamp) -> Result<(), Error> {
+    if Stamp::now(file)? != *before {
         return Err(Error::Changed);
     }
     Ok(())
@@ -276,7 +275,7 @@ mod tests {
         let path = dir.path().join("shrinking");
         std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
         let file = File::open(&path).unwrap();
-        let before = file.metadata().unwrap();
+        let before = Stamp::now(&file).unwrap();
         let source = MappedFile::new(&file, &before, 0);
         let window = Window::map(&file, 0, 2 << 20, None).expect("mappable");
         assert!(source.check(window.faulted()).is_ok());

@@ -14,9 +14,9 @@
 //!
 //! Standard input that is a regular file is hashed as that file, from its
 //! current offset, and left at its end as reading it would. A regular file
-//! is `fstat`ed before and after: a change of size or modification time, or
-//! a mapped page found past the end of the file (see `sigbus`), makes the
-//! result [`Error::Changed`] instead of a digest.
+//! is `fstat`ed before and after: a change of size, modification or change
+//! time, device or inode, or a mapped page found past the end of the file
+//! (see `sigbus`), makes the result [`Error::Changed`] instead of a digest.
 //!
 //! Hashing a mapped file installs a SIGBUS handler, once per process (see
 //! `sigbus`): it answers faults in bt2sum's own windows only and hands any
@@ -49,6 +49,7 @@ use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, S
 use crate::error::Error;
 use crate::params::TreeParams;
 use mapped::{MappedFile, unchanged};
+use platform::Stamp;
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
 ///
@@ -107,6 +108,9 @@ pub(crate) struct Opened {
     /// `None` for a stream that the system says nothing of (a pipe on
     /// Windows: see [`platform::metadata`]).
     before: Option<Metadata>,
+    /// A regular file's stamp when it was opened, to tell whether it changed
+    /// while it was hashed.
+    stamp: Option<Stamp>,
     /// Where hashing starts: 0, or an open file's current offset.
     start: u64,
     /// Whether the offset is shared with other processes (standard input),
@@ -122,9 +126,11 @@ impl Opened {
     pub(crate) fn path(path: &Path) -> Result<Opened, Error> {
         let file = platform::open_for_reading(path)?;
         let before = platform::metadata(&file)?;
+        let stamp = stamp_of(&file, before.as_ref())?;
         Ok(Opened {
             file,
             before,
+            stamp,
             start: 0,
             shared_offset: false,
         })
@@ -140,7 +146,8 @@ impl Opened {
     /// An open file, from its current offset if it is a regular file.
     fn file(mut file: File, shared_offset: bool) -> Result<Opened, Error> {
         let before = platform::metadata(&file)?;
-        let start = if before.as_ref().is_some_and(Metadata::is_file) {
+        let stamp = stamp_of(&file, before.as_ref())?;
+        let start = if stamp.is_some() {
             file.stream_position()?
         } else {
             0
@@ -148,6 +155,7 @@ impl Opened {
         Ok(Opened {
             file,
             before,
+            stamp,
             start,
             shared_offset,
         })
@@ -164,20 +172,21 @@ impl Opened {
         self.before.as_ref().is_some_and(Metadata::is_dir)
     }
 
-    /// What `fstat` said when it was opened, if this is a regular file.
-    fn regular(&self) -> Option<&Metadata> {
-        self.before.as_ref().filter(|before| before.is_file())
+    /// What a regular file was like when it was opened; `None` for
+    /// anything else.
+    fn regular(&self) -> Option<&Stamp> {
+        self.stamp.as_ref()
     }
 
     /// The bytes from the start to the end, if this is a regular file.
     fn regular_length(&self) -> Option<u64> {
         self.regular()
-            .map(|before| before.len().saturating_sub(self.start))
+            .map(|before| before.len.saturating_sub(self.start))
     }
 
-    /// Fails with [`Error::Changed`] if this is a regular file whose size or
-    /// modification time changed since it was opened. (A pipe's
-    /// modification time changes with every write.)
+    /// Fails with [`Error::Changed`] if this is a regular file whose stamp
+    /// (size, times, identity) changed since it was opened. (A pipe's
+    /// times change with every write.)
     fn unchanged(&self) -> Result<(), Error> {
         match self.regular() {
             Some(before) => unchanged(&self.file, before),
@@ -270,6 +279,14 @@ impl Opened {
             },
             sink,
         )
+    }
+}
+
+/// The stamp of an open file, if it is a regular file.
+fn stamp_of(file: &File, before: Option<&Metadata>) -> Result<Option<Stamp>, Error> {
+    match before {
+        Some(before) if before.is_file() => Ok(Some(Stamp::of(file, before)?)),
+        _ => Ok(None),
     }
 }
 

@@ -72,6 +72,92 @@ pub(super) fn wake_pipe() -> Option<[libc::c_int; 2]> {
     made.then_some(fds)
 }
 
+/// What tells that a regular file changed while it was hashed: its size,
+/// its modification time, its change time (set by every write, truncation
+/// and time change, and which no call can set back, unlike the
+/// modification time that `futimens` restores), and which file it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Stamp {
+    pub(super) len: u64,
+    modified: Option<std::time::SystemTime>,
+    /// Seconds and nanoseconds (on Windows, 100-nanosecond ticks).
+    changed: (i64, i64),
+    /// The device and inode (on Windows, nothing: a file cannot be
+    /// replaced under an open handle).
+    identity: (u64, u64),
+}
+
+impl Stamp {
+    /// The stamp of an open regular file, from what `fstat` said of it.
+    pub(super) fn of(file: &File, metadata: &Metadata) -> io::Result<Stamp> {
+        #[cfg(unix)]
+        let (changed, identity) = {
+            use std::os::unix::fs::MetadataExt;
+            let _ = file;
+            (
+                (metadata.ctime(), metadata.ctime_nsec()),
+                (metadata.dev(), metadata.ino()),
+            )
+        };
+        #[cfg(windows)]
+        let (changed, identity) = ((change_time(file)?, 0), (0, 0));
+        Ok(Stamp {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            changed,
+            identity,
+        })
+    }
+
+    /// The file's stamp now.
+    pub(super) fn now(file: &File) -> io::Result<Stamp> {
+        Stamp::of(file, &file.metadata()?)
+    }
+}
+
+/// The change time of an open file (`FILE_BASIC_INFO.ChangeTime`, in
+/// 100-nanosecond ticks), which no call sets back as one can the
+/// modification time.
+#[cfg(windows)]
+fn change_time(file: &File) -> io::Result<i64> {
+    use std::os::windows::io::{AsRawHandle, RawHandle};
+
+    #[repr(C)]
+    #[derive(Default)]
+    struct BasicInfo {
+        creation_time: i64,
+        last_access_time: i64,
+        last_write_time: i64,
+        change_time: i64,
+        file_attributes: u32,
+    }
+    const FILE_BASIC_INFO: i32 = 0;
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetFileInformationByHandleEx(
+            file: RawHandle,
+            class: i32,
+            information: *mut BasicInfo,
+            size: u32,
+        ) -> i32;
+    }
+    let mut info = BasicInfo::default();
+    // SAFETY: the handle is open for the call, and `info` is a live
+    // `FILE_BASIC_INFO` of the size given.
+    let done = unsafe {
+        GetFileInformationByHandleEx(
+            file.as_raw_handle(),
+            FILE_BASIC_INFO,
+            &mut info,
+            size_of::<BasicInfo>() as u32,
+        )
+    };
+    if done == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.change_time)
+}
+
 /// What `fstat` says of an open file.
 #[cfg(unix)]
 pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
@@ -378,5 +464,36 @@ mod signal_tests {
             libc::close(read);
             libc::close(write);
         }
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom, Write};
+
+    /// Bytes written in place, then the size and modification time put
+    /// back: the stamp still tells, by the change time.
+    #[test]
+    fn a_write_with_its_times_restored_changes_the_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        std::fs::write(&path, b"original bytes").unwrap();
+        let file = File::open(&path).unwrap();
+        let before = Stamp::now(&file).unwrap();
+        assert_eq!(Stamp::now(&file).unwrap(), before);
+        let modified = file.metadata().unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        writer.seek(SeekFrom::Start(0)).unwrap();
+        writer.write_all(b"changed").unwrap();
+        writer
+            .set_times(std::fs::FileTimes::new().set_modified(modified))
+            .unwrap();
+        drop(writer);
+        let after = Stamp::now(&file).unwrap();
+        assert_eq!(after.len, before.len);
+        assert_eq!(file.metadata().unwrap().modified().unwrap(), modified);
+        assert_ne!(after, before);
     }
 }

@@ -2,7 +2,7 @@
 //! truncate a file while a view of it is mapped (`ERROR_USER_MAPPED_FILE`),
 //! so no page of a window can vanish under it. A file written through
 //! another handle while it is hashed still changes the bytes read; the
-//! `fstat`-style comparison of size and modification time reports that, as
+//! comparison of size and times before and after reports that, as
 //! everywhere.
 
 /// A window as the guard sees it: nothing to watch.
