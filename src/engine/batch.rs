@@ -36,7 +36,12 @@ pub(crate) fn hash_leaves(
     let leaf = tree.leaf_size() as usize;
     let size = tree.digest_size();
     let count = data.len().div_ceil(leaf);
-    debug_assert!(end == EndOfInput::Yes || data.len().is_multiple_of(leaf));
+    // A batch that leaves off before the input's end must end on a leaf's
+    // end, or its final leaf would be hashed short, as if it were the last.
+    assert!(
+        end == EndOfInput::Yes || data.len().is_multiple_of(leaf),
+        "a batch before the input's end holds whole leaves"
+    );
     let last_leaf = match end {
         EndOfInput::Yes if count > 0 => Some(first + count as u64 - 1),
         _ => None,
@@ -72,8 +77,10 @@ pub(crate) fn hash_leaves(
             // One task: no hand-off to the pool (small inputs, tail batches).
             run(0, body_data, body_out);
         } else {
+            // (Saturating: a task of several leaves of 1 GiB or more passes a
+            // 32-bit usize; the data then holds fewer.)
             body_data
-                .par_chunks(per_task * leaf)
+                .par_chunks(per_task.saturating_mul(leaf))
                 .zip(body_out.par_chunks_mut(per_task * size))
                 .enumerate()
                 .for_each(|(task, (data, out))| run(task * per_task, data, out));

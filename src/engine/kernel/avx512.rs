@@ -106,11 +106,20 @@ macro_rules! hash_leaves {
         );
         let size = tree.digest_size();
         assert_eq!($out.len(), count * size, "one digest a leaf");
+        // As the crates assert: a node offset past the algorithm's range
+        // (48 bits for BLAKE2s) would be cut to fit, and name another leaf.
+        let first: u64 = $first;
+        assert!(
+            first
+                .checked_add(count as u64 - 1)
+                .is_some_and(|last| last < tree.algorithm().max_leaves()),
+            "node offsets past the algorithm's range"
+        );
         let lane = |k: usize| {
             let k = if k < count { k } else { 0 };
             &data[k * leaf..(k + 1) * leaf]
         };
-        let mut h = $state(tree, $first);
+        let mut h = $state(tree, first);
         // Every block but the final one, a chunk at a time; each chunk is
         // handed back once the next is hashed (the last one with the final
         // block), so that no page is handed back twice or kept.

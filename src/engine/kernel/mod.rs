@@ -149,8 +149,10 @@ macro_rules! hash_leaf_run {
             }
         );
         // 16 leaves a call: a multiple of every SIMD degree, and a small array.
+        // (Saturating: 16 leaves of 256 MiB or more pass a 32-bit usize;
+        // the data then holds fewer than 16.)
         for (group, (chunk, out)) in $data
-            .chunks(16 * leaf)
+            .chunks(leaf.saturating_mul(16))
             .zip($out.chunks_mut(16 * size))
             .enumerate()
         {
@@ -263,7 +265,7 @@ fn hash_whole_leaves_avx512(
             whole -= 1;
         }
         let groups = data[..whole * leaf]
-            .chunks(lanes * leaf)
+            .chunks(lanes.saturating_mul(leaf))
             .zip(out[..whole * size].chunks_mut(lanes * size));
         for (group, (data, out)) in groups.enumerate() {
             let start = group * lanes * leaf;
@@ -680,5 +682,32 @@ mod tests {
             cases += 1;
         }
         assert_eq!(cases, 3000);
+    }
+
+    /// Node offsets past the algorithm's range are refused by every kernel
+    /// (as the crates refuse them), never cut to fit: BLAKE2s's are 48
+    /// bits, and leaf 2^48 would otherwise be hashed as leaf 0.
+    #[test]
+    fn offsets_past_the_range_are_refused() {
+        let tree = TreeParams::new(Algorithm::Blake2s, 32, 64).unwrap();
+        let data = vec![7u8; 2 * 64];
+        let mut refused = 0;
+        for kernel in [LeafKernel::Crates, LeafKernel::Avx512] {
+            if !kernel.available() {
+                continue;
+            }
+            for first in [1u64 << 48, (1 << 48) - 1, u64::MAX] {
+                let hashed = std::panic::catch_unwind(|| {
+                    let mut out = vec![0; 2 * 32];
+                    kernel.hash_whole_leaves(&tree, first, &data, &mut out);
+                });
+                assert!(hashed.is_err(), "{kernel:?} took leaves from {first}");
+                refused += 1;
+            }
+            // The last offsets in range are taken.
+            let mut out = vec![0; 2 * 32];
+            kernel.hash_whole_leaves(&tree, (1 << 48) - 2, &data, &mut out);
+        }
+        assert!(refused >= 3);
     }
 }
