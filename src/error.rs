@@ -61,6 +61,16 @@ impl std::error::Error for Error {
     }
 }
 
+/// The error for memory that was refused, in the system's words (`Cannot
+/// allocate memory` on Unix), as bt2sum reports it instead of aborting.
+pub fn out_of_memory() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::ENOMEM);
+    // ERROR_NOT_ENOUGH_MEMORY.
+    #[cfg(windows)]
+    return io::Error::from_raw_os_error(8);
+}
+
 /// The system's message for an error, without Rust's ` (os error N)` suffix:
 /// `No such file or directory`, as other command-line tools print it.
 pub fn plain_message(error: &io::Error) -> String {
@@ -86,6 +96,9 @@ mod tests {
         );
         #[cfg(unix)]
         assert_eq!(plain_message(&error), "No such file or directory");
+        assert_eq!(out_of_memory().kind(), io::ErrorKind::OutOfMemory);
+        #[cfg(unix)]
+        assert_eq!(plain_message(&out_of_memory()), "Cannot allocate memory");
         let custom = io::Error::other("file changed (os error 5) oddly");
         assert_eq!(plain_message(&custom), "file changed (os error 5) oddly");
     }

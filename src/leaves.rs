@@ -5,7 +5,7 @@
 //! combiner keep a bounded amount in memory and the rest in an anonymous
 //! temporary file; a check holds what its caller chose to list at once.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
@@ -194,9 +194,9 @@ impl LeafSink for LeafLog {
 ///
 /// // Leaf 1 is listed with its digest, leaf 2 with leaf 0's.
 /// let mut listed = ListedLeaves::new(32);
-/// assert!(listed.push(1, digests[1]));
-/// assert!(listed.push(2, digests[0]));
-/// assert!(!listed.push(2, digests[2]), "indices must increase");
+/// assert!(listed.push(1, digests[1])?);
+/// assert!(listed.push(2, digests[0])?);
+/// assert!(!listed.push(2, digests[2])?, "indices must increase");
 /// assert_eq!(listed.indices(), Some(1..3));
 ///
 /// let mut hasher = TreeHasher::with_leaves(&tree, listed);
@@ -231,20 +231,30 @@ impl ListedLeaves {
         }
     }
 
-    /// Lists leaf `index` with `digest`; `false` (and nothing listed) unless
-    /// `index` is above every leaf listed so far and `digest` has the
-    /// digest size.
-    pub fn push(&mut self, index: u64, digest: Digest) -> bool {
+    /// Lists leaf `index` with `digest`; `Ok(false)` (and nothing listed)
+    /// unless `index` is above every leaf listed so far and `digest` has the
+    /// digest size; `Err` (nothing listed) if memory for it is refused.
+    pub fn push(
+        &mut self,
+        index: u64,
+        digest: Digest,
+    ) -> Result<bool, std::collections::TryReserveError> {
         let increasing = self.listed.last().is_none_or(|last| last.index < index);
         if !increasing || digest.as_bytes().len() != self.digest_size {
-            return false;
+            return Ok(false);
         }
+        self.listed.try_reserve(1)?;
         self.listed.push(Listed {
             index,
             digest,
             matched: false,
         });
-        true
+        Ok(true)
+    }
+
+    /// How many leaves can be listed before more memory is needed.
+    pub fn capacity(&self) -> usize {
+        self.listed.capacity()
     }
 
     /// How many leaves are listed.
@@ -448,7 +458,7 @@ impl Combiner {
                 root: Root::new(&line.tree, 0),
                 next: 0,
                 highest: None,
-                kept: Kept::Memory(BTreeMap::new()),
+                kept: Kept::Memory(HashMap::new()),
             },
             Some(file) => file,
         };
@@ -512,13 +522,15 @@ impl Combiner {
 /// Bytes of listed leaves kept in memory before they move to a file.
 const KEPT_IN_MEMORY: usize = 16 << 20;
 
-/// What a listed leaf takes in memory: its digest, its index, and the map's
-/// share of a node.
+/// What a listed leaf takes in memory: its digest, its index, and the
+/// map's share of empty slots.
 const KEPT_BYTES: usize = std::mem::size_of::<Digest>() + 32;
 
-/// The listed leaves' digests, by leaf index.
+/// The listed leaves' digests, by leaf index: in memory, moved to a file
+/// when they grow past [`KEPT_IN_MEMORY`] or when memory for more is
+/// refused (the map grows only with memory granted, never aborting).
 enum Kept {
-    Memory(BTreeMap<u64, Digest>),
+    Memory(HashMap<u64, Digest>),
     /// A record per leaf index, at `index * (1 + digest size)`: a byte that
     /// says whether the leaf is listed, then its digest. Unlisted records
     /// are holes that read as zeroes.
@@ -547,7 +559,8 @@ impl Kept {
 
     fn put(&mut self, tree: &TreeParams, index: u64, digest: &Digest) -> io::Result<()> {
         if let Kept::Memory(digests) = self
-            && (digests.len() + 1) * KEPT_BYTES > KEPT_IN_MEMORY
+            && ((digests.len() + 1) * KEPT_BYTES > KEPT_IN_MEMORY
+                || digests.try_reserve(1).is_err())
         {
             let record = 1 + tree.digest_size() as u64;
             let mut moved = Kept::File {
@@ -580,7 +593,9 @@ impl Kept {
     /// `None` when it is too far to look for.
     fn next_kept(&mut self, after: u64, highest: u64) -> io::Result<Option<u64>> {
         match self {
-            Kept::Memory(digests) => Ok(digests.range(after + 1..).next().map(|(&index, _)| index)),
+            Kept::Memory(digests) => {
+                Ok(digests.keys().copied().filter(|&index| index > after).min())
+            }
             Kept::File { .. } => {
                 // Looked for a little way only: a gap of millions of leaves
                 // is reported open-ended rather than searched to its end.

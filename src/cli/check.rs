@@ -20,6 +20,7 @@
 //! file was verified`, but not the reasons a file or list could not be read,
 //! nor `no properly formatted checksum lines found`.
 
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -29,7 +30,9 @@ use bt2sum::format::checksum::{Line, parse_line};
 use bt2sum::format::leaf::LeafLine;
 use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, push_verdict};
 use bt2sum::leaves::ListedLeaves;
-use bt2sum::{Digest, Error, Event, Hashed, Job, TreeParams, hash_each, plain_message};
+use bt2sum::{
+    Digest, Error, Event, Hashed, Job, TreeParams, hash_each, out_of_memory, plain_message,
+};
 
 use super::args::shown_leaf_size;
 use super::config::{Checking, Verbosity};
@@ -58,9 +61,10 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         file: None,
         sized_by_option: (0, 0),
     };
+    let budget = RefCell::new(Budget::new());
     let mut status = Status::Success;
     for list in lists {
-        match checker.check_list(list) {
+        match checker.check_list(list, &budget) {
             Ok(true) => {}
             Ok(false) => status = Status::Failure,
             Err(error) => return status.max(output_failed(&error)),
@@ -204,6 +208,44 @@ impl Checker<'_> {
 /// a part at a time, each part hashing only its own leaves.
 const GROUP_LINES: usize = (16 << 20) / ListedLeaves::BYTES_PER_LEAF;
 
+/// Memory set aside when checking starts, for what must still be done once
+/// the system refuses more (`ulimit -v`): hashing the pass at hand, and the
+/// messages.
+const SPARE_MEMORY: usize = 1 << 20;
+
+/// Whether memory is still granted beyond what passes hold: a block of
+/// [`SPARE_MEMORY`] can be had (and is given back at once).
+fn room_left() -> bool {
+    Vec::<u8>::new().try_reserve_exact(SPARE_MEMORY).is_ok()
+}
+
+/// How many lines one pass may hold. A pass grows only with memory granted;
+/// the first time more is refused, the spare memory is given back (so that
+/// the pass can still be hashed and reported), and the passes after it hold
+/// at most half as many lines (so that they leave room too).
+struct Budget {
+    lines: usize,
+    spare: Vec<u8>,
+}
+
+impl Budget {
+    fn new() -> Self {
+        let mut spare = Vec::new();
+        // (Refused, there is no spare: nothing more can be done about it.)
+        let _ = spare.try_reserve_exact(SPARE_MEMORY);
+        Budget {
+            lines: GROUP_LINES,
+            spare,
+        }
+    }
+
+    /// Memory was refused for a pass of `lines` lines.
+    fn refused(&mut self, lines: usize) {
+        self.spare = Vec::new();
+        self.lines = self.lines.min(lines / 2).max(1);
+    }
+}
+
 /// Consecutive lines of a list about one file, checked in one pass over it:
 /// a checksum line with the leaf and count lines that follow it, or leaf
 /// and count lines alone.
@@ -298,7 +340,7 @@ impl Group {
 impl Checker<'_> {
     /// Verifies one list; `Ok(false)` if it does not pass (or cannot be
     /// read), `Err` only when writing to `out` fails.
-    fn check_list(&mut self, list: &OsStr) -> io::Result<bool> {
+    fn check_list(&mut self, list: &OsStr, budget: &RefCell<Budget>) -> io::Result<bool> {
         let list_name = if list == "-" {
             OsStr::new("standard input")
         } else {
@@ -329,6 +371,7 @@ impl Checker<'_> {
             bad_lines: Vec::new(),
             error: None,
             last_listing: None,
+            budget,
             config: self.config,
             progress: self.progress,
         };
@@ -339,6 +382,15 @@ impl Checker<'_> {
                 Event::Waiting => self.flush(),
                 Event::Ready(outcome) => {
                     let group = outcome.tag;
+                    if let Err(Error::Io(error)) = &outcome.result
+                        && error.kind() == io::ErrorKind::OutOfMemory
+                    {
+                        // Too big a pass to hash: the passes after it are
+                        // smaller.
+                        budget
+                            .borrow_mut()
+                            .refused(group.lines(outcome.leaves.as_ref()) as usize);
+                    }
                     self.report_bad_lines(list_name, &group.bad_lines, &mut tally)
                         .and_then(|()| {
                             let listed = outcome.leaves.as_ref();
@@ -537,6 +589,8 @@ struct Groups<'a> {
     /// The file, leaf size and length of the last group's leaf lines: a
     /// group of leaf lines alone that has the same goes on with it.
     last_listing: Option<(Vec<u8>, TreeParams, u64)>,
+    /// How many lines a pass may hold.
+    budget: &'a RefCell<Budget>,
     config: &'a Checking,
     progress: &'a Progress,
 }
@@ -596,11 +650,20 @@ impl Groups<'_> {
                         .map(|tree| (group(entry.name, tree, Some(entry.expected)), None))
                 }
                 // (The parser only lets named leaf lines through.)
-                Line::Leaf(leaf) => leaf.name.clone().map(|name| {
-                    let mut started = (group(name, leaf.tree, None), None);
-                    join(&mut started.0, &mut started.1, leaf);
-                    started
-                }),
+                Line::Leaf(leaf) => match leaf.name.clone() {
+                    Some(name) => {
+                        let mut started = (group(name, leaf.tree, None), None);
+                        if let Err(error) = join(&mut started.0, &mut started.1, leaf, self.budget)
+                        {
+                            // Not even one leaf line fits: the list
+                            // cannot be checked.
+                            self.error = Some(error);
+                            return None;
+                        }
+                        Some(started)
+                    }
+                    None => None,
+                },
             };
             // A name no file here can have (see `system::listed_path`).
             let started = started.filter(|(group, _)| {
@@ -618,7 +681,10 @@ impl Groups<'_> {
         // same file and listing and fit in one pass.
         while let Some((line_number, line)) = self.next_line() {
             let joined = match &line {
-                Line::Leaf(leaf) => join(&mut group, &mut listed, leaf.clone()),
+                // (A line for which memory is refused starts the next pass.)
+                Line::Leaf(leaf) => {
+                    join(&mut group, &mut listed, leaf.clone(), self.budget).unwrap_or(false)
+                }
                 _ => false,
             };
             if !joined {
@@ -639,9 +705,19 @@ impl Groups<'_> {
 /// Adds a leaf or count line to `group` if it continues it: it names the
 /// same file with the same algorithm and digest size, the same leaf size and
 /// length as the group's other leaf lines, a leaf after theirs, and there is
-/// room. A checksum line takes the leaf size of the first leaf line joining
-/// it.
-fn join(group: &mut Group, listed: &mut Option<ListedLeaves>, leaf: LeafLine) -> bool {
+/// room in the `budget`. A checksum line takes the leaf size of the first
+/// leaf line joining it.
+///
+/// `Err` if memory for the line is refused: it did not join, and the budget
+/// shrinks. The group still takes the line's leaf size and length (the line
+/// is of its listing, and starts the next pass, which goes on with it), so
+/// that its checksum line is checked with the right leaf size.
+fn join(
+    group: &mut Group,
+    listed: &mut Option<ListedLeaves>,
+    leaf: LeafLine,
+    budget: &RefCell<Budget>,
+) -> Result<bool, io::Error> {
     let same_file = leaf.name.as_deref() == Some(&group.name[..])
         && leaf.tree.algorithm() == group.tree.algorithm()
         && leaf.tree.digest_size() == group.tree.digest_size();
@@ -649,23 +725,41 @@ fn join(group: &mut Group, listed: &mut Option<ListedLeaves>, leaf: LeafLine) ->
         Some(total) => leaf.tree == group.tree && leaf.total == total,
         None => true,
     };
-    let room = listed.as_ref().map_or(0, ListedLeaves::len) + group.count_lines.len() < GROUP_LINES;
-    if !(same_file && same_listing && room) {
-        return false;
-    }
-    let listed = listed.get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
-    match leaf.leaf {
-        Some(listed_leaf) => {
-            if !listed.push(listed_leaf.index, listed_leaf.digest) {
-                // Not after the group's leaves: checked in another pass.
-                return false;
-            }
-        }
-        None => group.count_lines.push(listed.len()),
+    let held = listed.as_ref().map_or(0, ListedLeaves::len) + group.count_lines.len();
+    if !(same_file && same_listing && held < budget.borrow().lines) {
+        return Ok(false);
     }
     group.tree = leaf.tree;
     group.total = Some(leaf.total);
-    true
+    let listed = listed.get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
+    let refused = |budget: &RefCell<Budget>| {
+        budget.borrow_mut().refused(held);
+        out_of_memory()
+    };
+    match leaf.leaf {
+        Some(listed_leaf) => {
+            let capacity = listed.capacity();
+            let pushed = listed.push(listed_leaf.index, listed_leaf.digest);
+            if !pushed.map_err(|_| refused(budget))? {
+                // Not after the group's leaves: checked in another pass.
+                return Ok(false);
+            }
+            // Grown: is there still room to hash the pass? (One that takes
+            // all the memory there is leaves none for the rest of the work.)
+            // If not, this line ends it.
+            if listed.capacity() > capacity && !room_left() {
+                budget.borrow_mut().refused(held + 1);
+            }
+        }
+        None => {
+            group
+                .count_lines
+                .try_reserve(1)
+                .map_err(|_| refused(budget))?;
+            group.count_lines.push(listed.len());
+        }
+    }
+    Ok(true)
 }
 
 impl Iterator for Groups<'_> {

@@ -21,6 +21,9 @@
 //! - A directory that cannot be read, or an entry that cannot be examined,
 //!   gets an error line (`bt2sum: PATH: Permission denied`) and is counted;
 //!   the rest of the tree is still walked.
+//! - The list of files grows only with memory granted: where more is
+//!   refused (`ulimit -v`), the walk stops with `bt2sum: PATH: Cannot
+//!   allocate memory` and lists nothing, rather than aborting.
 //!
 //! Names are bytes throughout: non-UTF-8 names survive. The walk keeps its
 //! own stack rather than recursing, and holds no directory open while it
@@ -33,8 +36,8 @@ use std::io;
 use std::path::Path;
 
 use super::output::report;
-use bt2sum::plain_message;
 use bt2sum::system::FileId;
+use bt2sum::{out_of_memory, plain_message};
 
 /// What expanding the arguments gave.
 pub struct Walk {
@@ -45,6 +48,8 @@ pub struct Walk {
     /// The file standard output writes to, if it is a regular file: not an
     /// input.
     output: Option<FileId>,
+    /// Memory was refused: the walk has stopped.
+    stopped: bool,
 }
 
 /// A child of a directory, as the directory lists it: its path, its type
@@ -87,14 +92,18 @@ pub fn expand(arguments: &[OsString], dereference: bool) -> Walk {
         files: Vec::new(),
         errors: 0,
         output: FileId::of_stdout(),
+        stopped: false,
     };
     for argument in arguments {
+        if walk.stopped {
+            break;
+        }
         // A link named as an argument is followed (`metadata`, not
         // `symlink_metadata`).
         let directory = match fs::metadata(argument) {
             Ok(metadata) if argument != "-" && metadata.is_dir() => metadata,
             _ => {
-                walk.files.push(argument.clone());
+                walk.add(argument.clone());
                 continue;
             }
         };
@@ -114,17 +123,39 @@ impl Walk {
         let mut levels = Vec::new();
         self.enter(&mut levels, root.to_os_string(), id);
         while let Some(level) = levels.last_mut() {
+            if self.stopped {
+                return;
+            }
             let Some(child) = level.children.next() else {
                 levels.pop();
                 continue;
             };
             match self.kind_of(&child.path, child.file_type, dereference) {
                 Kind::File if self.is_output(&child) => {}
-                Kind::File => self.files.push(child.path),
+                Kind::File => self.add(child.path),
                 Kind::Directory(id) => self.enter(&mut levels, child.path, id),
                 Kind::Skipped => {}
             }
         }
+    }
+
+    /// Adds a file to hash, if memory for it is granted; stops the walk
+    /// (with an error about the file) if not.
+    fn add(&mut self, path: OsString) {
+        if self.files.try_reserve(1).is_ok() {
+            self.files.push(path);
+        } else {
+            self.out_of_memory(&path);
+        }
+    }
+
+    /// Reports that memory was refused while at `place`, and stops. The
+    /// list is dropped first, both because a walk cut short lists no tree
+    /// and so that the message itself finds memory.
+    fn out_of_memory(&mut self, place: &OsStr) {
+        self.files = Vec::new();
+        self.stopped = true;
+        self.error(place, &plain_message(&out_of_memory()));
     }
 
     /// Whether a regular file met in the walk is the one standard output
@@ -157,8 +188,13 @@ impl Walk {
                     let file_type = entry.file_type().ok();
                     // (A link's own inode says nothing of its target's.)
                     let link = file_type.is_none_or(|file_type| file_type.is_symlink());
+                    let joined = join(&path, &entry.file_name());
+                    let (Some(child_path), Ok(())) = (joined, children.try_reserve(1)) else {
+                        drop(children);
+                        return self.out_of_memory(&path);
+                    };
                     children.push(Child {
-                        path: join(&path, &entry.file_name()),
+                        path: child_path,
                         file_type,
                         may_be_output: self
                             .output
@@ -227,9 +263,12 @@ impl Walk {
 
 /// `directory/name`, without adding a slash after a separator the
 /// directory already ends with (as `find dir/` prints `dir/a`; on Windows
-/// `dir\` gives `dir\a`, which lines print `dir/a`).
-fn join(directory: &OsStr, name: &OsStr) -> OsString {
-    let mut path = OsString::with_capacity(directory.len() + 1 + name.len());
+/// `dir\` gives `dir\a`, which lines print `dir/a`); `None` if memory for
+/// it is refused.
+fn join(directory: &OsStr, name: &OsStr) -> Option<OsString> {
+    let mut path = OsString::new();
+    path.try_reserve_exact(directory.len() + 1 + name.len())
+        .ok()?;
     path.push(directory);
     let separated = directory
         .as_encoded_bytes()
@@ -239,7 +278,7 @@ fn join(directory: &OsStr, name: &OsStr) -> OsString {
         path.push("/");
     }
     path.push(name);
-    path
+    Some(path)
 }
 
 #[cfg(test)]
@@ -249,7 +288,7 @@ mod tests {
 
     #[test]
     fn paths_are_joined_as_find_joins_them() {
-        let joined = |directory: &str| join(OsStr::new(directory), OsStr::new("a"));
+        let joined = |directory: &str| join(OsStr::new(directory), OsStr::new("a")).unwrap();
         assert_eq!(joined("dir"), "dir/a");
         assert_eq!(joined("dir/"), "dir/a");
         assert_eq!(joined("dir//"), "dir//a");

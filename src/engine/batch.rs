@@ -4,9 +4,11 @@ use rayon::prelude::*;
 
 use super::kernel::{LeafKernel, hash_leaf_run};
 use super::pipeline::LeafBytes;
+use super::stream::out_of_memory;
 use super::tuning::{self, Spread};
 use super::{Root, Sink};
 use crate::digest::Digest;
+use crate::error::Error;
 use crate::params::TreeParams;
 
 /// Whether a batch of leaves ends the input, so that its final leaf gets the
@@ -94,12 +96,23 @@ pub(crate) fn hash_leaves(
 }
 
 /// Hashes bytes that are all in memory, a batch at a time on every thread.
-pub(crate) fn hash_in_memory(tree: &TreeParams, data: &[u8], sink: &mut Sink<'_>) -> Digest {
+/// Fails only if the memory for a batch's digests is refused.
+pub(crate) fn hash_in_memory(
+    tree: &TreeParams,
+    data: &[u8],
+    sink: &mut Sink<'_>,
+) -> Result<Digest, Error> {
     let mut root = Root::new(tree, 0);
     let batch_leaves = tuning::batch_leaves(tree);
     let batch_bytes = batch_leaves * tree.leaf_size() as usize;
     let batches = data.len().div_ceil(batch_bytes);
+    // Reserved whole here ([`hash_leaves`] then never grows it), so that
+    // memory refused is an error, not an abort.
     let mut digests = Vec::new();
+    let leaves = batch_leaves.min(data.len().div_ceil(tree.leaf_size() as usize));
+    digests
+        .try_reserve_exact(leaves * tree.digest_size())
+        .map_err(|_| out_of_memory())?;
     for (index, chunk) in data.chunks(batch_bytes).enumerate() {
         let end = if index + 1 == batches {
             EndOfInput::Yes
@@ -111,5 +124,5 @@ pub(crate) fn hash_in_memory(tree: &TreeParams, data: &[u8], sink: &mut Sink<'_>
         root.feed(&digests, tree.digest_size(), sink);
         sink.count(chunk.len() as u64);
     }
-    root.finalize()
+    Ok(root.finalize())
 }

@@ -142,7 +142,13 @@ where
     rayon::in_place_scope(|scope| {
         // Inputs `reported..taken` are in flight; `slots[i]` is input
         // `reported + i`: the bytes it holds, and its reply once there.
-        let mut slots: VecDeque<(usize, Option<Reply<I>>)> = VecDeque::new();
+        // Made whole at the start, so that it never has to grow later, when
+        // the inputs may hold all the memory there is (`ulimit -v`).
+        // (As are the outputs taken from the board: never more than the
+        // inputs in flight.)
+        let mut slots: VecDeque<(usize, Option<Reply<I>>)> =
+            VecDeque::with_capacity(tuning::INPUTS_IN_FLIGHT);
+        let mut arrived = Vec::with_capacity(tuning::INPUTS_IN_FLIGHT);
         let mut reported = 0usize;
         let mut held = 0usize;
         let mut stopped = false;
@@ -204,14 +210,14 @@ where
                 return;
             }
             if slots.front().is_some_and(|(_, output)| output.is_none()) {
-                let (mut arrived, in_time) = board.take(reported, Some(tuning::QUIET_BEFORE_FLUSH));
+                let in_time = board.take(reported, Some(tuning::QUIET_BEFORE_FLUSH), &mut arrived);
                 if !in_time {
                     if !stopped && report(Event::Waiting).is_break() {
                         stopped = true;
                     }
-                    arrived.extend(board.take(reported, None).0);
+                    board.take(reported, None, &mut arrived);
                 }
-                for (index, output) in arrived {
+                for (index, output) in arrived.drain(..) {
                     slots[index - reported].1 = Some(output);
                 }
             }
@@ -240,7 +246,8 @@ impl<O> Board<O> {
     fn new() -> Self {
         Board {
             posted: Mutex::new(Posted {
-                outputs: Vec::new(),
+                // (Whole at the start, as the slots.)
+                outputs: Vec::with_capacity(tuning::INPUTS_IN_FLIGHT),
                 awaited: usize::MAX,
                 panic: None,
             }),
@@ -270,9 +277,11 @@ impl<O> Board<O> {
         self.arrived.notify_one();
     }
 
-    /// Takes every output posted, once input `awaited` is among them or
-    /// `patience` has run out, and says which; raises a task's panic.
-    fn take(&self, awaited: usize, patience: Option<Duration>) -> (Vec<(usize, O)>, bool) {
+    /// Moves every output posted to `into`, once input `awaited` is among
+    /// them or `patience` has run out, and says which; raises a task's
+    /// panic. (Moved, not swapped for a new vector, so that neither side
+    /// ever allocates.)
+    fn take(&self, awaited: usize, patience: Option<Duration>, into: &mut Vec<(usize, O)>) -> bool {
         let deadline = patience.map(|patience| Instant::now() + patience);
         let mut posted = self.lock();
         posted.awaited = awaited;
@@ -282,7 +291,8 @@ impl<O> Board<O> {
                 panic::resume_unwind(panic);
             }
             if posted.outputs.iter().any(|(index, _)| *index == awaited) {
-                return (std::mem::take(&mut posted.outputs), true);
+                into.append(&mut posted.outputs);
+                return true;
             }
             posted = match deadline {
                 None => self
@@ -292,7 +302,8 @@ impl<O> Board<O> {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
-                        return (std::mem::take(&mut posted.outputs), false);
+                        into.append(&mut posted.outputs);
+                        return false;
                     }
                     self.arrived
                         .wait_timeout(posted, deadline - now)

@@ -149,7 +149,7 @@ pub(crate) fn hash(
 ) -> Result<Hashed, Error> {
     match source {
         Source::Bytes(data) => Ok(Hashed {
-            digest: batch::hash_in_memory(tree, data, sink),
+            digest: batch::hash_in_memory(tree, data, sink)?,
             length: data.len() as u64,
         }),
         Source::Stream(reader) => {

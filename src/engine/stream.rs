@@ -450,7 +450,7 @@ fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
 
 /// The error for memory that was refused.
 pub(crate) fn out_of_memory() -> Error {
-    io::Error::from(io::ErrorKind::OutOfMemory).into()
+    crate::error::out_of_memory().into()
 }
 
 /// A streaming tree hasher: write the input in pieces of any size (or read
