@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
 use crate::engine::{LeafSink, Root, Sink};
 use crate::format::Tag;
@@ -59,6 +60,8 @@ pub struct LeafLog {
     count: u64,
     memory: Vec<u8>,
     spill: Option<File>,
+    /// The right to hold `spill`'s descriptor.
+    spill_descriptor: Option<Ticket>,
     error: Option<io::Error>,
 }
 
@@ -71,6 +74,7 @@ impl LeafLog {
             count: 0,
             memory: Vec::new(),
             spill: None,
+            spill_descriptor: None,
             error: None,
         }
     }
@@ -84,7 +88,9 @@ impl LeafLog {
     fn spill_memory(&mut self) -> io::Result<()> {
         let file = match &mut self.spill {
             Some(file) => file,
-            None => self.spill.insert(tempfile::tempfile()?),
+            None => self
+                .spill
+                .insert(temporary_file(&mut self.spill_descriptor)?),
         };
         file.write_all(&self.memory)?;
         self.forget_memory();
@@ -126,6 +132,17 @@ impl LeafLog {
     }
 }
 
+/// A temporary file for a log's digests, its descriptor's ticket left in
+/// `descriptor`. (One of those kept free may be taken: the input whose
+/// leaves spill is being hashed, and what is opened ahead leaves room for
+/// its file.)
+fn temporary_file(descriptor: &mut Option<Ticket>) -> io::Result<File> {
+    let ticket = descriptors::take(When::InTurn).ok_or_else(descriptors::too_many_open_files)?;
+    let file = tempfile::tempfile()?;
+    *descriptor = Some(ticket);
+    Ok(file)
+}
+
 impl Drop for LeafLog {
     fn drop(&mut self) {
         self.forget_memory();
@@ -156,9 +173,8 @@ impl LeafSink for LeafLog {
             // Straight to the file, when memory is short.
             let spilled = match &mut self.spill {
                 Some(file) => file.write_all(digests),
-                None => {
-                    tempfile::tempfile().and_then(|file| self.spill.insert(file).write_all(digests))
-                }
+                None => temporary_file(&mut self.spill_descriptor)
+                    .and_then(|file| self.spill.insert(file).write_all(digests)),
             };
             if let Err(error) = spilled {
                 self.error = Some(error);

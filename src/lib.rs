@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod ct;
+mod descriptors;
 mod digest;
 mod engine;
 mod error;

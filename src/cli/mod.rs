@@ -49,6 +49,16 @@ pub fn run(config: Config) -> Status {
         }
         Mode::Hash(_) | Mode::Check(_) | Mode::Combine(_) => {}
     }
+    if let Some((limit, free)) = system::free_descriptors()
+        && free < system::DESCRIPTORS_NEEDED
+    {
+        // Below this, inputs would be lost to `Too many open files`.
+        let needed = limit as usize - free + system::DESCRIPTORS_NEEDED;
+        warn(&format!(
+            "too few file descriptors: the limit is {limit} (ulimit -n), and bt2sum needs {needed}"
+        ));
+        return Status::Failure;
+    }
     if let Err(error) = process::start_workers(config.threads.unwrap_or(0)) {
         warn(&format!("cannot start worker threads: {error}"));
         return Status::Failure;

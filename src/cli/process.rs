@@ -65,8 +65,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Standard output, buffered in big writes, and written out on Ctrl-C
-/// before the process ends as Ctrl-C ends it (the shell sees 130).
+/// before the process ends as Ctrl-C ends it (the shell sees 130). Fails
+/// where that would take descriptors the work needs (three: the output's
+/// and the Ctrl-C watcher's pipe).
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
+    if let Some((_, free)) = system::free_descriptors()
+        && free < system::DESCRIPTORS_NEEDED + 3
+    {
+        return Err(io::Error::other("too few file descriptors to spare"));
+    }
     let stdout = system::duplicate_stdout()?;
     let shared = Arc::new(Mutex::new(BufWriter::with_capacity(64 << 10, stdout)));
     let output = Arc::clone(&shared);

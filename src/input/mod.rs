@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
 use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, Step, tuning};
 use crate::error::Error;
@@ -70,13 +71,15 @@ use platform::Stamp;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn hash_path(tree: &TreeParams, path: impl AsRef<Path>) -> Result<Digest, Error> {
-    let hashed = Opened::path(path.as_ref())?.hash(tree, None, &mut Sink::default())?;
+    let mut opened = Opened::path(path.as_ref(), When::InTurn)?;
+    let hashed = opened.hash(tree, None, &mut Sink::default())?;
     Ok(hashed.digest)
 }
 
 /// Hashes an open file of any kind from its current offset to its end.
 pub fn hash_file(tree: &TreeParams, file: File) -> Result<Digest, Error> {
-    let hashed = Opened::file(file, false)?.hash(tree, None, &mut Sink::default())?;
+    let mut opened = Opened::file(file, Ticket::uncounted(), false)?;
+    let hashed = opened.hash(tree, None, &mut Sink::default())?;
     Ok(hashed.digest)
 }
 
@@ -98,7 +101,7 @@ pub fn hash_reader(tree: &TreeParams, reader: &mut dyn Read) -> Result<Digest, E
 
 /// Hashes standard input from its current offset to its end.
 pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, Error> {
-    let hashed = Opened::stdin()?.hash(tree, None, &mut Sink::default())?;
+    let hashed = Opened::stdin(When::InTurn)?.hash(tree, None, &mut Sink::default())?;
     Ok(hashed.digest)
 }
 
@@ -116,6 +119,8 @@ pub(crate) struct Opened {
     /// Whether the offset is shared with other processes (standard input),
     /// and is to be left at the end as reading would leave it.
     shared_offset: bool,
+    /// The right to hold `file`'s descriptor, given back with it.
+    _descriptor: Ticket,
 }
 
 impl Opened {
@@ -123,7 +128,9 @@ impl Opened {
     /// FIFO's writer: that happens when it is hashed, on the thread that
     /// reads it (see [`platform::open_for_reading`]). (Reads of a regular
     /// file ignore the non-blocking flag, so only a stream's is cleared.)
-    pub(crate) fn path(path: &Path) -> Result<Opened, Error> {
+    /// Fails with `EMFILE` if no descriptor may be opened `when`.
+    pub(crate) fn path(path: &Path, when: When) -> Result<Opened, Error> {
+        let descriptor = descriptors::take(when).ok_or_else(descriptors::too_many_open_files)?;
         let file = platform::open_for_reading(path)?;
         let before = platform::metadata(&file)?;
         let stamp = stamp_of(&file, before.as_ref())?;
@@ -133,18 +140,20 @@ impl Opened {
             stamp,
             start: 0,
             shared_offset: false,
+            _descriptor: descriptor,
         })
     }
 
     /// Standard input, from its current offset: a duplicate of descriptor 0
     /// shares that offset, so `bt2sum < FILE` after a partial read by a
     /// parent shell hashes from where the shell left off.
-    pub(crate) fn stdin() -> Result<Opened, Error> {
-        Opened::file(system::duplicate_stdin()?, true)
+    pub(crate) fn stdin(when: When) -> Result<Opened, Error> {
+        let descriptor = descriptors::take(when).ok_or_else(descriptors::too_many_open_files)?;
+        Opened::file(system::duplicate_stdin()?, descriptor, true)
     }
 
     /// An open file, from its current offset if it is a regular file.
-    fn file(mut file: File, shared_offset: bool) -> Result<Opened, Error> {
+    fn file(mut file: File, descriptor: Ticket, shared_offset: bool) -> Result<Opened, Error> {
         let before = platform::metadata(&file)?;
         let stamp = stamp_of(&file, before.as_ref())?;
         let start = if stamp.is_some() {
@@ -158,6 +167,7 @@ impl Opened {
             stamp,
             start,
             shared_offset,
+            _descriptor: descriptor,
         })
     }
 
@@ -531,10 +541,17 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
 
     fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {
         if let State::Closed = self.state {
-            match self.open() {
+            // Standard input is only ever prepared in turn.
+            let when = if self.in_turn() {
+                When::InTurn
+            } else {
+                When::Ahead
+            };
+            match self.open(when) {
                 Ok(opened) => self.state = State::Open(opened),
-                // Out of descriptors: opened when its turn comes, once those
-                // before it are closed.
+                // Out of descriptors (or of those that may be opened
+                // ahead): opened when its turn comes, on the calling
+                // thread.
                 Err(Error::Io(error)) if out_of_descriptors(&error) => {
                     return Step::Whole(Shape::Stream);
                 }
@@ -599,7 +616,9 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     fn hash_whole(mut self) -> Outcome<T, S> {
         let opened = match std::mem::replace(&mut self.state, State::Closed) {
             State::Open(opened) => Ok(opened),
-            State::Closed => self.open(),
+            // (Put off in `prepare`: hashed whole on the calling thread,
+            // in turn.)
+            State::Closed => self.open(When::InTurn),
             State::Failed(error) => Err(error),
             State::Read(_) => unreachable!("an input read whole is hashed in a lane"),
         };
@@ -615,10 +634,10 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
 }
 
 impl<T, S> Job<T, S> {
-    fn open(&self) -> Result<Opened, Error> {
+    fn open(&self, when: When) -> Result<Opened, Error> {
         match &self.target {
-            Target::Path(path) => Opened::path(path),
-            Target::Stdin => Opened::stdin(),
+            Target::Path(path) => Opened::path(path, when),
+            Target::Stdin => Opened::stdin(when),
             Target::Nothing => Err(io::Error::from(io::ErrorKind::NotFound).into()),
         }
     }
@@ -660,7 +679,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("growing");
         std::fs::write(&path, b"1234").unwrap();
-        let mut opened = Opened::path(&path).unwrap();
+        let mut opened = Opened::path(&path, When::InTurn).unwrap();
         // It grows after its size was taken.
         std::fs::write(&path, b"12345678").unwrap();
         let mut arena = b"neighbour".to_vec();

@@ -37,6 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use memmap2::MmapOptions;
 
+use crate::descriptors::{self, Ticket, When};
 use crate::engine::tuning;
 
 /// The reading ahead of one file being hashed; dropping it abandons what
@@ -57,6 +58,8 @@ struct Shared {
     /// The file, opened again for the reader (see [`open_again`]), so that
     /// the reader never outlives the file it reads.
     file: File,
+    /// The right to hold `file`'s descriptor.
+    _descriptor: Ticket,
     pending: Mutex<Pending>,
     /// Notified as the reader gets past a chunk, and when the file is
     /// abandoned.
@@ -88,10 +91,13 @@ impl ReadAhead {
     /// through its own page faults, as well as they go).
     pub(super) fn new(file: &File) -> Option<ReadAhead> {
         queue()?;
+        // (Reading ahead is worth no input lost for want of a descriptor.)
+        let descriptor = descriptors::take(When::Ahead)?;
         let file = open_again(file)?;
         Some(ReadAhead {
             shared: Arc::new(Shared {
                 file,
+                _descriptor: descriptor,
                 pending: Mutex::new(Pending::default()),
                 arrived: Condvar::new(),
             }),
@@ -292,7 +298,7 @@ struct Reader {
     /// out of the page cache (`sendfile`); `None` until opened, or where
     /// that fails.
     #[cfg(target_os = "linux")]
-    null: Option<File>,
+    null: Option<(File, Ticket)>,
     /// Whether `sendfile` was refused (or `/dev/null` could not be opened).
     #[cfg(target_os = "linux")]
     no_sendfile: bool,
@@ -328,16 +334,18 @@ impl Reader {
             return false;
         }
         if self.null.is_none() {
-            self.null = std::fs::OpenOptions::new()
-                .write(true)
-                .open("/dev/null")
-                .ok();
-            if self.null.is_none() {
+            // (No descriptor to spare now: read this time, try next time.)
+            let Some(descriptor) = descriptors::take(When::Ahead) else {
+                return false;
+            };
+            let opened = std::fs::OpenOptions::new().write(true).open("/dev/null");
+            let Ok(null) = opened else {
                 self.no_sendfile = true;
                 return false;
-            }
+            };
+            self.null = Some((null, descriptor));
         }
-        let null = self.null.as_ref().expect("opened above");
+        let (null, _) = self.null.as_ref().expect("opened above");
         let mut offset = bytes.start as libc::off_t;
         while (offset as u64) < bytes.end {
             let count = (bytes.end - offset as u64) as usize;
@@ -567,7 +575,7 @@ mod tests {
                 leaves: Some(&mut got),
                 progress: None,
             };
-            let hashed = Opened::path(&path)
+            let hashed = Opened::path(&path, When::InTurn)
                 .unwrap()
                 .hash(&tree, leaves.clone(), &mut sink)
                 .unwrap();

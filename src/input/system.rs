@@ -28,6 +28,19 @@ pub fn stdout_closed() -> bool {
     closed::at_start(1)
 }
 
+/// Under a low limit on open files (`ulimit -n` of 256 or less), the
+/// limit and the descriptors it leaves free now; `None` where the limit is
+/// higher, or not counted (Windows).
+pub fn free_descriptors() -> Option<(u64, usize)> {
+    crate::descriptors::free_now()
+}
+
+/// The descriptors the work needs free besides those the process holds
+/// when it starts: a list being read, the input in turn, and a temporary
+/// file for its leaf digests. With as many free, no input is lost to `Too
+/// many open files`.
+pub const DESCRIPTORS_NEEDED: usize = crate::descriptors::NEEDED;
+
 /// The error for using a standard stream that was closed: `Bad file
 /// descriptor`.
 pub fn closed_stream() -> io::Error {

@@ -6,15 +6,36 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 8] = [
+const LAYERS: [(&str, &[&str]); 9] = [
     ("ct", &[]),
+    ("descriptors", &[]),
     ("params", &[]),
     ("digest", &["ct"]),
     ("error", &["params"]),
     ("engine", &["params", "digest", "error"]),
     ("format", &["params", "digest"]),
-    ("leaves", &["engine", "format", "params", "digest", "error"]),
-    ("input", &["engine", "format", "params", "digest", "error"]),
+    (
+        "leaves",
+        &[
+            "engine",
+            "format",
+            "params",
+            "digest",
+            "error",
+            "descriptors",
+        ],
+    ),
+    (
+        "input",
+        &[
+            "engine",
+            "format",
+            "params",
+            "digest",
+            "error",
+            "descriptors",
+        ],
+    ),
 ];
 
 /// The top module a source file belongs to: `src/engine/many.rs` is
