@@ -146,20 +146,20 @@ impl Level {
         }
     }
 
-    /// The address of the assembly function behind this level, if it is
-    /// one: the disassembly audit finds the function's symbol from it (the
-    /// symbols are not exported, so that two versions of the crate can link
-    /// into one program). Available or not, every compiled level has one.
+    /// The address of the function behind this level: the disassembly
+    /// audit finds the function's symbol from it (the symbols are not
+    /// exported, so that two versions of the crate can link into one
+    /// program). Available or not, every compiled level has one.
     #[must_use]
-    pub fn entry_address(self) -> Option<usize> {
+    pub fn entry_address(self) -> usize {
         match self {
-            Level::Portable => None,
+            Level::Portable => portable::address(),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Level::Scalar => Some(amd64::scalar_address()),
+            Level::Scalar => amd64::scalar_address(),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Level::Baseline => Some(amd64::baseline_address()),
+            Level::Baseline => amd64::baseline_address(),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Level::Avx2 => Some(amd64::avx2_address()),
+            Level::Avx2 => amd64::avx2_address(),
         }
     }
 

@@ -4,6 +4,7 @@
 mod check;
 mod cli;
 mod ct;
+mod ct_arm64;
 mod disk;
 mod layers;
 mod leaves;
