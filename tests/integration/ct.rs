@@ -1383,9 +1383,14 @@ impl Operand {
 /// instruction is at `address` (a function pointer): the comparators are not
 /// exported, so they are found from their address. The program's load bias
 /// (position-independent executables load anywhere) comes from
-/// `dl_iterate_phdr`, and `nm` names the symbol at the unbiased address.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
-fn symbol_at(address: usize) -> String {
+/// `dl_iterate_phdr`, and `nm` (the binutils of the binary's architecture)
+/// names the symbol at the unbiased address.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(miri)
+))]
+pub(super) fn symbol_at(mut nm: std::process::Command, address: usize) -> String {
     unsafe extern "C" fn main_program(
         info: *mut libc::dl_phdr_info,
         _size: usize,
@@ -1403,7 +1408,7 @@ fn symbol_at(address: usize) -> String {
     unsafe { libc::dl_iterate_phdr(Some(main_program), (&raw mut bias).cast()) };
     let wanted = address - bias;
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("nm")
+    let out = nm
         .arg("--defined-only")
         .arg(&exe)
         .output()
@@ -1420,24 +1425,31 @@ fn symbol_at(address: usize) -> String {
         .unwrap_or_else(|| panic!("no function at {wanted:#x} in {}", exe.display()))
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
-fn disassemble(symbol: &str) -> Vec<Insn> {
+/// The listing of `symbol` in this test binary, as `objdump` (the binutils
+/// of the binary's architecture, with `options`) prints it.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(miri)
+))]
+pub(super) fn listing_of(
+    mut objdump: std::process::Command,
+    options: &[&str],
+    symbol: &str,
+) -> String {
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("objdump")
-        .args([
-            "-d",
-            "--no-show-raw-insn",
-            "-M",
-            "intel",
-            &format!("--disassemble={symbol}"),
-        ])
+    let out = objdump
+        .args(["-d", "--no-show-raw-insn"])
+        .args(options)
+        .arg(format!("--disassemble={symbol}"))
         .arg(&exe)
         .output();
     let out = match out {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
             "objdump is not installed: the disassembly proof needs it and is never skipped; \
-             install binutils (Debian/Ubuntu: apt-get install -y binutils)"
+             install binutils (Debian/Ubuntu: apt-get install -y binutils, and \
+             binutils-aarch64-linux-gnu to audit arm64 code elsewhere)"
         ),
         Err(e) => panic!("cannot run objdump: {e}"),
     };
@@ -1449,8 +1461,13 @@ fn disassemble(symbol: &str) -> Vec<Insn> {
         .unwrap_or_else(|| panic!("{symbol} not found in {}", exe.display()))
         .1;
     // The function ends at the next blank line (objdump separates symbols).
-    let body = body.split("\n\n").next().unwrap();
-    parse_objdump(body)
+    body.split("\n\n").next().unwrap().to_string()
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn disassemble(symbol: &str) -> Vec<Insn> {
+    let objdump = std::process::Command::new("objdump");
+    parse_objdump(&listing_of(objdump, &["-M", "intel"], symbol))
 }
 
 #[test]
@@ -1469,7 +1486,10 @@ fn disassembly_uses_only_doit_instructions_and_public_branches() {
             // under valgrind here, and by disassembly on arm64.
             continue;
         }
-        let symbol = &symbol_at(black_box(level.entry_address()));
+        let symbol = &symbol_at(
+            std::process::Command::new("nm"),
+            black_box(level.entry_address()),
+        );
         let insns = disassemble(symbol);
         assert!(
             insns.len() > 40,

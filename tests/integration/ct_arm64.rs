@@ -689,63 +689,12 @@ fn binutils(tool: &str) -> std::process::Command {
     std::process::Command::new(if found { cross.as_str() } else { tool })
 }
 
-/// The name of the function at `address` in this binary (see
-/// `ct::symbol_at`, which does the same on x86_64).
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
 fn symbol_at(address: usize) -> String {
-    unsafe extern "C" fn main_program(
-        info: *mut libc::dl_phdr_info,
-        _size: usize,
-        bias: *mut libc::c_void,
-    ) -> libc::c_int {
-        // SAFETY: `info` is valid for the call, and `bias` is the `usize`
-        // handed to dl_iterate_phdr below.
-        unsafe { *bias.cast::<usize>() = (*info).dlpi_addr as usize };
-        1
-    }
-    let mut bias = 0usize;
-    // SAFETY: the callback writes only the `usize` it is given, during the
-    // call.
-    unsafe { libc::dl_iterate_phdr(Some(main_program), (&raw mut bias).cast()) };
-    let wanted = address - bias;
-    let exe = std::env::current_exe().unwrap();
-    let out = binutils("nm")
-        .arg("--defined-only")
-        .arg(&exe)
-        .output()
-        .expect("nm for aarch64 runs (binutils-aarch64-linux-gnu): the audit is never skipped");
-    assert!(out.status.success(), "nm failed: {out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (at, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
-            let at = usize::from_str_radix(at, 16).ok()?;
-            (at == wanted && matches!(kind, "t" | "T")).then(|| name.to_string())
-        })
-        .unwrap_or_else(|| panic!("no function at {wanted:#x} in {}", exe.display()))
+    super::ct::symbol_at(binutils("nm"), address)
 }
 
 #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
 fn disassemble(symbol: &str) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let out = binutils("objdump")
-        .args([
-            "-d",
-            "--no-show-raw-insn",
-            &format!("--disassemble={symbol}"),
-        ])
-        .arg(&exe)
-        .output()
-        .expect(
-            "objdump for aarch64 runs (binutils-aarch64-linux-gnu): the audit is never skipped",
-        );
-    assert!(out.status.success(), "objdump failed: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let header = format!("<{symbol}>:");
-    let body = text
-        .split_once(&header)
-        .unwrap_or_else(|| panic!("{symbol} not found in {}", exe.display()))
-        .1;
-    body.split("\n\n").next().unwrap().to_string()
+    super::ct::listing_of(binutils("objdump"), &[], symbol)
 }
