@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::ops::Range;
 
 use crate::params::Algorithm;
 
@@ -20,6 +21,21 @@ pub enum Error {
     /// A leaf range or count was asked of an input that cannot be read at
     /// any offset (a pipe, a FIFO, a device).
     NotRegularFile,
+    /// An input said to hold only some leaves' bytes of a longer file (a
+    /// ranged download: see `Job::excerpt_of`)
+    /// holds another number of bytes. No leaf of it is reported.
+    ExcerptLength {
+        /// The leaves it was to hold (cut at the file's last leaf).
+        leaves: Range<u64>,
+        /// The length of the file they are leaves of.
+        total: u64,
+        /// The bytes of those leaves.
+        expected: u64,
+        /// The bytes it holds, or held when bt2sum stopped reading.
+        found: u64,
+        /// Whether it held more than `found` bytes, uncounted.
+        more: bool,
+    },
     /// A name that lines cannot print: on Windows, one that is not valid
     /// Unicode (see `system::printed_name`).
     NotUnicode,
@@ -44,6 +60,20 @@ impl fmt::Display for Error {
             ),
             Error::NotRegularFile => f.write_str(
                 "a leaf range or count needs a regular file (one that can be read at any offset)",
+            ),
+            Error::ExcerptLength {
+                leaves,
+                total,
+                expected,
+                found,
+                more,
+            } => write!(
+                f,
+                "the input holds {}{found} bytes, but leaves {}..{} of a {total}-byte file \
+                 are {expected} bytes",
+                if *more { "more than " } else { "" },
+                leaves.start,
+                leaves.end
             ),
             Error::NotUnicode => {
                 f.write_str("the name is not valid Unicode, so it cannot be printed")

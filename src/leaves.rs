@@ -438,10 +438,11 @@ impl std::error::Error for CombineError {}
 /// for line in listing.split(|&byte| byte == b'\n').filter(|line| !line.is_empty()).rev() {
 ///     combiner.add(parse_leaf_line(line)?)?;
 /// }
-/// let (_, name, combined) = combiner.finish()?;
-/// assert_eq!(name.as_deref(), Some(&b"f"[..]));
-/// assert_eq!(combined, digest);
-/// assert_eq!(combined, hash(&tree, data));
+/// let combined = combiner.finish()?;
+/// assert_eq!(combined.name.as_deref(), Some(&b"f"[..]));
+/// assert_eq!((combined.tree, combined.total), (tree, 10));
+/// assert_eq!(combined.digest, digest);
+/// assert_eq!(combined.digest, hash(&tree, data));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Default)]
@@ -516,8 +517,9 @@ impl Combiner {
         Ok(())
     }
 
-    /// The file's tree, name and checksum, or the first gap.
-    pub fn finish(self) -> Result<(TreeParams, Option<Vec<u8>>, Digest), CombineError> {
+    /// The file's checksum, with what its lines said of it, or the first
+    /// gap.
+    pub fn finish(self) -> Result<Combined, CombineError> {
         let mut file = self.file.ok_or(CombineError::NoLeafLines)?;
         let leaves = file.tree.leaf_count(file.total);
         if file.next < leaves {
@@ -531,8 +533,27 @@ impl Combiner {
                 leaves,
             });
         }
-        Ok((file.tree, file.name, file.root.finalize()))
+        Ok(Combined {
+            tree: file.tree,
+            name: file.name,
+            total: file.total,
+            digest: file.root.finalize(),
+        })
     }
+}
+
+/// What [`Combiner::finish`] gives: a file's checksum, computed from its
+/// listed leaves, and what its lines said of it.
+#[derive(Clone, Debug)]
+pub struct Combined {
+    /// The tree parameters of the listings.
+    pub tree: TreeParams,
+    /// The file's name, unescaped; `None` for nameless standard input.
+    pub name: Option<Vec<u8>>,
+    /// The file's length.
+    pub total: u64,
+    /// The file's checksum.
+    pub digest: Digest,
 }
 
 /// Bytes of listed leaves kept in memory before they move to a file.

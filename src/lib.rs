@@ -53,7 +53,7 @@ pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHashe
 pub use error::{Error, out_of_memory, plain_message};
 pub use input::system;
 pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
-pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, TreeParams};
+pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
 
 /// Hashes a byte slice in one call, on the current rayon pool.
 ///

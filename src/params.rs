@@ -180,6 +180,14 @@ impl TreeParams {
         start..start.saturating_add(self.leaf_size()).min(len)
     }
 
+    /// The bytes of leaves `leaves` of an input of `len` bytes, from the
+    /// first one's start to the last one's end (cut at the end: empty past
+    /// it).
+    pub fn leaves_bytes(&self, leaves: &std::ops::Range<u64>, len: u64) -> std::ops::Range<u64> {
+        let start = self.leaf_bytes(leaves.start, len).start;
+        start..self.leaf_bytes(leaves.end, len).start.max(start)
+    }
+
     /// The parameter block of a node of this tree. Every hash of the crate
     /// builds its nodes from this one function.
     pub fn node(&self, node: Node) -> NodeParams {
@@ -197,6 +205,94 @@ impl TreeParams {
             inner_length: self.digest_size,
             last_node: last,
         }
+    }
+}
+
+/// Which leaves of an input are hashed and listed, when not all of them:
+/// what `--leaf-range` and `--part` select. Resolved against the input's
+/// leaf count with [`Selection::leaves`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Leaves `A` to `B - 1`, cut at the input's last leaf.
+    Range(std::ops::Range<u64>),
+    /// The `part`-th (from 1) of `parts` runs of leaves.
+    Part(Part),
+}
+
+impl Selection {
+    /// The leaves selected of an input of `count` leaves: within `0..count`,
+    /// empty if the selection lies wholly past the end.
+    pub fn leaves(&self, count: u64) -> std::ops::Range<u64> {
+        match self {
+            Selection::Range(range) => range.start.min(count)..range.end.min(count),
+            Selection::Part(part) => part.leaves(count),
+        }
+    }
+
+    /// Whether the selection takes the input's first leaf whenever there is
+    /// one: its listing of an empty input then says that it has no leaves,
+    /// so that the parts of an empty input combine too.
+    pub fn takes_the_start(&self) -> bool {
+        match self {
+            Selection::Range(range) => range.start == 0 && !range.is_empty(),
+            Selection::Part(part) => part.part == 1,
+        }
+    }
+}
+
+impl From<std::ops::Range<u64>> for Selection {
+    fn from(range: std::ops::Range<u64>) -> Self {
+        Selection::Range(range)
+    }
+}
+
+impl From<Part> for Selection {
+    fn from(part: Part) -> Self {
+        Selection::Part(part)
+    }
+}
+
+/// The `part`-th of `parts` near-equal runs of an input's leaves, counted
+/// from 1 as GNU `split -n K/N` counts: run sizes differ by at most one leaf,
+/// the longer runs first, so that when there are fewer leaves than parts the
+/// parts past the leaf count are empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    part: u64,
+    parts: u64,
+}
+
+impl Part {
+    /// Part `part` of `parts`; `None` unless `1 <= part <= parts`.
+    pub fn new(part: u64, parts: u64) -> Option<Part> {
+        (1..=parts).contains(&part).then_some(Part { part, parts })
+    }
+
+    /// Which part this is, from 1.
+    pub fn part(&self) -> u64 {
+        self.part
+    }
+
+    /// How many parts there are.
+    pub fn parts(&self) -> u64 {
+        self.parts
+    }
+
+    /// This part's leaves of an input of `count` leaves: the first
+    /// `count % parts` parts hold `count / parts + 1` leaves, the others
+    /// `count / parts`.
+    pub fn leaves(&self, count: u64) -> std::ops::Range<u64> {
+        let (each, longer) = (count / self.parts, count % self.parts);
+        let before = self.part - 1;
+        // (before * each < parts * each <= count: no overflow.)
+        let start = before * each + before.min(longer);
+        start..start + each + u64::from(before < longer)
+    }
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.part, self.parts)
     }
 }
 
@@ -244,4 +340,60 @@ pub struct NodeParams {
     pub inner_length: u8,
     /// The last-node flag.
     pub last_node: LastNode,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts of every count cover its leaves in order, once each, with
+    /// sizes that differ by at most one, the longer first; a part is empty
+    /// only past the leaf count.
+    #[test]
+    fn parts_cut_the_leaves_into_near_equal_runs() {
+        for parts in (1..=12).chain([100, 1000]) {
+            for count in (0..=40).chain([999, 1000, 1001, u64::MAX]) {
+                let mut next = 0;
+                let mut sizes = Vec::new();
+                for part in 1..=parts {
+                    let leaves = Part::new(part, parts).unwrap().leaves(count);
+                    assert_eq!(leaves.start, next, "{part}/{parts} of {count}");
+                    assert_eq!(leaves.is_empty(), part > count, "{part}/{parts} of {count}");
+                    sizes.push(leaves.end - leaves.start);
+                    next = leaves.end;
+                }
+                assert_eq!(next, count, "{parts} parts of {count}");
+                assert!(
+                    sizes
+                        .windows(2)
+                        .all(|pair| pair[0] == pair[1] || pair[0] == pair[1] + 1)
+                );
+            }
+        }
+        assert_eq!(Part::new(3, 8).unwrap().leaves(20), 6..9);
+        assert_eq!(Part::new(1, 1).unwrap().leaves(7), 0..7);
+        assert_eq!(Part::new(0, 3), None);
+        assert_eq!(Part::new(4, 3), None);
+        assert_eq!(Part::new(1, 0), None);
+        assert_eq!(Part::new(3, 8).unwrap().to_string(), "3/8");
+    }
+
+    #[test]
+    fn selections_are_cut_at_the_leaf_count() {
+        let range = Selection::from(3..10);
+        assert_eq!(range.leaves(20), 3..10);
+        assert_eq!(range.leaves(5), 3..5);
+        assert_eq!(range.leaves(2), 2..2);
+        assert!(Selection::from(0..1).takes_the_start());
+        assert!(!Selection::from(0..0).takes_the_start());
+        assert!(!Selection::from(1..2).takes_the_start());
+        assert!(Selection::from(Part::new(1, 4).unwrap()).takes_the_start());
+        assert!(!Selection::from(Part::new(2, 4).unwrap()).takes_the_start());
+        let tree = TreeParams::new(Algorithm::Blake2b, 64, 10).unwrap();
+        assert_eq!(tree.leaves_bytes(&(1..3), 25), 10..25);
+        assert_eq!(tree.leaves_bytes(&(1..2), 25), 10..20);
+        assert_eq!(tree.leaves_bytes(&(3..9), 25), 25..25);
+        assert_eq!(tree.leaves_bytes(&(0..0), 0), 0..0);
+        assert_eq!(tree.leaves_bytes(&(0..u64::MAX), u64::MAX), 0..u64::MAX);
+    }
 }

@@ -122,6 +122,14 @@ pub(crate) enum Source<'a> {
     /// Bytes that arrive in order until the end: pipes, FIFOs, terminals,
     /// devices, and files that cannot be mapped.
     Stream(&'a mut dyn Read),
+    /// A stream that holds exactly the bytes of leaves `leaves` (cut at the
+    /// last one) of a `total`-byte input, and nothing else: a ranged
+    /// download. A stream of another length is an error.
+    Excerpt {
+        reader: &'a mut dyn Read,
+        total: u64,
+        leaves: Range<u64>,
+    },
     /// Leaves `leaves` of an input that can be read at any offset (a regular
     /// file). The range is cut at the input's end (a range past it hashes
     /// no leaf); the last-node flag goes to the input's final leaf only.
@@ -160,6 +168,11 @@ pub(crate) fn hash(
                 length,
             })
         }
+        Source::Excerpt {
+            reader,
+            total,
+            leaves,
+        } => stream::hash_excerpt(tree, reader, total, leaves, sink),
         Source::File { file, leaves } => windows::hash(tree, file, leaves, sink),
     }
 }

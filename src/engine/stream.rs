@@ -12,12 +12,13 @@
 //! length.
 
 use std::io::{self, Read, Write};
+use std::ops::Range;
 
 use super::batch::EndOfInput;
 use super::kernel::LeafState;
 use super::pipeline::{LeafBytes, Pipeline};
 use super::tuning::{self, Spread};
-use super::{LeafSink, Root, Sink, check_leaf_index};
+use super::{Hashed, LeafSink, Root, Sink, check_leaf_index};
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::params::{LastNode, TreeParams};
@@ -404,6 +405,61 @@ impl Stream {
         }
         Ok(self.pipeline.finish(sink))
     }
+}
+
+/// How many bytes past its end an excerpt that is too long is read on, to
+/// say how long it is; a longer one is "more than" that (a stream may have
+/// no end).
+const EXCESS_COUNTED: u64 = 64 << 20;
+
+/// Hashes a stream that holds exactly the bytes of leaves `leaves` (already
+/// cut at the last one) of a `total`-byte input: their leaves get their own
+/// node offsets, and the input's final leaf its last-node flag. The digest
+/// is the root of those leaves alone; the length given back is `total`. A
+/// stream that is shorter or longer is [`Error::ExcerptLength`].
+pub(crate) fn hash_excerpt(
+    tree: &TreeParams,
+    reader: &mut dyn Read,
+    total: u64,
+    leaves: Range<u64>,
+    sink: &mut Sink<'_>,
+) -> Result<Hashed, Error> {
+    let bytes = tree.leaves_bytes(&leaves, total);
+    let expected = bytes.end - bytes.start;
+    let wrong_length = |found, more| Error::ExcerptLength {
+        leaves: leaves.clone(),
+        total,
+        expected,
+        found,
+        more,
+    };
+    let root = Root::new(tree, leaves.start);
+    let root = if leaves.is_empty() {
+        root
+    } else {
+        check_leaf_index(tree, leaves.end - 1)?;
+        let end = if leaves.end == tree.leaf_count(total) {
+            EndOfInput::Yes
+        } else {
+            EndOfInput::No
+        };
+        let mut stream = Stream::resume(tree, root, leaves.start, end);
+        let read = stream.update_reader(&mut (&mut *reader).take(expected), sink)?;
+        if read < expected {
+            return Err(wrong_length(read, false));
+        }
+        stream.finish(sink)?
+    };
+    // Nothing may follow.
+    let excess = io::copy(&mut reader.take(EXCESS_COUNTED + 1), &mut io::sink())?;
+    if excess > 0 {
+        let more = excess > EXCESS_COUNTED;
+        return Err(wrong_length(expected + excess.min(EXCESS_COUNTED), more));
+    }
+    Ok(Hashed {
+        digest: root.finalize(),
+        length: total,
+    })
 }
 
 /// What growing the batch buffer gave.

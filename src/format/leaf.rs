@@ -4,11 +4,15 @@
 //! ```text
 //! BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME) = HEX
 //! BLAKE2b-64 leaves=C total=T tree=L (NAME)
+//! BLAKE2b-64 leaves=C total=T tree=L offset=X length=Y (NAME)
 //! ```
 //!
 //! The first form is leaf `I` of an input; the second says how many leaves
 //! an input has (`--leaf-count`, and the one line of an empty input's
-//! listing, `leaves=0 total=0`). The tag gives the algorithm and digest size
+//! listing, `leaves=0 total=0`); the third, the count line of a selection
+//! (`--leaf-count` with `--leaf-range` or `--part`), adds the selected
+//! leaves' bytes, from one leaf boundary to another (`length=0` for a
+//! selection past the end). The tag gives the algorithm and digest size
 //! as in checksum lines; `O` and `N` are the leaf's bytes, `T` the input's
 //! length (so that a listing's completeness can be checked: it has
 //! `C = ceil(T / L)` leaves), `L` the leaf size, and HEX the leaf's digest in
@@ -17,6 +21,7 @@
 //! lines end in ` = HEX`, or after `tree=L`.
 
 use std::fmt;
+use std::ops::Range;
 
 use super::checksum::decode_hex;
 use super::{Tag, needs_escape, push_name, unescape};
@@ -53,6 +58,35 @@ pub fn push_leaf_line(
 /// Appends the line that says how many leaves a `total`-byte input has
 /// (`leaves=0 total=0` for an empty one).
 pub fn push_count_line(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, total: u64) {
+    push_counted(out, tree, name, total, None);
+}
+
+/// Appends the count line of a `total`-byte input followed by the bytes of
+/// the leaves `leaves` (cut at its last leaf), `offset=X length=Y`: what a
+/// ranged read of those leaves asks for.
+pub fn push_selection_count_line(
+    out: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: Option<&[u8]>,
+    total: u64,
+    leaves: &Range<u64>,
+) {
+    push_counted(
+        out,
+        tree,
+        name,
+        total,
+        Some(tree.leaves_bytes(leaves, total)),
+    );
+}
+
+fn push_counted(
+    out: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: Option<&[u8]>,
+    total: u64,
+    span: Option<Range<u64>>,
+) {
     push_head(out, tree, name);
     out.extend_from_slice(
         format!(
@@ -62,6 +96,11 @@ pub fn push_count_line(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>
         )
         .as_bytes(),
     );
+    if let Some(span) = span {
+        out.extend_from_slice(
+            format!(" offset={} length={}", span.start, span.end - span.start).as_bytes(),
+        );
+    }
     push_tail(out, name);
     out.push(b'\n');
 }
@@ -92,6 +131,9 @@ pub struct LeafLine {
     pub total: u64,
     /// The leaf, with its digest; `None` on a count line (`leaves=C`).
     pub leaf: Option<Leaf>,
+    /// On a count line that ends in `offset=X length=Y`, those bytes: a
+    /// selection's, from one leaf boundary to another.
+    pub span: Option<Range<u64>>,
 }
 
 /// A leaf of a listing line.
@@ -254,21 +296,35 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     if escaped && named.is_none() {
         return Err(LeafLineError::Name);
     }
-    let (written_name, leaf) = match fields.leaves {
+    let (written_name, leaf, span) = match fields.leaves {
         Some(listed) => {
-            if fields.leaf.is_some() || fields.offset.is_some() || fields.length.is_some() {
+            if fields.leaf.is_some() {
                 return Err(LeafLineError::Field("leaf= with leaves=".to_string()));
             }
             let actual = tree.leaf_count(total);
             if listed != actual {
                 return Err(LeafLineError::Count { listed, actual });
             }
+            let span = match (fields.offset, fields.length) {
+                (None, None) => None,
+                (Some(offset), Some(length)) => {
+                    let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
+                    let span = offset
+                        .checked_add(length)
+                        .filter(|&end| end <= total && boundary(offset) && boundary(end))
+                        .map(|end| offset..end)
+                        .ok_or(LeafLineError::Inconsistent)?;
+                    Some(span)
+                }
+                (None, Some(_)) => return Err(LeafLineError::Missing("offset")),
+                (Some(_), None) => return Err(LeafLineError::Missing("length")),
+            };
             let name = match named {
                 Some(named) => Some(named.strip_suffix(b")").ok_or(LeafLineError::Name)?),
                 None if tail.is_empty() => None,
                 None => return Err(LeafLineError::Name),
             };
-            (name, None)
+            (name, None, span)
         }
         None => {
             let index = fields.leaf.ok_or(LeafLineError::Missing("leaf"))?;
@@ -298,7 +354,7 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
             if !fits {
                 return Err(LeafLineError::Inconsistent);
             }
-            (name, Some(Leaf { index, digest }))
+            (name, Some(Leaf { index, digest }), None)
         }
     };
     let name = match written_name {
@@ -311,6 +367,7 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
         name,
         total,
         leaf,
+        span,
     })
 }
 
@@ -332,9 +389,10 @@ mod tests {
                     None => "(nameless)".to_string(),
                 },
                 parsed.total,
-                match parsed.leaf {
-                    Some(leaf) => format!(" leaf={} {}", leaf.index, leaf.digest),
-                    None => String::new(),
+                match (parsed.leaf, parsed.span) {
+                    (Some(leaf), _) => format!(" leaf={} {}", leaf.index, leaf.digest),
+                    (None, Some(span)) => format!(" bytes={span:?}"),
+                    (None, None) => String::new(),
                 }
             ),
             Err(error) => error.to_string(),
@@ -343,7 +401,7 @@ mod tests {
 
     #[test]
     fn good_leaf_lines() {
-        let table: [(&[u8], &str); 12] = [
+        let table: [(&[u8], &str); 16] = [
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=4 total=10 tree=4 (f) = ab",
                 "BLAKE2b-1/4 f total=10 leaf=0 ab",
@@ -392,6 +450,22 @@ mod tests {
                 b"BLAKE2b-1 leaves=3 total=10 tree=4",
                 "BLAKE2b-1/4 (nameless) total=10",
             ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 length=6 (f)",
+                "BLAKE2b-1/4 f total=10 bytes=4..10",
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=0 length=4",
+                "BLAKE2b-1/4 (nameless) total=10 bytes=0..4",
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=10 length=0 (f)",
+                "BLAKE2b-1/4 f total=10 bytes=10..10",
+            ),
+            (
+                b"BLAKE2b-1 leaves=0 total=0 tree=4 offset=0 length=0 (f)",
+                "BLAKE2b-1/4 f total=0 bytes=0..0",
+            ),
         ];
         for (line, expected) in table {
             assert_eq!(describe(line), expected, "{}", line.escape_ascii());
@@ -403,7 +477,7 @@ mod tests {
         let malformed = |what: &str| format!("malformed leaf line: {what}");
         let inconsistent =
             malformed("offset or length do not match the leaf index, leaf size and total");
-        let table: [(&[u8], String); 23] = [
+        let table: [(&[u8], String); 29] = [
             (
                 b"BLAKE2q-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = 00",
                 malformed("unknown tag"),
@@ -496,6 +570,30 @@ mod tests {
                 b"BLAKE2b-1 leaf=0 offset=0 length=2 total=3 tree=1 (f) = 00",
                 inconsistent.clone(),
             ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=2 length=4 (f)",
+                inconsistent.clone(),
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 length=5 (f)",
+                inconsistent.clone(),
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=8 length=4 (f)",
+                inconsistent.clone(),
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=18446744073709551615 length=1 (f)",
+                inconsistent.clone(),
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 (f)",
+                malformed("no length="),
+            ),
+            (
+                b"BLAKE2b-1 leaves=3 total=10 tree=4 leaf=1 (f)",
+                malformed("bad field leaf= with leaves="),
+            ),
         ];
         for (line, expected) in table {
             assert_eq!(describe(line), expected, "{}", line.escape_ascii());
@@ -542,11 +640,23 @@ mod tests {
                             );
                             assert_eq!(parsed.name.as_deref(), name);
                             checked += 1;
+                            let count = tree.leaf_count(total);
+                            for leaves in [0..count, 0..1, count / 2..count, count..count] {
+                                let mut line = Vec::new();
+                                push_selection_count_line(&mut line, &tree, name, total, &leaves);
+                                let parsed =
+                                    parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
+                                let leaves = leaves.start.min(count)..leaves.end.min(count);
+                                assert_eq!(parsed.span, Some(tree.leaves_bytes(&leaves, total)));
+                                assert_eq!((parsed.tree, parsed.total), (tree, total));
+                                assert_eq!(parsed.name.as_deref(), name);
+                                checked += 1;
+                            }
                         }
                     }
                 }
             }
         }
-        assert_eq!(checked, 2 * 2 * 3 * 6 * 6);
+        assert_eq!(checked, 2 * 2 * 3 * 6 * (6 + 3 * 4));
     }
 }

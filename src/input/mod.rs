@@ -48,7 +48,7 @@ use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
 use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, Step, tuning};
 use crate::error::Error;
-use crate::params::TreeParams;
+use crate::params::{Selection, TreeParams};
 use mapped::{MappedFile, unchanged};
 use platform::Stamp;
 
@@ -234,24 +234,26 @@ impl Opened {
         Ok(Some(start..arena.len()))
     }
 
-    /// Hashes the input from its start to its end (or only the leaves of
-    /// `leaves`, of a regular file), then checks that it has not changed.
+    /// Hashes the input from its start to its end (or only the leaves
+    /// `leaves` selects, of a regular file), then checks that it has not
+    /// changed.
     pub(crate) fn hash(
         &mut self,
         tree: &TreeParams,
-        leaves: Option<Range<u64>>,
+        leaves: Option<&Selection>,
         sink: &mut Sink<'_>,
     ) -> Result<Hashed, Error> {
         if self.is_dir() {
             return Err(is_a_directory());
         }
         let hashed = match (leaves, self.regular_length()) {
-            (Some(leaves), Some(_)) => self.hash_mapped(tree, leaves, sink)?,
+            (Some(leaves), Some(length)) => {
+                let leaves = leaves.leaves(tree.leaf_count(length));
+                self.hash_mapped(tree, leaves, sink)?
+            }
             (Some(_), None) => return Err(Error::NotRegularFile),
             (None, None) => {
-                platform::wait_for_writer(&self.file)?;
-                platform::wait_when_reading(&self.file)?;
-                platform::widen_pipe(&self.file);
+                self.start_stream()?;
                 engine::hash(tree, Source::Stream(&mut self.file), sink)?
             }
             (None, Some(length)) if length >= tuning::MAP_MIN => {
@@ -268,6 +270,60 @@ impl Opened {
         };
         self.unchanged()?;
         Ok(hashed)
+    }
+
+    /// Hashes the input as an excerpt of a `total`-byte file: it holds
+    /// exactly the bytes of the leaves `leaves` selects of that file (all of
+    /// them if `None`), read front to back, whatever kind of file it is. A
+    /// regular file of another length is refused before it is read.
+    fn hash_excerpt(
+        &mut self,
+        tree: &TreeParams,
+        leaves: Option<&Selection>,
+        total: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<Hashed, Error> {
+        if self.is_dir() {
+            return Err(is_a_directory());
+        }
+        let count = tree.leaf_count(total);
+        let leaves = leaves.map_or(0..count, |leaves| leaves.leaves(count));
+        let bytes = tree.leaves_bytes(&leaves, total);
+        let expected = bytes.end - bytes.start;
+        match self.regular_length() {
+            Some(found) if found != expected => {
+                return Err(Error::ExcerptLength {
+                    leaves,
+                    total,
+                    expected,
+                    found,
+                    more: false,
+                });
+            }
+            Some(_) => {}
+            None => self.start_stream()?,
+        }
+        let reader = &mut self.file;
+        let hashed = engine::hash(
+            tree,
+            Source::Excerpt {
+                reader,
+                total,
+                leaves,
+            },
+            sink,
+        )?;
+        self.unchanged()?;
+        Ok(hashed)
+    }
+
+    /// Readies a stream for reading: waits for a FIFO's writer (and, where
+    /// the system needs it, for data), and widens a pipe's buffer.
+    fn start_stream(&self) -> Result<(), Error> {
+        platform::wait_for_writer(&self.file)?;
+        platform::wait_when_reading(&self.file)?;
+        platform::widen_pipe(&self.file);
+        Ok(())
     }
 
     /// Hashes leaves of a regular file through mappings.
@@ -358,7 +414,9 @@ pub struct Job<T, S = ()> {
     tag: T,
     target: Target,
     tree: TreeParams,
-    leaves: Option<Range<u64>>,
+    leaves: Option<Selection>,
+    /// The length of the file this input is an excerpt of, if it is one.
+    excerpt_of: Option<u64>,
     sink: S,
     progress: Option<Arc<AtomicU64>>,
     /// Bytes the caller keeps for this job, counted as held while it is.
@@ -429,6 +487,7 @@ impl<T> Job<T> {
             target,
             tree: *tree,
             leaves: None,
+            excerpt_of: None,
             sink: (),
             progress: None,
             held: 0,
@@ -445,6 +504,7 @@ impl<T, S: LeafSink> Job<T, S> {
             target: self.target,
             tree: self.tree,
             leaves: self.leaves,
+            excerpt_of: self.excerpt_of,
             sink,
             progress: self.progress,
             held: self.held,
@@ -452,11 +512,26 @@ impl<T, S: LeafSink> Job<T, S> {
         }
     }
 
-    /// Hashes only leaves `leaves` of a regular file (cut at its end: a
-    /// range past it hashes nothing), for their digests: the outcome's
-    /// digest then means nothing, but its length is the file's.
-    pub fn leaf_range(mut self, leaves: Range<u64>) -> Self {
-        self.leaves = Some(leaves);
+    /// Hashes only the leaves `leaves` selects of a regular file (a
+    /// [`Range`] of leaf indices, or a [`Part`](crate::params::Part) of the leaves;
+    /// cut at its end: a range past it hashes nothing), for their digests:
+    /// the outcome's digest then means nothing, but its length is the
+    /// file's.
+    pub fn leaf_range(mut self, leaves: impl Into<Selection>) -> Self {
+        self.leaves = Some(leaves.into());
+        self
+    }
+
+    /// Says that the input is an excerpt of a `total`-byte file: it holds
+    /// exactly the bytes of the leaves selected with
+    /// [`leaf_range`](Self::leaf_range) (all of them if none are), and
+    /// nothing else, such as what a ranged download of the file gives. It is
+    /// read front to back, whatever kind of file it is; its leaves get their
+    /// place in the file (node offsets, and the file's final leaf its
+    /// last-node flag), and the outcome's length is `total`. An input of
+    /// another length fails with [`Error::ExcerptLength`].
+    pub fn excerpt_of(mut self, total: u64) -> Self {
+        self.excerpt_of = Some(total);
         self
     }
 
@@ -561,13 +636,17 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         let State::Open(file) = &mut self.state else {
             return Step::Done;
         };
-        let whole = Step::Whole(if file.is_stream() {
+        // (An excerpt is read front to back, as a stream is.)
+        let whole = Step::Whole(if file.is_stream() || self.excerpt_of.is_some() {
             Shape::Stream
         } else {
             // (A directory has no leaves: hashing it fails at once.)
             let count = self.tree.leaf_count(file.regular_length().unwrap_or(0));
             let leaves = match &self.leaves {
-                Some(range) => range.end.min(count).saturating_sub(range.start),
+                Some(selection) => {
+                    let leaves = selection.leaves(count);
+                    leaves.end - leaves.start
+                }
                 None => count,
             };
             Shape::File {
@@ -578,7 +657,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         // An input whose leaves are not wanted, of one leaf or less, is read
         // now and hashed beside others; it is closed at once, the check that
         // it did not change made (its bytes are in memory).
-        if self.leaves.is_some() || self.sink.wants_leaves() {
+        if self.leaves.is_some() || self.excerpt_of.is_some() || self.sink.wants_leaves() {
             return whole;
         }
         let most = self.tree.leaf_size().min(tuning::MAP_MIN - 1);
@@ -627,7 +706,12 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
                 leaves: Some(&mut self.sink),
                 progress: self.progress.as_deref(),
             };
-            file.hash(&self.tree, self.leaves.clone(), &mut sink)
+            match self.excerpt_of {
+                Some(total) => {
+                    file.hash_excerpt(&self.tree, self.leaves.as_ref(), total, &mut sink)
+                }
+                None => file.hash(&self.tree, self.leaves.as_ref(), &mut sink),
+            }
         });
         self.outcome(result)
     }

@@ -577,7 +577,11 @@ mod tests {
             };
             let hashed = Opened::path(&path, When::InTurn)
                 .unwrap()
-                .hash(&tree, leaves.clone(), &mut sink)
+                .hash(
+                    &tree,
+                    leaves.clone().map(crate::params::Selection::from).as_ref(),
+                    &mut sink,
+                )
                 .unwrap();
             assert_eq!(hashed.length, len as u64);
             match &leaves {
