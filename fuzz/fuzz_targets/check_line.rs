@@ -9,6 +9,7 @@ use bt2sum::Algorithm;
 use bt2sum::format::checksum::{Line, Style, parse_line, parse_nameless, push_line};
 use bt2sum::format::leaf::{
     LeafLine, is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line,
+    push_selection_count_line,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -60,7 +61,25 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
             listed.index,
             listed.digest.as_bytes(),
         ),
-        None => push_count_line(&mut printed, &leaf.tree, leaf.name.as_deref(), leaf.total),
+        None => match &leaf.span {
+            None => push_count_line(&mut printed, &leaf.tree, leaf.name.as_deref(), leaf.total),
+            Some(span) => {
+                // The leaves whose bytes the span is.
+                let count = leaf.tree.leaf_count(leaf.total);
+                let leaf_at = |at: u64| match at == leaf.total {
+                    true => count,
+                    false => at / leaf.tree.leaf_size(),
+                };
+                let leaves = leaf_at(span.start)..leaf_at(span.end);
+                push_selection_count_line(
+                    &mut printed,
+                    &leaf.tree,
+                    leaf.name.as_deref(),
+                    leaf.total,
+                    &leaves,
+                );
+            }
+        },
     }
     let printed = printed.strip_suffix(b"\n").expect("a line");
     let again = parse_leaf_line(printed)

@@ -1,10 +1,12 @@
 //! The command line's parsers, from the binary's own source: the size
-//! parser behind `-t`, the leaf range parser, the rewriting of the Go
-//! tool's spellings, and clap's parse of what that gives. The input is one
+//! parser behind `-t`, the leaf range and part parsers, the length parser
+//! behind `--total`, the rewriting of the Go tool's spellings, and clap's
+//! parse of what that gives. The input is one
 //! argument list, its arguments separated by NUL bytes.
 //!
 //! - A size parses only to 1 byte .. 4g - 1, and the size printed back (as
-//!   hints print it) parses to itself; a range parses only with A <= B.
+//!   hints print it) parses to itself; a range parses only with A <= B, a
+//!   part only with 1 <= K <= N, and both print back to themselves.
 //! - The rewriting keeps every argument's place, leaves everything after
 //!   `--` alone, and rewritten again changes nothing.
 //! - Nothing panics, clap included.
@@ -37,6 +39,16 @@ fuzz_target!(|input: &[u8]| {
     }
     if let Ok(range) = args::parse_leaf_range(text) {
         assert!(range.start <= range.end, "{text:?}: {range:?}");
+    }
+    if let Ok(part) = args::parse_part(text) {
+        assert!(
+            (1..=part.parts()).contains(&part.part()),
+            "{text:?}: {part}"
+        );
+        assert_eq!(args::parse_part(&part.to_string()), Ok(part), "{text:?}");
+    }
+    if let Ok(length) = args::parse_byte_count(text) {
+        assert_eq!(args::parse_byte_count(&length.to_string()), Ok(length));
     }
     let given: Vec<OsString> = std::iter::once("bt2sum")
         .chain(text.split('\0'))

@@ -108,5 +108,5 @@ fn combine(lines: &[Vec<u8>]) -> Option<bt2sum::Digest> {
             .add(parse_leaf_line(line).expect("printed by bt2sum"))
             .ok()?;
     }
-    combiner.finish().ok().map(|(_, _, digest)| digest)
+    combiner.finish().ok().map(|combined| combined.digest)
 }

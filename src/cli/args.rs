@@ -6,9 +6,10 @@
 use std::ffi::OsString;
 use std::ops::Range;
 
-use clap::{Parser, ValueEnum};
+use clap::builder::TypedValueParser;
+use clap::{ArgGroup, Parser, ValueEnum};
 
-use bt2sum::Algorithm;
+use bt2sum::{Algorithm, Part};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -19,9 +20,13 @@ Examples:
   bt2sum -c SUMS              ...verified
   bt2sum -r DIR > SUMS        every file under DIR, in path order
   bt2sum --leaves F > LIST    F's checksum line, then one line per leaf
-  bt2sum --leaves --leaf-range 0..100 F > P1    leaves 0-99 (one worker)
-  bt2sum --leaves --leaf-range 100.. F > P2     leaves 100- (another)
-  bt2sum --combine P1 P2      F's checksum line, from the parts";
+  bt2sum --leaves --part 1/2 F > P1    the first of 2 near-equal parts...
+  bt2sum --leaves --part 2/2 F > P2    ...and the second (another worker)
+  bt2sum --combine P1 P2               F's checksum line, from the parts
+  bt2sum --leaves --leaf-range 0..100 F     leaves 0-99
+  bt2sum --leaf-count --part 2/8 --total T  where part 2/8 of a T-byte file is
+  curl -r X-Z URL | bt2sum --leaves --part 2/8 --total T --name F -
+                                       part 2/8 of F, from a ranged GET";
 
 // Which options go together. An option that only means something in one
 // mode requires that mode's flag, and also conflicts with everything that
@@ -39,11 +44,12 @@ const NOT_WITH_CHECK: [&str; 6] = [
     "combine",
 ];
 
-/// What a leaf listing cannot go with; `--leaf-range` neither.
-const NOT_WITH_LEAVES: [&str; 4] = ["check", "combine", "untagged", "leaf_count"];
+/// What a selection of leaves (`--leaf-range`, `--part`) and `--total`
+/// cannot go with.
+const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
 /// What `--recursive` cannot go with; `-L` neither.
-const NOT_WITH_RECURSIVE: [&str; 3] = ["check", "combine", "leaf_range"];
+const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part", "total", "name"];
 
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
 /// used by s3git).
@@ -58,7 +64,11 @@ const NOT_WITH_RECURSIVE: [&str; 3] = ["check", "combine", "leaf_range"];
     name = "bt2sum",
     version,
     args_override_self = true,
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // What selects leaves needs a leaf listing or count to print.
+    group(ArgGroup::new("listing").args(["leaves", "leaf_count"])),
+    // `--total` says what a selection's input holds, or plans one.
+    group(ArgGroup::new("planned").args(["leaf_range", "part", "leaf_count"]).multiple(true)),
 )]
 pub struct Args {
     /// Files to hash; none, or `-`, means standard input
@@ -140,7 +150,7 @@ pub struct Args {
     /// met in the walk (unless -L), FIFOs, sockets, devices and the file
     /// standard output writes to are skipped; a directory that cannot be
     /// read is an error.
-    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range"])]
+    #[arg(short, long, conflicts_with_all = NOT_WITH_RECURSIVE)]
     pub recursive: bool,
 
     /// With --recursive: follow symbolic links met in the walk
@@ -171,22 +181,59 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
     pub leaves: bool,
 
-    /// With --leaves: hash and list only leaves A to B-1 of each file
+    /// With --leaves or --leaf-count: only leaves A to B-1 of each file
     /// [default: every leaf]
     ///
     /// Leaves count from 0; B may be left out (`A..`). The range is cut at
     /// the file's last leaf: a range wholly past it lists nothing, and so
     /// does an empty one (`A..A`); the range from 0 of an empty file lists
-    /// its `leaves=0` line. An input that is not a regular file is an error.
-    #[arg(long, value_name = "A..B", requires = "leaves", conflicts_with_all = NOT_WITH_LEAVES,
+    /// its `leaves=0` line. Without --total, an input that is not a regular
+    /// file is an error.
+    #[arg(long, value_name = "A..B", requires = "listing", conflicts_with_all = NOT_WITH_SELECTION,
           value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
+
+    /// With --leaves or --leaf-count: only the K-th of N near-equal runs of
+    /// leaves (from 1, as in `split -n K/N`)
+    ///
+    /// Run sizes differ by at most one leaf, the longer first; parts past
+    /// the leaf count list nothing, and part 1 of an empty file lists its
+    /// `leaves=0` line. For job runners that hand each worker an index:
+    /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (from 1),
+    /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1).
+    #[arg(long, value_name = "K/N", requires = "listing", conflicts_with = "leaf_range",
+          conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_part)]
+    pub part: Option<Part>,
+
+    /// The input holds only the selected leaves' bytes of a file of T bytes
+    /// (with --leaf-range or --part); with --leaf-count, no input is read
+    ///
+    /// For ranged downloads: `curl -r X-Z URL | bt2sum --leaves --part 3/8
+    /// --total T --name NAME -`. An input of another length than the
+    /// selection's is an error naming both, and no leaf of it is listed.
+    /// `--leaf-count --total T` prints the count line of a T-byte file, and
+    /// with a selection its bytes (`offset=X length=Y`), for planning the
+    /// ranges to fetch. T takes the suffixes of -t.
+    #[arg(long, value_name = "T", requires = "planned", conflicts_with_all = NOT_WITH_SELECTION,
+          value_parser = parse_byte_count)]
+    pub total: Option<u64>,
+
+    /// The name lines give the one input instead of its own (`-` for
+    /// standard input)
+    ///
+    /// For a listing of a stream or an excerpt that is to name the file it
+    /// came from, so that its combined line does too.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
+          value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
+    pub name: Option<OsString>,
 
     /// Print how many leaves each file has, without hashing it:
     /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`
     ///
-    /// For planning --leaf-range over several machines: leaves 0 to N-1
-    /// exist. A file that is not a regular file is an error.
+    /// For planning --leaf-range or --part over several machines: leaves 0
+    /// to N-1 exist. With a selection the line ends in its bytes,
+    /// `offset=X length=Y`. A file that is not a regular file is an error;
+    /// with --total no file is read.
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged", "leaves"])]
     pub leaf_count: bool,
 
@@ -213,20 +260,58 @@ pub struct Args {
     pub man: bool,
 }
 
+/// Parses `K/N`: part K of N, from 1.
+pub fn parse_part(text: &str) -> Result<Part, String> {
+    let allowed = "expected K/N (part K of N near-equal parts), with 1 <= K <= N";
+    let (part, parts) = text.split_once('/').ok_or(allowed)?;
+    let part = decimal(part).ok_or(allowed)?;
+    let parts = decimal(parts).ok_or(allowed)?;
+    Part::new(part, parts).ok_or_else(|| allowed.to_string())
+}
+
+/// Digits only, as a number that fits in 64 bits.
+fn decimal(digits: &str) -> Option<u64> {
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// Digits with an optional `k`, `m` or `g` suffix (either case), as bytes;
+/// `None` if that is not what `text` is, or it does not fit in 64 bits.
+fn with_unit(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&text[..text.len() - 1], 1u64 << 10),
+        Some(b'm') => (&text[..text.len() - 1], 1 << 20),
+        Some(b'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    decimal(digits)?.checked_mul(unit)
+}
+
+/// Parses a file's length in bytes, as `-t` takes sizes: `1000`, `12m`.
+pub fn parse_byte_count(text: &str) -> Result<u64, String> {
+    with_unit(text).ok_or_else(|| {
+        "expected a length in bytes: digits with an optional k, m or g suffix".to_string()
+    })
+}
+
+/// Parses the name lines give an input: anything but empty.
+pub fn parse_name(name: OsString) -> Result<OsString, String> {
+    if name.is_empty() {
+        return Err("a name cannot be empty".to_string());
+    }
+    Ok(name)
+}
+
 /// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
 pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
-    let number = |digits: &str| {
-        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| digits.parse::<u64>().ok())
-            .flatten()
-    };
-    let start = number(start).ok_or(allowed)?;
+    let start = decimal(start).ok_or(allowed)?;
     let end = if end.is_empty() {
         u64::MAX
     } else {
-        number(end).ok_or(allowed)?
+        decimal(end).ok_or(allowed)?
     };
     if start > end {
         return Err(allowed.to_string());
@@ -256,21 +341,9 @@ impl From<AlgorithmArg> for Algorithm {
 pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
     let allowed = "expected digits with an optional k, m or g suffix, \
                    from 1 byte to 4294967295 bytes (4g - 1)";
-    let (digits, unit) = match text.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&text[..text.len() - 1], 1u64 << 10),
-        Some(b'm') => (&text[..text.len() - 1], 1 << 20),
-        Some(b'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(allowed.to_string());
-    }
-    let size = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n));
-    size.ok_or_else(|| allowed.to_string())
+    with_unit(text)
+        .filter(|&size| (1..=u64::from(u32::MAX)).contains(&size))
+        .ok_or_else(|| allowed.to_string())
 }
 
 /// A leaf size as `-t` takes it, in the largest unit that divides it:
@@ -362,23 +435,49 @@ mod tests {
                 refused.push(args);
             }
         }
+        for selection in [["--leaf-range", "1..2"], ["--part", "1/2"]] {
+            for other in [
+                &["--leaves", "-c"][..],
+                &["--leaves", "--combine"],
+                &["--leaves", "--untagged"],
+                &["--leaves", "-r"],
+                &["--leaf-count", "-r"],
+                &[],
+            ] {
+                let mut args = selection.to_vec();
+                args.extend(other);
+                refused.push(args);
+            }
+        }
+        refused.push(vec!["--leaves", "--leaf-range", "1..2", "--part", "1/2"]);
         for other in [
             &["-c"][..],
             &["--combine"],
-            &["--untagged"],
-            &["--leaf-count"],
-            &["-r"],
+            &["--leaf-count", "-r"],
+            &["--leaves"],
+            &[],
         ] {
-            let mut args = vec!["--leaf-range", "1..2"];
+            let mut args = vec!["--total", "10"];
             args.extend(other);
             refused.push(args);
         }
-        refused.push(vec!["--leaf-range", "1..2"]);
+        for other in [&["-c"][..], &["--combine"], &["-r"]] {
+            let mut args = vec!["--name", "x"];
+            args.extend(other);
+            refused.push(args);
+        }
         for other in [
             &["-c"][..],
             &["--combine"],
             &["--leaves", "--leaf-range", "0..1"],
+            &["--leaves", "--part", "1/2"],
+            &["--name", "x"],
         ] {
+            let mut args = vec!["-r", "-L"];
+            args.extend(other);
+            refused.push(args);
+        }
+        for other in [&["-c"][..], &["--combine"]] {
             let mut args = vec!["-L"];
             args.extend(other);
             refused.push(args);
@@ -398,15 +497,21 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 5 * 7 + 5 + 1 + 3 + 1);
+        assert_eq!(checked, 5 * 7 + 2 * 6 + 1 + 5 + 3 + 5 + 2 + 1);
         // And where they mean something, they are taken.
-        let accepted: [&[&str]; 6] = [
+        let accepted: [&[&str]; 12] = [
             &["-c", "--quiet", "--strict", "--ignore-missing"],
             &["-c", "--status", "-w"],
             &["--leaves", "--leaf-range", "1..2"],
+            &["--leaves", "--part", "1/2"],
+            &["--leaf-count", "--leaf-range", "1..2"],
+            &["--leaf-count", "--part", "1/2", "--total", "10"],
+            &["--leaves", "--part", "1/2", "--total", "10", "--name", "x"],
+            &["--leaves", "--leaf-range", "1..", "--total", "10"],
             &["--leaves", "-r", "-L"],
             &["-r", "-L", "--untagged"],
             &["--leaf-count", "-r"],
+            &["--name", "x", "--untagged"],
         ];
         for args in accepted {
             let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
@@ -465,6 +570,49 @@ mod tests {
         for (text, expected) in table {
             assert_eq!(parse_leaf_range(text).ok(), expected, "{text:?}");
         }
+    }
+
+    #[test]
+    fn parts_and_lengths() {
+        let parts: [(&str, Option<(u64, u64)>); 12] = [
+            ("1/1", Some((1, 1))),
+            ("3/8", Some((3, 8))),
+            ("8/8", Some((8, 8))),
+            ("007/10", Some((7, 10))),
+            (
+                "18446744073709551615/18446744073709551615",
+                Some((u64::MAX, u64::MAX)),
+            ),
+            ("0/8", None),
+            ("9/8", None),
+            ("1/0", None),
+            ("1", None),
+            ("1/", None),
+            ("/2", None),
+            ("+1/2", None),
+        ];
+        for (text, expected) in parts {
+            let parsed = parse_part(text)
+                .ok()
+                .map(|part| (part.part(), part.parts()));
+            assert_eq!(parsed, expected, "{text:?}");
+        }
+        let lengths: [(&str, Option<u64>); 9] = [
+            ("0", Some(0)),
+            ("100000", Some(100_000)),
+            ("12m", Some(12 << 20)),
+            ("5G", Some(5 << 30)),
+            ("18446744073709551615", Some(u64::MAX)),
+            ("18446744073709551616", None),
+            ("17179869184g", None),
+            ("", None),
+            ("1.5m", None),
+        ];
+        for (text, expected) in lengths {
+            assert_eq!(parse_byte_count(text).ok(), expected, "{text:?}");
+        }
+        assert!(parse_name(OsString::new()).is_err());
+        assert_eq!(parse_name(OsString::from("-")), Ok(OsString::from("-")));
     }
 
     #[test]

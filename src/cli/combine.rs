@@ -1,6 +1,10 @@
 //! `--combine`: reads the leaf lines of partial listings of one file (made by
-//! `--leaves`, maybe with `--leaf-range`, on many machines) in any order, and
-//! prints that file's checksum line, exactly as hashing it whole would.
+//! `--leaves`, maybe with `--leaf-range` or `--part`, on many machines) in
+//! any order, and prints that file's checksum line, exactly as hashing it
+//! whole would. Made with another leaf size than the default, the checksum
+//! line is followed by the file's count line, whose `tree=` check mode
+//! takes as the checksum line's leaf size: the result verifies with `-c`
+//! without `-t`.
 //!
 //! Every leaf line must be well formed, all must describe one file with one
 //! algorithm, digest size, leaf size and length, together they must list
@@ -16,9 +20,9 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 
 use bt2sum::format::checksum::{Line, parse_line, parse_nameless, push_line};
-use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
+use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line};
 use bt2sum::leaves::Combiner;
-use bt2sum::{Algorithm, plain_message};
+use bt2sum::{Algorithm, TreeParams, plain_message};
 
 use super::config::Combining;
 use super::lines::{ListLine, MAX_LINE, read_line};
@@ -41,16 +45,25 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             return Status::Failure;
         }
     }
-    let (tree, name, digest) = match combiner.finish() {
-        Ok(done) => done,
+    let combined = match combiner.finish() {
+        Ok(combined) => combined,
         Err(error) => {
             warn(&error.to_string());
             return Status::Failure;
         }
     };
+    let (tree, name) = (&combined.tree, combined.name.as_deref());
     let mut line = Vec::new();
-    let algorithm = tree.algorithm();
-    push_line(&mut line, config.style, algorithm, &digest, name.as_deref());
+    push_line(
+        &mut line,
+        config.style,
+        tree.algorithm(),
+        &combined.digest,
+        name,
+    );
+    if tree.leaf_size() != TreeParams::default().leaf_size() {
+        push_count_line(&mut line, tree, name, combined.total);
+    }
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),

@@ -2,14 +2,13 @@
 //! its settings, typed. No driver sees clap.
 
 use std::ffi::OsString;
-use std::ops::Range;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
 use bt2sum::format::checksum::Style;
-use bt2sum::{Algorithm, TreeParams};
+use bt2sum::{Algorithm, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
 use super::progress::When;
@@ -44,6 +43,11 @@ pub struct Hashing {
     pub inputs: Inputs,
     pub style: Style,
     pub listing: Listing,
+    /// The name lines give the one input instead of its own (`--name`).
+    pub name: Option<OsString>,
+    /// The length of the file whose selected leaves each input holds, and
+    /// only those (`--total` with a selection).
+    pub excerpt_of: Option<u64>,
 }
 
 /// The inputs of a hashing run.
@@ -57,6 +61,9 @@ pub enum Inputs {
         roots: Vec<OsString>,
         follow_links: bool,
     },
+    /// None: the count line of a file of this length is printed without
+    /// reading anything (`--leaf-count --total T`).
+    Planned(u64),
 }
 
 /// What is printed per input besides (or instead of) its checksum line.
@@ -64,13 +71,12 @@ pub enum Inputs {
 pub enum Listing {
     /// The checksum line only.
     None,
-    /// The checksum line, then a line per leaf (`--leaves`).
-    Leaves,
-    /// Only the lines of these leaves (`--leaves --leaf-range A..B`).
-    Range(Range<u64>),
+    /// The checksum line, then a line per leaf (`--leaves`); with a
+    /// selection (`--leaf-range`, `--part`), only the selected leaves' lines.
+    Leaves(Option<Selection>),
     /// Only a line saying how many leaves the input has (`--leaf-count`),
-    /// without hashing it.
-    Count,
+    /// without hashing it; with a selection, ending in its bytes.
+    Count(Option<Selection>),
 }
 
 /// The settings of a check run.
@@ -159,27 +165,50 @@ impl Config {
             };
             let tree = TreeParams::new(algorithm, size, args.leaf_size)
                 .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+            let selection = match (args.leaf_range, args.part) {
+                (Some(range), _) => Some(Selection::Range(range)),
+                (None, Some(part)) => Some(Selection::Part(part)),
+                (None, None) => None,
+            };
+            let listing = match (args.leaves, args.leaf_count) {
+                (_, true) => Listing::Count(selection),
+                (true, false) => Listing::Leaves(selection),
+                (false, false) => Listing::None,
+            };
+            let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
+            if args.name.is_some() && args.files.len() > 1 {
+                return Err(usage(
+                    "--name names one input, and more than one FILE was given",
+                ));
+            }
             let inputs = if args.recursive {
                 Inputs::Walk {
                     roots: args.files,
                     follow_links: args.dereference,
                 }
+            } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
+                if !args.files.is_empty() {
+                    return Err(usage(
+                        "--leaf-count --total reads no input: give no FILE (--name names the line)",
+                    ));
+                }
+                Inputs::Planned(total)
             } else if args.files.is_empty() {
                 Inputs::Stdin
             } else {
                 Inputs::Named(args.files)
             };
-            let listing = match (args.leaves, args.leaf_range) {
-                _ if args.leaf_count => Listing::Count,
-                (false, _) => Listing::None,
-                (true, None) => Listing::Leaves,
-                (true, Some(range)) => Listing::Range(range),
+            let excerpt_of = match listing {
+                Listing::Leaves(Some(_)) => args.total,
+                _ => None,
             };
             Mode::Hash(Hashing {
                 tree,
                 inputs,
                 style,
                 listing,
+                name: args.name,
+                excerpt_of,
             })
         };
         Ok(Config {

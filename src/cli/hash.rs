@@ -1,8 +1,10 @@
 //! The hashing driver: one checksum line per input, in argument order, each
 //! written as soon as its input and every one before it are done; errors
 //! reported per input and counted rather than fatal. With `--leaves`, the
-//! input's leaf lines follow its checksum line; with `--leaf-range`, only
-//! the leaf lines of the range are printed.
+//! input's leaf lines follow its checksum line; with a selection
+//! (`--leaf-range`, `--part`), only the selected leaves' lines are printed.
+//! `--leaf-count` prints a count line instead, and with `--total` reads no
+//! input at all.
 
 use std::borrow::Cow;
 use std::ffi::OsString;
@@ -11,9 +13,9 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use bt2sum::format::checksum::{Style, push_line};
-use bt2sum::format::leaf::{push_count_line, push_leaf_line};
+use bt2sum::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
 use bt2sum::leaves::{LeafLog, SpillError};
-use bt2sum::{Event, Hashed, Job, TreeParams, hash_each};
+use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each};
 
 use super::config::{Hashing, Inputs, Listing};
 use super::output::{Status, output_failed, report};
@@ -25,6 +27,7 @@ use bt2sum::system;
 pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
     let (names, named) = match &config.inputs {
+        Inputs::Planned(total) => return plan(config, *total, out),
         Inputs::Stdin => (vec![OsString::from("-")], false),
         Inputs::Named(files) => (files.clone(), true),
         Inputs::Walk {
@@ -38,13 +41,27 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
             (walk.files, true)
         }
     };
+    // `--name`: what lines call the one input.
+    let renamed = match config.name.as_deref().map(system::printed_name) {
+        Some(Ok(printed)) => Some(printed),
+        Some(Err(error)) => {
+            report(
+                config.name.as_deref().unwrap_or_default(),
+                &error.to_string(),
+            );
+            return Status::Failure;
+        }
+        None => None,
+    };
+    let named = named || renamed.is_some();
     let progress = Progress::start(when, || total_bytes(config, &names));
     let tree = &config.tree;
     let jobs = names.iter().map(|name| {
         // How lines name it: a name that cannot be printed is an error.
-        let (printed, unprintable) = match system::printed_name(name) {
-            Ok(printed) => (printed, None),
-            Err(error) => (Cow::Borrowed(&b""[..]), Some(error)),
+        let (printed, unprintable) = match (&renamed, system::printed_name(name)) {
+            (Some(renamed), _) => (renamed.clone(), None),
+            (None, Ok(printed)) => (printed, None),
+            (None, Err(error)) => (Cow::Borrowed(&b""[..]), Some(error)),
         };
         let tag = (name, printed);
         let job = if let Some(error) = unprintable {
@@ -57,14 +74,17 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         } else {
             Job::path(tag, PathBuf::from(name), tree)
         };
-        let listed = matches!(config.listing, Listing::Leaves | Listing::Range(_));
+        let listed = matches!(config.listing, Listing::Leaves(_));
         let log = listed.then(|| LeafLog::new(tree.digest_size()));
         let mut job = job.with_leaves(log);
         match &config.listing {
-            Listing::Range(range) => job = job.leaf_range(range.clone()),
+            Listing::Leaves(Some(selection)) => job = job.leaf_range(selection.clone()),
             // Counting hashes no leaf: the input's length is all it needs.
-            Listing::Count => job = job.leaf_range(0..0),
-            Listing::None | Listing::Leaves => {}
+            Listing::Count(_) => job = job.leaf_range(0..0),
+            Listing::None | Listing::Leaves(None) => {}
+        }
+        if let Some(total) = config.excerpt_of {
+            job = job.excerpt_of(total);
         }
         match progress.counter() {
             Some(counter) => job.progress(counter.clone()),
@@ -145,16 +165,16 @@ impl Printed<'_> {
         lines.clear();
         let (tree, name, length) = (self.tree, self.name, hashed.length);
         match self.listing {
-            Listing::None | Listing::Leaves => {
+            Listing::None | Listing::Leaves(None) => {
                 push_line(lines, self.style, tree.algorithm(), &hashed.digest, name);
             }
-            Listing::Count => push_count_line(lines, tree, name, length),
-            Listing::Range(_) => {}
+            Listing::Count(selection) => push_count(lines, tree, name, length, selection.as_ref()),
+            Listing::Leaves(Some(_)) => {}
         }
         let listed_from_start = match self.listing {
-            Listing::Leaves => true,
-            Listing::Range(range) => range.start == 0 && !range.is_empty(),
-            Listing::None | Listing::Count => false,
+            Listing::Leaves(None) => true,
+            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
+            Listing::None | Listing::Count(_) => false,
         };
         if length == 0 && listed_from_start {
             // An empty input has no leaf: its listing says so.
@@ -187,10 +207,60 @@ impl From<SpillError> for Unwritten {
     }
 }
 
+/// Appends the count line of a `total`-byte input, ending in the bytes of
+/// the selected leaves if there is a selection.
+fn push_count(
+    lines: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: Option<&[u8]>,
+    total: u64,
+    selection: Option<&Selection>,
+) {
+    match selection {
+        Some(selection) => {
+            let leaves = selection.leaves(tree.leaf_count(total));
+            push_selection_count_line(lines, tree, name, total, &leaves);
+        }
+        None => push_count_line(lines, tree, name, total),
+    }
+}
+
+/// `--leaf-count --total T`: the count line of a T-byte file, read from
+/// nowhere, named by `--name` or nameless.
+fn plan(config: &Hashing, total: u64, out: &mut dyn Write) -> Status {
+    let name = match config.name.as_deref().map(system::printed_name) {
+        Some(Ok(printed)) => Some(printed),
+        Some(Err(error)) => {
+            report(
+                config.name.as_deref().unwrap_or_default(),
+                &error.to_string(),
+            );
+            return Status::Failure;
+        }
+        None => None,
+    };
+    let Listing::Count(selection) = &config.listing else {
+        unreachable!("only --leaf-count reads no input");
+    };
+    let mut line = Vec::new();
+    push_count(
+        &mut line,
+        &config.tree,
+        name.as_deref(),
+        total,
+        selection.as_ref(),
+    );
+    match out.write_all(&line).and_then(|()| out.flush()) {
+        Ok(()) => Status::Success,
+        Err(error) => output_failed(&error),
+    }
+}
+
 /// The bytes the run will hash, for the progress bar: the sizes of the
-/// regular files (only the range's part with `--leaf-range`); `None` if an
-/// input is not a regular file (a pipe, a FIFO, a device), whose size cannot
-/// be known. Inputs that cannot be examined count 0: they fail anyway.
+/// regular files (only the selection's part with `--leaf-range` or
+/// `--part`); `None` if an input is not a regular file (a pipe, a FIFO, a
+/// device), whose size cannot be known. Inputs that cannot be examined count
+/// 0: they fail anyway.
 fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
     let mut total = 0u64;
     for name in names {
@@ -206,12 +276,16 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
             Err(_) => 0,
         };
         let hashed = match &config.listing {
-            Listing::Range(range) => {
-                let bytes = |leaf| config.tree.leaf_bytes(leaf, length).start;
-                bytes(range.end) - bytes(range.start)
+            // An excerpt is all read.
+            Listing::Leaves(Some(_)) if config.excerpt_of.is_some() => length,
+            Listing::Leaves(Some(selection)) => {
+                let bytes = config
+                    .tree
+                    .leaves_bytes(&selection.leaves(config.tree.leaf_count(length)), length);
+                bytes.end - bytes.start
             }
-            Listing::Count => 0,
-            Listing::None | Listing::Leaves => length,
+            Listing::Count(_) => 0,
+            Listing::None | Listing::Leaves(None) => length,
         };
         total = total.saturating_add(hashed);
     }

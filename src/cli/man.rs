@@ -134,18 +134,27 @@ with no leaves gets a count line, the line --leaf-count prints:
 
   TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX
   TAG leaves=C total=T tree=L (NAME)
+  TAG leaves=C total=T tree=L offset=X length=Y (NAME)
 
 TAG is as in checksum lines, I the leaf index from 0, O and N the leaf's \
 bytes, T the file's length (a complete listing has C = ceil(T / L) leaves), \
 L the leaf size and HEX the leaf's digest. Standard input read because no \
-FILE was given has no (NAME) part.
+FILE was given has no (NAME) part. The third form is --leaf-count's with a \
+selection: the selected leaves' bytes.
 
---leaf-range A..B lists only leaves A to B-1, reading only their bytes, so \
-that machines can share the work on one big file; a range past the end \
-prints nothing, and the range from 0 of an empty file its leaves=0 line. \
---combine reads such partial listings, in any order, and prints the file's \
-checksum line, refusing gaps, clashes, listings of different files and \
-lines it does not know.",
+Machines share the work on one big file by selecting its leaves: \
+--leaf-range A..B lists only leaves A to B-1, and --part K/N the K-th of N \
+near-equal runs of leaves (from 1), reading only their bytes; a selection \
+past the end prints nothing, and one that takes the first leaf of an empty \
+file its leaves=0 line. With --total T, the input holds only the selected \
+leaves' bytes of a T-byte file (a ranged download), is read front to back, \
+and must be exactly that long; --name NAME gives its lines the file's name. \
+--leaf-count --total T reads no input and plans: with a selection, its \
+count line gives the bytes to fetch. --combine reads the partial listings, \
+in any order, and prints the file's checksum line, refusing gaps, clashes, \
+listings of different files and lines it does not know; made with another \
+leaf size than the default, the line is followed by the file's count line, \
+which tells check mode the leaf size.",
     ),
     (
         "ENVIRONMENT",

@@ -733,14 +733,15 @@ fn every_message_shows_control_bytes_escaped() {
 #[test]
 fn options_without_meaning_in_a_mode_are_usage_errors() {
     let (dir, _) = file_with("f", HELLO);
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 8] = [
         &["--untagged", "--quiet", "f"],
         &["-r", "--status", "."],
         &["--leaves", "--strict", "f"],
         &["-c", "--leaf-range", "1..2", "f"],
         &["--combine", "-L", "f"],
         &["--combine", "--leaf-range", "1..2", "f"],
-        &["--leaf-count", "--leaf-range", "1..2", "f"],
+        &["--combine", "--part", "1/2", "f"],
+        &["--leaf-count", "--leaves", "f"],
     ];
     for args in cases {
         let out = bt2sum().current_dir(dir.path()).args(args).output_retried();

@@ -8,6 +8,7 @@ mod ct_arm64;
 mod disk;
 mod layers;
 mod leaves;
+mod parts;
 mod robust;
 mod ux;
 mod vectors;

@@ -1,0 +1,617 @@
+//! One file hashed by many workers: `--part K/N`, parts read from streams
+//! (`--total`, `--name`), planning without the file (`--leaf-count
+//! --total`), combined lines that verify without `-t`, and the recipes of
+//! docs/leaves.md run as written, GNU parallel's among them. Everything is
+//! compared with hashing the whole file.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use super::{Retried, bt2sum, output_within, pattern, run, status, stderr, stdout};
+
+/// Runs bt2sum in `dir` with `args`, standard input `stdin`.
+fn run_in(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    super::run_in(dir, args, stdin)
+}
+
+/// A temporary directory holding `f`, of `len` bytes of the test pattern.
+fn dir_with_file(len: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), pattern(len)).unwrap();
+    dir
+}
+
+/// Runs a command that must succeed; its standard output.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = run_in(dir, args, b"");
+    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+/// `args` with more after them.
+fn with<'a>(args: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    args.iter().chain(more).copied().collect()
+}
+
+/// The leaf indices of a listing's leaf lines.
+fn leaf_indices(listing: &str) -> Vec<u64> {
+    listing
+        .lines()
+        .filter_map(|line| line.split_once(" leaf=")?.1.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The number after `key=` in a line.
+fn field(line: &str, key: &str) -> u64 {
+    let (_, rest) = line
+        .split_once(&format!(" {key}="))
+        .unwrap_or_else(|| panic!("no {key}= in {line}"));
+    rest.split([' ', '\n']).next().unwrap().parse().unwrap()
+}
+
+/// What `--combine` of a whole listing made with `tree` prints: the
+/// checksum line, and the count line unless the leaf size is the default.
+fn combined_lines(dir: &Path, tree: &[&str]) -> String {
+    let mut expected = ok(dir, &with(tree, &["f"]));
+    let count = ok(dir, &with(tree, &["--leaf-count", "f"]));
+    if !count.contains(" tree=5242880 ") {
+        expected.push_str(&count);
+    }
+    expected
+}
+
+/// Every K/N of files of many sizes and leaf sizes: the parts are the
+/// near-equal runs `--leaf-range` lists (the longer first, empty only past
+/// the leaf count), and they combine into the whole file's lines.
+#[test]
+fn parts_are_near_equal_runs_that_combine_to_the_whole() {
+    let trees: [&[&str]; 3] = [
+        &["-t", "1k"],
+        &["-a", "blake2s", "-s", "20", "-t", "100"],
+        &[],
+    ];
+    for tree in trees {
+        let leaf = match tree.iter().position(|&arg| arg == "-t") {
+            Some(at) if tree[at + 1] == "1k" => 1024,
+            Some(at) => tree[at + 1].parse().unwrap(),
+            None => 5 << 20,
+        };
+        for len in [0, 1, leaf - 1, leaf, leaf + 1, 7 * leaf + 3] {
+            let dir = dir_with_file(len);
+            let count = len.div_ceil(leaf) as u64;
+            let whole = combined_lines(dir.path(), tree);
+            for parts in [1, 2, 3, 5, count + 2] {
+                let (each, longer) = (count / parts, count % parts);
+                let mut listings = Vec::new();
+                let mut next = 0;
+                for part in 1..=parts {
+                    let part_arg = format!("{part}/{parts}");
+                    let listing = ok(
+                        dir.path(),
+                        &with(tree, &["--leaves", "--part", &part_arg, "f"]),
+                    );
+                    let size = each + u64::from(part <= longer);
+                    if len == 0 && part == 1 {
+                        assert!(listing.contains(" leaves=0 total=0 "), "{listing}");
+                    } else {
+                        assert_eq!(
+                            leaf_indices(&listing),
+                            (next..next + size).collect::<Vec<_>>(),
+                            "{tree:?} {len} bytes, part {part_arg}"
+                        );
+                        assert_eq!(listing.lines().count() as u64, size, "{listing}");
+                    }
+                    let range = format!("{next}..{}", next + size);
+                    let ranged = ok(
+                        dir.path(),
+                        &with(tree, &["--leaves", "--leaf-range", &range, "f"]),
+                    );
+                    if !(len == 0 && part == 1) {
+                        assert_eq!(listing, ranged, "{tree:?} {len} bytes, part {part_arg}");
+                    }
+                    let path = dir.path().join(format!("part.{part}"));
+                    fs::write(&path, &listing).unwrap();
+                    listings.push(path);
+                    next += size;
+                }
+                assert_eq!(next, count);
+                listings.reverse();
+                let combined = bt2sum().arg("--combine").args(&listings).output_retried();
+                assert_eq!(
+                    stdout(&combined),
+                    whole,
+                    "{tree:?} {len} bytes, {parts} parts"
+                );
+                assert_eq!(status(&combined), 0);
+            }
+        }
+    }
+}
+
+/// Splits `data` into the bytes the plan line gives, as a ranged GET would
+/// return them.
+fn planned_bytes<'a>(data: &'a [u8], plan: &str) -> &'a [u8] {
+    let offset = field(plan, "offset") as usize;
+    let length = field(plan, "length") as usize;
+    &data[offset..offset + length]
+}
+
+/// A part's bytes, from a pipe, a FIFO or a file of their own, list the
+/// same leaf lines as the part of the whole file, when `--total` gives the
+/// file's length and `--name` its name; the plan from `--leaf-count --total`
+/// gives exactly those bytes, with no file to read.
+#[test]
+fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
+    let cases: [(&[&str], usize); 4] = [
+        (&["-t", "1k"], 7 * 1024 + 300),
+        (&["-t", "1k"], 4 * 1024),
+        (&["-a", "blake2s", "-t", "100"], 1001),
+        // Leaves over 8 MiB are hashed as their bytes arrive.
+        (&["-t", "9437185"], 2 * 9437185 + 5),
+    ];
+    for (tree, len) in cases {
+        let dir = dir_with_file(len);
+        let data = pattern(len);
+        let total = len.to_string();
+        for selection in [
+            ["--part", "1/3"],
+            ["--part", "3/3"],
+            ["--leaf-range", "1..2"],
+            ["--part", "2/2"],
+        ] {
+            let on_file = ok(
+                dir.path(),
+                &with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
+            );
+            // The plan, from the file and from its length alone.
+            let plan_of_file = ok(
+                dir.path(),
+                &with(tree, &with(&["--leaf-count"], &with(&selection, &["f"]))),
+            );
+            let plan = ok(
+                dir.path(),
+                &with(
+                    tree,
+                    &with(
+                        &["--leaf-count", "--total", &total, "--name", "f"],
+                        &selection,
+                    ),
+                ),
+            );
+            assert_eq!(plan, plan_of_file);
+            let bytes = planned_bytes(&data, &plan);
+            let stream_args = with(
+                tree,
+                &with(&["--leaves", "--total", &total, "--name", "f"], &selection),
+            );
+            // From a pipe.
+            let piped = run_in(dir.path(), &with(&stream_args, &["-"]), bytes);
+            assert_eq!(
+                (stdout(&piped), status(&piped)),
+                (on_file.clone(), 0),
+                "{tree:?} {selection:?}: {}",
+                stderr(&piped)
+            );
+            // From a file of its own.
+            fs::write(dir.path().join("excerpt"), bytes).unwrap();
+            let from_file = ok(dir.path(), &with(&stream_args, &["excerpt"]));
+            assert_eq!(from_file, on_file, "{tree:?} {selection:?}");
+            // From a FIFO.
+            #[cfg(unix)]
+            {
+                let fifo = dir.path().join("fifo");
+                let _ = fs::remove_file(&fifo);
+                super::mkfifo(&fifo);
+                let child = bt2sum()
+                    .current_dir(dir.path())
+                    .args(with(&stream_args, &["fifo"]))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn_retried();
+                fs::write(&fifo, bytes).unwrap();
+                let out = output_within(child, Duration::from_secs(60));
+                assert_eq!(
+                    (stdout(&out), status(&out)),
+                    (on_file.clone(), 0),
+                    "{}",
+                    stderr(&out)
+                );
+            }
+        }
+    }
+    // Nameless without --name, as standard input's lines are.
+    let dir = dir_with_file(3000);
+    let part = run_in(
+        dir.path(),
+        &["-t", "1k", "--leaves", "--part", "2/2", "--total", "3000"],
+        &pattern(3000)[2048..],
+    );
+    assert!(
+        stdout(&part)
+            .starts_with("BLAKE2b-64 leaf=2 offset=2048 length=952 total=3000 tree=1024 = "),
+        "{}",
+        stdout(&part)
+    );
+    // A part past the end holds no bytes; part 1 of an empty file lists it.
+    let empty = run(
+        [
+            "--leaves", "--part", "3/3", "--total", "2000", "-t", "1k", "-",
+        ],
+        b"",
+    );
+    assert_eq!((stdout(&empty), status(&empty)), (String::new(), 0));
+    let plan = run(
+        [
+            "--leaf-count",
+            "--part",
+            "3/3",
+            "--total",
+            "2000",
+            "-t",
+            "1k",
+        ],
+        b"",
+    );
+    assert_eq!(
+        stdout(&plan),
+        "BLAKE2b-64 leaves=2 total=2000 tree=1024 offset=2000 length=0\n"
+    );
+    let empty = run(
+        [
+            "--leaves", "--part", "1/3", "--total", "0", "--name", "e", "-",
+        ],
+        b"",
+    );
+    assert_eq!(
+        stdout(&empty),
+        "BLAKE2b-64 leaves=0 total=0 tree=5242880 (e)\n"
+    );
+}
+
+/// A stream shorter or longer than the selection is an error that names
+/// both lengths, with status 1 and no leaf line; so is a file of another
+/// length, before it is read. A stream with no end is not read forever.
+#[test]
+fn a_stream_of_another_length_is_an_error_naming_both() {
+    let data = pattern(5000);
+    let args = [
+        "-t", "1k", "--leaves", "--part", "2/3", "--total", "5000", "-",
+    ];
+    // Part 2 of 3 of 5 leaves: leaves 2 and 3, bytes 2048..4096.
+    let message = |found: &str| {
+        format!(
+            "bt2sum: -: the input holds {found} bytes, but leaves 2..4 of a 5000-byte file are 2048 bytes\n"
+        )
+    };
+    for (bytes, found) in [
+        (&data[2048..4095], "2047"),
+        (&data[2048..], "2952"),
+        (&data[..0], "0"),
+        (&data[2048..2049], "1"),
+    ] {
+        let out = run(args, bytes);
+        assert_eq!(
+            (stdout(&out), stderr(&out), status(&out)),
+            (String::new(), message(found), 1)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("excerpt"), &data[2048..4000]).unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "-t", "1k", "--leaves", "--part", "2/3", "--total", "5000", "excerpt",
+        ],
+        b"",
+    );
+    assert_eq!(
+        (stdout(&out), stderr(&out), status(&out)),
+        (
+            String::new(),
+            message("1952").replace(": -:", ": excerpt:"),
+            1
+        )
+    );
+    // Endless: read 64 MiB past the end, then given up.
+    let child = bt2sum()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_retried();
+    let mut child = child;
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let block = vec![7u8; 1 << 16];
+        while input.write_all(&block).is_ok() {}
+    });
+    let out = output_within(child, Duration::from_secs(120));
+    writer.join().unwrap();
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        message(&format!("more than {}", 2048 + (64 << 20)))
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// `--leaf-count --total` reads nothing, not even a standard input that
+/// never ends; it takes no FILE; `--name` names one input only.
+#[test]
+fn planning_reads_no_input_and_the_options_go_together() {
+    let child = bt2sum()
+        .args([
+            "--leaf-count",
+            "--part",
+            "2/8",
+            "--total",
+            "40m",
+            "--name",
+            "big file",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_retried();
+    let mut child = child;
+    // Standard input stays open and empty while it runs.
+    let _stdin = child.stdin.take();
+    let out = output_within(child, Duration::from_secs(60));
+    assert_eq!(
+        stdout(&out),
+        "BLAKE2b-64 leaves=8 total=41943040 tree=5242880 offset=5242880 length=5242880 (big file)\n"
+    );
+    let dir = dir_with_file(10);
+    for args in [
+        &["--leaf-count", "--total", "10", "f"][..],
+        &["--name", "x", "f", "f"],
+        &["--leaves", "--total", "10", "f"],
+        &["--total", "10", "f"],
+        &["--part", "1/2", "f"],
+        &["--leaves", "--part", "0/2", "f"],
+        &["--leaves", "--part", "3/2", "f"],
+        &["--leaves", "--part", "1/2", "--leaf-range", "0..1", "f"],
+        &["--combine", "--part", "1/2", "f"],
+        &["-c", "--part", "1/2", "f"],
+        &["-r", "--leaves", "--part", "1/2", "."],
+        &["--leaves", "--part", "1/2", "--total", "x", "f"],
+        &["--name", "", "f"],
+        &["-c", "--name", "x", "f"],
+    ] {
+        let out = run_in(dir.path(), args, b"");
+        assert_eq!((stdout(&out), status(&out)), (String::new(), 2), "{args:?}");
+    }
+    // --name renames any one input's lines.
+    let out = run_in(dir.path(), &["--name", "g", "f"], b"");
+    let expected = ok(dir.path(), &["f"]).replace("(f)", "(g)");
+    assert_eq!(stdout(&out), expected);
+    let out = run_in(dir.path(), &["--name", "g"], &pattern(10));
+    assert_eq!(stdout(&out), expected);
+}
+
+/// A combined line verifies with `bt2sum -c` whatever leaf size the parts
+/// used, without `-t` (and with a `-t` of another size too, as its count
+/// line records its own); with the default leaf size it is the one line
+/// hashing the file prints.
+#[test]
+fn combined_lines_verify_without_the_leaf_size() {
+    let dir = dir_with_file(3 * (5 << 20) + 17);
+    let trees: [&[&str]; 4] = [
+        &["-t", "4k"],
+        &["-a", "blake2s", "-s", "16", "-t", "1000"],
+        &["-t", "64m"],
+        &[],
+    ];
+    for tree in trees {
+        let mut parts = Vec::new();
+        for part in ["1/3", "2/3", "3/3"] {
+            let listing = ok(dir.path(), &with(tree, &["--leaves", "--part", part, "f"]));
+            let path = dir.path().join(format!("part{}", parts.len()));
+            fs::write(&path, listing).unwrap();
+            parts.push(path);
+        }
+        let combined = bt2sum()
+            .current_dir(dir.path())
+            .arg("--combine")
+            .args(&parts)
+            .output_retried();
+        assert_eq!(status(&combined), 0, "{}", stderr(&combined));
+        let text = stdout(&combined);
+        let whole = ok(dir.path(), &with(tree, &["f"]));
+        assert!(text.starts_with(&whole), "{tree:?}: {text}");
+        if tree.is_empty() {
+            assert_eq!(text, whole);
+        } else {
+            assert_eq!(text.lines().count(), 2, "{text}");
+        }
+        fs::write(dir.path().join("SUM"), &text).unwrap();
+        // (A list of default-sized lines given another -t fails, as any
+        // checksum list does: the user said which leaf size made it.)
+        let checks: &[&[&str]] = if tree.is_empty() {
+            &[&["-c", "SUM"]]
+        } else {
+            &[&["-c", "SUM"], &["-c", "-t", "8k", "SUM"]]
+        };
+        for check in checks {
+            let out = run_in(dir.path(), check, b"");
+            assert_eq!(
+                status(&out),
+                0,
+                "{tree:?} {check:?}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+            assert!(stdout(&out).starts_with("f: OK\n"), "{}", stdout(&out));
+        }
+        // And a damaged file fails.
+        let mut damaged = pattern(3 * (5 << 20) + 17);
+        damaged[4000] ^= 1;
+        fs::write(dir.path().join("f"), &damaged).unwrap();
+        let out = run_in(dir.path(), &["-c", "SUM"], b"");
+        assert_eq!(status(&out), 1, "{tree:?}");
+        fs::write(dir.path().join("f"), pattern(3 * (5 << 20) + 17)).unwrap();
+    }
+}
+
+/// The count line of a selection is read back: check mode checks the
+/// file's length by it, and `--combine` takes it beside the leaf lines.
+#[test]
+fn count_lines_of_a_selection_are_checked_and_combined() {
+    let dir = dir_with_file(5000);
+    let mut listing = String::new();
+    for part in ["1/2", "2/2"] {
+        listing += &ok(
+            dir.path(),
+            &["-t", "1k", "--leaf-count", "--part", part, "f"],
+        );
+        listing += &ok(dir.path(), &["-t", "1k", "--leaves", "--part", part, "f"]);
+    }
+    assert!(
+        listing.starts_with("BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n"),
+        "{listing}"
+    );
+    let out = run(["--combine"], listing.as_bytes());
+    assert_eq!(stdout(&out), combined_lines(dir.path(), &["-t", "1k"]));
+    fs::write(dir.path().join("L"), &listing).unwrap();
+    let out = run_in(dir.path(), &["-c", "L"], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("f: leaf count: OK\nf: leaf 0: OK\n"),
+        "{}",
+        stdout(&out)
+    );
+    fs::write(dir.path().join("f"), pattern(5001)).unwrap();
+    let out = run_in(dir.path(), &["-c", "L"], b"");
+    assert_eq!(status(&out), 1);
+    assert!(
+        stdout(&out).starts_with("f: leaf count: FAILED\n"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The recipes of docs/leaves.md, each run as it is written there, with only
+/// what a single machine lacks stood in for: the ssh hosts by this machine
+/// (`-S :`), the scheduler's variables set as Slurm and Kubernetes set them,
+/// shared storage by a local directory, and the object store by a `curl`
+/// that answers ranged GETs from the local file. Each ends with the line
+/// hashing the whole file prints. Every recipe there is run.
+#[cfg(unix)]
+#[test]
+fn the_recipes_of_the_documentation_run_as_written() {
+    if super::emulated("the_recipes_of_the_documentation_run_as_written") {
+        return;
+    }
+    let has_parallel = std::process::Command::new("parallel")
+        .arg("--version")
+        .output();
+    assert!(
+        has_parallel.is_ok_and(|out| out.status.success()),
+        "GNU parallel is needed (scripts/test-deps installs it)"
+    );
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/leaves.md")).unwrap();
+    let recipes = shell_blocks(&docs);
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bt2sum"), bin.path().join("bt2sum")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    // Seven leaves of 5 MiB and a bit: eight parts, the last one empty.
+    let data = tempfile::tempdir().unwrap();
+    let image = data.path().join("disk.img");
+    fs::write(&image, pattern(6 * (5 << 20) + 12345)).unwrap();
+    let whole = ok(data.path(), &["disk.img"]);
+    let mut ran = Vec::new();
+    for (title, script) in recipes {
+        let dir = tempfile::tempdir().unwrap();
+        fs::hard_link(&image, dir.path().join("disk.img")).unwrap();
+        let local = script.replace("/shared/", "").replace("/data/", "");
+        let driver = match title.as_str() {
+            "GNU parallel, local workers" | "xargs, local workers" => local,
+            "GNU parallel over ssh" => local.replace("-S host1,host2,host3", "-S :"),
+            "Slurm job array" => {
+                fs::write(dir.path().join("hash-part.sh"), &local).unwrap();
+                "for id in 1 2 3 4 5 6 7 8; do
+                   SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_COUNT=8 sh hash-part.sh > part.$id || exit 1
+                 done
+                 bt2sum --combine part.*"
+                    .to_string()
+            }
+            "Kubernetes indexed Job, each pod" => {
+                fs::create_dir(dir.path().join("parts")).unwrap();
+                fs::write(dir.path().join("pod.sh"), &local).unwrap();
+                "for index in 0 1 2 3 4 5 6 7; do
+                   JOB_COMPLETION_INDEX=$index sh pod.sh || exit 1
+                 done
+                 bt2sum --combine parts/part.*"
+                    .to_string()
+            }
+            "S3 or MinIO, ranged GETs" => {
+                // curl -sI URL, or curl -s -r FIRST-LAST URL, answered
+                // from disk.img.
+                let stand_in = r#"url=https://objects.example/bucket/disk.img
+                    curl() {
+                      case "$2" in
+                        -r) first=${3%-*} last=${3#*-}
+                            tail -c +$((first + 1)) disk.img | head -c $((last - first + 1)) ;;
+                        *) printf 'HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\n' "$(wc -c < disk.img)" ;;
+                      esac
+                    }
+                    "#;
+                format!("{stand_in}{local}")
+            }
+            other => panic!("docs/leaves.md has a recipe this test does not know: {other}"),
+        };
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&driver)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            (stdout(&out), stderr(&out), status(&out)),
+            (whole.clone(), String::new(), 0),
+            "{title}:\n{driver}"
+        );
+        ran.push(title);
+    }
+    assert_eq!(
+        ran,
+        [
+            "GNU parallel, local workers",
+            "GNU parallel over ssh",
+            "xargs, local workers",
+            "Slurm job array",
+            "Kubernetes indexed Job, each pod",
+            "S3 or MinIO, ranged GETs",
+        ]
+    );
+}
+
+/// The ```sh blocks of a Markdown text, each with its title: its first
+/// comment line (after a `#!` line).
+#[cfg(unix)]
+fn shell_blocks(text: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line != "```sh" {
+            continue;
+        }
+        let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
+        let title = body
+            .iter()
+            .find(|line| line.starts_with("# "))
+            .expect("a recipe starts with a comment naming it")
+            .trim_start_matches("# ")
+            .to_string();
+        blocks.push((title, body.join("\n") + "\n"));
+    }
+    blocks
+}
