@@ -199,7 +199,7 @@ pub struct Args {
     /// Run sizes differ by at most one leaf, the longer first; parts past
     /// the leaf count list nothing, and part 1 of an empty file lists its
     /// `leaves=0` line. For job runners that hand each worker an index:
-    /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (from 1),
+    /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (with --array=1-N),
     /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1).
     #[arg(long, value_name = "K/N", requires = "listing", conflicts_with = "leaf_range",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_part)]

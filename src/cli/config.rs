@@ -8,7 +8,7 @@ use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
 use bt2sum::format::checksum::Style;
-use bt2sum::{Algorithm, Selection, TreeParams};
+use bt2sum::{Algorithm, Selection, TreeParams, system};
 
 use super::args::{Args, go_spellings};
 use super::progress::When;
@@ -43,8 +43,9 @@ pub struct Hashing {
     pub inputs: Inputs,
     pub style: Style,
     pub listing: Listing,
-    /// The name lines give the one input instead of its own (`--name`).
-    pub name: Option<OsString>,
+    /// The name lines give the one input instead of its own (`--name`), as
+    /// they print it.
+    pub name: Option<Vec<u8>>,
     /// The length of the file whose selected leaves each input holds, and
     /// only those (`--total` with a selection).
     pub excerpt_of: Option<u64>,
@@ -198,6 +199,16 @@ impl Config {
             } else {
                 Inputs::Named(args.files)
             };
+            // A name lines cannot print (on Windows, one that is not
+            // Unicode) is refused at once.
+            let name = match args.name.as_deref().map(system::printed_name) {
+                Some(Ok(printed)) => Some(printed.into_owned()),
+                Some(Err(error)) => {
+                    let message = format!("--name: {error}");
+                    return Err(Args::command().error(ErrorKind::ValueValidation, message));
+                }
+                None => None,
+            };
             let excerpt_of = match listing {
                 Listing::Leaves(Some(_)) => args.total,
                 _ => None,
@@ -207,7 +218,7 @@ impl Config {
                 inputs,
                 style,
                 listing,
-                name: args.name,
+                name,
                 excerpt_of,
             })
         };

@@ -41,25 +41,13 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
             (walk.files, true)
         }
     };
-    // `--name`: what lines call the one input.
-    let renamed = match config.name.as_deref().map(system::printed_name) {
-        Some(Ok(printed)) => Some(printed),
-        Some(Err(error)) => {
-            report(
-                config.name.as_deref().unwrap_or_default(),
-                &error.to_string(),
-            );
-            return Status::Failure;
-        }
-        None => None,
-    };
-    let named = named || renamed.is_some();
+    let named = named || config.name.is_some();
     let progress = Progress::start(when, || total_bytes(config, &names));
     let tree = &config.tree;
     let jobs = names.iter().map(|name| {
         // How lines name it: a name that cannot be printed is an error.
-        let (printed, unprintable) = match (&renamed, system::printed_name(name)) {
-            (Some(renamed), _) => (renamed.clone(), None),
+        let (printed, unprintable) = match (&config.name, system::printed_name(name)) {
+            (Some(renamed), _) => (Cow::Borrowed(&renamed[..]), None),
             (None, Ok(printed)) => (printed, None),
             (None, Err(error)) => (Cow::Borrowed(&b""[..]), Some(error)),
         };
@@ -228,17 +216,6 @@ fn push_count(
 /// `--leaf-count --total T`: the count line of a T-byte file, read from
 /// nowhere, named by `--name` or nameless.
 fn plan(config: &Hashing, total: u64, out: &mut dyn Write) -> Status {
-    let name = match config.name.as_deref().map(system::printed_name) {
-        Some(Ok(printed)) => Some(printed),
-        Some(Err(error)) => {
-            report(
-                config.name.as_deref().unwrap_or_default(),
-                &error.to_string(),
-            );
-            return Status::Failure;
-        }
-        None => None,
-    };
     let Listing::Count(selection) = &config.listing else {
         unreachable!("only --leaf-count reads no input");
     };
@@ -246,7 +223,7 @@ fn plan(config: &Hashing, total: u64, out: &mut dyn Write) -> Status {
     push_count(
         &mut line,
         &config.tree,
-        name.as_deref(),
+        config.name.as_deref(),
         total,
         selection.as_ref(),
     );

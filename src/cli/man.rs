@@ -147,8 +147,8 @@ Machines share the work on one big file by selecting its leaves: \
 near-equal runs of leaves (from 1), reading only their bytes; a selection \
 past the end prints nothing, and one that takes the first leaf of an empty \
 file its leaves=0 line. With --total T, the input holds only the selected \
-leaves' bytes of a T-byte file (a ranged download), is read front to back, \
-and must be exactly that long; --name NAME gives its lines the file's name. \
+leaves' bytes of a T-byte file (a ranged download, piped or saved), and \
+must be exactly that long; --name NAME gives its lines the file's name. \
 --leaf-count --total T reads no input and plans: with a selection, its \
 count line gives the bytes to fetch. --combine reads the partial listings, \
 in any order, and prints the file's checksum line, refusing gaps, clashes, \

@@ -16,13 +16,19 @@ use super::sigbus;
 use crate::engine::{LeafBytes, Mapping, RandomAccess};
 use crate::error::Error;
 
-/// A regular file from `start` on, as the engine reads it.
+/// A regular file from `start` on, as the engine reads it: the bytes of an
+/// input from its byte `first` on (0, unless the file is an excerpt of a
+/// longer input), `len` bytes in all.
 pub(super) struct MappedFile<'a> {
     file: &'a File,
     /// What the file was like when it was opened.
     before: &'a Stamp,
     /// The offset hashing starts at (standard input's current offset).
     start: u64,
+    /// The input's byte that the file holds at `start`.
+    first: u64,
+    /// The input's length.
+    len: u64,
     /// The reading ahead of its bytes, started when bytes not in memory
     /// are first asked for; `None` inside if it could not be.
     read_ahead: OnceLock<Option<ReadAhead>>,
@@ -34,13 +40,39 @@ pub(super) struct MappedFile<'a> {
 impl<'a> MappedFile<'a> {
     /// The file from `start` on, as it was when opened (`before`).
     pub(super) fn new(file: &'a File, before: &'a Stamp, start: u64) -> Self {
+        let len = before.len.saturating_sub(start);
+        MappedFile::excerpt(file, before, start, 0, len)
+    }
+
+    /// The file from `start` on as the bytes of an input of `len` bytes from
+    /// its byte `first` on: only those bytes are asked for.
+    pub(super) fn excerpt(
+        file: &'a File,
+        before: &'a Stamp,
+        start: u64,
+        first: u64,
+        len: u64,
+    ) -> Self {
         MappedFile {
             file,
             before,
             start,
+            first,
+            len,
             read_ahead: OnceLock::new(),
             mappable: platform::safe_to_map(file),
         }
+    }
+
+    /// Where the input's bytes `bytes` are in the file; an error for bytes
+    /// before those it holds (which the engine never asks for).
+    fn in_file(&self, bytes: Range<u64>) -> io::Result<Range<u64>> {
+        let offset = bytes
+            .start
+            .checked_sub(self.first)
+            .ok_or_else(|| io::Error::other("bytes before the excerpt were asked for"))?;
+        let start = self.start + offset;
+        Ok(start..start + (bytes.end - bytes.start))
     }
 
     fn reader(&self) -> Option<&ReadAhead> {
@@ -50,11 +82,13 @@ impl<'a> MappedFile<'a> {
 
 impl RandomAccess for MappedFile<'_> {
     fn len(&self) -> u64 {
-        self.before.len.saturating_sub(self.start)
+        self.len
     }
 
     fn read_ahead(&self, bytes: Range<u64>) {
-        let bytes = self.start + bytes.start..self.start + bytes.end;
+        let Ok(bytes) = self.in_file(bytes) else {
+            return;
+        };
         // A file in memory is hashed without a reader.
         if readahead::in_memory(self.file, bytes.clone()) {
             return;
@@ -69,17 +103,17 @@ impl RandomAccess for MappedFile<'_> {
         if !self.mappable {
             return None;
         }
-        let offset = self.start + bytes.start;
-        let len = bytes.end - bytes.start;
+        let bytes = self.in_file(bytes).ok()?;
         let arrival = self
             .reader()
-            .and_then(|reader| reader.arrival(offset..offset + len));
-        let window = Window::map(self.file, offset, len, arrival)?;
+            .and_then(|reader| reader.arrival(bytes.clone()));
+        let window = Window::map(self.file, bytes.start, bytes.end - bytes.start, arrival)?;
         Some(Box::new(window))
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        read_at(self.file, buf, self.start + offset)
+        let bytes = self.in_file(offset..offset)?;
+        read_at(self.file, buf, bytes.start)
     }
 
     fn check(&self, faulted: bool) -> Result<(), Error> {

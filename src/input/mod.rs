@@ -274,8 +274,8 @@ impl Opened {
 
     /// Hashes the input as an excerpt of a `total`-byte file: it holds
     /// exactly the bytes of the leaves `leaves` selects of that file (all of
-    /// them if `None`), read front to back, whatever kind of file it is. A
-    /// regular file of another length is refused before it is read.
+    /// them if `None`). A regular file is hashed as a file is (mapped, read
+    /// ahead), once its length is found right; a stream is read to its end.
     fn hash_excerpt(
         &mut self,
         tree: &TreeParams,
@@ -290,8 +290,8 @@ impl Opened {
         let leaves = leaves.map_or(0..count, |leaves| leaves.leaves(count));
         let bytes = tree.leaves_bytes(&leaves, total);
         let expected = bytes.end - bytes.start;
-        match self.regular_length() {
-            Some(found) if found != expected => {
+        let hashed = match (self.regular(), self.regular_length()) {
+            (Some(_), Some(found)) if found != expected => {
                 return Err(Error::ExcerptLength {
                     leaves,
                     total,
@@ -300,19 +300,38 @@ impl Opened {
                     more: false,
                 });
             }
-            Some(_) => {}
-            None => self.start_stream()?,
-        }
-        let reader = &mut self.file;
-        let hashed = engine::hash(
-            tree,
-            Source::Excerpt {
-                reader,
-                total,
-                leaves,
-            },
-            sink,
-        )?;
+            // A regular file: its bytes are the input's from the first
+            // selected leaf on, mapped as a file's.
+            (Some(before), Some(_)) => {
+                let source =
+                    MappedFile::excerpt(&self.file, before, self.start, bytes.start, total);
+                let hashed = engine::hash(
+                    tree,
+                    Source::File {
+                        file: &source,
+                        leaves,
+                    },
+                    sink,
+                )?;
+                if self.shared_offset {
+                    self.file.seek(SeekFrom::End(0))?;
+                }
+                hashed
+            }
+            _ => {
+                self.start_stream()?;
+                let reader = &mut self.file;
+                engine::hash(
+                    tree,
+                    Source::Excerpt {
+                        reader,
+                        total,
+                        leaves,
+                    },
+                    sink,
+                )?
+            }
+        };
         self.unchanged()?;
         Ok(hashed)
     }
@@ -525,11 +544,12 @@ impl<T, S: LeafSink> Job<T, S> {
     /// Says that the input is an excerpt of a `total`-byte file: it holds
     /// exactly the bytes of the leaves selected with
     /// [`leaf_range`](Self::leaf_range) (all of them if none are), and
-    /// nothing else, such as what a ranged download of the file gives. It is
-    /// read front to back, whatever kind of file it is; its leaves get their
+    /// nothing else, such as what a ranged download of the file gives (a
+    /// stream, or a regular file it was saved to). Its leaves get their
     /// place in the file (node offsets, and the file's final leaf its
     /// last-node flag), and the outcome's length is `total`. An input of
-    /// another length fails with [`Error::ExcerptLength`].
+    /// another length fails with [`Error::ExcerptLength`]; a regular file
+    /// does so before it is read.
     pub fn excerpt_of(mut self, total: u64) -> Self {
         self.excerpt_of = Some(total);
         self
@@ -636,12 +656,13 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         let State::Open(file) = &mut self.state else {
             return Step::Done;
         };
-        // (An excerpt is read front to back, as a stream is.)
-        let whole = Step::Whole(if file.is_stream() || self.excerpt_of.is_some() {
+        let whole = Step::Whole(if file.is_stream() {
             Shape::Stream
         } else {
-            // (A directory has no leaves: hashing it fails at once.)
-            let count = self.tree.leaf_count(file.regular_length().unwrap_or(0));
+            // (A directory has no leaves: hashing it fails at once. An
+            // excerpt's leaves are numbered in the file it is of.)
+            let length = self.excerpt_of.or(file.regular_length());
+            let count = self.tree.leaf_count(length.unwrap_or(0));
             let leaves = match &self.leaves {
                 Some(selection) => {
                     let leaves = selection.leaves(count);

@@ -138,8 +138,9 @@ fn planned_bytes<'a>(data: &'a [u8], plan: &str) -> &'a [u8] {
     &data[offset..offset + length]
 }
 
-/// A part's bytes, from a pipe, a FIFO or a file of their own, list the
-/// same leaf lines as the part of the whole file, when `--total` gives the
+/// A part's bytes, from a pipe, a FIFO or a file of their own (mapped, with
+/// its bytes placed where the part's leaves are), list the same leaf lines
+/// as the part of the whole file, when `--total` gives the
 /// file's length and `--name` its name; the plan from `--leaf-count --total`
 /// gives exactly those bytes, with no file to read.
 #[test]
@@ -194,10 +195,19 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                 "{tree:?} {selection:?}: {}",
                 stderr(&piped)
             );
-            // From a file of its own.
-            fs::write(dir.path().join("excerpt"), bytes).unwrap();
+            // From a file of its own, mapped as files are: by name, not in
+            // the page cache (read ahead), and as standard input.
+            let excerpt = dir.path().join("excerpt");
+            fs::write(&excerpt, bytes).unwrap();
+            super::evict(&excerpt);
             let from_file = ok(dir.path(), &with(&stream_args, &["excerpt"]));
             assert_eq!(from_file, on_file, "{tree:?} {selection:?}");
+            let redirected = bt2sum()
+                .current_dir(dir.path())
+                .args(with(&stream_args, &["-"]))
+                .stdin(fs::File::open(&excerpt).unwrap())
+                .output_retried();
+            assert_eq!(stdout(&redirected), on_file, "{tree:?} {selection:?}");
             // From a FIFO.
             #[cfg(unix)]
             {
@@ -268,6 +278,32 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
         stdout(&empty),
         "BLAKE2b-64 leaves=0 total=0 tree=5242880 (e)\n"
     );
+}
+
+/// A part of a big file, streamed, is hashed in bounded memory (under a
+/// 250 MB address-space limit, 296 MB of it) and lists what the file lists.
+#[cfg(unix)]
+#[test]
+fn a_big_part_from_a_stream_stays_within_bounded_memory() {
+    if super::emulated("a_big_part_from_a_stream_stays_within_bounded_memory") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Sparse: 600 MB of zeros that take no room.
+    fs::File::create(dir.path().join("f"))
+        .unwrap()
+        .set_len(600_000_000)
+        .unwrap();
+    let on_file = ok(dir.path(), &["--leaves", "--part", "2/2", "f"]);
+    let plan = ok(dir.path(), &["--leaf-count", "--part", "2/2", "f"]);
+    let length = field(&plan, "length");
+    let script = format!(
+        r#"ulimit -v 250000
+        head -c {length} /dev/zero | "$BT2SUM" --leaves --part 2/2 --total 600000000 --name f -"#
+    );
+    let out = super::shell(dir.path(), &script);
+    assert_eq!((stdout(&out), stderr(&out)), (on_file, String::new()));
+    assert_eq!(status(&out), 0);
 }
 
 /// A stream shorter or longer than the selection is an error that names

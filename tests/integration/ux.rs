@@ -492,7 +492,16 @@ fn completions_for_bash_zsh_and_fish() {
         assert_eq!(status(&out), 0, "{shell}");
         let script = stdout(&out);
         assert!(script.contains("bt2sum"), "{shell}");
-        for option in ["tree", "recursive", "check", "completions"] {
+        for option in [
+            "tree",
+            "recursive",
+            "check",
+            "completions",
+            "leaf-range",
+            "part",
+            "total",
+            "name",
+        ] {
             assert!(script.contains(option), "{shell}: {option}");
         }
     }
@@ -513,6 +522,13 @@ fn man_page_is_roff() {
     assert!(page.contains(".TH bt2sum 1"), "{page}");
     assert!(page.contains("\\-\\-tree"), "{page}");
     assert!(page.contains("\\-\\-recursive"), "{page}");
+    for option in ["part", "total", "name", "leaf\\-range"] {
+        assert!(
+            page.contains(&format!(".B \\-\\-{option}"))
+                || page.contains(&format!("\\fB\\-\\-{option}\\fR")),
+            "no --{option}:\n{page}"
+        );
+    }
     for section in [
         ".SH SYNOPSIS",
         ".SH OUTPUT",
@@ -566,6 +582,10 @@ fn help_has_examples_and_defaults() {
         "bt2sum -r DIR",
         "bt2sum -c SUMS",
         "--combine P1 P2",
+        "--part 2/8 --total T --name F -",
+        "--part <K/N>",
+        "--total <T>",
+        "--name <NAME>",
         "[default: 5m]",
         "[default: blake2b]",
         "[default: 0]",
