@@ -91,6 +91,13 @@ impl std::error::Error for Error {
     }
 }
 
+impl Error {
+    /// Memory was refused ([`out_of_memory`]).
+    pub(crate) fn out_of_memory() -> Error {
+        Error::Io(out_of_memory())
+    }
+}
+
 /// The error for memory that was refused, in the system's words (`Cannot
 /// allocate memory` on Unix), as bt2sum reports it instead of aborting.
 pub fn out_of_memory() -> io::Error {

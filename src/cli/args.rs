@@ -79,8 +79,8 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
 
-    /// Hash algorithm
-    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Blake2b)]
+    /// Hash algorithm (in any case: BLAKE2b as lines spell it)
+    #[arg(short, long, value_enum, ignore_case = true, default_value_t = AlgorithmArg::Blake2b)]
     pub algorithm: AlgorithmArg,
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
@@ -112,8 +112,15 @@ pub struct Args {
 
     /// Print GNU-style `HEX  NAME` lines instead of the default tagged
     /// `BLAKE2b-64 (NAME) = HEX` lines
-    #[arg(long)]
+    ///
+    /// --tag and --untagged override each other: the last one wins.
+    #[arg(long, overrides_with = "tag")]
     pub untagged: bool,
+
+    /// Print tagged `BLAKE2b-64 (NAME) = HEX` lines: the default, as
+    /// `b2sum --tag` prints them (with the digest size in bytes)
+    #[arg(long, overrides_with = "untagged", conflicts_with = "check")]
+    pub tag: bool,
 
     /// With --check: print no OK line for each verified file
     ///

@@ -1,15 +1,31 @@
 //! Batches of whole leaves, spread over the pool.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::kernel::{LeafKernel, hash_leaf_run};
-use super::pipeline::LeafBytes;
-use super::stream::out_of_memory;
 use super::tuning::{self, Spread};
 use super::{Root, Sink};
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::params::TreeParams;
+
+/// The bytes of a batch of leaves, as they are handed to the pool.
+pub(crate) trait LeafBytes: Send + Sync {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+
+    /// Called by a pool task before it reads the bytes in `range`: a mapped
+    /// window whose bytes are being read ahead waits until the reader is
+    /// past them, so that the task's page faults find them in memory
+    /// instead of asking the storage for them out of order.
+    fn wait_for(&self, _range: Range<usize>) {}
+
+    /// Called once the bytes in `range` have been hashed and will not be read
+    /// again: a mapping may give their pages back.
+    fn release(&self, _range: Range<usize>) {}
+}
 
 /// Whether a batch of leaves ends the input, so that its final leaf gets the
 /// last-node flag (and may be shorter than a whole leaf).
@@ -112,7 +128,7 @@ pub(crate) fn hash_in_memory(
     let leaves = batch_leaves.min(data.len().div_ceil(tree.leaf_size() as usize));
     digests
         .try_reserve_exact(leaves * tree.digest_size())
-        .map_err(|_| out_of_memory())?;
+        .map_err(|_| Error::out_of_memory())?;
     for (index, chunk) in data.chunks(batch_bytes).enumerate() {
         let end = if index + 1 == batches {
             EndOfInput::Yes

@@ -38,10 +38,10 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) use batch::LeafBytes;
 pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
 pub use many::Event;
 pub(crate) use many::{Input, Shape, Step, hash_each};
-pub(crate) use pipeline::LeafBytes;
 pub use stream::TreeHasher;
 pub(crate) use windows::{Mapping, RandomAccess};
 

@@ -3,31 +3,13 @@
 //! a buffer), and digests reach the root in leaf order.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::sync::mpsc;
 
-use super::batch::{EndOfInput, hash_leaves};
-use super::stream::out_of_memory;
+use super::batch::{EndOfInput, LeafBytes, hash_leaves};
 use super::tuning::Spread;
 use super::{Root, Sink};
 use crate::error::Error;
 use crate::params::TreeParams;
-
-/// The bytes of a batch of leaves, as they are handed to the pool.
-pub(crate) trait LeafBytes: Send + Sync {
-    /// The bytes.
-    fn bytes(&self) -> &[u8];
-
-    /// Called by a pool task before it reads the bytes in `range`: a mapped
-    /// window whose bytes are being read ahead waits until the reader is
-    /// past them, so that the task's page faults find them in memory
-    /// instead of asking the storage for them out of order.
-    fn wait_for(&self, _range: Range<usize>) {}
-
-    /// Called once the bytes in `range` have been hashed and will not be read
-    /// again: a mapping may give their pages back.
-    fn release(&self, _range: Range<usize>) {}
-}
 
 /// A batch of leaves handed to the pool, and the digests it gives back.
 struct Finished<B> {
@@ -109,7 +91,7 @@ impl<B: LeafBytes + 'static> Pipeline<B> {
         let leaves = data.bytes().len().div_ceil(self.tree.leaf_size() as usize);
         digests
             .try_reserve_exact(leaves * self.tree.digest_size())
-            .map_err(|_| out_of_memory())?;
+            .map_err(|_| Error::out_of_memory())?;
         Ok(digests)
     }
 

@@ -14,9 +14,9 @@
 use std::io::{self, Read, Write};
 use std::ops::Range;
 
-use super::batch::EndOfInput;
+use super::batch::{EndOfInput, LeafBytes};
 use super::kernel::LeafState;
-use super::pipeline::{LeafBytes, Pipeline};
+use super::pipeline::Pipeline;
 use super::tuning::{self, Spread};
 use super::{Hashed, LeafSink, Root, Sink, check_leaf_index};
 use crate::digest::Digest;
@@ -488,7 +488,7 @@ pub(crate) fn read_buffer(mut size: usize) -> Result<Vec<u8>, Error> {
             return Ok(chunk);
         }
         if size <= 4096 {
-            return Err(out_of_memory());
+            return Err(Error::out_of_memory());
         }
         size /= 2;
     }
@@ -502,11 +502,6 @@ fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
         return false;
     }
     bytes.try_reserve_exact(additional).is_ok()
-}
-
-/// The error for memory that was refused.
-pub(crate) fn out_of_memory() -> Error {
-    crate::error::out_of_memory().into()
 }
 
 /// A streaming tree hasher: write the input in pieces of any size (or read

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::batch::EndOfInput;
+use super::batch::{EndOfInput, LeafBytes};
 use super::kernel::LeafState;
-use super::pipeline::{LeafBytes, Pipeline};
+use super::pipeline::Pipeline;
 use super::stream::{Stream, read_buffer};
 use super::tuning::{self, Spread};
 use super::{Hashed, Root, Sink, check_leaf_index};

@@ -29,7 +29,7 @@
 //! hex is the fixed-length tail after the last `) = `.
 
 use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
-use super::{Tag, needs_escape, push_name, unescape};
+use super::{Tag, decode_hex, needs_escape, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -221,16 +221,6 @@ fn parse_untagged(body: &[u8], algorithm: Algorithm) -> Option<(Algorithm, Diges
         return None;
     }
     Some((algorithm, decode_hex(hex)?, name))
-}
-
-/// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
-pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
-    let lower = hex.iter().any(u8::is_ascii_lowercase);
-    let upper = hex.iter().any(u8::is_ascii_uppercase);
-    if lower && upper {
-        return None;
-    }
-    Digest::from_slice(&hex::decode(hex).ok()?)
 }
 
 #[cfg(test)]

@@ -23,8 +23,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::checksum::decode_hex;
-use super::{Tag, needs_escape, push_name, unescape};
+use super::{Tag, decode_hex, needs_escape, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::{ParamsError, TreeParams};
 

@@ -20,6 +20,7 @@ pub mod verdict;
 
 use std::fmt;
 
+use crate::digest::Digest;
 use crate::params::{Algorithm, TreeParams};
 
 /// The bytes a name's escape covers. Both sets write a backslash `\\`,
@@ -204,6 +205,16 @@ impl fmt::Display for Tag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.algorithm.name(), self.digest_size)
     }
+}
+
+/// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
+pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
+    let lower = hex.iter().any(u8::is_ascii_lowercase);
+    let upper = hex.iter().any(u8::is_ascii_uppercase);
+    if lower && upper {
+        return None;
+    }
+    Digest::from_slice(&hex::decode(hex).ok()?)
 }
 
 #[cfg(test)]

@@ -121,3 +121,121 @@ fn the_check_finds_an_upward_import() {
         .1;
     assert!(!format_may.contains(&"engine"));
 }
+
+/// The sibling files `text` (a file of a module directory) names as
+/// `super::NAME`, leaving out its unit tests.
+fn named_siblings(text: &str, siblings: &[String]) -> Vec<String> {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let mut named: Vec<String> = code
+        .match_indices("super::")
+        .map(|(at, _)| {
+            code[at + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|name| siblings.contains(name))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
+/// The first circle of imports among `edges` (file → files it names), if
+/// any, as the files along it.
+fn a_circle(edges: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        file: &str,
+        edges: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|seen| seen == file) {
+            return Some(path[at..].to_vec());
+        }
+        if done.iter().any(|seen| seen == file) {
+            return None;
+        }
+        path.push(file.to_string());
+        for next in edges.get(file).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.push(file.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    edges
+        .keys()
+        .find_map(|file| visit(file, edges, &mut Vec::new(), &mut done))
+}
+
+/// Within a module directory (`engine/`, `format/`, `input/`, `cli/`, …) the
+/// files import one another without circles: a piece two files share lives
+/// below both.
+#[test]
+fn the_files_of_a_module_import_one_another_without_circles() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = vec![src.clone()];
+    let mut checked = 0;
+    while let Some(dir) = dirs.pop() {
+        let mut siblings = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path.clone());
+            }
+            let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+            if stem != "mod" && (path.is_dir() || path.extension().is_some_and(|e| e == "rs")) {
+                siblings.push(stem);
+            }
+        }
+        if dir == src {
+            continue;
+        }
+        let mut edges = BTreeMap::new();
+        for name in &siblings {
+            let file = dir.join(format!("{name}.rs"));
+            let file = if file.exists() {
+                file
+            } else {
+                dir.join(name).join("mod.rs")
+            };
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            edges.insert(name.clone(), named_siblings(&text, &siblings));
+            checked += 1;
+        }
+        if let Some(circle) = a_circle(&edges) {
+            panic!(
+                "{}: a circle of imports: {}",
+                dir.display(),
+                circle.join(" -> ")
+            );
+        }
+    }
+    assert!(checked >= 20, "only {checked} files");
+}
+
+#[test]
+fn the_check_finds_a_circle() {
+    let siblings = ["batch".to_string(), "stream".to_string()];
+    let text = "use super::stream::x;\nuse super::tuning;\n#[cfg(test)]\nmod tests {\n    use super::batch;\n}\n";
+    assert_eq!(named_siblings(text, &siblings), ["stream"]);
+    let edges: BTreeMap<String, Vec<String>> = [
+        ("a".to_string(), vec!["b".to_string()]),
+        ("b".to_string(), vec!["c".to_string()]),
+        ("c".to_string(), vec!["a".to_string()]),
+        ("d".to_string(), vec![]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        a_circle(&edges),
+        Some(vec!["a".into(), "b".into(), "c".into()])
+    );
+    let mut straight = edges.clone();
+    straight.insert("c".to_string(), vec![]);
+    assert_eq!(a_circle(&straight), None);
+}

@@ -6,6 +6,7 @@ mod cli;
 mod ct;
 mod ct_arm64;
 mod disk;
+mod habits;
 mod layers;
 mod leaves;
 mod parts;
