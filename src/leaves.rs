@@ -414,6 +414,7 @@ impl std::error::Error for CombineError {}
 ///
 /// ```
 /// use std::io::Write;
+/// use bt2sum::format::Ending;
 /// use bt2sum::format::leaf::{parse_leaf_line, push_leaf_line};
 /// use bt2sum::leaves::{Combiner, LeafLog};
 /// use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
@@ -428,7 +429,8 @@ impl std::error::Error for CombineError {}
 /// // The listing `bt2sum --leaves` would print for a file named `f`.
 /// let mut listing = Vec::new();
 /// leaves.for_each(|index, leaf| {
-///     push_leaf_line(&mut listing, &tree, Some(b"f"), data.len() as u64, index, leaf);
+///     let (name, total) = (Some(&b"f"[..]), data.len() as u64);
+///     push_leaf_line(&mut listing, &tree, name, total, index, leaf, Ending::Newline);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })?;
 /// assert!(listing.starts_with(b"BLAKE2b-32 leaf=0 offset=0 length=4 total=10 tree=4 (f) = "));

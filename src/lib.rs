@@ -46,6 +46,7 @@ mod error;
 pub mod format;
 mod input;
 pub mod leaves;
+pub mod memory;
 mod params;
 
 pub use digest::Digest;

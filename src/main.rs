@@ -5,6 +5,11 @@ mod cli;
 
 use std::process::ExitCode;
 
+/// The system's allocator, with a reserve that keeps the last small
+/// allocations from aborting under a memory limit (see `cli::memory`).
+#[global_allocator]
+static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
+
 fn main() -> ExitCode {
     cli::prepare_process();
     let status = match cli::Config::from_args(std::env::args_os()) {

@@ -6,6 +6,7 @@
 #![no_main]
 
 use bt2sum::Algorithm;
+use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Line, Style, parse_line, parse_nameless, push_line};
 use bt2sum::format::leaf::{
     LeafLine, is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line,
@@ -25,6 +26,7 @@ fuzz_target!(|line: &[u8]| {
                         entry.algorithm,
                         &entry.expected,
                         Some(&entry.name),
+                        Ending::Newline,
                     );
                     let printed = printed.strip_suffix(b"\n").expect("a line");
                     let Line::Entry(again) = parse_line(printed, entry.algorithm) else {
@@ -60,9 +62,16 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
             leaf.total,
             listed.index,
             listed.digest.as_bytes(),
+            Ending::Newline,
         ),
         None => match &leaf.span {
-            None => push_count_line(&mut printed, &leaf.tree, leaf.name.as_deref(), leaf.total),
+            None => push_count_line(
+                &mut printed,
+                &leaf.tree,
+                leaf.name.as_deref(),
+                leaf.total,
+                Ending::Newline,
+            ),
             Some(span) => {
                 // The leaves whose bytes the span is.
                 let count = leaf.tree.leaf_count(leaf.total);
@@ -77,6 +86,7 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
                     leaf.name.as_deref(),
                     leaf.total,
                     &leaves,
+                    Ending::Newline,
                 );
             }
         },

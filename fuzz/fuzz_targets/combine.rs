@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use bt2sum::format::Ending;
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line};
 use bt2sum::leaves::{Combiner, LeafLog, SpillError};
 use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
@@ -57,13 +58,21 @@ fn shuffled_listing(input: &[u8]) {
     leaves
         .for_each(|index, leaf| {
             let mut line = Vec::new();
-            push_leaf_line(&mut line, &tree, Some(b"f"), total, index, leaf);
+            push_leaf_line(
+                &mut line,
+                &tree,
+                Some(b"f"),
+                total,
+                index,
+                leaf,
+                Ending::Newline,
+            );
             lines.push(line);
             Ok::<(), SpillError>(())
         })
         .expect("in memory");
     let mut count = Vec::new();
-    push_count_line(&mut count, &tree, Some(b"f"), total);
+    push_count_line(&mut count, &tree, Some(b"f"), total, Ending::Newline);
     lines.push(count);
     // Shuffled, and every third line (by the seed) listed twice.
     let mut state = u64::from(*seed) | 1;

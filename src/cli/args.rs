@@ -117,6 +117,14 @@ pub struct Args {
     #[arg(long, overrides_with = "tag")]
     pub untagged: bool,
 
+    /// End each output line with NUL, not newline, and write names as they
+    /// are, not escaped (GNU's --zero)
+    ///
+    /// For checksum lines, leaf lines and --combine's line. Not with
+    /// --check, as in GNU coreutils 9.1: lists are read a line at a time.
+    #[arg(short, long)]
+    pub zero: bool,
+
     /// Print tagged `BLAKE2b-64 (NAME) = HEX` lines: the default, as
     /// `b2sum --tag` prints them (with the digest size in bytes)
     #[arg(long, overrides_with = "untagged", conflicts_with = "check")]

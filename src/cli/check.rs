@@ -30,6 +30,7 @@ use bt2sum::format::checksum::{Line, parse_line};
 use bt2sum::format::leaf::LeafLine;
 use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, push_verdict};
 use bt2sum::leaves::ListedLeaves;
+use bt2sum::memory;
 use bt2sum::{
     Digest, Error, Event, Hashed, Job, TreeParams, hash_each, out_of_memory, plain_message,
 };
@@ -211,13 +212,7 @@ const GROUP_LINES: usize = (16 << 20) / ListedLeaves::BYTES_PER_LEAF;
 /// Memory set aside when checking starts, for what must still be done once
 /// the system refuses more (`ulimit -v`): hashing the pass at hand, and the
 /// messages.
-const SPARE_MEMORY: usize = 1 << 20;
-
-/// Whether memory is still granted beyond what passes hold: a block of
-/// [`SPARE_MEMORY`] can be had (and is given back at once).
-fn room_left() -> bool {
-    Vec::<u8>::new().try_reserve_exact(SPARE_MEMORY).is_ok()
-}
+const SPARE_MEMORY: usize = memory::HEADROOM;
 
 /// How many lines one pass may hold. A pass grows only with memory granted;
 /// the first time more is refused, the spare memory is given back (so that
@@ -747,7 +742,7 @@ fn join(
             // Grown: is there still room to hash the pass? (One that takes
             // all the memory there is leaves none for the rest of the work.)
             // If not, this line ends it.
-            if listed.capacity() > capacity && !room_left() {
+            if listed.capacity() > capacity && !memory::room_left() {
                 budget.borrow_mut().refused(held + 1);
             }
         }

@@ -60,9 +60,10 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
         tree.algorithm(),
         &combined.digest,
         name,
+        config.ending,
     );
     if tree.leaf_size() != TreeParams::default().leaf_size() {
-        push_count_line(&mut line, tree, name, combined.total);
+        push_count_line(&mut line, tree, name, combined.total, config.ending);
     }
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,

@@ -7,6 +7,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
+use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::{Algorithm, Selection, TreeParams, system};
 
@@ -42,6 +43,8 @@ pub struct Hashing {
     pub tree: TreeParams,
     pub inputs: Inputs,
     pub style: Style,
+    /// How lines end (`-z`: in NUL, names not escaped).
+    pub ending: Ending,
     pub listing: Listing,
     /// The name lines give the one input instead of its own (`--name`), as
     /// they print it.
@@ -112,6 +115,7 @@ pub struct Combining {
     /// The listings; empty for standard input.
     pub listings: Vec<OsString>,
     pub style: Style,
+    pub ending: Ending,
 }
 
 impl Config {
@@ -131,6 +135,18 @@ impl Config {
         } else {
             Style::Tagged
         };
+        let ending = if args.zero {
+            Ending::Nul
+        } else {
+            Ending::Newline
+        };
+        if args.zero && args.check {
+            // GNU coreutils 9.1's words.
+            return Err(Args::command().error(
+                ErrorKind::ArgumentConflict,
+                "the --zero option is not supported when verifying checksums",
+            ));
+        }
         let algorithm = Algorithm::from(args.algorithm);
         let mode = if let Some(shell) = args.completions {
             Mode::Completions(shell)
@@ -158,6 +174,7 @@ impl Config {
             Mode::Combine(Combining {
                 listings: args.files,
                 style,
+                ending,
             })
         } else {
             let size = match args.size {
@@ -217,6 +234,7 @@ impl Config {
                 tree,
                 inputs,
                 style,
+                ending,
                 listing,
                 name,
                 excerpt_of,

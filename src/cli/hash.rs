@@ -12,6 +12,7 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
 use bt2sum::leaves::{LeafLog, SpillError};
@@ -92,6 +93,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                         let listing = Printed {
                             tree,
                             style: config.style,
+                            ending: config.ending,
                             listing: &config.listing,
                             name: shown,
                         };
@@ -135,6 +137,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
 struct Printed<'a> {
     tree: &'a TreeParams,
     style: Style,
+    ending: Ending,
     listing: &'a Listing,
     /// The input's name; `None` for standard input when no FILE is given.
     name: Option<&'a [u8]>,
@@ -154,9 +157,18 @@ impl Printed<'_> {
         let (tree, name, length) = (self.tree, self.name, hashed.length);
         match self.listing {
             Listing::None | Listing::Leaves(None) => {
-                push_line(lines, self.style, tree.algorithm(), &hashed.digest, name);
+                push_line(
+                    lines,
+                    self.style,
+                    tree.algorithm(),
+                    &hashed.digest,
+                    name,
+                    self.ending,
+                );
             }
-            Listing::Count(selection) => push_count(lines, tree, name, length, selection.as_ref()),
+            Listing::Count(selection) => {
+                push_count(lines, tree, name, length, selection.as_ref(), self.ending);
+            }
             Listing::Leaves(Some(_)) => {}
         }
         let listed_from_start = match self.listing {
@@ -166,10 +178,10 @@ impl Printed<'_> {
         };
         if length == 0 && listed_from_start {
             // An empty input has no leaf: its listing says so.
-            push_count_line(lines, tree, name, 0);
+            push_count_line(lines, tree, name, 0, self.ending);
         } else if let Some(leaves) = leaves {
             leaves.for_each(|index, digest| {
-                push_leaf_line(lines, tree, name, length, index, digest);
+                push_leaf_line(lines, tree, name, length, index, digest, self.ending);
                 if lines.len() >= 1 << 20 {
                     out.write_all(lines).map_err(Unwritten::Output)?;
                     lines.clear();
@@ -203,13 +215,14 @@ fn push_count(
     name: Option<&[u8]>,
     total: u64,
     selection: Option<&Selection>,
+    ending: Ending,
 ) {
     match selection {
         Some(selection) => {
             let leaves = selection.leaves(tree.leaf_count(total));
-            push_selection_count_line(lines, tree, name, total, &leaves);
+            push_selection_count_line(lines, tree, name, total, &leaves, ending);
         }
-        None => push_count_line(lines, tree, name, total),
+        None => push_count_line(lines, tree, name, total, ending),
     }
 }
 
@@ -226,6 +239,7 @@ fn plan(config: &Hashing, total: u64, out: &mut dyn Write) -> Status {
         config.name.as_deref(),
         total,
         selection.as_ref(),
+        config.ending,
     );
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,

@@ -9,6 +9,7 @@ mod config;
 mod hash;
 mod lines;
 mod man;
+pub mod memory;
 mod output;
 mod process;
 mod progress;
@@ -26,6 +27,7 @@ use output::{output_failed, warn};
 
 /// Sets up the process before anything else runs.
 pub fn prepare_process() {
+    memory::set_aside();
     system::one_allocator_arena();
     system::file_size_limit_is_an_error();
 }

@@ -494,14 +494,15 @@ pub(crate) fn read_buffer(mut size: usize) -> Result<Vec<u8>, Error> {
     }
 }
 
-/// Reserves room for exactly `additional` more bytes; `false` when memory
-/// is refused (in unit tests, also above the thread's test limit).
+/// Reserves room for exactly `additional` more bytes, leaving some memory
+/// free (see `memory`); `false` when memory is refused (in unit tests, also
+/// above the thread's test limit).
 fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
     #[cfg(test)]
     if additional > tests::REFUSED_ABOVE.get() {
         return false;
     }
-    bytes.try_reserve_exact(additional).is_ok()
+    crate::memory::reserve_exact(bytes, additional)
 }
 
 /// A streaming tree hasher: write the input in pieces of any size (or read

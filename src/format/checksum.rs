@@ -29,7 +29,7 @@
 //! hex is the fixed-length tail after the last `) = `.
 
 use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
-use super::{Tag, decode_hex, needs_escape, push_name, unescape};
+use super::{Ending, Tag, decode_hex, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -42,16 +42,17 @@ pub enum Style {
     Untagged,
 }
 
-/// Appends one checksum line, newline included, to `out`. `name` is `None`
-/// for standard input read because no FILE was given.
+/// Appends one checksum line, its ending included, to `out`. `name` is
+/// `None` for standard input read because no FILE was given.
 pub fn push_line(
     out: &mut Vec<u8>,
     style: Style,
     algorithm: Algorithm,
     digest: &Digest,
     name: Option<&[u8]>,
+    ending: Ending,
 ) {
-    let escaped = name.is_some_and(needs_escape);
+    let escaped = name.is_some_and(|name| ending.escapes(name));
     if escaped {
         out.push(b'\\');
     }
@@ -77,7 +78,7 @@ pub fn push_line(
             push_name(out, name.unwrap_or(b"-"), escaped);
         }
     }
-    out.push(b'\n');
+    ending.push(out);
 }
 
 /// One line of a checksum list, as check mode reads it.
@@ -115,13 +116,15 @@ pub struct Entry {
 /// [`Line::Bad`].
 ///
 /// ```
+/// use bt2sum::format::Ending;
 /// use bt2sum::format::checksum::{Line, Style, parse_line, push_line};
 /// use bt2sum::{Algorithm, TreeParams, hash};
 ///
 /// let tree = TreeParams::default();
 /// let digest = hash(&tree, b"hello s3git\n");
 /// let mut line = Vec::new();
-/// push_line(&mut line, Style::Tagged, Algorithm::Blake2b, &digest, Some(b"hello.txt"));
+/// let name = Some(&b"hello.txt"[..]);
+/// push_line(&mut line, Style::Tagged, Algorithm::Blake2b, &digest, name, Ending::Newline);
 /// assert!(line.starts_with(b"BLAKE2b-64 (hello.txt) = 18e622875a89cede"));
 ///
 /// // What is written reads back.
@@ -477,7 +480,14 @@ mod tests {
                 for name in names {
                     for style in [Style::Tagged, Style::Untagged] {
                         let mut line = Vec::new();
-                        push_line(&mut line, style, algorithm, &digest, Some(name));
+                        push_line(
+                            &mut line,
+                            style,
+                            algorithm,
+                            &digest,
+                            Some(name),
+                            Ending::Newline,
+                        );
                         let Line::Entry(entry) = parse_line(&line, algorithm) else {
                             panic!("{:?} does not read back", line.escape_ascii().to_string());
                         };

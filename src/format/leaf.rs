@@ -23,7 +23,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::{Tag, decode_hex, needs_escape, push_name, unescape};
+use super::{Ending, Tag, decode_hex, push_name, unescape};
 use crate::digest::Digest;
 use crate::params::{ParamsError, TreeParams};
 
@@ -36,9 +36,10 @@ pub fn push_leaf_line(
     total: u64,
     index: u64,
     digest: &[u8],
+    ending: Ending,
 ) {
     let bytes = tree.leaf_bytes(index, total);
-    push_head(out, tree, name);
+    push_head(out, tree, name, ending);
     out.extend_from_slice(
         format!(
             " leaf={index} offset={} length={} total={total} tree={}",
@@ -48,16 +49,22 @@ pub fn push_leaf_line(
         )
         .as_bytes(),
     );
-    push_tail(out, name);
+    push_tail(out, name, ending);
     out.extend_from_slice(b" = ");
     out.extend_from_slice(hex::encode(digest).as_bytes());
-    out.push(b'\n');
+    ending.push(out);
 }
 
 /// Appends the line that says how many leaves a `total`-byte input has
 /// (`leaves=0 total=0` for an empty one).
-pub fn push_count_line(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, total: u64) {
-    push_counted(out, tree, name, total, None);
+pub fn push_count_line(
+    out: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: Option<&[u8]>,
+    total: u64,
+    ending: Ending,
+) {
+    push_counted(out, tree, name, total, None, ending);
 }
 
 /// Appends the count line of a `total`-byte input followed by the bytes of
@@ -69,6 +76,7 @@ pub fn push_selection_count_line(
     name: Option<&[u8]>,
     total: u64,
     leaves: &Range<u64>,
+    ending: Ending,
 ) {
     push_counted(
         out,
@@ -76,6 +84,7 @@ pub fn push_selection_count_line(
         name,
         total,
         Some(tree.leaves_bytes(leaves, total)),
+        ending,
     );
 }
 
@@ -85,8 +94,9 @@ fn push_counted(
     name: Option<&[u8]>,
     total: u64,
     span: Option<Range<u64>>,
+    ending: Ending,
 ) {
-    push_head(out, tree, name);
+    push_head(out, tree, name, ending);
     out.extend_from_slice(
         format!(
             " leaves={} total={total} tree={}",
@@ -100,21 +110,21 @@ fn push_counted(
             format!(" offset={} length={}", span.start, span.end - span.start).as_bytes(),
         );
     }
-    push_tail(out, name);
-    out.push(b'\n');
+    push_tail(out, name, ending);
+    ending.push(out);
 }
 
-fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>) {
-    if name.is_some_and(needs_escape) {
+fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, ending: Ending) {
+    if name.is_some_and(|name| ending.escapes(name)) {
         out.push(b'\\');
     }
     Tag::of(tree).push(out);
 }
 
-fn push_tail(out: &mut Vec<u8>, name: Option<&[u8]>) {
+fn push_tail(out: &mut Vec<u8>, name: Option<&[u8]>, ending: Ending) {
     if let Some(name) = name {
         out.extend_from_slice(b" (");
-        push_name(out, name, needs_escape(name));
+        push_name(out, name, ending.escapes(name));
         out.push(b')');
     }
 }
@@ -262,12 +272,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Parses a listing line (without its line ending).
 ///
 /// ```
+/// use bt2sum::format::Ending;
 /// use bt2sum::format::leaf::{parse_leaf_line, push_leaf_line};
 /// use bt2sum::{Algorithm, TreeParams};
 ///
 /// let tree = TreeParams::new(Algorithm::Blake2s, 4, 1024)?;
 /// let mut line = Vec::new();
-/// push_leaf_line(&mut line, &tree, Some(b"f"), 3000, 2, &[1, 2, 3, 4]);
+/// push_leaf_line(&mut line, &tree, Some(b"f"), 3000, 2, &[1, 2, 3, 4], Ending::Newline);
 /// assert_eq!(line, b"BLAKE2s-4 leaf=2 offset=2048 length=952 total=3000 tree=1024 (f) = 01020304\n");
 /// let parsed = parse_leaf_line(&line[..line.len() - 1])?;
 /// assert_eq!((parsed.tree, parsed.total, parsed.leaf.unwrap().index), (tree, 3000, 2));
@@ -618,7 +629,15 @@ mod tests {
                         for (total, index) in [(1, 0), (10_000, 0), (10_000, 1)] {
                             let digest = vec![0x5a; size];
                             let mut line = Vec::new();
-                            push_leaf_line(&mut line, &tree, name, total, index, &digest);
+                            push_leaf_line(
+                                &mut line,
+                                &tree,
+                                name,
+                                total,
+                                index,
+                                &digest,
+                                Ending::Newline,
+                            );
                             let parsed =
                                 parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                             assert_eq!((parsed.tree, parsed.total), (tree, total));
@@ -630,7 +649,7 @@ mod tests {
                         }
                         for total in [0, 1, 10_000] {
                             let mut line = Vec::new();
-                            push_count_line(&mut line, &tree, name, total);
+                            push_count_line(&mut line, &tree, name, total, Ending::Newline);
                             let parsed =
                                 parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                             assert_eq!(
@@ -642,7 +661,14 @@ mod tests {
                             let count = tree.leaf_count(total);
                             for leaves in [0..count, 0..1, count / 2..count, count..count] {
                                 let mut line = Vec::new();
-                                push_selection_count_line(&mut line, &tree, name, total, &leaves);
+                                push_selection_count_line(
+                                    &mut line,
+                                    &tree,
+                                    name,
+                                    total,
+                                    &leaves,
+                                    Ending::Newline,
+                                );
                                 let parsed =
                                     parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                                 let leaves = leaves.start.min(count)..leaves.end.min(count);

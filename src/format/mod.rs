@@ -68,6 +68,33 @@ pub fn needs_escape(name: &[u8]) -> bool {
     Escapes::Listed.needed_by(name)
 }
 
+/// How lines end, and with it whether names are escaped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ending {
+    /// In a newline; a name holding a backslash, newline or carriage return
+    /// is escaped, and its line starts with `\`, as GNU does.
+    #[default]
+    Newline,
+    /// In a NUL byte, names written as they are (`-z`, as GNU's
+    /// `--zero`): for reading with `xargs -0` or `sort -z`.
+    Nul,
+}
+
+impl Ending {
+    /// Whether `name` is escaped in lines that end this way.
+    pub fn escapes(self, name: &[u8]) -> bool {
+        self == Ending::Newline && needs_escape(name)
+    }
+
+    /// Ends a line.
+    pub fn push(self, out: &mut Vec<u8>) {
+        out.push(match self {
+            Ending::Newline => b'\n',
+            Ending::Nul => 0,
+        });
+    }
+}
+
 /// Appends `name` to `out`, escaped the GNU way if `escaped` is set.
 pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
     if escaped {

@@ -42,3 +42,66 @@ fn the_algorithm_is_named_in_any_case() {
     }
     assert_eq!(status(&run(["-a", "blake3"], b"hi")), 2);
 }
+
+/// `-z` ends every line in NUL and writes names as they are, as GNU's
+/// `--zero` does: checksum lines, leaf and count lines, and `--combine`'s
+/// line. Check mode refuses it, as GNU coreutils 9.1 does.
+#[cfg(unix)]
+#[test]
+fn zero_ends_lines_in_nul_and_leaves_names_alone() {
+    use super::run_in;
+    let dir = tempfile::tempdir().unwrap();
+    let odd = super::name(b"new\nline\\back");
+    std::fs::write(dir.path().join(odd), b"odd").unwrap();
+    std::fs::write(dir.path().join("plain"), super::pattern(3000)).unwrap();
+    let out = bt2sum_in(dir.path(), &["plain"]);
+    let zero = bt2sum_in(dir.path(), &["-z", "plain"]);
+    assert_eq!(zero, out.replace('\n', "\0"));
+    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), odd]);
+    assert!(
+        zero.starts_with("BLAKE2b-64 (new\nline\\back) = "),
+        "{zero:?}"
+    );
+    assert!(
+        zero.ends_with('\0') && zero.matches('\0').count() == 1,
+        "{zero:?}"
+    );
+    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
+    assert!(zero.ends_with("  new\nline\\back\0"), "{zero:?}");
+    // Leaf listings: every line ends in NUL, the count line too.
+    let listing = bt2sum_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
+    let zero = bt2sum_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
+    assert_eq!(zero, listing.replace('\n', "\0"));
+    let zero = bt2sum_in(
+        dir.path(),
+        &["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
+    );
+    assert!(zero.ends_with("offset=0 length=2048 (plain)\0"), "{zero:?}");
+    // --combine, of a listing with newlines.
+    let out = run_in(dir.path(), ["--combine", "-z"], listing.as_bytes());
+    let combined = run_in(dir.path(), ["--combine"], listing.as_bytes());
+    assert_eq!(stdout(&out), stdout(&combined).replace('\n', "\0"));
+    assert_eq!(stdout(&out).matches('\0').count(), 2);
+    let out = run(["-c", "-z", "SUMS"], b"");
+    assert_eq!(status(&out), 2);
+    assert!(
+        stderr(&out).contains("the --zero option is not supported when verifying checksums"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Runs bt2sum in `dir`; its standard output, which must succeed.
+#[cfg(unix)]
+fn bt2sum_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let os: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
+    bt2sum_in_os(dir, &os)
+}
+
+#[cfg(unix)]
+fn bt2sum_in_os(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> String {
+    use super::Retried;
+    let out = super::bt2sum().current_dir(dir).args(args).output_retried();
+    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
+    stdout(&out)
+}

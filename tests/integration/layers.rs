@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 9] = [
+const LAYERS: [(&str, &[&str]); 10] = [
     ("ct", &[]),
     ("descriptors", &[]),
+    ("memory", &[]),
     ("params", &[]),
     ("digest", &["ct"]),
     ("error", &["params"]),
-    ("engine", &["params", "digest", "error"]),
+    ("engine", &["params", "digest", "error", "memory"]),
     ("format", &["params", "digest"]),
     (
         "leaves",
@@ -23,6 +24,7 @@ const LAYERS: [(&str, &[&str]); 9] = [
             "digest",
             "error",
             "descriptors",
+            "memory",
         ],
     ),
     (
@@ -34,6 +36,7 @@ const LAYERS: [(&str, &[&str]); 9] = [
             "digest",
             "error",
             "descriptors",
+            "memory",
         ],
     ),
 ];
