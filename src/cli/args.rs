@@ -257,7 +257,9 @@ pub struct Args {
     ///
     /// The listings give the algorithm, digest size and leaf size (so -a, -s
     /// and -t do not apply). They may come in any order and overlap; together
-    /// they must list every leaf of one file.
+    /// they must list every leaf of one file. With another leaf size than the
+    /// default, the file's count line follows, so that --check finds the
+    /// leaf size without -t.
     #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
     pub combine: bool,
 

@@ -19,7 +19,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 
-use bt2sum::format::checksum::{Line, parse_line, parse_nameless, push_line};
+use bt2sum::format::checksum::{Line, Style, parse_line, parse_nameless, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line};
 use bt2sum::leaves::Combiner;
 use bt2sum::{Algorithm, TreeParams, plain_message};
@@ -63,7 +63,13 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
         config.ending,
     );
     if tree.leaf_size() != TreeParams::default().leaf_size() {
-        push_count_line(&mut line, tree, name, combined.total, config.ending);
+        // Named as the checksum line names it: an untagged line names
+        // nameless standard input `-`.
+        let shown = match (config.style, name) {
+            (Style::Untagged, None) => Some(&b"-"[..]),
+            _ => name,
+        };
+        push_count_line(&mut line, tree, shown, combined.total, config.ending);
     }
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,

@@ -195,6 +195,9 @@ pub enum LeafLineError {
     Escape,
     /// The offset or length is not what the index, leaf size and total say.
     Inconsistent,
+    /// A count line's `offset=` and `length=` do not span whole leaves of
+    /// the input.
+    Span,
 }
 
 impl fmt::Display for LeafLineError {
@@ -214,6 +217,9 @@ impl fmt::Display for LeafLineError {
             LeafLineError::Escape => f.write_str("bad escape in the name"),
             LeafLineError::Inconsistent => {
                 f.write_str("offset or length do not match the leaf index, leaf size and total")
+            }
+            LeafLineError::Span => {
+                f.write_str("offset and offset + length are not leaf boundaries within total")
             }
         }
     }
@@ -323,7 +329,7 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
                         .checked_add(length)
                         .filter(|&end| end <= total && boundary(offset) && boundary(end))
                         .map(|end| offset..end)
-                        .ok_or(LeafLineError::Inconsistent)?;
+                        .ok_or(LeafLineError::Span)?;
                     Some(span)
                 }
                 (None, Some(_)) => return Err(LeafLineError::Missing("offset")),
@@ -487,6 +493,7 @@ mod tests {
         let malformed = |what: &str| format!("malformed leaf line: {what}");
         let inconsistent =
             malformed("offset or length do not match the leaf index, leaf size and total");
+        let span = malformed("offset and offset + length are not leaf boundaries within total");
         let table: [(&[u8], String); 29] = [
             (
                 b"BLAKE2q-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = 00",
@@ -582,19 +589,19 @@ mod tests {
             ),
             (
                 b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=2 length=4 (f)",
-                inconsistent.clone(),
+                span.clone(),
             ),
             (
                 b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 length=5 (f)",
-                inconsistent.clone(),
+                span.clone(),
             ),
             (
                 b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=8 length=4 (f)",
-                inconsistent.clone(),
+                span.clone(),
             ),
             (
                 b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=18446744073709551615 length=1 (f)",
-                inconsistent.clone(),
+                span.clone(),
             ),
             (
                 b"BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 (f)",

@@ -490,6 +490,24 @@ fn combined_lines_verify_without_the_leaf_size() {
         assert_eq!(status(&out), 1, "{tree:?}");
         fs::write(dir.path().join("f"), pattern(3 * (5 << 20) + 17)).unwrap();
     }
+    // Untagged, of nameless standard input: the count line names `-` as
+    // the checksum line does, and both check standard input.
+    let data = pattern(5000);
+    let listing = run(["-t", "1k", "--leaves"], &data);
+    let combined = run(["--combine", "--untagged"], &listing.stdout);
+    let text = stdout(&combined);
+    assert!(
+        text.ends_with("  -\nBLAKE2b-64 leaves=5 total=5000 tree=1024 (-)\n"),
+        "{text}"
+    );
+    fs::write(dir.path().join("U"), &text).unwrap();
+    let out = run_in(dir.path(), &["-c", "--strict", "U"], &data);
+    assert_eq!(
+        (stdout(&out), status(&out)),
+        ("-: OK\n-: leaf count: OK\n".to_string(), 0),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The count line of a selection is read back: check mode checks the
@@ -557,10 +575,31 @@ fn the_recipes_of_the_documentation_run_as_written() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    // Seven leaves of 5 MiB and a bit: eight parts, the last one empty.
+    // Seven leaves of 5 MiB and a bit: eight parts, the last one empty;
+    // and an empty file, of which only part 1 says anything.
+    for size in [6 * (5 << 20) + 12345, 0] {
+        let ran = run_recipes(&recipes, &path, size);
+        assert_eq!(
+            ran,
+            [
+                "GNU parallel, local workers",
+                "GNU parallel over ssh",
+                "xargs, local workers",
+                "Slurm job array",
+                "Kubernetes indexed Job, each pod",
+                "S3 or MinIO, ranged GETs",
+            ]
+        );
+    }
+}
+
+/// Runs each recipe on a `disk.img` of `size` bytes, with `path` as PATH;
+/// the titles of those run.
+#[cfg(unix)]
+fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<String> {
     let data = tempfile::tempdir().unwrap();
     let image = data.path().join("disk.img");
-    fs::write(&image, pattern(6 * (5 << 20) + 12345)).unwrap();
+    fs::write(&image, pattern(size)).unwrap();
     let whole = ok(data.path(), &["disk.img"]);
     let mut ran = Vec::new();
     for (title, script) in recipes {
@@ -588,15 +627,23 @@ fn the_recipes_of_the_documentation_run_as_written() {
                     .to_string()
             }
             "S3 or MinIO, ranged GETs" => {
-                // curl -sI URL, or curl -s -r FIRST-LAST URL, answered
-                // from disk.img.
+                // curl -sf -r FIRST-LAST [-D - -o /dev/null] URL, answered
+                // from disk.img as a server answers a ranged GET: the
+                // headers (206, or 416 past the end), or the bytes.
                 let stand_in = r#"url=https://objects.example/bucket/disk.img
                     curl() {
-                      case "$2" in
-                        -r) first=${3%-*} last=${3#*-}
-                            tail -c +$((first + 1)) disk.img | head -c $((last - first + 1)) ;;
-                        *) printf 'HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\n' "$(wc -c < disk.img)" ;;
-                      esac
+                      range=$3 total=$(wc -c < disk.img)
+                      first=${range%-*} last=${range#*-}
+                      if [ "$4" = "-D" ]; then
+                        if [ "$first" -lt "$total" ]; then
+                          printf 'HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %s-%s/%s\r\n\r\n' \
+                            "$first" "$last" "$total"
+                        else
+                          printf 'HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%s\r\n\r\n' "$total"
+                        fi
+                      else
+                        tail -c +$((first + 1)) disk.img | head -c $((last - first + 1))
+                      fi
                     }
                     "#;
                 format!("{stand_in}{local}")
@@ -607,27 +654,17 @@ fn the_recipes_of_the_documentation_run_as_written() {
             .arg("-c")
             .arg(&driver)
             .current_dir(dir.path())
-            .env("PATH", &path)
+            .env("PATH", path)
             .output()
             .unwrap();
         assert_eq!(
             (stdout(&out), stderr(&out), status(&out)),
             (whole.clone(), String::new(), 0),
-            "{title}:\n{driver}"
+            "{title}, {size} bytes:\n{driver}"
         );
-        ran.push(title);
+        ran.push(title.clone());
     }
-    assert_eq!(
-        ran,
-        [
-            "GNU parallel, local workers",
-            "GNU parallel over ssh",
-            "xargs, local workers",
-            "Slurm job array",
-            "Kubernetes indexed Job, each pod",
-            "S3 or MinIO, ranged GETs",
-        ]
-    );
+    ran
 }
 
 /// The ```sh blocks of a Markdown text, each with its title: its first
