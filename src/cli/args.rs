@@ -79,6 +79,16 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
 
+    /// Read the names of the inputs from F, each ended by NUL (`-`: standard
+    /// input), instead of taking FILEs
+    ///
+    /// As GNU du and wc do: for lists too long for the command line, as
+    /// `find -print0` writes them. The names are taken as if given as FILEs
+    /// (with -r, as the directories to walk); an empty name is an error that
+    /// says where it is, and the others are still hashed.
+    #[arg(long, value_name = "F", conflicts_with_all = ["files", "check", "combine", "name"])]
+    pub files0_from: Option<OsString>,
+
     /// Hash algorithm (in any case: BLAKE2b as lines spell it)
     #[arg(short, long, value_enum, ignore_case = true, default_value_t = AlgorithmArg::Blake2b)]
     pub algorithm: AlgorithmArg,

@@ -60,14 +60,22 @@ pub enum Inputs {
     Stdin,
     /// The FILEs, in order (`-` is standard input).
     Named(Vec<OsString>),
+    /// The names read from a list, each ended by NUL (`--files0-from`; `-`
+    /// is standard input).
+    ListedIn(OsString),
     /// Every regular file under the directories (`--recursive`).
-    Walk {
-        roots: Vec<OsString>,
-        follow_links: bool,
-    },
+    Walk { roots: Roots, follow_links: bool },
     /// None: the count line of a file of this length is printed without
     /// reading anything (`--leaf-count --total T`).
     Planned(u64),
+}
+
+/// The directories `--recursive` walks.
+pub enum Roots {
+    /// The FILEs (none: the current directory).
+    Given(Vec<OsString>),
+    /// The names read from a list (`--files0-from`).
+    ListedIn(OsString),
 }
 
 /// What is printed per input besides (or instead of) its checksum line.
@@ -200,17 +208,23 @@ impl Config {
                 ));
             }
             let inputs = if args.recursive {
+                let roots = match args.files0_from {
+                    Some(list) => Roots::ListedIn(list),
+                    None => Roots::Given(args.files),
+                };
                 Inputs::Walk {
-                    roots: args.files,
+                    roots,
                     follow_links: args.dereference,
                 }
             } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
-                if !args.files.is_empty() {
+                if !args.files.is_empty() || args.files0_from.is_some() {
                     return Err(usage(
                         "--leaf-count --total reads no input: give no FILE (--name names the line)",
                     ));
                 }
                 Inputs::Planned(total)
+            } else if let Some(list) = args.files0_from {
+                Inputs::ListedIn(list)
             } else if args.files.is_empty() {
                 Inputs::Stdin
             } else {

@@ -6,7 +6,6 @@
 //! `--leaf-count` prints a count line instead, and with `--total` reads no
 //! input at all.
 
-use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -16,9 +15,10 @@ use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
 use bt2sum::leaves::{LeafLog, SpillError};
-use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each};
+use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, out_of_memory, plain_message};
 
-use super::config::{Hashing, Inputs, Listing};
+use super::config::{Hashing, Inputs, Listing, Roots};
+use super::files0::{self, Listed};
 use super::output::{Status, output_failed, report};
 use super::progress::{Progress, When};
 use super::walk;
@@ -27,41 +27,69 @@ use bt2sum::system;
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
-    let (names, named) = match &config.inputs {
+    // The names, in order: given, walked, or read from a list as they are
+    // hashed (whose sizes are then not known ahead).
+    let (names, named): (Box<dyn Iterator<Item = Listed>>, bool) = match &config.inputs {
         Inputs::Planned(total) => return plan(config, *total, out),
-        Inputs::Stdin => (vec![OsString::from("-")], false),
-        Inputs::Named(files) => (files.clone(), true),
+        Inputs::Stdin => (given(vec![OsString::from("-")]), false),
+        Inputs::Named(files) => (given(files.clone()), true),
+        Inputs::ListedIn(list) => match files0::open(list) {
+            Ok(names) => (Box::new(names), true),
+            Err(error) => {
+                report(list, &plain_message(&error));
+                return Status::Failure;
+            }
+        },
         Inputs::Walk {
             roots,
             follow_links,
         } => {
-            let walk = walk::expand(roots, *follow_links);
+            let roots = match roots {
+                Roots::Given(roots) => roots.clone(),
+                Roots::ListedIn(list) => match listed_roots(list) {
+                    Some((roots, bad)) => {
+                        if bad {
+                            status = Status::Failure;
+                        }
+                        roots
+                    }
+                    None => return Status::Failure,
+                },
+            };
+            let walk = walk::expand(&roots, *follow_links);
             if walk.errors > 0 {
                 status = Status::Failure;
             }
-            (walk.files, true)
+            (given(walk.files), true)
         }
     };
     let named = named || config.name.is_some();
-    let progress = Progress::start(when, || total_bytes(config, &names));
+    let (names, sizes) = sized(names, config);
+    let progress = Progress::start(when, || sizes);
     let tree = &config.tree;
-    let jobs = names.iter().map(|name| {
-        // How lines name it: a name that cannot be printed is an error.
-        let (printed, unprintable) = match (&config.name, system::printed_name(name)) {
-            (Some(renamed), _) => (Cow::Borrowed(&renamed[..]), None),
-            (None, Ok(printed)) => (printed, None),
-            (None, Err(error)) => (Cow::Borrowed(&b""[..]), Some(error)),
+    let jobs = names.map(|listed| {
+        let (name, error) = match listed {
+            Listed::Name(name) => (name, None),
+            Listed::Bad { place, message } => (place, Some(io::Error::other(message).into())),
         };
+        // How lines name it: a name that cannot be printed is an error.
+        let (printed, unprintable) = match (&config.name, system::printed_name(&name)) {
+            (Some(renamed), _) => (renamed.clone(), error),
+            (None, Ok(printed)) => (printed.into_owned(), error),
+            (None, Err(unprintable)) => (Vec::new(), Some(unprintable)),
+        };
+        let is_stdin = name == "-";
+        let path = PathBuf::from(&name);
         let tag = (name, printed);
         let job = if let Some(error) = unprintable {
             Job::failed(tag, error)
-        } else if name == "-" && system::stdin_closed() {
+        } else if is_stdin && system::stdin_closed() {
             Job::failed(tag, system::closed_stream().into())
-        } else if name == "-" {
+        } else if is_stdin {
             progress.reading_stdin();
             Job::stdin(tag, tree)
         } else {
-            Job::path(tag, PathBuf::from(name), tree)
+            Job::path(tag, path, tree)
         };
         let listed = matches!(config.listing, Listing::Leaves(_));
         let log = listed.then(|| LeafLog::new(tree.digest_size()));
@@ -89,7 +117,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                 let (name, printed) = outcome.tag;
                 match outcome.result {
                     Ok(hashed) => {
-                        let shown = named.then_some(&*printed);
+                        let shown = named.then_some(&printed[..]);
                         let listing = Printed {
                             tree,
                             style: config.style,
@@ -106,7 +134,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                                 lines.clear();
                                 status = Status::Failure;
                                 let flushed = out.flush();
-                                report(name, &error.to_string());
+                                report(&name, &error.to_string());
                                 flushed
                             }
                         }
@@ -116,7 +144,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                         // Lines before the error go out first, so that stdout
                         // and stderr stay in order when both go to one place.
                         let flushed = out.flush();
-                        report(name, &error.to_string());
+                        report(&name, &error.to_string());
                         flushed
                     }
                 }
@@ -131,6 +159,65 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
+}
+
+/// Names given in full, as a list's entries.
+fn given(names: Vec<OsString>) -> Box<dyn Iterator<Item = Listed>> {
+    Box::new(names.into_iter().map(Listed::Name))
+}
+
+/// The names, with the bytes the run will hash for the progress bar when
+/// they can be known ahead: only for names held in full (a list is read as
+/// it is hashed, its sizes unknown).
+fn sized(
+    names: Box<dyn Iterator<Item = Listed>>,
+    config: &Hashing,
+) -> (Box<dyn Iterator<Item = Listed>>, Option<u64>) {
+    if !matches!(config.inputs, Inputs::ListedIn(_)) {
+        let held: Vec<Listed> = names.collect();
+        let paths: Vec<OsString> = held
+            .iter()
+            .filter_map(|listed| match listed {
+                Listed::Name(name) => Some(name.clone()),
+                Listed::Bad { .. } => None,
+            })
+            .collect();
+        let total = total_bytes(config, &paths);
+        return (Box::new(held.into_iter()), total);
+    }
+    (names, None)
+}
+
+/// The directories `-r --files0-from=LIST` walks, read whole (the walk
+/// sorts what is under them anyway), and whether an entry was no name (each
+/// is reported, and fails the run as a missing FILE would). `None` if the
+/// list cannot be read or memory for it is refused.
+fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
+    let names = match files0::open(list) {
+        Ok(names) => names,
+        Err(error) => {
+            report(list, &plain_message(&error));
+            return None;
+        }
+    };
+    let mut roots = Vec::new();
+    let mut bad = false;
+    for listed in names {
+        match listed {
+            Listed::Name(name) => {
+                if roots.try_reserve(1).is_err() {
+                    report(list, &plain_message(&out_of_memory()));
+                    return None;
+                }
+                roots.push(name);
+            }
+            Listed::Bad { place, message } => {
+                report(&place, &message);
+                bad = true;
+            }
+        }
+    }
+    Some((roots, bad))
 }
 
 /// What is printed for one input.

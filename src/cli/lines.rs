@@ -1,5 +1,5 @@
-//! Reading the lines of a list (a checksum list, a leaf listing) with
-//! bounded memory.
+//! Reading the lines of a list (a checksum list, a leaf listing, names
+//! ended by NUL) with bounded memory.
 
 use std::io::{self, BufRead, Read};
 
@@ -21,15 +21,21 @@ pub enum ListLine {
 /// [`MAX_LINE`] bytes is read past and reported as [`ListLine::TooLong`],
 /// with only its first bytes kept.
 pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<ListLine> {
+    read_until(reader, line, b'\n')
+}
+
+/// Reads the next record of a list, up to and with `end` (a line's `\n`, a
+/// name's NUL), into `line`, as [`read_line`] reads lines.
+pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io::Result<ListLine> {
     line.clear();
     let read = reader
         .by_ref()
         .take(MAX_LINE as u64 + 1)
-        .read_until(b'\n', line)?;
+        .read_until(end, line)?;
     if read == 0 {
         return Ok(ListLine::End);
     }
-    if read <= MAX_LINE || line.last() == Some(&b'\n') {
+    if read <= MAX_LINE || line.last() == Some(&end) {
         return Ok(ListLine::Line);
     }
     loop {
@@ -41,7 +47,7 @@ pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Li
         if buffer.is_empty() {
             break;
         }
-        match buffer.iter().position(|&byte| byte == b'\n') {
+        match buffer.iter().position(|&byte| byte == end) {
             Some(end) => {
                 reader.consume(end + 1);
                 break;

@@ -6,6 +6,7 @@ mod args;
 mod check;
 mod combine;
 mod config;
+mod files0;
 mod hash;
 mod lines;
 mod man;

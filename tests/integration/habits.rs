@@ -105,3 +105,74 @@ fn bt2sum_in_os(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> String {
     assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
     stdout(&out)
 }
+
+/// `--files0-from=F` takes NUL-ended names from F, or from standard input
+/// with `-`, as if they were given as FILEs (with `-r`, as the directories
+/// to walk); an empty name is an error that says where it is, and the other
+/// names are still hashed.
+#[test]
+fn names_are_read_from_a_nul_separated_list() {
+    use super::{Retried, bt2sum, run_in};
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["a", "with space", "sub/b"];
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        std::fs::write(dir.path().join(name), super::pattern(1000 * i)).unwrap();
+    }
+    let given = bt2sum()
+        .current_dir(dir.path())
+        .args(names)
+        .output_retried();
+    let expected = stdout(&given);
+    let list = names.join("\0") + "\0";
+    std::fs::write(dir.path().join("L"), &list).unwrap();
+    for args in [&["--files0-from", "L"][..], &["--files0-from=L"]] {
+        let out = run_in(dir.path(), args, b"");
+        assert_eq!(
+            (stdout(&out), status(&out)),
+            (expected.clone(), 0),
+            "{args:?}"
+        );
+    }
+    // From standard input, the last name without its NUL.
+    let out = run_in(
+        dir.path(),
+        ["--files0-from", "-"],
+        list.trim_end_matches('\0').as_bytes(),
+    );
+    assert_eq!((stdout(&out), status(&out)), (expected.clone(), 0));
+    // An empty name, a missing file and `-` from standard input: each
+    // reported, the rest hashed.
+    let out = run_in(
+        dir.path(),
+        ["--files0-from", "-"],
+        b"a\0\0missing\0-\0sub/b\0",
+    );
+    let lines: Vec<&str> = expected.lines().collect();
+    assert_eq!(stdout(&out), format!("{}\n{}\n", lines[0], lines[2]));
+    let errors = stderr(&out);
+    assert!(
+        errors.contains("bt2sum: -:2: invalid zero-length file name\n"),
+        "{errors}"
+    );
+    assert!(errors.contains("bt2sum: missing: "), "{errors}");
+    assert!(
+        errors.contains("bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n"),
+        "{errors}"
+    );
+    assert_eq!(status(&out), 1);
+    // With -r, the directories to walk.
+    std::fs::write(dir.path().join("R"), "sub\0").unwrap();
+    let walked = run_in(dir.path(), ["-r", "--files0-from", "R"], b"");
+    assert_eq!(stdout(&walked), format!("{}\n", lines[2]));
+    // A list that cannot be read; names beside a list.
+    let out = run_in(dir.path(), ["--files0-from", "absent"], b"");
+    assert_eq!(status(&out), 1);
+    assert!(
+        stderr(&out).starts_with("bt2sum: absent: "),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_in(dir.path(), ["--files0-from", "L", "a"], b"");
+    assert_eq!(status(&out), 2);
+}

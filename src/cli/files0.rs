@@ -1,0 +1,125 @@
+//! `--files0-from=F`: the names of the inputs, each ended by NUL (the last
+//! one may lack it), read from F (or standard input, `-`) as the inputs are
+//! hashed, so that a list of any length is never held whole. A name is
+//! taken as if it were given on the command line.
+//!
+//! A name that cannot be one is reported where it is, as GNU `wc` and `du`
+//! report it (`bt2sum: F:3: invalid zero-length file name`), and the names
+//! after it are still hashed: an empty name, a name of over 16 MiB, `-` in a
+//! list read from standard input (which is that list), and on Windows a
+//! name that is not UTF-8.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+
+use super::lines::{ListLine, MAX_LINE, read_until};
+use bt2sum::{plain_message, system};
+
+/// One entry of the list.
+pub enum Listed {
+    /// A name to hash.
+    Name(OsString),
+    /// Not a name: where it is (`F:N`, or `F` when the list could not be
+    /// read) and why.
+    Bad { place: OsString, message: String },
+}
+
+/// The names of a list, read as they are asked for.
+pub struct Names {
+    reader: Box<dyn BufRead>,
+    /// The list as messages name it.
+    list: OsString,
+    /// Whether the list is standard input.
+    from_stdin: bool,
+    /// How many names have been read.
+    number: u64,
+    record: Vec<u8>,
+    ended: bool,
+}
+
+/// Opens the list `list` (`-`: standard input).
+pub fn open(list: &OsStr) -> io::Result<Names> {
+    let from_stdin = list == "-";
+    let reader: Box<dyn BufRead> = if from_stdin {
+        if system::stdin_closed() {
+            return Err(system::closed_stream());
+        }
+        Box::new(io::stdin().lock())
+    } else {
+        Box::new(BufReader::with_capacity(64 << 10, File::open(list)?))
+    };
+    Ok(Names {
+        reader,
+        list: list.to_os_string(),
+        from_stdin,
+        number: 0,
+        record: Vec::new(),
+        ended: false,
+    })
+}
+
+impl Names {
+    fn bad(&self, message: &str) -> Listed {
+        let mut place = self.list.clone();
+        place.push(format!(":{}", self.number));
+        Listed::Bad {
+            place,
+            message: message.to_string(),
+        }
+    }
+}
+
+impl Iterator for Names {
+    type Item = Listed;
+
+    fn next(&mut self) -> Option<Listed> {
+        if self.ended {
+            return None;
+        }
+        let read = match read_until(&mut self.reader, &mut self.record, 0) {
+            Ok(read) => read,
+            Err(error) => {
+                self.ended = true;
+                return Some(Listed::Bad {
+                    place: self.list.clone(),
+                    message: plain_message(&error),
+                });
+            }
+        };
+        self.number += 1;
+        match read {
+            ListLine::End => {
+                self.ended = true;
+                None
+            }
+            ListLine::TooLong => {
+                Some(self.bad(&format!("file name longer than {} MiB", MAX_LINE >> 20)))
+            }
+            ListLine::Line => {
+                let name = self.record.strip_suffix(b"\0").unwrap_or(&self.record);
+                if name.is_empty() {
+                    return Some(self.bad("invalid zero-length file name"));
+                }
+                if self.from_stdin && name == b"-" {
+                    return Some(self.bad(
+                        "when reading file names from standard input, no file name of '-' allowed",
+                    ));
+                }
+                match os_name(name) {
+                    Some(name) => Some(Listed::Name(name)),
+                    None => Some(self.bad("the name is not valid Unicode")),
+                }
+            }
+        }
+    }
+}
+
+/// A listed name as the system takes it: on Unix its bytes; on Windows its
+/// UTF-8 (`\\` and `/` both separate there, as on its command line).
+fn os_name(name: &[u8]) -> Option<OsString> {
+    #[cfg(unix)]
+    return Some(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name).to_os_string());
+    #[cfg(not(unix))]
+    return std::str::from_utf8(name).ok().map(OsString::from);
+}
