@@ -26,7 +26,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 
-use bt2sum::format::checksum::{Line, parse_line};
+use bt2sum::format::checksum::{Entry, Line, parse_line, parse_nameless};
 use bt2sum::format::leaf::LeafLine;
 use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, push_verdict};
 use bt2sum::leaves::ListedLeaves;
@@ -366,6 +366,7 @@ impl Checker<'_> {
             bad_lines: Vec::new(),
             error: None,
             last_listing: None,
+            nameless_is_stdin: list != "-",
             budget,
             config: self.config,
             progress: self.progress,
@@ -584,6 +585,10 @@ struct Groups<'a> {
     /// The file, leaf size and length of the last group's leaf lines: a
     /// group of leaf lines alone that has the same goes on with it.
     last_listing: Option<(Vec<u8>, TreeParams, u64)>,
+    /// Whether a nameless line (of standard input, as hashing it without a
+    /// FILE prints) names standard input: when the list is not read from
+    /// there.
+    nameless_is_stdin: bool,
     /// How many lines a pass may hold.
     budget: &'a RefCell<Budget>,
     config: &'a Checking,
@@ -614,6 +619,23 @@ impl Groups<'_> {
             let parsed = match read {
                 ListLine::TooLong => Line::Bad,
                 _ => parse_line(&self.line, self.config.untagged_algorithm),
+            };
+            // The nameless line of standard input checks standard input,
+            // as `-` does, unless the list is standard input itself.
+            let parsed = match parsed {
+                Line::Bad if self.nameless_is_stdin => match parse_nameless(&self.line) {
+                    Some((algorithm, expected)) => Line::Entry(Entry {
+                        algorithm,
+                        name: b"-".to_vec(),
+                        expected,
+                    }),
+                    None => Line::Bad,
+                },
+                Line::Leaf(mut leaf) if self.nameless_is_stdin && leaf.name.is_none() => {
+                    leaf.name = Some(b"-".to_vec());
+                    Line::Leaf(leaf)
+                }
+                parsed => parsed,
             };
             if !matches!(parsed, Line::Skip) {
                 return Some((self.line_number, parsed));

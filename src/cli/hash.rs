@@ -27,14 +27,14 @@ use bt2sum::system;
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
-    // The names, in order: given, walked, or read from a list as they are
-    // hashed (whose sizes are then not known ahead).
-    let (names, named): (Box<dyn Iterator<Item = Listed>>, bool) = match &config.inputs {
+    // The names, in order: held (given, or walked), or read from a list as
+    // they are hashed (whose sizes are then not known ahead).
+    let (held, listed, named) = match &config.inputs {
         Inputs::Planned(total) => return plan(config, *total, out),
-        Inputs::Stdin => (given(vec![OsString::from("-")]), false),
-        Inputs::Named(files) => (given(files.clone()), true),
+        Inputs::Stdin => (vec![OsString::from("-")], None, false),
+        Inputs::Named(files) => (files.clone(), None, true),
         Inputs::ListedIn(list) => match files0::open(list) {
-            Ok(names) => (Box::new(names), true),
+            Ok(names) => (Vec::new(), Some(names), true),
             Err(error) => {
                 report(list, &plain_message(&error));
                 return Status::Failure;
@@ -60,12 +60,18 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
             if walk.errors > 0 {
                 status = Status::Failure;
             }
-            (given(walk.files), true)
+            (walk.files, None, true)
         }
     };
     let named = named || config.name.is_some();
-    let (names, sizes) = sized(names, config);
-    let progress = Progress::start(when, || sizes);
+    let progress = Progress::start(when, || match listed {
+        Some(_) => None,
+        None => total_bytes(config, &held),
+    });
+    let names: Box<dyn Iterator<Item = Listed>> = match listed {
+        Some(listed) => Box::new(listed),
+        None => Box::new(held.into_iter().map(Listed::Name)),
+    };
     let tree = &config.tree;
     let jobs = names.map(|listed| {
         let (name, error) = match listed {
@@ -159,33 +165,6 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
-}
-
-/// Names given in full, as a list's entries.
-fn given(names: Vec<OsString>) -> Box<dyn Iterator<Item = Listed>> {
-    Box::new(names.into_iter().map(Listed::Name))
-}
-
-/// The names, with the bytes the run will hash for the progress bar when
-/// they can be known ahead: only for names held in full (a list is read as
-/// it is hashed, its sizes unknown).
-fn sized(
-    names: Box<dyn Iterator<Item = Listed>>,
-    config: &Hashing,
-) -> (Box<dyn Iterator<Item = Listed>>, Option<u64>) {
-    if !matches!(config.inputs, Inputs::ListedIn(_)) {
-        let held: Vec<Listed> = names.collect();
-        let paths: Vec<OsString> = held
-            .iter()
-            .filter_map(|listed| match listed {
-                Listed::Name(name) => Some(name.clone()),
-                Listed::Bad { .. } => None,
-            })
-            .collect();
-        let total = total_bytes(config, &paths);
-        return (Box::new(held.into_iter()), total);
-    }
-    (names, None)
 }
 
 /// The directories `-r --files0-from=LIST` walks, read whole (the walk

@@ -143,10 +143,10 @@ pub fn parse_line(line: &[u8], untagged_algorithm: Algorithm) -> Line {
         return Line::Skip;
     }
     if is_leaf_line(line) {
-        // Nameless leaf lines (of standard input) name no file to check.
+        // (A nameless one, of standard input, is the reader's to place.)
         return match parse_leaf_line(line) {
-            Ok(leaf) if leaf.name.is_some() => Line::Leaf(leaf),
-            _ => Line::Bad,
+            Ok(leaf) => Line::Leaf(leaf),
+            Err(_) => Line::Bad,
         };
     }
     let (escaped, body) = match line.strip_prefix(b"\\") {

@@ -313,7 +313,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     let mut lines = good.lines();
     let (line_a, line_b) = (lines.next().unwrap(), lines.next().unwrap());
     let list = format!(
-        "{line_a}\n BLAKE2b-64 (a) = 00\nBLAKE2q-1 (a) = 00\n\n# note\n{line_b}\nBLAKE2b-64 = {HELLO_B64}\n"
+        "{line_a}\n BLAKE2b-64 (a) = 00\nBLAKE2q-1 (a) = 00\n\n# note\n{line_b}\nBLAKE2b-64 () = {HELLO_B64}\n"
     );
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let counts = "bt2sum: WARNING: 3 lines are improperly formatted\n";
@@ -362,6 +362,15 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
          bt2sum: standard input: 7: improperly formatted BLAKE2 checksum line\n\
          bt2sum: WARNING: 3 lines are improperly formatted\n",
         1,
+    );
+    // Standard input's nameless line, in a list read from standard input,
+    // names nothing that can be read.
+    let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
+    assert_run(
+        &run_in(dir.path(), ["-c"], nameless.as_bytes()),
+        "a: OK\n",
+        "bt2sum: WARNING: 1 line is improperly formatted\n",
+        0,
     );
     let one_bad = format!("{line_a}\nnonsense\n");
     assert_run(

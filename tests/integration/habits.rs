@@ -176,3 +176,44 @@ fn names_are_read_from_a_nul_separated_list() {
     let out = run_in(dir.path(), ["--files0-from", "L", "a"], b"");
     assert_eq!(status(&out), 2);
 }
+
+/// Standard input's own line checks standard input, as `-` does in a GNU
+/// list: `bt2sum < F > S; bt2sum -c S < F`. Its leaf listing too. A list
+/// read from standard input cannot name it so: there the line is
+/// improperly formatted.
+#[test]
+fn the_nameless_line_of_standard_input_checks_standard_input() {
+    use super::run_in;
+    let dir = tempfile::tempdir().unwrap();
+    let data = super::pattern(3000);
+    for args in [&[][..], &["-t", "1k", "--leaves"]] {
+        let list = run(args, &data);
+        assert!(
+            stdout(&list).starts_with("BLAKE2b-64 = "),
+            "{}",
+            stdout(&list)
+        );
+        std::fs::write(dir.path().join("S"), &list.stdout).unwrap();
+        let out = run_in(dir.path(), ["-c", "S"], &data);
+        assert_eq!(
+            status(&out),
+            0,
+            "{args:?}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stdout(&out).starts_with("-: OK\n"), "{}", stdout(&out));
+        let mut damaged = data.clone();
+        damaged[2000] ^= 1;
+        let out = run_in(dir.path(), ["-c", "S"], &damaged);
+        assert_eq!(status(&out), 1, "{args:?}");
+        assert!(stdout(&out).starts_with("-: FAILED\n"), "{}", stdout(&out));
+        let out = run(["-c"], &list.stdout);
+        assert_eq!(status(&out), 1);
+        assert!(
+            stderr(&out).contains("no properly formatted checksum lines found"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

@@ -252,12 +252,14 @@ fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     lines[2] = lines[2].replace("length=1024", "length=1000");
     lines[3] = lines[3].replace(" (f)", "");
     let text = lines.join("\n") + "\n";
-    let out = check(dir.path(), &["-w"], text.as_bytes());
+    // (A nameless line names standard input, which a list read from
+    // standard input cannot be.)
+    let out = super::run_in(dir.path(), ["-c", "-w"], text.as_bytes());
     assert_eq!(stdout(&out), "f: OK\nf: leaf 0: OK\n");
     assert_eq!(
         stderr(&out),
-        "bt2sum: list: 3: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: list: 4: improperly formatted BLAKE2 checksum line\n\
+        "bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
+         bt2sum: standard input: 4: improperly formatted BLAKE2 checksum line\n\
          bt2sum: WARNING: 2 lines are improperly formatted\n"
     );
     assert_eq!(status(&out), 0);
