@@ -32,7 +32,8 @@ use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, pu
 use bt2sum::leaves::ListedLeaves;
 use bt2sum::memory;
 use bt2sum::{
-    Digest, Error, Event, Hashed, Job, TreeParams, hash_each, out_of_memory, plain_message,
+    Algorithm, Digest, Error, Event, Hashed, Job, TreeParams, hash_each, out_of_memory,
+    plain_message,
 };
 
 use super::args::shown_leaf_size;
@@ -61,6 +62,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         shown: Vec::new(),
         file: None,
         sized_by_option: (0, 0),
+        lookalikes: Lookalikes::default(),
     };
     let budget = RefCell::new(Budget::new());
     let mut status = Status::Success;
@@ -74,17 +76,49 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     if let Err(error) = checker.flush() {
         return status.max(output_failed(&error));
     }
-    let (matched, failed) = checker.sized_by_option;
-    if failed > 0 && matched == 0 && config.verbosity != Verbosity::Status {
-        // Checksum lines do not say which leaf size made them: perhaps the
-        // list was made with another.
-        warn(&format!(
-            "hint: checksum lines do not record their leaf size: these were checked \
-             with -t {}, and a list made with another size needs it given with -t",
-            shown_leaf_size(config.leaf_size)
-        ));
+    if config.verbosity != Verbosity::Status {
+        hints(config, checker.sized_by_option, &checker.lookalikes);
     }
     status
+}
+
+/// Says, after the summaries, what most likely made a list fail as a whole:
+/// lines of GNU `b2sum --tag`, lines of a SHA-256 digest's size, or, when
+/// every checksum line checked with `-t`'s leaf size failed, another leaf
+/// size or another tool (genuine damage rarely hits every file).
+fn hints(config: &Checking, (matched, failed): (u64, u64), lookalikes: &Lookalikes) {
+    let another_function = "a list made by b2sum (which hashes a file as one sequential \
+                            BLAKE2 stream) or by another algorithm never matches a tree hash";
+    if lookalikes.gnu_tagged > 0 {
+        warn(&format!(
+            "hint: {} line{} GNU b2sum's tag (`BLAKE2b (NAME) = `, or a size in bits): {}",
+            lookalikes.gnu_tagged,
+            if lookalikes.gnu_tagged == 1 {
+                " has"
+            } else {
+                "s have"
+            },
+            another_function
+        ));
+    }
+    if failed == 0 || matched > 0 {
+        return;
+    }
+    if lookalikes.entries > 0 && lookalikes.sha256_sized == lookalikes.entries {
+        warn(
+            "hint: these lines hold 64 hex digits, the size of a SHA-256 digest: a list \
+             made by sha256sum never matches a tree hash (one made by bt2sum -a blake2s \
+             --untagged is checked with -a blake2s)",
+        );
+        return;
+    }
+    // Checksum lines do not say which leaf size made them: perhaps the list
+    // was made with another.
+    warn(&format!(
+        "hint: checksum lines do not record their leaf size: these were checked with -t {}, \
+         and a list made with another size needs it given with -t; {another_function}",
+        shown_leaf_size(config.leaf_size)
+    ));
 }
 
 /// The counts of one checked list. Files are counted, not lines: a file
@@ -170,6 +204,74 @@ struct Checker<'a> {
     /// gave theirs) matched, and how many did not. A list made with another
     /// leaf size fails in every file.
     sized_by_option: (u64, u64),
+    /// Lines, in every list, that look made by another tool.
+    lookalikes: Lookalikes,
+}
+
+/// Counts of the lines of lists that look made by another tool, for the
+/// hints at the end of a run: a list made by GNU `b2sum` (sequential
+/// BLAKE2) or `sha256sum` (another algorithm) never verifies a tree hash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Lookalikes {
+    /// Checksum lines.
+    entries: u64,
+    /// GNU-style `HEX  NAME` checksum lines of 64 hex digits under `-a
+    /// blake2b`: a SHA-256 digest's size.
+    sha256_sized: u64,
+    /// Improperly formatted lines with GNU `b2sum --tag`'s tag: `BLAKE2b
+    /// (NAME) = `, or a size in bits (`BLAKE2b-256`).
+    gnu_tagged: u64,
+}
+
+impl Lookalikes {
+    /// Counts one line of a list (its text and how it parsed).
+    fn note(&mut self, text: &[u8], parsed: &Line) {
+        let text = text.strip_prefix(b"\\").unwrap_or(text);
+        match parsed {
+            Line::Entry(entry) => {
+                self.entries += 1;
+                let untagged = !text.starts_with(b"BLAKE2");
+                if untagged
+                    && entry.algorithm == Algorithm::Blake2b
+                    && entry.expected.as_bytes().len() == 32
+                {
+                    self.sha256_sized += 1;
+                }
+            }
+            Line::Bad if gnu_tagged(text) => self.gnu_tagged += 1,
+            _ => {}
+        }
+    }
+
+    fn add(&mut self, other: &Lookalikes) {
+        self.entries += other.entries;
+        self.sha256_sized += other.sha256_sized;
+        self.gnu_tagged += other.gnu_tagged;
+    }
+}
+
+/// Whether a line starts with the tag GNU `b2sum --tag` writes: `BLAKE2b
+/// (`, or `BLAKE2b-N (` with N a size in bits (more bytes than the
+/// algorithm has).
+fn gnu_tagged(text: &[u8]) -> bool {
+    for (tag, most) in [(&b"BLAKE2b"[..], 64), (b"BLAKE2s", 32)] {
+        let Some(rest) = text.strip_prefix(tag) else {
+            continue;
+        };
+        if rest.starts_with(b" (") {
+            return true;
+        }
+        if let Some(rest) = rest.strip_prefix(b"-") {
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let bits = std::str::from_utf8(&rest[..digits])
+                .ok()
+                .and_then(|digits| digits.parse::<u64>().ok());
+            if rest[digits..].starts_with(b" (") && bits.is_some_and(|bits| bits > most) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 impl Checker<'_> {
@@ -367,6 +469,7 @@ impl Checker<'_> {
             error: None,
             last_listing: None,
             nameless_is_stdin: list != "-",
+            lookalikes: Lookalikes::default(),
             budget,
             config: self.config,
             progress: self.progress,
@@ -400,6 +503,7 @@ impl Checker<'_> {
             }
         });
         written?;
+        self.lookalikes.add(&groups.lookalikes);
         self.count_file(&mut tally);
         self.report_bad_lines(list_name, &groups.bad_lines, &mut tally)?;
         if let Some(error) = groups.error {
@@ -589,6 +693,8 @@ struct Groups<'a> {
     /// FILE prints) names standard input: when the list is not read from
     /// there.
     nameless_is_stdin: bool,
+    /// Lines that look made by another tool.
+    lookalikes: Lookalikes,
     /// How many lines a pass may hold.
     budget: &'a RefCell<Budget>,
     config: &'a Checking,
@@ -637,6 +743,7 @@ impl Groups<'_> {
                 }
                 parsed => parsed,
             };
+            self.lookalikes.note(&self.line, &parsed);
             if !matches!(parsed, Line::Skip) {
                 return Some((self.line_number, parsed));
             }

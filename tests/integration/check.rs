@@ -72,7 +72,9 @@ fn abc_dir() -> tempfile::TempDir {
 fn leaf_size_hint(size: &str) -> String {
     format!(
         "bt2sum: hint: checksum lines do not record their leaf size: these were checked \
-         with -t {size}, and a list made with another size needs it given with -t\n"
+         with -t {size}, and a list made with another size needs it given with -t; a list \
+         made by b2sum (which hashes a file as one sequential BLAKE2 stream) or by another \
+         algorithm never matches a tree hash\n"
     )
 }
 
@@ -115,16 +117,16 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
         }
     }
     // A GNU-style line takes its algorithm from -a: a BLAKE2s digest read as
-    // BLAKE2b of the same size does not match.
+    // BLAKE2b of the same size does not match, and the hint says why.
     let untagged_s = make_list(dir.path(), ["--untagged", "-a", "blake2s", "a"]);
     let out = run_in(dir.path(), ["-c"], &untagged_s);
     assert_run(
         &out,
         "a: FAILED\n",
-        &format!(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
-            leaf_size_hint("5m")
-        ),
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+         bt2sum: hint: these lines hold 64 hex digits, the size of a SHA-256 digest: a list \
+         made by sha256sum never matches a tree hash (one made by bt2sum -a blake2s \
+         --untagged is checked with -a blake2s)\n",
         1,
     );
     // And a 64-byte GNU-style digest is not a BLAKE2s size.
@@ -559,7 +561,10 @@ fn gnu_b2sum_lists_do_not_verify() {
     assert_run(
         &run_in(dir.path(), ["-c"], tagged.as_bytes()),
         "",
-        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        "bt2sum: standard input: no properly formatted checksum lines found\n\
+         bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or a size in bits): \
+         a list made by b2sum (which hashes a file as one sequential BLAKE2 stream) or by \
+         another algorithm never matches a tree hash\n",
         1,
     );
 }

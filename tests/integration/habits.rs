@@ -217,3 +217,61 @@ fn the_nameless_line_of_standard_input_checks_standard_input() {
         );
     }
 }
+
+/// A list made by another tool fails as a whole, and the hint at the end
+/// names the likely cause: GNU b2sum's tag, a SHA-256 digest's size, or
+/// (for lines that show neither) another leaf size or another function.
+#[test]
+fn the_hint_names_every_likely_cause() {
+    use super::run_in;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"hello\n").unwrap();
+    let another = "a list made by b2sum (which hashes a file as one sequential BLAKE2 \
+                   stream) or by another algorithm never matches a tree hash";
+    let b2sum_line = format!("{}  f\n", "5a".repeat(64));
+    let sha256_line = format!("{}  f\n", "5a".repeat(32));
+    let gnu_tagged = format!(
+        "BLAKE2b (f) = {}\nBLAKE2b-256 (f) = {}\n",
+        "5a".repeat(64),
+        "5a".repeat(32)
+    );
+    let out = run_in(dir.path(), ["-c"], b2sum_line.as_bytes());
+    assert_eq!(status(&out), 1);
+    assert!(
+        stderr(&out).ends_with(&format!("needs it given with -t; {another}\n")),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_in(dir.path(), ["-c"], sha256_line.as_bytes());
+    assert_eq!(status(&out), 1);
+    assert!(
+        stderr(&out).ends_with(
+            "bt2sum: hint: these lines hold 64 hex digits, the size of a SHA-256 digest: a list \
+             made by sha256sum never matches a tree hash (one made by bt2sum -a blake2s \
+             --untagged is checked with -a blake2s)\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_in(dir.path(), ["-c"], gnu_tagged.as_bytes());
+    assert_eq!(status(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "bt2sum: standard input: no properly formatted checksum lines found\n\
+             bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or a size in \
+             bits): {another}\n"
+        )
+    );
+    // Not with --status; and a tagged bt2sum line of 32 bytes is no SHA-256
+    // lookalike.
+    let out = run_in(dir.path(), ["-c", "--status"], sha256_line.as_bytes());
+    assert_eq!(stderr(&out), "");
+    let tagged = format!("BLAKE2b-32 (f) = {}\n", "5a".repeat(32));
+    let out = run_in(dir.path(), ["-c"], tagged.as_bytes());
+    assert!(
+        stderr(&out).contains("do not record their leaf size"),
+        "{}",
+        stderr(&out)
+    );
+}
