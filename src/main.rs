@@ -12,7 +12,7 @@ static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
 
 fn main() -> ExitCode {
     cli::prepare_process();
-    let status = match cli::Config::from_args(std::env::args_os()) {
+    let status = match cli::Config::from_args(bt2sum::system::args_os()) {
         Ok(config) => cli::run(config),
         Err(error) => cli::refused(&error),
     };

@@ -1,16 +1,31 @@
 //! What the command needs from the operating system beyond reading inputs,
-//! behind one face that is the same on every platform: which standard
-//! streams were closed when the process started, Ctrl-C, the allocator,
+//! behind one face that is the same on every platform: the arguments,
+//! which standard streams were closed when the process started, Ctrl-C, the allocator,
 //! terminals, how names are printed and read back, and which file a path
 //! is. Each item says what it does where platforms differ.
 
 use std::borrow::Cow;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::{DirEntry, File, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+
+/// The command line's arguments, the program's name first, with the
+/// wildcards of unquoted arguments expanded on Windows.
+///
+/// Unix shells expand `*.iso` before bt2sum starts; cmd.exe and PowerShell
+/// pass it on as typed, so there the `wild` crate expands it as b3sum does:
+/// `*`, `?` and `[a-z]`, in either case, not inside double quotes, and a
+/// pattern that matches nothing is passed on as it is (so it is reported as
+/// a missing file).
+pub fn args_os() -> impl Iterator<Item = OsString> {
+    #[cfg(windows)]
+    return wild::args_os();
+    #[cfg(not(windows))]
+    return std::env::args_os();
+}
 
 /// Whether standard input was closed when the process started.
 ///

@@ -312,3 +312,69 @@ fn the_null_device_reads_empty() {
     assert_eq!(stdout(&out), format!("BLAKE2b-64 = {empty}\n"));
     assert_eq!(status(&out), 0, "{}", stderr(&out));
 }
+
+/// cmd.exe and PowerShell pass wildcards on as typed, so bt2sum expands
+/// those of unquoted arguments itself, as a Unix shell would: `*`, `?` and
+/// `[...]`, in either case, in FILEs and in lists for `-c`. A quoted
+/// pattern, or one that matches nothing, is a name like any other.
+#[test]
+fn wildcards_are_expanded_as_a_shell_would() {
+    use std::os::windows::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.iso", "B.ISO", "c.txt", "cd.txt"] {
+        fs::write(dir.path().join(name), HELLO).unwrap();
+    }
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    fs::write(dir.path().join("sub").join("e.iso"), HELLO).unwrap();
+    let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    let mut checked = 0;
+    for (args, names) in [
+        (&["*.iso"][..], &["B.ISO", "a.iso"][..]),
+        (&["*.ISO"], &["B.ISO", "a.iso"]),
+        (&["?.txt"], &["c.txt"]),
+        (&["[ab].iso", "c*"], &["B.ISO", "a.iso", "c.txt", "cd.txt"]),
+        (&[r"sub\*.iso", "sub/*"], &["sub/e.iso", "sub/e.iso"]),
+        (&["--untagged", "-t", "4", "*.txt"], &[]),
+    ] {
+        let out = run_in(dir.path(), args, b"");
+        let expected: String = if names.is_empty() {
+            format!("{0}  c.txt\n{0}  cd.txt\n", hash_with_leaf(4))
+        } else {
+            names.iter().map(|name| line(name)).collect()
+        };
+        assert_eq!(stdout(&out), expected, "{args:?}");
+        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{args:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+
+    // Lists for -c are expanded too.
+    fs::write(dir.path().join("one.sums"), line("a.iso")).unwrap();
+    fs::write(dir.path().join("two.sums"), line("c.txt")).unwrap();
+    let out = run_in(dir.path(), ["-c", "*.sums"], b"");
+    assert_eq!(stdout(&out), "a.iso: OK\nc.txt: OK\n");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+
+    // Quoted, or matching nothing, a pattern is a name: not a file here.
+    for raw in [r#""*.iso""#, "*.zip"] {
+        let out = bt2sum()
+            .current_dir(dir.path())
+            .raw_arg(raw)
+            .stdin(Stdio::null())
+            .output_retried();
+        let pattern = raw.trim_matches('"');
+        assert_eq!(stdout(&out), "", "{raw}");
+        assert!(
+            stderr(&out).starts_with(&format!("bt2sum: {pattern}: ")),
+            "{raw}: {}",
+            stderr(&out)
+        );
+        assert_eq!(status(&out), 1, "{raw}");
+    }
+}
+
+/// `HELLO`'s checksum with leaves of `leaf` bytes.
+fn hash_with_leaf(leaf: u64) -> String {
+    let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 64, leaf).unwrap();
+    hash(&tree, HELLO).to_hex()
+}
