@@ -30,6 +30,10 @@
 //! - [`Digest`]s compare in constant time, with [`ct::eq`], the hand-written
 //!   comparator of [`ct`].
 //! - [`hash_each`] hashes many files at once, reporting them in order.
+//! - With the `digest` feature, [`TreeHasher`] implements the RustCrypto
+//!   `digest` 0.10 traits with an output size chosen at run time
+//!   (`VariableOutput`), and `DefaultTreeHasher`, the default parameters
+//!   with a fixed 64-byte output, is a `digest::Digest`.
 //! - [`format`](mod@format) reads and writes checksum lines and leaf lines;
 //!   [`leaves`] keeps leaf digests and combines partial listings.
 //!
@@ -48,6 +52,8 @@ mod input;
 pub mod leaves;
 pub mod memory;
 mod params;
+#[cfg(feature = "digest")]
+mod rustcrypto;
 
 pub use digest::Digest;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher};
@@ -55,6 +61,8 @@ pub use error::{Error, out_of_memory, plain_message};
 pub use input::system;
 pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
+#[cfg(feature = "digest")]
+pub use rustcrypto::DefaultTreeHasher;
 
 /// Hashes a byte slice in one call, on the current rayon pool.
 ///

@@ -551,6 +551,14 @@ impl TreeHasher {
     }
 }
 
+/// A hasher with the default parameters: BLAKE2b, 64-byte digests, 5 MiB
+/// leaves.
+impl Default for TreeHasher {
+    fn default() -> Self {
+        TreeHasher::new(&TreeParams::default())
+    }
+}
+
 impl<S: LeafSink> TreeHasher<S> {
     /// A hasher that also hands every leaf digest to `leaves`, in leaf order.
     pub fn with_leaves(tree: &TreeParams, leaves: S) -> Self {
@@ -558,6 +566,11 @@ impl<S: LeafSink> TreeHasher<S> {
             stream: Stream::new(tree),
             leaves,
         }
+    }
+
+    /// The parameters this hasher hashes with.
+    pub fn tree(&self) -> &TreeParams {
+        &self.stream.tree
     }
 
     fn sink(&mut self) -> (&mut Stream, Sink<'_>) {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 10] = [
+const LAYERS: [(&str, &[&str]); 11] = [
     ("ct", &[]),
     ("descriptors", &[]),
     ("memory", &[]),
@@ -27,6 +27,7 @@ const LAYERS: [(&str, &[&str]); 10] = [
             "memory",
         ],
     ),
+    ("rustcrypto", &["engine", "params", "digest"]),
     (
         "input",
         &[

@@ -5,6 +5,8 @@ mod check;
 mod cli;
 mod ct;
 mod ct_arm64;
+#[cfg(feature = "digest")]
+mod digest_traits;
 mod disk;
 mod habits;
 mod layers;

@@ -17,15 +17,15 @@ use bt2sum::{
 
 use super::{Retried, evict, pattern};
 
-struct Vector {
-    tree: TreeParams,
-    len: usize,
-    zero: bool,
-    hex: String,
+pub struct Vector {
+    pub tree: TreeParams,
+    pub len: usize,
+    pub zero: bool,
+    pub hex: String,
 }
 
 impl Vector {
-    fn data(&self) -> Vec<u8> {
+    pub fn data(&self) -> Vec<u8> {
         if self.zero {
             vec![0; self.len]
         } else {
@@ -34,7 +34,8 @@ impl Vector {
     }
 }
 
-fn vectors() -> Vec<Vector> {
+/// The committed vectors, parsed.
+pub fn vectors() -> Vec<Vector> {
     let text = include_str!("../data/vectors.tsv");
     text.lines()
         .filter(|line| !line.starts_with('#'))

@@ -1,0 +1,148 @@
+//! The RustCrypto [`digest`] traits (version 0.10, the one that has
+//! run-time output sizes), with the `digest` feature: Rust code that takes
+//! any `digest` hasher can take a BLAKE2 tree hash.
+//!
+//! - [`TreeHasher`] has any parameters, so its output size is known at run
+//!   time: [`VariableOutput`] (`new(n)` is BLAKE2b with `n`-byte digests and
+//!   the default 5 MiB leaves), [`VariableOutputReset`], [`Update`],
+//!   [`Reset`], [`HashMarker`] and [`Default`] (the default parameters).
+//! - [`DefaultTreeHasher`] is the tree hash with the default parameters,
+//!   BLAKE2b-64 with 5 MiB leaves (what `bt2sum FILE` prints), with a fixed
+//!   64-byte output: [`FixedOutput`] and [`FixedOutputReset`] besides the
+//!   others, so it is a [`digest::Digest`].
+//!
+//! The traits cannot report errors, so where the library returns one these
+//! panic: when memory for even a 4 KiB buffer is refused, and when a
+//! BLAKE2s input has more leaves than its node offsets can number (2^48,
+//! 256 TiB with 1-byte leaves). With the default parameters only the first
+//! can happen.
+
+use std::io::{self, Write};
+
+use digest::consts::U64;
+use digest::{
+    FixedOutput, FixedOutputReset, HashMarker, InvalidBufferSize, InvalidOutputSize, Output,
+    OutputSizeUser, Reset, Update, VariableOutput, VariableOutputReset,
+};
+
+use crate::digest::Digest;
+use crate::engine::TreeHasher;
+use crate::params::{Algorithm, TreeParams};
+
+impl TreeHasher {
+    /// Takes `data`, panicking where the traits cannot say it failed.
+    fn update_or_panic(&mut self, data: &[u8]) {
+        if let Err(error) = self.write_all(data) {
+            panic!("BLAKE2 tree hash: {error}");
+        }
+    }
+
+    /// The checksum, and the hasher started again with the same parameters.
+    fn take_digest(&mut self) -> Digest {
+        let tree = *self.tree();
+        match std::mem::replace(self, TreeHasher::new(&tree)).finalize() {
+            Ok(digest) => digest,
+            Err(error) => panic!("BLAKE2 tree hash: {error}"),
+        }
+    }
+}
+
+impl Update for TreeHasher {
+    fn update(&mut self, data: &[u8]) {
+        self.update_or_panic(data);
+    }
+}
+
+impl Reset for TreeHasher {
+    /// Forgets what was written; the parameters stay.
+    fn reset(&mut self) {
+        *self = TreeHasher::new(self.tree());
+    }
+}
+
+impl HashMarker for TreeHasher {}
+
+impl VariableOutput for TreeHasher {
+    const MAX_OUTPUT_SIZE: usize = Digest::MAX_LEN;
+
+    /// BLAKE2b with digests of `output_size` bytes (1 to 64) and the
+    /// default leaf size; other parameters come from [`TreeHasher::new`].
+    fn new(output_size: usize) -> Result<Self, InvalidOutputSize> {
+        let leaf_size = TreeParams::default().leaf_size();
+        TreeParams::new(Algorithm::Blake2b, output_size, leaf_size)
+            .map(|tree| TreeHasher::new(&tree))
+            .map_err(|_| InvalidOutputSize)
+    }
+
+    fn output_size(&self) -> usize {
+        self.tree().digest_size()
+    }
+
+    fn finalize_variable(mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
+        self.finalize_variable_reset(out)
+    }
+}
+
+impl VariableOutputReset for TreeHasher {
+    fn finalize_variable_reset(&mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
+        if out.len() != self.output_size() {
+            return Err(InvalidBufferSize);
+        }
+        out.copy_from_slice(self.take_digest().as_bytes());
+        Ok(())
+    }
+}
+
+/// The tree hash with the default parameters (BLAKE2b, 64-byte digests,
+/// 5 MiB leaves: what `bt2sum FILE` prints), as a [`digest::Digest`] with a
+/// fixed 64-byte output. Bytes can also be written to it ([`Write`]).
+///
+/// ```
+/// use bt2sum::DefaultTreeHasher;
+/// use digest::Digest;
+///
+/// let digest = DefaultTreeHasher::digest(b"hello s3git\n");
+/// assert_eq!(hex::encode(&digest[..8]), "18e622875a89cede");
+/// ```
+#[derive(Default)]
+pub struct DefaultTreeHasher(TreeHasher);
+
+impl Update for DefaultTreeHasher {
+    fn update(&mut self, data: &[u8]) {
+        self.0.update_or_panic(data);
+    }
+}
+
+impl Reset for DefaultTreeHasher {
+    fn reset(&mut self) {
+        Reset::reset(&mut self.0);
+    }
+}
+
+impl HashMarker for DefaultTreeHasher {}
+
+impl OutputSizeUser for DefaultTreeHasher {
+    type OutputSize = U64;
+}
+
+impl FixedOutput for DefaultTreeHasher {
+    fn finalize_into(mut self, out: &mut Output<Self>) {
+        self.finalize_into_reset(out);
+    }
+}
+
+impl FixedOutputReset for DefaultTreeHasher {
+    fn finalize_into_reset(&mut self, out: &mut Output<Self>) {
+        out.copy_from_slice(self.0.take_digest().as_bytes());
+    }
+}
+
+impl Write for DefaultTreeHasher {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
