@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::ops::Range;
 
-use clap::builder::TypedValueParser;
-use clap::{ArgGroup, Parser, ValueEnum};
+use clap::builder::{PossibleValue, RangedU64ValueParser, TypedValueParser};
+use clap::{ArgGroup, Parser, ValueEnum, ValueHint};
 
 use bt2sum::{Algorithm, Part};
 
@@ -86,7 +86,8 @@ pub struct Args {
     /// `find -print0` writes them. The names are taken as if given as FILEs
     /// (with -r, as the directories to walk); an empty name is an error that
     /// says where it is, and the others are still hashed.
-    #[arg(long, value_name = "F", conflicts_with_all = ["files", "check", "combine", "name"])]
+    #[arg(long, value_name = "F", value_hint = ValueHint::FilePath,
+          conflicts_with_all = ["files", "check", "combine", "name"])]
     pub files0_from: Option<OsString>,
 
     /// Hash algorithm (in any case: BLAKE2b as lines spell it)
@@ -95,7 +96,8 @@ pub struct Args {
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
     /// the maximum
-    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(short, long, value_name = "BYTES", default_value_t = 0, hide_possible_values = true,
+          value_parser = Offering(RangedU64ValueParser::<usize>::new(), DIGEST_SIZES_OFFERED))]
     pub size: usize,
 
     /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
@@ -104,11 +106,12 @@ pub struct Args {
     /// x1073741824; either case). A checksum only verifies with the leaf
     /// size it was made with.
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
-          value_parser = parse_leaf_size)]
+          hide_possible_values = true, value_parser = Offering(parse_leaf_size, LEAF_SIZES_OFFERED))]
     pub leaf_size: u64,
 
     /// Worker threads, 1 to 1024 [default: the number of processors]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,
 
     /// Read checksum lists from the FILEs (or standard input) and verify them
@@ -214,7 +217,7 @@ pub struct Args {
     /// does an empty one (`A..A`); the range from 0 of an empty file lists
     /// its `leaves=0` line. Without --total, an input that is not a regular
     /// file is an error.
-    #[arg(long, value_name = "A..B", requires = "listing", conflicts_with_all = NOT_WITH_SELECTION,
+    #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing", conflicts_with_all = NOT_WITH_SELECTION,
           value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
 
@@ -226,7 +229,7 @@ pub struct Args {
     /// `leaves=0` line. For job runners that hand each worker an index:
     /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (with --array=1-N),
     /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1).
-    #[arg(long, value_name = "K/N", requires = "listing", conflicts_with = "leaf_range",
+    #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "listing", conflicts_with = "leaf_range",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_part)]
     pub part: Option<Part>,
 
@@ -239,7 +242,7 @@ pub struct Args {
     /// `--leaf-count --total T` prints the count line of a T-byte file, and
     /// with a selection its bytes (`offset=X length=Y`), for planning the
     /// ranges to fetch. T takes the suffixes of -t.
-    #[arg(long, value_name = "T", requires = "planned", conflicts_with_all = NOT_WITH_SELECTION,
+    #[arg(long, value_name = "T", value_hint = ValueHint::Other, requires = "planned", conflicts_with_all = NOT_WITH_SELECTION,
           value_parser = parse_byte_count)]
     pub total: Option<u64>,
 
@@ -285,6 +288,37 @@ pub struct Args {
     /// For example `bt2sum --man > bt2sum.1; man -l bt2sum.1`.
     #[arg(long, exclusive = true)]
     pub man: bool,
+}
+
+/// The leaf sizes that shell completion offers for `-t` (any is taken).
+const LEAF_SIZES_OFFERED: &[&str] = &[
+    "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
+];
+
+/// The digest sizes that shell completion offers for `-s` (any is taken).
+const DIGEST_SIZES_OFFERED: &[&str] = &["0", "16", "20", "28", "32", "40", "48", "64"];
+
+/// A value parser that offers some values to shell completion while
+/// taking every value the parser inside takes: `-t <Tab>` completes sizes,
+/// not file names. (With `hide_possible_values`, the help lists none.)
+#[derive(Clone)]
+pub struct Offering<P>(P, &'static [&'static str]);
+
+impl<P: TypedValueParser> TypedValueParser for Offering<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        self.0.parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.1.iter().map(PossibleValue::new)))
+    }
 }
 
 /// Parses `K/N`: part K of N, from 1.

@@ -21,8 +21,11 @@ pub fn page() -> std::io::Result<Vec<u8>> {
         roman("]..."),
     ]);
     synopsis.to_writer(&mut page)?;
-    man.render_description_section(&mut page)?;
-    man.render_options_section(&mut page)?;
+    // clap renders the doc comments as they are written, Markdown and all.
+    let mut from_comments = Vec::new();
+    man.render_description_section(&mut from_comments)?;
+    man.render_options_section(&mut from_comments)?;
+    page.extend(code_in_bold(&from_comments));
     let mut sections = Roff::new();
     for (title, body) in SECTIONS {
         section(&mut sections, title, body);
@@ -35,6 +38,28 @@ pub fn page() -> std::io::Result<Vec<u8>> {
     sections.to_writer(&mut page)?;
     man.render_version_section(&mut page)?;
     Ok(page)
+}
+
+/// Roff with each Markdown code span of a line (`` `--tag` ``) set in bold
+/// instead: a manual page shows literal text in bold, not in backticks. A
+/// line's unpaired last backtick is kept.
+fn code_in_bold(roff: &[u8]) -> Vec<u8> {
+    let mut bold = Vec::with_capacity(roff.len());
+    for line in roff.split_inclusive(|&byte| byte == b'\n') {
+        let spans: Vec<&[u8]> = line.split(|&byte| byte == b'`').collect();
+        let paired = spans.len() % 2 == 1;
+        for (index, span) in spans.iter().enumerate() {
+            if index > 0 {
+                bold.extend_from_slice(match (paired, index % 2) {
+                    (false, _) if index == spans.len() - 1 => b"`",
+                    (_, 1) => b"\\fB",
+                    _ => b"\\fR",
+                });
+            }
+            bold.extend_from_slice(span);
+        }
+    }
+    bold
 }
 
 /// Adds a section whose body is paragraphs (separated by blank lines) and
@@ -172,8 +197,35 @@ Both give the same digests.",
     ),
     (
         "SEE ALSO",
-        "b2sum(1), sha256sum(1), b3sum(1). The project's README and docs/ \
-directory describe the tree hash, check mode, leaf listings and the \
-constant-time comparator in full.",
+        "b2sum(1), sha256sum(1), b3sum(1). README.md and the docs directory of \
+bt2sum's source describe the tree hash, check mode (docs/check.md), leaf \
+listings and many machines (docs/leaves.md), options, directories and the \
+progress bar (docs/usage.md), speed, platforms and the constant-time \
+comparator in full.",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::code_in_bold;
+
+    #[test]
+    fn code_spans_become_bold() {
+        let table: [(&str, &str); 6] = [
+            ("plain\n", "plain\n"),
+            (
+                "as `b2sum \\-\\-tag` prints\n",
+                "as \\fBb2sum \\-\\-tag\\fR prints\n",
+            ),
+            ("`a` and `b`\n", "\\fBa\\fR and \\fBb\\fR\n"),
+            // Spans never cross lines; a lone backtick stays.
+            ("one ` here\nand `x`\n", "one ` here\nand \\fBx\\fR\n"),
+            ("`a` then ` alone\n", "\\fBa\\fR then ` alone\n"),
+            ("no newline `at` the end", "no newline \\fBat\\fR the end"),
+        ];
+        for (roff, expected) in table {
+            let bold = code_in_bold(roff.as_bytes());
+            assert_eq!(String::from_utf8(bold).unwrap(), expected, "{roff:?}");
+        }
+    }
+}

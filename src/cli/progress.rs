@@ -19,6 +19,9 @@
 //! bar. While a bar is active, [`suspend`] clears it for a moment so that
 //! error lines (see `output::report`) and lines written to a terminal's
 //! standard output ([`AboveBar`]) appear above it, whole.
+//!
+//! Ctrl-C clears a bar drawn on a terminal before bt2sum ends, as the end
+//! of a run does: the screen keeps only the output.
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -92,7 +95,7 @@ impl Progress {
             When::Auto if !terminal => None,
             // Hidden until the poller sees the work take long enough.
             When::Auto => Some(ProgressDrawTarget::hidden()),
-            When::Always if terminal => Some(ProgressDrawTarget::stderr()),
+            When::Always if terminal => Some(on_terminal()),
             When::Always => Some(ProgressDrawTarget::term_like_with_hz(
                 Box::new(PlainStderr),
                 PLAIN_HZ,
@@ -116,6 +119,9 @@ impl Progress {
             .tick_chars(r"|/-\ ");
         let bar = ProgressBar::with_draw_target(total, target).with_style(style);
         *lock_active() = Some(bar.clone());
+        if terminal {
+            clear_on_interrupt();
+        }
 
         let (stop, stopped) = mpsc::channel::<()>();
         let silenced = Arc::new(AtomicBool::new(false));
@@ -206,7 +212,7 @@ fn poll(
             return;
         }
         if hidden && started.elapsed() >= DELAY {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.set_draw_target(on_terminal());
             hidden = false;
         }
         bar.set_position(counter.load(Ordering::Relaxed));
@@ -254,6 +260,87 @@ impl<W: Write> Write for AboveBar<W> {
     fn flush(&mut self) -> io::Result<()> {
         let inner = &mut self.0;
         suspend(|| inner.flush())
+    }
+}
+
+/// Has Ctrl-C clear the active bar from the terminal (once per process).
+fn clear_on_interrupt() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        bt2sum::system::on_interrupt(|| {
+            if let Some(bar) = lock_active().take() {
+                bar.finish_and_clear();
+                // Nothing draws it again before the process ends.
+                bar.set_draw_target(ProgressDrawTarget::hidden());
+            }
+        });
+    });
+}
+
+/// Columns left free at the end of the bar's line on a terminal.
+///
+/// Pressing Ctrl-C makes the terminal echo `^C` where the cursor is, at the
+/// end of the bar. A bar as wide as the terminal would push it onto the
+/// next line, leaving the bar on the line above, out of reach of the one
+/// line that clearing the bar erases; two columns keep `^C` on the bar's
+/// line, and it is erased with it.
+const ECHO_ROOM: u16 = 2;
+
+/// Standard error on a terminal, as the bar sees it: [`ECHO_ROOM`] columns
+/// narrower than it is.
+fn on_terminal() -> ProgressDrawTarget {
+    ProgressDrawTarget::term_like_with_hz(
+        Box::new(Narrower(console::Term::buffered_stderr())),
+        TERMINAL_HZ,
+    )
+}
+
+/// Updates per second on a terminal (indicatif's own rate for stderr).
+const TERMINAL_HZ: u8 = 20;
+
+/// A terminal that tells the bar it is [`ECHO_ROOM`] columns narrower.
+#[derive(Debug)]
+struct Narrower(console::Term);
+
+impl TermLike for Narrower {
+    fn width(&self) -> u16 {
+        TermLike::width(&self.0).saturating_sub(ECHO_ROOM).max(1)
+    }
+
+    fn height(&self) -> u16 {
+        TermLike::height(&self.0)
+    }
+
+    fn move_cursor_up(&self, lines: usize) -> io::Result<()> {
+        TermLike::move_cursor_up(&self.0, lines)
+    }
+
+    fn move_cursor_down(&self, lines: usize) -> io::Result<()> {
+        TermLike::move_cursor_down(&self.0, lines)
+    }
+
+    fn move_cursor_right(&self, columns: usize) -> io::Result<()> {
+        TermLike::move_cursor_right(&self.0, columns)
+    }
+
+    fn move_cursor_left(&self, columns: usize) -> io::Result<()> {
+        TermLike::move_cursor_left(&self.0, columns)
+    }
+
+    fn write_line(&self, line: &str) -> io::Result<()> {
+        TermLike::write_line(&self.0, line)
+    }
+
+    fn write_str(&self, text: &str) -> io::Result<()> {
+        TermLike::write_str(&self.0, text)
+    }
+
+    fn clear_line(&self) -> io::Result<()> {
+        TermLike::clear_line(&self.0)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        TermLike::flush(&self.0)
     }
 }
 

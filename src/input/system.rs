@@ -154,22 +154,52 @@ pub fn duplicate_stdout() -> io::Result<File> {
     Ok(File::from(owned))
 }
 
-/// Runs `last_words` when the user presses Ctrl-C, then ends the process as
-/// Ctrl-C does: on Unix by SIGINT again (the shell sees status 130), on
-/// Windows with status 130. Nothing is installed where SIGINT is ignored (a
-/// background job), nor when the watcher cannot be started: Ctrl-C then
-/// acts as it would have.
+/// Runs `last_words` when the user presses Ctrl-C, after those given
+/// before, then ends the process as Ctrl-C does: on Unix by SIGINT again
+/// (the shell sees status 130), on Windows with status 130. Nothing is
+/// installed where SIGINT is ignored (a background job), nor when the
+/// watcher cannot be started or would take descriptors the work needs:
+/// Ctrl-C then acts as it would have.
 pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
-    interrupt::install(Box::new(last_words));
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    lock_last_words().push(Box::new(last_words));
+    if INSTALLED.load(Ordering::Relaxed) {
+        return;
+    }
+    // (The watcher's pipe takes two.)
+    if let Some((_, free)) = free_descriptors()
+        && free < DESCRIPTORS_NEEDED + 2
+    {
+        return;
+    }
+    if interrupt::install() {
+        INSTALLED.store(true, Ordering::Relaxed);
+    }
 }
 
 type LastWords = Box<dyn FnOnce() + Send>;
 
+/// What to do on Ctrl-C, in order.
+static LAST_WORDS: std::sync::Mutex<Vec<LastWords>> = std::sync::Mutex::new(Vec::new());
+
+fn lock_last_words() -> std::sync::MutexGuard<'static, Vec<LastWords>> {
+    LAST_WORDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs the last words given, once.
+fn speak_last_words() {
+    let last_words = std::mem::take(&mut *lock_last_words());
+    for words in last_words {
+        words();
+    }
+}
+
 #[cfg(unix)]
 mod interrupt {
     use std::sync::atomic::{AtomicI32, Ordering};
-
-    use super::LastWords;
 
     /// The write end of the pipe the handler wakes the watcher through.
     static WAKE: AtomicI32 = AtomicI32::new(-1);
@@ -187,18 +217,19 @@ mod interrupt {
 
     /// A watcher thread waits on a pipe that the SIGINT handler writes to
     /// (a handler may do little else), then speaks the last words and
-    /// raises SIGINT with its default action.
-    pub(super) fn install(last_words: LastWords) {
+    /// raises SIGINT with its default action. `false` if nothing was
+    /// installed.
+    pub(super) fn install() -> bool {
         // SAFETY: a zeroed sigaction is valid to receive the current one.
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: reads the disposition only.
         if unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), &mut current) } != 0
             || current.sa_sigaction == libc::SIG_IGN
         {
-            return;
+            return false;
         }
         let Some(fds) = super::super::platform::wake_pipe() else {
-            return;
+            return false;
         };
         let watcher = std::thread::Builder::new()
             .name("interrupt".into())
@@ -213,7 +244,7 @@ mod interrupt {
                         _ => return,
                     }
                 }
-                last_words();
+                super::speak_last_words();
                 // SAFETY: restores the default action and raises SIGINT
                 // again, which ends the process as Ctrl-C does.
                 unsafe {
@@ -222,7 +253,12 @@ mod interrupt {
                 }
             });
         if watcher.is_err() {
-            return;
+            // SAFETY: closes the two descriptors made above, used by no one.
+            unsafe {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+            return false;
         }
         WAKE.store(fds[1], Ordering::Relaxed);
         // SAFETY: a zeroed sigaction with a handler of the right signature
@@ -234,6 +270,7 @@ mod interrupt {
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
         }
+        true
     }
 
     #[cfg(test)]
@@ -269,12 +306,6 @@ mod interrupt {
 
 #[cfg(windows)]
 mod interrupt {
-    use std::sync::{Mutex, PoisonError};
-
-    use super::LastWords;
-
-    static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
-
     #[link(name = "kernel32")]
     unsafe extern "system" {
         fn SetConsoleCtrlHandler(
@@ -292,21 +323,15 @@ mod interrupt {
             // Closing the console, logging off: the default handling.
             return 0;
         }
-        let last_words = LAST_WORDS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(last_words) = last_words {
-            last_words();
-        }
+        super::speak_last_words();
         std::process::exit(130)
     }
 
-    pub(super) fn install(last_words: LastWords) {
-        *LAST_WORDS.lock().unwrap_or_else(PoisonError::into_inner) = Some(last_words);
+    /// `false` if the handler could not be registered.
+    pub(super) fn install() -> bool {
         // SAFETY: registers a handler of the signature Windows calls; it
         // stays valid for the life of the process.
-        unsafe { SetConsoleCtrlHandler(Some(on_control), 1) };
+        unsafe { SetConsoleCtrlHandler(Some(on_control), 1) != 0 }
     }
 }
 

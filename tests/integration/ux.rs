@@ -512,6 +512,46 @@ fn completions_for_bash_zsh_and_fish() {
     assert_eq!(status(&run(["--completions", "tcsh"], b"")), 2);
 }
 
+/// bash, running the generated script as it does on Tab: `-t` and `-s`
+/// offer sizes, values that are numbers offer nothing, and only options
+/// that take files offer file names. (Unix: bash.)
+#[cfg(unix)]
+#[test]
+fn completion_offers_sizes_where_sizes_go() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("zzz-file"), b"").unwrap();
+    let script = stdout(&run(["--completions", "bash"], b""));
+    fs::write(dir.path().join("completion.bash"), script).unwrap();
+    // What Tab offers after the words given: as bash calls the function.
+    let tab = |words: &str| -> String {
+        let out = Command::new("bash")
+            .current_dir(dir.path())
+            .arg("-c")
+            .arg(format!(
+                "source ./completion.bash; COMP_WORDS=({words}); \
+                 COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); \
+                 _bt2sum bt2sum \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 echo \"[${{COMPREPLY[*]}}]\""
+            ))
+            .output()
+            .expect("bash runs");
+        stdout(&out).trim_end().to_string()
+    };
+    let table = [
+        ("bt2sum -t ''", "[64k 1m 4m 5m 8m 10m 16m 64m 256m 1g]"),
+        ("bt2sum --tree 6", "[64k 64m]"),
+        ("bt2sum -a blake2s -t 1", "[1m 10m 16m 1g]"),
+        ("bt2sum -s ''", "[0 16 20 28 32 40 48 64]"),
+        ("bt2sum --cpus ''", "[]"),
+        ("bt2sum --leaves --part ''", "[]"),
+        ("bt2sum -a ''", "[blake2b blake2s]"),
+        ("bt2sum --files0-from z", "[zzz-file]"),
+    ];
+    for (words, offered) in table {
+        assert_eq!(tab(words), offered, "{words}");
+    }
+}
+
 #[test]
 fn man_page_is_roff() {
     let out = run(["--man"], b"");
@@ -539,6 +579,20 @@ fn man_page_is_roff() {
         ".SH EXAMPLES",
     ] {
         assert!(page.contains(section), "no {section}:\n{page}");
+    }
+    // Literal text is bold, as manual pages set it, never in Markdown's
+    // backticks.
+    assert!(!page.contains('`'), "{page}");
+    assert!(page.contains("\\fBb2sum \\-\\-tag\\fR"), "{page}");
+    let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
+    for text in [
+        "b2sum(1)",
+        "sha256sum(1)",
+        "b3sum(1)",
+        "docs/check.md",
+        "README.md",
+    ] {
+        assert!(see_also.contains(text), "{text}: {see_also}");
     }
     // The synopsis says that several FILEs may be given.
     assert!(page.contains("[\\fIFILE\\fR]..."), "{page}");
@@ -898,6 +952,45 @@ fn progress_bar_in_a_real_terminal() {
         !screen.contains("B/s"),
         "the bar was left behind:\n{screen}"
     );
+}
+
+/// Ctrl-C clears the bar, whole, as the end of a run does: the bar of a
+/// file of known size is as wide as bt2sum lets it be, and the terminal's
+/// `^C` echo after it must not push the clearing off the bar's line. (Unix:
+/// tmux, and the shell it runs.)
+#[cfg(unix)]
+#[test]
+fn ctrl_c_clears_the_progress_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    // A sparse file: long to hash, nothing on disk.
+    let sparse = fs::File::create(dir.path().join("sparse")).unwrap();
+    sparse.set_len(64 << 30).unwrap();
+    let tmux = Tmux::new(dir.path());
+    let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
+    // The shell survives Ctrl-C (a trap, which its children do not
+    // inherit) to say how bt2sum ended.
+    tmux.start(&format!(
+        "cd {} && trap 'true' INT; {binary} --cpus 1 sparse; echo \"exit status $?\"; sleep 600",
+        quoted(dir.path()),
+    ));
+    let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| {
+        screen.contains("/ 64.00 GiB") && screen.contains("ETA")
+    });
+    assert!(drawn, "no progress bar:\n{screen}");
+    let bar = screen.lines().find(|line| line.contains("ETA")).unwrap();
+    assert!(
+        bar.trim_end().len() <= 198,
+        "the bar fills the line:\n{screen}"
+    );
+    tmux.send(&["C-c"]);
+    let (screen, ended) = tmux.wait_for(Duration::from_secs(60), |screen| {
+        screen.contains("exit status")
+    });
+    assert!(ended, "bt2sum did not end:\n{screen}");
+    assert!(screen.contains("exit status 130"), "{screen}");
+    for left in ["ETA", "GiB", "[="] {
+        assert!(!screen.contains(left), "the bar was left behind:\n{screen}");
+    }
 }
 
 /// Reading what is typed on the terminal, bt2sum draws no spinner over it
