@@ -64,6 +64,12 @@ pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selec
 #[cfg(feature = "digest")]
 pub use rustcrypto::DefaultTreeHasher;
 
+/// The README's Rust example, compiled and run as a doctest (it needs the
+/// `digest` feature).
+#[cfg(all(doctest, feature = "digest"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
+
 /// Hashes a byte slice in one call, on the current rayon pool.
 ///
 /// ```

@@ -8,6 +8,7 @@ mod ct_arm64;
 #[cfg(feature = "digest")]
 mod digest_traits;
 mod disk;
+mod documents;
 mod habits;
 mod layers;
 mod leaves;
