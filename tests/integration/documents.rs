@@ -281,3 +281,33 @@ fn shown_lines_match_printed_ones() {
     assert!(!all_shown(&shown, &["x"]));
     assert!(!all_shown(&shown, &["x", "yes", "more"]));
 }
+
+/// The README opens with the two commands that set everything up on a new
+/// machine, and stays short: references live in docs/.
+#[test]
+fn the_readme_opens_with_its_two_commands_and_stays_short() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(
+        readme.len() < 16 << 10,
+        "README.md is {} bytes",
+        readme.len()
+    );
+    let first_block = readme
+        .split("```")
+        .nth(1)
+        .expect("a code block in README.md");
+    let commands: Vec<&str> = first_block
+        .lines()
+        .skip(1)
+        .map(|line| line.split("  #").next().unwrap().trim())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "cargo install --locked --path . && bt2sum Cargo.toml",
+            "scripts/test-deps && cargo test"
+        ],
+        "{first_block}"
+    );
+}
