@@ -13,9 +13,7 @@
 //! The examples use GNU coreutils (`b2sum`, `sha256sum`, `head -c`), so they
 //! run on Linux.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::path::Path;
 
 /// One command of an example and what it prints.
 #[derive(Debug, PartialEq)]
@@ -115,91 +113,100 @@ fn all_shown(shown: &[String], printed: &[&str]) -> bool {
     shown.len() == printed.len() && shown.iter().zip(printed).all(|(s, p)| shows(s, p))
 }
 
-/// The documents with examples: README.md and docs/*.md.
-fn documents() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut found = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
-    docs.sort();
-    found.extend(docs);
-    found
-}
-
-/// Runs `command` with bash in `dir`, within two minutes; what it printed on
-/// standard output and error, in the order it printed it.
-fn printed_by(command: &str, dir: &Path) -> String {
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_bt2sum"));
-    let path = std::env::join_paths(
-        std::iter::once(binary.parent().unwrap().to_path_buf()).chain(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )),
-    )
-    .unwrap();
-    // One pipe for both: errors come out between the lines they follow.
-    let child = Command::new("bash")
-        .arg("-c")
-        .arg(format!("exec 2>&1\n{command}"))
-        .current_dir(dir)
-        .env("PATH", path)
-        .env("HOME", dir)
-        .env("LC_ALL", "C")
-        .env_remove("TMPDIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("bash runs");
-    let out = super::output_within(child, Duration::from_secs(120));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
+/// Running them: bash and GNU coreutils, on Linux.
 #[cfg(target_os = "linux")]
-#[test]
-fn every_console_example_runs_as_written() {
-    let mut failures = Vec::new();
-    let (mut blocks, mut commands) = (0, 0);
-    for document in documents() {
-        let name = document
-            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+mod run {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    use super::{all_shown, console_blocks};
+
+    /// The documents with examples: README.md and docs/*.md.
+    fn documents() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut found = vec![root.join("README.md")];
+        let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
             .unwrap()
-            .display()
-            .to_string();
-        let name = name.trim_start_matches('/');
-        let text = std::fs::read_to_string(&document).unwrap();
-        let parsed = console_blocks(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
-        for block in parsed {
-            let dir = tempfile::tempdir().unwrap();
-            for example in &block.examples {
-                let printed = printed_by(&example.command, dir.path());
-                let lines: Vec<&str> = printed.lines().collect();
-                if !all_shown(&example.shown, &lines) {
-                    failures.push(format!(
-                        "{name}:{}: $ {}\n-- shown:\n{}\n-- printed:\n{}",
-                        example.line,
-                        example.command,
-                        example.shown.join("\n"),
-                        printed.trim_end()
-                    ));
-                }
-                commands += 1;
-            }
-            blocks += 1;
-        }
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+            .collect();
+        docs.sort();
+        found.extend(docs);
+        found
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {commands} examples print something else than their documents show:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
-    assert!(
-        blocks >= 10 && commands >= 40,
-        "{blocks} blocks, {commands} commands"
-    );
+
+    /// Runs `command` with bash in `dir`, within two minutes; what it printed on
+    /// standard output and error, in the order it printed it.
+    fn printed_by(command: &str, dir: &Path) -> String {
+        let binary = PathBuf::from(env!("CARGO_BIN_EXE_bt2sum"));
+        let path = std::env::join_paths(
+            std::iter::once(binary.parent().unwrap().to_path_buf()).chain(std::env::split_paths(
+                &std::env::var_os("PATH").unwrap_or_default(),
+            )),
+        )
+        .unwrap();
+        // One pipe for both: errors come out between the lines they follow.
+        let child = Command::new("bash")
+            .arg("-c")
+            .arg(format!("exec 2>&1\n{command}"))
+            .current_dir(dir)
+            .env("PATH", path)
+            .env("HOME", dir)
+            .env("LC_ALL", "C")
+            .env_remove("TMPDIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bash runs");
+        let out = super::super::output_within(child, Duration::from_secs(120));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn every_console_example_runs_as_written() {
+        let mut failures = Vec::new();
+        let (mut blocks, mut commands) = (0, 0);
+        for document in documents() {
+            let name = document
+                .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                .unwrap()
+                .display()
+                .to_string();
+            let name = name.trim_start_matches('/');
+            let text = std::fs::read_to_string(&document).unwrap();
+            let parsed = console_blocks(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
+            for block in parsed {
+                let dir = tempfile::tempdir().unwrap();
+                for example in &block.examples {
+                    let printed = printed_by(&example.command, dir.path());
+                    let lines: Vec<&str> = printed.lines().collect();
+                    if !all_shown(&example.shown, &lines) {
+                        failures.push(format!(
+                            "{name}:{}: $ {}\n-- shown:\n{}\n-- printed:\n{}",
+                            example.line,
+                            example.command,
+                            example.shown.join("\n"),
+                            printed.trim_end()
+                        ));
+                    }
+                    commands += 1;
+                }
+                blocks += 1;
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {commands} examples print something else than their documents show:\n\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        );
+        assert!(
+            blocks >= 10 && commands >= 40,
+            "{blocks} blocks, {commands} commands"
+        );
+    }
 }
 
 #[test]

@@ -285,7 +285,8 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
 #[cfg(unix)]
 #[test]
 fn a_big_part_from_a_stream_stays_within_bounded_memory() {
-    if super::emulated("a_big_part_from_a_stream_stays_within_bounded_memory") {
+    let test = "a_big_part_from_a_stream_stays_within_bounded_memory";
+    if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -629,10 +630,11 @@ fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<Str
             "S3 or MinIO, ranged GETs" => {
                 // curl -sf -r FIRST-LAST [-D - -o /dev/null] URL, answered
                 // from disk.img as a server answers a ranged GET: the
-                // headers (206, or 416 past the end), or the bytes.
+                // headers (206, or 416 past the end), or the bytes. (BSD
+                // `wc` pads its count with blanks: `$((...))` drops them.)
                 let stand_in = r#"url=https://objects.example/bucket/disk.img
                     curl() {
-                      range=$3 total=$(wc -c < disk.img)
+                      range=$3 total=$(($(wc -c < disk.img)))
                       first=${range%-*} last=${range#*-}
                       if [ "$4" = "-D" ]; then
                         if [ "$first" -lt "$total" ]; then

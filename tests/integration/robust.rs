@@ -13,6 +13,21 @@ use super::{emulated, mkfifo, shell, stdout};
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
 
+/// `/dev/full`, to which every write fails with `No space left on device`,
+/// open for writing; `None`, with a note naming `test`, where there is no
+/// such device (macOS has none; Linux and FreeBSD do).
+#[cfg(unix)]
+pub(super) fn dev_full(test: &str) -> Option<fs::File> {
+    match fs::OpenOptions::new().write(true).open("/dev/full") {
+        Ok(device) => Some(device),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("{test}: skipped: writing to a full device: there is no /dev/full here");
+            None
+        }
+        Err(error) => panic!("/dev/full: {error}"),
+    }
+}
+
 /// Ctrl-C while a FIFO waits for its writer: the lines of the inputs before
 /// it are out, and the process ends by SIGINT (the shell sees 130).
 #[cfg(unix)]
@@ -96,7 +111,7 @@ fn closed_descriptors_are_errors_when_used() {
     .unwrap();
     let bad_descriptor = "bt2sum: -: Bad file descriptor\n";
     let write_error = "bt2sum: write error: Bad file descriptor\n";
-    let cases: [(&str, &str, &str, i32); 12] = [
+    let mut cases: Vec<(&str, &str, &str, i32)> = vec![
         (r#""$BT2SUM" <&-"#, "", bad_descriptor, 1),
         (
             r#""$BT2SUM" a - <&-"#,
@@ -123,14 +138,17 @@ fn closed_descriptors_are_errors_when_used() {
         ),
         (r#""$BT2SUM" --help >&-"#, "", write_error, 1),
         (r#""$BT2SUM" --version >&-"#, "", write_error, 1),
-        (
+    ];
+    let full = dev_full("closed_descriptors_are_errors_when_used").is_some();
+    if full {
+        cases.push((
             r#""$BT2SUM" --version > /dev/full"#,
             "",
             "bt2sum: write error: No space left on device\n",
             1,
-        ),
-    ];
-    for (script, out, err, code) in cases {
+        ));
+    }
+    for &(script, out, err, code) in &cases {
         let output = shell(dir.path(), script);
         assert!(
             stdout(&output).starts_with(out),
@@ -140,8 +158,11 @@ fn closed_descriptors_are_errors_when_used() {
         assert_eq!(stderr(&output), err, "{script}");
         assert_eq!(status(&output), code, "{script}");
     }
-    let output = shell(dir.path(), r#""$BT2SUM" --help > /dev/full"#);
-    assert_eq!(status(&output), 1);
+    assert_eq!(cases.len(), if full { 12 } else { 11 });
+    if full {
+        let output = shell(dir.path(), r#""$BT2SUM" --help > /dev/full"#);
+        assert_eq!(status(&output), 1);
+    }
 }
 
 /// A file whose size says 0 but holds bytes, given as standard input, is
@@ -171,17 +192,23 @@ fn standard_input_whose_size_lies_is_hashed_as_read() {
 #[cfg(unix)]
 #[test]
 fn limited_memory_gives_the_digest_or_a_clear_error() {
-    if emulated("limited_memory_gives_the_digest_or_a_clear_error") {
+    let test = "limited_memory_gives_the_digest_or_a_clear_error";
+    if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let data = pattern(64 << 20);
     fs::write(dir.path().join("big"), &data).unwrap();
+    let limits = [8000, 12000, 20000, 50000, 100000, 150000, 200000, 300000];
+    let unstarted = below_start(dir.path(), &limits, test);
     let mut succeeded = 0;
     for options in ["", "--cpus 7 -t 1k"] {
         let expected = stdout(&shell(dir.path(), &format!(r#""$BT2SUM" {options} big"#)));
         assert!(expected.starts_with("BLAKE2b-64 (big) = "));
-        for limit in [8000, 12000, 20000, 50000, 100000, 150000, 200000, 300000] {
+        for limit in limits {
+            if unstarted.contains(&limit) {
+                continue;
+            }
             let script = format!(r#"ulimit -v {limit}; "$BT2SUM" {options} big"#);
             let out = shell(dir.path(), &script);
             let code = out.status.code();
@@ -206,12 +233,48 @@ fn limited_memory_gives_the_digest_or_a_clear_error() {
             }
         }
     }
-    // Measured here: every limit but none fits; a machine whose libraries
-    // take more may refuse the lowest.
-    assert!(
-        succeeded >= 12,
-        "only {succeeded} of 16 runs hashed the file"
-    );
+    // Measured on Linux: every limit from 20000 on hashes the file, with
+    // either options (the lower ones say `Cannot allocate memory`); a
+    // machine whose libraries take more may refuse the lowest.
+    if cfg!(target_os = "linux") {
+        assert!(
+            succeeded >= 12,
+            "only {succeeded} of 16 runs hashed the file"
+        );
+    } else {
+        eprintln!(
+            "{test}: skipped: the count of runs that must hash the file (12 of 16) is \
+             measured on Linux, and not asserted here: {succeeded} did"
+        );
+        assert!(succeeded > 0, "no run hashed the file under a limit");
+    }
+}
+
+/// Of `limits` (in KB of address space), those under which not even
+/// `bt2sum --version` starts here (the loader and the C library need more):
+/// runs under them would test the system, not bt2sum, and are skipped, with
+/// a note naming `test`. None on Linux, where the limits were chosen: every
+/// one of them starts bt2sum there, and a test that cannot start fails.
+#[cfg(unix)]
+fn below_start(dir: &Path, limits: &[u64], test: &str) -> Vec<u64> {
+    if cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let below: Vec<u64> = limits
+        .iter()
+        .copied()
+        .filter(|limit| {
+            let out = shell(dir, &format!(r#"ulimit -v {limit}; "$BT2SUM" --version"#));
+            !(out.status.success() && out.stderr.is_empty())
+        })
+        .collect();
+    if !below.is_empty() {
+        eprintln!(
+            "{test}: skipped: the limits {below:?} (KB): not even bt2sum --version starts under \
+             them here"
+        );
+    }
+    below
 }
 
 /// Past the file-size limit (`ulimit -f`, in blocks of 512 bytes in `sh`)
@@ -530,7 +593,8 @@ fn a_file_cut_and_restored_while_hashed_is_never_misread() {
 #[cfg(unix)]
 #[test]
 fn limited_memory_never_aborts_what_grows_with_the_input() {
-    if emulated("limited_memory_never_aborts_what_grows_with_the_input") {
+    let test = "limited_memory_never_aborts_what_grows_with_the_input";
+    if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -562,6 +626,8 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
         dir.path(),
         r#""$BT2SUM" -t 1 f; "$BT2SUM" -t 1 --leaf-count f"#,
     ));
+    let limits = [8000, 10000, 12000, 15000, 20000, 30000, 50000];
+    let unstarted = below_start(dir.path(), &limits, test);
     let mut runs = 0;
     let mut succeeded = 0;
     for (command, expected) in [
@@ -569,7 +635,10 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
         (r#""$BT2SUM" -r many"#, None),
         (r#""$BT2SUM" -c --quiet listing"#, Some("")),
     ] {
-        for limit in [8000, 10000, 12000, 15000, 20000, 30000, 50000] {
+        for limit in limits {
+            if unstarted.contains(&limit) {
+                continue;
+            }
             let script = format!("ulimit -v {limit}; {command}");
             let out = shell(dir.path(), &script);
             let clear = stderr(&out).starts_with("bt2sum: ")
@@ -598,7 +667,17 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
             runs += 1;
         }
     }
-    assert_eq!(runs, 21);
-    // The larger limits are enough for each.
-    assert!(succeeded >= 6, "only {succeeded} of {runs} runs succeeded");
+    assert_eq!(runs + 3 * unstarted.len(), 21);
+    // Measured on Linux: 10 of the 21 runs succeed (combining from 10000 on,
+    // walking from 20000, checking at 50000): the larger limits are enough
+    // for each.
+    if cfg!(target_os = "linux") {
+        assert!(succeeded >= 6, "only {succeeded} of {runs} runs succeeded");
+    } else {
+        eprintln!(
+            "{test}: skipped: the count of runs that must succeed (6 of 21) is measured on \
+             Linux, and not asserted here: {succeeded} of {runs} did"
+        );
+        assert!(succeeded > 0, "no run succeeded under a limit");
+    }
 }

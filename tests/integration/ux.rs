@@ -74,16 +74,69 @@ fn make_files(root: &Path, paths: &[&[u8]]) {
     }
 }
 
-/// The paths of `paths` that can name a file here: all on Unix; on Windows
-/// those that are UTF-8 and hold no `\` (which separates there), `\n` or
-/// `\r` (which Windows names cannot hold).
-fn possible(paths: &[&'static [u8]]) -> Vec<&'static [u8]> {
+/// Whether `error`, from creating a file, says the file system refuses the
+/// name: macOS's APFS (and ZFS with `utf8only`) take only UTF-8 names, and
+/// answer `Illegal byte sequence`; some others `Invalid argument`.
+#[cfg(unix)]
+fn refuses_name(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EILSEQ | libc::EINVAL))
+}
+
+/// Writes `data` to the file named by `bytes` in `dir`; `false`, with a note
+/// naming `test`, where the file system refuses that name (see
+/// [`refuses_name`]): a test then checks the names it can make. Any other
+/// error fails the test.
+#[cfg(unix)]
+pub(super) fn write_named(dir: &Path, bytes: &[u8], data: &[u8], test: &str) -> bool {
+    match fs::write(dir.join(name(bytes)), data) {
+        Ok(()) => true,
+        Err(error) if refuses_name(&error) => {
+            eprintln!(
+                "{test}: skipped: the name \"{}\": the file system here refuses it: {error}",
+                bytes.escape_ascii()
+            );
+            false
+        }
+        Err(error) => panic!("cannot write \"{}\": {error}", bytes.escape_ascii()),
+    }
+}
+
+/// The paths of `paths` that can name a file here, with a note naming
+/// `test` for each of the others. On Unix, those the file system takes, as
+/// trying them in a directory of its own shows (see [`refuses_name`]); on
+/// Windows those that are UTF-8 and hold no `\` (which separates there),
+/// `\n` or `\r` (which Windows names cannot hold).
+fn possible(paths: &[&'static [u8]], test: &str) -> Vec<&'static [u8]> {
+    #[cfg(unix)]
+    let probe = tempfile::tempdir().unwrap();
     paths
         .iter()
         .copied()
         .filter(|path| {
-            cfg!(unix)
-                || std::str::from_utf8(path).is_ok_and(|path| !path.contains(['\\', '\n', '\r']))
+            #[cfg(unix)]
+            let refused = {
+                let file = probe.path().join(name(path));
+                match fs::create_dir_all(file.parent().unwrap())
+                    .and_then(|()| fs::write(&file, b""))
+                {
+                    Ok(()) => None,
+                    Err(error) if refuses_name(&error) => {
+                        Some(format!("the file system here refuses it: {error}"))
+                    }
+                    Err(error) => panic!("cannot make \"{}\": {error}", path.escape_ascii()),
+                }
+            };
+            #[cfg(not(unix))]
+            let refused = (!std::str::from_utf8(path)
+                .is_ok_and(|path| !path.contains(['\\', '\n', '\r'])))
+            .then(|| "Windows names are Unicode and hold no `\\`, `\\n` or `\\r`".to_string());
+            if let Some(why) = &refused {
+                eprintln!(
+                    "{test}: skipped: the name \"{}\": {why}",
+                    path.escape_ascii()
+                );
+            }
+            refused.is_none()
         })
         .collect()
 }
@@ -114,17 +167,45 @@ fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
     expected
 }
 
-/// What the system's `find ARG -type f | LC_ALL=C sort` prints in `dir`,
-/// line by line; `None` if there is no `sh`, `find` or `sort` to ask.
-fn find_and_sort(dir: &Path, arg: &str) -> Option<Vec<Vec<u8>>> {
+/// What GNU find's `find ARG -type f | LC_ALL=C sort` prints in `dir`, line
+/// by line, to show that GNU find lists what the tests expect; `None`, with
+/// a note naming `test`, where the `find` that `sh` runs is not GNU's (BSD
+/// find, as on macOS, writes `find t/` as `t//a`; Windows' own `find.exe`
+/// searches text), or there is no `sort` beside it or no `sh`. The tests compare with their own
+/// expectation in every case.
+fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
+    let skipped = |why: &str| {
+        eprintln!("{test}: skipped: the comparison with `find {arg} | sort`: {why}");
+    };
+    // (Windows' own `find.exe` and `sort.exe` come in pairs: neither
+    // answers `--version`.)
+    let versions = "find --version && sort --version";
+    match Command::new("sh").args(["-c", versions]).output() {
+        Ok(out) if out.status.success() && stdout(&out).contains("GNU findutils") => {}
+        Ok(out) => {
+            let said = [stdout(&out), stderr(&out)].concat();
+            let first = said.lines().next().unwrap_or("").to_string();
+            skipped(&format!(
+                "the find here is not GNU find, or no sort ({first})"
+            ));
+            return None;
+        }
+        Err(error) => {
+            skipped(&format!("there is no sh here ({error})"));
+            return None;
+        }
+    }
     let output = Command::new("sh")
         .current_dir(dir)
         .args(["-c", "find \"$1\" -type f | LC_ALL=C sort", "sh", arg])
         .output()
-        .ok()?;
-    if !output.status.success() || !output.stderr.is_empty() {
-        return None;
-    }
+        .expect("sh runs");
+    assert!(
+        output.status.success() && output.stderr.is_empty(),
+        "find {arg} | sort: {:?}: {}",
+        output.status,
+        stderr(&output)
+    );
     Some(untagged_names(
         &output
             .stdout
@@ -157,7 +238,8 @@ const TREE: &[&[u8]] = &[
 #[test]
 fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = possible(TREE);
+    let test = "recursive_lists_files_in_bytewise_path_order_like_find_and_sort";
+    let tree = possible(TREE, test);
     make_files(&dir.path().join("t"), &tree);
     fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
     let expected = sorted_paths("t", &tree);
@@ -166,14 +248,14 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), expected);
-    if let Some(found) = find_and_sort(dir.path(), "t") {
+    if let Some(found) = find_and_sort(dir.path(), "t", test) {
         assert_eq!(found, expected, "find | sort");
     }
 
     // `t/` is written `t/a`, as find writes it; the digests do not change.
     let slash = run_in(dir.path(), ["-r", "--untagged", "t/"]);
     assert_eq!(slash.stdout, out.stdout);
-    if let Some(found) = find_and_sort(dir.path(), "t/") {
+    if let Some(found) = find_and_sort(dir.path(), "t/", test) {
         assert_eq!(untagged_names(&slash.stdout), found, "find t/ | sort");
     }
 
@@ -191,7 +273,8 @@ fn recursive_without_arguments_walks_the_current_directory() {
     let out = run_in(dir.path(), ["-r", "--untagged"]);
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), sorted_paths(".", paths));
-    if let Some(found) = find_and_sort(dir.path(), ".") {
+    let test = "recursive_without_arguments_walks_the_current_directory";
+    if let Some(found) = find_and_sort(dir.path(), ".", test) {
         assert_eq!(untagged_names(&out.stdout), found, "find . | sort");
     }
     // `-r .` says the same.
@@ -209,7 +292,7 @@ fn recursive_list_round_trips_through_check() {
         b"esc/new\nline",
         b"esc/carriage\rreturn",
     ]);
-    let paths = possible(&paths);
+    let paths = possible(&paths, "recursive_list_round_trips_through_check");
     make_files(&dir.path().join("t"), &paths);
     fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
 
@@ -220,9 +303,10 @@ fn recursive_list_round_trips_through_check() {
         out.stdout.iter().filter(|&&b| b == b'\n').count(),
         paths.len() + 1
     );
-    // A non-UTF-8 name is written as its bytes.
+    // A non-UTF-8 name is written as its bytes (where the file system
+    // holds it: `possible` said if not).
     #[cfg(unix)]
-    {
+    if paths.contains(&b"\xff/not utf-8 \x80".as_slice()) {
         let raw = b"(t/\xff/not utf-8 \x80) = ";
         assert!(out.stdout.windows(raw.len()).any(|window| window == raw));
     }
@@ -427,6 +511,41 @@ fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
     }
 }
 
+/// The user to run bt2sum as where a file's mode must deny it: as root,
+/// who reads everything whatever its mode, `nobody` (uid and gid 65534),
+/// checked to read `readable` (a path in `dir` whose modes let everyone read
+/// it) so that only the modes of what the test locks deny it; as anyone
+/// else, that user (`None`). An error saying why where root cannot have
+/// `nobody` run bt2sum there: switching users refused (a restricted
+/// container), or the binary or `dir` out of that user's reach.
+#[cfg(unix)]
+pub(super) fn unprivileged(dir: &Path, readable: &str) -> Result<Option<u32>, String> {
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let probe = bt2sum()
+        .current_dir(dir)
+        .arg(readable)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => Ok(Some(NOBODY)),
+        Ok(out) => Err(format!(
+            "root reads every file, and nobody (uid {NOBODY}), who would not, cannot read \
+             {readable} here: {}",
+            stderr(&out).trim_end()
+        )),
+        Err(error) => Err(format!(
+            "root reads every file, and bt2sum cannot be run as nobody (uid {NOBODY}), who \
+             would not: {error}"
+        )),
+    }
+}
+
 /// (Unix: file modes and uids.)
 #[cfg(unix)]
 #[test]
@@ -435,9 +554,18 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/a", b"t/locked/secret", b"t/z"]);
-    for path in ["", "t"] {
-        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(0o755)).unwrap();
+    // Open to all (as the user below, too) but the locked directory.
+    for (path, mode) in [("", 0o755), ("t", 0o755), ("t/a", 0o644), ("t/z", 0o644)] {
+        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(mode)).unwrap();
     }
+    let test = "an_unreadable_directory_is_an_error_and_the_rest_is_hashed";
+    let user = match unprivileged(dir.path(), "t/a") {
+        Ok(user) => user,
+        Err(why) => {
+            eprintln!("{test}: skipped: {why}");
+            return;
+        }
+    };
     fs::set_permissions(
         dir.path().join("t/locked"),
         fs::Permissions::from_mode(0o000),
@@ -448,24 +576,14 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
     command
         .current_dir(dir.path())
         .args(["-r", "--untagged", "t"]);
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        // Root reads any directory: run as `nobody`, who cannot.
-        command.uid(65534).gid(65534);
+    if let Some(user) = user {
+        command.uid(user).gid(user);
     }
-    let out = match command
+    let out = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()
-    {
-        Ok(out) => out,
-        Err(error) => {
-            // Switching users is not allowed here (a restricted container):
-            // this one case cannot be set up.
-            eprintln!("skipped: cannot run bt2sum as another user: {error}");
-            return;
-        }
-    };
+        .expect("bt2sum runs");
     fs::set_permissions(
         dir.path().join("t/locked"),
         fs::Permissions::from_mode(0o755),
@@ -611,13 +729,11 @@ fn man_page_is_roff() {
         assert!(exit.contains(status), "{exit}");
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
-    // A full stdout is an error, not a panic (`/dev/full` is a Unix device).
+    // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
+    // and not on every Unix).
     #[cfg(unix)]
-    {
-        let full = bt2sum()
-            .arg("--man")
-            .stdout(fs::File::create("/dev/full").unwrap())
-            .output_retried();
+    if let Some(device) = super::robust::dev_full("man_page_is_roff") {
+        let full = bt2sum().arg("--man").stdout(device).output_retried();
         assert_eq!(status(&full), 1);
         assert_eq!(
             stderr(&full),
@@ -778,10 +894,14 @@ impl Tmux {
         command
     }
 
-    /// Starts `shell_command` in a detached 200x30 session.
+    /// Starts `shell_command` in a detached 200x30 session. tmux runs it
+    /// with the server's shell, which it takes from `SHELL`: `/bin/sh` here,
+    /// whatever the user's is (csh, where root's still is on older BSDs),
+    /// so that the command's `sh` syntax holds.
     fn start(&self, shell_command: &str) {
         let out = self
             .command()
+            .env("SHELL", "/bin/sh")
             .args(["new-session", "-d", "-s", "ux", "-x", "200", "-y", "30"])
             .arg(shell_command)
             .output();
