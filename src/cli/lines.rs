@@ -25,19 +25,51 @@ pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Li
 }
 
 /// Reads the next record of a list, up to and with `end` (a line's `\n`, a
-/// name's NUL), into `line`, as [`read_line`] reads lines.
+/// name's NUL), into `line`, as [`read_line`] reads lines. The line grows
+/// only while memory is granted (see `bt2sum::memory`): where it is
+/// refused, the list cannot be read on, and that is the error (`Cannot
+/// allocate memory`), never an abort.
 pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io::Result<ListLine> {
     line.clear();
-    let read = reader
-        .by_ref()
-        .take(MAX_LINE as u64 + 1)
-        .read_until(end, line)?;
-    if read == 0 {
-        return Ok(ListLine::End);
+    loop {
+        let room = make_room(line)?;
+        // Within the room made, so the standard library's search (fast)
+        // never grows the line itself (infallibly).
+        let read = reader.by_ref().take(room as u64).read_until(end, line)?;
+        if line.last() == Some(&end) || read == 0 && line.len() <= MAX_LINE {
+            return Ok(if line.is_empty() {
+                ListLine::End
+            } else {
+                ListLine::Line
+            });
+        }
+        if line.len() > MAX_LINE {
+            break;
+        }
     }
-    if read <= MAX_LINE || line.last() == Some(&end) {
-        return Ok(ListLine::Line);
+    skip_past(reader, end)?;
+    Ok(ListLine::TooLong)
+}
+
+/// Makes room in `line` for more of a record, up to `MAX_LINE + 1` bytes in
+/// all (which tells a record that is too long), doubling as a Vec grows;
+/// the room there is.
+fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
+    let most = MAX_LINE + 1 - line.len();
+    let spare = line.capacity() - line.len();
+    if spare > 0 {
+        return Ok(spare.min(most));
     }
+    let wanted = line.len().max(256).min(most);
+    if bt2sum::memory::reserve_exact(line, wanted) || bt2sum::memory::reserve_exact(line, 1) {
+        Ok((line.capacity() - line.len()).min(most))
+    } else {
+        Err(bt2sum::out_of_memory())
+    }
+}
+
+/// Reads past the rest of a record that is too long, `end` included.
+fn skip_past(reader: &mut impl BufRead, end: u8) -> io::Result<()> {
     loop {
         let buffer = match reader.fill_buf() {
             Ok(buffer) => buffer,
@@ -45,12 +77,12 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
             Err(error) => return Err(error),
         };
         if buffer.is_empty() {
-            break;
+            return Ok(());
         }
         match buffer.iter().position(|&byte| byte == end) {
-            Some(end) => {
-                reader.consume(end + 1);
-                break;
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
             }
             None => {
                 let len = buffer.len();
@@ -58,5 +90,73 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
             }
         }
     }
-    Ok(ListLine::TooLong)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each record as kept, or `Err` for one that is too long.
+    type Records = Vec<Result<Vec<u8>, ()>>;
+
+    /// What `read_until` makes of `input`.
+    fn records(input: &[u8], end: u8, buffer: usize) -> Records {
+        let mut reader = io::BufReader::with_capacity(buffer, input);
+        let mut line = Vec::new();
+        let mut records = Vec::new();
+        loop {
+            match read_until(&mut reader, &mut line, end).unwrap() {
+                ListLine::End => return records,
+                ListLine::Line => records.push(Ok(line.clone())),
+                ListLine::TooLong => records.push(Err(())),
+            }
+        }
+    }
+
+    #[test]
+    fn records_are_read_whole_up_to_the_limit() {
+        let at_limit = [vec![b'a'; MAX_LINE], b"\n".to_vec()].concat();
+        let over = [vec![b'b'; MAX_LINE + 1], b"\n".to_vec()].concat();
+        let unended_at_limit = vec![b'c'; MAX_LINE];
+        let unended_over = vec![b'd'; MAX_LINE + 1];
+        let table: [(Vec<u8>, u8, Records); 8] = [
+            (b"".to_vec(), b'\n', vec![]),
+            (
+                b"one\ntwo\n".to_vec(),
+                b'\n',
+                vec![Ok(b"one\n".to_vec()), Ok(b"two\n".to_vec())],
+            ),
+            (b"last".to_vec(), b'\n', vec![Ok(b"last".to_vec())]),
+            (
+                b"a\0\0b".to_vec(),
+                0,
+                vec![Ok(b"a\0".to_vec()), Ok(b"\0".to_vec()), Ok(b"b".to_vec())],
+            ),
+            (
+                [at_limit.clone(), b"x\n".to_vec()].concat(),
+                b'\n',
+                vec![Ok(at_limit), Ok(b"x\n".to_vec())],
+            ),
+            (
+                [over, b"y\n".to_vec()].concat(),
+                b'\n',
+                vec![Err(()), Ok(b"y\n".to_vec())],
+            ),
+            (unended_at_limit.clone(), b'\n', vec![Ok(unended_at_limit)]),
+            (unended_over, b'\n', vec![Err(())]),
+        ];
+        let mut checked = 0;
+        for (input, end, expected) in &table {
+            // Records across many buffer refills, and within one.
+            for buffer in [7, 8 << 10, 64 << 20] {
+                assert!(
+                    records(input, *end, buffer) == *expected,
+                    "{} bytes, buffer {buffer}",
+                    input.len()
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 8 * 3);
+    }
 }

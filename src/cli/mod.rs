@@ -63,7 +63,14 @@ pub fn run(config: Config) -> Status {
         return Status::Failure;
     }
     if let Err(error) = process::start_workers(config.threads.unwrap_or(0)) {
-        warn(&format!("cannot start worker threads: {error}"));
+        // The system's own words, as for any error (no `(os error 11)`).
+        let reason = match std::error::Error::source(&error)
+            .and_then(|source| source.downcast_ref::<io::Error>())
+        {
+            Some(io_error) => bt2sum::plain_message(io_error),
+            None => error.to_string(),
+        };
+        warn(&format!("cannot start worker threads: {reason}"));
         return Status::Failure;
     }
     if system::stdout_closed() {
