@@ -661,8 +661,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             .output_retried();
         assert_eq!(stderr(&combined), "", "{size}");
         assert_eq!(stdout(&combined), whole, "{size} bytes");
-        // The same as the shell recipes of docs/leaves.md and the README
-        // write them.
+        // The same as the shell recipe of docs/leaves.md writes them.
         #[cfg(unix)]
         {
             // Cut as the recipe in docs/leaves.md cuts them.
@@ -673,7 +672,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             let combined = shell(dir.path(), script);
             assert_eq!(stderr(&combined), "", "{size}");
             assert_eq!(stdout(&combined), whole, "{size} bytes");
-            // And the README's two parts, whatever the size.
+            // And two parts split at leaf 3, whatever the size.
             let script = r#""$BT2SUM" -t 1k --leaves --leaf-range 0..3 f > part1 &&
                 "$BT2SUM" -t 1k --leaves --leaf-range 3.. f > part2 &&
                 "$BT2SUM" --combine part1 part2"#;
