@@ -33,7 +33,9 @@
 //! - With the `digest` feature, [`TreeHasher`] implements the RustCrypto
 //!   `digest` 0.10 traits with an output size chosen at run time
 //!   (`VariableOutput`), and `DefaultTreeHasher`, the default parameters
-//!   with a fixed 64-byte output, is a `digest::Digest`.
+//!   with a fixed 64-byte output, is a `digest::Digest`. The traits cannot
+//!   report errors: where the library returns one (memory refused even for
+//!   4 KiB, a BLAKE2s input of more than 2^48 leaves), they panic.
 //! - [`format`](mod@format) reads and writes checksum lines and leaf lines;
 //!   [`leaves`] keeps leaf digests and combines partial listings.
 //!

@@ -47,6 +47,12 @@ impl TreeHasher {
     }
 }
 
+/// # Panics
+///
+/// Where the library would return an error, which the trait cannot: when
+/// memory for even a 4 KiB buffer is refused, and when a BLAKE2s input has
+/// more leaves than its node offsets can number (2^48). A hasher that
+/// panicked is not to be used again.
 impl Update for TreeHasher {
     fn update(&mut self, data: &[u8]) {
         self.update_or_panic(data);
@@ -104,6 +110,12 @@ impl VariableOutputReset for TreeHasher {
 /// let digest = DefaultTreeHasher::digest(b"hello s3git\n");
 /// assert_eq!(hex::encode(&digest[..8]), "18e622875a89cede");
 /// ```
+///
+/// # Panics
+///
+/// Taking bytes panics when memory for even a 4 KiB buffer is refused,
+/// which the traits cannot report (a hasher that panicked is not to be used
+/// again). Nothing else can fail with these parameters.
 #[derive(Default)]
 pub struct DefaultTreeHasher(TreeHasher);
 

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::ops::Range;
 
-use clap::builder::{PossibleValue, RangedU64ValueParser, TypedValueParser};
-use clap::{ArgGroup, Parser, ValueEnum, ValueHint};
+use clap::builder::TypedValueParser;
+use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
 
 use bt2sum::{Algorithm, Part};
 
@@ -96,8 +96,7 @@ pub struct Args {
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
     /// the maximum
-    #[arg(short, long, value_name = "BYTES", default_value_t = 0, hide_possible_values = true,
-          value_parser = Offering(RangedU64ValueParser::<usize>::new(), DIGEST_SIZES_OFFERED))]
+    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
     pub size: usize,
 
     /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
@@ -106,7 +105,7 @@ pub struct Args {
     /// x1073741824; either case). A checksum only verifies with the leaf
     /// size it was made with.
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
-          hide_possible_values = true, value_parser = Offering(parse_leaf_size, LEAF_SIZES_OFFERED))]
+          value_parser = parse_leaf_size)]
     pub leaf_size: u64,
 
     /// Worker threads, 1 to 1024 [default: the number of processors]
@@ -291,34 +290,21 @@ pub struct Args {
 }
 
 /// The leaf sizes that shell completion offers for `-t` (any is taken).
-const LEAF_SIZES_OFFERED: &[&str] = &[
+const LEAF_SIZES_OFFERED: [&str; 10] = [
     "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
 ];
 
 /// The digest sizes that shell completion offers for `-s` (any is taken).
-const DIGEST_SIZES_OFFERED: &[&str] = &["0", "16", "20", "28", "32", "40", "48", "64"];
+const DIGEST_SIZES_OFFERED: [&str; 8] = ["0", "16", "20", "28", "32", "40", "48", "64"];
 
-/// A value parser that offers some values to shell completion while
-/// taking every value the parser inside takes: `-t <Tab>` completes sizes,
-/// not file names. (With `hide_possible_values`, the help lists none.)
-#[derive(Clone)]
-pub struct Offering<P>(P, &'static [&'static str]);
-
-impl<P: TypedValueParser> TypedValueParser for Offering<P> {
-    type Value = P::Value;
-
-    fn parse_ref(
-        &self,
-        command: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<Self::Value, clap::Error> {
-        self.0.parse_ref(command, arg, value)
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(self.1.iter().map(PossibleValue::new)))
-    }
+/// The command as shell completion sees it: `-t <Tab>` and `-s <Tab>`
+/// offer common sizes instead of file names. Only the completions are
+/// made from it: the parser itself offers nothing, so that no message
+/// lists these as the only values allowed.
+pub fn for_completion() -> clap::Command {
+    Args::command()
+        .mut_arg("leaf_size", |arg| arg.value_parser(LEAF_SIZES_OFFERED))
+        .mut_arg("size", |arg| arg.value_parser(DIGEST_SIZES_OFFERED))
 }
 
 /// Parses `K/N`: part K of N, from 1.

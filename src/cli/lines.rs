@@ -52,20 +52,22 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
 }
 
 /// Makes room in `line` for more of a record, up to `MAX_LINE + 1` bytes in
-/// all (which tells a record that is too long), doubling as a Vec grows;
-/// the room there is.
+/// all (which tells a record that is too long): doubling, as a Vec grows,
+/// or where that is refused less, down to 4 KiB; the room there is.
 fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
     let most = MAX_LINE + 1 - line.len();
     let spare = line.capacity() - line.len();
     if spare > 0 {
         return Ok(spare.min(most));
     }
-    let wanted = line.len().max(256).min(most);
-    if bt2sum::memory::reserve_exact(line, wanted) || bt2sum::memory::reserve_exact(line, 1) {
-        Ok((line.capacity() - line.len()).min(most))
-    } else {
-        Err(bt2sum::out_of_memory())
+    let mut wanted = line.len().max(256).min(most);
+    while !bt2sum::memory::reserve_exact(line, wanted) {
+        if wanted <= 4096 {
+            return Err(bt2sum::out_of_memory());
+        }
+        wanted /= 2;
     }
+    Ok((line.capacity() - line.len()).min(most))
 }
 
 /// Reads past the rest of a record that is too long, `end` included.

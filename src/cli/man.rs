@@ -193,12 +193,14 @@ BT2SUM_HASH_KERNEL=crate hashes every leaf with the blake2b_simd and \
 blake2s_simd crates. Unset (or any other value), leaves are hashed by the \
 fastest kernel the CPU runs: bt2sum's own AVX-512 kernels (8 BLAKE2b or 16 \
 BLAKE2s leaves at once) on x86_64 CPUs with AVX-512F, the crates elsewhere. \
-Both give the same digests.",
+Both give the same digests.\n\n\
+TMPDIR is where leaf listings of many big files keep the leaf digests that \
+do not fit in memory (default /tmp).",
     ),
     (
         "SEE ALSO",
         "b2sum(1), sha256sum(1), b3sum(1). README.md and the docs directory of \
-bt2sum's source describe the tree hash, check mode (docs/check.md), leaf \
+bt2sum's source and of its release archives describe the tree hash, check mode (docs/check.md), leaf \
 listings and many machines (docs/leaves.md), options, directories and the \
 progress bar (docs/usage.md), speed, platforms and the constant-time \
 comparator in full.",

@@ -19,7 +19,6 @@ mod walk;
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use bt2sum::system;
-use clap::CommandFactory;
 
 pub use config::Config;
 use config::Mode;
@@ -38,7 +37,7 @@ pub fn run(config: Config) -> Status {
     match &config.mode {
         Mode::Completions(shell) => {
             let mut script = Vec::new();
-            clap_complete::generate(*shell, &mut args::Args::command(), "bt2sum", &mut script);
+            clap_complete::generate(*shell, &mut args::for_completion(), "bt2sum", &mut script);
             return print(&script);
         }
         Mode::Man => {

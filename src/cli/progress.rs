@@ -206,7 +206,7 @@ fn poll(
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        if silenced.load(Ordering::Relaxed) {
+        if silenced.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
             // (Hidden again in case it was silenced while being shown.)
             bar.set_draw_target(ProgressDrawTarget::hidden());
             return;
@@ -263,11 +263,15 @@ impl<W: Write> Write for AboveBar<W> {
     }
 }
 
+/// Set for good by Ctrl-C: no bar is drawn again.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Has Ctrl-C clear the active bar from the terminal (once per process).
 fn clear_on_interrupt() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
         bt2sum::system::on_interrupt(|| {
+            INTERRUPTED.store(true, Ordering::Relaxed);
             if let Some(bar) = lock_active().take() {
                 bar.finish_and_clear();
                 // Nothing draws it again before the process ends.

@@ -154,17 +154,21 @@ pub fn duplicate_stdout() -> io::Result<File> {
     Ok(File::from(owned))
 }
 
-/// Runs `last_words` when the user presses Ctrl-C, after those given
-/// before, then ends the process as Ctrl-C does: on Unix by SIGINT again
-/// (the shell sees status 130), on Windows with status 130. Nothing is
-/// installed where SIGINT is ignored (a background job), nor when the
-/// watcher cannot be started or would take descriptors the work needs:
-/// Ctrl-C then acts as it would have.
+/// Runs `last_words` when the user presses Ctrl-C, before those given
+/// earlier (as `atexit` does: what was set up last is undone first, so a
+/// progress bar is cleared before the output under it is flushed), then
+/// ends the process as Ctrl-C does: on Unix by SIGINT again (the shell sees
+/// status 130), on Windows with status 130. Nothing is installed where
+/// SIGINT is ignored (a background job), nor when the watcher cannot be
+/// started or would take descriptors the work needs: Ctrl-C then acts as
+/// it would have.
 pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    static INSTALLED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     lock_last_words().push(Box::new(last_words));
-    if INSTALLED.load(Ordering::Relaxed) {
+    let mut installed = INSTALLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if *installed {
         return;
     }
     // (The watcher's pipe takes two.)
@@ -173,14 +177,12 @@ pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
     {
         return;
     }
-    if interrupt::install() {
-        INSTALLED.store(true, Ordering::Relaxed);
-    }
+    *installed = interrupt::install();
 }
 
 type LastWords = Box<dyn FnOnce() + Send>;
 
-/// What to do on Ctrl-C, in order.
+/// What to do on Ctrl-C, in the order given.
 static LAST_WORDS: std::sync::Mutex<Vec<LastWords>> = std::sync::Mutex::new(Vec::new());
 
 fn lock_last_words() -> std::sync::MutexGuard<'static, Vec<LastWords>> {
@@ -189,10 +191,10 @@ fn lock_last_words() -> std::sync::MutexGuard<'static, Vec<LastWords>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs the last words given, once.
+/// Runs the last words given, the latest first, once.
 fn speak_last_words() {
     let last_words = std::mem::take(&mut *lock_last_words());
-    for words in last_words {
+    for words in last_words.into_iter().rev() {
         words();
     }
 }

@@ -668,6 +668,17 @@ fn completion_offers_sizes_where_sizes_go() {
     for (words, offered) in table {
         assert_eq!(tab(words), offered, "{words}");
     }
+    // They are offered, not the only values allowed: no message lists them.
+    for option in ["-s", "-t"] {
+        let out = run([option], b"");
+        assert_eq!(status(&out), 2, "{option}");
+        assert!(
+            stderr(&out).starts_with("error: a value is required")
+                && !stderr(&out).contains("possible values"),
+            "{option}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]
