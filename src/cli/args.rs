@@ -216,8 +216,8 @@ pub struct Args {
     /// does an empty one (`A..A`); the range from 0 of an empty file lists
     /// its `leaves=0` line. Without --total, an input that is not a regular
     /// file is an error.
-    #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing", conflicts_with_all = NOT_WITH_SELECTION,
-          value_parser = parse_leaf_range)]
+    #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing",
+          conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
 
     /// With --leaves or --leaf-count: only the K-th of N near-equal runs of
@@ -228,8 +228,9 @@ pub struct Args {
     /// `leaves=0` line. For job runners that hand each worker an index:
     /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (with --array=1-N),
     /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1).
-    #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "listing", conflicts_with = "leaf_range",
-          conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_part)]
+    #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "listing",
+          conflicts_with = "leaf_range", conflicts_with_all = NOT_WITH_SELECTION,
+          value_parser = parse_part)]
     pub part: Option<Part>,
 
     /// The input holds only the selected leaves' bytes of a file of T bytes
@@ -241,8 +242,8 @@ pub struct Args {
     /// `--leaf-count --total T` prints the count line of a T-byte file, and
     /// with a selection its bytes (`offset=X length=Y`), for planning the
     /// ranges to fetch. T takes the suffixes of -t.
-    #[arg(long, value_name = "T", value_hint = ValueHint::Other, requires = "planned", conflicts_with_all = NOT_WITH_SELECTION,
-          value_parser = parse_byte_count)]
+    #[arg(long, value_name = "T", value_hint = ValueHint::Other, requires = "planned",
+          conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_byte_count)]
     pub total: Option<u64>,
 
     /// The name lines give the one input instead of its own (`-` for

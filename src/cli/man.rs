@@ -200,10 +200,10 @@ do not fit in memory (default /tmp).",
     (
         "SEE ALSO",
         "b2sum(1), sha256sum(1), b3sum(1). README.md and the docs directory of \
-bt2sum's source and of its release archives describe the tree hash, check mode (docs/check.md), leaf \
-listings and many machines (docs/leaves.md), options, directories and the \
-progress bar (docs/usage.md), speed, platforms and the constant-time \
-comparator in full.",
+bt2sum's source and of its release archives describe the tree hash, check \
+mode (docs/check.md), leaf listings and many machines (docs/leaves.md), \
+options, directories and the progress bar (docs/usage.md), speed, \
+platforms and the constant-time comparator in full.",
     ),
 ];
 

@@ -1,8 +1,8 @@
 //! What the command needs from the operating system beyond reading inputs,
 //! behind one face that is the same on every platform: the arguments,
-//! which standard streams were closed when the process started, Ctrl-C, the allocator,
-//! terminals, how names are printed and read back, and which file a path
-//! is. Each item says what it does where platforms differ.
+//! which standard streams were closed when the process started, Ctrl-C,
+//! the allocator, terminals, how names are printed and read back, and which
+//! file a path is. Each item says what it does where platforms differ.
 
 use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
