@@ -98,15 +98,7 @@ impl Error {
     }
 }
 
-/// The error for memory that was refused, in the system's words (`Cannot
-/// allocate memory` on Unix), as bt2sum reports it instead of aborting.
-pub fn out_of_memory() -> io::Error {
-    #[cfg(unix)]
-    return io::Error::from_raw_os_error(libc::ENOMEM);
-    // ERROR_NOT_ENOUGH_MEMORY.
-    #[cfg(windows)]
-    return io::Error::from_raw_os_error(8);
-}
+pub use crate::memory::out_of_memory;
 
 /// The system's message for an error, without Rust's ` (os error N)` suffix:
 /// `No such file or directory`, as other command-line tools print it.

@@ -8,8 +8,50 @@
 //! one. So a reservation counts as granted only if [`HEADROOM`] more can
 //! still be had after it.
 
+use std::io;
+use std::thread::JoinHandle;
+
 /// What stays free beside what grows with the input.
 pub const HEADROOM: usize = 1 << 20;
+
+/// The error for memory that was refused, in the system's words (`Cannot
+/// allocate memory` on Unix), as bt2sum reports it instead of aborting.
+pub fn out_of_memory() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::ENOMEM);
+    // ERROR_NOT_ENOUGH_MEMORY.
+    #[cfg(windows)]
+    return io::Error::from_raw_os_error(8);
+}
+
+/// The stack of a thread started without a size of its own (the standard
+/// library's, unless `RUST_MIN_STACK` says otherwise).
+pub const DEFAULT_STACK: usize = 2 << 20;
+
+/// Starts a thread named `name` with a stack of `stack` bytes, only while
+/// that stack and [`HEADROOM`] more can be had: [`out_of_memory`] if not.
+///
+/// The standard library maps a new thread's signal stack from inside the
+/// thread and aborts the process if it cannot, so a thread started at the
+/// very edge of an address-space limit would end the process; refused here,
+/// it is an error its caller can take (the work goes on with fewer threads,
+/// or without what the thread would have done).
+pub fn spawn<T: Send + 'static>(
+    name: &str,
+    stack: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<JoinHandle<T>> {
+    if Vec::<u8>::new()
+        .try_reserve_exact(stack.saturating_add(HEADROOM))
+        .is_err()
+    {
+        return Err(out_of_memory());
+    }
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(stack)
+        .spawn(work)
+}
 
 /// Whether [`HEADROOM`] bytes can still be had (they are given back at
 /// once).
@@ -29,4 +71,21 @@ pub fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread is started where its stack and the headroom can be had,
+    /// and refused, as memory is, where they cannot.
+    #[test]
+    fn threads_start_only_with_room_for_their_stacks() {
+        let started = spawn("small", 64 << 10, || 7).expect("a small thread starts");
+        assert_eq!(started.join().unwrap(), 7);
+        for stack in [usize::MAX / 2, usize::MAX - 1] {
+            let refused = spawn("huge", stack, || ()).expect_err("no such stack");
+            assert_eq!(refused.kind(), io::ErrorKind::OutOfMemory, "{stack}");
+        }
+    }
 }

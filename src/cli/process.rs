@@ -6,12 +6,14 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use bt2sum::system;
+use bt2sum::{memory, system};
 
 /// Starts the worker threads: `threads` of them (0: one per processor), or
 /// as many as the system lets start (a limit on processes or on memory),
 /// at least one. (The global pool can be built once only, so the threads
-/// that can start are counted first.)
+/// that can start are counted first.) Every thread is started through
+/// `bt2sum::memory::spawn`, which refuses one that could not get its signal
+/// stack, rather than let it abort the process.
 pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
     let wanted = if threads == 0 {
         std::thread::available_parallelism().map_or(1, usize::from)
@@ -24,7 +26,7 @@ pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> 
     for _ in 0..wanted {
         let released = std::sync::Arc::clone(&released);
         // Each waits until all have started, so that they count together.
-        let trial = std::thread::Builder::new().spawn(move || {
+        let trial = memory::spawn("trial", memory::DEFAULT_STACK, move || {
             let _ = released.lock().map(|released| released.recv());
         });
         match trial {
@@ -39,6 +41,11 @@ pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> 
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(startable)
+        .spawn_handler(|thread| {
+            let name = thread.name().unwrap_or("worker").to_string();
+            let stack = thread.stack_size().unwrap_or(memory::DEFAULT_STACK);
+            memory::spawn(&name, stack, move || thread.run()).map(drop)
+        })
         .build_global()
 }
 

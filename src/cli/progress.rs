@@ -27,7 +27,7 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
@@ -130,10 +130,10 @@ impl Progress {
             let counter = Arc::clone(&counter);
             let delayed = when == When::Auto;
             let silenced = Arc::clone(&silenced);
-            thread::Builder::new()
-                .name("progress".into())
-                .spawn(move || poll(&bar, &counter, &stopped, delayed, &silenced))
-                .ok()
+            bt2sum::memory::spawn("progress", bt2sum::memory::DEFAULT_STACK, move || {
+                poll(&bar, &counter, &stopped, delayed, &silenced)
+            })
+            .ok()
         };
         Progress {
             counter,

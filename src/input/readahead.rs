@@ -247,12 +247,11 @@ fn queue() -> Option<&'static Queue> {
             requests: Mutex::new(VecDeque::new()),
             asked: Condvar::new(),
         }));
-        std::thread::Builder::new()
-            .name("bt2sum-read-ahead".into())
-            .stack_size(tuning::READ_AHEAD_STACK)
-            .spawn(move || serve(queue))
-            .ok()
-            .map(|_| queue)
+        crate::memory::spawn("bt2sum-read-ahead", tuning::READ_AHEAD_STACK, move || {
+            serve(queue)
+        })
+        .ok()
+        .map(|_| queue)
     })
 }
 

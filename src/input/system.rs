@@ -233,27 +233,25 @@ mod interrupt {
         let Some(fds) = super::super::platform::wake_pipe() else {
             return false;
         };
-        let watcher = std::thread::Builder::new()
-            .name("interrupt".into())
-            .spawn(move || {
-                let mut byte = 0u8;
-                loop {
-                    // SAFETY: reads one byte into a valid buffer.
-                    match unsafe { libc::read(fds[0], (&raw mut byte).cast(), 1) } {
-                        1 => break,
-                        -1 if std::io::Error::last_os_error().kind()
-                            == std::io::ErrorKind::Interrupted => {}
-                        _ => return,
-                    }
+        let watcher = crate::memory::spawn("interrupt", crate::memory::DEFAULT_STACK, move || {
+            let mut byte = 0u8;
+            loop {
+                // SAFETY: reads one byte into a valid buffer.
+                match unsafe { libc::read(fds[0], (&raw mut byte).cast(), 1) } {
+                    1 => break,
+                    -1 if std::io::Error::last_os_error().kind()
+                        == std::io::ErrorKind::Interrupted => {}
+                    _ => return,
                 }
-                super::speak_last_words();
-                // SAFETY: restores the default action and raises SIGINT
-                // again, which ends the process as Ctrl-C does.
-                unsafe {
-                    libc::signal(libc::SIGINT, libc::SIG_DFL);
-                    libc::raise(libc::SIGINT);
-                }
-            });
+            }
+            super::speak_last_words();
+            // SAFETY: restores the default action and raises SIGINT
+            // again, which ends the process as Ctrl-C does.
+            unsafe {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::raise(libc::SIGINT);
+            }
+        });
         if watcher.is_err() {
             // SAFETY: closes the two descriptors made above, used by no one.
             unsafe {

@@ -12,7 +12,7 @@ const LAYERS: [(&str, &[&str]); 11] = [
     ("memory", &[]),
     ("params", &[]),
     ("digest", &["ct"]),
-    ("error", &["params"]),
+    ("error", &["params", "memory"]),
     ("engine", &["params", "digest", "error", "memory"]),
     ("format", &["params", "digest"]),
     (
