@@ -24,8 +24,9 @@ pub fn out_of_memory() -> io::Error {
     return io::Error::from_raw_os_error(8);
 }
 
-/// The stack of a thread started without a size of its own (the standard
-/// library's, unless `RUST_MIN_STACK` says otherwise).
+/// The stack of a thread that needs no size of its own: the standard
+/// library's default (a thread started here is given its size, so
+/// `RUST_MIN_STACK` does not change it).
 pub const DEFAULT_STACK: usize = 2 << 20;
 
 /// Starts a thread named `name` with a stack of `stack` bytes, only while
