@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 use std::ops::Range;
 
+use crate::memory::out_of_memory;
 use crate::params::Algorithm;
 
 /// Why an input could not be hashed.
@@ -97,8 +98,6 @@ impl Error {
         Error::Io(out_of_memory())
     }
 }
-
-pub use crate::memory::out_of_memory;
 
 /// The system's message for an error, without Rust's ` (os error N)` suffix:
 /// `No such file or directory`, as other command-line tools print it.

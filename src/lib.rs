@@ -59,9 +59,10 @@ mod rustcrypto;
 
 pub use digest::Digest;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher};
-pub use error::{Error, out_of_memory, plain_message};
+pub use error::{Error, plain_message};
 pub use input::system;
 pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
+pub use memory::out_of_memory;
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
 #[cfg(feature = "digest")]
 pub use rustcrypto::DefaultTreeHasher;

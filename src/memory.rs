@@ -42,16 +42,44 @@ pub fn spawn<T: Send + 'static>(
     stack: usize,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> io::Result<JoinHandle<T>> {
-    if Vec::<u8>::new()
-        .try_reserve_exact(stack.saturating_add(HEADROOM))
-        .is_err()
-    {
+    if !can_map(stack.saturating_add(HEADROOM)) {
         return Err(out_of_memory());
     }
     std::thread::Builder::new()
         .name(name.to_string())
         .stack_size(stack)
         .spawn(work)
+}
+
+/// Whether `bytes` of address space can still be had, as a thread's stack
+/// takes them (they are given back at once). On Unix the system is asked
+/// directly, not the allocator: glibc raises its threshold for mapping big
+/// blocks to the size of each one freed, so a probe of a few MiB through
+/// it would make later buffers of that size come from the heap, copied
+/// when they grow.
+fn can_map(bytes: usize) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: maps fresh memory that nothing can touch (PROT_NONE) and
+        // that nothing else knows of, then unmaps it.
+        unsafe {
+            let mapped = libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANON,
+                -1,
+                0,
+            );
+            if mapped == libc::MAP_FAILED {
+                return false;
+            }
+            libc::munmap(mapped, bytes);
+        }
+        true
+    }
+    #[cfg(not(unix))]
+    return Vec::<u8>::new().try_reserve_exact(bytes).is_ok();
 }
 
 /// Whether [`HEADROOM`] bytes can still be had (they are given back at

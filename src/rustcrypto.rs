@@ -11,11 +11,8 @@
 //!   64-byte output: [`FixedOutput`] and [`FixedOutputReset`] besides the
 //!   others, so it is a [`digest::Digest`].
 //!
-//! The traits cannot report errors, so where the library returns one these
-//! panic: when memory for even a 4 KiB buffer is refused, and when a
-//! BLAKE2s input has more leaves than its node offsets can number (2^48,
-//! 256 TiB with 1-byte leaves). With the default parameters only the first
-//! can happen.
+//! The traits cannot report errors: where the library returns one, they
+//! panic (see the `# Panics` of each).
 
 use std::io::{self, Write};
 
@@ -37,13 +34,18 @@ impl TreeHasher {
         }
     }
 
-    /// The checksum, and the hasher started again with the same parameters.
-    fn take_digest(&mut self) -> Digest {
-        let tree = *self.tree();
-        match std::mem::replace(self, TreeHasher::new(&tree)).finalize() {
+    /// The checksum, panicking where the traits cannot say it failed.
+    fn finalize_or_panic(self) -> Digest {
+        match self.finalize() {
             Ok(digest) => digest,
             Err(error) => panic!("BLAKE2 tree hash: {error}"),
         }
+    }
+
+    /// The checksum, and the hasher started again with the same parameters.
+    fn take_digest(&mut self) -> Digest {
+        let tree = *self.tree();
+        std::mem::replace(self, TreeHasher::new(&tree)).finalize_or_panic()
     }
 }
 
@@ -84,8 +86,12 @@ impl VariableOutput for TreeHasher {
         self.tree().digest_size()
     }
 
-    fn finalize_variable(mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
-        self.finalize_variable_reset(out)
+    fn finalize_variable(self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
+        if out.len() != self.output_size() {
+            return Err(InvalidBufferSize);
+        }
+        out.copy_from_slice(self.finalize_or_panic().as_bytes());
+        Ok(())
     }
 }
 
@@ -138,8 +144,8 @@ impl OutputSizeUser for DefaultTreeHasher {
 }
 
 impl FixedOutput for DefaultTreeHasher {
-    fn finalize_into(mut self, out: &mut Output<Self>) {
-        self.finalize_into_reset(out);
+    fn finalize_into(self, out: &mut Output<Self>) {
+        out.copy_from_slice(self.0.finalize_or_panic().as_bytes());
     }
 }
 

@@ -171,8 +171,8 @@ fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
 /// by line, to show that GNU find lists what the tests expect; `None`, with
 /// a note naming `test`, where the `find` that `sh` runs is not GNU's (BSD
 /// find, as on macOS, writes `find t/` as `t//a`; Windows' own `find.exe`
-/// searches text), or there is no `sort` beside it or no `sh`. The tests compare with their own
-/// expectation in every case.
+/// searches text), or there is no `sort` beside it or no `sh`. The tests
+/// compare with their own expectation in every case.
 fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
     let skipped = |why: &str| {
         eprintln!("{test}: skipped: the comparison with `find {arg} | sort`: {why}");
