@@ -370,7 +370,7 @@ impl Opened {
 /// The stamp of an open file, if it is a regular file.
 fn stamp_of(file: &File, before: Option<&Metadata>) -> Result<Option<Stamp>, Error> {
     match before {
-        Some(before) if before.is_file() => Ok(Some(Stamp::of(file, before)?)),
+        Some(before) if before.is_file() => Ok(Some(Stamp::settled(file, before)?)),
         _ => Ok(None),
     }
 }

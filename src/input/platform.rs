@@ -113,6 +113,111 @@ impl Stamp {
     pub(super) fn now(file: &File) -> io::Result<Stamp> {
         Stamp::of(file, &file.metadata()?)
     }
+
+    /// The stamp to compare with once the file is read: the one `fstat`
+    /// gave when it was opened, or, if the file changed less than a clock
+    /// tick before, a later one that every change to come will alter.
+    ///
+    /// The system sets the change time from a clock that moves a tick at a
+    /// time (1 to 16 ms; a second on file systems that keep whole
+    /// seconds), and a change made within the tick of the last one can
+    /// leave the change time as it was. Linux 6.13 and later make the
+    /// change after an `fstat` finer on ext4, XFS, Btrfs and tmpfs, but not
+    /// on other file systems or older kernels. So when the change time is
+    /// within a tick of now, bt2sum waits for the tick to pass and takes
+    /// the stamp again, before it reads a byte. This costs a file written
+    /// in the last few milliseconds that wait, and any other file nothing.
+    pub(super) fn settled(file: &File, metadata: &Metadata) -> io::Result<Stamp> {
+        let mut stamp = Stamp::of(file, metadata)?;
+        // A file changed in every tick is caught by the stamp after it is
+        // read (its next change moves the change time), so a few rounds do.
+        for _ in 0..3 {
+            let Some(wait) = stamp.unsettled(std::time::SystemTime::now()) else {
+                break;
+            };
+            std::thread::sleep(wait);
+            stamp = Stamp::now(file)?;
+        }
+        Ok(stamp)
+    }
+
+    /// How long after `now` the clock is a tick past the change time, if
+    /// it is not yet; `None` also for a change time more than two ticks
+    /// ahead of `now`, which is another machine's clock (a network file
+    /// system's server), not to be waited for.
+    fn unsettled(&self, now: std::time::SystemTime) -> Option<std::time::Duration> {
+        let tick = self.tick();
+        let settled_at = self.change_time()? + tick;
+        settled_at
+            .duration_since(now)
+            .ok()
+            .filter(|wait| *wait <= 2 * tick)
+    }
+
+    /// The change time, as a time of the system clock.
+    fn change_time(&self) -> Option<std::time::SystemTime> {
+        let (seconds, fraction) = self.changed;
+        #[cfg(unix)]
+        let since_epoch =
+            std::time::Duration::new(u64::try_from(seconds).ok()?, u32::try_from(fraction).ok()?);
+        // 100-nanosecond ticks since 1601, 11,644,473,600 s before 1970.
+        #[cfg(windows)]
+        let since_epoch = {
+            let _ = fraction;
+            let ticks = u64::try_from(seconds)
+                .ok()?
+                .checked_sub(116_444_736_000_000_000)?;
+            std::time::Duration::from_nanos(ticks.checked_mul(100)?)
+        };
+        std::time::UNIX_EPOCH.checked_add(since_epoch)
+    }
+
+    /// The tick of the clock that set the change time: a second if the
+    /// change time is a whole second (a file system that keeps no
+    /// fraction), else the system's.
+    fn tick(&self) -> std::time::Duration {
+        #[cfg(unix)]
+        let whole_second = self.changed.1 == 0;
+        #[cfg(windows)]
+        let whole_second = self.changed.0 % 10_000_000 == 0;
+        if whole_second {
+            std::time::Duration::from_secs(1)
+        } else {
+            clock_tick()
+        }
+    }
+}
+
+/// The tick of the clock file times are set from: on Linux, the coarse
+/// clock's (one jiffy, 1 to 10 ms); on Windows the timer's default
+/// 15.6 ms; elsewhere 10 ms, the longest of the BSDs' and macOS's.
+fn clock_tick() -> std::time::Duration {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        static TICK: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+        *TICK.get_or_init(|| {
+            let mut resolution = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: fills a valid timespec.
+            let known =
+                unsafe { libc::clock_getres(libc::CLOCK_REALTIME_COARSE, &mut resolution) } == 0;
+            let tick = std::time::Duration::new(
+                u64::try_from(resolution.tv_sec).unwrap_or(0),
+                u32::try_from(resolution.tv_nsec).unwrap_or(0),
+            );
+            if known && !tick.is_zero() && tick <= std::time::Duration::from_secs(1) {
+                tick
+            } else {
+                std::time::Duration::from_millis(10)
+            }
+        })
+    }
+    #[cfg(windows)]
+    return std::time::Duration::from_micros(15_625);
+    #[cfg(not(any(target_os = "linux", target_os = "android", windows)))]
+    return std::time::Duration::from_millis(10);
 }
 
 /// The change time of an open file (`FILE_BASIC_INFO.ChangeTime`, in
@@ -495,5 +600,84 @@ mod stamp_tests {
         assert_eq!(after.len, before.len);
         assert_eq!(file.metadata().unwrap().modified().unwrap(), modified);
         assert_ne!(after, before);
+    }
+
+    /// A stamp whose change time is `ago` before `now` (negative: ahead).
+    fn changed_at(now: std::time::SystemTime, ago: i64, fraction_of_second: bool) -> Stamp {
+        let since = now.duration_since(std::time::UNIX_EPOCH).unwrap();
+        let nanos = since.as_nanos() as i64 - ago;
+        let (seconds, mut nanos) = (
+            nanos.div_euclid(1_000_000_000),
+            nanos.rem_euclid(1_000_000_000),
+        );
+        if !fraction_of_second {
+            nanos = 0;
+        } else if nanos == 0 {
+            nanos = 1;
+        }
+        #[cfg(unix)]
+        let changed = (seconds, nanos);
+        #[cfg(windows)]
+        let changed = ((seconds + 11_644_473_600) * 10_000_000 + nanos / 100, 0);
+        Stamp {
+            len: 0,
+            modified: None,
+            changed,
+            identity: (0, 0),
+        }
+    }
+
+    /// A file changed within a tick of now is waited for until the clock
+    /// is a tick past its change; one changed longer ago, or by a clock far
+    /// ahead of ours, is not.
+    #[test]
+    fn a_change_within_a_tick_is_waited_for() {
+        let now = std::time::SystemTime::now();
+        let tick = clock_tick();
+        let ms = 1_000_000;
+        let fresh = changed_at(now, ms / 2, true);
+        let wait = fresh
+            .unsettled(now)
+            .expect("changed half a millisecond ago");
+        assert!(
+            wait <= tick && wait + std::time::Duration::from_millis(1) >= tick,
+            "{wait:?}"
+        );
+        let old = changed_at(now, tick.as_nanos() as i64 + ms, true);
+        assert_eq!(old.unsettled(now), None);
+        let ahead = changed_at(now, -(3 * tick.as_nanos() as i64), true);
+        assert_eq!(ahead.unsettled(now), None);
+        // Whole seconds: a file system that keeps no fraction ticks once
+        // a second.
+        let whole = changed_at(now, 0, false);
+        let wait = whole.unsettled(now).expect("changed this second");
+        assert!(
+            wait > tick || tick >= std::time::Duration::from_secs(1),
+            "{wait:?}"
+        );
+        assert!(wait <= std::time::Duration::from_secs(1), "{wait:?}");
+    }
+
+    /// The settled stamp of a file just written is one that a write right
+    /// after it changes, whatever the clock's tick. (Linux 6.13 and later
+    /// see to this themselves on ext4, XFS, Btrfs and tmpfs; on older
+    /// kernels, macOS, FreeBSD and Windows a stamp taken in the tick of the
+    /// write, not settled, fails this.)
+    #[test]
+    fn a_write_just_after_a_settled_stamp_changes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        for round in 0..20 {
+            std::fs::write(&path, b"original").unwrap();
+            let file = File::open(&path).unwrap();
+            let before = Stamp::settled(&file, &file.metadata().unwrap()).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .write_all(b"changed!")
+                .unwrap();
+            assert_ne!(Stamp::now(&file).unwrap(), before, "round {round}");
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The one integration-test binary. Each module covers one concern; the
 //! helpers they share live here.
 
+#[cfg(unix)]
+mod changing;
 mod check;
 mod cli;
 mod ct;

@@ -543,68 +543,6 @@ fn the_interrupt_pipe_is_not_inherited_and_never_blocks() {
     assert_ne!(write_end & nonblock, 0, "{flags:?}");
 }
 
-/// A writer cuts the tail of a mapped file and puts back its size, bytes
-/// and modification time (with `futimens`), in a loop, while the file is
-/// hashed again and again: no hash ever gives a digest of bytes the file
-/// never had. The change time, which no call can set back, gives the
-/// change away when the size and modification time do not.
-#[cfg(unix)]
-#[test]
-fn a_file_cut_and_restored_while_hashed_is_never_misread() {
-    use std::io::Write;
-    use std::os::unix::fs::FileExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    if emulated("a_file_cut_and_restored_while_hashed_is_never_misread") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("file");
-    let data = pattern(96 << 20);
-    fs::File::create(&path).unwrap().write_all(&data).unwrap();
-    let tree = bt2sum::TreeParams::default();
-    let expected = bt2sum::hash(&tree, &data);
-    let modified = fs::metadata(&path).unwrap().modified().unwrap();
-    let tail = (96 << 20) - (1 << 20);
-    let stop = AtomicBool::new(false);
-    let (mut right, mut changed, mut wrong) = (0, 0, 0);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
-            while !stop.load(Ordering::Relaxed) {
-                file.set_len(tail).unwrap();
-                file.set_len(96 << 20).unwrap();
-                // A while of zeros where the tail was.
-                std::thread::sleep(std::time::Duration::from_millis(3));
-                file.write_all_at(&data[tail as usize..], tail).unwrap();
-                file.set_times(fs::FileTimes::new().set_modified(modified))
-                    .unwrap();
-                // A while as it was, for a hash to end in.
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-        });
-        for _ in 0..150 {
-            match bt2sum::hash_path(&tree, &path) {
-                Ok(digest) if digest == expected => right += 1,
-                Ok(_) => wrong += 1,
-                Err(bt2sum::Error::Changed) => changed += 1,
-                Err(bt2sum::Error::Io(error)) if error.raw_os_error() == Some(libc::EIO) => {
-                    changed += 1;
-                }
-                Err(error) => panic!("{error}"),
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} wrong digests ({right} right, {changed} changed)"
-    );
-    assert!(
-        changed > 0,
-        "the writer never overlapped a hash ({right} right)"
-    );
-}
-
 /// Under limits on address space, the structures that grow with the input
 /// grow only with memory granted: combining a long listing whose leaves
 /// come out of order, walking tens of thousands of files with `-r`, and

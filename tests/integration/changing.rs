@@ -1,0 +1,441 @@
+//! Files changed while they are hashed, on every path that reads a file.
+//!
+//! A writer thread takes a file through a cycle of states and records
+//! when each change began and ended. Each hash is timed too, and judged
+//! by what the file went through meanwhile:
+//!
+//! - no change overlapped it: the output must be exactly what bt2sum
+//!   prints for a still copy of the file in that state;
+//! - a change overlapped it: the output must say the file changed, or be
+//!   exactly what bt2sum prints for one of the states the file was in
+//!   during the hash (a change that ended before bt2sum took its first
+//!   stamp, or began after its last). Anything else, a digest of bytes the
+//!   file never held all at once, is a wrong digest.
+//!
+//! Two writers: one cuts the file's tail off and writes it back, leaving
+//! zeros for a while (size, modification time and identity end as they
+//! began; a mapped page past the end raises SIGBUS meanwhile); one
+//! rewrites the first and last MiB in place and restores the modification
+//! time, so that only the change time tells. Its forward change writes the
+//! head first: a hash that read the old head and the new tail saw a file
+//! that never existed. The writer's pauses are drawn around the length of
+//! one hash, so that some hashes overlap a change and others do not.
+
+use std::fs;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{bt2sum, emulated, pattern};
+
+/// The file's length: two windows of 64 KiB leaves (each window holds
+/// 40 MiB), so that its head and tail are hashed apart in time.
+const LEN: usize = 44 << 20;
+const MIB: usize = 1 << 20;
+/// Hashes a command is judged on, for each writer.
+const HASHES: usize = 24;
+
+/// What the file holds in each state of the writers' cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Content {
+    Original,
+    /// The last MiB cut off.
+    Cut,
+    /// The last MiB zeros.
+    Zeroed,
+    /// The first MiB rewritten.
+    NewHead,
+    /// The first and last MiB rewritten.
+    NewBoth,
+}
+
+const CONTENTS: [Content; 5] = [
+    Content::Original,
+    Content::Cut,
+    Content::Zeroed,
+    Content::NewHead,
+    Content::NewBoth,
+];
+
+fn bytes_of(content: Content, original: &[u8]) -> Vec<u8> {
+    let mut bytes = original.to_vec();
+    let tail = LEN - MIB;
+    match content {
+        Content::Original => {}
+        Content::Cut => bytes.truncate(tail),
+        Content::Zeroed => bytes[tail..].fill(0),
+        Content::NewHead => bytes[..MIB].iter_mut().for_each(|b| *b ^= 0x5a),
+        Content::NewBoth => {
+            bytes[..MIB].iter_mut().for_each(|b| *b ^= 0x5a);
+            bytes[tail..].iter_mut().for_each(|b| *b ^= 0x5a);
+        }
+    }
+    bytes
+}
+
+/// One change made by a writer: when it began and ended, and what the file
+/// held after it.
+#[derive(Clone, Copy, Debug)]
+struct Change {
+    began: Instant,
+    ended: Instant,
+    after: Content,
+}
+
+/// The changes made so far.
+struct Timeline {
+    changes: Mutex<Vec<Change>>,
+}
+
+impl Timeline {
+    /// The states the file was in at some moment of `during`, and whether
+    /// any change overlapped it.
+    fn states(&self, during: (Instant, Instant)) -> (Vec<Content>, bool) {
+        let changes = self.changes.lock().unwrap();
+        let (start, end) = during;
+        let mut states = vec![
+            changes
+                .iter()
+                .rev()
+                .find(|change| change.ended <= start)
+                .map_or(Content::Original, |change| change.after),
+        ];
+        let mut overlapped = false;
+        for change in changes.iter() {
+            if change.began < end && change.ended > start {
+                overlapped = true;
+                states.push(change.after);
+            }
+        }
+        (states, overlapped)
+    }
+}
+
+/// A writer's cycle: each step is a change and what the file holds after
+/// it, then whether to pause before the next (for a while drawn around
+/// the length of one hash) or go straight on.
+type Step = (fn(&fs::File, &[u8]), Content, bool);
+
+fn cut_tail(file: &fs::File, _: &[u8]) {
+    file.set_len((LEN - MIB) as u64).unwrap();
+}
+
+fn grow_back(file: &fs::File, _: &[u8]) {
+    file.set_len(LEN as u64).unwrap();
+}
+
+fn write_tail(file: &fs::File, original: &[u8]) {
+    file.write_all_at(&original[LEN - MIB..], (LEN - MIB) as u64)
+        .unwrap();
+}
+
+fn new_head(file: &fs::File, original: &[u8]) {
+    let head: Vec<u8> = original[..MIB].iter().map(|b| b ^ 0x5a).collect();
+    file.write_all_at(&head, 0).unwrap();
+}
+
+fn new_tail(file: &fs::File, original: &[u8]) {
+    let tail: Vec<u8> = original[LEN - MIB..].iter().map(|b| b ^ 0x5a).collect();
+    file.write_all_at(&tail, (LEN - MIB) as u64).unwrap();
+}
+
+fn old_head(file: &fs::File, original: &[u8]) {
+    file.write_all_at(&original[..MIB], 0).unwrap();
+}
+
+/// Cuts the tail, grows the file back (zeros), writes the tail again.
+const CUT_AND_RESTORE: &[Step] = &[
+    (cut_tail, Content::Cut, false),
+    (grow_back, Content::Zeroed, true),
+    (write_tail, Content::Original, true),
+];
+
+/// Rewrites the head then the tail; puts back the tail then the head.
+const REWRITE_IN_PLACE: &[Step] = &[
+    (new_head, Content::NewHead, false),
+    (new_tail, Content::NewBoth, true),
+    (write_tail, Content::NewHead, false),
+    (old_head, Content::Original, true),
+];
+
+/// What one hash gave.
+#[derive(Debug)]
+enum Outcome {
+    /// What bt2sum printed, and its status.
+    Printed(Vec<u8>, i32),
+    /// `file changed while being read`.
+    Changed,
+    /// `Input/output error`: a page past the end of the file was mapped
+    /// while the file looked unchanged (it was cut and grown back).
+    Faulted,
+}
+
+/// A way of hashing the file, judged by its outcomes.
+trait Hasher: Sync {
+    fn name(&self) -> String;
+    /// Hashes `dir`'s file (the live one, or a still copy in one state).
+    fn hash(&self, dir: &Path) -> Outcome;
+}
+
+/// The real binary, run in a directory holding `file`, `tree/file` (a
+/// hard link to it) and `list` (a leaf listing of the original).
+struct Command {
+    args: &'static [&'static str],
+    /// The file is standard input.
+    stdin: bool,
+}
+
+impl Hasher for Command {
+    fn name(&self) -> String {
+        let stdin = if self.stdin { " < file" } else { "" };
+        format!("bt2sum {}{stdin}", self.args.join(" "))
+    }
+
+    fn hash(&self, dir: &Path) -> Outcome {
+        let mut command = bt2sum();
+        command.args(self.args).current_dir(dir);
+        if self.stdin {
+            command.stdin(fs::File::open(dir.join("file")).unwrap());
+        } else {
+            command.stdin(Stdio::null());
+        }
+        judge_output(&command.output().unwrap())
+    }
+}
+
+fn judge_output(out: &Output) -> Outcome {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let status = out.status.code().expect("no signal");
+    if stderr.contains("file changed while being read") {
+        assert_eq!(status, 1, "{stderr}");
+        return Outcome::Changed;
+    }
+    if stderr.contains("Input/output error") {
+        assert_eq!(status, 1, "{stderr}");
+        return Outcome::Faulted;
+    }
+    Outcome::Printed(out.stdout.clone(), status)
+}
+
+/// The library's `hash_path`, with a leaf size.
+struct Library {
+    leaf: u32,
+}
+
+impl Hasher for Library {
+    fn name(&self) -> String {
+        format!("hash_path with {} KiB leaves", self.leaf >> 10)
+    }
+
+    fn hash(&self, dir: &Path) -> Outcome {
+        let tree =
+            bt2sum::TreeParams::new(bt2sum::Algorithm::Blake2b, 64, u64::from(self.leaf)).unwrap();
+        match bt2sum::hash_path(&tree, dir.join("file")) {
+            Ok(digest) => Outcome::Printed(digest.as_bytes().to_vec(), 0),
+            Err(bt2sum::Error::Changed) => Outcome::Changed,
+            Err(bt2sum::Error::Io(error)) if error.raw_os_error() == Some(libc::EIO) => {
+                Outcome::Faulted
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
+/// A directory laid out as [`Command`] expects, holding `bytes`.
+fn lay_out(dir: &Path, bytes: &[u8], list: &[u8]) {
+    fs::create_dir_all(dir.join("tree")).unwrap();
+    fs::write(dir.join("file"), bytes).unwrap();
+    fs::hard_link(dir.join("file"), dir.join("tree/file")).unwrap();
+    fs::write(dir.join("list"), list).unwrap();
+}
+
+/// What the judging found, for one hasher and one writer.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Hashes no change overlapped.
+    still: usize,
+    /// Hashes a change overlapped that said so.
+    changed: usize,
+    /// Hashes a change overlapped that gave one state's output.
+    one_state: usize,
+    /// Outputs of no state the file was in, or errors where nothing changed.
+    wrong: Vec<String>,
+}
+
+/// Hashes the live file in `live` [`HASHES`] times while `steps` change it,
+/// judging each hash against the still copies' outputs.
+fn judge(
+    hasher: &dyn Hasher,
+    live: &Path,
+    original: &[u8],
+    steps: &[Step],
+    expected: &[(Content, Outcome)],
+    pause: Duration,
+) -> Counts {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(live.join("file"))
+        .unwrap();
+    let modified = file.metadata().unwrap().modified().unwrap();
+    let timeline = Timeline {
+        changes: Mutex::new(Vec::new()),
+    };
+    let stop = AtomicBool::new(false);
+    let mut counts = Counts::default();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Pauses from 0 to 2 hashes long, drawn from a fixed sequence.
+            let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+            while !stop.load(Ordering::Relaxed) {
+                for &(change, after, pause_after) in steps {
+                    let began = Instant::now();
+                    change(&file, original);
+                    file.set_times(fs::FileTimes::new().set_modified(modified))
+                        .unwrap();
+                    let ended = Instant::now();
+                    timeline.changes.lock().unwrap().push(Change {
+                        began,
+                        ended,
+                        after,
+                    });
+                    if pause_after {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let share = (state >> 33) % 2001;
+                        std::thread::sleep(pause * share as u32 / 1000);
+                    }
+                }
+            }
+        });
+        for _ in 0..HASHES {
+            let start = Instant::now();
+            let outcome = hasher.hash(live);
+            let (states, overlapped) = timeline.states((start, Instant::now()));
+            let matches = |content: &Content| {
+                let (_, printed) = expected.iter().find(|(c, _)| c == content).unwrap();
+                match (printed, &outcome) {
+                    (Outcome::Printed(want, want_status), Outcome::Printed(got, status)) => {
+                        want == got && want_status == status
+                    }
+                    _ => false,
+                }
+            };
+            match (&outcome, overlapped) {
+                (Outcome::Changed | Outcome::Faulted, true) => counts.changed += 1,
+                (_, false) if matches(&states[0]) => counts.still += 1,
+                (_, true) if states.iter().any(matches) => counts.one_state += 1,
+                _ => counts.wrong.push(format!(
+                    "{outcome:?} while the file was in {states:?}{}",
+                    if overlapped { "" } else { ", unchanged" }
+                )),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    // Put the original back for the next writer.
+    file.set_len(0).unwrap();
+    file.write_all_at(original, 0).unwrap();
+    counts
+}
+
+fn hashers() -> Vec<Box<dyn Hasher>> {
+    let command = |args, stdin| Box::new(Command { args, stdin }) as Box<dyn Hasher>;
+    vec![
+        Box::new(Library { leaf: 5 << 20 }),
+        // Leaves over 8 MiB: one leaf per thread, mapped a piece at a time.
+        Box::new(Library { leaf: 16 << 20 }),
+        command(&["-t", "64k", "file"], false),
+        command(&["-t", "64k", "--leaves", "file"], false),
+        command(
+            &["-t", "64k", "--leaves", "--leaf-range", "0..1000", "file"],
+            false,
+        ),
+        command(&["-t", "64k", "-r", "tree"], false),
+        command(&["-t", "64k"], true),
+        command(&["-c", "list"], false),
+    ]
+}
+
+/// Every way of reading a file, under both writers: never a wrong digest
+/// or verdict, and each writer overlapped some hashes of each way.
+#[test]
+fn a_file_changed_while_hashed_is_never_misread() {
+    let test = "a_file_changed_while_hashed_is_never_misread";
+    if emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let original = pattern(LEN);
+    let list = {
+        let seed = dir.path().join("seed");
+        fs::create_dir(&seed).unwrap();
+        fs::write(seed.join("file"), &original).unwrap();
+        let out = bt2sum()
+            .args(["-t", "64k", "--leaves", "file"])
+            .current_dir(&seed)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let still: Vec<(Content, PathBuf)> = CONTENTS
+        .iter()
+        .map(|&content| {
+            let path = dir.path().join(format!("{content:?}"));
+            lay_out(&path, &bytes_of(content, &original), &list);
+            (content, path)
+        })
+        .collect();
+    let live = dir.path().join("live");
+    lay_out(&live, &original, &list);
+    let mut wrong = Vec::new();
+    let mut report = Vec::new();
+    for hasher in hashers() {
+        let expected: Vec<(Content, Outcome)> = still
+            .iter()
+            .map(|(content, path)| (*content, hasher.hash(path)))
+            .collect();
+        for (content, outcome) in &expected {
+            assert!(
+                matches!(outcome, Outcome::Printed(..)),
+                "{}: the still copy of {content:?} gave {outcome:?}",
+                hasher.name()
+            );
+        }
+        let started = Instant::now();
+        hasher.hash(&live);
+        let pause = started.elapsed();
+        for (writer, steps) in [
+            ("cut and restore", CUT_AND_RESTORE),
+            ("rewrite in place", REWRITE_IN_PLACE),
+        ] {
+            let counts = judge(&*hasher, &live, &original, steps, &expected, pause);
+            let line = format!(
+                "{} / {writer}: {} unchanged, {} changed, {} in one state, {} wrong",
+                hasher.name(),
+                counts.still,
+                counts.changed,
+                counts.one_state,
+                counts.wrong.len()
+            );
+            eprintln!("{line}");
+            if counts.changed + counts.one_state == 0 {
+                wrong.push(format!("the writer never overlapped a hash: {line}"));
+            }
+            for wrong_one in &counts.wrong {
+                wrong.push(format!("{} / {writer}: {wrong_one}", hasher.name()));
+            }
+            report.push(line);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{}\n\n{}",
+        wrong.join("\n"),
+        report.join("\n")
+    );
+}
