@@ -76,12 +76,12 @@ fn bytes_of(content: Content, original: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// One change made by a writer: when it began and ended, and what the file
-/// held after it.
+/// One change made by a writer: when it began and ended (`None` while it
+/// is being made), and what the file held after it.
 #[derive(Clone, Copy, Debug)]
 struct Change {
     began: Instant,
-    ended: Instant,
+    ended: Option<Instant>,
     after: Content,
 }
 
@@ -100,12 +100,12 @@ impl Timeline {
             changes
                 .iter()
                 .rev()
-                .find(|change| change.ended <= start)
+                .find(|change| change.ended.is_some_and(|ended| ended <= start))
                 .map_or(Content::Original, |change| change.after),
         ];
         let mut overlapped = false;
         for change in changes.iter() {
-            if change.began < end && change.ended > start {
+            if change.began < end && change.ended.is_none_or(|ended| ended > start) {
                 overlapped = true;
                 states.push(change.after);
             }
@@ -291,16 +291,18 @@ fn judge(
             let mut state = 0x9e37_79b9_7f4a_7c15_u64;
             while !stop.load(Ordering::Relaxed) {
                 for &(change, after, pause_after) in steps {
-                    let began = Instant::now();
+                    // Recorded before it is made, so that a hash that ends
+                    // meanwhile knows of it.
+                    timeline.changes.lock().unwrap().push(Change {
+                        began: Instant::now(),
+                        ended: None,
+                        after,
+                    });
                     change(&file, original);
                     file.set_times(fs::FileTimes::new().set_modified(modified))
                         .unwrap();
                     let ended = Instant::now();
-                    timeline.changes.lock().unwrap().push(Change {
-                        began,
-                        ended,
-                        after,
-                    });
+                    timeline.changes.lock().unwrap().last_mut().unwrap().ended = Some(ended);
                     if pause_after {
                         state = state
                             .wrapping_mul(6364136223846793005)
