@@ -10,11 +10,27 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
 
+/// The work runs on a thread of its own, with a stack of a size bt2sum
+/// chooses: the main thread's is whatever `ulimit -s` left it, which can
+/// be too small for parsing the command line (16 KiB is enough to start
+/// the thread, as it is for GNU's tools). If the thread cannot be started
+/// (no room for its stack), the main thread does the work itself.
 fn main() -> ExitCode {
     cli::prepare_process();
-    let status = match cli::Config::from_args(bt2sum::system::args_os()) {
-        Ok(config) => cli::run(config),
-        Err(error) => cli::refused(&error),
+    let status = match bt2sum::memory::spawn("main", bt2sum::memory::DEFAULT_STACK, work) {
+        Ok(thread) => match thread.join() {
+            Ok(status) => status,
+            // (The panic's message is already printed.)
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(_) => work(),
     };
     status.into()
+}
+
+fn work() -> cli::Status {
+    match cli::Config::from_args(bt2sum::system::args_os()) {
+        Ok(config) => cli::run(config),
+        Err(error) => cli::refused(&error),
+    }
 }

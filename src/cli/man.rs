@@ -95,8 +95,9 @@ The number after the dash is the digest size in bytes. A name holding a \
 newline, carriage return or backslash is escaped as GNU tools do: the line \
 starts with a backslash, and in the name a backslash is written as two, a \
 newline as \\n and a carriage return as \\r. Names are written as the bytes \
-they are. Ctrl-C writes out the lines already finished, then ends bt2sum \
-by SIGINT (status 130).",
+they are. Ctrl-C (SIGINT), SIGTERM and SIGHUP write out the lines already \
+finished, whole, then end bt2sum by the same signal (status 130 for Ctrl-C, \
+143 for SIGTERM, 129 for SIGHUP); a second one ends it at once.",
     ),
     (
         "EXIT STATUS",
@@ -113,7 +114,8 @@ are still hashed.
 2: bad usage (an unknown option, a value out of range, options that do not \
 apply together): nothing was done.
 
-130: interrupted by Ctrl-C (SIGINT), after the finished lines were written.
+130, 143, 129: ended by Ctrl-C (SIGINT), SIGTERM or SIGHUP, after the \
+finished lines were written.
 
 A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
 quietly, with status 0; check mode goes on silently and exits with the \

@@ -1,5 +1,6 @@
 //! The process around the work: the worker threads, and standard output
-//! shared with the Ctrl-C handler that writes out the lines already done
+//! shared with the stop signals' watcher that writes out the lines already
+//! done
 //! (what differs between platforms is in `bt2sum::system`).
 
 use std::fs::File;
@@ -49,21 +50,32 @@ pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> 
         .build_global()
 }
 
-/// Standard output as a buffer shared with the thread that, on Ctrl-C,
-/// writes out the lines already reported before the process ends.
+/// Standard output as a buffer shared with the thread that, on a stop
+/// signal, writes out the lines already reported before the process ends.
 pub struct SharedOutput(Arc<Mutex<BufWriter<File>>>);
+
+impl SharedOutput {
+    /// The buffer, to write to; once a stop signal has come, never: the
+    /// process is about to end with what was written before it.
+    fn writer(&self) -> MutexGuard<'_, BufWriter<File>> {
+        if system::stopping() {
+            system::wait_to_be_stopped();
+        }
+        lock(&self.0)
+    }
+}
 
 impl Write for SharedOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        lock(&self.0).write(buf)
+        self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        lock(&self.0).write_all(buf)
+        self.writer().write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        lock(&self.0).flush()
+        self.writer().flush()
     }
 }
 
@@ -71,10 +83,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Standard output, buffered in big writes, and written out on Ctrl-C
-/// before the process ends as Ctrl-C ends it (the shell sees 130). Fails
-/// where that would take descriptors the work needs (three: the output's
-/// and the Ctrl-C watcher's pipe).
+/// Standard output, buffered in big writes, and written out on a stop
+/// signal (Ctrl-C, SIGTERM, SIGHUP) before the process ends by it (the
+/// shell sees 130 for Ctrl-C). Fails where that would take descriptors the
+/// work needs (three: the output's and the watcher's pipe).
+///
+/// The lines reach the buffer whole, and the buffer is written out whole,
+/// so the output never ends inside a line: the last words wait for a write
+/// in progress, flush what the buffer holds, and keep the lock while the
+/// signal ends the process, so no write is cut short by it.
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
     if let Some((_, free)) = system::free_descriptors()
         && free < system::DESCRIPTORS_NEEDED + 3
@@ -84,8 +101,11 @@ pub fn buffered_stdout() -> io::Result<SharedOutput> {
     let stdout = system::duplicate_stdout()?;
     let shared = Arc::new(Mutex::new(BufWriter::with_capacity(64 << 10, stdout)));
     let output = Arc::clone(&shared);
-    system::on_interrupt(move || {
-        let _ = lock(&output).flush();
+    system::on_stop_signal(move || {
+        let mut output = lock(&output);
+        let _ = output.flush();
+        // Held until the process ends.
+        std::mem::forget(output);
     });
     Ok(SharedOutput(shared))
 }

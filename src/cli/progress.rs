@@ -120,7 +120,7 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(total, target).with_style(style);
         *lock_active() = Some(bar.clone());
         if terminal {
-            clear_on_interrupt();
+            clear_on_stop_signal();
         }
 
         let (stop, stopped) = mpsc::channel::<()>();
@@ -263,14 +263,16 @@ impl<W: Write> Write for AboveBar<W> {
     }
 }
 
-/// Set for good by Ctrl-C: no bar is drawn again.
+/// Set for good by a stop signal (Ctrl-C, SIGTERM, SIGHUP): no bar is
+/// drawn again.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Has Ctrl-C clear the active bar from the terminal (once per process).
-fn clear_on_interrupt() {
+/// Has a stop signal clear the active bar from the terminal (once per
+/// process).
+fn clear_on_stop_signal() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
-        bt2sum::system::on_interrupt(|| {
+        bt2sum::system::on_stop_signal(|| {
             INTERRUPTED.store(true, Ordering::Relaxed);
             if let Some(bar) = lock_active().take() {
                 bar.finish_and_clear();

@@ -154,15 +154,18 @@ pub fn duplicate_stdout() -> io::Result<File> {
     Ok(File::from(owned))
 }
 
-/// Runs `last_words` when the user presses Ctrl-C, before those given
-/// earlier (as `atexit` does: what was set up last is undone first, so a
-/// progress bar is cleared before the output under it is flushed), then
-/// ends the process as Ctrl-C does: on Unix by SIGINT again (the shell sees
-/// status 130), on Windows with status 130. Nothing is installed where
-/// SIGINT is ignored (a background job), nor when the watcher cannot be
-/// started or would take descriptors the work needs: Ctrl-C then acts as
-/// it would have.
-pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
+/// Runs `last_words` when the process is asked to stop: Ctrl-C (SIGINT),
+/// SIGTERM or SIGHUP, before those given earlier (as `atexit` does: what
+/// was set up last is undone first, so a progress bar is cleared before the
+/// output under it is flushed), then ends the process by that signal with
+/// its default action (the shell sees 128 + its number: 130 for Ctrl-C).
+/// On Windows, Ctrl-C and Ctrl-Break end it with status 130. While the last
+/// words run, [`stopping`] is true; a second stop signal ends the process
+/// at once. A signal that is ignored when this is first called (SIGINT in
+/// a background job, SIGHUP under `nohup`) stays ignored; nothing is
+/// installed when the watcher cannot be started or would take descriptors
+/// the work needs: the signals then act as they would have.
+pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     static INSTALLED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     lock_last_words().push(Box::new(last_words));
     let mut installed = INSTALLED
@@ -177,12 +180,29 @@ pub fn on_interrupt(last_words: impl FnOnce() + Send + 'static) {
     {
         return;
     }
-    *installed = interrupt::install();
+    *installed = stop_signals::install();
 }
+
+/// Whether a stop signal has come and the process is speaking its last
+/// words: a writer of output must then write nothing more (see
+/// [`wait_to_be_stopped`]), so that the output ends with what was finished.
+pub fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Waits, without end, for the process to be ended by the stop signal that
+/// came ([`stopping`]): what a thread does instead of writing more output.
+pub fn wait_to_be_stopped() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 type LastWords = Box<dyn FnOnce() + Send>;
 
-/// What to do on Ctrl-C, in the order given.
+/// What to do on a stop signal, in the order given.
 static LAST_WORDS: std::sync::Mutex<Vec<LastWords>> = std::sync::Mutex::new(Vec::new());
 
 fn lock_last_words() -> std::sync::MutexGuard<'static, Vec<LastWords>> {
@@ -193,6 +213,7 @@ fn lock_last_words() -> std::sync::MutexGuard<'static, Vec<LastWords>> {
 
 /// Runs the last words given, the latest first, once.
 fn speak_last_words() {
+    STOPPING.store(true, std::sync::atomic::Ordering::Release);
     let last_words = std::mem::take(&mut *lock_last_words());
     for words in last_words.into_iter().rev() {
         words();
@@ -200,58 +221,72 @@ fn speak_last_words() {
 }
 
 #[cfg(unix)]
-mod interrupt {
+mod stop_signals {
     use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// The signals that ask the process to stop.
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
     /// The write end of the pipe the handler wakes the watcher through.
     static WAKE: AtomicI32 = AtomicI32::new(-1);
 
-    extern "C" fn on_interrupt(_signal: libc::c_int) {
+    /// Tells the watcher which signal came (every stop signal's number
+    /// fits a byte).
+    extern "C" fn on_stop_signal(signal: libc::c_int) {
         let _errno = super::super::platform::SavedErrno::save();
         let fd = WAKE.load(Ordering::Relaxed);
         if fd >= 0 {
-            let byte = 1u8;
+            let byte = signal as u8;
             // SAFETY: write is async-signal-safe; the byte is valid for the
-            // call. A full pipe (a second Ctrl-C) loses nothing.
+            // call. A full pipe (a second signal) loses nothing.
             unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
         }
     }
 
-    /// A watcher thread waits on a pipe that the SIGINT handler writes to
-    /// (a handler may do little else), then speaks the last words and
-    /// raises SIGINT with its default action. `false` if nothing was
-    /// installed.
-    pub(super) fn install() -> bool {
+    /// Whether `signal` is ignored now.
+    fn ignored(signal: libc::c_int) -> bool {
         // SAFETY: a zeroed sigaction is valid to receive the current one.
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: reads the disposition only.
-        if unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), &mut current) } != 0
-            || current.sa_sigaction == libc::SIG_IGN
-        {
+        let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0;
+        !read || current.sa_sigaction == libc::SIG_IGN
+    }
+
+    /// A watcher thread waits on a pipe that the handler writes the
+    /// signal's number to (a handler may do little else), then gives every
+    /// stop signal its default action back (so that a second one ends the
+    /// process at once), speaks the last words and raises the signal that
+    /// came. `false` if nothing was installed.
+    pub(super) fn install() -> bool {
+        let taken: Vec<libc::c_int> = SIGNALS.into_iter().filter(|&s| !ignored(s)).collect();
+        if taken.is_empty() {
             return false;
         }
         let Some(fds) = super::super::platform::wake_pipe() else {
             return false;
         };
-        let watcher = crate::memory::spawn("interrupt", crate::memory::DEFAULT_STACK, move || {
-            let mut byte = 0u8;
-            loop {
-                // SAFETY: reads one byte into a valid buffer.
-                match unsafe { libc::read(fds[0], (&raw mut byte).cast(), 1) } {
-                    1 => break,
-                    -1 if std::io::Error::last_os_error().kind()
-                        == std::io::ErrorKind::Interrupted => {}
-                    _ => return,
+        let restored = taken.clone();
+        let watcher =
+            crate::memory::spawn("stop signals", crate::memory::DEFAULT_STACK, move || {
+                let mut byte = 0u8;
+                loop {
+                    // SAFETY: reads one byte into a valid buffer.
+                    match unsafe { libc::read(fds[0], (&raw mut byte).cast(), 1) } {
+                        1 => break,
+                        -1 if std::io::Error::last_os_error().kind()
+                            == std::io::ErrorKind::Interrupted => {}
+                        _ => return,
+                    }
                 }
-            }
-            super::speak_last_words();
-            // SAFETY: restores the default action and raises SIGINT
-            // again, which ends the process as Ctrl-C does.
-            unsafe {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::raise(libc::SIGINT);
-            }
-        });
+                // SAFETY: gives each signal taken its default action back.
+                for &signal in &restored {
+                    unsafe { libc::signal(signal, libc::SIG_DFL) };
+                }
+                super::speak_last_words();
+                // SAFETY: raises the signal that came, whose action is now the
+                // default: it ends the process as it would have.
+                unsafe { libc::raise(libc::c_int::from(byte)) };
+            });
         if watcher.is_err() {
             // SAFETY: closes the two descriptors made above, used by no one.
             unsafe {
@@ -265,10 +300,12 @@ mod interrupt {
         // and SA_RESTART (so that other threads' reads are not cut short).
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_interrupt as *const () as usize;
+            action.sa_sigaction = on_stop_signal as *const () as usize;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+            for &signal in &taken {
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
         }
         true
     }
@@ -290,7 +327,7 @@ mod interrupt {
             let before = WAKE.swap(write, Ordering::Relaxed);
             // SAFETY: the calling thread's own errno.
             unsafe { *errno_location() = libc::EDOM };
-            on_interrupt(libc::SIGINT);
+            on_stop_signal(libc::SIGINT);
             // SAFETY: as above.
             let errno = unsafe { *errno_location() };
             WAKE.store(before, Ordering::Relaxed);
@@ -305,7 +342,7 @@ mod interrupt {
 }
 
 #[cfg(windows)]
-mod interrupt {
+mod stop_signals {
     #[link(name = "kernel32")]
     unsafe extern "system" {
         fn SetConsoleCtrlHandler(

@@ -16,6 +16,8 @@ mod layers;
 mod leaves;
 mod parts;
 mod robust;
+#[cfg(unix)]
+mod signals;
 mod ux;
 mod vectors;
 #[cfg(windows)]

@@ -39,40 +39,6 @@ pub(super) fn dev_full(test: &str) -> Option<fs::File> {
     }
 }
 
-/// Ctrl-C while a FIFO waits for its writer: the lines of the inputs before
-/// it are out, and the process ends by SIGINT (the shell sees 130).
-#[cfg(unix)]
-#[test]
-fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
-    use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
-    use std::time::Duration;
-    if emulated("an_interrupt_leaves_the_finished_lines_and_ends_by_sigint") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    mkfifo(&dir.path().join("ff"));
-    let mut child = bt2sum()
-        .current_dir(dir.path())
-        .args(["one", "ff"])
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill has no memory effects; the pid is our child's.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let ended = child.wait().unwrap();
-    assert_eq!(out, format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
-    assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}");
-}
-
 /// A verification failure is never hidden by a reader that went away: check
 /// mode goes on silently and exits with the verification's status.
 #[test]
@@ -649,5 +615,66 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
              Linux on x86, and not asserted here: {succeeded} of {runs} did"
         );
         assert!(succeeded > 0, "no run succeeded under a limit");
+    }
+}
+
+/// A small stack (`ulimit -s`, which sizes the main thread's) is enough
+/// for every mode: the work runs on a thread whose stack bt2sum sizes. 16
+/// KiB is where GNU's tools start too. The process's environment is on
+/// that stack, so it runs with a small one (as under cron), not the test
+/// runner's; a limit at which not even `env` starts here (another system's
+/// loader) is skipped, and said.
+#[cfg(unix)]
+#[test]
+fn a_small_stack_runs_every_mode() {
+    let test = "a_small_stack_runs_every_mode";
+    if emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("one"), HELLO).unwrap();
+    fs::create_dir(dir.path().join("tree")).unwrap();
+    fs::write(dir.path().join("tree/two"), HELLO).unwrap();
+    let listing = shell(dir.path(), r#""$BT2SUM" -t 4 --leaves one"#).stdout;
+    fs::write(dir.path().join("listing"), listing).unwrap();
+    let mut runs = 0;
+    for limit in [16, 24, 32] {
+        let small = "env -i PATH=/usr/bin:/bin";
+        if !shell(
+            dir.path(),
+            &format!("ulimit -s {limit} && {small} env true"),
+        )
+        .status
+        .success()
+        {
+            eprintln!("{test}: skipped at {limit} KiB: nothing starts under it here");
+            continue;
+        }
+        for command in [
+            "--version",
+            "--help",
+            "one tree/two",
+            "-r tree",
+            "-c listing",
+            "--combine listing",
+            "--leaf-count one",
+            "--nonsense",
+        ] {
+            let out = shell(
+                dir.path(),
+                &format!(r#"ulimit -s {limit} && {small} "$BT2SUM" {command} < one"#),
+            );
+            let expected = if command == "--nonsense" { 2 } else { 0 };
+            assert_eq!(
+                status(&out),
+                expected,
+                "ulimit -s {limit}; bt2sum {command}: {}",
+                stderr(&out)
+            );
+            runs += 1;
+        }
+    }
+    if LIMITS_MEASURED_HERE {
+        assert_eq!(runs, 24);
     }
 }

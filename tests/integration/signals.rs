@@ -1,0 +1,179 @@
+//! Stop signals (Ctrl-C, SIGTERM, SIGHUP): the finished lines are written,
+//! whole, and the process ends by the signal; a second one ends it at once;
+//! one that was ignored when bt2sum started stays ignored.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Retried, bt2sum, emulated, mkfifo, output_within};
+
+const HELLO: &[u8] = b"hello s3git\n";
+const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+
+fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: kill has no memory effects; the pid is our child's.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+}
+
+/// Ctrl-C while a FIFO waits for its writer: the lines of the inputs before
+/// it are out, and the process ends by SIGINT (the shell sees 130).
+#[test]
+fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
+    if emulated("an_interrupt_leaves_the_finished_lines_and_ends_by_sigint") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("one"), HELLO).unwrap();
+    mkfifo(&dir.path().join("ff"));
+    let mut child = bt2sum()
+        .current_dir(dir.path())
+        .args(["one", "ff"])
+        .stdout(Stdio::piped())
+        .spawn_retried();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGINT);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let ended = child.wait().unwrap();
+    assert_eq!(out, format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
+    assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}");
+}
+
+/// A tree of small files whose lines fill a pipe many times over.
+fn many_files(dir: &Path) -> Vec<u8> {
+    let tree = dir.join("tree");
+    fs::create_dir(&tree).unwrap();
+    for index in 0..4000 {
+        fs::write(
+            tree.join(format!("file-with-a-longish-name-{index:05}")),
+            [index as u8],
+        )
+        .unwrap();
+    }
+    let out = bt2sum()
+        .current_dir(dir)
+        .args(["-r", "tree"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// Each stop signal, sent while bt2sum is blocked writing to a full pipe
+/// whose reader has read only some of it (so that bt2sum's write is part
+/// done, as behind a slow reader): once the pipe is read to its end, the
+/// output is the run's own lines from the first, whole (it never ends
+/// inside a line, where a write cut short by the signal would leave it),
+/// and the process ends by that signal.
+#[test]
+fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
+    if emulated("a_stop_signal_leaves_whole_lines_and_ends_by_it") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let all = many_files(dir.path());
+    let mut runs = 0;
+    for stop in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        for read_first in [10_000, 23_456, 41_000] {
+            let mut child = bt2sum()
+                .current_dir(dir.path())
+                .args(["-r", "tree"])
+                .stdout(Stdio::piped())
+                .spawn_retried();
+            let mut pipe = child.stdout.take().unwrap();
+            // Long enough for the pipe (and bt2sum's buffer) to fill; then
+            // some of it is read, and bt2sum writes on until it is full.
+            std::thread::sleep(Duration::from_millis(300));
+            let mut out = vec![0; read_first];
+            pipe.read_exact(&mut out).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            signal(&child, stop);
+            pipe.read_to_end(&mut out).unwrap();
+            let ended = child.wait().unwrap();
+            assert_eq!(ended.signal(), Some(stop), "{ended:?}");
+            assert!(out.len() < all.len(), "the run ended before the signal");
+            assert!(
+                out.ends_with(b"\n"),
+                "signal {stop}: the output ends inside a line: {:?}",
+                String::from_utf8_lossy(&out[out.len().saturating_sub(80)..])
+            );
+            assert_eq!(&all[..out.len()], &out[..], "signal {stop}");
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 9);
+}
+
+/// A stop signal while bt2sum's output is blocked for good (nobody reads
+/// the pipe): bt2sum waits to write its finished lines, as any write
+/// waits; a second signal ends it at once, by that signal.
+#[test]
+fn a_second_stop_signal_ends_at_once() {
+    if emulated("a_second_stop_signal_ends_at_once") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    many_files(dir.path());
+    let mut child = bt2sum()
+        .current_dir(dir.path())
+        .args(["-r", "tree"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_retried();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended with its lines unwritten"
+    );
+    let unread = child.stdout.take().unwrap();
+    signal(&child, libc::SIGTERM);
+    let started = Instant::now();
+    let out = output_within(child, Duration::from_secs(20));
+    drop(unread);
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// SIGHUP ignored when bt2sum starts (as `nohup` leaves it) stays ignored:
+/// the run goes on to its end.
+#[test]
+fn an_ignored_hangup_stays_ignored() {
+    if emulated("an_ignored_hangup_stays_ignored") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("one"), HELLO).unwrap();
+    mkfifo(&dir.path().join("ff"));
+    let mut child = std::process::Command::new("sh")
+        .current_dir(dir.path())
+        .args([
+            "-c",
+            r#"trap '' HUP; exec "$0" one ff"#,
+            env!("CARGO_BIN_EXE_bt2sum"),
+        ])
+        .stdout(Stdio::piped())
+        .spawn_retried();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(200));
+    // Still waiting for the FIFO's writer; give it one.
+    assert!(child.try_wait().unwrap().is_none());
+    fs::write(dir.path().join("ff"), HELLO).unwrap();
+    let out = output_within(child, Duration::from_secs(20));
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("BLAKE2b-64 (one) = {HELLO_B64}\nBLAKE2b-64 (ff) = {HELLO_B64}\n")
+    );
+}
