@@ -112,8 +112,9 @@ fn windows(
     let mut asked = Asked::new(tree, file, leaves.clone());
     let mut first = leaves.start;
     while first < leaves.end {
-        let last = leaves.end.min(first + window);
-        asked.through(last + window);
+        // (Saturating: leaf indices reach 2^64 - 2.)
+        let last = leaves.end.min(first.saturating_add(window));
+        asked.through(last.saturating_add(window));
         let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
         let Some(mapping) = file.map(bytes) else {
             while settle(&mut pipeline, file, sink)? {}
@@ -257,8 +258,8 @@ fn big_leaves(
     let progress = sink.progress;
     let mut asked = Asked::new(tree, file, leaves.clone());
     for round in leaves.clone().step_by(threads) {
-        let round = round..leaves.end.min(round + threads as u64);
-        asked.through(round.end + threads as u64);
+        let round = round..leaves.end.min(round.saturating_add(threads as u64));
+        asked.through(round.end.saturating_add(threads as u64));
         let digests: Vec<Result<Digest, Error>> = round
             .into_par_iter()
             .map(|index| {

@@ -690,3 +690,55 @@ fn shell_blocks(text: &str) -> Vec<(String, String)> {
     }
     blocks
 }
+
+/// The last leaves of the longest input a leaf index can number (2^64 - 1
+/// one-byte leaves), as an excerpt saved to a file (mapped, read ahead)
+/// and as a stream: the same leaf lines, whose digests are Python
+/// hashlib's for those node offsets (no sum of leaf indices overflows).
+#[test]
+fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
+    const TOTAL: &str = "18446744073709551615";
+    let dir = tempfile::tempdir().unwrap();
+    // hashlib.blake2b(b"a", digest_size=64, fanout=0, depth=2, leaf_size=1,
+    // node_offset=i, node_depth=0, inner_size=64, last_node=(i == 2^64 - 2))
+    let last = "94ae88cf84ead79b2e2311590d04a37f662693b47b31effce9fa0f28fa2c0b1e534bad64d2f7fdf22c6f2aa46152195c4d45ce942f87438281ba3e003ccb5d90";
+    // The same for b"b" at node offset 2^64 - 3, not the last node.
+    let before_last = "b22e6b039cc33d36f04a8071f16063f9f1b45a4a8af73027983b461f6749f144c64ca2ddee063304dc41ee893b4edb4c55aef7e34b3e42432dc42efad4cfe8f8";
+    let cases = [
+        (
+            "18446744073709551614..",
+            &b"a"[..],
+            format!(
+                "BLAKE2b-64 leaf=18446744073709551614 offset=18446744073709551614 length=1 total={TOTAL} tree=1 (x) = {last}\n"
+            ),
+        ),
+        (
+            "18446744073709551613..",
+            &b"ba"[..],
+            format!(
+                "BLAKE2b-64 leaf=18446744073709551613 offset=18446744073709551613 length=1 total={TOTAL} tree=1 (x) = {before_last}\n\
+                 BLAKE2b-64 leaf=18446744073709551614 offset=18446744073709551614 length=1 total={TOTAL} tree=1 (x) = {last}\n"
+            ),
+        ),
+    ];
+    for (range, bytes, expected) in cases {
+        fs::write(dir.path().join("part"), bytes).unwrap();
+        let args = [
+            "-t",
+            "1",
+            "--leaves",
+            "--leaf-range",
+            range,
+            "--total",
+            TOTAL,
+            "--name",
+            "x",
+        ];
+        let from_file = run_in(dir.path(), &with(&args, &["part"]), b"");
+        assert_eq!(stderr(&from_file), "", "{range}");
+        assert_eq!(stdout(&from_file), expected, "{range}");
+        let from_stream = run_in(dir.path(), &with(&args, &["-"]), bytes);
+        assert_eq!(stdout(&from_stream), expected, "{range}");
+        assert_eq!(status(&from_stream), 0);
+    }
+}
