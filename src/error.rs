@@ -40,6 +40,16 @@ pub enum Error {
     /// A name that lines cannot print: on Windows, one that is not valid
     /// Unicode (see `system::printed_name`).
     NotUnicode,
+    /// A regular file ended before the size the system gave for it, and
+    /// read again, still did, while nothing else about it changed: a file
+    /// system that misreports sizes or answers reads short. Hashing the
+    /// bytes read would give a digest of less than the file.
+    EndedEarly {
+        /// The bytes it held.
+        held: u64,
+        /// The size the system gave.
+        size: u64,
+    },
 }
 
 impl From<io::Error> for Error {
@@ -79,6 +89,10 @@ impl fmt::Display for Error {
             Error::NotUnicode => {
                 f.write_str("the name is not valid Unicode, so it cannot be printed")
             }
+            Error::EndedEarly { held, size } => write!(
+                f,
+                "the file ended after {held} of the {size} bytes its size says"
+            ),
         }
     }
 }

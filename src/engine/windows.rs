@@ -213,11 +213,14 @@ fn read(
     };
     let mut stream = Stream::resume(tree, root, leaves.start, end);
     let read = stream.update_reader(&mut reader, sink)?;
-    // A file that ends early has changed (or says more than it holds): its
+    // A file that ends early has changed, or says more than it holds: its
     // leaves are not the ones its length numbers.
     if read != bytes.end - bytes.start {
         file.check(false)?;
-        return Err(Error::Changed);
+        return Err(Error::EndedEarly {
+            held: bytes.start + read,
+            size: length,
+        });
     }
     let root = stream.finish(sink)?;
     file.check(false)?;
@@ -324,7 +327,8 @@ fn big_leaf(
     Ok(leaf.finalize(last))
 }
 
-/// Fills `buf` from `offset`; a file that ends early has changed.
+/// Fills `buf` from `offset`; a file that ends early has changed, or says
+/// more than it holds.
 fn read_exact_at(
     file: &dyn RandomAccess,
     mut buf: &mut [u8],
@@ -334,7 +338,10 @@ fn read_exact_at(
         match file.read_at(buf, offset) {
             Ok(0) => {
                 file.check(false)?;
-                return Err(Error::Changed);
+                return Err(Error::EndedEarly {
+                    held: offset,
+                    size: file.len(),
+                });
             }
             Ok(count) => {
                 buf = &mut buf[count..];

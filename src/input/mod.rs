@@ -204,6 +204,24 @@ impl Opened {
         }
     }
 
+    /// Fails if this regular file, read whole, held fewer bytes (`held`)
+    /// than its size said: [`Error::Changed`] if its stamp changed, else
+    /// [`Error::EndedEarly`], unless its file system gives sizes that are
+    /// only placeholders (Linux's sysfs: 4096 for a line of text), whose
+    /// files hold what reading them gives, as `cat` reads them.
+    fn held_whole(&self, held: u64) -> Result<(), Error> {
+        match self.regular_length() {
+            Some(size) if held < size => {
+                self.unchanged()?;
+                if platform::sizes_are_placeholders(&self.file) {
+                    return Ok(());
+                }
+                Err(Error::EndedEarly { held, size })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Reads a regular file of 1 to `most` bytes whole, appending it to
     /// `arena`, and says where; `None` if it is not one, or holds more than it
     /// said (a special file), in which case it is back at its start.
@@ -223,10 +241,8 @@ impl Opened {
             return Ok(None);
         }
         // One byte more than expected: the read that finds the end.
-        let read = Read::by_ref(&mut self.file)
-            .take(expected + 1)
-            .read_to_end(arena)?;
-        if read as u64 > expected {
+        let read = read_until(&mut self.file, arena, expected, expected + 1)?;
+        if read > expected {
             arena.truncate(start);
             self.file.seek(SeekFrom::Start(self.start))?;
             return Ok(None);
@@ -266,7 +282,11 @@ impl Opened {
                 }
                 hashed
             }
-            (None, Some(length)) => hash_small(tree, &mut self.file, length, sink)?,
+            (None, Some(length)) => {
+                let hashed = hash_small(tree, &mut self.file, length, sink)?;
+                self.held_whole(hashed.length)?;
+                hashed
+            }
         };
         self.unchanged()?;
         Ok(hashed)
@@ -399,15 +419,11 @@ fn hash_small(
         // Memory is short: a stream holds no more than it can get.
         return engine::hash(tree, Source::Stream(file), sink);
     }
-    // Through `take`, because `File::read_to_end` would ask the size and
-    // offset again: two more system calls per file.
-    let read = Read::by_ref(file)
-        .take(tuning::MAP_MIN)
-        .read_to_end(&mut buffer);
+    let read = read_until(file, &mut buffer, expected, tuning::MAP_MIN);
     let hashed = match read {
         Err(error) => Err(error.into()),
         // More may follow: the general way, from the bytes read so far.
-        Ok(length) if length as u64 == tuning::MAP_MIN => {
+        Ok(length) if length == tuning::MAP_MIN => {
             let mut rest = buffer.as_slice().chain(file);
             engine::hash(tree, Source::Stream(&mut rest), sink)
         }
@@ -415,6 +431,24 @@ fn hash_small(
     };
     SMALL_FILE.set(buffer);
     hashed
+}
+
+/// Reads `file` from where it is to its end, appending to `buffer`, at most
+/// `most` bytes; an end met before `size` bytes is read past once more for
+/// each time reading goes on (a file system that answered a read short
+/// may answer the next). The bytes read.
+///
+/// (Through `take`, because `File::read_to_end` would ask the size and
+/// offset again: two more system calls per file.)
+fn read_until(file: &mut File, buffer: &mut Vec<u8>, size: u64, most: u64) -> io::Result<u64> {
+    let mut read = 0;
+    loop {
+        let more = Read::by_ref(file).take(most - read).read_to_end(buffer)? as u64;
+        read += more;
+        if more == 0 || read >= size.min(most) {
+            return Ok(read);
+        }
+    }
 }
 
 /// The error for a directory named as an input.
@@ -685,7 +719,10 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         match file.read_small(most, arena) {
             Ok(Some(bytes)) => {
                 let length = (bytes.end - bytes.start) as u64;
-                let read = file.unchanged().map(|()| length);
+                let read = file
+                    .unchanged()
+                    .and_then(|()| file.held_whole(length))
+                    .map(|()| length);
                 self.state = State::Read(read);
                 Step::Small {
                     tree: self.tree,

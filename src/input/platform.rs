@@ -294,6 +294,41 @@ pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
     Ok(file.metadata().ok())
 }
 
+/// Whether `file` is on a file system whose sizes are placeholders, not
+/// what its files hold: Linux's pseudo file systems (sysfs gives 4096 for
+/// a line of text). Their files hold what reading them gives.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(super) fn sizes_are_placeholders(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // From linux/magic.h: sysfs, proc, debugfs, tracefs, securityfs,
+    // configfs, cgroup and cgroup2.
+    const PSEUDO: [i64; 8] = [
+        0x6265_6572,
+        0x9fa0,
+        0x6462_6720,
+        0x7472_6163,
+        0x7363_6673,
+        0x6265_6570,
+        0x0027_e0eb,
+        0x6367_7270,
+    ];
+    // SAFETY: zeroed is a valid statfs to be filled in.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the call; `stat` is a valid statfs.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) } != 0 {
+        return false;
+    }
+    #[allow(clippy::unnecessary_cast)]
+    PSEUDO.contains(&(stat.f_type as i64))
+}
+
+/// Whether `file` is on a file system whose sizes are placeholders: none
+/// known here.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(super) fn sizes_are_placeholders(_file: &File) -> bool {
+    false
+}
+
 /// Whether a regular file may be mapped: everywhere but on Windows, where
 /// a mapped view of a file on a network share or a removable drive ends
 /// the process on an I/O error (`EXCEPTION_IN_PAGE_ERROR`); such a file

@@ -178,3 +178,167 @@ fn a_leaf_range_reads_only_its_own_part_of_the_file() {
         past / mib
     );
 }
+
+/// A FUSE file system of the tests (`tests/fuse/short-reads.py`) mounted
+/// over a copy of `source`, unmounted when dropped; `None`, with a note
+/// naming `test`, where FUSE cannot be had here.
+#[cfg(target_os = "linux")]
+struct ShortReads {
+    mountpoint: std::path::PathBuf,
+    server: std::process::Child,
+}
+
+#[cfg(target_os = "linux")]
+impl ShortReads {
+    fn mount(test: &str, source: &Path, mountpoint: &Path, args: &[&str]) -> Option<ShortReads> {
+        let skip = |why: &str| {
+            eprintln!("{test}: skipped: {why}");
+            None
+        };
+        if !Path::new("/dev/fuse").exists() {
+            return skip("there is no /dev/fuse here");
+        }
+        let has_module = std::process::Command::new("python3")
+            .args(["-c", "import mfusepy"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !has_module {
+            return skip("Python's mfusepy is missing (scripts/test-deps installs it)");
+        }
+        std::fs::create_dir_all(mountpoint).unwrap();
+        let server = std::process::Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuse/short-reads.py"))
+            .arg(source)
+            .arg(mountpoint)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mounted = ShortReads {
+            mountpoint: mountpoint.to_path_buf(),
+            server,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::fs::read_dir(mountpoint).unwrap().next().is_none() {
+            if std::time::Instant::now() > deadline {
+                return skip("the FUSE file system could not be mounted here");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(mounted)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for ShortReads {
+    fn drop(&mut self) {
+        for unmount in [&["fusermount3", "-u"][..], &["umount"][..]] {
+            let done = std::process::Command::new(unmount[0])
+                .args(&unmount[1..])
+                .arg(&self.mountpoint)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if done {
+                break;
+            }
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// A file system that answers every read with half the bytes asked for:
+/// each file is hashed whole (the reads are retried until the file's real
+/// end) or reported (status 1), never hashed short. One whose sizes say
+/// 1000 bytes more than its files hold: each is reported (`the file ended
+/// after 70000 of the 71000 bytes its size says`), never hashed short.
+#[cfg(target_os = "linux")]
+#[test]
+fn files_that_end_before_their_size_are_never_hashed_short() {
+    let test = "files_that_end_before_their_size_are_never_hashed_short";
+    if super::emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    // Read whole (under 1 MiB), and mapped.
+    std::fs::write(source.join("small"), pattern(70_000)).unwrap();
+    std::fs::write(source.join("big"), pattern(3_000_000)).unwrap();
+    let right = |name: &str| {
+        let out = run_in(&source, [name], b"");
+        stdout(&out).replace(&format!("({name})"), &format!("(mnt/{name})"))
+    };
+    let (small, big) = (right("small"), right("big"));
+    let mountpoint = dir.path().join("mnt");
+    {
+        let Some(_mounted) = ShortReads::mount(test, &source, &mountpoint, &[]) else {
+            return;
+        };
+        for (name, digest) in [("small", &small), ("big", &big)] {
+            let out = run_in(dir.path(), [&format!("mnt/{name}")], b"");
+            let hashed = stdout(&out);
+            assert!(
+                (status(&out) == 0 && hashed == *digest)
+                    || (status(&out) == 1 && hashed.is_empty() && !stderr(&out).is_empty()),
+                "half reads, {name}: {hashed} {}",
+                stderr(&out)
+            );
+        }
+        // The small file, read whole, is right.
+        assert_eq!(stdout(&run_in(dir.path(), ["mnt/small"], b"")), small);
+        let many = run_in(dir.path(), ["-r", "mnt"], b"");
+        for line in stdout(&many).lines() {
+            assert!(
+                small.trim_end() == line || big.trim_end() == line,
+                "half reads, -r: {line}"
+            );
+        }
+    }
+    let Some(_mounted) = ShortReads::mount(test, &source, &mountpoint, &["--size-adds", "1000"])
+    else {
+        return;
+    };
+    let out = run_in(dir.path(), ["mnt/small", "mnt/big"], b"");
+    assert_eq!(status(&out), 1);
+    assert_eq!(stdout(&out), "");
+    let messages = stderr(&out);
+    let lines: Vec<&str> = messages.lines().collect();
+    assert_eq!(
+        lines[0],
+        "bt2sum: mnt/small: the file ended after 70000 of the 71000 bytes its size says"
+    );
+    assert!(lines[1].starts_with("bt2sum: mnt/big: "), "{lines:?}");
+    let many = run_in(dir.path(), ["-r", "mnt"], b"");
+    assert_eq!((status(&many), stdout(&many).as_str()), (1, ""));
+    let redirected = super::shell(dir.path(), r#""$BT2SUM" < mnt/small"#);
+    assert_eq!((status(&redirected), stdout(&redirected).as_str()), (1, ""));
+}
+
+/// Linux's sysfs gives every attribute the size 4096, whatever it holds:
+/// such a file is hashed as what reading it gives, as `cat` reads it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sysfs_file_is_hashed_as_what_it_holds() {
+    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let path = [
+        path,
+        "/sys/class/net/lo/address",
+        "/sys/kernel/uevent_seqnum",
+    ]
+    .into_iter()
+    .find(|path| Path::new(path).exists());
+    let Some(path) = path else {
+        eprintln!("a_sysfs_file_is_hashed_as_what_it_holds: skipped: no sysfs attribute here");
+        return;
+    };
+    let content = std::fs::read(path).unwrap();
+    let out = run_in(Path::new("/"), [path], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let hashed = run_in(Path::new("/"), ["-"], &content);
+    assert_eq!(
+        stdout(&out).split(" = ").nth(1),
+        stdout(&hashed).split(" = ").nth(1)
+    );
+}
