@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::descriptors::{self, Ticket, When};
@@ -115,13 +115,23 @@ impl LeafLog {
         let mut index = self.first;
         if let Some(mut file) = self.spill.take() {
             file.seek(SeekFrom::Start(0)).map_err(SpillError)?;
-            let mut reader = BufReader::with_capacity(1 << 20, file);
-            let mut digest = vec![0; self.digest_size];
-            let spilled = self.count - (self.memory.len() / self.digest_size) as u64;
-            for _ in 0..spilled {
-                reader.read_exact(&mut digest).map_err(SpillError)?;
-                each(index, &digest)?;
-                index += 1;
+            // Read a buffer of whole digests at a time: 1 MiB, or less where
+            // memory is short.
+            let mut buffer = Vec::new();
+            let room = crate::memory::reserve_at_most(&mut buffer, 1 << 20)
+                .ok_or_else(|| SpillError(crate::memory::out_of_memory()))?;
+            let per_read = (room / self.digest_size).max(1);
+            buffer.resize(per_read * self.digest_size, 0);
+            let mut spilled = self.count - (self.memory.len() / self.digest_size) as u64;
+            while spilled > 0 {
+                let digests = per_read.min(usize::try_from(spilled).unwrap_or(usize::MAX));
+                let part = &mut buffer[..digests * self.digest_size];
+                file.read_exact(part).map_err(SpillError)?;
+                for digest in part.chunks(self.digest_size) {
+                    each(index, digest)?;
+                    index += 1;
+                }
+                spilled -= digests as u64;
             }
         }
         for digest in self.memory.chunks(self.digest_size) {
@@ -169,7 +179,7 @@ impl LeafSink for LeafLog {
             self.error = Some(error);
             return;
         }
-        if self.memory.try_reserve(digests.len()).is_err() || over_all {
+        if !crate::memory::reserve(&mut self.memory, digests.len()) || over_all {
             // Straight to the file, when memory is short.
             let spilled = match &mut self.spill {
                 Some(file) => file.write_all(digests),
@@ -250,16 +260,14 @@ impl ListedLeaves {
     /// Lists leaf `index` with `digest`; `Ok(false)` (and nothing listed)
     /// unless `index` is above every leaf listed so far and `digest` has the
     /// digest size; `Err` (nothing listed) if memory for it is refused.
-    pub fn push(
-        &mut self,
-        index: u64,
-        digest: Digest,
-    ) -> Result<bool, std::collections::TryReserveError> {
+    pub fn push(&mut self, index: u64, digest: Digest) -> Result<bool, io::Error> {
         let increasing = self.listed.last().is_none_or(|last| last.index < index);
         if !increasing || digest.as_bytes().len() != self.digest_size {
             return Ok(false);
         }
-        self.listed.try_reserve(1)?;
+        if !crate::memory::reserve(&mut self.listed, 1) {
+            return Err(crate::memory::out_of_memory());
+        }
         self.listed.push(Listed {
             index,
             digest,
@@ -599,7 +607,7 @@ impl Kept {
     fn put(&mut self, tree: &TreeParams, index: u64, digest: &Digest) -> io::Result<()> {
         if let Kept::Memory(digests) = self
             && ((digests.len() + 1) * KEPT_BYTES > KEPT_IN_MEMORY
-                || digests.try_reserve(1).is_err())
+                || !crate::memory::reserve_map(digests, 1))
         {
             let record = 1 + tree.digest_size() as u64;
             let mut moved = Kept::File {

@@ -36,19 +36,64 @@ pub const DEFAULT_STACK: usize = 2 << 20;
 /// thread and aborts the process if it cannot, so a thread started at the
 /// very edge of an address-space limit would end the process; refused here,
 /// it is an error its caller can take (the work goes on with fewer threads,
-/// or without what the thread would have done).
+/// or without what the thread would have done). So that no other thread
+/// takes the room between the asking and the signal stack, this returns
+/// only once the thread has started, and memory grown meanwhile through
+/// [`reserve`] and its kin waits for it.
 pub fn spawn<T: Send + 'static>(
     name: &str,
     stack: usize,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> io::Result<JoinHandle<T>> {
-    if !can_map(stack.saturating_add(HEADROOM)) {
+    spawn_leaving(name, stack, HEADROOM, work)
+}
+
+/// [`spawn`], only while `room` more than the stack can be had (at least
+/// [`HEADROOM`]).
+pub fn spawn_leaving<T: Send + 'static>(
+    name: &str,
+    stack: usize,
+    room: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<JoinHandle<T>> {
+    let _growing = lock_growth();
+    if !can_map(stack.saturating_add(room.max(HEADROOM))) {
         return Err(out_of_memory());
     }
-    std::thread::Builder::new()
+    let (started, has_started) = std::sync::mpsc::sync_channel(1);
+    let thread = std::thread::Builder::new()
         .name(name.to_string())
         .stack_size(stack)
-        .spawn(work)
+        .spawn(move || {
+            let _ = started.send(());
+            work()
+        })?;
+    // (An error: the thread ended before it said so, which it cannot.)
+    let _ = has_started.recv();
+    Ok(thread)
+}
+
+/// What `take` maps or allocates (an address-space mapping, say), only if
+/// [`HEADROOM`] is still free after it: else it is dropped at once, and
+/// `None`. Taken under the same lock as [`reserve`]'s growth.
+pub fn keeping_room<T>(take: impl FnOnce() -> Option<T>) -> Option<T> {
+    let _growing = lock_growth();
+    let taken = take()?;
+    if !room_left() {
+        drop(taken);
+        return None;
+    }
+    Some(taken)
+}
+
+/// Held while memory grows (in [`reserve`] and its kin) and while a thread
+/// is being started ([`spawn`]), so that the two never race for the same
+/// room.
+fn lock_growth() -> std::sync::MutexGuard<'static, ()> {
+    static GROWTH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GROWTH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether `bytes` of address space can still be had, as a thread's stack
@@ -82,21 +127,88 @@ fn can_map(bytes: usize) -> bool {
     return Vec::<u8>::new().try_reserve_exact(bytes).is_ok();
 }
 
-/// Whether [`HEADROOM`] bytes can still be had (they are given back at
-/// once).
+/// Whether [`HEADROOM`] bytes of address space can still be had (asked of
+/// the system, as [`can_map`] asks: the allocator would answer from free
+/// room inside its heap, which the system's own mappings cannot use).
 pub fn room_left() -> bool {
-    Vec::<u8>::new().try_reserve_exact(HEADROOM).is_ok()
+    can_map(HEADROOM)
 }
 
-/// Reserves room for exactly `additional` more bytes of `bytes`, if that
-/// leaves [`HEADROOM`] free; `false` (and `bytes` as it was) if not.
-pub fn reserve_exact(bytes: &mut Vec<u8>, additional: usize) -> bool {
-    let capacity = bytes.capacity();
-    if bytes.try_reserve_exact(additional).is_err() {
+/// Reserves room for `additional` more items of `items` (growing as a
+/// `Vec` grows, by doubling), if that leaves [`HEADROOM`] free; `false` (and
+/// `items` as it was) if not. Everything that grows with the input or the
+/// thread count grows through this or [`reserve_exact`]: memory refused is
+/// then an answer (a smaller buffer, a spill, `Cannot allocate memory`),
+/// and the small blocks the standard library allocates without asking
+/// still find room. (Clippy refuses `Vec::try_reserve` anywhere else.)
+#[allow(clippy::disallowed_methods)]
+pub fn reserve<T>(items: &mut Vec<T>, additional: usize) -> bool {
+    keeping_headroom(items, additional, |items| {
+        items.try_reserve(additional).is_ok()
+    })
+}
+
+/// [`reserve`], for exactly `additional` more items.
+#[allow(clippy::disallowed_methods)]
+pub fn reserve_exact<T>(items: &mut Vec<T>, additional: usize) -> bool {
+    keeping_headroom(items, additional, |items| {
+        items.try_reserve_exact(additional).is_ok()
+    })
+}
+
+/// [`reserve`], for `additional` more entries of a map.
+#[allow(clippy::disallowed_methods)]
+pub fn reserve_map<K: Eq + std::hash::Hash, V>(
+    map: &mut std::collections::HashMap<K, V>,
+    additional: usize,
+) -> bool {
+    let capacity = map.capacity();
+    if capacity - map.len() >= additional {
+        return true;
+    }
+    let _growing = lock_growth();
+    if map.try_reserve(additional).is_err() {
         return false;
     }
     if !room_left() {
-        bytes.shrink_to(capacity);
+        map.shrink_to(capacity);
+        return false;
+    }
+    true
+}
+
+/// Room for up to `most` more bytes of `bytes`: `most`, or, where that is
+/// refused, half as many, and so on down to 4 KiB (or `most`, if less); the
+/// room there is after it, `None` if even that was refused.
+pub fn reserve_at_most(bytes: &mut Vec<u8>, most: usize) -> Option<usize> {
+    let mut wanted = most;
+    while !reserve_exact(bytes, wanted) {
+        if wanted <= 4096 {
+            return None;
+        }
+        wanted /= 2;
+    }
+    Some(bytes.capacity() - bytes.len())
+}
+
+/// Grows `items` with `grow` to room for `additional` more, and takes it
+/// back if [`HEADROOM`] is then no longer free. (Room already there takes
+/// no lock and no system call.)
+fn keeping_headroom<T>(
+    items: &mut Vec<T>,
+    additional: usize,
+    grow: impl FnOnce(&mut Vec<T>) -> bool,
+) -> bool {
+    let capacity = items.capacity();
+    if capacity - items.len() >= additional {
+        return true;
+    }
+    let _growing = lock_growth();
+    if !grow(items) {
+        return false;
+    }
+    if !room_left() {
+        items.shrink_to(capacity);
         return false;
     }
     true

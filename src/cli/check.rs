@@ -328,7 +328,10 @@ struct Budget {
 impl Budget {
     fn new() -> Self {
         let mut spare = Vec::new();
-        // (Refused, there is no spare: nothing more can be done about it.)
+        // (Refused, there is no spare: nothing more can be done about it.
+        // The spare is room kept free itself, so not taken through
+        // `memory::reserve_exact`, which would keep more beside it.)
+        #[allow(clippy::disallowed_methods)]
         let _ = spare.try_reserve_exact(SPARE_MEMORY);
         Budget {
             lines: GROUP_LINES,
@@ -876,10 +879,9 @@ fn join(
             }
         }
         None => {
-            group
-                .count_lines
-                .try_reserve(1)
-                .map_err(|_| refused(budget))?;
+            if !memory::reserve(&mut group.count_lines, 1) {
+                return Err(refused(budget));
+            }
             group.count_lines.push(listed.len());
         }
     }

@@ -184,7 +184,7 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     for listed in names {
         match listed {
             Listed::Name(name) => {
-                if roots.try_reserve(1).is_err() {
+                if !bt2sum::memory::reserve(&mut roots, 1) {
                     report(list, &plain_message(&out_of_memory()));
                     return None;
                 }
@@ -246,9 +246,16 @@ impl Printed<'_> {
             // An empty input has no leaf: its listing says so.
             push_count_line(lines, tree, name, 0, self.ending);
         } else if let Some(leaves) = leaves {
+            // Gathered in room reserved for them (less, or none, where
+            // memory is short) and written out at half of it, so that they
+            // never grow the buffer past it: a listing has as many lines as
+            // the input has leaves. (A line is at most a few KiB, its name
+            // escaped; no room at all, each is written as it is made.)
+            let room = bt2sum::memory::reserve_at_most(lines, LEAF_LINES_ROOM).unwrap_or(0);
+            let write_at = (lines.len() + room) / 2;
             leaves.for_each(|index, digest| {
                 push_leaf_line(lines, tree, name, length, index, digest, self.ending);
-                if lines.len() >= 1 << 20 {
+                if lines.len() >= write_at {
                     out.write_all(lines).map_err(Unwritten::Output)?;
                     lines.clear();
                 }
@@ -258,6 +265,10 @@ impl Printed<'_> {
         out.write_all(lines).map_err(Unwritten::Output)
     }
 }
+
+/// The room leaf lines are gathered in before they are written out, as
+/// much as the output's own buffer holds.
+const LEAF_LINES_ROOM: usize = 64 << 10;
 
 /// Why an input's lines were not all written.
 enum Unwritten {

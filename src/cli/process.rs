@@ -9,6 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bt2sum::{memory, system};
 
+/// The memory that the threads started leave for the work itself (its
+/// buffers, the lists it reads), beside their stacks: under an address-space
+/// limit (`ulimit -v`) that lets only some of the threads asked for start,
+/// the pool is that much smaller rather than leaving the work no room.
+const WORK_ROOM: usize = 8 << 20;
+
 /// Starts the worker threads: `threads` of them (0: one per processor), or
 /// as many as the system lets start (a limit on processes or on memory),
 /// at least one. (The global pool can be built once only, so the threads
@@ -27,7 +33,7 @@ pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> 
     for _ in 0..wanted {
         let released = std::sync::Arc::clone(&released);
         // Each waits until all have started, so that they count together.
-        let trial = memory::spawn("trial", memory::DEFAULT_STACK, move || {
+        let trial = memory::spawn_leaving("trial", memory::DEFAULT_STACK, WORK_ROOM, move || {
             let _ = released.lock().map(|released| released.recv());
         });
         match trial {

@@ -142,7 +142,7 @@ impl Walk {
     /// Adds a file to hash, if memory for it is granted; stops the walk
     /// (with an error about the file) if not.
     fn add(&mut self, path: OsString) {
-        if self.files.try_reserve(1).is_ok() {
+        if bt2sum::memory::reserve(&mut self.files, 1) {
             self.files.push(path);
         } else {
             self.out_of_memory(&path);
@@ -189,7 +189,9 @@ impl Walk {
                     // (A link's own inode says nothing of its target's.)
                     let link = file_type.is_none_or(|file_type| file_type.is_symlink());
                     let joined = join(&path, &entry.file_name());
-                    let (Some(child_path), Ok(())) = (joined, children.try_reserve(1)) else {
+                    let (Some(child_path), true) =
+                        (joined, bt2sum::memory::reserve(&mut children, 1))
+                    else {
                         drop(children);
                         return self.out_of_memory(&path);
                     };

@@ -126,9 +126,9 @@ pub(crate) fn hash_in_memory(
     // memory refused is an error, not an abort.
     let mut digests = Vec::new();
     let leaves = batch_leaves.min(data.len().div_ceil(tree.leaf_size() as usize));
-    digests
-        .try_reserve_exact(leaves * tree.digest_size())
-        .map_err(|_| Error::out_of_memory())?;
+    if !crate::memory::reserve_exact(&mut digests, leaves * tree.digest_size()) {
+        return Err(Error::out_of_memory());
+    }
     for (index, chunk) in data.chunks(batch_bytes).enumerate() {
         let end = if index + 1 == batches {
             EndOfInput::Yes

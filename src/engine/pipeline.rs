@@ -89,9 +89,9 @@ impl<B: LeafBytes + 'static> Pipeline<B> {
         let mut digests = std::mem::take(&mut self.spare);
         digests.clear();
         let leaves = data.bytes().len().div_ceil(self.tree.leaf_size() as usize);
-        digests
-            .try_reserve_exact(leaves * self.tree.digest_size())
-            .map_err(|_| Error::out_of_memory())?;
+        if !crate::memory::reserve_exact(&mut digests, leaves * self.tree.digest_size()) {
+            return Err(Error::out_of_memory());
+        }
         Ok(digests)
     }
 

@@ -176,13 +176,12 @@ impl Window {
         // reported as a changed file, never hashed into a printed digest.
         // Concurrent writes through other descriptors can change the bytes
         // we read, which the fstat comparison reports.
-        let map = unsafe {
-            MmapOptions::new()
-                .offset(offset)
-                .len(usize::try_from(len).ok()?)
-                .map(file)
-        }
-        .ok()?;
+        // A window takes address space as memory does (`ulimit -v`): one that
+        // would leave no room for the rest of the work is read instead.
+        let len = usize::try_from(len).ok()?;
+        let map = crate::memory::keeping_room(|| {
+            unsafe { MmapOptions::new().offset(offset).len(len).map(file) }.ok()
+        })?;
         let guard = sigbus::Registration::new(map.as_ptr(), map.len())?;
         // Where the reader brings the bytes in, the pool's page faults must
         // not start read-ahead of their own, from wherever a lane is: they

@@ -237,7 +237,7 @@ impl Opened {
         // Room for the whole file and the read that finds its end, so that
         // reading takes one call and finding the end another. Refused, the
         // file is hashed on its own, the way that needs the least memory.
-        if arena.try_reserve(expected as usize + 1).is_err() {
+        if !crate::memory::reserve(arena, expected as usize + 1) {
             return Ok(None);
         }
         // One byte more than expected: the read that finds the end.
@@ -415,7 +415,7 @@ fn hash_small(
     // pool work on this thread, which may hash a small file too.
     let mut buffer = SMALL_FILE.take();
     buffer.clear();
-    if buffer.try_reserve(expected as usize + 1).is_err() {
+    if !crate::memory::reserve(&mut buffer, expected as usize + 1) {
         // Memory is short: a stream holds no more than it can get.
         return engine::hash(tree, Source::Stream(file), sink);
     }

@@ -378,7 +378,7 @@ impl Reader {
     /// Reads `bytes` through the buffer, a piece at a time.
     fn read(&mut self, file: &File, bytes: Range<u64>) {
         if self.buffer.is_empty() {
-            if self.buffer.try_reserve_exact(tuning::READ_CHUNK).is_err() {
+            if !crate::memory::reserve_exact(&mut self.buffer, tuning::READ_CHUNK) {
                 return;
             }
             self.buffer.resize(tuning::READ_CHUNK, 0);
@@ -413,7 +413,7 @@ fn mapped_and_resident(file: &File, bytes: Range<u64>) -> bool {
     let start = address / page * page;
     let span = address + map.len() - start;
     let mut pages = Vec::new();
-    if pages.try_reserve_exact(span.div_ceil(page)).is_err() {
+    if !crate::memory::reserve_exact(&mut pages, span.div_ceil(page)) {
         return false;
     }
     pages.resize(span.div_ceil(page), 0u8);

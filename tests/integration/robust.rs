@@ -678,3 +678,68 @@ fn a_small_stack_runs_every_mode() {
         assert_eq!(runs, 24);
     }
 }
+
+/// Under address-space limits from below what starts bt2sum to well above
+/// it, with 2, 8 and 1024 threads asked for, every mode that grows with
+/// its input or the threads either gives its whole, right output (status
+/// 0) or says `Cannot allocate memory` (status 1): never an abort, however
+/// the threads, the mapped windows and the buffers share what the limit
+/// leaves. The modes: a leaf listing of a file and of a pipe, a check of a
+/// listing of 100-byte leaves, and `-r` of 2,000 small files.
+#[cfg(unix)]
+#[test]
+fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
+    let test = "a_memory_limit_never_aborts_any_mode_or_thread_count";
+    if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("big"), pattern(31 << 20)).unwrap();
+    let listing = shell(dir.path(), r#""$BT2SUM" --leaves -t 100 big > L100"#);
+    assert!(listing.status.success());
+    fs::create_dir(dir.path().join("many")).unwrap();
+    for index in 0..2000 {
+        fs::write(dir.path().join(format!("many/f{index:04}")), [index as u8]).unwrap();
+    }
+    let commands = [
+        r#""$BT2SUM" --cpus CPUS --leaves -t 4k big"#,
+        r#""$BT2SUM" --cpus CPUS -t 4k --leaves - < big"#,
+        r#""$BT2SUM" --cpus CPUS -c --quiet L100"#,
+        r#""$BT2SUM" --cpus CPUS -r many"#,
+    ];
+    let limits = [8000, 12000, 16000, 20000, 30000, 52000, 90000, 120000];
+    let unstarted = below_start(dir.path(), &limits, test);
+    let (mut runs, mut succeeded) = (0, 0);
+    for command in commands {
+        let whole = shell(dir.path(), &command.replace("CPUS", "2"));
+        assert!(whole.status.success(), "{command}: {}", stderr(&whole));
+        for cpus in ["2", "8", "1024"] {
+            for limit in limits {
+                if unstarted.contains(&limit) {
+                    continue;
+                }
+                let script = format!("ulimit -v {limit}; {}", command.replace("CPUS", cpus));
+                let out = shell(dir.path(), &script);
+                let said = stderr(&out);
+                match out.status.code() {
+                    Some(0) => {
+                        assert_eq!(out.stdout, whole.stdout, "{script}");
+                        succeeded += 1;
+                    }
+                    Some(1) => assert!(
+                        said.lines().all(|line| line.starts_with("bt2sum: ")),
+                        "{script}: {said}"
+                    ),
+                    _ => panic!("{script}: {:?}: {said}", out.status),
+                }
+                assert!(!said.contains("memory allocation of"), "{script}: {said}");
+                runs += 1;
+            }
+        }
+    }
+    eprintln!("{test}: {runs} runs, {succeeded} whole");
+    if LIMITS_MEASURED_HERE {
+        assert_eq!(runs, 96);
+        assert!(succeeded >= 40, "{succeeded} of {runs} runs were whole");
+    }
+}
