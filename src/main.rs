@@ -12,9 +12,9 @@ static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
 
 /// The work runs on a thread of its own, with a stack of a size bt2sum
 /// chooses: the main thread's is whatever `ulimit -s` left it, which can
-/// be too small for parsing the command line (16 KiB is enough to start
-/// the thread, as it is for GNU's tools). If the thread cannot be started
-/// (no room for its stack), the main thread does the work itself.
+/// be too small for parsing the command line (24 KiB is enough to start
+/// the thread; GNU's tools need about as much). If the thread cannot be
+/// started (no room for its stack), the main thread does the work itself.
 fn main() -> ExitCode {
     cli::prepare_process();
     let status = match bt2sum::memory::spawn("main", bt2sum::memory::DEFAULT_STACK, work) {
