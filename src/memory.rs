@@ -177,18 +177,25 @@ pub fn reserve_map<K: Eq + std::hash::Hash, V>(
     true
 }
 
-/// Room for up to `most` more bytes of `bytes`: `most`, or, where that is
-/// refused, half as many, and so on down to 4 KiB (or `most`, if less); the
-/// room there is after it, `None` if even that was refused.
+/// Room for up to `most` more bytes of `bytes`, as [`halving`] asks for it;
+/// the room there is after it, `None` if even the least was refused.
 pub fn reserve_at_most(bytes: &mut Vec<u8>, most: usize) -> Option<usize> {
+    halving(most, |wanted| reserve_exact(bytes, wanted))?;
+    Some(bytes.capacity() - bytes.len())
+}
+
+/// What a buffer does when memory is short: it asks `reserve` for `most`
+/// bytes, or, where that is refused, half as many, and so on down to 4 KiB
+/// (or `most`, if less); the size granted, `None` if even that was refused.
+pub fn halving(most: usize, mut reserve: impl FnMut(usize) -> bool) -> Option<usize> {
     let mut wanted = most;
-    while !reserve_exact(bytes, wanted) {
+    while !reserve(wanted) {
         if wanted <= 4096 {
             return None;
         }
         wanted /= 2;
     }
-    Some(bytes.capacity() - bytes.len())
+    Some(wanted)
 }
 
 /// Grows `items` with `grow` to room for `additional` more, and takes it
@@ -217,6 +224,46 @@ fn keeping_headroom<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Halving: what is granted is the most asked for, halved until the
+    /// reservation takes it, and never less than 4 KiB (or `most`).
+    #[test]
+    fn halving_asks_for_less_down_to_4_kib() {
+        for (most, limit, granted) in [
+            (1 << 20, usize::MAX, Some(1 << 20)),
+            (1 << 20, 300_000, Some(1 << 18)),
+            (1 << 20, 4096, Some(4096)),
+            (1 << 20, 4095, None),
+            (1000, usize::MAX, Some(1000)),
+            (1000, 999, None),
+        ] {
+            let mut asked = Vec::new();
+            let got = halving(most, |wanted| {
+                asked.push(wanted);
+                wanted <= limit
+            });
+            assert_eq!(got, granted, "{most} under {limit}: asked {asked:?}");
+        }
+    }
+
+    /// Growth that no address space holds is refused and leaves the vector
+    /// as it was; room already there is granted without growing.
+    #[test]
+    fn reservations_are_refused_where_nothing_would_be_left() {
+        let mut bytes = vec![1u8; 10];
+        assert!(!reserve_exact(&mut bytes, usize::MAX / 2));
+        assert!(!reserve(&mut bytes, usize::MAX / 2));
+        assert_eq!(bytes, vec![1u8; 10]);
+        assert!(reserve_exact(&mut bytes, 100));
+        let capacity = bytes.capacity();
+        assert!(reserve(&mut bytes, 50));
+        assert_eq!(bytes.capacity(), capacity);
+        let mut map = std::collections::HashMap::<u64, u64>::new();
+        assert!(reserve_map(&mut map, 10));
+        assert!(!reserve_map(&mut map, usize::MAX / 64));
+        assert_eq!(reserve_at_most(&mut Vec::new(), 8192), Some(8192));
+        assert!(keeping_room(|| Some(vec![0u8; 16])).is_some());
+    }
 
     /// A thread is started where its stack and the headroom can be had,
     /// and refused, as memory is, where they cannot.

@@ -60,14 +60,9 @@ fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
     if spare > 0 {
         return Ok(spare.min(most));
     }
-    let mut wanted = line.len().max(256).min(most);
-    while !bt2sum::memory::reserve_exact(line, wanted) {
-        if wanted <= 4096 {
-            return Err(bt2sum::out_of_memory());
-        }
-        wanted /= 2;
-    }
-    Ok((line.capacity() - line.len()).min(most))
+    let wanted = line.len().max(256).min(most);
+    let room = bt2sum::memory::reserve_at_most(line, wanted).ok_or_else(bt2sum::out_of_memory)?;
+    Ok(room.min(most))
 }
 
 /// Reads past the rest of a record that is too long, `end` included.

@@ -480,18 +480,12 @@ fn read_chunk() -> Result<Vec<u8>, Error> {
 
 /// A buffer for reads of `size` bytes, or fewer (down to 4 KiB) when memory
 /// is short.
-pub(crate) fn read_buffer(mut size: usize) -> Result<Vec<u8>, Error> {
-    loop {
-        let mut chunk = Vec::new();
-        if reserve_exact(&mut chunk, size) {
-            chunk.resize(size, 0);
-            return Ok(chunk);
-        }
-        if size <= 4096 {
-            return Err(Error::out_of_memory());
-        }
-        size /= 2;
-    }
+pub(crate) fn read_buffer(size: usize) -> Result<Vec<u8>, Error> {
+    let mut chunk = Vec::new();
+    let size = crate::memory::halving(size, |wanted| reserve_exact(&mut chunk, wanted))
+        .ok_or_else(Error::out_of_memory)?;
+    chunk.resize(size, 0);
+    Ok(chunk)
 }
 
 /// Reserves room for exactly `additional` more bytes, leaving some memory
