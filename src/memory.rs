@@ -102,6 +102,7 @@ fn lock_growth() -> std::sync::MutexGuard<'static, ()> {
 /// blocks to the size of each one freed, so a probe of a few MiB through
 /// it would make later buffers of that size come from the heap, copied
 /// when they grow.
+#[allow(clippy::disallowed_methods)]
 fn can_map(bytes: usize) -> bool {
     #[cfg(unix)]
     {

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use super::{Retried, bt2sum, pattern, status, stderr};
 #[cfg(unix)]
-use super::{emulated, mkfifo, shell, stdout};
+use super::{emulated, shell, stdout};
 
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
@@ -451,7 +451,7 @@ fn the_interrupt_pipe_is_not_inherited_and_never_blocks() {
     }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    mkfifo(&fifo);
+    super::mkfifo(&fifo);
     // It waits for the FIFO's writer, its handler installed.
     let mut child = bt2sum()
         .arg(&fifo)
