@@ -128,9 +128,9 @@ fn can_map(bytes: usize) -> bool {
     return Vec::<u8>::new().try_reserve_exact(bytes).is_ok();
 }
 
-/// Whether [`HEADROOM`] bytes of address space can still be had (asked of
-/// the system, as [`can_map`] asks: the allocator would answer from free
-/// room inside its heap, which the system's own mappings cannot use).
+/// Whether [`HEADROOM`] bytes of address space can still be had: asked of
+/// the system, as for a thread's stack, since the allocator would answer
+/// from free room inside its heap, which the system's mappings cannot use.
 pub fn room_left() -> bool {
     can_map(HEADROOM)
 }
