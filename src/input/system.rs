@@ -278,8 +278,8 @@ mod stop_signals {
                         _ => return,
                     }
                 }
-                // SAFETY: gives each signal taken its default action back.
                 for &signal in &restored {
+                    // SAFETY: gives a signal taken its default action back.
                     unsafe { libc::signal(signal, libc::SIG_DFL) };
                 }
                 super::speak_last_words();
