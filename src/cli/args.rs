@@ -63,6 +63,11 @@ const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part",
 #[command(
     name = "bt2sum",
     version,
+    // One line per mode: clap's own, after a usage error, would show only
+    // the options in conflict, as if a FILE were needed.
+    override_usage = "bt2sum [OPTIONS] [FILE]...\n       \
+                      bt2sum --check [OPTIONS] [LIST]...\n       \
+                      bt2sum --combine [OPTIONS] [LISTING]...",
     args_override_self = true,
     after_help = EXAMPLES,
     // What selects leaves needs a leaf listing or count to print.
@@ -96,7 +101,16 @@ pub struct Args {
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
     /// the maximum
-    #[arg(short, long, value_name = "BYTES", default_value_t = 0)]
+    ///
+    /// --length is b3sum's spelling (in bytes too; GNU b2sum's -l counts
+    /// bits).
+    #[arg(
+        short,
+        long,
+        visible_alias = "length",
+        value_name = "BYTES",
+        default_value_t = 0
+    )]
     pub size: usize,
 
     /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
@@ -109,7 +123,9 @@ pub struct Args {
     pub leaf_size: u64,
 
     /// Worker threads, 1 to 1024 [default: the number of processors]
-    #[arg(long, value_name = "N", value_hint = ValueHint::Other,
+    ///
+    /// --num-threads is b3sum's spelling; -cpus N the original's.
+    #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,
 
@@ -128,6 +144,23 @@ pub struct Args {
     /// --tag and --untagged override each other: the last one wins.
     #[arg(long, overrides_with = "tag")]
     pub untagged: bool,
+
+    /// Print only each input's digest, in hex, without its name (as b3sum's
+    /// --no-names)
+    ///
+    /// For `$(bt2sum --no-names FILE)`. Not with --check, --combine or the
+    /// leaf listings, whose lines need their names.
+    #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "tag", "untagged"])]
+    pub no_names: bool,
+
+    /// Write the digest's bytes themselves, nothing else, for one input (as
+    /// b3sum's --raw)
+    ///
+    /// One FILE or standard input; not with --check, --combine, the leaf
+    /// listings, --recursive or --files0-from.
+    #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "recursive",
+          "files0_from", "zero", "tag", "untagged", "no_names"])]
+    pub raw: bool,
 
     /// End each output line with NUL, not newline, and write names as they
     /// are, not escaped (GNU's --zero)

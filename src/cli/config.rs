@@ -138,7 +138,11 @@ impl Config {
         } else {
             When::Auto
         };
-        let style = if args.untagged {
+        let style = if args.raw {
+            Style::Raw
+        } else if args.no_names {
+            Style::Bare
+        } else if args.untagged {
             Style::Untagged
         } else {
             Style::Tagged
@@ -202,6 +206,11 @@ impl Config {
                 (false, false) => Listing::None,
             };
             let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
+            if args.raw && args.files.len() > 1 {
+                return Err(usage(
+                    "--raw writes one digest's bytes: give one FILE, or none for standard input",
+                ));
+            }
             if args.name.is_some() && args.files.len() > 1 {
                 return Err(usage(
                     "--name names one input, and more than one FILE was given",

@@ -40,6 +40,10 @@ pub enum Style {
     Tagged,
     /// `HEX  NAME`, as GNU `b2sum` prints.
     Untagged,
+    /// `HEX` alone (b3sum's `--no-names`).
+    Bare,
+    /// The digest's bytes, with no line ending (b3sum's `--raw`).
+    Raw,
 }
 
 /// Appends one checksum line, its ending included, to `out`. `name` is
@@ -52,7 +56,8 @@ pub fn push_line(
     name: Option<&[u8]>,
     ending: Ending,
 ) {
-    let escaped = name.is_some_and(|name| ending.escapes(name));
+    let escaped = name.is_some_and(|name| ending.escapes(name))
+        && matches!(style, Style::Tagged | Style::Untagged);
     if escaped {
         out.push(b'\\');
     }
@@ -76,6 +81,11 @@ pub fn push_line(
             out.extend_from_slice(hex.as_bytes());
             out.extend_from_slice(b"  ");
             push_name(out, name.unwrap_or(b"-"), escaped);
+        }
+        Style::Bare => out.extend_from_slice(hex.as_bytes()),
+        Style::Raw => {
+            out.extend_from_slice(digest.as_bytes());
+            return;
         }
     }
     ending.push(out);

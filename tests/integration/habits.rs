@@ -275,3 +275,78 @@ fn the_hint_names_every_likely_cause() {
         stderr(&out)
     );
 }
+
+/// b3sum's spellings. `--no-names`: each input's digest alone, in order
+/// (standard input's too), with `-z` NUL-ended, a name that lines escape
+/// adding no backslash. `--raw`: the digest's bytes and nothing else, for
+/// one input only.
+#[test]
+fn b3sums_no_names_and_raw() {
+    const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+    let dir = tempfile::tempdir().unwrap();
+    // (A name lines escape: one holding a newline, which Windows refuses.)
+    let escaped = if cfg!(windows) { "b" } else { "b\nc" };
+    std::fs::write(dir.path().join("a"), b"hello s3git\n").unwrap();
+    std::fs::write(dir.path().join(escaped), b"hello s3git\n").unwrap();
+    let in_dir = |args: &[&str], stdin: &[u8]| super::run_in(dir.path(), args, stdin);
+    let bare = in_dir(&["--no-names", "a", escaped, "-"], b"hello s3git\n");
+    assert_eq!(
+        stdout(&bare),
+        format!("{HELLO_B64}\n{HELLO_B64}\n{HELLO_B64}\n")
+    );
+    let nul = in_dir(&["--no-names", "-z", "a"], b"");
+    assert_eq!(stdout(&nul), format!("{HELLO_B64}\0"));
+    let raw = in_dir(&["--raw", "a"], b"");
+    assert_eq!(status(&raw), 0);
+    assert_eq!(raw.stdout, hex::decode(HELLO_B64).unwrap());
+    let short = in_dir(&["--raw", "-s", "20"], b"hello s3git\n");
+    assert_eq!(short.stdout.len(), 20);
+    for (args, said) in [
+        (
+            &["--raw", "a", escaped][..],
+            "--raw writes one digest's bytes: give one FILE",
+        ),
+        (
+            &["--raw", "-c", "a"][..],
+            "'--raw' cannot be used with '--check'",
+        ),
+        (&["--raw", "-r", "."][..], "cannot be used with"),
+        (&["--no-names", "--leaves", "a"][..], "cannot be used with"),
+        (&["--no-names", "-c", "a"][..], "cannot be used with"),
+    ] {
+        let out = in_dir(args, b"");
+        assert_eq!(status(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+}
+
+/// `--num-threads` (b3sum's) is `--cpus`, and `--length` (b3sum's, in
+/// bytes) is `-s`: the known answer for 40-byte digests.
+#[test]
+fn b3sums_num_threads_and_length() {
+    let out = run(["--num-threads", "1", "--length", "40"], b"hello s3git\n");
+    assert_eq!(
+        stdout(&out),
+        "BLAKE2b-40 = 919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e\n"
+    );
+    let refused = run(["--num-threads", "0"], b"");
+    assert_eq!(status(&refused), 2);
+}
+
+/// A usage error shows the usage of every mode, not a line that makes the
+/// options in conflict look required.
+#[test]
+fn usage_errors_show_each_modes_usage() {
+    let out = run(["-c", "-s", "32", "f"], b"");
+    assert_eq!(status(&out), 2);
+    assert!(
+        stderr(&out).contains(
+            "Usage: bt2sum [OPTIONS] [FILE]...\n       \
+             bt2sum --check [OPTIONS] [LIST]...\n       \
+             bt2sum --combine [OPTIONS] [LISTING]...\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
