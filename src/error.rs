@@ -50,6 +50,10 @@ pub enum Error {
         /// The size the system gave.
         size: u64,
     },
+    /// Hashing stopped before the end, because the run of many inputs it
+    /// was part of ended (the report of `hash_each` asked to stop). Such an
+    /// outcome is never reported.
+    Abandoned,
 }
 
 impl From<io::Error> for Error {
@@ -93,6 +97,7 @@ impl fmt::Display for Error {
                 f,
                 "the file ended after {held} of the {size} bytes its size says"
             ),
+            Error::Abandoned => f.write_str("hashing stopped: its outcome was no longer wanted"),
         }
     }
 }

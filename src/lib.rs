@@ -38,6 +38,8 @@
 //!   4 KiB, a BLAKE2s input of more than 2^48 leaves), they panic.
 //! - [`format`](mod@format) reads and writes checksum lines and leaf lines;
 //!   [`leaves`] keeps leaf digests and combines partial listings.
+//! - [`verify`] checks lists: typed verdicts per listed file, line and
+//!   leaf.
 //!
 //! Leaves are hashed on the current rayon pool (the global one unless the
 //! call runs inside [`rayon::ThreadPool::install`]).
@@ -56,6 +58,7 @@ pub mod memory;
 mod params;
 #[cfg(feature = "digest")]
 mod rustcrypto;
+pub mod verify;
 
 pub use digest::Digest;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher};

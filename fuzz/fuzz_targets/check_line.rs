@@ -1,23 +1,29 @@
 //! The check list's line grammar on any bytes: a checksum line (tagged or
-//! GNU-style, names escaped or not), a leaf line, a count line, or the
-//! nameless line of standard input. Nothing panics, and every line that
-//! parses reads back the same once printed again, in each style: the
-//! parser and the printer agree on the escapes and the fields.
+//! GNU-style, names escaped or not), a leaf line, a count line, the
+//! nameless line of standard input, or another tool's line. Nothing
+//! panics, every line that parses reads back the same once printed again,
+//! in each style (the parser and the printer agree on the escapes and the
+//! fields), and a line bt2sum prints is never taken for another tool's.
 #![no_main]
 
 use bt2sum::Algorithm;
 use bt2sum::format::Ending;
-use bt2sum::format::checksum::{Line, Style, parse_line, parse_nameless, push_line};
+use bt2sum::format::checksum::{Style, parse_nameless, push_line};
 use bt2sum::format::leaf::{
     LeafLine, is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line,
     push_selection_count_line,
 };
+use bt2sum::format::list::{Grammar, ListLine, classify};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &[u8]| {
     for untagged in [Algorithm::Blake2b, Algorithm::Blake2s] {
-        match parse_line(line, untagged) {
-            Line::Entry(entry) => {
+        let grammar = Grammar {
+            untagged_algorithm: untagged,
+            digest_size: None,
+        };
+        match classify(line, &grammar) {
+            ListLine::Checksum(entry) => {
                 for style in [Style::Tagged, Style::Untagged] {
                     let mut printed = Vec::new();
                     push_line(
@@ -29,7 +35,11 @@ fuzz_target!(|line: &[u8]| {
                         Ending::Newline,
                     );
                     let printed = printed.strip_suffix(b"\n").expect("a line");
-                    let Line::Entry(again) = parse_line(printed, entry.algorithm) else {
+                    let grammar = Grammar {
+                        untagged_algorithm: entry.algorithm,
+                        digest_size: None,
+                    };
+                    let ListLine::Checksum(again) = classify(printed, &grammar) else {
                         panic!("{style:?} line {printed:?} of {line:?} does not read back");
                     };
                     assert_eq!(again.algorithm, entry.algorithm);
@@ -37,8 +47,11 @@ fuzz_target!(|line: &[u8]| {
                     assert!(again.expected == entry.expected);
                 }
             }
-            Line::Leaf(leaf) => reads_back(&leaf, line),
-            Line::Skip | Line::Bad => {}
+            ListLine::Leaf(leaf) => reads_back(&leaf, line),
+            ListLine::Nameless { algorithm, expected } => {
+                assert!(expected.as_bytes().len() <= algorithm.max_digest_size());
+            }
+            ListLine::Skip | ListLine::Improper(_) => {}
         }
     }
     if is_leaf_line(line)

@@ -35,14 +35,10 @@ Examples:
 // be accepted and ignored.
 
 /// What check mode cannot go with; the check-only options neither.
-const NOT_WITH_CHECK: [&str; 6] = [
-    "untagged",
-    "size",
-    "recursive",
-    "leaves",
-    "leaf_count",
-    "combine",
-];
+/// (`--untagged`, `--tag`, `-b` and `--text` are accepted and change
+/// nothing, for scripts that always pass them; `-s` checks only digests of
+/// that size, and `--leaves` prints every leaf's verdict, as `--verbose`.)
+const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 
 /// What a selection of leaves (`--leaf-range`, `--part`) and `--total`
 /// cannot go with.
@@ -134,7 +130,8 @@ pub struct Args {
     /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
     /// listed file, and a summary of the problems on standard error. Leaf
     /// listings (--leaves) are checked leaf by leaf, with their own leaf
-    /// size: `NAME: leaf I: FAILED` names a damaged leaf.
+    /// size: `NAME: leaf I: FAILED` follows the file's line for each damaged
+    /// leaf. With -s N, only N-byte digests are read.
     #[arg(short, long, conflicts_with_all = NOT_WITH_CHECK)]
     pub check: bool,
 
@@ -172,8 +169,22 @@ pub struct Args {
 
     /// Print tagged `BLAKE2b-64 (NAME) = HEX` lines: the default, as
     /// `b2sum --tag` prints them (with the digest size in bytes)
-    #[arg(long, overrides_with = "untagged", conflicts_with = "check")]
+    #[arg(long, overrides_with = "untagged")]
     pub tag: bool,
+
+    /// Read in binary mode: accepted for scripts written for sha256sum -b,
+    /// and changes nothing
+    ///
+    /// Binary and text mode are the same on every system bt2sum runs on;
+    /// lines keep two spaces between digest and name, and `HEX *NAME` lines
+    /// are read as any other.
+    #[arg(short, long, overrides_with = "text")]
+    pub binary: bool,
+
+    /// Read in text mode: accepted for scripts written for sha256sum --text,
+    /// and changes nothing (see --binary)
+    #[arg(long, overrides_with = "binary")]
+    pub text: bool,
 
     /// With --check: print no OK line for each verified file
     ///
@@ -202,6 +213,13 @@ pub struct Args {
     /// With --check: skip listed files that do not exist, without failing
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ignore_missing: bool,
+
+    /// With --check: print a verdict for every line of a leaf listing, every
+    /// leaf's included, not only the file's line and its failing leaves
+    ///
+    /// --leaves with --check does the same.
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
+    pub verbose: bool,
 
     /// Hash every regular file under the directories given (`.` when none)
     ///
@@ -237,8 +255,9 @@ pub struct Args {
     ///
     /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
     /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
-    /// file. Check mode verifies these lines, each leaf on its own.
-    #[arg(long, conflicts_with_all = ["check", "combine", "untagged"])]
+    /// file. Check mode verifies these lines, each leaf on its own; with
+    /// --check, --leaves prints every leaf's verdict (as --verbose).
+    #[arg(long, conflicts_with_all = ["combine", "untagged"])]
     pub leaves: bool,
 
     /// With --leaves or --leaf-count: only leaves A to B-1 of each file

@@ -19,15 +19,15 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 
-use bt2sum::format::checksum::{Line, Style, parse_line, parse_nameless, push_line};
+use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line};
+use bt2sum::format::lines::{MAX_LINE, Record, read_line};
+use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::leaves::Combiner;
-use bt2sum::{Algorithm, TreeParams, plain_message};
+use bt2sum::{TreeParams, plain_message, system};
 
 use super::config::Combining;
-use super::lines::{ListLine, MAX_LINE, read_line};
 use super::output::{Status, output_failed, report, warn};
-use bt2sum::system;
 
 /// Combines the listings (standard input when none is given), writing the
 /// checksum line to `out`; returns the exit status.
@@ -101,11 +101,11 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
             (place, message)
         };
         match read_line(&mut reader, &mut line).map_err(|error| failed(plain_message(&error)))? {
-            ListLine::End => return Ok(()),
-            ListLine::TooLong => {
+            Record::End => return Ok(()),
+            Record::TooLong => {
                 return Err(at_line(format!("line longer than {} MiB", MAX_LINE >> 20)));
             }
-            ListLine::Line => {}
+            Record::Line => {}
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -118,11 +118,11 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
         }
         // A listing made by --leaves holds checksum lines too, the nameless
         // one of standard input included.
-        if parse_nameless(text).is_some() {
-            continue;
-        }
-        if let Line::Bad = parse_line(text, Algorithm::Blake2b) {
-            return Err(at_line("improperly formatted line".to_string()));
+        match classify(text, &Grammar::default()) {
+            ListLine::Skip | ListLine::Checksum(_) | ListLine::Nameless { .. } => {}
+            ListLine::Leaf(_) | ListLine::Improper(_) => {
+                return Err(at_line("improperly formatted line".to_string()));
+            }
         }
     }
     Ok(())

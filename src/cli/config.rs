@@ -9,7 +9,9 @@ use clap_complete::Shell;
 
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
-use bt2sum::{Algorithm, Selection, TreeParams, system};
+use bt2sum::format::list::Grammar;
+use bt2sum::verify::Settings;
+use bt2sum::{Selection, TreeParams, system};
 
 use super::args::{Args, go_spellings};
 use super::progress::When;
@@ -95,11 +97,13 @@ pub enum Listing {
 pub struct Checking {
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
-    /// The algorithm of GNU-style `HEX  NAME` lines (`-a`).
-    pub untagged_algorithm: Algorithm,
-    /// The leaf size every listed file is hashed with (`-t`).
-    pub leaf_size: u64,
+    /// How lines read (`-a`, `-s`) and the leaf size of checksum lines
+    /// (`-t`).
+    pub settings: Settings,
     pub verbosity: Verbosity,
+    /// Whether every line of a leaf listing gets a verdict (`--verbose`),
+    /// not only a file's line and its failing leaves.
+    pub every_line: bool,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -159,7 +163,7 @@ impl Config {
                 "the --zero option is not supported when verifying checksums",
             ));
         }
-        let algorithm = Algorithm::from(args.algorithm);
+        let algorithm = bt2sum::Algorithm::from(args.algorithm);
         let mode = if let Some(shell) = args.completions {
             Mode::Completions(shell)
         } else if args.man {
@@ -174,11 +178,24 @@ impl Config {
             } else {
                 Verbosity::Normal
             };
+            let grammar = Grammar {
+                untagged_algorithm: algorithm,
+                // (`-s 0`, the default, is any size.)
+                digest_size: (args.size > 0).then_some(args.size),
+            };
+            if let Some(size) = grammar.digest_size {
+                // A size the algorithm has, as when hashing.
+                TreeParams::new(algorithm, size, args.leaf_size)
+                    .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+            }
             Mode::Check(Checking {
                 lists: args.files,
-                untagged_algorithm: algorithm,
-                leaf_size: args.leaf_size,
+                settings: Settings {
+                    grammar,
+                    leaf_size: args.leaf_size,
+                },
                 verbosity,
+                every_line: args.verbose || args.leaves,
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })

@@ -13,7 +13,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 
-use super::lines::{ListLine, MAX_LINE, read_until};
+use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::{plain_message, system};
 
 /// One entry of the list.
@@ -89,14 +89,14 @@ impl Iterator for Names {
         };
         self.number += 1;
         match read {
-            ListLine::End => {
+            Record::End => {
                 self.ended = true;
                 None
             }
-            ListLine::TooLong => {
+            Record::TooLong => {
                 Some(self.bad(&format!("file name longer than {} MiB", MAX_LINE >> 20)))
             }
-            ListLine::Line => {
+            Record::Line => {
                 let name = self.record.strip_suffix(b"\0").unwrap_or(&self.record);
                 if name.is_empty() {
                     return Some(self.bad("invalid zero-length file name"));

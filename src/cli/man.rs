@@ -106,10 +106,10 @@ matched (and, with --strict, no line was improperly formatted).
 
 1: an input could not be read or changed while it was read; with --check, a \
 listed file did not match or could not be read, a list could not be read or \
-had no properly formatted line; with --combine, the listings do not form one \
-complete file; standard output could not be written, or standard input was \
-read but had been closed (bt2sum: -: Bad file descriptor). The other inputs \
-are still hashed.
+had no properly formatted line, or the check was cut short; with --combine, \
+the listings do not form one complete file; standard output or standard \
+error could not be written, or standard input was read but had been closed \
+(bt2sum: -: Bad file descriptor). The other inputs are still hashed.
 
 2: bad usage (an unknown option, a value out of range, options that do not \
 apply together): nothing was done.
@@ -118,8 +118,8 @@ apply together): nothing was done.
 finished lines were written.
 
 A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
-quietly, with status 0; check mode goes on silently and exits with the \
-status of the check.",
+quietly, with status 0; it ends check mode at once too, quietly, with status \
+1: the check did not finish.",
     ),
     (
         "CHECK LIST FORMAT",
@@ -131,24 +131,30 @@ Accepted lines:
   BLAKE2s-N (NAME) = HEX    N in bytes, 1 to 32
   HEX  NAME                 GNU style (two spaces): the algorithm comes from -a,
   HEX *NAME                 the digest size is half the number of hex digits
+  BLAKE2b-N = HEX           standard input's, with no name
 
 HEX is all lowercase or all uppercase. Either form may start with the GNU \
 escape (a backslash) and end in CRLF. Blank lines and lines starting with # \
 are skipped and never counted. The leaf and count lines of a listing (see \
-LEAF LISTINGS) are checked too. Anything else, including leading spaces and \
-single-space separators, is improperly formatted. The leaf size is not in a \
-checksum line: it is -t (default 5m), so a list made with -t 64k must be \
-checked with -t 64k; when every such line fails, a hint on standard error \
-says so.
+LEAF LISTINGS) are checked too. With -s N only N-byte digests are read. \
+Anything else, including leading spaces and single-space separators, is \
+improperly formatted. The leaf size is not in a checksum line: it is -t \
+(default 5m), so a list made with -t 64k must be checked with -t 64k. A hint \
+on standard error follows where the evidence points to a cause: every line \
+of a list of several failed (another leaf size, or another tool), or lines \
+of another tool's shape (GNU b2sum --tag, sha256sum --tag, b3sum --tag, 64 \
+hex digits of BLAKE3 or SHA-256). A single failing line gets none: it is \
+damage. --untagged, --tag, -b and --text are accepted and change nothing.
 
 A checksum line followed by the leaf lines of the same file is checked in \
 one pass over the file with the listing's leaf size (tree= wins over -t); \
 leaf lines alone hash only the leaves they list. A file of another length \
 than total= fails every leaf line, and says so.
 
-Per checked line, standard output gets NAME: OK, NAME: FAILED, or NAME: \
-FAILED open or read; leaf and count lines get NAME: leaf I: OK and NAME: \
-leaf count: OK. A name holding a backslash or a control byte is shown \
+Per listed file, standard output gets NAME: OK, NAME: FAILED, or NAME: \
+FAILED open or read; then, for a leaf listing, NAME: leaf I: FAILED for each \
+failing leaf. --verbose (or --leaves with --check) prints a verdict for \
+every line instead: NAME: leaf I: OK, NAME: leaf count: OK. A name holding a backslash or a control byte is shown \
 escaped after a leading backslash (\\n, \\r, \\\\, \\xHH). After each list, \
 standard error gets GNU's warnings for the non-zero counts of lines: N lines \
 are improperly formatted, N listed files could not be read, N computed \

@@ -8,7 +8,6 @@ mod combine;
 mod config;
 mod files0;
 mod hash;
-mod lines;
 mod man;
 pub mod memory;
 mod output;
@@ -90,12 +89,12 @@ pub fn run(config: Config) -> Status {
 
 /// Hashes, verifies or combines, writing to `out`.
 fn drive(config: &Config, out: &mut dyn Write) -> Status {
-    match &config.mode {
+    output::with_stderr(match &config.mode {
         Mode::Hash(hashing) => hash::run(hashing, config.progress, out),
         Mode::Check(checking) => check::run(checking, config.progress, out),
         Mode::Combine(combining) => combine::run(combining, out),
         Mode::Completions(_) | Mode::Man => Status::Success,
-    }
+    })
 }
 
 /// What a command line that clap refused means: the help or the version

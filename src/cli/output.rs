@@ -3,6 +3,7 @@
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bt2sum::format::verdict::push_shown_name;
 use bt2sum::plain_message;
@@ -61,12 +62,28 @@ pub fn warn(message: &str) {
     write_stderr(format!("bt2sum: {message}\n").as_bytes());
 }
 
+/// Whether a message could not be written to standard error: the run then
+/// fails, as GNU's tools do (`2>/dev/full`), whatever else it did.
+static STDERR_FAILED: AtomicBool = AtomicBool::new(false);
+
 /// Writes a whole line to standard error, above the progress bar if one is
 /// drawn.
 fn write_stderr(line: &[u8]) {
     progress::suspend(|| {
-        let _ = io::stderr().write_all(line);
+        if io::stderr().write_all(line).is_err() {
+            STDERR_FAILED.store(true, Ordering::Relaxed);
+        }
     });
+}
+
+/// The status of a run that ended with `status`, counting a message that
+/// could not be written to standard error as a failure.
+pub fn with_stderr(status: Status) -> Status {
+    if STDERR_FAILED.load(Ordering::Relaxed) {
+        status.max(Status::Failure)
+    } else {
+        status
+    }
 }
 
 /// What a failed write to standard output means for the run: a closed pipe

@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use std::iter::Peekable;
 use std::ops::{ControlFlow, Range};
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -54,8 +55,10 @@ pub(crate) trait Input: Send + Sized {
     fn small_done(self, digest: Digest) -> Self::Output;
 
     /// Hashes an input that `prepare` left whole, or gives at once the
-    /// output of one that needs no hashing.
-    fn hash_whole(self) -> Self::Output;
+    /// output of one that needs no hashing. Once `abandoned` is set, the
+    /// caller takes no more outputs: the hashing may stop where it is
+    /// ([`Sink::go_on`](super::Sink::go_on)).
+    fn hash_whole(self, abandoned: &AtomicBool) -> Self::Output;
 }
 
 /// What [`Input::prepare`] found.
@@ -112,8 +115,8 @@ pub enum Event<O> {
 }
 
 /// Hashes every input and hands the outputs to `report` in input order. When
-/// `report` answers `Break`, no further input is started; those already
-/// started finish, unreported.
+/// `report` answers `Break`, no further input is started, and those already
+/// started stop at their next window or batch, unreported.
 pub(crate) fn hash_each<I, It, F>(inputs: It, mut report: F)
 where
     I: Input,
@@ -127,11 +130,12 @@ where
         while inputs.peek().is_some() {
             let task = take_task(&mut inputs, 0, tuning::LANES, tuning::INPUT_BYTES_IN_FLIGHT);
             let mut replies = Vec::with_capacity(task.len());
-            run_task(task, &mut |done| replies.extend(done));
+            let going = AtomicBool::new(false);
+            run_task(task, &going, &mut |done| replies.extend(done));
             // Inputs that waited for a lane come after some that did not.
             replies.sort_unstable_by_key(|(index, _)| *index);
             for (_, reply) in replies {
-                if report(Event::Ready(reply.output())).is_break() {
+                if report(Event::Ready(reply.output(&going))).is_break() {
                     return;
                 }
             }
@@ -139,6 +143,8 @@ where
         return;
     }
     let board: Board<Reply<I>> = Board::new();
+    // Set once `report` answers `Break`: the inputs in flight stop.
+    let abandoned = AtomicBool::new(false);
     rayon::in_place_scope(|scope| {
         // Inputs `reported..taken` are in flight; `slots[i]` is input
         // `reported + i`: the bytes it holds, and its reply once there.
@@ -168,6 +174,7 @@ where
                     }
                     if report(Event::Waiting).is_break() {
                         stopped = true;
+                        abandoned.store(true, Ordering::Relaxed);
                         break;
                     }
                 }
@@ -178,11 +185,13 @@ where
                     slots.push_back((input.held_bytes(), None));
                     held += input.held_bytes();
                 }
-                let board = &board;
+                let (board, abandoned) = (&board, &abandoned);
                 scope.spawn(move |_| {
                     // A panic is handed on, so that the caller does not wait
                     // for outputs that will never come.
-                    let run = AssertUnwindSafe(|| run_task(task, &mut |done| board.post(done)));
+                    let run = AssertUnwindSafe(|| {
+                        run_task(task, abandoned, &mut |done| board.post(done));
+                    });
                     if let Err(panic) = panic::catch_unwind(run) {
                         board.post_panic(panic);
                     }
@@ -202,9 +211,12 @@ where
                     stopped = true;
                     continue;
                 }
-                if report(Event::Ready(reply.output())).is_break() {
+                if report(Event::Ready(reply.output(&abandoned))).is_break() {
                     stopped = true;
                 }
+            }
+            if stopped {
+                abandoned.store(true, Ordering::Relaxed);
             }
             if slots.is_empty() && (stopped || inputs.peek().is_none()) {
                 return;
@@ -214,6 +226,7 @@ where
                 if !in_time {
                     if !stopped && report(Event::Waiting).is_break() {
                         stopped = true;
+                        abandoned.store(true, Ordering::Relaxed);
                     }
                     board.take(reported, None, &mut arrived);
                 }
@@ -345,7 +358,11 @@ fn take_task<I: Input, It: Iterator<Item = I>>(
 /// its index, to `send`: together where they are done together (one wake-up
 /// of the caller for a lane group), and those before an input hashed whole
 /// before it is, since it may block.
-fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, Reply<I>)>)) {
+fn run_task<I: Input>(
+    task: Vec<(usize, I)>,
+    abandoned: &AtomicBool,
+    send: &mut dyn FnMut(Vec<(usize, Reply<I>)>),
+) {
     // Taken out of the thread-local, not borrowed: hashing an input whole
     // may run another task on this thread.
     let mut arena = ARENA.take();
@@ -354,7 +371,7 @@ fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, Re
     let mut ready = Vec::new();
     for (index, mut input) in task {
         match input.prepare(&mut arena) {
-            Step::Done => ready.push((index, Reply::Done(input.hash_whole()))),
+            Step::Done => ready.push((index, Reply::Done(input.hash_whole(abandoned)))),
             Step::Small { tree, bytes } => smalls.push((index, input, tree, bytes)),
             Step::Whole(shape) if hash_on_caller(shape) => {
                 // Handed back at once, with those before it: the caller may
@@ -371,7 +388,7 @@ fn run_task<I: Input>(task: Vec<(usize, I)>, send: &mut dyn FnMut(Vec<(usize, Re
                 if !ready.is_empty() {
                     send(std::mem::take(&mut ready));
                 }
-                send(vec![(index, Reply::Done(input.hash_whole()))]);
+                send(vec![(index, Reply::Done(input.hash_whole(abandoned)))]);
             }
         }
     }
@@ -392,10 +409,10 @@ enum Reply<I: Input> {
 
 impl<I: Input> Reply<I> {
     /// The output, hashing a large input here.
-    fn output(self) -> I::Output {
+    fn output(self, abandoned: &AtomicBool) -> I::Output {
         match self {
             Reply::Done(output) => output,
-            Reply::Large(input) => input.hash_whole(),
+            Reply::Large(input) => input.hash_whole(abandoned),
         }
     }
 }
@@ -500,7 +517,7 @@ mod tests {
             (self.index, Some(digest))
         }
 
-        fn hash_whole(self) -> Self::Output {
+        fn hash_whole(self, _abandoned: &AtomicBool) -> Self::Output {
             match self.kind {
                 Kind::Slow(millis) => {
                     std::thread::sleep(Duration::from_millis(millis));
@@ -612,7 +629,7 @@ mod tests {
                 Step::Whole(Shape::File { tree, leaves: 1 })
             }
             fn small_done(self, _digest: Digest) {}
-            fn hash_whole(self) {
+            fn hash_whole(self, _abandoned: &AtomicBool) {
                 panic!("a bug");
             }
         }

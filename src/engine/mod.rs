@@ -36,7 +36,7 @@ mod windows;
 
 use std::io::Read;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(crate) use batch::LeafBytes;
 pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
@@ -105,12 +105,23 @@ pub(crate) struct Sink<'a> {
     /// A counter of the input bytes hashed so far, for a progress display;
     /// advanced as the work goes, possibly from worker threads.
     pub progress: Option<&'a AtomicU64>,
+    /// Set when nobody waits for the digest any more (a run of many inputs
+    /// that its caller stopped): hashing stops at its next window or batch.
+    pub abandoned: Option<&'a AtomicBool>,
 }
 
 impl Sink<'_> {
     fn count(&self, bytes: u64) {
         if let Some(progress) = self.progress {
             progress.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Fails with [`Error::Abandoned`] once the digest is no longer wanted.
+    pub(crate) fn go_on(&self) -> Result<(), Error> {
+        match self.abandoned {
+            Some(abandoned) if abandoned.load(Ordering::Relaxed) => Err(Error::Abandoned),
+            _ => Ok(()),
         }
     }
 }

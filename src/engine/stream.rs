@@ -370,6 +370,7 @@ impl Stream {
                     // before a batch is full.
                     sink.count(count as u64);
                     total += count as u64;
+                    sink.go_on()?;
                 }
                 Err(Error::Io(error)) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(error),
@@ -570,7 +571,7 @@ impl<S: LeafSink> TreeHasher<S> {
     fn sink(&mut self) -> (&mut Stream, Sink<'_>) {
         let sink = Sink {
             leaves: Some(&mut self.leaves),
-            progress: None,
+            ..Sink::default()
         };
         (&mut self.stream, sink)
     }
@@ -594,7 +595,7 @@ impl<S: LeafSink> TreeHasher<S> {
     pub fn finalize_with_leaves(mut self) -> Result<(Digest, S), Error> {
         let mut sink = Sink {
             leaves: Some(&mut self.leaves),
-            progress: None,
+            ..Sink::default()
         };
         let digest = self.stream.finalize(&mut sink)?;
         Ok((digest, self.leaves))
@@ -654,7 +655,7 @@ mod tests {
         let mut collect = Collect(Vec::new());
         let mut sink = Sink {
             leaves: Some(&mut collect),
-            progress: None,
+            ..Sink::default()
         };
         let mut stream = Stream::new(tree);
         if by_writes {

@@ -112,6 +112,7 @@ fn windows(
     let mut asked = Asked::new(tree, file, leaves.clone());
     let mut first = leaves.start;
     while first < leaves.end {
+        sink.go_on()?;
         // (Saturating: leaf indices reach 2^64 - 2.)
         let last = leaves.end.min(first.saturating_add(window));
         asked.through(last.saturating_add(window));
@@ -261,6 +262,7 @@ fn big_leaves(
     let progress = sink.progress;
     let mut asked = Asked::new(tree, file, leaves.clone());
     for round in leaves.clone().step_by(threads) {
+        sink.go_on()?;
         let round = round..leaves.end.min(round.saturating_add(threads as u64));
         asked.through(round.end.saturating_add(threads as u64));
         let digests: Vec<Result<Digest, Error>> = round
@@ -500,7 +502,7 @@ mod tests {
         };
         let mut sink = Sink {
             leaves: Some(&mut collect),
-            progress: None,
+            ..Sink::default()
         };
         let digest = crate::engine::hash(tree, source, &mut sink).unwrap().digest;
         (digest, collect.digests)

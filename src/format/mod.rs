@@ -5,6 +5,9 @@
 //! - [`checksum`]: `TAG (NAME) = HEX`, `TAG = HEX` and GNU's `HEX  NAME`.
 //! - [`leaf`]: the leaf lines of a listing,
 //!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`.
+//! - [`list`]: every line of a checksum list told apart: bt2sum's, another
+//!   tool's (named by its shape), a comment, or junk; [`lines`] reads them
+//!   with bounded memory.
 //! - [`verdict`]: what check mode prints per checked line, `NAME: OK`.
 //!
 //! Names are bytes (non-UTF-8 names pass through) and are escaped the GNU
@@ -16,6 +19,8 @@
 
 pub mod checksum;
 pub mod leaf;
+pub mod lines;
+pub mod list;
 pub mod verdict;
 
 use std::fmt;

@@ -42,7 +42,7 @@ use std::ops::ControlFlow;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
@@ -750,7 +750,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         self.outcome(result)
     }
 
-    fn hash_whole(mut self) -> Outcome<T, S> {
+    fn hash_whole(mut self, abandoned: &AtomicBool) -> Outcome<T, S> {
         let opened = match std::mem::replace(&mut self.state, State::Closed) {
             State::Open(opened) => Ok(opened),
             // (Put off in `prepare`: hashed whole on the calling thread,
@@ -763,6 +763,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
             let mut sink = Sink {
                 leaves: Some(&mut self.sink),
                 progress: self.progress.as_deref(),
+                abandoned: Some(abandoned),
             };
             match self.excerpt_of {
                 Some(total) => {

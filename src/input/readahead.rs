@@ -563,7 +563,7 @@ mod tests {
             let mut expected = Vec::new();
             let mut memory_sink = Sink {
                 leaves: Some(&mut expected),
-                progress: None,
+                ..Sink::default()
             };
             let in_memory =
                 crate::engine::hash(&tree, crate::engine::Source::Bytes(&data), &mut memory_sink)
@@ -572,7 +572,7 @@ mod tests {
             let mut got = Vec::new();
             let mut sink = Sink {
                 leaves: Some(&mut got),
-                progress: None,
+                ..Sink::default()
             };
             let hashed = Opened::path(&path, When::InTurn)
                 .unwrap()

@@ -67,14 +67,14 @@ fn abc_dir() -> tempfile::TempDir {
     dir_with(&[("a", b"alpha\n"), ("b", b""), ("c d", &pattern(70_000))])
 }
 
-/// The hint check mode prints once when every checksum line it checked
-/// with `-t`'s leaf size failed.
+/// The hint check mode prints once when every checksum line of a list of
+/// several that it checked with `-t`'s leaf size failed.
 fn leaf_size_hint(size: &str) -> String {
     format!(
-        "bt2sum: hint: checksum lines do not record their leaf size: these were checked \
-         with -t {size}, and a list made with another size needs it given with -t; a list \
-         made by b2sum (which hashes a file as one sequential BLAKE2 stream) or by another \
-         algorithm never matches a tree hash\n"
+        "bt2sum: hint: every checksum line failed: checksum lines do not record their leaf \
+         size, these were checked with -t {size}, and a list made with another size needs it \
+         given with -t; a list made by b2sum (which hashes a file as one sequential BLAKE2 \
+         stream) or by another algorithm never matches a tree hash\n"
     )
 }
 
@@ -124,9 +124,9 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
         &out,
         "a: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: hint: these lines hold 64 hex digits, the size of a SHA-256 digest: a list \
-         made by sha256sum never matches a tree hash (one made by bt2sum -a blake2s \
-         --untagged is checked with -a blake2s)\n",
+         bt2sum: hint: 1 line holds 64 hex digits, the size of a BLAKE3 or SHA-256 digest, \
+         and failed: a list made by b3sum or sha256sum never matches a tree hash (one made \
+         by bt2sum -a blake2s --untagged is checked with -a blake2s)\n",
         1,
     );
     // And a 64-byte GNU-style digest is not a BLAKE2s size.
@@ -222,7 +222,8 @@ fn a_deleted_file_cannot_be_read() {
              c d: FAILED open or read\n\
              bt2sum: WARNING: 2 listed files could not be read\n\
              bt2sum: WARNING: 1 computed checksum did NOT match\n"
-        ) + &leaf_size_hint("5m")
+        ),
+        "one checksum line failed: damage, with no hint"
     );
     assert_eq!(code, 1);
     // --status: nothing on stdout and no summary, but the reasons stay (GNU).
@@ -268,29 +269,39 @@ fn leaf_size_comes_from_dash_t() {
         "",
         0,
     );
-    // Every file failing with the default leaf size: the hint names it.
+    // One file failing is damage until shown otherwise: no hint.
     assert_run(
         &run_in(dir.path(), ["-c"], &list),
         "f: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    // Every file of several failing with the default leaf size: the hint
+    // names it.
+    fs::write(dir.path().join("f2"), pattern(100_000)).unwrap();
+    let two = make_list(dir.path(), ["-t", "64k", "f", "f2"]);
+    assert_run(
+        &run_in(dir.path(), ["-c"], &two),
+        "f: FAILED\nf2: FAILED\n",
         &format!(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            "bt2sum: WARNING: 2 computed checksums did NOT match\n{}",
             leaf_size_hint("5m")
         ),
         1,
     );
-    assert_run(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
-    let default_list = make_list(dir.path(), ["f"]);
+    assert_run(&run_in(dir.path(), ["-c", "--status"], &two), "", "", 1);
+    let default_list = make_list(dir.path(), ["f", "f2"]);
     assert_run(
         &run_in(dir.path(), ["-c", "-t", "5m"], &default_list),
-        "f: OK\n",
+        "f: OK\nf2: OK\n",
         "",
         0,
     );
     assert_run(
         &run_in(dir.path(), ["-c", "-t", "64k"], &default_list),
-        "f: FAILED\n",
+        "f: FAILED\nf2: FAILED\n",
         &format!(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            "bt2sum: WARNING: 2 computed checksums did NOT match\n{}",
             leaf_size_hint("64k")
         ),
         1,
@@ -366,12 +377,15 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
         1,
     );
     // Standard input's nameless line, in a list read from standard input,
-    // names nothing that can be read.
+    // names nothing that can be read; a hint says so.
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
     assert_run(
         &run_in(dir.path(), ["-c"], nameless.as_bytes()),
         "a: OK\n",
-        "bt2sum: WARNING: 1 line is improperly formatted\n",
+        "bt2sum: WARNING: 1 line is improperly formatted\n\
+         bt2sum: hint: 1 line checks standard input (named `-`, or nameless as `bt2sum < FILE` \
+         prints it): a list read from standard input cannot check standard input too; give \
+         the list as a file (bt2sum -c LIST < FILE)\n",
         0,
     );
     let one_bad = format!("{line_a}\nnonsense\n");
@@ -469,11 +483,8 @@ fn ignore_missing() {
     assert_run(
         &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
         "a: FAILED\n",
-        &format!(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-             bt2sum: SUMS: no file was verified\n{}",
-            leaf_size_hint("5m")
-        ),
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+         bt2sum: SUMS: no file was verified\n",
         1,
     );
     // Without --ignore-missing the same list reports the missing files.
@@ -484,8 +495,7 @@ fn ignore_missing() {
             "bt2sum: b: {missing}\n\
              bt2sum: c d: {missing}\n\
              bt2sum: WARNING: 2 listed files could not be read\n\
-             bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
-            leaf_size_hint("5m")
+             bt2sum: WARNING: 1 computed checksum did NOT match\n"
         ),
         1,
     );
@@ -542,12 +552,21 @@ fn gnu_b2sum_lists_do_not_verify() {
     let dir = dir_with(&[("a", data)]);
     // What GNU b2sum prints: sequential BLAKE2b, not a tree hash.
     let sequential = blake2b_simd::blake2b(data).to_hex().to_string();
+    // One line that fails could be damage: no hint. Several that all fail
+    // point to another tool or leaf size.
     let untagged = format!("{sequential}  a\n");
     assert_run(
         &run_in(dir.path(), ["-c"], untagged.as_bytes()),
         "a: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
+    );
+    let twice = untagged.repeat(2);
+    assert_run(
+        &run_in(dir.path(), ["-c"], twice.as_bytes()),
+        "a: FAILED\na: FAILED\n",
         &format!(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n{}",
+            "bt2sum: WARNING: 2 computed checksums did NOT match\n{}",
             leaf_size_hint("5m")
         ),
         1,
@@ -562,9 +581,9 @@ fn gnu_b2sum_lists_do_not_verify() {
         &run_in(dir.path(), ["-c"], tagged.as_bytes()),
         "",
         "bt2sum: standard input: no properly formatted checksum lines found\n\
-         bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or a size in bits): \
-         a list made by b2sum (which hashes a file as one sequential BLAKE2 stream) or by \
-         another algorithm never matches a tree hash\n",
+         bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with \
+         N in bits, where bt2sum's counts bytes): b2sum hashes a file as one sequential \
+         BLAKE2b stream, which never matches a tree hash\n",
         1,
     );
 }
@@ -857,9 +876,9 @@ fn check_only_options_need_check() {
         );
     }
     for args in [
-        &["-c", "-s", "32"][..],
-        &["-c", "--untagged"],
-        &["--check", "--size=1"],
+        &["-c", "-r"][..],
+        &["-c", "--leaf-count"],
+        &["--check", "--combine"],
     ] {
         let out = run_in(Path::new("."), args, HELLO);
         assert_eq!(status(&out), 2, "{args:?}");

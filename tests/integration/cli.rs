@@ -348,8 +348,9 @@ fn bad_options_are_usage_errors() {
         (&["--cpus", "0"], "0 is not in 1..=1024"),
         (&["--cpus", "1025"], "1025 is not in 1..=1024"),
         (&["-cpus", "0"], "0 is not in 1..=1024"),
-        (&["-c", "-s", "10"], "cannot be used with"),
-        (&["-c", "--untagged"], "cannot be used with"),
+        (&["-c", "-s", "65"], "digest size 65 is out of range"),
+        (&["-c", "-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
+        (&["-c", "-r"], "cannot be used with"),
         (&["--bogus"], "unexpected argument"),
     ] {
         let out = run(args, HELLO);
@@ -828,9 +829,9 @@ fn every_message_shows_control_bytes_escaped() {
 fn options_without_meaning_in_a_mode_are_usage_errors() {
     let (dir, _) = file_with("f", HELLO);
     let cases: [&[&str]; 8] = [
-        &["--untagged", "--quiet", "f"],
+        &["--leaf-count", "--quiet", "f"],
         &["-r", "--status", "."],
-        &["--leaves", "--strict", "f"],
+        &["--leaves", "--strict", "-r", "."],
         &["-c", "--leaf-range", "1..2", "f"],
         &["--combine", "-L", "f"],
         &["--combine", "--leaf-range", "1..2", "f"],

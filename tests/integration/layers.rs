@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 11] = [
+const LAYERS: [(&str, &[&str]); 12] = [
     ("ct", &[]),
     ("descriptors", &[]),
     ("memory", &[]),
@@ -14,7 +14,7 @@ const LAYERS: [(&str, &[&str]); 11] = [
     ("digest", &["ct"]),
     ("error", &["params", "memory"]),
     ("engine", &["params", "digest", "error", "memory"]),
-    ("format", &["params", "digest"]),
+    ("format", &["params", "digest", "memory"]),
     (
         "leaves",
         &[
@@ -38,6 +38,12 @@ const LAYERS: [(&str, &[&str]); 11] = [
             "error",
             "descriptors",
             "memory",
+        ],
+    ),
+    (
+        "verify",
+        &[
+            "input", "leaves", "engine", "format", "params", "digest", "error", "memory",
         ],
     ),
 ];

@@ -144,12 +144,22 @@ fn a_listing_verifies_leaf_by_leaf() {
     let mut data = pattern(5000);
     let dir = dir_with("f", &data);
     let listed = run_in(dir.path(), &["--leaves", "-t", "1k", "f"]).stdout;
-    let all_ok =
+    let every_line =
         "f: OK\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: OK\nf: leaf 4: OK\n";
-    // The leaf size is the listing's `tree=`, whatever -t says.
-    for args in [&["--strict", "-w"][..], &["-t", "64k"]] {
+    // One line for the file; every line with --verbose (or --leaves). The
+    // leaf size is the listing's `tree=`, whatever -t says.
+    for (args, expected) in [
+        (&["--strict", "-w"][..], "f: OK\n"),
+        (&["-t", "64k"], "f: OK\n"),
+        (&["--verbose"], every_line),
+        (&["--leaves", "-t", "64k"], every_line),
+    ] {
         let out = check(dir.path(), args, &listed);
-        assert_eq!((stdout(&out).as_str(), stderr(&out).as_str()), (all_ok, ""));
+        assert_eq!(
+            (stdout(&out).as_str(), stderr(&out).as_str()),
+            (expected, ""),
+            "{args:?}"
+        );
         assert_eq!(status(&out), 0);
     }
 
@@ -157,8 +167,10 @@ fn a_listing_verifies_leaf_by_leaf() {
     data[3500] ^= 1;
     fs::write(dir.path().join("f"), &data).unwrap();
     let out = check(dir.path(), &[], &listed);
+    assert_eq!(stdout(&out), "f: FAILED\nf: leaf 3: FAILED\n");
+    let verbose = check(dir.path(), &["--verbose"], &listed);
     assert_eq!(
-        stdout(&out),
+        stdout(&verbose),
         "f: FAILED\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: FAILED\nf: leaf 4: OK\n"
     );
     // The summary counts files; the listing gave the leaf size: no hint.
@@ -167,8 +179,10 @@ fn a_listing_verifies_leaf_by_leaf() {
         "bt2sum: WARNING: 1 computed checksum did NOT match\n"
     );
     assert_eq!(status(&out), 1);
-    let quiet = check(dir.path(), &["--quiet"], &listed);
-    assert_eq!(stdout(&quiet), "f: FAILED\nf: leaf 3: FAILED\n");
+    for args in [&["--quiet"][..], &["--quiet", "--verbose"]] {
+        let quiet = check(dir.path(), args, &listed);
+        assert_eq!(stdout(&quiet), "f: FAILED\nf: leaf 3: FAILED\n", "{args:?}");
+    }
     let silent = check(dir.path(), &["--status"], &listed);
     assert_eq!(
         (stdout(&silent).as_str(), stderr(&silent).as_str()),
@@ -195,6 +209,9 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         .stdout,
     );
     let out = check(dir.path(), &[], &listed);
+    assert_eq!(stdout(&out), "f: OK\n");
+    assert_eq!(status(&out), 0);
+    let out = check(dir.path(), &["--verbose"], &listed);
     assert_eq!(
         stdout(&out),
         "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n"
@@ -205,10 +222,17 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     // fail (leaf 8, now the last and shorter), and so does the count; the
     // others still verify. Said once, counted as one file.
     fs::write(dir.path().join("f"), &data[..9000]).unwrap();
-    let out = check(dir.path(), &[], &listed);
+    let out = check(dir.path(), &["--verbose"], &listed);
     assert_eq!(
         stdout(&out),
         "f: leaf 7: OK\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: OK\n"
+    );
+    // (Leaf 2, listed after leaf 8, is checked in a pass of its own: the
+    // file's line follows the failing lines of the passes before.)
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(
+        stdout(&out),
+        "f: leaf 8: FAILED\nf: leaf count: FAILED\nf: FAILED\n"
     );
     assert_eq!(
         stderr(&out),
@@ -219,12 +243,14 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
 
     // Gone: every line is unreadable, the reason given once, one file.
     fs::remove_file(dir.path().join("f")).unwrap();
-    let out = check(dir.path(), &[], &listed);
+    let out = check(dir.path(), &["--verbose"], &listed);
     assert_eq!(
         stdout(&out),
         "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
          f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
     );
+    let out = check(dir.path(), &[], &listed);
+    assert_eq!(stdout(&out), "f: FAILED open or read\n");
     assert_eq!(
         stderr(&out).matches("bt2sum: f: ").count(),
         1,
@@ -254,13 +280,16 @@ fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     let text = lines.join("\n") + "\n";
     // (A nameless line names standard input, which a list read from
     // standard input cannot be.)
-    let out = super::run_in(dir.path(), ["-c", "-w"], text.as_bytes());
+    let out = super::run_in(dir.path(), ["-c", "-w", "--verbose"], text.as_bytes());
     assert_eq!(stdout(&out), "f: OK\nf: leaf 0: OK\n");
     assert_eq!(
         stderr(&out),
         "bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
          bt2sum: standard input: 4: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: WARNING: 2 lines are improperly formatted\n"
+         bt2sum: WARNING: 2 lines are improperly formatted\n\
+         bt2sum: hint: 1 line checks standard input (named `-`, or nameless as `bt2sum < FILE` \
+         prints it): a list read from standard input cannot check standard input too; give \
+         the list as a file (bt2sum -c LIST < FILE)\n"
     );
     assert_eq!(status(&out), 0);
     assert_eq!(
@@ -276,6 +305,12 @@ fn a_listing_of_standard_input_verifies_against_standard_input() {
     let dir = tempfile::tempdir().unwrap();
     let list = listing(dir.path(), "list", &listed);
     let out = run([OsStr::new("-c"), list.as_os_str()], &data);
+    assert_eq!(stdout(&out), "-: OK\n");
+    assert_eq!(status(&out), 0);
+    let out = run(
+        [OsStr::new("-c"), OsStr::new("--verbose"), list.as_os_str()],
+        &data,
+    );
     assert_eq!(
         stdout(&out),
         "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n"
@@ -294,7 +329,7 @@ fn a_file_and_its_leaves_are_read_once() {
     let list = listing(dir.path(), "list", listed.replace("(f)", "(p)").as_bytes());
     let checking = bt2sum()
         .current_dir(dir.path())
-        .arg("-c")
+        .args(["-c", "--verbose"])
         .arg(&list)
         .stdout(std::process::Stdio::piped())
         .spawn_retried();
@@ -568,7 +603,7 @@ fn tiny_leaves_spill_and_still_list_every_leaf() {
 #[test]
 fn listing_options_are_usage_errors_where_they_do_not_apply() {
     for args in [
-        &["-c", "--leaves"][..],
+        &["-c", "--leaves", "--untagged"][..],
         &["--combine", "--leaves"],
         &["--combine", "-c"],
         &["--combine", "-s", "10"],
@@ -840,7 +875,8 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     data[1_777_777] ^= 1;
     fs::write(dir.path().join("f"), &data).unwrap();
     let out = shell(dir.path(), script);
-    assert_eq!(stdout(&out), "f: FAILED\nf: leaf 1777777: FAILED\n");
+    // (A listing checked in several passes: the file's line after them.)
+    assert_eq!(stdout(&out), "f: leaf 1777777: FAILED\nf: FAILED\n");
     assert_eq!(status(&out), 1);
 }
 
@@ -1043,7 +1079,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
         let mut changed = pattern(length.max(data.len()));
         changed.truncate(length);
         fs::write(dir.path().join("f"), &changed).unwrap();
-        let out = check(dir.path(), &[], &listed);
+        let out = check(dir.path(), &["--verbose"], &listed);
         assert_eq!(verdicts(&out), expected, "{what}");
         assert_eq!(
             stdout(&out).lines().filter(|l| l.ends_with(": OK")).count(),
@@ -1079,12 +1115,18 @@ fn warnings_count_files_not_lines() {
     let out = check(dir.path(), &["--quiet"], &listed);
     assert_eq!(stdout(&out).lines().count(), 4);
     assert_eq!(
+        stdout(&out),
+        "f: FAILED\nf: leaf 10: FAILED\nf: leaf 2000: FAILED\nf: leaf 5999: FAILED\n"
+    );
+    assert_eq!(
         stderr(&out),
         "bt2sum: WARNING: 1 computed checksum did NOT match\n"
     );
     fs::remove_file(dir.path().join("f")).unwrap();
-    let out = check(dir.path(), &["--quiet"], &listed);
+    let out = check(dir.path(), &["--quiet", "--verbose"], &listed);
     assert_eq!(stdout(&out).lines().count(), 6001);
+    let out = check(dir.path(), &["--quiet"], &listed);
+    assert_eq!(stdout(&out), "f: FAILED open or read\n");
     assert!(
         stderr(&out).ends_with("\nbt2sum: WARNING: 1 listed file could not be read\n"),
         "{}",

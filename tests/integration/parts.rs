@@ -502,7 +502,7 @@ fn combined_lines_verify_without_the_leaf_size() {
         "{text}"
     );
     fs::write(dir.path().join("U"), &text).unwrap();
-    let out = run_in(dir.path(), &["-c", "--strict", "U"], &data);
+    let out = run_in(dir.path(), &["-c", "--strict", "--verbose", "U"], &data);
     assert_eq!(
         (stdout(&out), status(&out)),
         ("-: OK\n-: leaf count: OK\n".to_string(), 0),
@@ -531,7 +531,7 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     let out = run(["--combine"], listing.as_bytes());
     assert_eq!(stdout(&out), combined_lines(dir.path(), &["-t", "1k"]));
     fs::write(dir.path().join("L"), &listing).unwrap();
-    let out = run_in(dir.path(), &["-c", "L"], b"");
+    let out = run_in(dir.path(), &["-c", "--verbose", "L"], b"");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert!(
         stdout(&out).starts_with("f: leaf count: OK\nf: leaf 0: OK\n"),
@@ -539,12 +539,19 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
         stdout(&out)
     );
     fs::write(dir.path().join("f"), pattern(5001)).unwrap();
-    let out = run_in(dir.path(), &["-c", "L"], b"");
+    let out = run_in(dir.path(), &["-c", "--verbose", "L"], b"");
     assert_eq!(status(&out), 1);
     assert!(
         stdout(&out).starts_with("f: leaf count: FAILED\n"),
         "{}",
         stdout(&out)
+    );
+    // By default, one line for the file (the two parts are one listing of
+    // it, checked in one pass), then its failing lines.
+    let out = run_in(dir.path(), &["-c", "L"], b"");
+    assert_eq!(
+        stdout(&out),
+        "f: FAILED\nf: leaf count: FAILED\nf: leaf count: FAILED\nf: leaf 4: FAILED\n"
     );
 }
 

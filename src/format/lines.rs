@@ -8,7 +8,7 @@ use std::io::{self, BufRead, Read};
 pub const MAX_LINE: usize = 16 << 20;
 
 /// One line read from a list.
-pub enum ListLine {
+pub enum Record {
     /// The list has ended.
     End,
     /// A line, in the buffer.
@@ -18,18 +18,18 @@ pub enum ListLine {
 }
 
 /// Reads the next line of a list, `\n` included, into `line`. A line over
-/// [`MAX_LINE`] bytes is read past and reported as [`ListLine::TooLong`],
+/// [`MAX_LINE`] bytes is read past and reported as [`Record::TooLong`],
 /// with only its first bytes kept.
-pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<ListLine> {
+pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Record> {
     read_until(reader, line, b'\n')
 }
 
 /// Reads the next record of a list, up to and with `end` (a line's `\n`, a
 /// name's NUL), into `line`, as [`read_line`] reads lines. The line grows
-/// only while memory is granted (see `bt2sum::memory`): where it is
+/// only while memory is granted (see `crate::memory`): where it is
 /// refused, the list cannot be read on, and that is the error (`Cannot
 /// allocate memory`), never an abort.
-pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io::Result<ListLine> {
+pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io::Result<Record> {
     line.clear();
     loop {
         let room = make_room(line)?;
@@ -38,9 +38,9 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
         let read = reader.by_ref().take(room as u64).read_until(end, line)?;
         if line.last() == Some(&end) || read == 0 && line.len() <= MAX_LINE {
             return Ok(if line.is_empty() {
-                ListLine::End
+                Record::End
             } else {
-                ListLine::Line
+                Record::Line
             });
         }
         if line.len() > MAX_LINE {
@@ -48,7 +48,7 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
         }
     }
     skip_past(reader, end)?;
-    Ok(ListLine::TooLong)
+    Ok(Record::TooLong)
 }
 
 /// Makes room in `line` for more of a record, up to `MAX_LINE + 1` bytes in
@@ -61,7 +61,8 @@ fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
         return Ok(spare.min(most));
     }
     let wanted = line.len().max(256).min(most);
-    let room = bt2sum::memory::reserve_at_most(line, wanted).ok_or_else(bt2sum::out_of_memory)?;
+    let room =
+        crate::memory::reserve_at_most(line, wanted).ok_or_else(crate::memory::out_of_memory)?;
     Ok(room.min(most))
 }
 
@@ -103,9 +104,9 @@ mod tests {
         let mut records = Vec::new();
         loop {
             match read_until(&mut reader, &mut line, end).unwrap() {
-                ListLine::End => return records,
-                ListLine::Line => records.push(Ok(line.clone())),
-                ListLine::TooLong => records.push(Err(())),
+                Record::End => return records,
+                Record::Line => records.push(Ok(line.clone())),
+                Record::TooLong => records.push(Err(())),
             }
         }
     }

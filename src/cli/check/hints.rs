@@ -1,0 +1,130 @@
+//! The hints at the end of a check: what most likely made lines fail or
+//! go unread, said only where the evidence points to it. A single failing
+//! line is damage until shown otherwise, so it gets no hint; every
+//! checksum line of a list of several failing does, and so do lines whose
+//! shape shows another tool.
+
+use bt2sum::format::list::{Improper, OtherTool};
+use bt2sum::verify::{BadLine, Checked};
+
+use super::super::args::shown_leaf_size;
+use super::super::output::warn;
+
+/// What a run found that a hint may explain.
+#[derive(Default)]
+pub struct Hints {
+    /// Improperly formatted lines of other tools, by tool.
+    other_tools: Vec<(OtherTool, u64)>,
+    /// Failing GNU-style lines of another algorithm's digest size, by size.
+    failed_like: Vec<(OtherTool, u64)>,
+    /// Standard input's own lines in a list read from standard input.
+    stdin_in_stdin: u64,
+    /// Checksum lines checked with `-t`'s leaf size alone in the list being
+    /// checked: how many matched, and how many failed.
+    by_option: (u64, u64),
+    /// Whether a list of several such lines failed in every one.
+    every_line_failed: bool,
+}
+
+/// Adds one to the count of `tool`.
+fn add(counts: &mut Vec<(OtherTool, u64)>, tool: &OtherTool) {
+    match counts.iter_mut().find(|(known, _)| known == tool) {
+        Some((_, count)) => *count += 1,
+        None => counts.push((tool.clone(), 1)),
+    }
+}
+
+impl Hints {
+    /// Notes an improperly formatted line.
+    pub fn bad_line(&mut self, why: &BadLine) {
+        match why {
+            BadLine::Grammar(Improper::OtherTool(tool)) => add(&mut self.other_tools, tool),
+            BadLine::StdinInStdin => self.stdin_in_stdin += 1,
+            BadLine::Grammar(_) => {}
+        }
+    }
+
+    /// Notes a checked pass.
+    pub fn checked(&mut self, checked: &Checked) {
+        if let Some(tool) = checked.failed_like() {
+            add(&mut self.failed_like, tool);
+        }
+        match checked.matched_with_option_leaf_size() {
+            Some(true) => self.by_option.0 += 1,
+            Some(false) => self.by_option.1 += 1,
+            None => {}
+        }
+    }
+
+    /// Notes the end of a list.
+    pub fn list_ended(&mut self) {
+        let (matched, failed) = std::mem::take(&mut self.by_option);
+        if matched == 0 && failed >= 2 {
+            self.every_line_failed = true;
+        }
+    }
+
+    /// Writes the hints on standard error; `leaf_size` is `-t`'s.
+    pub fn show(&self, leaf_size: u64) {
+        for (tool, count) in &self.other_tools {
+            warn(&match tool {
+                OtherTool::GnuB2sum => format!(
+                    "hint: {} GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with N \
+                     in bits, where bt2sum's counts bytes): b2sum hashes a file as one \
+                     sequential BLAKE2b stream, which never matches a tree hash",
+                    lines(*count, "has", "have")
+                ),
+                OtherTool::Tagged(tag) => format!(
+                    "hint: {} tagged {tag}, as {} writes them: another algorithm's \
+                     digests never match a tree hash",
+                    lines(*count, "is", "are"),
+                    tool.writer()
+                ),
+                OtherTool::Sized { .. } => continue,
+            });
+        }
+        if self.stdin_in_stdin > 0 {
+            warn(&format!(
+                "hint: {} standard input (named `-`, or nameless as `bt2sum < FILE` prints \
+                 it): a list read from standard input cannot check standard input too; give \
+                 the list as a file (bt2sum -c LIST < FILE)",
+                lines(self.stdin_in_stdin, "checks", "check")
+            ));
+        }
+        for (tool, count) in &self.failed_like {
+            let OtherTool::Sized { algorithm, bytes } = tool else {
+                continue;
+            };
+            let blake2s = if *bytes == 32 {
+                " (one made by bt2sum -a blake2s --untagged is checked with -a blake2s)"
+            } else {
+                ""
+            };
+            warn(&format!(
+                "hint: {} {} hex digits, the size of a {algorithm} digest, and failed: a \
+                 list made by {} never matches a tree hash{blake2s}",
+                lines(*count, "holds", "hold"),
+                2 * bytes,
+                tool.writer()
+            ));
+        }
+        if self.every_line_failed {
+            warn(&format!(
+                "hint: every checksum line failed: checksum lines do not record their leaf \
+                 size, these were checked with -t {}, and a list made with another size needs \
+                 it given with -t; a list made by b2sum (which hashes a file as one sequential \
+                 BLAKE2 stream) or by another algorithm never matches a tree hash",
+                shown_leaf_size(leaf_size)
+            ));
+        }
+    }
+}
+
+/// `1 line is` or `N lines are`, with the verb given for each.
+fn lines(count: u64, one: &str, many: &str) -> String {
+    if count == 1 {
+        format!("1 line {one}")
+    } else {
+        format!("{count} lines {many}")
+    }
+}

@@ -1,0 +1,127 @@
+//! The counts of one checked list, and GNU's summary of them.
+
+use bt2sum::format::verdict::Verdict;
+use bt2sum::verify::Checked;
+
+/// The counts of one checked list. Files are counted, not lines: a file
+/// listed with its leaves counts once, by its worst line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Properly formatted lines (of files checked, or skipped as missing).
+    pub entries: u64,
+    /// Improperly formatted lines (blank and `#` lines are not counted).
+    pub improperly_formatted: u64,
+    /// Files whose every line matched.
+    pub matched: u64,
+    /// Files of which a line did not match.
+    pub mismatched: u64,
+    /// Files that could not be opened or read.
+    pub unreadable: u64,
+}
+
+impl Tally {
+    /// Counts a pass's lines, and its file once its last pass is checked;
+    /// `skipped`: the file is missing and `--ignore-missing` was given.
+    pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
+        self.entries += checked.lines().count() as u64;
+        if let (Some(verdict), false) = (checked.file_verdict(), skipped) {
+            self.count(verdict);
+        }
+    }
+
+    /// Counts one file, by its worst line.
+    fn count(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Ok => self.matched += 1,
+            Verdict::Failed | Verdict::Missing => self.mismatched += 1,
+            Verdict::Unreadable => self.unreadable += 1,
+        }
+    }
+
+    /// GNU's summary warnings for the non-zero counts, in GNU's order and
+    /// wording, each to follow `bt2sum: `.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let mut warn = |count: u64, one: &str, many: &str| match count {
+            0 => {}
+            1 => warnings.push(format!("WARNING: 1 {one}")),
+            _ => warnings.push(format!("WARNING: {count} {many}")),
+        };
+        warn(
+            self.improperly_formatted,
+            "line is improperly formatted",
+            "lines are improperly formatted",
+        );
+        warn(
+            self.unreadable,
+            "listed file could not be read",
+            "listed files could not be read",
+        );
+        warn(
+            self.mismatched,
+            "computed checksum did NOT match",
+            "computed checksums did NOT match",
+        );
+        warnings
+    }
+
+    /// Whether the list verifies: some file matched, none failed or was
+    /// unreadable, and with `strict` no line was improperly formatted. (A
+    /// list whose files were all skipped as missing verifies nothing, as in
+    /// GNU.)
+    pub fn passed(&self, strict: bool) -> bool {
+        self.matched > 0
+            && self.mismatched == 0
+            && self.unreadable == 0
+            && !(strict && self.improperly_formatted > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_warnings_and_verdicts() {
+        let mut tally = Tally::default();
+        assert!(tally.warnings().is_empty());
+        assert!(!tally.passed(false));
+        tally.entries = 1;
+        tally.count(Verdict::Ok);
+        assert!(tally.passed(true));
+        tally.improperly_formatted = 1;
+        assert!(tally.passed(false));
+        assert!(!tally.passed(true));
+        assert_eq!(
+            tally.warnings(),
+            ["WARNING: 1 line is improperly formatted"]
+        );
+        tally.improperly_formatted = 3;
+        tally.count(Verdict::Failed);
+        tally.count(Verdict::Unreadable);
+        tally.count(Verdict::Unreadable);
+        assert!(!tally.passed(false));
+        assert_eq!(
+            tally.warnings(),
+            [
+                "WARNING: 3 lines are improperly formatted",
+                "WARNING: 2 listed files could not be read",
+                "WARNING: 1 computed checksum did NOT match",
+            ]
+        );
+        let one_each = Tally {
+            entries: 2,
+            improperly_formatted: 0,
+            matched: 0,
+            mismatched: 2,
+            unreadable: 1,
+        };
+        assert_eq!(
+            one_each.warnings(),
+            [
+                "WARNING: 1 listed file could not be read",
+                "WARNING: 2 computed checksums did NOT match",
+            ]
+        );
+    }
+}

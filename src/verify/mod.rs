@@ -1,0 +1,246 @@
+//! Verifying checksum lists: a list's lines are told apart by
+//! [`format::list`](crate::format::list), gathered into passes (the lines
+//! about one file checked in one reading of it), hashed as jobs on the
+//! engine, several at once, and handed back in list order as typed
+//! verdicts per line and per leaf. What a caller does with them (print,
+//! count, hint, act) is its own.
+//!
+//! ```
+//! use std::io::Write;
+//! use std::ops::ControlFlow;
+//! use bt2sum::format::verdict::Verdict;
+//! use bt2sum::verify::{Report, Settings, Verifier};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("hello.txt");
+//! std::fs::write(&path, b"hello s3git\n")?;
+//! let list = format!(
+//!     "BLAKE2b-64 ({}) = 18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3e\
+//!      f306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053\n\
+//!      not a checksum line\n",
+//!     path.display()
+//! );
+//! let mut verdicts = Vec::new();
+//! let mut bad_lines = Vec::new();
+//! Verifier::new(Settings::default()).check(&mut list.as_bytes(), false, |report| {
+//!     match report {
+//!         Report::Checked(checked) => verdicts.push(checked.file_verdict()),
+//!         Report::BadLine { line, .. } => bad_lines.push(line),
+//!         Report::Waiting => {}
+//!     }
+//!     ControlFlow::Continue(())
+//! })?;
+//! assert_eq!(verdicts, [Some(Verdict::Ok)]);
+//! assert_eq!(bad_lines, [2]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod pass;
+mod passes;
+
+use std::cell::RefCell;
+use std::io::{self, BufRead};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::engine::Event;
+use crate::error::Error;
+use crate::format::list::{Grammar, Improper};
+use crate::format::verdict::Verdict;
+use crate::input::{self, hash_each};
+use crate::params::TreeParams;
+pub use pass::{Checked, Subject};
+use pass::{Pass, worse};
+use passes::{Budget, PassOutcome, Passes, Queued};
+
+/// What changes how lists are read and files hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// How lines read: `-a` for GNU-style lines, and `-s`.
+    pub grammar: Grammar,
+    /// The leaf size of checksum lines that no leaf or count line gives one
+    /// (`-t`; 5 MiB by default).
+    pub leaf_size: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            grammar: Grammar::default(),
+            leaf_size: TreeParams::default().leaf_size(),
+        }
+    }
+}
+
+/// Why a line of a list is improperly formatted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadLine {
+    /// As the grammar reads it.
+    Grammar(Improper),
+    /// A line checking standard input (named `-`, or nameless as hashing
+    /// standard input without a FILE prints it), in a list that is read from
+    /// standard input itself.
+    StdinInStdin,
+}
+
+/// What verifying a list tells, in list order.
+pub enum Report<'a> {
+    /// An improperly formatted line, by number (from 1), reported before
+    /// the file checked after it.
+    BadLine {
+        /// The line's number.
+        line: u64,
+        /// Why it is improperly formatted.
+        why: &'a BadLine,
+    },
+    /// One pass over one listed file, checked.
+    Checked(&'a Checked),
+    /// The next file is not checked yet, and the verifier is about to wait
+    /// for it: a good time to flush what was written so far.
+    Waiting,
+}
+
+/// Verifies checksum lists, with the same settings for each, on the
+/// current rayon pool.
+pub struct Verifier<'a> {
+    settings: Settings,
+    /// The memory a pass may hold, shrunk for all the lists after a
+    /// refusal.
+    budget: RefCell<Budget>,
+    progress: Option<Arc<AtomicU64>>,
+    before_stdin: Box<dyn Fn() + 'a>,
+}
+
+impl<'a> Verifier<'a> {
+    /// A verifier of lists read with `settings`.
+    pub fn new(settings: Settings) -> Self {
+        Verifier {
+            settings,
+            budget: RefCell::new(Budget::new()),
+            progress: None,
+            before_stdin: Box::new(|| {}),
+        }
+    }
+
+    /// Adds the bytes hashed to `counter` as the work goes.
+    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.progress = Some(counter);
+        self
+    }
+
+    /// Calls `before` whenever standard input is about to be read for a
+    /// listed `-` (a progress bar may stop drawing over a terminal's input).
+    pub fn before_reading_stdin(mut self, before: impl Fn() + 'a) -> Self {
+        self.before_stdin = Box::new(before);
+        self
+    }
+
+    /// Verifies one list, read from `list` (`list_is_stdin`: it is standard
+    /// input, which its nameless lines then cannot mean too), handing each
+    /// report to `report` in list order. Files are hashed several at once,
+    /// the list read only as room frees up, so a list of millions of files
+    /// never sits in memory whole.
+    ///
+    /// Returns `Break` if `report` asked to stop (no further file is then
+    /// started), and `Err` if the list could not be read on, after
+    /// reporting what was read.
+    pub fn check(
+        &self,
+        list: &mut dyn BufRead,
+        list_is_stdin: bool,
+        mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
+    ) -> io::Result<ControlFlow<()>> {
+        let mut passes = Passes::new(list, list_is_stdin, self, &self.budget);
+        // The worst verdict so far on the lines of the file checked last.
+        let mut file_worst = None;
+        let mut flow = ControlFlow::Continue(());
+        hash_each(&mut passes, |event| {
+            flow = match event {
+                Event::Waiting => report(Report::Waiting),
+                Event::Ready(outcome) => self.report_pass(outcome, &mut file_worst, &mut report),
+            };
+            flow
+        });
+        if flow.is_break() {
+            return Ok(flow);
+        }
+        for (line, why) in &passes.bad_lines {
+            if report(Report::BadLine { line: *line, why }).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        match passes.error.take() {
+            Some(error) => Err(error),
+            None => Ok(ControlFlow::Continue(())),
+        }
+    }
+
+    /// Reports the improperly formatted lines before a pass, and the pass.
+    fn report_pass(
+        &self,
+        outcome: PassOutcome,
+        file_worst: &mut Option<Verdict>,
+        report: &mut impl FnMut(Report<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Queued { bad_lines, pass } = outcome.tag;
+        for (line, why) in &bad_lines {
+            report(Report::BadLine { line: *line, why })?;
+        }
+        let listed = outcome.leaves;
+        if let Err(Error::Io(error)) = &outcome.result
+            && error.kind() == io::ErrorKind::OutOfMemory
+        {
+            // Too big a pass to hash: the passes after it are smaller.
+            self.budget
+                .borrow_mut()
+                .refused(pass.lines(listed.as_ref()));
+        }
+        let checksum_matched = self.checksum_matches(&pass, outcome.result.as_ref().ok());
+        let mut checked = Checked {
+            pass,
+            listed,
+            result: outcome.result,
+            checksum_matched,
+            worst: Verdict::Ok,
+            unreadable_before: false,
+        };
+        if !checked.pass.continues {
+            *file_worst = None;
+        }
+        checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
+        *file_worst = checked
+            .lines()
+            .map(|(_, verdict)| verdict)
+            .chain(*file_worst)
+            .reduce(worse);
+        checked.worst = file_worst.unwrap_or(Verdict::Ok);
+        report(Report::Checked(&checked))
+    }
+
+    /// Whether a pass's checksum line matches the file. It may have been
+    /// made with either leaf size the list gives it: its leaf lines'
+    /// (`tree=`, which the file was hashed with) or `-t`'s (the default
+    /// `5m` when not given). So where they differ and the first fails, the
+    /// file is hashed once more with `-t`'s (a named file; standard input
+    /// cannot be read twice).
+    fn checksum_matches(&self, pass: &Pass, hashed: Option<&crate::engine::Hashed>) -> bool {
+        let (Some(checksum), Some(hashed)) = (&pass.checksum, hashed) else {
+            return false;
+        };
+        if hashed.digest == checksum.expected {
+            return true;
+        }
+        let by_option = TreeParams::new(
+            pass.tree.algorithm(),
+            pass.tree.digest_size(),
+            self.settings.leaf_size,
+        );
+        match (by_option, input::system::listed_path(&pass.name)) {
+            (Ok(tree), Some(path)) if tree != pass.tree && pass.name != b"-" => {
+                input::hash_path(&tree, path).is_ok_and(|digest| digest == checksum.expected)
+            }
+            _ => false,
+        }
+    }
+}

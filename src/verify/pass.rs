@@ -1,0 +1,241 @@
+//! One pass over one listed file: the consecutive lines of a list about it
+//! (a checksum line, the leaf and count lines that follow it, or those
+//! alone), and what hashing the file says of each.
+
+use crate::digest::Digest;
+use crate::engine::Hashed;
+use crate::error::Error;
+use crate::format::list::OtherTool;
+use crate::format::verdict::Verdict;
+use crate::leaves::ListedLeaves;
+use crate::params::TreeParams;
+
+/// What a checked line of a list is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// The file's checksum (a checksum line).
+    Checksum,
+    /// One of its leaves, by index (a leaf line).
+    Leaf(u64),
+    /// Its length (a count line, `leaves=C total=T`).
+    Length,
+}
+
+/// The lines of a list about one file that are checked in one pass over
+/// it: a checksum line with the leaf and count lines that follow it, or
+/// leaf and count lines alone. A file's listing too long for one pass (more
+/// leaf lines than memory is set aside for) is checked in several, each
+/// hashing only its own leaves.
+pub(super) struct Pass {
+    /// The file's name, unescaped (`-` for standard input).
+    pub name: Vec<u8>,
+    /// What the file is hashed with: the tree of its leaf lines (their
+    /// `tree=` wins over `-t`), or the checksum line's tag and `-t`.
+    pub tree: TreeParams,
+    /// The checksum line, if the pass starts with one.
+    pub checksum: Option<ListedChecksum>,
+    /// The file's length, as its leaf and count lines list it, if it has
+    /// any.
+    pub total: Option<u64>,
+    /// For each count line, how many of the pass's leaf lines precede it.
+    pub count_lines: Vec<usize>,
+    /// Whether the pass goes on with the file of the pass before it: its
+    /// listing was cut there (memory, or leaf indices that stopped
+    /// increasing).
+    pub continues: bool,
+    /// Whether the pass after it goes on with its file.
+    pub continued: bool,
+}
+
+/// A checksum line's digest, and what its shape says of its maker.
+#[derive(Clone, Debug)]
+pub(super) struct ListedChecksum {
+    pub expected: Digest,
+    pub sized_like: Option<OtherTool>,
+}
+
+impl Pass {
+    /// A pass starting with a file's checksum line or first leaf line.
+    pub fn new(name: Vec<u8>, tree: TreeParams, checksum: Option<ListedChecksum>) -> Pass {
+        Pass {
+            name,
+            tree,
+            checksum,
+            total: None,
+            count_lines: Vec::new(),
+            continues: false,
+            continued: false,
+        }
+    }
+
+    /// How many lines the pass checks.
+    pub fn lines(&self, listed: Option<&ListedLeaves>) -> usize {
+        let leaves = listed.map_or(0, ListedLeaves::len);
+        usize::from(self.checksum.is_some()) + leaves + self.count_lines.len()
+    }
+
+    /// The pass's checked lines in list order, each with its verdict, given
+    /// the leaves' digests, what hashing the file gave (`None`: it could
+    /// not be read), and whether the checksum matched.
+    ///
+    /// A leaf's digest depends only on its bytes, its index and whether it
+    /// is the last one: in a file that got shorter or longer, a listed leaf
+    /// whose bytes and place are unchanged still verifies, the listed last
+    /// leaf no longer does (it is not the last any more, or lost bytes), and
+    /// a listed leaf past the new end is missing. A count line checks the
+    /// length.
+    pub fn verdicts<'a>(
+        &'a self,
+        listed: Option<&'a ListedLeaves>,
+        hashed: Option<&'a Hashed>,
+        checksum_matched: bool,
+    ) -> impl Iterator<Item = (Subject, Verdict)> + 'a {
+        let judged = move |passed: bool| match (hashed.is_some(), passed) {
+            (false, _) => Verdict::Unreadable,
+            (true, true) => Verdict::Ok,
+            (true, false) => Verdict::Failed,
+        };
+        let checksum = self
+            .checksum
+            .as_ref()
+            .map(|_| (Subject::Checksum, judged(checksum_matched)));
+        let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
+        let leaves_now = hashed.map(|hashed| self.tree.leaf_count(hashed.length));
+        let mut leaves = listed.into_iter().flat_map(ListedLeaves::verdicts);
+        let mut count_lines = self.count_lines.iter().peekable();
+        let mut leaves_seen = 0;
+        let rest = std::iter::from_fn(move || {
+            if count_lines
+                .next_if(|&&before| before == leaves_seen)
+                .is_some()
+            {
+                return Some((Subject::Length, judged(total_matches)));
+            }
+            let (index, matched) = leaves.next()?;
+            leaves_seen += 1;
+            let verdict = match leaves_now {
+                Some(count) if index >= count => Verdict::Missing,
+                _ => judged(matched),
+            };
+            Some((Subject::Leaf(index), verdict))
+        });
+        checksum.into_iter().chain(rest)
+    }
+}
+
+/// The worse of two verdicts on one file's lines: unreadable, then failed
+/// (or missing), then OK.
+pub(super) fn worse(a: Verdict, b: Verdict) -> Verdict {
+    let rank = |verdict| match verdict {
+        Verdict::Ok => 0,
+        Verdict::Failed | Verdict::Missing => 1,
+        Verdict::Unreadable => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// One pass over one listed file, checked: what the verifier reports.
+pub struct Checked {
+    pub(super) pass: Pass,
+    pub(super) listed: Option<ListedLeaves>,
+    pub(super) result: Result<Hashed, Error>,
+    pub(super) checksum_matched: bool,
+    /// The worst verdict on the file's lines in every pass so far, this one
+    /// included.
+    pub(super) worst: Verdict,
+    /// Whether an earlier pass over the file already found it unreadable.
+    pub(super) unreadable_before: bool,
+}
+
+impl Checked {
+    /// The file's name as the list gives it, unescaped (`-`: standard
+    /// input).
+    pub fn name(&self) -> &[u8] {
+        &self.pass.name
+    }
+
+    /// The tree parameters the file was hashed with.
+    pub fn tree(&self) -> &TreeParams {
+        &self.pass.tree
+    }
+
+    /// What hashing the file gave: its length (and, for a pass with a
+    /// checksum line, its checksum), or why it could not be read.
+    pub fn outcome(&self) -> Result<&Hashed, &Error> {
+        self.result.as_ref()
+    }
+
+    /// The file's length as its leaf and count lines list it, if the pass
+    /// has any.
+    pub fn listed_length(&self) -> Option<u64> {
+        self.pass.total
+    }
+
+    /// The verdict on each line the pass checked, in list order.
+    pub fn lines(&self) -> impl Iterator<Item = (Subject, Verdict)> + '_ {
+        self.pass.verdicts(
+            self.listed.as_ref(),
+            self.result.as_ref().ok(),
+            self.checksum_matched,
+        )
+    }
+
+    /// Whether this is the first pass over its file (the usual case: a
+    /// file's lines are checked in one pass).
+    pub fn is_first_pass(&self) -> bool {
+        !self.pass.continues
+    }
+
+    /// Whether this is the last pass over its file.
+    pub fn is_last_pass(&self) -> bool {
+        !self.pass.continued
+    }
+
+    /// On the last pass over a file, the verdict on the file: the worst
+    /// verdict on any of its lines (unreadable, then failed, then OK).
+    pub fn file_verdict(&self) -> Option<Verdict> {
+        self.is_last_pass().then_some(self.worst)
+    }
+
+    /// Why the file could not be read, when this is the first pass to find
+    /// out (so that the reason is told once per file).
+    pub fn new_error(&self) -> Option<&Error> {
+        match &self.result {
+            Err(error) if !self.unreadable_before => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the file does not exist.
+    pub fn is_missing(&self) -> bool {
+        matches!(&self.result, Err(Error::Io(error)) if error.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    /// On a file's first pass, its length and the one its leaf lines list,
+    /// when they differ.
+    pub fn length_change(&self) -> Option<(u64, u64)> {
+        let found = self.result.as_ref().ok()?.length;
+        let listed = self.pass.total?;
+        (found != listed && self.is_first_pass()).then_some((found, listed))
+    }
+
+    /// For a checksum line checked with `-t`'s leaf size only (no leaf or
+    /// count line gave its own), in a file that could be read: whether it
+    /// matched. A list made with another leaf size fails in every such
+    /// line.
+    pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
+        let checksum = self.pass.checksum.as_ref()?;
+        let by_option = self.pass.total.is_none() && checksum.sized_like.is_none();
+        (by_option && self.result.is_ok()).then_some(self.checksum_matched)
+    }
+
+    /// The other tool whose digest size the checksum line has, if it failed
+    /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
+    pub fn failed_like(&self) -> Option<&OtherTool> {
+        let checksum = self.pass.checksum.as_ref()?;
+        if self.result.is_err() || self.checksum_matched {
+            return None;
+        }
+        checksum.sized_like.as_ref()
+    }
+}

@@ -1,0 +1,349 @@
+//! A list read into passes, as the engine asks for them: each pass a job
+//! hashing the listed file, whole or only the listed leaves, with a
+//! [`ListedLeaves`] sink that compares the leaves as they are hashed.
+
+use std::cell::RefCell;
+use std::io::{self, BufRead};
+
+use super::pass::{ListedChecksum, Pass};
+use super::{BadLine, Verifier};
+use crate::format::leaf::LeafLine;
+use crate::format::lines::{Record, read_line};
+use crate::format::list::{Improper, ListLine, classify};
+use crate::input::{Job, Outcome, system};
+use crate::leaves::ListedLeaves;
+use crate::memory;
+use crate::params::TreeParams;
+
+/// The most leaf and count lines of one file checked in one pass over it
+/// (what their listed digests take: 16 MiB). A longer run of them is checked
+/// a part at a time, each part hashing only its own leaves.
+const PASS_LINES: usize = (16 << 20) / ListedLeaves::BYTES_PER_LEAF;
+
+/// How many lines one pass may hold: the memory budget of a check, for
+/// every list of a run. A pass grows only with memory granted; the first
+/// time more is refused, the spare memory set aside at the start is given
+/// back (so that the pass can still be hashed and reported), and the passes
+/// after it hold at most half as many lines (so that they leave room too).
+pub(super) struct Budget {
+    lines: usize,
+    spare: Vec<u8>,
+}
+
+impl Budget {
+    pub fn new() -> Self {
+        let mut spare = Vec::new();
+        // (Refused, there is no spare: nothing more can be done about it.
+        // The spare is room kept free itself, so not taken through
+        // `memory::reserve_exact`, which would keep more beside it.)
+        #[allow(clippy::disallowed_methods)]
+        let _ = spare.try_reserve_exact(memory::HEADROOM);
+        Budget {
+            lines: PASS_LINES,
+            spare,
+        }
+    }
+
+    /// Memory was refused for a pass of `lines` lines.
+    pub fn refused(&mut self, lines: usize) {
+        self.spare = Vec::new();
+        self.lines = self.lines.min(lines / 2).max(1);
+    }
+}
+
+/// A pass as a job carries it: with the improperly formatted lines just
+/// before it, reported before it.
+pub(super) struct Queued {
+    pub bad_lines: Vec<(u64, BadLine)>,
+    pub pass: Pass,
+}
+
+/// What hashing a pass gave.
+pub(super) type PassOutcome = Outcome<Queued, Option<ListedLeaves>>;
+
+/// The lines of a list made into passes.
+pub(super) struct Passes<'a> {
+    reader: &'a mut dyn BufRead,
+    /// The line being read.
+    line: Vec<u8>,
+    line_number: u64,
+    /// A line read past the end of the last pass, and its number.
+    ahead: Option<(u64, ListLine)>,
+    /// Whether the list has ended.
+    ended: bool,
+    /// Improperly formatted lines not yet handed on with a pass.
+    pub bad_lines: Vec<(u64, BadLine)>,
+    /// Why reading the list stopped early.
+    pub error: Option<io::Error>,
+    /// Whether the next pass goes on with the file of the last one.
+    cut: bool,
+    /// Whether a nameless line (of standard input, as hashing it without a
+    /// FILE prints) names standard input: when the list is not read from
+    /// there.
+    nameless_is_stdin: bool,
+    verifier: &'a Verifier<'a>,
+    budget: &'a RefCell<Budget>,
+}
+
+/// Whether a line joined a pass.
+enum Joined {
+    Yes,
+    /// It is about another file or listing, or is no leaf or count line.
+    No,
+    /// It goes on with the pass's listing, which is cut before it (memory,
+    /// or an index that does not follow the pass's): the next pass goes on
+    /// with the file.
+    Cut,
+}
+
+impl<'a> Passes<'a> {
+    pub fn new(
+        reader: &'a mut dyn BufRead,
+        list_is_stdin: bool,
+        verifier: &'a Verifier<'a>,
+        budget: &'a RefCell<Budget>,
+    ) -> Self {
+        Passes {
+            reader,
+            line: Vec::new(),
+            line_number: 0,
+            ahead: None,
+            ended: false,
+            bad_lines: Vec::new(),
+            error: None,
+            cut: false,
+            nameless_is_stdin: !list_is_stdin,
+            verifier,
+            budget,
+        }
+    }
+
+    /// The next line that is not blank or a comment, with its number. The
+    /// nameless lines of standard input name it, `-`, unless the list is
+    /// standard input itself.
+    fn next_line(&mut self) -> Option<(u64, ListLine)> {
+        if let Some(ahead) = self.ahead.take() {
+            return Some(ahead);
+        }
+        while !self.ended && self.error.is_none() {
+            let line = match read_line(&mut self.reader, &mut self.line) {
+                // Not read again: a terminal's end of input is one Ctrl-D,
+                // not the end of the terminal.
+                Ok(Record::End) => {
+                    self.ended = true;
+                    return None;
+                }
+                Ok(Record::TooLong) => ListLine::Improper(Improper::TooLong),
+                Ok(Record::Line) => classify(&self.line, &self.verifier.settings.grammar),
+                Err(error) => {
+                    self.error = Some(error);
+                    return None;
+                }
+            };
+            self.line_number += 1;
+            let line = match line {
+                ListLine::Nameless {
+                    algorithm,
+                    expected,
+                } if self.nameless_is_stdin => ListLine::Checksum(crate::format::checksum::Entry {
+                    algorithm,
+                    name: b"-".to_vec(),
+                    expected,
+                    tagged: true,
+                }),
+                ListLine::Leaf(mut leaf) if leaf.name.is_none() && self.nameless_is_stdin => {
+                    leaf.name = Some(b"-".to_vec());
+                    ListLine::Leaf(leaf)
+                }
+                line => line,
+            };
+            if !matches!(line, ListLine::Skip) {
+                return Some((self.line_number, line));
+            }
+        }
+        None
+    }
+
+    /// The pass a line starts, or why it starts none.
+    fn start(&mut self, line: ListLine) -> Result<(Pass, Option<ListedLeaves>), BadLine> {
+        let (pass, listed) = match line {
+            ListLine::Checksum(entry) => {
+                let size = entry.expected.as_bytes().len();
+                let leaf_size = self.verifier.settings.leaf_size;
+                // (The grammar only lets valid sizes through.)
+                let tree = TreeParams::new(entry.algorithm, size, leaf_size)
+                    .map_err(|_| BadLine::Grammar(Improper::Junk))?;
+                let checksum = ListedChecksum {
+                    sized_like: entry.sized_like(),
+                    expected: entry.expected,
+                };
+                (Pass::new(entry.name, tree, Some(checksum)), None)
+            }
+            ListLine::Leaf(leaf) => {
+                let name = leaf.name.clone().ok_or(BadLine::StdinInStdin)?;
+                let mut started = (Pass::new(name, leaf.tree, None), None);
+                if let Joined::Cut = self.join(&mut started.0, &mut started.1, leaf) {
+                    // Not even one leaf line fits: the list cannot be
+                    // checked.
+                    self.error = Some(memory::out_of_memory());
+                }
+                started
+            }
+            ListLine::Nameless { .. } => return Err(BadLine::StdinInStdin),
+            ListLine::Improper(improper) => return Err(BadLine::Grammar(improper)),
+            ListLine::Skip => return Err(BadLine::Grammar(Improper::Junk)),
+        };
+        // Standard input, when the list is read from there (as GNU); a name
+        // no file here can have (see `system::listed_path`).
+        if pass.name == b"-" {
+            if !self.nameless_is_stdin {
+                return Err(BadLine::StdinInStdin);
+            }
+        } else if system::listed_path(&pass.name).is_none() {
+            return Err(BadLine::Grammar(Improper::Junk));
+        }
+        Ok((pass, listed))
+    }
+
+    /// The next pass, with its listed leaves.
+    fn next_pass(&mut self) -> Option<(Pass, Option<ListedLeaves>)> {
+        let (mut pass, mut listed) = loop {
+            let (line_number, line) = self.next_line()?;
+            match self.start(line) {
+                Ok(started) => break started,
+                Err(why) => self.bad_lines.push((line_number, why)),
+            }
+            if self.error.is_some() {
+                return None;
+            }
+        };
+        pass.continues = std::mem::take(&mut self.cut);
+        // The leaf and count lines that follow, while they are about the
+        // same file and listing and fit in one pass.
+        while let Some((line_number, line)) = self.next_line() {
+            let joined = match &line {
+                ListLine::Leaf(leaf) => self.join(&mut pass, &mut listed, leaf.clone()),
+                _ => Joined::No,
+            };
+            match joined {
+                Joined::Yes => continue,
+                Joined::No => {}
+                Joined::Cut => {
+                    pass.continued = true;
+                    self.cut = true;
+                }
+            }
+            self.ahead = Some((line_number, line));
+            break;
+        }
+        Some((pass, listed))
+    }
+
+    /// Adds a leaf or count line to `pass` if it goes on with it: it names
+    /// the same file with the same algorithm and digest size, the same leaf
+    /// size and length as the pass's other leaf lines, a leaf after theirs,
+    /// and there is room in the budget. A checksum line takes the leaf size
+    /// of the first leaf line joining it.
+    ///
+    /// Where memory for the line is refused, the budget shrinks and the
+    /// pass is cut before it. The pass still takes the line's leaf size
+    /// and length (the line is of its listing, and starts the next pass,
+    /// which goes on with it), so that its checksum line is checked with
+    /// the right leaf size.
+    fn join(&self, pass: &mut Pass, listed: &mut Option<ListedLeaves>, leaf: LeafLine) -> Joined {
+        let same_file = leaf.name.as_deref() == Some(&pass.name[..])
+            && leaf.tree.algorithm() == pass.tree.algorithm()
+            && leaf.tree.digest_size() == pass.tree.digest_size();
+        let same_listing = match pass.total {
+            Some(total) => leaf.tree == pass.tree && leaf.total == total,
+            None => true,
+        };
+        if !(same_file && same_listing) {
+            return Joined::No;
+        }
+        let held = listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
+        if held >= self.budget.borrow().lines {
+            return Joined::Cut;
+        }
+        pass.tree = leaf.tree;
+        pass.total = Some(leaf.total);
+        let listed = listed.get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
+        let refused = || {
+            self.budget.borrow_mut().refused(held);
+            Joined::Cut
+        };
+        match leaf.leaf {
+            Some(listed_leaf) => {
+                let capacity = listed.capacity();
+                match listed.push(listed_leaf.index, listed_leaf.digest) {
+                    Err(_) => return refused(),
+                    // Not after the pass's leaves: checked in the next pass.
+                    Ok(false) => return Joined::Cut,
+                    Ok(true) => {}
+                }
+                // Grown: is there still room to hash the pass? (One that
+                // takes all the memory there is leaves none for the rest of
+                // the work.) If not, this line ends it.
+                if listed.capacity() > capacity && !memory::room_left() {
+                    self.budget.borrow_mut().refused(held + 1);
+                }
+            }
+            None => {
+                if !memory::reserve(&mut pass.count_lines, 1) {
+                    return refused();
+                }
+                pass.count_lines.push(listed.len());
+            }
+        }
+        Joined::Yes
+    }
+}
+
+impl<'a> Iterator for Passes<'a> {
+    type Item = Job<Queued, Option<ListedLeaves>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (pass, listed) = self.next_pass()?;
+        let bad_lines = std::mem::take(&mut self.bad_lines);
+        let listed = listed.filter(|listed| !listed.is_empty());
+        // Leaf and count lines alone need only the leaves they list (none
+        // for count lines): the outcome's length is the file's.
+        let range = match (&pass.checksum, &listed) {
+            (Some(_), _) => None,
+            (None, listed) => Some(
+                listed
+                    .as_ref()
+                    .and_then(ListedLeaves::indices)
+                    .unwrap_or(0..0),
+            ),
+        };
+        let held = pass.lines(listed.as_ref()) * ListedLeaves::BYTES_PER_LEAF;
+        let tree = pass.tree;
+        let stdin = pass.name == b"-";
+        // (A name no path here can have was refused as improperly
+        // formatted.)
+        let path = system::listed_path(&pass.name).unwrap_or_default();
+        let queued = Queued { bad_lines, pass };
+        let job = if stdin {
+            // Standard input may be a pipe: hashed whole, in turn.
+            if system::stdin_closed() {
+                Job::failed(queued, system::closed_stream().into())
+            } else {
+                (self.verifier.before_stdin)();
+                Job::stdin(queued, &tree)
+            }
+            .with_leaves(listed)
+        } else {
+            let job = Job::path(queued, path, &tree).with_leaves(listed);
+            match range {
+                Some(range) => job.leaf_range(range),
+                None => job,
+            }
+        };
+        let job = job.holds(held);
+        Some(match &self.verifier.progress {
+            Some(counter) => job.progress(counter.clone()),
+            None => job,
+        })
+    }
+}
