@@ -48,7 +48,10 @@ fuzz_target!(|line: &[u8]| {
                 }
             }
             ListLine::Leaf(leaf) => reads_back(&leaf, line),
-            ListLine::Nameless { algorithm, expected } => {
+            ListLine::Nameless {
+                algorithm,
+                expected,
+            } => {
                 assert!(expected.as_bytes().len() <= algorithm.max_digest_size());
             }
             ListLine::Skip | ListLine::Improper(_) => {}

@@ -314,63 +314,12 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     }
     let (written_name, leaf, span) = match fields.leaves {
         Some(listed) => {
-            if fields.leaf.is_some() {
-                return Err(LeafLineError::Field("leaf= with leaves=".to_string()));
-            }
-            let actual = tree.leaf_count(total);
-            if listed != actual {
-                return Err(LeafLineError::Count { listed, actual });
-            }
-            let span = match (fields.offset, fields.length) {
-                (None, None) => None,
-                (Some(offset), Some(length)) => {
-                    let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
-                    let span = offset
-                        .checked_add(length)
-                        .filter(|&end| end <= total && boundary(offset) && boundary(end))
-                        .map(|end| offset..end)
-                        .ok_or(LeafLineError::Span)?;
-                    Some(span)
-                }
-                (None, Some(_)) => return Err(LeafLineError::Missing("offset")),
-                (Some(_), None) => return Err(LeafLineError::Missing("length")),
-            };
-            let name = match named {
-                Some(named) => Some(named.strip_suffix(b")").ok_or(LeafLineError::Name)?),
-                None if tail.is_empty() => None,
-                None => return Err(LeafLineError::Name),
-            };
+            let (name, span) = count_line(&fields, listed, &tree, total, named, tail)?;
             (name, None, span)
         }
         None => {
-            let index = fields.leaf.ok_or(LeafLineError::Missing("leaf"))?;
-            let offset = fields.offset.ok_or(LeafLineError::Missing("offset"))?;
-            let length = fields.length.ok_or(LeafLineError::Missing("length"))?;
-            let (name, hex) = match named {
-                Some(named) => {
-                    let split = named
-                        .windows(4)
-                        .rposition(|window| window == b") = ")
-                        .ok_or(LeafLineError::Digest)?;
-                    (Some(&named[..split]), &named[split + 4..])
-                }
-                None => (
-                    None,
-                    tail.strip_prefix(b" = ").ok_or(LeafLineError::Digest)?,
-                ),
-            };
-            if hex.len() != 2 * tag.digest_size || hex.iter().any(u8::is_ascii_uppercase) {
-                return Err(LeafLineError::Digest);
-            }
-            let digest = decode_hex(hex).ok_or(LeafLineError::Digest)?;
-            let bytes = tree.leaf_bytes(index, total);
-            let fits = index < tree.leaf_count(total)
-                && offset == bytes.start
-                && length == bytes.end - bytes.start;
-            if !fits {
-                return Err(LeafLineError::Inconsistent);
-            }
-            (name, Some(Leaf { index, digest }), None)
+            let (name, leaf) = leaf_line(&fields, &tree, total, named, tail)?;
+            (name, Some(leaf), None)
         }
     };
     let name = match written_name {
@@ -385,6 +334,88 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
         leaf,
         span,
     })
+}
+
+/// A count line's written name (if any) and span (if any).
+type Counted<'a> = (Option<&'a [u8]>, Option<Range<u64>>);
+
+/// The name and span of a count line (`leaves=C total=T tree=L`, maybe
+/// `offset=X length=Y`), its `leaves=` `listed`; `named` is what follows
+/// ` (` after the fields, `tail` all that follows them.
+fn count_line<'a>(
+    fields: &Fields,
+    listed: u64,
+    tree: &TreeParams,
+    total: u64,
+    named: Option<&'a [u8]>,
+    tail: &[u8],
+) -> Result<Counted<'a>, LeafLineError> {
+    if fields.leaf.is_some() {
+        return Err(LeafLineError::Field("leaf= with leaves=".to_string()));
+    }
+    let actual = tree.leaf_count(total);
+    if listed != actual {
+        return Err(LeafLineError::Count { listed, actual });
+    }
+    let span = match (fields.offset, fields.length) {
+        (None, None) => None,
+        (Some(offset), Some(length)) => {
+            let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
+            let span = offset
+                .checked_add(length)
+                .filter(|&end| end <= total && boundary(offset) && boundary(end))
+                .map(|end| offset..end)
+                .ok_or(LeafLineError::Span)?;
+            Some(span)
+        }
+        (None, Some(_)) => return Err(LeafLineError::Missing("offset")),
+        (Some(_), None) => return Err(LeafLineError::Missing("length")),
+    };
+    let name = match named {
+        Some(named) => Some(named.strip_suffix(b")").ok_or(LeafLineError::Name)?),
+        None if tail.is_empty() => None,
+        None => return Err(LeafLineError::Name),
+    };
+    Ok((name, span))
+}
+
+/// The name and leaf of a leaf line (`leaf=I offset=O length=N total=T
+/// tree=L`, then its digest); `named` and `tail` as for [`count_line`].
+fn leaf_line<'a>(
+    fields: &Fields,
+    tree: &TreeParams,
+    total: u64,
+    named: Option<&'a [u8]>,
+    tail: &'a [u8],
+) -> Result<(Option<&'a [u8]>, Leaf), LeafLineError> {
+    let index = fields.leaf.ok_or(LeafLineError::Missing("leaf"))?;
+    let offset = fields.offset.ok_or(LeafLineError::Missing("offset"))?;
+    let length = fields.length.ok_or(LeafLineError::Missing("length"))?;
+    let (name, hex) = match named {
+        Some(named) => {
+            let split = named
+                .windows(4)
+                .rposition(|window| window == b") = ")
+                .ok_or(LeafLineError::Digest)?;
+            (Some(&named[..split]), &named[split + 4..])
+        }
+        None => (
+            None,
+            tail.strip_prefix(b" = ").ok_or(LeafLineError::Digest)?,
+        ),
+    };
+    if hex.len() != 2 * tree.digest_size() || hex.iter().any(u8::is_ascii_uppercase) {
+        return Err(LeafLineError::Digest);
+    }
+    let digest = decode_hex(hex).ok_or(LeafLineError::Digest)?;
+    let bytes = tree.leaf_bytes(index, total);
+    let fits = index < tree.leaf_count(total)
+        && offset == bytes.start
+        && length == bytes.end - bytes.start;
+    if !fits {
+        return Err(LeafLineError::Inconsistent);
+    }
+    Ok((name, Leaf { index, digest }))
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ mod ct_arm64;
 mod digest_traits;
 mod disk;
 mod documents;
+#[cfg(unix)]
+mod gnu;
 mod habits;
 mod layers;
 mod leaves;

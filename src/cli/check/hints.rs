@@ -20,8 +20,11 @@ pub struct Hints {
     /// Standard input's own lines in a list read from standard input.
     stdin_in_stdin: u64,
     /// Checksum lines checked with `-t`'s leaf size alone in the list being
-    /// checked: how many matched, and how many failed.
+    /// checked: how many matched, and how many failed (a file listed again
+    /// right after itself counted once: it is one file).
     by_option: (u64, u64),
+    /// The name of the last such line that failed.
+    last_failed: Vec<u8>,
     /// Whether a list of several such lines failed in every one.
     every_line_failed: bool,
 }
@@ -51,13 +54,18 @@ impl Hints {
         }
         match checked.matched_with_option_leaf_size() {
             Some(true) => self.by_option.0 += 1,
-            Some(false) => self.by_option.1 += 1,
-            None => {}
+            Some(false) if checked.name() != self.last_failed => {
+                self.by_option.1 += 1;
+                self.last_failed.clear();
+                self.last_failed.extend_from_slice(checked.name());
+            }
+            Some(false) | None => {}
         }
     }
 
     /// Notes the end of a list.
     pub fn list_ended(&mut self) {
+        self.last_failed.clear();
         let (matched, failed) = std::mem::take(&mut self.by_option);
         if matched == 0 && failed >= 2 {
             self.every_line_failed = true;

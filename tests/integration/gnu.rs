@@ -1,0 +1,684 @@
+//! Check mode beside GNU coreutils: the same cases run with GNU `b2sum` and
+//! with bt2sum, each on a list it made itself of the same files, must print
+//! the same lines and end with the same status (where GNU has the
+//! behaviour); and the cases of coreutils' own check-mode tests (md5sum.pl,
+//! sha1sum.pl, md5sum-bsd.sh, b2sum.sh, cksum-c.sh), written again for
+//! bt2sum's lines from the behaviour they describe. (Unix: a shell runs
+//! the cases.)
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{bt2sum, run_in, status, stderr, stdout};
+
+/// GNU `b2sum`, if it is installed (scripts/test-deps installs it).
+fn gnu_b2sum(test: &str) -> Option<PathBuf> {
+    let found = Command::new("b2sum").arg("--version").output().ok();
+    match found {
+        Some(out) if String::from_utf8_lossy(&out.stdout).contains("GNU coreutils") => {
+            Some(PathBuf::from("b2sum"))
+        }
+        _ => {
+            eprintln!("{test}: skipped: GNU b2sum is not installed (scripts/test-deps)");
+            None
+        }
+    }
+}
+
+/// What a tool did in a case: its status (or the signal that ended it,
+/// negated), and what it printed, with the tool's own words made the same:
+/// its name, GNU's quotes around `standard input` and its `BLAKE2b` in
+/// `improperly formatted BLAKE2b checksum line`. bt2sum's hints, which GNU
+/// does not give, are left out.
+#[derive(Debug, PartialEq, Eq)]
+struct Seen {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `script` with bash in a new directory, `$MAKE` making a list the
+/// tool's way (GNU `b2sum`, or `bt2sum --untagged`) and `$CHECK` the tool
+/// that checks it.
+fn run_case(script: &str, make: &str, check: &str) -> Seen {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = Command::new("bash")
+        .args(["-c", &format!("set -u\n{script}")])
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("MAKE", make)
+        .env("CHECK", check)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let tidy = |text: &[u8]| -> String {
+        String::from_utf8_lossy(text)
+            .lines()
+            .filter(|line| !line.starts_with("bt2sum: hint: "))
+            .map(|line| {
+                let line = line
+                    .replacen("bt2sum: ", "TOOL: ", 1)
+                    .replacen("b2sum: ", "TOOL: ", 1)
+                    .replace("'standard input'", "standard input")
+                    .replace("BLAKE2b checksum line", "BLAKE2 checksum line");
+                format!("{line}\n")
+            })
+            .collect()
+    };
+    use std::os::unix::process::ExitStatusExt;
+    Seen {
+        status: out
+            .status
+            .code()
+            .unwrap_or_else(|| -out.status.signal().unwrap_or(0)),
+        stdout: tidy(&out.stdout),
+        stderr: tidy(&out.stderr),
+    }
+}
+
+/// Files every case starts with: three small ones, one named with a space.
+const FILES: &str = "echo alpha > a; echo beta > b; echo gamma > 'c d'\n";
+
+/// Each case, run by GNU b2sum and by bt2sum: the same verdicts, messages,
+/// summaries and statuses.
+#[test]
+fn gnu_b2sum_and_bt2sum_check_alike() {
+    let Some(gnu) = gnu_b2sum("gnu_b2sum_and_bt2sum_check_alike") else {
+        return;
+    };
+    let gnu = gnu.to_str().unwrap().to_string();
+    let cases: [(&str, &str); 27] = [
+        ("all match", "$MAKE a b 'c d' > L; $CHECK -c L"),
+        ("a damaged file", "$MAKE a b > L; echo x >> a; $CHECK -c L"),
+        ("a missing file", "$MAKE a b 'c d' > L; rm b; $CHECK -c L"),
+        ("a directory", "$MAKE a b > L; rm b; mkdir b; $CHECK -c L"),
+        (
+            "improperly formatted lines, --warn",
+            "$MAKE a b > L; printf 'junk\\n\\n# note\\n  \\n' >> L; $CHECK -c --warn L",
+        ),
+        (
+            "--strict",
+            "$MAKE a b > L; echo junk >> L; $CHECK -c --strict L",
+        ),
+        (
+            "--strict, every line good",
+            "$MAKE a b > L; printf '\\n# c\\n' >> L; $CHECK -c --strict L",
+        ),
+        (
+            "--quiet",
+            "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --quiet L",
+        ),
+        (
+            "--status",
+            "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --status L",
+        ),
+        (
+            "--ignore-missing, some missing",
+            "$MAKE a b 'c d' > L; rm b; $CHECK -c --ignore-missing L",
+        ),
+        (
+            "--ignore-missing, all missing",
+            "$MAKE a b > L; rm a b; $CHECK -c --ignore-missing L",
+        ),
+        (
+            "--ignore-missing, a mismatch",
+            "$MAKE a b > L; rm b; echo x >> a; $CHECK -c --ignore-missing L",
+        ),
+        ("no properly formatted line", "echo junk > L; $CHECK -c L"),
+        ("an empty list", ": > L; $CHECK -c --status L"),
+        (
+            "several lists, one missing",
+            "$MAKE a > L; $MAKE b > M; $CHECK -c L nothing M",
+        ),
+        ("the list on standard input", "$MAKE a b > L; $CHECK -c < L"),
+        ("the list as -", "$MAKE a b > L; $CHECK -c - < L"),
+        (
+            "a list naming standard input, read from standard input",
+            "$MAKE - < a > L; $CHECK -c < L",
+        ),
+        (
+            "a list naming standard input",
+            "$MAKE - < a > L; $CHECK -c L < a",
+        ),
+        ("CRLF", "$MAKE a b > L; sed 's/$/\\r/' L > M; $CHECK -c M"),
+        (
+            "the binary marker",
+            "$MAKE a b > L; sed 's/  / */' L > M; $CHECK -c M",
+        ),
+        (
+            "a name with a newline",
+            "n=$(printf 'n\\nl'); echo x > \"$n\"; $MAKE \"$n\" > L; $CHECK -c L",
+        ),
+        (
+            "--status then --warn: the last wins",
+            "$MAKE a > L; echo junk >> L; $CHECK --status --warn -c L",
+        ),
+        (
+            "--warn then --status: the last wins",
+            "$MAKE a > L; echo junk >> L; $CHECK --warn --status -c L",
+        ),
+        (
+            "standard error cannot be written",
+            "$MAKE a > L; echo junk >> L; $CHECK -c L 2>/dev/full",
+        ),
+        (
+            "a read error in the list",
+            "$MAKE a > L; $CHECK -c L . 2>&1 | sed 's/ \\.: .*/ .: (why)/'; exit ${PIPESTATUS[0]}",
+        ),
+        (
+            "a checksum of the wrong length",
+            "$MAKE a b > L; sed '1s/^../x/' L > M; $CHECK -c --warn M",
+        ),
+    ];
+    let mut compared = 0;
+    for (what, script) in cases {
+        let script = format!("{FILES}{script}");
+        let theirs = run_case(&script, &gnu, &gnu);
+        let ours = run_case(&script, "bt2sum --untagged", "bt2sum");
+        assert_eq!(ours, theirs, "{what}");
+        compared += 1;
+    }
+    assert_eq!(compared, 27);
+}
+
+/// Where a case ends the same but words differ: a closed standard input or
+/// output, a full output, and a reader that goes away (GNU ends by SIGPIPE,
+/// bt2sum with status 1).
+#[test]
+fn gnu_b2sum_and_bt2sum_fail_alike_on_their_streams() {
+    let Some(gnu) = gnu_b2sum("gnu_b2sum_and_bt2sum_fail_alike_on_their_streams") else {
+        return;
+    };
+    let gnu = gnu.to_str().unwrap().to_string();
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "closed standard input",
+            "$CHECK -c <&-",
+            "Bad file descriptor",
+        ),
+        (
+            "closed standard output",
+            "$MAKE a > L; $CHECK -c L >&-",
+            "write error",
+        ),
+        (
+            "a full standard output",
+            "$MAKE a > L; $CHECK -c L > /dev/full",
+            "write error",
+        ),
+        (
+            "an endless list into a pipe whose reader has gone",
+            "$MAKE /dev/null > L; yes \"$(cat L)\" | timeout 300 $CHECK -c | :; \
+             exit ${PIPESTATUS[1]}",
+            "",
+        ),
+    ];
+    for (what, script, said) in cases {
+        let script = format!("{FILES}{script}");
+        let theirs = run_case(&script, &gnu, &gnu);
+        let ours = run_case(&script, "bt2sum --untagged", "bt2sum");
+        for (tool, seen) in [("GNU", &theirs), ("bt2sum", &ours)] {
+            // (124: `timeout` stopped it; 141: SIGPIPE, as bash reports it.)
+            assert!(
+                seen.status != 0 && seen.status != 124,
+                "{what}: {tool}: {seen:?}"
+            );
+            assert!(seen.stderr.contains(said), "{what}: {tool}: {seen:?}");
+            assert_eq!(seen.stdout, "", "{what}: {tool}");
+        }
+        assert_eq!(ours.status, 1, "{what}");
+    }
+}
+
+/// The digest of `data` as bt2sum prints it.
+fn digest_of(data: &[u8]) -> String {
+    let out = super::run(["-"], data);
+    stdout(&out)
+        .trim_end()
+        .rsplit(" = ")
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// A case of coreutils' tests, for bt2sum: files, a list, options, and
+/// what it must print.
+struct Case {
+    name: &'static str,
+    files: &'static [(&'static str, &'static [u8])],
+    list: String,
+    args: &'static [&'static str],
+    stdout: &'static str,
+    stderr: String,
+    status: i32,
+}
+
+#[test]
+fn coreutils_check_cases_pass_for_bt2sum() {
+    let empty = digest_of(b"");
+    let of_foo = digest_of(b"foo");
+    let untagged = |name: &str| format!("{empty}  {name}\n");
+    let tagged = |name: &str| format!("BLAKE2b-64 ({name}) = {empty}\n");
+    let warn = |what: &str| format!("bt2sum: WARNING: {what}\n");
+    let no_lines =
+        |list: &str| format!("bt2sum: {list}: no properly formatted checksum lines found\n");
+    let cases = vec![
+        // md5sum.pl
+        Case {
+            name: "check-1",
+            files: &[("f", b"")],
+            list: untagged("f"),
+            args: &[],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "check-windows",
+            files: &[("f", b"")],
+            list: format!("{empty}  f\r\n"),
+            args: &[],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "ck-strict-1: an empty line is no improperly formatted one",
+            files: &[("f", b"")],
+            list: untagged("f") + "\n",
+            args: &["--strict"],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "ck-strict-2: lines after an invalid one are still checked",
+            files: &[("f", b"")],
+            list: format!("ERR\n{}", untagged("f")),
+            args: &["--strict"],
+            stdout: "f: OK\n",
+            stderr: warn("1 line is improperly formatted"),
+            status: 1,
+        },
+        Case {
+            name: "check-2",
+            files: &[("f", b"foo")],
+            list: untagged("f"),
+            args: &["--status"],
+            stdout: "",
+            stderr: String::new(),
+            status: 1,
+        },
+        Case {
+            name: "check-quiet1",
+            files: &[("f", b"")],
+            list: untagged("f"),
+            args: &["--quiet"],
+            stdout: "",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "check-quiet2",
+            files: &[("f", b"foo")],
+            list: untagged("f"),
+            args: &["--quiet"],
+            stdout: "f: FAILED\n",
+            stderr: warn("1 computed checksum did NOT match"),
+            status: 1,
+        },
+        Case {
+            name: "check-multifail: one file listed twice is no list of several",
+            files: &[("f", b"foo")],
+            list: format!("{}{}invalid\n", untagged("f"), untagged("f")),
+            args: &[],
+            stdout: "f: FAILED\nf: FAILED\n",
+            stderr: warn("1 line is improperly formatted")
+                + &warn("2 computed checksums did NOT match"),
+            status: 1,
+        },
+        Case {
+            name: "check-multifail-warn",
+            files: &[("f", b"foo")],
+            list: format!("{}{}invalid\n", untagged("f"), untagged("f")),
+            args: &["--warn"],
+            stdout: "f: FAILED\nf: FAILED\n",
+            stderr: "bt2sum: LIST: 3: improperly formatted BLAKE2 checksum line\n".to_string()
+                + &warn("1 line is improperly formatted")
+                + &warn("2 computed checksums did NOT match"),
+            status: 1,
+        },
+        Case {
+            name: "check-multifail-state",
+            files: &[("f", b""), ("g", b"a")],
+            list: untagged("f") + &untagged("g") + &untagged("f"),
+            args: &["--warn"],
+            stdout: "f: OK\ng: FAILED\nf: OK\n",
+            stderr: warn("1 computed checksum did NOT match"),
+            status: 1,
+        },
+        Case {
+            name: "check-bsd: another algorithm's tag is no line of this one",
+            files: &[("f", b"")],
+            list: format!("SHA1 (f) = {}\n", "da".repeat(20)),
+            args: &["--status"],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        Case {
+            name: "check-bsd2",
+            files: &[("f", b"")],
+            list: tagged("f"),
+            args: &[],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "check-bsd3",
+            files: &[("f", b"bar")],
+            list: tagged("f"),
+            args: &["--status"],
+            stdout: "",
+            stderr: String::new(),
+            status: 1,
+        },
+        Case {
+            name: "check-openssl: OpenSSL's form is not bt2sum's (strict, as b3sum)",
+            files: &[("f", b"")],
+            list: format!("BLAKE2b-64(f)= {empty}\n"),
+            args: &["--status"],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        Case {
+            name: "check-ignore-missing-1",
+            files: &[("f", b"")],
+            list: untagged("f") + &untagged("f.missing"),
+            args: &["--ignore-missing"],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "check-ignore-missing-3",
+            files: &[("f", b"")],
+            list: untagged("missing/f") + &untagged("f"),
+            args: &["--quiet", "--ignore-missing"],
+            stdout: "",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "check-ignore-missing-5",
+            files: &[("f", b"")],
+            list: untagged("missing"),
+            args: &["--ignore-missing"],
+            stdout: "",
+            stderr: "bt2sum: LIST: no file was verified\n".to_string(),
+            status: 1,
+        },
+        Case {
+            name: "check-ignore-missing-6: a digest starting with 00 is no missing file",
+            files: &[("f", b"foo")],
+            list: format!("{of_foo}  f\n"),
+            args: &["--ignore-missing"],
+            stdout: "f: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "bsd-segv",
+            files: &[],
+            list: "BLAKE2b-64 (".to_string(),
+            args: &[],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        Case {
+            name: "nul-in-cksum: NULs among the digits, and the file is not even read",
+            files: &[],
+            list: format!("{}  h\n", "\0".repeat(128)),
+            args: &[],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        // md5sum-bsd.sh: names starting with a space or `*`, tagged and
+        // untagged; a header line that is not a checksum.
+        Case {
+            name: "names with leading spaces and stars, tagged",
+            files: &[("a", b""), (" b", b""), ("*c", b""), (" ", b"")],
+            list: tagged("a") + &tagged(" b") + &tagged("*c") + &tagged(" "),
+            args: &["--strict"],
+            stdout: "a: OK\n b: OK\n*c: OK\n : OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "names with leading spaces and stars, untagged",
+            files: &[("a", b""), (" b", b""), ("*c", b"")],
+            list: untagged("a") + &untagged(" b") + &untagged("*c"),
+            args: &["--strict"],
+            stdout: "a: OK\n b: OK\n*c: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "a header that is not a checksum line",
+            files: &[("a", b"")],
+            list: format!("____not_all_hex_so_no_match_____ blah\n{}", untagged("a")),
+            args: &[],
+            stdout: "a: OK\n",
+            stderr: warn("1 line is improperly formatted"),
+            status: 0,
+        },
+        // b2sum.sh: lines that once crashed a parser, and one digit short.
+        Case {
+            name: "truncated tags",
+            files: &[],
+            list: "BLAKE2\nBLAKE2b\nBLAKE2-\nBLAKE2(\nBLAKE2 (\nBLAKE2b-\nBLAKE2b-64 (x) =\n"
+                .to_string(),
+            args: &[],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        Case {
+            name: "an odd number of digits, unended",
+            files: &[],
+            list: "0A0BA0".to_string(),
+            args: &[],
+            stdout: "",
+            stderr: no_lines("LIST"),
+            status: 1,
+        },
+        // cksum-c.sh: an awkward name, a signed list, comments.
+        Case {
+            name: "a name holding ` (f) = `",
+            files: &[("abc (f) = abc", b"")],
+            list: tagged("abc (f) = abc"),
+            args: &[],
+            stdout: "abc (f) = abc: OK\n",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "a list signed with PGP, checked without --strict",
+            files: &[("input", b"")],
+            list: format!(
+                "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA384\n\n# ignored comment\n{}\
+                 -----BEGIN PGP SIGNATURE-----\n\nSHA384+BCAAdFiEEjFummQvbJuGfKhqAEWGua\n\
+                 BLAKE2b/00001EuON62pTEnqrJ5lav61QxRByiuDp/6VODrRL2JWM6Stxu1Myws=\n=AWU7\n\
+                 -----END PGP SIGNATURE-----\n",
+                tagged("input")
+            ),
+            args: &[],
+            stdout: "input: OK\n",
+            stderr: warn("7 lines are improperly formatted"),
+            status: 0,
+        },
+        Case {
+            name: "comments never count",
+            files: &[("input", b"")],
+            list: format!("{}# Very important comment\n", tagged("input")),
+            args: &["--status", "--strict"],
+            stdout: "",
+            stderr: String::new(),
+            status: 0,
+        },
+        Case {
+            name: "plurals, with --strict",
+            files: &[("input", b"")],
+            list: format!("{}invalid line\ninvalid line\n", tagged("input")),
+            args: &["--strict"],
+            stdout: "input: OK\n",
+            stderr: warn("2 lines are improperly formatted"),
+            status: 1,
+        },
+        Case {
+            name: "a listed file that does not exist",
+            files: &[],
+            list: tagged("input2"),
+            args: &[],
+            stdout: "input2: FAILED open or read\n",
+            stderr: "bt2sum: input2: No such file or directory\n".to_string()
+                + &warn("1 listed file could not be read"),
+            status: 1,
+        },
+    ];
+    let mut checked = 0;
+    for case in &cases {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, data) in case.files {
+            fs::write(dir.path().join(name), data).unwrap();
+        }
+        fs::write(dir.path().join("LIST"), &case.list).unwrap();
+        let out = run_in(
+            dir.path(),
+            ["-c"].iter().chain(case.args).chain(&["LIST"]),
+            b"",
+        );
+        let said: String = stderr(&out)
+            .lines()
+            .filter(|line| !line.starts_with("bt2sum: hint: "))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(
+            (stdout(&out).as_str(), said.as_str(), status(&out)),
+            (case.stdout, case.stderr.as_str(), case.status),
+            "{}",
+            case.name
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 30);
+    // Lists that cannot be read, and empty ones, are each said (cksum-c.sh).
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("empty-1"), b"").unwrap();
+    fs::write(dir.path().join("empty-2"), b"").unwrap();
+    let out = run_in(
+        dir.path(),
+        ["-c", "missing-1", "missing-2", "empty-1", "empty-2"],
+        b"",
+    );
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: missing-1: No such file or directory\n\
+         bt2sum: missing-2: No such file or directory\n\
+         bt2sum: empty-1: no properly formatted checksum lines found\n\
+         bt2sum: empty-2: no properly formatted checksum lines found\n"
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// `-s N` with `--check` reads only N-byte digests: lines of other sizes,
+/// of either form, are improperly formatted, as `--warn` shows. Without it,
+/// every size is read (GNU b2sum 9.1 reads every size even with `-l`).
+#[test]
+fn a_digest_size_with_check_reads_only_that_size() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), b"hello\n").unwrap();
+    let list: Vec<u8> = [
+        &["-s", "32", "f"][..],
+        &["-s", "16", "f"],
+        &["--untagged", "-s", "32", "f"],
+        &["--untagged", "f"],
+    ]
+    .iter()
+    .flat_map(|args| run_in(dir.path(), *args, b"").stdout)
+    .collect();
+    fs::write(dir.path().join("L"), &list).unwrap();
+    let all = run_in(dir.path(), ["-c", "L"], b"");
+    assert_eq!(stdout(&all), "f: OK\nf: OK\nf: OK\nf: OK\n");
+    assert_eq!(status(&all), 0);
+    for (size, stdout_expected, bad) in [
+        ("32", "f: OK\nf: OK\n", "2, 4"),
+        ("--length=16", "f: OK\n", "1, 3, 4"),
+        ("64", "f: OK\n", "1, 2, 3"),
+    ] {
+        let args: Vec<&str> = if size.starts_with("--") {
+            vec!["-c", "-w", size, "L"]
+        } else {
+            vec!["-c", "-w", "-s", size, "L"]
+        };
+        let out = run_in(dir.path(), &args, b"");
+        assert_eq!(stdout(&out), stdout_expected, "{size}");
+        let warned: Vec<String> = stderr(&out)
+            .lines()
+            .filter_map(|line| line.strip_prefix("bt2sum: L: "))
+            .map(|line| line.split(':').next().unwrap().to_string())
+            .collect();
+        assert_eq!(warned.join(", "), bad, "{size}");
+        assert_eq!(status(&out), 0, "{size}");
+        let strict = run_in(dir.path(), ["-c", "--strict", "-s", "32", "L"], b"");
+        assert_eq!(status(&strict), 1);
+    }
+    // A size the algorithm does not have is refused, as when hashing.
+    let out = run_in(dir.path(), ["-c", "-a", "blake2s", "-s", "40", "L"], b"");
+    assert_eq!(status(&out), 2);
+    assert!(stderr(&out).contains("allowed 1 to 32"), "{}", stderr(&out));
+}
+
+/// `-b`/`--binary` and `--text`, as scripts written for sha256sum pass
+/// them: accepted when hashing and when checking, changing nothing.
+#[test]
+fn binary_and_text_are_accepted_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), b"hello\n").unwrap();
+    let plain = run_in(dir.path(), ["--untagged", "f"], b"");
+    for args in [
+        &["-b", "--untagged", "f"][..],
+        &["--binary", "--untagged", "f"],
+        &["--text", "--untagged", "f"],
+        &["--text", "-b", "--untagged", "f"],
+    ] {
+        let out = run_in(dir.path(), args, b"");
+        assert_eq!(
+            (stdout(&out), status(&out)),
+            (stdout(&plain), 0),
+            "{args:?}"
+        );
+    }
+    fs::write(dir.path().join("L"), &plain.stdout).unwrap();
+    for option in ["-b", "--binary", "--text", "--tag", "--untagged"] {
+        let out = run_in(dir.path(), ["-c", option, "L"], b"");
+        assert_eq!(
+            (stdout(&out).as_str(), status(&out)),
+            ("f: OK\n", 0),
+            "{option}"
+        );
+    }
+    let tagged = bt2sum()
+        .current_dir(dir.path())
+        .args(["-b", "f"])
+        .output()
+        .unwrap();
+    assert!(stdout(&tagged).starts_with("BLAKE2b-64 (f) = "));
+}
