@@ -446,7 +446,7 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::params::Algorithm;
@@ -617,6 +617,61 @@ mod tests {
         assert_eq!(reported, 100);
         let taken = taken.load(Ordering::SeqCst);
         assert!(taken <= 100 + tuning::INPUTS_IN_FLIGHT + 1, "{taken} taken");
+    }
+
+    /// The inputs in flight when `report` asks to stop are abandoned: each
+    /// sees the flag, and the run ends without waiting for them to finish.
+    #[test]
+    fn a_break_abandons_the_inputs_in_flight() {
+        /// Input 0 is done at once; the others hash until abandoned (a run
+        /// that did not abandon them would fail after a minute).
+        struct Waits<'a> {
+            index: usize,
+            abandoned: &'a AtomicUsize,
+        }
+        impl Input for Waits<'_> {
+            type Output = usize;
+            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step {
+                let tree = TreeParams::default();
+                Step::Whole(Shape::File { tree, leaves: 1 })
+            }
+            fn small_done(self, _digest: Digest) -> usize {
+                self.index
+            }
+            fn hash_whole(self, abandoned: &AtomicBool) -> usize {
+                if self.index == 0 {
+                    return 0;
+                }
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while !abandoned.load(Ordering::Relaxed) {
+                    assert!(
+                        Instant::now() < deadline,
+                        "input {} never abandoned",
+                        self.index
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                self.abandoned.fetch_add(1, Ordering::SeqCst);
+                self.index
+            }
+        }
+        let abandoned = AtomicUsize::new(0);
+        let inputs = (0..4).map(|index| Waits {
+            index,
+            abandoned: &abandoned,
+        });
+        let mut reported = Vec::new();
+        hash_each(inputs, |event| {
+            if let Event::Ready(index) = event {
+                reported.push(index);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        });
+        assert_eq!(reported, [0]);
+        // (One task took all four: the run waited for it, each input
+        // returning once abandoned.)
+        assert_eq!(abandoned.load(Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -508,6 +508,36 @@ mod tests {
         (digest, collect.digests)
     }
 
+    /// An input whose digest is no longer wanted stops at its next window,
+    /// round of big leaves or read of a stream.
+    #[test]
+    fn abandoned_inputs_stop() {
+        let abandoned = std::sync::atomic::AtomicBool::new(true);
+        let data: Vec<u8> = (0..(20 << 20)).map(|i| (i % 251) as u8).collect();
+        let mut checked = 0;
+        for leaf_size in [64 << 10, (9 << 20) + 1] {
+            let tree = TreeParams::new(Algorithm::Blake2b, 64, leaf_size).unwrap();
+            let memory = Memory::new(data.clone(), usize::MAX);
+            let sources = [
+                Source::File {
+                    file: &memory,
+                    leaves: 0..u64::MAX,
+                },
+                Source::Stream(&mut &data[..]),
+            ];
+            for source in sources {
+                let mut sink = Sink {
+                    abandoned: Some(&abandoned),
+                    ..Sink::default()
+                };
+                let hashed = crate::engine::hash(&tree, source, &mut sink);
+                assert!(matches!(hashed, Err(Error::Abandoned)), "{hashed:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 4);
+    }
+
     /// Every way through a random-access input — mapped windows, reads at
     /// offsets from the first window on or from a later one, big leaves
     /// mapped or read a piece at a time, leaf ranges — against the bytes
