@@ -59,6 +59,7 @@ mod params;
 #[cfg(feature = "digest")]
 mod rustcrypto;
 pub mod verify;
+pub mod walk;
 
 pub use digest::Digest;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher};

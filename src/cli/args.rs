@@ -70,6 +70,8 @@ const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part",
     group(ArgGroup::new("listing").args(["leaves", "leaf_count"])),
     // `--total` says what a selection's input holds, or plans one.
     group(ArgGroup::new("planned").args(["leaf_range", "part", "leaf_count"]).multiple(true)),
+    // What walks directories.
+    group(ArgGroup::new("walking").args(["recursive"]).multiple(true)),
 )]
 pub struct Args {
     /// Files to hash; none, or `-`, means standard input
@@ -231,6 +233,23 @@ pub struct Args {
     #[arg(short, long, conflicts_with_all = NOT_WITH_RECURSIVE)]
     pub recursive: bool,
 
+    /// With --recursive or --audit: leave out the files and directories a
+    /// gitignore pattern matches (repeatable)
+    ///
+    /// A pattern with no `/` matches a name at any depth (`*.tmp`,
+    /// `Thumbs.db`); one with a `/` matches from the directory walked
+    /// (`build/*.o`, `/top.txt`); a trailing `/` matches directories only
+    /// (`.s3git/`), whose contents are then not walked; `**` matches any
+    /// number of directories; `!PATTERN` takes back what an earlier pattern
+    /// left out.
+    #[arg(long, value_name = "GLOB", requires = "walking")]
+    pub exclude: Vec<String>,
+
+    /// With --recursive or --audit: leave out what the patterns in FILE
+    /// match, one per line, as in a .gitignore file (repeatable)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "walking")]
+    pub exclude_from: Vec<OsString>,
+
     /// With --recursive: follow symbolic links met in the walk
     ///
     /// Links named as arguments are always followed. A link back to a
@@ -306,6 +325,16 @@ pub struct Args {
     #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
           value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
     pub name: Option<OsString>,
+
+    /// After each file's checksum line, print its stat line: the file's
+    /// size, modification time and leaf size
+    ///
+    /// `BLAKE2b-64 size=N mtime=SECONDS.NANOSECONDS tree=L (NAME)`, for
+    /// regular files given by name. Check mode then tells an edit (size or
+    /// time changed: `NAME: CHANGED`) from damage (`NAME: FAILED`), and
+    /// needs no -t.
+    #[arg(long, conflicts_with_all = ["check", "combine", "leaf_count", "no_names", "raw"])]
+    pub stat: bool,
 
     /// Print how many leaves each file has, without hashing it:
     /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`

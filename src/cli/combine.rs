@@ -119,7 +119,10 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
         // A listing made by --leaves holds checksum lines too, the nameless
         // one of standard input included.
         match classify(text, &Grammar::default()) {
-            ListLine::Skip | ListLine::Checksum(_) | ListLine::Nameless { .. } => {}
+            ListLine::Skip
+            | ListLine::Checksum(_)
+            | ListLine::Nameless { .. }
+            | ListLine::Stat(_) => {}
             ListLine::Leaf(_) | ListLine::Improper(_) => {
                 return Err(at_line("improperly formatted line".to_string()));
             }

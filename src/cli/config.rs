@@ -11,6 +11,7 @@ use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
 use bt2sum::verify::Settings;
+use bt2sum::walk::Excludes;
 use bt2sum::{Selection, TreeParams, system};
 
 use super::args::{Args, go_spellings};
@@ -54,6 +55,8 @@ pub struct Hashing {
     /// The length of the file whose selected leaves each input holds, and
     /// only those (`--total` with a selection).
     pub excerpt_of: Option<u64>,
+    /// Whether a stat line follows each checksum line (`--stat`).
+    pub stat: bool,
 }
 
 /// The inputs of a hashing run.
@@ -66,7 +69,12 @@ pub enum Inputs {
     /// is standard input).
     ListedIn(OsString),
     /// Every regular file under the directories (`--recursive`).
-    Walk { roots: Roots, follow_links: bool },
+    Walk {
+        roots: Roots,
+        follow_links: bool,
+        /// What the walk leaves out (`--exclude`, `--exclude-from`).
+        excludes: Excludes,
+    },
     /// None: the count line of a file of this length is printed without
     /// reading anything (`--leaf-count --total T`).
     Planned(u64),
@@ -128,6 +136,34 @@ pub struct Combining {
     pub listings: Vec<OsString>,
     pub style: Style,
     pub ending: Ending,
+}
+
+/// The excludes of `--exclude` and `--exclude-from` (in that order: a later
+/// pattern decides over an earlier one); a pattern that is not one, or a
+/// file that cannot be read, is a usage error.
+fn excludes(patterns: &[String], files: &[OsString]) -> Result<Excludes, clap::Error> {
+    let usage = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
+    let mut all: Vec<String> = patterns.to_vec();
+    for file in files {
+        let text = std::fs::read(file).map_err(|error| {
+            usage(format!(
+                "--exclude-from {}: {}",
+                file.to_string_lossy(),
+                bt2sum::plain_message(&error)
+            ))
+        })?;
+        let text = String::from_utf8(text).map_err(|_| {
+            usage(format!(
+                "--exclude-from {}: not UTF-8 text",
+                file.to_string_lossy()
+            ))
+        })?;
+        all.extend(
+            text.lines()
+                .map(|line| line.trim_end_matches('\r').to_string()),
+        );
+    }
+    Excludes::new(&all).map_err(|error| usage(format!("--exclude: {error}")))
 }
 
 impl Config {
@@ -241,6 +277,7 @@ impl Config {
                 Inputs::Walk {
                     roots,
                     follow_links: args.dereference,
+                    excludes: excludes(&args.exclude, &args.exclude_from)?,
                 }
             } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
                 if !args.files.is_empty() || args.files0_from.is_some() {
@@ -278,6 +315,7 @@ impl Config {
                 listing,
                 name,
                 excerpt_of,
+                stat: args.stat,
             })
         };
         Ok(Config {

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
+use bt2sum::format::stat::{Mtime, push_stat_line};
 use bt2sum::leaves::{LeafLog, SpillError};
 use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, out_of_memory, plain_message};
 
@@ -43,6 +44,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         Inputs::Walk {
             roots,
             follow_links,
+            excludes,
         } => {
             let roots = match roots {
                 Roots::Given(roots) => roots.clone(),
@@ -56,7 +58,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                     None => return Status::Failure,
                 },
             };
-            let walk = walk::expand(&roots, *follow_links);
+            let walk = walk::expand(&roots, *follow_links, excludes.clone());
             if walk.errors > 0 {
                 status = Status::Failure;
             }
@@ -130,6 +132,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                             ending: config.ending,
                             listing: &config.listing,
                             name: shown,
+                            stat: outcome.modified.filter(|_| config.stat).map(Mtime::of),
                         };
                         match listing.write(out, &mut lines, hashed, outcome.leaves) {
                             Ok(()) => Ok(()),
@@ -207,6 +210,8 @@ struct Printed<'a> {
     listing: &'a Listing,
     /// The input's name; `None` for standard input when no FILE is given.
     name: Option<&'a [u8]>,
+    /// The modification time of a regular file whose stat line is printed.
+    stat: Option<Mtime>,
 }
 
 impl Printed<'_> {
@@ -231,6 +236,9 @@ impl Printed<'_> {
                     name,
                     self.ending,
                 );
+                if let (Some(mtime), Some(_)) = (self.stat, name) {
+                    push_stat_line(lines, tree, name, length, mtime, self.ending);
+                }
             }
             Listing::Count(selection) => {
                 push_count(lines, tree, name, length, selection.as_ref(), self.ending);

@@ -9,6 +9,7 @@
 //! HEX  NAME, HEX *NAME          a GNU-style checksum line
 //! BLAKE2b-N = HEX               standard input's checksum line, with no name
 //! BLAKE2b-N leaf=I ... = HEX    a leaf line, or a count line (see super::leaf)
+//! BLAKE2b-N size=N mtime=...    a stat line (see super::stat)
 //! ```
 //!
 //! Lines may end in CRLF. Blank lines and lines starting with `#` are
@@ -29,6 +30,7 @@
 
 use super::checksum::{Entry, parse_entry, parse_nameless};
 use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
+use super::stat::{StatLine, is_stat_line, parse_stat_line};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -70,6 +72,9 @@ pub enum ListLine {
     /// A leaf or count line of a listing (named, or nameless for standard
     /// input).
     Leaf(LeafLine),
+    /// The stat line that follows a checksum line: the file's size and
+    /// modification time when it was listed.
+    Stat(StatLine),
     /// Anything else.
     Improper(Improper),
 }
@@ -213,6 +218,11 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
             Ok(leaf) => ListLine::Leaf(leaf),
             Err(_) => ListLine::Improper(Improper::Junk),
         }
+    } else if is_stat_line(line) {
+        match parse_stat_line(line) {
+            Some(stat) => ListLine::Stat(stat),
+            None => ListLine::Improper(Improper::Junk),
+        }
     } else if let Some(entry) = parse_entry(line, grammar.untagged_algorithm) {
         ListLine::Checksum(entry)
     } else if let Some((algorithm, expected)) = parse_nameless(line) {
@@ -241,6 +251,7 @@ fn digest_size(line: &ListLine) -> Option<usize> {
         ListLine::Checksum(entry) => Some(entry.expected.as_bytes().len()),
         ListLine::Nameless { expected, .. } => Some(expected.as_bytes().len()),
         ListLine::Leaf(leaf) => Some(leaf.tree.digest_size()),
+        ListLine::Stat(stat) => Some(stat.tree.digest_size()),
         ListLine::Skip | ListLine::Improper(_) => None,
     }
 }
@@ -320,6 +331,7 @@ mod tests {
             ListLine::Improper(Improper::OtherSize(size)) => format!("size {size}"),
             ListLine::Improper(Improper::OtherTool(tool)) => format!("tool {tool:?}"),
             ListLine::Leaf(leaf) => format!("leaf {:?}", leaf.leaf.as_ref().map(|leaf| leaf.index)),
+            ListLine::Stat(stat) => format!("stat {} {}", stat.size, stat.mtime),
             ListLine::Nameless {
                 algorithm,
                 expected,
@@ -406,6 +418,12 @@ mod tests {
             ),
             (b"BLAKE2b-1 leaves=3 total=10 tree=4 (f)", B, "leaf None"),
             (b"BLAKE2b-1 leaves=3 total=10 tree=4", B, "leaf None"),
+            (
+                b"BLAKE2b-1 size=10 mtime=5.000000000 tree=4 (f)",
+                B,
+                "stat 10 5.000000000",
+            ),
+            (b"BLAKE2b-1 size=10 mtime=5 tree=4 (f)", B, "bad"),
         ]);
     }
 

@@ -8,6 +8,8 @@
 //! - [`list`]: every line of a checksum list told apart: bt2sum's, another
 //!   tool's (named by its shape), a comment, or junk; [`lines`] reads them
 //!   with bounded memory.
+//! - [`stat`]: the stat line after a checksum line, `TAG size=N mtime=S.NS
+//!   tree=L (NAME)`, which tells an edit from damage.
 //! - [`verdict`]: what check mode prints per checked line, `NAME: OK`.
 //!
 //! Names are bytes (non-UTF-8 names pass through) and are escaped the GNU
@@ -21,6 +23,7 @@ pub mod checksum;
 pub mod leaf;
 pub mod lines;
 pub mod list;
+pub mod stat;
 pub mod verdict;
 
 use std::fmt;

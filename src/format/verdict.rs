@@ -18,6 +18,9 @@ pub enum Verdict {
     Unreadable,
     /// A listed leaf is no longer in the file (it got shorter).
     Missing,
+    /// The computed checksum differs, and so do the file's size or
+    /// modification time from its stat line's: an edit, not damage.
+    Changed,
 }
 
 impl Verdict {
@@ -28,6 +31,7 @@ impl Verdict {
             Verdict::Failed => "FAILED",
             Verdict::Unreadable => "FAILED open or read",
             Verdict::Missing => "FAILED missing",
+            Verdict::Changed => "CHANGED",
         }
     }
 }

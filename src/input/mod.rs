@@ -43,6 +43,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
@@ -487,9 +488,9 @@ enum State {
     Closed,
     /// Open, to be hashed whole.
     Open(Opened),
-    /// Read whole into a lane and closed again: its length, or why it did
-    /// not read back as it was.
-    Read(Result<u64, Error>),
+    /// Read whole into a lane and closed again: its length and modification
+    /// time, or why it did not read back as it was.
+    Read(Result<(u64, Option<SystemTime>), Error>),
     /// It failed.
     Failed(Error),
 }
@@ -510,6 +511,10 @@ pub struct Outcome<T, S> {
     pub leaves: S,
     /// The checksum and length, or why there is none.
     pub result: Result<Hashed, Error>,
+    /// A regular file's modification time while it was hashed (it did not
+    /// change meanwhile); `None` for anything else, or where the system
+    /// does not give it.
+    pub modified: Option<SystemTime>,
 }
 
 impl<T> Job<T> {
@@ -603,11 +608,12 @@ impl<T, S: LeafSink> Job<T, S> {
         self
     }
 
-    fn outcome(self, result: Result<Hashed, Error>) -> Outcome<T, S> {
+    fn outcome(self, result: Result<Hashed, Error>, modified: Option<SystemTime>) -> Outcome<T, S> {
         Outcome {
             tag: self.tag,
             leaves: self.sink,
             result,
+            modified,
         }
     }
 }
@@ -719,10 +725,11 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         match file.read_small(most, arena) {
             Ok(Some(bytes)) => {
                 let length = (bytes.end - bytes.start) as u64;
+                let modified = file.regular().and_then(Stamp::modified);
                 let read = file
                     .unchanged()
                     .and_then(|()| file.held_whole(length))
-                    .map(|()| length);
+                    .map(|()| (length, modified));
                 self.state = State::Read(read);
                 Step::Small {
                     tree: self.tree,
@@ -738,16 +745,17 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     }
 
     fn small_done(mut self, digest: Digest) -> Outcome<T, S> {
-        let result = match std::mem::replace(&mut self.state, State::Closed) {
-            State::Read(read) => read.map(|length| {
+        let (result, modified) = match std::mem::replace(&mut self.state, State::Closed) {
+            State::Read(Ok((length, modified))) => {
                 if let Some(progress) = &self.progress {
                     progress.fetch_add(length, Ordering::Relaxed);
                 }
-                Hashed { digest, length }
-            }),
+                (Ok(Hashed { digest, length }), modified)
+            }
+            State::Read(Err(error)) => (Err(error), None),
             _ => unreachable!("only an input read whole is hashed in a lane"),
         };
-        self.outcome(result)
+        self.outcome(result, modified)
     }
 
     fn hash_whole(mut self, abandoned: &AtomicBool) -> Outcome<T, S> {
@@ -759,7 +767,9 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
             State::Failed(error) => Err(error),
             State::Read(_) => unreachable!("an input read whole is hashed in a lane"),
         };
+        let mut modified = None;
         let result = opened.and_then(|mut file| {
+            modified = file.regular().and_then(Stamp::modified);
             let mut sink = Sink {
                 leaves: Some(&mut self.sink),
                 progress: self.progress.as_deref(),
@@ -772,7 +782,8 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
                 None => file.hash(&self.tree, self.leaves.as_ref(), &mut sink),
             }
         });
-        self.outcome(result)
+        let modified = result.is_ok().then_some(modified).flatten();
+        self.outcome(result, modified)
     }
 }
 

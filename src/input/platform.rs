@@ -109,6 +109,11 @@ impl Stamp {
         })
     }
 
+    /// The file's modification time, where the system gives it.
+    pub(super) fn modified(&self) -> Option<std::time::SystemTime> {
+        self.modified
+    }
+
     /// The file's stamp now.
     pub(super) fn now(file: &File) -> io::Result<Stamp> {
         Stamp::of(file, &file.metadata()?)

@@ -82,6 +82,9 @@ pub enum BadLine {
     /// standard input without a FILE prints it), in a list that is read from
     /// standard input itself.
     StdinInStdin,
+    /// A stat line that does not follow its file's checksum line (or that
+    /// line's leaf lines).
+    LoneStat,
 }
 
 /// What verifying a list tells, in list order.
@@ -201,6 +204,7 @@ impl<'a> Verifier<'a> {
             pass,
             listed,
             result: outcome.result,
+            modified: outcome.modified,
             checksum_matched,
             worst: Verdict::Ok,
             unreadable_before: false,
@@ -230,6 +234,10 @@ impl<'a> Verifier<'a> {
         };
         if hashed.digest == checksum.expected {
             return true;
+        }
+        if pass.stat.is_some() {
+            // Its stat line gave the leaf size it was made with.
+            return false;
         }
         let by_option = TreeParams::new(
             pass.tree.algorithm(),

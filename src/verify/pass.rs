@@ -6,9 +6,11 @@ use crate::digest::Digest;
 use crate::engine::Hashed;
 use crate::error::Error;
 use crate::format::list::OtherTool;
+use crate::format::stat::Mtime;
 use crate::format::verdict::Verdict;
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
+use std::time::SystemTime;
 
 /// What a checked line of a list is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub(super) struct Pass {
     /// The file's length, as its leaf and count lines list it, if it has
     /// any.
     pub total: Option<u64>,
+    /// The file's size and modification time as its stat line lists them.
+    pub stat: Option<(u64, Mtime)>,
     /// For each count line, how many of the pass's leaf lines precede it.
     pub count_lines: Vec<usize>,
     /// Whether the pass goes on with the file of the pass before it: its
@@ -62,6 +66,7 @@ impl Pass {
             tree,
             checksum,
             total: None,
+            stat: None,
             count_lines: Vec::new(),
             continues: false,
             continued: false,
@@ -89,16 +94,20 @@ impl Pass {
         listed: Option<&'a ListedLeaves>,
         hashed: Option<&'a Hashed>,
         checksum_matched: bool,
+        changed: bool,
     ) -> impl Iterator<Item = (Subject, Verdict)> + 'a {
         let judged = move |passed: bool| match (hashed.is_some(), passed) {
             (false, _) => Verdict::Unreadable,
             (true, true) => Verdict::Ok,
             (true, false) => Verdict::Failed,
         };
-        let checksum = self
-            .checksum
-            .as_ref()
-            .map(|_| (Subject::Checksum, judged(checksum_matched)));
+        let checksum = self.checksum.as_ref().map(|_| {
+            let verdict = match judged(checksum_matched) {
+                Verdict::Failed if changed => Verdict::Changed,
+                verdict => verdict,
+            };
+            (Subject::Checksum, verdict)
+        });
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
         let leaves_now = hashed.map(|hashed| self.tree.leaf_count(hashed.length));
         let mut leaves = listed.into_iter().flat_map(ListedLeaves::verdicts);
@@ -124,11 +133,11 @@ impl Pass {
 }
 
 /// The worse of two verdicts on one file's lines: unreadable, then failed
-/// (or missing), then OK.
+/// (or missing, or changed), then OK.
 pub(super) fn worse(a: Verdict, b: Verdict) -> Verdict {
     let rank = |verdict| match verdict {
         Verdict::Ok => 0,
-        Verdict::Failed | Verdict::Missing => 1,
+        Verdict::Failed | Verdict::Missing | Verdict::Changed => 1,
         Verdict::Unreadable => 2,
     };
     if rank(b) > rank(a) { b } else { a }
@@ -139,6 +148,8 @@ pub struct Checked {
     pub(super) pass: Pass,
     pub(super) listed: Option<ListedLeaves>,
     pub(super) result: Result<Hashed, Error>,
+    /// A regular file's modification time while it was hashed.
+    pub(super) modified: Option<SystemTime>,
     pub(super) checksum_matched: bool,
     /// The worst verdict on the file's lines in every pass so far, this one
     /// included.
@@ -177,7 +188,23 @@ impl Checked {
             self.listed.as_ref(),
             self.result.as_ref().ok(),
             self.checksum_matched,
+            self.changed(),
         )
+    }
+
+    /// Whether the file's size or modification time differ from those its
+    /// stat line lists (`false` without one, or for a file that could not
+    /// be read): it was edited since.
+    pub fn changed(&self) -> bool {
+        let (Some((size, mtime)), Ok(hashed)) = (self.pass.stat, &self.result) else {
+            return false;
+        };
+        hashed.length != size || self.modified.map(Mtime::of) != Some(mtime)
+    }
+
+    /// A regular file's modification time while it was hashed.
+    pub fn modified(&self) -> Option<SystemTime> {
+        self.modified
     }
 
     /// Whether this is the first pass over its file (the usual case: a
@@ -225,7 +252,8 @@ impl Checked {
     /// line.
     pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
         let checksum = self.pass.checksum.as_ref()?;
-        let by_option = self.pass.total.is_none() && checksum.sized_like.is_none();
+        let by_option =
+            self.pass.total.is_none() && self.pass.stat.is_none() && checksum.sized_like.is_none();
         (by_option && self.result.is_ok()).then_some(self.checksum_matched)
     }
 

@@ -10,6 +10,7 @@ use super::{BadLine, Verifier};
 use crate::format::leaf::LeafLine;
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Improper, ListLine, classify};
+use crate::format::stat::StatLine;
 use crate::input::{Job, Outcome, system};
 use crate::leaves::ListedLeaves;
 use crate::memory;
@@ -155,6 +156,10 @@ impl<'a> Passes<'a> {
                     leaf.name = Some(b"-".to_vec());
                     ListLine::Leaf(leaf)
                 }
+                ListLine::Stat(mut stat) if stat.name.is_none() && self.nameless_is_stdin => {
+                    stat.name = Some(b"-".to_vec());
+                    ListLine::Stat(stat)
+                }
                 line => line,
             };
             if !matches!(line, ListLine::Skip) {
@@ -190,6 +195,7 @@ impl<'a> Passes<'a> {
                 started
             }
             ListLine::Nameless { .. } => return Err(BadLine::StdinInStdin),
+            ListLine::Stat(_) => return Err(BadLine::LoneStat),
             ListLine::Improper(improper) => return Err(BadLine::Grammar(improper)),
             ListLine::Skip => return Err(BadLine::Grammar(Improper::Junk)),
         };
@@ -223,6 +229,7 @@ impl<'a> Passes<'a> {
         while let Some((line_number, line)) = self.next_line() {
             let joined = match &line {
                 ListLine::Leaf(leaf) => self.join(&mut pass, &mut listed, leaf.clone()),
+                ListLine::Stat(stat) => join_stat(&mut pass, stat),
                 _ => Joined::No,
             };
             match joined {
@@ -297,6 +304,26 @@ impl<'a> Passes<'a> {
         }
         Joined::Yes
     }
+}
+
+/// Adds a stat line to `pass` if it is its checksum line's: it names the
+/// same file with the same algorithm and digest size, the pass has a
+/// checksum line and no stat line yet, and any leaf lines it has are of the
+/// same leaf size and length. Its `tree=` is the checksum line's leaf size.
+fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
+    let same_file = stat.name.as_deref() == Some(&pass.name[..])
+        && stat.tree.algorithm() == pass.tree.algorithm()
+        && stat.tree.digest_size() == pass.tree.digest_size();
+    let same_listing = match pass.total {
+        Some(total) => stat.tree == pass.tree && stat.size == total,
+        None => true,
+    };
+    if !(same_file && same_listing && pass.checksum.is_some() && pass.stat.is_none()) {
+        return Joined::No;
+    }
+    pass.tree = stat.tree;
+    pass.stat = Some((stat.size, stat.mtime));
+    Joined::Yes
 }
 
 impl<'a> Iterator for Passes<'a> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 12] = [
+const LAYERS: [(&str, &[&str]); 13] = [
     ("ct", &[]),
     ("descriptors", &[]),
     ("memory", &[]),
@@ -40,6 +40,7 @@ const LAYERS: [(&str, &[&str]); 12] = [
             "memory",
         ],
     ),
+    ("walk", &["input", "memory"]),
     (
         "verify",
         &[

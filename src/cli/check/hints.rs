@@ -43,7 +43,7 @@ impl Hints {
         match why {
             BadLine::Grammar(Improper::OtherTool(tool)) => add(&mut self.other_tools, tool),
             BadLine::StdinInStdin => self.stdin_in_stdin += 1,
-            BadLine::Grammar(_) => {}
+            BadLine::Grammar(_) | BadLine::LoneStat => {}
         }
     }
 

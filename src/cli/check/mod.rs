@@ -225,7 +225,10 @@ impl Printer<'_> {
             self.verdict(checked.name(), Subject::Checksum, verdict)?;
         }
         for (subject, verdict) in checked.lines() {
-            let failed = matches!(verdict, Verdict::Failed | Verdict::Missing);
+            let failed = matches!(
+                verdict,
+                Verdict::Failed | Verdict::Missing | Verdict::Changed
+            );
             if subject != Subject::Checksum && failed {
                 self.verdict(checked.name(), subject, verdict)?;
             }

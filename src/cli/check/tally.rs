@@ -13,8 +13,11 @@ pub struct Tally {
     pub improperly_formatted: u64,
     /// Files whose every line matched.
     pub matched: u64,
-    /// Files of which a line did not match.
+    /// Files of which a line did not match (damaged).
     pub mismatched: u64,
+    /// Files that did not match and whose size or modification time differ
+    /// from their stat line's (edited).
+    pub changed: u64,
     /// Files that could not be opened or read.
     pub unreadable: u64,
 }
@@ -34,6 +37,7 @@ impl Tally {
         match verdict {
             Verdict::Ok => self.matched += 1,
             Verdict::Failed | Verdict::Missing => self.mismatched += 1,
+            Verdict::Changed => self.changed += 1,
             Verdict::Unreadable => self.unreadable += 1,
         }
     }
@@ -62,6 +66,11 @@ impl Tally {
             "computed checksum did NOT match",
             "computed checksums did NOT match",
         );
+        warn(
+            self.changed,
+            "listed file was changed since it was listed",
+            "listed files were changed since they were listed",
+        );
         warnings
     }
 
@@ -72,6 +81,7 @@ impl Tally {
     pub fn passed(&self, strict: bool) -> bool {
         self.matched > 0
             && self.mismatched == 0
+            && self.changed == 0
             && self.unreadable == 0
             && !(strict && self.improperly_formatted > 0)
     }
@@ -114,6 +124,7 @@ mod tests {
             improperly_formatted: 0,
             matched: 0,
             mismatched: 2,
+            changed: 0,
             unreadable: 1,
         };
         assert_eq!(

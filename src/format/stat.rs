@@ -1,0 +1,296 @@
+//! Stat lines: what `--stat` prints after a file's checksum line, and what
+//! check mode reads back to tell an edit from damage.
+//!
+//! ```text
+//! BLAKE2b-64 size=N mtime=SECONDS.NANOSECONDS tree=L (NAME)
+//! ```
+//!
+//! The tag is the checksum line's; `N` is the file's size in bytes, the
+//! modification time is seconds since 1970 (UTC) and nine digits of
+//! nanoseconds (before 1970 the seconds are negative and the nanoseconds
+//! still count up from them: `-1.500000000` is half a second before), and
+//! `L` the leaf size the checksum was made with. Names are escaped as in
+//! checksum lines. The grammar is the count line's (see [`super::leaf`]):
+//! GNU's tools read it as they read leaf lines, as an improperly formatted
+//! line.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{Ending, Tag, push_name, unescape};
+use crate::params::TreeParams;
+
+/// A modification time as stat lines write it: whole seconds since 1970,
+/// and nanoseconds after them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mtime {
+    /// Seconds since 1970-01-01 00:00:00 UTC, negative before.
+    pub seconds: i64,
+    /// Nanoseconds after `seconds`, below 1,000,000,000.
+    pub nanoseconds: u32,
+}
+
+impl Mtime {
+    /// The modification time a file's metadata gives.
+    pub fn of(time: SystemTime) -> Mtime {
+        match time.duration_since(UNIX_EPOCH) {
+            Ok(after) => Mtime {
+                seconds: i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+                nanoseconds: after.subsec_nanos(),
+            },
+            Err(before) => {
+                let before = before.duration();
+                let seconds = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+                match before.subsec_nanos() {
+                    0 => Mtime {
+                        seconds: -seconds,
+                        nanoseconds: 0,
+                    },
+                    nanos => Mtime {
+                        seconds: -seconds - 1,
+                        nanoseconds: 1_000_000_000 - nanos,
+                    },
+                }
+            }
+        }
+    }
+
+    /// The time this is, where the system's clock can hold it.
+    pub fn to_system_time(self) -> Option<SystemTime> {
+        let nanos = Duration::from_nanos(u64::from(self.nanoseconds));
+        if self.seconds >= 0 {
+            UNIX_EPOCH.checked_add(Duration::from_secs(self.seconds.unsigned_abs()) + nanos)
+        } else {
+            UNIX_EPOCH
+                .checked_sub(Duration::from_secs(self.seconds.unsigned_abs()))?
+                .checked_add(nanos)
+        }
+    }
+
+    /// Reads `SECONDS.NANOSECONDS`: an optional `-`, digits without a
+    /// leading zero (but `0` itself), a dot and exactly nine digits.
+    fn parse(text: &[u8]) -> Option<Mtime> {
+        let (negative, text) = match text.strip_prefix(b"-") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let dot = text.iter().position(|&b| b == b'.')?;
+        let (seconds, nanoseconds) = (&text[..dot], &text[dot + 1..]);
+        let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
+        let canonical = seconds == b"0" || seconds.first() != Some(&b'0');
+        if !(digits(seconds) && canonical && nanoseconds.len() == 9 && digits(nanoseconds)) {
+            return None;
+        }
+        let seconds: i64 = std::str::from_utf8(seconds).ok()?.parse().ok()?;
+        if negative && seconds == 0 {
+            return None;
+        }
+        Some(Mtime {
+            seconds: if negative { -seconds } else { seconds },
+            nanoseconds: std::str::from_utf8(nanoseconds).ok()?.parse().ok()?,
+        })
+    }
+}
+
+impl fmt::Display for Mtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}", self.seconds, self.nanoseconds)
+    }
+}
+
+/// One parsed stat line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatLine {
+    /// The tree parameters of the file's checksum.
+    pub tree: TreeParams,
+    /// The file's name, unescaped; `None` for a line without one.
+    pub name: Option<Vec<u8>>,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Its modification time.
+    pub mtime: Mtime,
+}
+
+/// Appends the stat line of a file: its size and modification time, and the
+/// leaf size its checksum was made with.
+///
+/// ```
+/// use bt2sum::format::Ending;
+/// use bt2sum::format::stat::{Mtime, parse_stat_line, push_stat_line};
+/// use bt2sum::TreeParams;
+///
+/// let tree = TreeParams::default();
+/// let mtime = Mtime { seconds: 1700000000, nanoseconds: 5 };
+/// let mut line = Vec::new();
+/// push_stat_line(&mut line, &tree, Some(b"f"), 12, mtime, Ending::Newline);
+/// assert_eq!(line, b"BLAKE2b-64 size=12 mtime=1700000000.000000005 tree=5242880 (f)\n");
+/// let parsed = parse_stat_line(&line[..line.len() - 1]).unwrap();
+/// assert_eq!((parsed.size, parsed.mtime, parsed.tree), (12, mtime, tree));
+/// ```
+pub fn push_stat_line(
+    out: &mut Vec<u8>,
+    tree: &TreeParams,
+    name: Option<&[u8]>,
+    size: u64,
+    mtime: Mtime,
+    ending: Ending,
+) {
+    let escaped = name.is_some_and(|name| ending.escapes(name));
+    if escaped {
+        out.push(b'\\');
+    }
+    Tag::of(tree).push(out);
+    out.extend_from_slice(
+        format!(" size={size} mtime={mtime} tree={}", tree.leaf_size()).as_bytes(),
+    );
+    if let Some(name) = name {
+        out.extend_from_slice(b" (");
+        push_name(out, name, escaped);
+        out.push(b')');
+    }
+    ending.push(out);
+}
+
+/// Whether a line (CR/LF already removed) is a stat line, well formed or
+/// not: `BLAKE2…` and a first field of `size=`.
+pub fn is_stat_line(line: &[u8]) -> bool {
+    let body = line.strip_prefix(b"\\").unwrap_or(line);
+    let Some(rest) = body.strip_prefix(b"BLAKE2") else {
+        return false;
+    };
+    let Some(space) = rest.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    rest[space + 1..].starts_with(b"size=")
+}
+
+/// Parses a stat line (without its line ending): the three fields in
+/// their order, then ` (NAME)` or nothing; `None` if it is not exactly that.
+pub fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
+    let (escaped, body) = match line.strip_prefix(b"\\") {
+        Some(body) => (true, body),
+        None => (false, line),
+    };
+    let (tag, rest) = Tag::parse(body)?;
+    let rest = rest.strip_prefix(b" size=")?;
+    let (size, rest) = split_field(rest);
+    let rest = rest.strip_prefix(b" mtime=")?;
+    let (mtime, rest) = split_field(rest);
+    let rest = rest.strip_prefix(b" tree=")?;
+    let (leaf_size, rest) = split_field(rest);
+    let number = |digits: &[u8]| -> Option<u64> {
+        let canonical = digits == b"0" || digits.first().is_some_and(|&b| b != b'0');
+        if !(canonical && digits.iter().all(u8::is_ascii_digit)) {
+            return None;
+        }
+        std::str::from_utf8(digits).ok()?.parse().ok()
+    };
+    let tree = TreeParams::new(tag.algorithm, tag.digest_size, number(leaf_size)?).ok()?;
+    let name = match rest.strip_prefix(b" (") {
+        Some(named) => {
+            let written = named.strip_suffix(b")")?;
+            let name = if escaped {
+                unescape(written)?
+            } else {
+                written.to_vec()
+            };
+            if name.is_empty() {
+                return None;
+            }
+            Some(name)
+        }
+        None if rest.is_empty() && !escaped => None,
+        None => return None,
+    };
+    Some(StatLine {
+        tree,
+        name,
+        size: number(size)?,
+        mtime: Mtime::parse(mtime)?,
+    })
+}
+
+/// A field's value (up to the next space) and what follows it.
+fn split_field(text: &[u8]) -> (&[u8], &[u8]) {
+    let end = text.iter().position(|&b| b == b' ').unwrap_or(text.len());
+    text.split_at(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Algorithm;
+
+    #[test]
+    fn modification_times_read_back() {
+        let table: [(SystemTime, &str); 5] = [
+            (UNIX_EPOCH, "0.000000000"),
+            (
+                UNIX_EPOCH + Duration::new(1_700_000_000, 123),
+                "1700000000.000000123",
+            ),
+            (UNIX_EPOCH - Duration::from_secs(1), "-1.000000000"),
+            (UNIX_EPOCH - Duration::from_millis(500), "-1.500000000"),
+            (UNIX_EPOCH - Duration::new(86_400, 1), "-86401.999999999"),
+        ];
+        for (time, text) in table {
+            let mtime = Mtime::of(time);
+            assert_eq!(mtime.to_string(), text);
+            assert_eq!(Mtime::parse(text.as_bytes()), Some(mtime), "{text}");
+            assert_eq!(mtime.to_system_time(), Some(time), "{text}");
+        }
+        for bad in [
+            "1",
+            "1.",
+            "1.00000000",
+            "1.0000000000",
+            "01.000000000",
+            "-0.000000000",
+            "+1.000000000",
+            "1.00000000x",
+            "",
+            "-",
+            "99999999999999999999.000000000",
+        ] {
+            assert_eq!(Mtime::parse(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn stat_lines_read_back_and_bad_ones_are_refused() {
+        let tree = TreeParams::new(Algorithm::Blake2s, 16, 4096).unwrap();
+        let mtime = Mtime {
+            seconds: -3,
+            nanoseconds: 7,
+        };
+        for name in [&b"plain"[..], b"new\nline", b"a b (c)", b"back\\slash"] {
+            for ending in [Ending::Newline, Ending::Nul] {
+                let mut line = Vec::new();
+                push_stat_line(&mut line, &tree, Some(name), 99, mtime, ending);
+                let line = &line[..line.len() - 1];
+                assert!(is_stat_line(line));
+                let parsed = parse_stat_line(line).unwrap();
+                assert_eq!(parsed.name.as_deref(), Some(name));
+                assert_eq!((parsed.tree, parsed.size, parsed.mtime), (tree, 99, mtime));
+            }
+        }
+        let good = "BLAKE2b-64 size=0 mtime=1.000000000 tree=5242880";
+        assert!(parse_stat_line(good.as_bytes()).is_some());
+        for bad in [
+            "BLAKE2b-64 size=01 mtime=1.000000000 tree=5242880 (f)",
+            "BLAKE2b-64 size=1 tree=5242880 mtime=1.000000000 (f)",
+            "BLAKE2b-64 size=1 mtime=1.000000000 (f)",
+            "BLAKE2b-64 size=1 mtime=1.000000000 tree=0 (f)",
+            "BLAKE2b-64 size=1 mtime=1 tree=5242880 (f)",
+            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 ()",
+            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (f",
+            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 x",
+            "BLAKE2b-65 size=1 mtime=1.000000000 tree=5242880 (f)",
+            "\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880",
+            "\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (a\\tb)",
+        ] {
+            assert!(parse_stat_line(bad.as_bytes()).is_none(), "{bad}");
+        }
+        assert!(!is_stat_line(b"BLAKE2b-64 leaves=0 total=0 tree=1 (f)"));
+    }
+}

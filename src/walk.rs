@@ -1,0 +1,491 @@
+//! Walking directories the way `-r` and audits do: every regular file under
+//! each root, in the order `find ROOT -type f | LC_ALL=C sort` lists them,
+//! one at a time, in memory that holds one directory's entries per level of
+//! the tree, however many files the tree has.
+//!
+//! - Paths are built from the root as given, as `find` builds them (`dir`
+//!   and `dir/` give `dir/a`, `.` gives `./a`).
+//! - The order is bytewise by whole path. Each directory's entries are
+//!   sorted by name, a directory's name as if it ended in `/`: then
+//!   visiting them depth first gives the order of the whole paths (`a-b`
+//!   before `a/x`, as `-` sorts before `/`), with no sort of the whole tree.
+//! - A symbolic link met in the walk is skipped, unless links are followed:
+//!   a directory already on the path being walked (same device and inode)
+//!   is then a file system loop, reported instead of entered again, and a
+//!   dangling link is skipped, as `find -L` does.
+//! - FIFOs, sockets and devices are skipped (a FIFO would wait for a writer
+//!   forever), and so are the files to skip (the list being written or
+//!   audited, by identity) and what the excludes match ([`Excludes`]); an
+//!   excluded directory is not entered.
+//! - A directory that cannot be read, or an entry that cannot be examined,
+//!   is a [`Walked::Error`]; the rest of the tree is still walked. Where
+//!   memory for a directory's entries is refused (`ulimit -v`), that is the
+//!   error, and the walk ends.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, FileType};
+use std::io;
+use std::path::Path;
+
+use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::input::system::FileId;
+use crate::memory;
+
+/// What a walk gives, in order.
+#[derive(Debug)]
+pub enum Walked {
+    /// A regular file under a root; or a root that is no directory (a file,
+    /// `-`, a missing name), as given.
+    File(OsString),
+    /// A directory that could not be read, an entry that could not be
+    /// examined, a loop.
+    Error {
+        /// Where.
+        path: OsString,
+        /// Why.
+        error: io::Error,
+    },
+}
+
+/// How to walk.
+#[derive(Default)]
+pub struct Options {
+    /// Whether symbolic links met in the walk are followed (`-L`).
+    pub follow_links: bool,
+    /// Files never given, whatever their path: the file standard output
+    /// writes to, the lists an audit reads or writes.
+    pub skip: Vec<FileId>,
+    /// What is left out.
+    pub excludes: Excludes,
+}
+
+/// The files under `roots`, walked one at a time.
+pub struct Walk {
+    roots: std::vec::IntoIter<OsString>,
+    options: Options,
+    /// The root being walked.
+    root: Option<OsString>,
+    levels: Vec<Level>,
+    /// Memory was refused: nothing more is given.
+    stopped: bool,
+}
+
+/// A directory being walked: its identity, and its entries not yet
+/// visited, sorted.
+struct Level {
+    id: FileId,
+    children: std::vec::IntoIter<Child>,
+}
+
+/// An entry of a directory: its path and what it is.
+struct Child {
+    path: OsString,
+    kind: Kind,
+}
+
+/// What a path met in the walk is, for the walk.
+enum Kind {
+    File,
+    Directory(FileId),
+    /// It could not be examined.
+    Error(io::Error),
+}
+
+impl Walk {
+    /// A walk of `roots` (each a directory, or anything else to pass
+    /// through as given), in the order given.
+    pub fn new(roots: Vec<OsString>, options: Options) -> Walk {
+        Walk {
+            roots: roots.into_iter(),
+            options,
+            root: None,
+            levels: Vec::new(),
+            stopped: false,
+        }
+    }
+
+    /// Starts the next root: a directory is entered, anything else given.
+    fn start(&mut self, root: OsString) -> Option<Walked> {
+        // A link named as a root is followed (`metadata`, not
+        // `symlink_metadata`).
+        let directory = match fs::metadata(&root) {
+            Ok(metadata) if root != "-" && metadata.is_dir() => metadata,
+            _ => return Some(Walked::File(root)),
+        };
+        match FileId::of(Path::new(&root), &directory) {
+            Ok(id) => {
+                self.root = Some(root.clone());
+                self.enter(root, id)
+            }
+            Err(error) => Some(Walked::Error { path: root, error }),
+        }
+    }
+
+    /// Reads the directory at `path` and pushes its sorted entries on the
+    /// walk's stack, unless it is already on it (a loop) or cannot be read.
+    fn enter(&mut self, path: OsString, id: FileId) -> Option<Walked> {
+        if self.levels.iter().any(|level| level.id == id) {
+            let error = io::Error::other("File system loop detected");
+            return Some(Walked::Error { path, error });
+        }
+        let entries = match fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(error) => return Some(Walked::Error { path, error }),
+        };
+        let mut children: Vec<(Vec<u8>, Child)> = Vec::new();
+        let mut failed = None;
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            };
+            let Some(child) = self.child(&path, &entry) else {
+                continue;
+            };
+            if !memory::reserve(&mut children, 1) {
+                return Some(self.out_of_memory(path));
+            }
+            // Sorted as if a directory's name ended in `/`.
+            let mut key = entry.file_name().as_encoded_bytes().to_vec();
+            if let Kind::Directory(_) = child.kind {
+                key.push(b'/');
+            }
+            children.push((key, child));
+        }
+        children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let children: Vec<Child> = children.into_iter().map(|(_, child)| child).collect();
+        self.levels.push(Level {
+            id,
+            children: children.into_iter(),
+        });
+        failed.map(|error| Walked::Error { path, error })
+    }
+
+    /// An entry of the directory at `directory` as the walk sees it; `None`
+    /// for what it skips (links not followed, special files, excluded
+    /// paths, the files to skip).
+    fn child(&self, directory: &OsStr, entry: &fs::DirEntry) -> Option<Child> {
+        let path = join(directory, &entry.file_name());
+        let kind = self.kind_of(&path, entry.file_type().ok())?;
+        if let (Some(root), false) = (&self.root, self.options.excludes.is_empty()) {
+            let is_dir = matches!(kind, Kind::Directory(_));
+            let relative = Path::new(&path).strip_prefix(root).ok()?;
+            if self.options.excludes.excludes(relative, is_dir) {
+                return None;
+            }
+        }
+        if let Kind::File = kind
+            && self.is_skipped(&path, entry)
+        {
+            return None;
+        }
+        Some(Child { path, kind })
+    }
+
+    /// Whether a regular file met in the walk is one of the files to skip
+    /// (looked up only if the directory's listing allows it).
+    fn is_skipped(&self, path: &OsStr, entry: &fs::DirEntry) -> bool {
+        let link = entry
+            .file_type()
+            .map_or(true, |file_type| file_type.is_symlink());
+        let may_be = self
+            .options
+            .skip
+            .iter()
+            .any(|skipped| link || skipped.may_be(entry));
+        may_be
+            && fs::metadata(path)
+                .and_then(|metadata| FileId::of(Path::new(path), &metadata))
+                .is_ok_and(|id| self.options.skip.contains(&id))
+    }
+
+    /// What `path` is to the walk, given its type as its directory listed
+    /// it (if it could); `None` for what the walk skips.
+    fn kind_of(&self, path: &OsStr, listed: Option<FileType>) -> Option<Kind> {
+        let follow = self.options.follow_links;
+        match listed {
+            Some(file_type) if file_type.is_file() => return Some(Kind::File),
+            Some(file_type) if file_type.is_symlink() && !follow => return None,
+            Some(file_type) if !file_type.is_dir() && !file_type.is_symlink() => return None,
+            _ => {}
+        }
+        let mut metadata = fs::symlink_metadata(path);
+        if follow && metadata.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+            metadata = match fs::metadata(path) {
+                // A dangling link is skipped, as `find -L -type f` does.
+                Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+                followed => followed,
+            };
+        }
+        let directory = match metadata {
+            Ok(metadata) if metadata.is_file() => return Some(Kind::File),
+            Ok(metadata) if metadata.is_dir() => FileId::of(Path::new(path), &metadata),
+            Ok(_) => return None,
+            // Removed since the directory was read: nothing to hash.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+            Err(error) => Err(error),
+        };
+        Some(match directory {
+            Ok(id) => Kind::Directory(id),
+            Err(error) => Kind::Error(error),
+        })
+    }
+
+    /// Ends the walk where memory was refused, at `path`.
+    fn out_of_memory(&mut self, path: OsString) -> Walked {
+        self.levels = Vec::new();
+        self.stopped = true;
+        Walked::Error {
+            path,
+            error: memory::out_of_memory(),
+        }
+    }
+}
+
+impl Iterator for Walk {
+    type Item = Walked;
+
+    fn next(&mut self) -> Option<Walked> {
+        while !self.stopped {
+            let Some(level) = self.levels.last_mut() else {
+                let root = self.roots.next()?;
+                if let Some(walked) = self.start(root) {
+                    return Some(walked);
+                }
+                continue;
+            };
+            let Some(child) = level.children.next() else {
+                self.levels.pop();
+                continue;
+            };
+            let walked = match child.kind {
+                Kind::File => Some(Walked::File(child.path)),
+                Kind::Directory(id) => self.enter(child.path, id),
+                Kind::Error(error) => Some(Walked::Error {
+                    path: child.path,
+                    error,
+                }),
+            };
+            if walked.is_some() {
+                return walked;
+            }
+        }
+        None
+    }
+}
+
+/// `directory/name`, without adding a slash after a separator the
+/// directory already ends with (as `find dir/` prints `dir/a`; on Windows
+/// `dir\` gives `dir\a`, which lines print `dir/a`).
+fn join(directory: &OsStr, name: &OsStr) -> OsString {
+    let mut path = OsString::with_capacity(directory.len() + 1 + name.len());
+    path.push(directory);
+    let separated = directory
+        .as_encoded_bytes()
+        .last()
+        .is_some_and(|&last| std::path::is_separator(char::from(last)));
+    if !separated {
+        path.push("/");
+    }
+    path.push(name);
+    path
+}
+
+/// What a walk leaves out, by gitignore's patterns, each matched against
+/// the path below the root being walked (with `/` between names):
+///
+/// - a pattern with no `/` but at its end matches a name at any depth
+///   (`*.tmp`, `.DS_Store`); one with a `/` elsewhere matches from the
+///   root (`build/*.o`, `/top.txt`); `**` matches any number of
+///   directories (`**/cache`, `logs/**`);
+/// - a trailing `/` matches directories only (`.s3git/`);
+/// - `*` and `?` never match a `/`; `[a-z]` is a class;
+/// - `!` before a pattern takes back what an earlier one left out: the
+///   last pattern that matches decides;
+/// - an excluded directory is not entered, so nothing under it is walked,
+///   whatever a later `!` says (as in git).
+///
+/// ```
+/// use std::path::Path;
+/// use bt2sum::walk::Excludes;
+///
+/// let excludes = Excludes::new(["*.tmp", ".s3git/", "!keep.tmp", "/top.txt"])?;
+/// assert!(excludes.excludes(Path::new("a/b/c.tmp"), false));
+/// assert!(!excludes.excludes(Path::new("a/keep.tmp"), false));
+/// assert!(excludes.excludes(Path::new("x/.s3git"), true));
+/// assert!(!excludes.excludes(Path::new("x/.s3git"), false));
+/// assert!(excludes.excludes(Path::new("top.txt"), false));
+/// assert!(!excludes.excludes(Path::new("sub/top.txt"), false));
+/// # Ok::<(), bt2sum::walk::ExcludeError>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Excludes {
+    globs: Option<GlobSet>,
+    /// Per glob: whether it takes back (`!`), whether it needs a directory.
+    patterns: Vec<(bool, bool)>,
+}
+
+/// A pattern that is not a glob.
+#[derive(Debug)]
+pub struct ExcludeError {
+    /// The pattern as given.
+    pub pattern: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ExcludeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bad pattern {:?}: {}", self.pattern, self.reason)
+    }
+}
+
+impl std::error::Error for ExcludeError {}
+
+impl Excludes {
+    /// Excludes made of gitignore patterns (blank ones and `#` comments
+    /// are passed over, as in a `.gitignore` file).
+    pub fn new<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+    ) -> Result<Excludes, ExcludeError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut flags = Vec::new();
+        for pattern in patterns {
+            let given = pattern.as_ref();
+            if given.trim().is_empty() || given.starts_with('#') {
+                continue;
+            }
+            let (negated, text) = match given.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (
+                    false,
+                    given.strip_prefix("\\!").map_or(given, |_| &given[1..]),
+                ),
+            };
+            let (dir_only, text) = match text.strip_suffix('/') {
+                Some(rest) => (true, rest),
+                None => (false, text),
+            };
+            let anchored = text.contains('/');
+            let text = text.strip_prefix('/').unwrap_or(text);
+            let glob = if anchored {
+                text.to_string()
+            } else {
+                format!("**/{text}")
+            };
+            let bad = |reason: String| ExcludeError {
+                pattern: given.to_string(),
+                reason,
+            };
+            if text.is_empty() {
+                return Err(bad("it matches nothing".to_string()));
+            }
+            let glob = GlobBuilder::new(&glob)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|error| bad(error.kind().to_string()))?;
+            builder.add(glob);
+            flags.push((negated, dir_only));
+        }
+        let globs = builder.build().map_err(|error| ExcludeError {
+            pattern: String::new(),
+            reason: error.to_string(),
+        })?;
+        Ok(Excludes {
+            globs: (!flags.is_empty()).then_some(globs),
+            patterns: flags,
+        })
+    }
+
+    /// Whether `relative` (a path below the root being walked) is left out;
+    /// `is_dir`: it is a directory.
+    pub fn excludes(&self, relative: &Path, is_dir: bool) -> bool {
+        let Some(globs) = &self.globs else {
+            return false;
+        };
+        let candidate = Candidate::new(relative);
+        globs
+            .matches_candidate(&candidate)
+            .into_iter()
+            .rev()
+            .find(|&index| is_dir || !self.patterns[index].1)
+            .is_some_and(|index| !self.patterns[index].0)
+    }
+
+    /// Whether there is any pattern.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_joined_as_find_joins_them() {
+        let joined = |directory: &str| join(OsStr::new(directory), OsStr::new("a"));
+        assert_eq!(joined("dir"), "dir/a");
+        assert_eq!(joined("dir/"), "dir/a");
+        assert_eq!(joined("dir//"), "dir//a");
+        assert_eq!(joined("."), "./a");
+        assert_eq!(joined("/"), "/a");
+    }
+
+    #[test]
+    fn excludes_follow_gitignore() {
+        let excludes = Excludes::new([
+            "*.tmp",
+            "# a comment",
+            "",
+            "Thumbs.db",
+            ".s3git/",
+            "build/*.o",
+            "/top.txt",
+            "**/cache",
+            "logs/**",
+            "!important.tmp",
+            "[ab]?.bin",
+        ])
+        .unwrap();
+        let table: [(&str, bool, bool); 22] = [
+            ("x.tmp", false, true),
+            ("a/b/x.tmp", false, true),
+            ("a/important.tmp", false, false),
+            ("Thumbs.db", false, true),
+            ("deep/er/Thumbs.db", false, true),
+            (".s3git", true, true),
+            ("a/.s3git", true, true),
+            (".s3git", false, false),
+            ("build/x.o", false, true),
+            ("build/sub/x.o", false, false),
+            ("sub/build/x.o", false, false),
+            ("top.txt", false, true),
+            ("sub/top.txt", false, false),
+            ("cache", true, true),
+            ("a/b/cache", false, true),
+            ("logs/a/b", false, true),
+            ("logs", true, false),
+            ("a1.bin", false, true),
+            ("c1.bin", false, false),
+            ("a12.bin", false, false),
+            ("x.tmpx", false, false),
+            ("a/x.tm", false, false),
+        ];
+        for (path, is_dir, expected) in table {
+            assert_eq!(
+                excludes.excludes(Path::new(path), is_dir),
+                expected,
+                "{path} (directory: {is_dir})"
+            );
+        }
+        assert!(!Excludes::default().excludes(Path::new("a"), false));
+        assert!(Excludes::new(["a[", "ok"]).is_err());
+        assert!(Excludes::new(["/"]).is_err());
+    }
+}
