@@ -46,6 +46,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod ct;
 mod descriptors;
 mod digest;
@@ -58,6 +59,7 @@ pub mod memory;
 mod params;
 #[cfg(feature = "digest")]
 mod rustcrypto;
+mod spill;
 pub mod verify;
 pub mod walk;
 

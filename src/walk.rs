@@ -61,9 +61,9 @@ pub struct Options {
 }
 
 /// The files under `roots`, walked one at a time.
-pub struct Walk {
+pub struct Walk<'a> {
     roots: std::vec::IntoIter<OsString>,
-    options: Options,
+    options: &'a Options,
     /// The root being walked.
     root: Option<OsString>,
     levels: Vec<Level>,
@@ -92,10 +92,10 @@ enum Kind {
     Error(io::Error),
 }
 
-impl Walk {
+impl<'a> Walk<'a> {
     /// A walk of `roots` (each a directory, or anything else to pass
     /// through as given), in the order given.
-    pub fn new(roots: Vec<OsString>, options: Options) -> Walk {
+    pub fn new(roots: Vec<OsString>, options: &'a Options) -> Walk<'a> {
         Walk {
             roots: roots.into_iter(),
             options,
@@ -246,7 +246,7 @@ impl Walk {
     }
 }
 
-impl Iterator for Walk {
+impl Iterator for Walk<'_> {
     type Item = Walked;
 
     fn next(&mut self) -> Option<Walked> {

@@ -44,8 +44,11 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
-/// What `--recursive` cannot go with; `-L` neither.
+/// What `--recursive` cannot go with.
 const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part", "total", "name"];
+
+/// What a walk (`-r`, `--audit`) cannot go with; `-L` neither.
+const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "name"];
 
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
 /// used by s3git).
@@ -71,7 +74,7 @@ const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part",
     // `--total` says what a selection's input holds, or plans one.
     group(ArgGroup::new("planned").args(["leaf_range", "part", "leaf_count"]).multiple(true)),
     // What walks directories.
-    group(ArgGroup::new("walking").args(["recursive"]).multiple(true)),
+    group(ArgGroup::new("walking").args(["recursive", "audit"]).multiple(true)),
 )]
 pub struct Args {
     /// Files to hash; none, or `-`, means standard input
@@ -119,6 +122,14 @@ pub struct Args {
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
           value_parser = parse_leaf_size)]
     pub leaf_size: u64,
+
+    /// Act as if started in DIR: every FILE, LIST and name in a list is
+    /// relative to it (as `git -C`, `make -C`, `tar -C`)
+    ///
+    /// For a list made on one machine and checked against a copy mounted
+    /// elsewhere: `bt2sum -C /mnt/backup -c SUMS`.
+    #[arg(short = 'C', long = "directory", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub directory: Option<OsString>,
 
     /// Worker threads, 1 to 1024 [default: the number of processors]
     ///
@@ -254,8 +265,19 @@ pub struct Args {
     ///
     /// Links named as arguments are always followed. A link back to a
     /// directory being walked is reported as a file system loop.
-    #[arg(short = 'L', long, requires = "recursive", conflicts_with_all = NOT_WITH_RECURSIVE)]
+    #[arg(short = 'L', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub dereference: bool,
+
+    /// With --check: walk DIR as -r does and class every file under it
+    /// against the lists (repeatable)
+    ///
+    /// Besides NAME: OK and NAME: FAILED, a file no list names is NAME: NEW,
+    /// a listed file that is gone NAME: MISSING, and a new file whose digest
+    /// is a missing entry's NAME: MOVED from OLD. With stat lines (--stat),
+    /// an edited file is NAME: CHANGED. Names match as the lists spell them,
+    /// relative to the current directory (./a and a are one file).
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
+    pub audit: Vec<OsString>,
 
     /// Show a progress bar on standard error [default: when standard error is
     /// a terminal and the work takes over a second]

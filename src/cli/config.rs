@@ -19,6 +19,8 @@ use super::progress::When;
 
 /// Everything a run needs.
 pub struct Config {
+    /// The directory to act in (`-C`).
+    pub directory: Option<OsString>,
     /// Worker threads; `None` for one per processor.
     pub threads: Option<usize>,
     /// When to draw a progress bar.
@@ -112,6 +114,12 @@ pub struct Checking {
     /// Whether every line of a leaf listing gets a verdict (`--verbose`),
     /// not only a file's line and its failing leaves.
     pub every_line: bool,
+    /// The directories to audit against the lists (`--audit`).
+    pub audit: Vec<OsString>,
+    /// Whether their walk follows symbolic links (`-L`).
+    pub follow_links: bool,
+    /// What their walk leaves out.
+    pub excludes: Excludes,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -232,6 +240,9 @@ impl Config {
                 },
                 verbosity,
                 every_line: args.verbose || args.leaves,
+                excludes: excludes(&args.exclude, &args.exclude_from)?,
+                audit: args.audit,
+                follow_links: args.dereference,
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })
@@ -319,6 +330,7 @@ impl Config {
             })
         };
         Ok(Config {
+            directory: args.directory,
             threads: args.cpus.map(usize::from),
             progress,
             mode,

@@ -50,6 +50,15 @@ pub fn run(config: Config) -> Status {
         }
         Mode::Hash(_) | Mode::Check(_) | Mode::Combine(_) => {}
     }
+    if let Some(directory) = &config.directory
+        && let Err(error) = std::env::set_current_dir(directory)
+    {
+        // Nothing was done: as a usage error.
+        let shown = bt2sum::format::verdict::shown_path(std::path::Path::new(directory));
+        let reason = bt2sum::plain_message(&error);
+        warn(&format!("-C: cannot change to {shown}: {reason}"));
+        return Status::Usage;
+    }
     if let Some((limit, free)) = system::free_descriptors()
         && free < system::DESCRIPTORS_NEEDED
     {

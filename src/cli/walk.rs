@@ -46,7 +46,7 @@ pub fn expand(arguments: &[OsString], follow_links: bool, excludes: Excludes) ->
         files: Vec::new(),
         errors: 0,
     };
-    for walked in Walker::new(roots, options) {
+    for walked in Walker::new(roots, &options) {
         match walked {
             Walked::File(path) => {
                 if !bt2sum::memory::reserve(&mut walk.files, 1) {

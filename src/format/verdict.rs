@@ -64,6 +64,32 @@ pub fn shown_path(path: &std::path::Path) -> String {
     }
 }
 
+/// What an audit says of a file that no checksum line verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class<'a> {
+    /// A file under an audited directory that no list names.
+    New,
+    /// A new file that is the missing entry of this name, renamed.
+    MovedFrom(&'a [u8]),
+    /// A listed file that no longer exists.
+    Missing,
+}
+
+/// Appends `NAME: NEW`, `NAME: MOVED from OLD` or `NAME: MISSING`, newline
+/// included (both names shown as verdicts show them).
+pub fn push_class(out: &mut Vec<u8>, name: &[u8], class: Class<'_>) {
+    push_shown_name(out, name);
+    match class {
+        Class::New => out.extend_from_slice(b": NEW\n"),
+        Class::MovedFrom(from) => {
+            out.extend_from_slice(b": MOVED from ");
+            push_shown_name(out, from);
+            out.push(b'\n');
+        }
+        Class::Missing => out.extend_from_slice(b": MISSING\n"),
+    }
+}
+
 /// Appends `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read`, newline
 /// included.
 pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {

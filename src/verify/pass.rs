@@ -176,6 +176,14 @@ impl Checked {
         self.result.as_ref()
     }
 
+    /// The checksum the pass's checksum line lists, if it has one.
+    pub fn expected(&self) -> Option<&Digest> {
+        self.pass
+            .checksum
+            .as_ref()
+            .map(|checksum| &checksum.expected)
+    }
+
     /// The file's length as its leaf and count lines list it, if the pass
     /// has any.
     pub fn listed_length(&self) -> Option<u64> {

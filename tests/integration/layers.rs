@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 13] = [
+const LAYERS: [(&str, &[&str]); 15] = [
     ("ct", &[]),
     ("descriptors", &[]),
     ("memory", &[]),
@@ -38,6 +38,13 @@ const LAYERS: [(&str, &[&str]); 13] = [
             "error",
             "descriptors",
             "memory",
+        ],
+    ),
+    ("spill", &["descriptors", "memory"]),
+    (
+        "audit",
+        &[
+            "verify", "walk", "spill", "input", "engine", "params", "digest", "error",
         ],
     ),
     ("walk", &["input", "memory"]),

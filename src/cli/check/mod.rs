@@ -17,6 +17,7 @@
 //! reasons a file or list could not be read, nor `no properly formatted
 //! checksum lines found`. The hints come last, once for the run.
 
+mod audit;
 mod hints;
 mod tally;
 
@@ -25,13 +26,16 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 
-use bt2sum::format::verdict::{Verdict, push_count_verdict, push_leaf_verdict, push_verdict};
+use bt2sum::format::verdict::{
+    Class, Verdict, push_class, push_count_verdict, push_leaf_verdict, push_verdict,
+};
 use bt2sum::verify::{Checked, Report, Subject, Verifier};
 use bt2sum::{plain_message, system};
 
 use super::config::{Checking, Verbosity};
 use super::output::{Status, output_failed, report, report_listed, warn};
 use super::progress::{Progress, When};
+use audit::Checker;
 use hints::Hints;
 use tally::Tally;
 
@@ -58,15 +62,20 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     };
     let mut hints = Hints::default();
     let mut status = Status::Success;
+    let mut checker = Checker::new(config, &verifier);
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
         }
-        match check_list(&verifier, list, &mut printer, &mut hints) {
+        match check_list(&mut checker, list, &mut printer, &mut hints) {
             Ok(true) => {}
             Ok(false) => status = Status::Failure,
             Err(error) => return status.max(write_failed(&error)),
         }
+    }
+    match checker.finish(&mut printer) {
+        Ok(audited) => status = status.max(audited),
+        Err(error) => return status.max(write_failed(&error)),
     }
     if let Err(error) = printer.out.flush() {
         return status.max(write_failed(&error));
@@ -91,7 +100,7 @@ fn write_failed(error: &io::Error) -> Status {
 /// Verifies one list; `Ok(false)` if it does not pass (or cannot be read),
 /// `Err` only when writing to standard output fails.
 fn check_list(
-    verifier: &Verifier<'_>,
+    checker: &mut Checker<'_>,
     list: &OsStr,
     printer: &mut Printer<'_>,
     hints: &mut Hints,
@@ -112,7 +121,9 @@ fn check_list(
     };
     let mut tally = Tally::default();
     let mut written = Ok(());
-    let checked = verifier.check(&mut reader, list_is_stdin, |report| {
+    // Missing files an audit classes at its end; --ignore-missing skips.
+    let deferred = printer.config.ignore_missing || checker.defers_missing();
+    let checked = checker.check(&mut reader, list_is_stdin, |report| {
         written = match report {
             Report::Waiting => printer.out.flush(),
             Report::BadLine { line, why } => {
@@ -121,7 +132,7 @@ fn check_list(
                 printer.bad_line(list_name, line)
             }
             Report::Checked(checked) => {
-                let skipped = printer.config.ignore_missing && checked.is_missing();
+                let skipped = deferred && checked.is_missing();
                 tally.count_checked(checked, skipped);
                 hints.checked(checked);
                 printer.checked(checked, skipped)
@@ -175,7 +186,7 @@ fn summarize(config: &Checking, list_name: &OsStr, tally: &Tally) {
 }
 
 /// Where verdicts are written, and how many.
-struct Printer<'a> {
+pub struct Printer<'a> {
     config: &'a Checking,
     out: &'a mut dyn Write,
     /// A reused buffer for one output line.
@@ -237,6 +248,17 @@ impl Printer<'_> {
             self.verdict(checked.name(), Subject::Checksum, verdict)?;
         }
         Ok(())
+    }
+
+    /// Prints what an audit says of a file no checksum line verifies,
+    /// unless `--status` hides it.
+    fn class(&mut self, name: &[u8], class: Class<'_>) -> io::Result<()> {
+        if self.config.verbosity == Verbosity::Status {
+            return Ok(());
+        }
+        self.line.clear();
+        push_class(&mut self.line, name, class);
+        self.out.write_all(&self.line)
     }
 
     /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the

@@ -1,0 +1,469 @@
+//! Auditing a tree against checksum lists: every file under the roots is
+//! classed, not only the listed ones.
+//!
+//! The lists are checked by a [`Verifier`] as check mode checks them (a
+//! listed file is OK, FAILED, CHANGED, or cannot be read); the auditor
+//! keeps, in bounded memory (see `spill`), the name of every listed file
+//! and the listed files that are missing. Then [`Auditor::finish`] walks
+//! the roots as `-r` does and classes what the lists said nothing of:
+//!
+//! - a file under a root that no list names is **NEW**;
+//! - a new file whose digest is that of exactly one missing entry, and of
+//!   no other new file, was **MOVED** from it: the two are one file,
+//!   renamed. Empty files never are (every empty file has their digest),
+//!   nor files whose digest several missing entries or new files share;
+//! - a listed file that no longer exists, and was not moved, is
+//!   **MISSING**.
+//!
+//! Names match as the lists spell them, relative to the current directory:
+//! `./a/b`, `a//b` and `a/b` are one file ([`normalized`]). New files are
+//! hashed only when some missing entry could have moved to them, with that
+//! entry's parameters (those of the first missing entry with a checksum
+//! line: a list's entries share them, and an entry of other parameters
+//! stays MISSING).
+//!
+//! The findings come in a fixed order: the lists' verdicts as they are
+//! checked, then NEW and MOVED in the order of the walk, then MISSING in
+//! list order.
+
+use std::ffi::OsString;
+use std::io;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::digest::Digest;
+use crate::engine::Event;
+use crate::input::{Job, hash_each, system};
+use crate::params::TreeParams;
+use crate::spill::{IN_MEMORY, Records, Sorter, Spool};
+use crate::verify::{Checked, Report, Verifier};
+use crate::walk::{self, Walk, Walked};
+
+/// What an audit finds once the lists are checked, in order.
+#[derive(Debug)]
+pub enum Finding {
+    /// A file under a root that no list names.
+    New {
+        /// Its path, as the walk built it.
+        name: Vec<u8>,
+    },
+    /// A new file that is a missing entry, renamed.
+    Moved {
+        /// Its path, as the walk built it.
+        name: Vec<u8>,
+        /// The missing entry's name, as its list gives it.
+        from: Vec<u8>,
+    },
+    /// A listed file that no longer exists, and was not moved.
+    Missing {
+        /// Its name, as its list gives it.
+        name: Vec<u8>,
+    },
+    /// A directory of a root that could not be read, an entry that could
+    /// not be examined, or a new file that could not be hashed (it is new
+    /// all the same).
+    Error {
+        /// Where.
+        name: Vec<u8>,
+        /// Why.
+        error: crate::error::Error,
+    },
+    /// The next finding is not ready: a good time to flush.
+    Waiting,
+}
+
+/// Audits lists against the trees under some roots.
+pub struct Auditor<'a> {
+    verifier: &'a Verifier<'a>,
+    roots: Vec<OsString>,
+    options: walk::Options,
+    progress: Option<Arc<AtomicU64>>,
+    /// Every listed name, normalized.
+    listed: Sorter,
+    /// The missing entries, in list order ([`Missing`]).
+    missing: Spool,
+    /// The parameters of the missing entries a new file may be: the first
+    /// such entry's.
+    tree: Option<TreeParams>,
+    /// Digests of missing entries and of new files, to find the pairs
+    /// ([`Joined`]).
+    joined: Sorter,
+}
+
+impl<'a> Auditor<'a> {
+    /// An audit of the files under `roots`, walked with `options`, against
+    /// the lists `verifier` checks (given to [`check`](Self::check)).
+    pub fn new(verifier: &'a Verifier<'a>, roots: Vec<OsString>, options: walk::Options) -> Self {
+        Auditor {
+            verifier,
+            roots,
+            options,
+            progress: None,
+            listed: Sorter::new(IN_MEMORY),
+            missing: Spool::new(IN_MEMORY),
+            tree: None,
+            joined: Sorter::new(IN_MEMORY),
+        }
+    }
+
+    /// Adds the bytes of the new files hashed to `counter` as the work goes.
+    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.progress = Some(counter);
+        self
+    }
+
+    /// Checks one list as [`Verifier::check`] does, handing on its reports
+    /// (those of missing files too: what they are is known only once the
+    /// walk is done, and comes then as a [`Finding`]). Fails if the list
+    /// cannot be read on, or what the audit keeps of it cannot be kept.
+    pub fn check(
+        &mut self,
+        list: &mut dyn io::BufRead,
+        list_is_stdin: bool,
+        mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
+    ) -> io::Result<ControlFlow<()>> {
+        let mut kept = Ok(());
+        let verifier = self.verifier;
+        let flow = verifier.check(list, list_is_stdin, |event| {
+            if let Report::Checked(checked) = &event {
+                kept = self.keep(checked);
+                if kept.is_err() {
+                    return ControlFlow::Break(());
+                }
+            }
+            report(event)
+        });
+        kept?;
+        flow
+    }
+
+    /// Keeps what the audit needs of a checked file: its name, and, if it
+    /// is missing, what finds where it moved.
+    fn keep(&mut self, checked: &Checked) -> io::Result<()> {
+        if checked.is_missing() && checked.is_last_pass() {
+            let index = self.missing.len();
+            let movable = checked.expected().filter(|expected| {
+                let tree = *self.tree.get_or_insert(*checked.tree());
+                // (Every empty file has the digest of empty input.)
+                tree == *checked.tree() && **expected != crate::hash(&tree, b"")
+            });
+            if let Some(digest) = movable {
+                self.joined
+                    .push(Joined::missing(digest, index, checked.name()))?;
+            }
+            self.missing.push(checked.name())?;
+        }
+        self.listed.push(normalized(checked.name()))
+    }
+
+    /// Walks the roots and classes what the lists said nothing of, handing
+    /// each finding to `report` in order (see the module documentation).
+    /// Fails if what the audit keeps cannot be written or read back.
+    pub fn finish(mut self, mut report: impl FnMut(Finding) -> ControlFlow<()>) -> io::Result<()> {
+        let mut listed = Spool::new(IN_MEMORY);
+        for name in std::mem::replace(&mut self.listed, Sorter::new(0)).into_sorted()? {
+            listed.push(&name?)?;
+        }
+        // The new files, in walk order.
+        let mut new = Spool::new(IN_MEMORY);
+        let options = std::mem::take(&mut self.options);
+        for root in std::mem::take(&mut self.roots) {
+            let unlisted = Unlisted {
+                walk: Walk::new(vec![root], &options),
+                listed: listed.records()?.peekable(),
+            };
+            if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
+                return Ok(());
+            }
+        }
+        let moved = self.moved()?;
+        self.report_new(&mut new, moved.by_new, &mut report)?;
+        self.report_missing(moved.by_missing, &mut report)
+    }
+
+    /// Keeps the files of one root that no list names, in walk order, with
+    /// their digests where a missing entry may be one of them (hashed as
+    /// `hash_each` hashes, several at once); reports the walk's errors.
+    fn walk_new(
+        &mut self,
+        unlisted: Unlisted<'_>,
+        new: &mut Spool,
+        report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+    ) -> io::Result<ControlFlow<()>> {
+        let Some(tree) = self.tree else {
+            for found in unlisted {
+                match found? {
+                    Ok(name) => new.push(&shown(&name))?,
+                    Err((name, error)) => {
+                        let name = shown(&name);
+                        if report(Finding::Error { name, error }).is_break() {
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    }
+                }
+            }
+            return Ok(ControlFlow::Continue(()));
+        };
+        let mut failed = Ok(());
+        let jobs = unlisted.map_while(|found| {
+            let job = match found {
+                Err(error) => {
+                    failed = Err(error);
+                    return None;
+                }
+                Ok(Ok(name)) => Job::path(shown(&name), name, &tree),
+                Ok(Err((name, error))) => Job::failed(shown(&name), error),
+            };
+            Some(match &self.progress {
+                Some(counter) => job.progress(counter.clone()),
+                None => job,
+            })
+        });
+        let mut kept = Ok(());
+        let mut flow = ControlFlow::Continue(());
+        hash_each(jobs, |event| {
+            flow = match event {
+                Event::Waiting => report(Finding::Waiting),
+                Event::Ready(outcome) => {
+                    let name = outcome.tag;
+                    let index = new.len();
+                    kept = new.push(&name);
+                    match outcome.result {
+                        Ok(hashed) if kept.is_ok() => {
+                            kept = self.joined.push(Joined::new_file(hashed.digest, index));
+                            ControlFlow::Continue(())
+                        }
+                        Ok(_) => ControlFlow::Break(()),
+                        // A walk error, or a new file that could not be
+                        // read: said, and still new.
+                        Err(error) => report(Finding::Error { name, error }),
+                    }
+                }
+            };
+            if kept.is_err() {
+                flow = ControlFlow::Break(());
+            }
+            flow
+        });
+        kept?;
+        failed?;
+        Ok(flow)
+    }
+
+    /// The moves: each digest that exactly one missing entry and exactly
+    /// one new file have. Sorted by new file, with the entry's name, and by
+    /// missing entry.
+    fn moved(&mut self) -> io::Result<Moved> {
+        let mut moved = Moved {
+            by_new: Sorter::new(IN_MEMORY),
+            by_missing: Sorter::new(IN_MEMORY),
+        };
+        let joined = std::mem::replace(&mut self.joined, Sorter::new(0)).into_sorted()?;
+        let mut group: Vec<Joined> = Vec::new();
+        let mut flush = |group: &mut Vec<Joined>| -> io::Result<()> {
+            if let [a, b] = &group[..]
+                && let (Some((missing, from)), None) = (&a.missing, &b.missing)
+            {
+                moved
+                    .by_new
+                    .push([&b.index.to_be_bytes()[..], from].concat())?;
+                moved.by_missing.push(missing.to_be_bytes().to_vec())?;
+            }
+            group.clear();
+            Ok(())
+        };
+        for record in joined {
+            let record = Joined::decode(&record?);
+            if group
+                .first()
+                .is_some_and(|first| first.digest != record.digest)
+            {
+                flush(&mut group)?;
+            }
+            // (A group of more than two is no move; only its size matters.)
+            if group.len() < 3 {
+                group.push(record);
+            }
+        }
+        flush(&mut group)?;
+        Ok(moved)
+    }
+
+    /// Reports the new files, in walk order: NEW, or MOVED from the entry
+    /// paired with it.
+    fn report_new(
+        &self,
+        new: &mut Spool,
+        by_new: Sorter,
+        report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+    ) -> io::Result<()> {
+        let mut pairs = by_new.into_sorted()?.peekable();
+        for (index, name) in new.records()?.enumerate() {
+            let name = name?;
+            let index = (index as u64).to_be_bytes();
+            let from = match pairs.next_if(|pair| matches!(pair, Ok(pair) if pair[..8] == index)) {
+                Some(pair) => Some(pair?[8..].to_vec()),
+                None => None,
+            };
+            let finding = match from {
+                Some(from) => Finding::Moved { name, from },
+                None => Finding::New { name },
+            };
+            if report(finding).is_break() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports the missing entries that did not move, in list order.
+    fn report_missing(
+        &mut self,
+        by_missing: Sorter,
+        report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+    ) -> io::Result<()> {
+        let mut moved = by_missing.into_sorted()?.peekable();
+        for (index, name) in self.missing.records()?.enumerate() {
+            let name = name?;
+            let index = (index as u64).to_be_bytes();
+            if moved
+                .next_if(|moved| matches!(moved, Ok(moved) if moved[..] == index))
+                .is_some()
+            {
+                continue;
+            }
+            if report(Finding::Missing { name }).is_break() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The moves an audit found.
+struct Moved {
+    /// Per move, the new file's index (8 bytes, big-endian) and the missing
+    /// entry's name.
+    by_new: Sorter,
+    /// Per move, the missing entry's index (8 bytes, big-endian).
+    by_missing: Sorter,
+}
+
+/// The files of a walk that no list names, in walk order, or the walk's
+/// errors; `Err` if the listed names cannot be read back.
+struct Unlisted<'a> {
+    walk: Walk<'a>,
+    listed: std::iter::Peekable<Records<'a>>,
+}
+
+/// A path, or where the walk failed and why.
+type Found = Result<OsString, (OsString, crate::error::Error)>;
+
+impl Iterator for Unlisted<'_> {
+    type Item = io::Result<Found>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let path = match self.walk.next()? {
+                Walked::File(path) => path,
+                Walked::Error { path, error } => return Some(Ok(Err((path, error.into())))),
+            };
+            let key = normalized(&shown(&path));
+            let known = loop {
+                match self.listed.peek() {
+                    Some(Ok(next)) if *next < key => {
+                        self.listed.next();
+                    }
+                    Some(Ok(next)) => break *next == key,
+                    Some(Err(_)) => return self.listed.next().map(|error| error.map(|_| Ok(path))),
+                    None => break false,
+                }
+            };
+            if !known {
+                return Some(Ok(Ok(path)));
+            }
+        }
+    }
+}
+
+/// A record of the join of missing entries and new files: the digest, then
+/// 0 and the entry's index and name, or 1 and the new file's index (so
+/// that sorted, a digest's missing entries come first).
+struct Joined {
+    digest: Vec<u8>,
+    /// The missing entry's index and name; `None` for a new file.
+    missing: Option<(u64, Vec<u8>)>,
+    index: u64,
+}
+
+impl Joined {
+    fn missing(digest: &Digest, index: u64, name: &[u8]) -> Vec<u8> {
+        let mut record = Self::head(digest, 0, index);
+        record.extend_from_slice(name);
+        record
+    }
+
+    fn new_file(digest: Digest, index: u64) -> Vec<u8> {
+        Self::head(&digest, 1, index)
+    }
+
+    fn head(digest: &Digest, kind: u8, index: u64) -> Vec<u8> {
+        let bytes = digest.as_bytes();
+        let mut record = Vec::with_capacity(bytes.len() + 10);
+        record.push(bytes.len() as u8);
+        record.extend_from_slice(bytes);
+        record.push(kind);
+        record.extend_from_slice(&index.to_be_bytes());
+        record
+    }
+
+    fn decode(record: &[u8]) -> Joined {
+        let len = usize::from(record[0]);
+        let digest = record[1..1 + len].to_vec();
+        let kind = record[1 + len];
+        let index = u64::from_be_bytes(record[2 + len..10 + len].try_into().expect("8 bytes"));
+        let missing = (kind == 0).then(|| (index, record[10 + len..].to_vec()));
+        Joined {
+            digest,
+            missing,
+            index,
+        }
+    }
+}
+
+/// A path as lists print it (on Windows with `/`); a name that cannot be
+/// printed keeps what it can.
+fn shown(path: &std::ffi::OsStr) -> Vec<u8> {
+    match system::printed_name(path) {
+        Ok(printed) => printed.into_owned(),
+        Err(_) => path.to_string_lossy().into_owned().into_bytes(),
+    }
+}
+
+/// A name as the audit compares it: `.` and empty components left out, so
+/// that `./a/b`, `a//b` and `a/./b` are `a/b` (a leading `/` kept).
+///
+/// ```
+/// use bt2sum::audit::normalized;
+/// assert_eq!(normalized(b"./a/b"), b"a/b");
+/// assert_eq!(normalized(b"a//./b/"), b"a/b");
+/// assert_eq!(normalized(b"/x/./y"), b"/x/y");
+/// assert_eq!(normalized(b"../a"), b"../a");
+/// ```
+pub fn normalized(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    if name.starts_with(b"/") {
+        out.push(b'/');
+    }
+    for part in name.split(|&b| b == b'/') {
+        if part.is_empty() || part == b"." {
+            continue;
+        }
+        if !out.is_empty() && out != b"/" {
+            out.push(b'/');
+        }
+        out.extend_from_slice(part);
+    }
+    out
+}
