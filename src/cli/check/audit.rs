@@ -20,7 +20,7 @@ use super::Printer;
 /// What checks the lists: the verifier alone, or an audit around it.
 pub enum Checker<'v> {
     Lists(&'v Verifier<'v>),
-    Audit(Auditor<'v>),
+    Audit(Box<Auditor<'v>>),
 }
 
 impl<'v> Checker<'v> {
@@ -43,7 +43,7 @@ impl<'v> Checker<'v> {
             skip,
             excludes: config.excludes.clone(),
         };
-        Checker::Audit(Auditor::new(verifier, config.audit.clone(), options))
+        Checker::Audit(Box::new(Auditor::new(verifier, config.audit.clone(), options)))
     }
 
     /// Whether missing files wait for the audit's end (to be MISSING, or
