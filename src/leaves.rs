@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
 use crate::engine::{LeafSink, Root, Sink};
+use crate::format::Ending;
 use crate::format::Tag;
-use crate::format::leaf::LeafLine;
+use crate::format::leaf::{LeafLine, push_leaf_line};
 use crate::format::verdict::{shown_name, shown_path};
 use crate::params::TreeParams;
 
@@ -193,6 +194,57 @@ impl LeafSink for LeafLog {
         }
         self.memory.extend_from_slice(digests);
         LOGGED.fetch_add(digests.len(), Ordering::Relaxed);
+    }
+}
+
+/// The room leaf lines are gathered in before they are written out, as much
+/// as an output's own buffer holds.
+const LEAF_LINES_ROOM: usize = 64 << 10;
+
+/// Why a listing's lines were not all written.
+#[derive(Debug)]
+pub enum Unwritten {
+    /// Its leaf digests could not be kept: an error about the input.
+    Listing(SpillError),
+    /// The output failed.
+    Output(io::Error),
+}
+
+impl From<SpillError> for Unwritten {
+    fn from(error: SpillError) -> Self {
+        Unwritten::Listing(error)
+    }
+}
+
+impl LeafLog {
+    /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
+    /// bytes named `name` to `out`, after what `lines` holds already (its
+    /// checksum line, say), which is written first. The lines are gathered
+    /// in room reserved for them (less, or none, where memory is short) and
+    /// written out at half of it, so that they never grow `lines` past it:
+    /// a listing has as many lines as the input has leaves. (A line is at
+    /// most a few KiB, its name escaped; with no room at all, each is
+    /// written as it is made.)
+    pub fn write_lines(
+        self,
+        out: &mut dyn Write,
+        lines: &mut Vec<u8>,
+        tree: &TreeParams,
+        name: Option<&[u8]>,
+        total: u64,
+        ending: Ending,
+    ) -> Result<(), Unwritten> {
+        let room = crate::memory::reserve_at_most(lines, LEAF_LINES_ROOM).unwrap_or(0);
+        let write_at = (lines.len() + room) / 2;
+        self.for_each(|index, digest| {
+            push_leaf_line(lines, tree, name, total, index, digest, ending);
+            if lines.len() >= write_at {
+                out.write_all(lines).map_err(Unwritten::Output)?;
+                lines.clear();
+            }
+            Ok::<(), Unwritten>(())
+        })?;
+        out.write_all(lines).map_err(Unwritten::Output)
     }
 }
 

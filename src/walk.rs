@@ -324,6 +324,8 @@ fn join(directory: &OsStr, name: &OsStr) -> OsString {
 /// ```
 #[derive(Clone, Default)]
 pub struct Excludes {
+    /// The patterns, as given.
+    given: Vec<String>,
     globs: Option<GlobSet>,
     /// Per glob: whether it takes back (`!`), whether it needs a directory.
     patterns: Vec<(bool, bool)>,
@@ -354,8 +356,10 @@ impl Excludes {
     ) -> Result<Excludes, ExcludeError> {
         let mut builder = GlobSetBuilder::new();
         let mut flags = Vec::new();
+        let mut all = Vec::new();
         for pattern in patterns {
             let given = pattern.as_ref();
+            all.push(given.to_string());
             if given.trim().is_empty() || given.starts_with('#') {
                 continue;
             }
@@ -397,9 +401,15 @@ impl Excludes {
             reason: error.to_string(),
         })?;
         Ok(Excludes {
+            given: all,
             globs: (!flags.is_empty()).then_some(globs),
             patterns: flags,
         })
+    }
+
+    /// These excludes and one more pattern, the last.
+    pub fn with(&self, pattern: &str) -> Result<Excludes, ExcludeError> {
+        Excludes::new(self.given.iter().map(String::as_str).chain([pattern]))
     }
 
     /// Whether `relative` (a path below the root being walked) is left out;

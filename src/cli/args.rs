@@ -355,8 +355,20 @@ pub struct Args {
     /// regular files given by name. Check mode then tells an edit (size or
     /// time changed: `NAME: CHANGED`) from damage (`NAME: FAILED`), and
     /// needs no -t.
-    #[arg(long, conflicts_with_all = ["check", "combine", "leaf_count", "no_names", "raw"])]
+    #[arg(long, conflicts_with_all = ["combine", "leaf_count", "no_names", "raw"])]
     pub stat: bool,
+
+    /// With --check and --audit: rewrite the one LIST to describe the tree
+    /// as it is now, for deliberate changes only
+    ///
+    /// NEW files are added (in walk order), MOVED ones renamed and CHANGED
+    /// ones (edits, as stat lines tell) hashed again; FAILED (damaged) and
+    /// MISSING entries are kept as they are, and the status is 1 while any
+    /// remain. The list is replaced atomically: a temporary file beside it,
+    /// flushed to the disk, then renamed over it. With --stat, every entry
+    /// written anew, and every one that verifies, gets a stat line.
+    #[arg(long, requires = "audit")]
+    pub update: bool,
 
     /// Print how many leaves each file has, without hashing it:
     /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`

@@ -120,6 +120,9 @@ pub struct Checking {
     pub follow_links: bool,
     /// What their walk leaves out.
     pub excludes: Excludes,
+    /// Whether the one list is rewritten to describe the tree (`--update`),
+    /// and with stat lines (`--stat`).
+    pub update: Option<bool>,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -222,6 +225,15 @@ impl Config {
             } else {
                 Verbosity::Normal
             };
+            let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
+            if args.stat && !args.update {
+                return Err(usage("--stat with --check needs --update"));
+            }
+            if args.update && (args.files.len() != 1 || args.files[0] == "-") {
+                return Err(usage(
+                    "--update rewrites one list: give one LIST, a file (not standard input)",
+                ));
+            }
             let grammar = Grammar {
                 untagged_algorithm: algorithm,
                 // (`-s 0`, the default, is any size.)
@@ -243,6 +255,7 @@ impl Config {
                 excludes: excludes(&args.exclude, &args.exclude_from)?,
                 audit: args.audit,
                 follow_links: args.dereference,
+                update: args.update.then_some(args.stat),
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })

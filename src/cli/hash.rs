@@ -13,9 +13,9 @@ use std::path::PathBuf;
 
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
-use bt2sum::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
+use bt2sum::format::leaf::{push_count_line, push_selection_count_line};
 use bt2sum::format::stat::{Mtime, push_stat_line};
-use bt2sum::leaves::{LeafLog, SpillError};
+use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, out_of_memory, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
@@ -254,41 +254,9 @@ impl Printed<'_> {
             // An empty input has no leaf: its listing says so.
             push_count_line(lines, tree, name, 0, self.ending);
         } else if let Some(leaves) = leaves {
-            // Gathered in room reserved for them (less, or none, where
-            // memory is short) and written out at half of it, so that they
-            // never grow the buffer past it: a listing has as many lines as
-            // the input has leaves. (A line is at most a few KiB, its name
-            // escaped; no room at all, each is written as it is made.)
-            let room = bt2sum::memory::reserve_at_most(lines, LEAF_LINES_ROOM).unwrap_or(0);
-            let write_at = (lines.len() + room) / 2;
-            leaves.for_each(|index, digest| {
-                push_leaf_line(lines, tree, name, length, index, digest, self.ending);
-                if lines.len() >= write_at {
-                    out.write_all(lines).map_err(Unwritten::Output)?;
-                    lines.clear();
-                }
-                Ok::<(), Unwritten>(())
-            })?;
+            return leaves.write_lines(out, lines, tree, name, length, self.ending);
         }
         out.write_all(lines).map_err(Unwritten::Output)
-    }
-}
-
-/// The room leaf lines are gathered in before they are written out, as
-/// much as the output's own buffer holds.
-const LEAF_LINES_ROOM: usize = 64 << 10;
-
-/// Why an input's lines were not all written.
-enum Unwritten {
-    /// Its leaf digests could not be kept: an error about the input.
-    Listing(SpillError),
-    /// Standard output failed.
-    Output(io::Error),
-}
-
-impl From<SpillError> for Unwritten {
-    fn from(error: SpillError) -> Self {
-        Unwritten::Listing(error)
     }
 }
 

@@ -155,8 +155,9 @@ impl<'a> Verifier<'a> {
         mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let mut passes = Passes::new(list, list_is_stdin, self, &self.budget);
-        // The worst verdict so far on the lines of the file checked last.
-        let mut file_worst = None;
+        // The worst verdict so far on the lines of the file checked last,
+        // and its first line.
+        let mut file_worst = (None, 0);
         let mut flow = ControlFlow::Continue(());
         hash_each(&mut passes, |event| {
             flow = match event {
@@ -183,7 +184,7 @@ impl<'a> Verifier<'a> {
     fn report_pass(
         &self,
         outcome: PassOutcome,
-        file_worst: &mut Option<Verdict>,
+        (file_worst, first_line): &mut (Option<Verdict>, u64),
         report: &mut impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let Queued { bad_lines, pass } = outcome.tag;
@@ -208,10 +209,13 @@ impl<'a> Verifier<'a> {
             checksum_matched,
             worst: Verdict::Ok,
             unreadable_before: false,
+            first_line: 0,
         };
         if !checked.pass.continues {
             *file_worst = None;
+            *first_line = *checked.pass.lines.start();
         }
+        checked.first_line = *first_line;
         checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
         *file_worst = checked
             .lines()

@@ -10,6 +10,7 @@ use crate::format::stat::Mtime;
 use crate::format::verdict::Verdict;
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
+use std::ops::RangeInclusive;
 use std::time::SystemTime;
 
 /// What a checked line of a list is about.
@@ -49,6 +50,9 @@ pub(super) struct Pass {
     pub continues: bool,
     /// Whether the pass after it goes on with its file.
     pub continued: bool,
+    /// Its lines in the list, by number (from 1): a pass is one run of
+    /// lines.
+    pub lines: RangeInclusive<u64>,
 }
 
 /// A checksum line's digest, and what its shape says of its maker.
@@ -56,6 +60,8 @@ pub(super) struct Pass {
 pub(super) struct ListedChecksum {
     pub expected: Digest,
     pub sized_like: Option<OtherTool>,
+    /// Whether the line is tagged, not GNU-style.
+    pub tagged: bool,
 }
 
 impl Pass {
@@ -70,6 +76,7 @@ impl Pass {
             count_lines: Vec::new(),
             continues: false,
             continued: false,
+            lines: 0..=0,
         }
     }
 
@@ -156,6 +163,8 @@ pub struct Checked {
     pub(super) worst: Verdict,
     /// Whether an earlier pass over the file already found it unreadable.
     pub(super) unreadable_before: bool,
+    /// The number of the first line about the file, in its first pass.
+    pub(super) first_line: u64,
 }
 
 impl Checked {
@@ -174,6 +183,25 @@ impl Checked {
     /// checksum line, its checksum), or why it could not be read.
     pub fn outcome(&self) -> Result<&Hashed, &Error> {
         self.result.as_ref()
+    }
+
+    /// The lines about the file in the list, from its first pass's first to
+    /// this pass's last, by number (from 1): on a file's last pass, every
+    /// line about it.
+    pub fn file_lines(&self) -> RangeInclusive<u64> {
+        self.first_line..=*self.pass.lines.end()
+    }
+
+    /// Whether the file's checksum line is tagged (`None`: the pass has
+    /// none).
+    pub fn tagged(&self) -> Option<bool> {
+        self.pass.checksum.as_ref().map(|checksum| checksum.tagged)
+    }
+
+    /// The size and modification time the file's stat line lists, if it
+    /// has one.
+    pub fn listed_stat(&self) -> Option<(u64, Mtime)> {
+        self.pass.stat
     }
 
     /// The checksum the pass's checksum line lists, if it has one.

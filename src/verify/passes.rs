@@ -181,6 +181,7 @@ impl<'a> Passes<'a> {
                 let checksum = ListedChecksum {
                     sized_like: entry.sized_like(),
                     expected: entry.expected,
+                    tagged: entry.tagged,
                 };
                 (Pass::new(entry.name, tree, Some(checksum)), None)
             }
@@ -216,7 +217,10 @@ impl<'a> Passes<'a> {
         let (mut pass, mut listed) = loop {
             let (line_number, line) = self.next_line()?;
             match self.start(line) {
-                Ok(started) => break started,
+                Ok(mut started) => {
+                    started.0.lines = line_number..=line_number;
+                    break started;
+                }
                 Err(why) => self.bad_lines.push((line_number, why)),
             }
             if self.error.is_some() {
@@ -233,7 +237,10 @@ impl<'a> Passes<'a> {
                 _ => Joined::No,
             };
             match joined {
-                Joined::Yes => continue,
+                Joined::Yes => {
+                    pass.lines = *pass.lines.start()..=line_number;
+                    continue;
+                }
                 Joined::No => {}
                 Joined::Cut => {
                     pass.continued = true;

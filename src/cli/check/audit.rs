@@ -3,11 +3,12 @@
 //! missing files, printed after the lists' verdicts with a summary of
 //! their own.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use bt2sum::audit::{Auditor, Finding};
+use bt2sum::TreeParams;
+use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
 use bt2sum::format::verdict::Class;
 use bt2sum::system::FileId;
 use bt2sum::verify::{Report, Verifier};
@@ -38,12 +39,21 @@ impl<'v> Checker<'v> {
                 skip.push(id);
             }
         }
+        // Nor is a temporary file an update that was killed left behind.
+        let excludes = config
+            .excludes
+            .with(&format!("{UPDATE_PREFIX}*"))
+            .expect("a valid pattern");
         let options = walk::Options {
             follow_links: config.follow_links,
             skip,
-            excludes: config.excludes.clone(),
+            excludes,
         };
-        Checker::Audit(Box::new(Auditor::new(verifier, config.audit.clone(), options)))
+        let auditor = Auditor::new(verifier, config.audit.clone(), options);
+        Checker::Audit(Box::new(match config.update {
+            Some(stat) => auditor.updating(stat),
+            None => auditor,
+        }))
     }
 
     /// Whether missing files wait for the audit's end (to be MISSING, or
@@ -66,8 +76,9 @@ impl<'v> Checker<'v> {
     }
 
     /// For an audit, walks the directories and prints what it finds, then
-    /// its summary; the status of the audit (Success for a plain check).
-    /// `Err` only when writing to standard output fails.
+    /// its summary, and with `--update` rewrites the list; the status of the
+    /// audit (Success for a plain check). `Err` only when writing to
+    /// standard output fails.
     pub fn finish(self, printer: &mut Printer<'_>) -> io::Result<Status> {
         let Checker::Audit(auditor) = self else {
             return Ok(Status::Success);
@@ -83,21 +94,129 @@ impl<'v> Checker<'v> {
         });
         written?;
         printer.out.flush()?;
-        let mut status = counts.status();
-        if let Err(error) = finished {
-            warn(&format!(
-                "cannot keep what the audit found: {}",
-                bt2sum::plain_message(&error)
-            ));
-            status = Status::Failure;
-        }
-        if printer.config.verbosity != Verbosity::Status {
-            for warning in counts.warnings(printer.config.ignore_missing) {
+        let config = printer.config;
+        if config.verbosity != Verbosity::Status {
+            for warning in counts.warnings(config.ignore_missing) {
                 warn(&warning);
             }
         }
-        Ok(status)
+        let rewrite = match finished {
+            Ok(rewrite) => rewrite,
+            Err(error) => {
+                let reason = bt2sum::plain_message(&error);
+                warn(&format!("cannot keep what the audit found: {reason}"));
+                return Ok(Status::Failure);
+            }
+        };
+        let Some(rewrite) = rewrite else {
+            return Ok(counts.status());
+        };
+        // Updated, the list holds the new, moved and changed files: only
+        // what it keeps as it was (missing files) still fails the run.
+        let list = Path::new(&config.lists[0]);
+        match update(list, rewrite, config) {
+            Ok(done) => {
+                if config.verbosity != Verbosity::Status {
+                    report_updated(list, &done);
+                }
+                let failed = counts.missing + counts.errors + done.unreadable > 0;
+                Ok(if failed {
+                    Status::Failure
+                } else {
+                    Status::Success
+                })
+            }
+            Err(error) => {
+                let shown = bt2sum::format::verdict::shown_path(list);
+                let reason = bt2sum::plain_message(&error);
+                warn(&format!("{shown}: not updated: {reason}"));
+                Ok(Status::Failure)
+            }
+        }
     }
+}
+
+/// Rewrites `list` as the audit found the tree, atomically: a temporary
+/// file in the list's directory, written, flushed to the disk, given the
+/// list's permissions, then renamed over it (and the directory flushed, so
+/// that the rename itself survives a crash). Until the rename, the list is
+/// as it was; after it, whole and new. Files that cannot be hashed are
+/// reported.
+fn update(list: &Path, rewrite: Rewrite, config: &Checking) -> io::Result<Rewritten> {
+    let directory = match list.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let permissions = std::fs::metadata(list)?.permissions();
+    let mut temporary = tempfile::Builder::new()
+        .prefix(UPDATE_PREFIX)
+        .tempfile_in(directory)?;
+    let mut reader = io::BufReader::with_capacity(64 << 10, std::fs::File::open(list)?);
+    let settings = config.settings;
+    let default_tree = TreeParams::new(
+        settings.grammar.untagged_algorithm,
+        settings
+            .grammar
+            .digest_size
+            .unwrap_or(settings.grammar.untagged_algorithm.max_digest_size()),
+        settings.leaf_size,
+    )
+    .map_err(io::Error::other)?;
+    let done = {
+        let mut out = io::BufWriter::with_capacity(64 << 10, temporary.as_file_mut());
+        let done = rewrite.write(&mut reader, &mut out, &default_tree, |name, error| {
+            report_listed(name, &error.to_string());
+        })?;
+        out.flush()?;
+        done
+    };
+    temporary.as_file().set_permissions(permissions)?;
+    temporary.as_file().sync_all()?;
+    temporary.persist(list).map_err(|error| error.error)?;
+    flush_directory(directory)?;
+    Ok(done)
+}
+
+/// The start of the name of `--update`'s temporary file, which no audit
+/// takes for a new file (a run that was killed may leave one behind).
+pub const UPDATE_PREFIX: &str = ".bt2sum-update-";
+
+/// Flushes a directory's entries to the disk (Unix; elsewhere the rename is
+/// as durable as the system makes it).
+fn flush_directory(directory: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    return std::fs::File::open(directory)?.sync_all();
+    #[cfg(not(unix))]
+    {
+        let _ = directory;
+        Ok(())
+    }
+}
+
+/// Says what the update changed in the list, on standard error.
+fn report_updated(list: &Path, done: &Rewritten) {
+    let mut parts = Vec::new();
+    for (count, one, many) in [
+        (done.added, "file added", "files added"),
+        (done.renamed, "renamed", "renamed"),
+        (done.rehashed, "hashed again", "hashed again"),
+        (
+            done.restated,
+            "stat line written anew",
+            "stat lines written anew",
+        ),
+    ] {
+        match count {
+            0 => {}
+            1 => parts.push(format!("1 {one}")),
+            _ => parts.push(format!("{count} {many}")),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("nothing changed".to_string());
+    }
+    let shown = bt2sum::format::verdict::shown_path(list);
+    warn(&format!("{shown}: updated: {}", parts.join(", ")));
 }
 
 /// What an audit found, counted.

@@ -153,7 +153,8 @@ fn check_list(
         return Ok(false);
     }
     summarize(printer.config, list_name, &tally);
-    Ok(tally.passed(printer.config.strict))
+    let config = printer.config;
+    Ok(tally.passed(config.strict, config.update.is_some()))
 }
 
 /// A list to read: a file, or standard input.

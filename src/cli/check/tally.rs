@@ -74,14 +74,16 @@ impl Tally {
         warnings
     }
 
-    /// Whether the list verifies: some file matched, none failed or was
-    /// unreadable, and with `strict` no line was improperly formatted. (A
-    /// list whose files were all skipped as missing verifies nothing, as in
-    /// GNU.)
-    pub fn passed(&self, strict: bool) -> bool {
-        self.matched > 0
+    /// Whether the list verifies: some file matched (or, being
+    /// `updated`, changed), none failed or was unreadable, none changed
+    /// unless `updated` (the update lists it as it is now), and with
+    /// `strict` no line was improperly formatted. (A list whose files were
+    /// all skipped as missing verifies nothing, as in GNU.)
+    pub fn passed(&self, strict: bool, updated: bool) -> bool {
+        let changed_ok = updated || self.changed == 0;
+        (self.matched > 0 || updated && self.changed > 0)
             && self.mismatched == 0
-            && self.changed == 0
+            && changed_ok
             && self.unreadable == 0
             && !(strict && self.improperly_formatted > 0)
     }
@@ -95,28 +97,35 @@ mod tests {
     fn tally_warnings_and_verdicts() {
         let mut tally = Tally::default();
         assert!(tally.warnings().is_empty());
-        assert!(!tally.passed(false));
+        assert!(!tally.passed(false, false));
         tally.entries = 1;
         tally.count(Verdict::Ok);
-        assert!(tally.passed(true));
+        assert!(tally.passed(true, false));
         tally.improperly_formatted = 1;
-        assert!(tally.passed(false));
-        assert!(!tally.passed(true));
+        assert!(tally.passed(false, false));
+        assert!(!tally.passed(true, false));
+        tally.count(Verdict::Changed);
+        assert!(!tally.passed(false, false));
+        assert!(tally.passed(false, true));
         assert_eq!(
             tally.warnings(),
-            ["WARNING: 1 line is improperly formatted"]
+            [
+                "WARNING: 1 line is improperly formatted",
+                "WARNING: 1 listed file was changed since it was listed",
+            ]
         );
         tally.improperly_formatted = 3;
         tally.count(Verdict::Failed);
         tally.count(Verdict::Unreadable);
         tally.count(Verdict::Unreadable);
-        assert!(!tally.passed(false));
+        assert!(!tally.passed(false, true));
         assert_eq!(
             tally.warnings(),
             [
                 "WARNING: 3 lines are improperly formatted",
                 "WARNING: 2 listed files could not be read",
                 "WARNING: 1 computed checksum did NOT match",
+                "WARNING: 1 listed file was changed since it was listed",
             ]
         );
         let one_each = Tally {

@@ -32,13 +32,18 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::digest::Digest;
 use crate::engine::Event;
 use crate::input::{Job, hash_each, system};
 use crate::params::TreeParams;
 use crate::spill::{IN_MEMORY, Records, Sorter, Spool};
 use crate::verify::{Checked, Report, Verifier};
 use crate::walk::{self, Walk, Walked};
+use join::Joined;
+use rewrite::Shape;
+pub use rewrite::{Rewrite, Rewritten};
+
+mod join;
+mod rewrite;
 
 /// What an audit finds once the lists are checked, in order.
 #[derive(Debug)]
@@ -81,14 +86,27 @@ pub struct Auditor<'a> {
     progress: Option<Arc<AtomicU64>>,
     /// Every listed name, normalized.
     listed: Sorter,
-    /// The missing entries, in list order ([`Missing`]).
+    /// The missing entries' names, in list order.
     missing: Spool,
     /// The parameters of the missing entries a new file may be: the first
     /// such entry's.
     tree: Option<TreeParams>,
-    /// Digests of missing entries and of new files, to find the pairs
-    /// ([`Joined`]).
+    /// Digests of missing entries and of new files, to find the moves.
     joined: Sorter,
+    /// What rewriting the list needs, if it is to be rewritten.
+    update: Option<Updating>,
+}
+
+/// What an audit keeps to rewrite its list (`--update`).
+struct Updating {
+    /// Whether every entry written anew, and every OK one, gets a stat
+    /// line (`--stat`).
+    stat: bool,
+    /// Per listed file, in list order: its lines and what becomes of them
+    /// ([`rewrite::Entry`]).
+    entries: Spool,
+    /// How new files are listed: as the list's first checksum line is.
+    shape: Option<Shape>,
 }
 
 impl<'a> Auditor<'a> {
@@ -104,12 +122,25 @@ impl<'a> Auditor<'a> {
             missing: Spool::new(IN_MEMORY),
             tree: None,
             joined: Sorter::new(IN_MEMORY),
+            update: None,
         }
     }
 
     /// Adds the bytes of the new files hashed to `counter` as the work goes.
     pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
         self.progress = Some(counter);
+        self
+    }
+
+    /// Keeps what rewriting the one list audited needs ([`Rewrite`]);
+    /// `stat`: every entry written anew, and every entry that verifies,
+    /// gets a stat line.
+    pub fn updating(mut self, stat: bool) -> Self {
+        self.update = Some(Updating {
+            stat,
+            entries: Spool::new(IN_MEMORY),
+            shape: None,
+        });
         self
     }
 
@@ -139,10 +170,11 @@ impl<'a> Auditor<'a> {
     }
 
     /// Keeps what the audit needs of a checked file: its name, and, if it
-    /// is missing, what finds where it moved.
+    /// is missing, what finds where it moved; what the rewrite needs.
     fn keep(&mut self, checked: &Checked) -> io::Result<()> {
-        if checked.is_missing() && checked.is_last_pass() {
-            let index = self.missing.len();
+        let missing = checked.is_missing() && checked.is_last_pass();
+        let index = self.missing.len();
+        if missing {
             let movable = checked.expected().filter(|expected| {
                 let tree = *self.tree.get_or_insert(*checked.tree());
                 // (Every empty file has the digest of empty input.)
@@ -154,13 +186,34 @@ impl<'a> Auditor<'a> {
             }
             self.missing.push(checked.name())?;
         }
+        if let Some(update) = &mut self.update {
+            if update.shape.is_none() && checked.tagged().is_some() {
+                update.shape = Some(Shape {
+                    tree: *checked.tree(),
+                    tagged: checked.tagged() == Some(true),
+                    leaves: checked.listed_length().is_some(),
+                    stat: update.stat || checked.listed_stat().is_some(),
+                });
+            }
+            if checked.is_last_pass() {
+                let fate = rewrite::fate(checked, missing.then_some(index), update.stat);
+                update
+                    .entries
+                    .push(&rewrite::Entry::encode(checked.file_lines(), fate))?;
+            }
+        }
         self.listed.push(normalized(checked.name()))
     }
 
     /// Walks the roots and classes what the lists said nothing of, handing
     /// each finding to `report` in order (see the module documentation).
-    /// Fails if what the audit keeps cannot be written or read back.
-    pub fn finish(mut self, mut report: impl FnMut(Finding) -> ControlFlow<()>) -> io::Result<()> {
+    /// Returns what rewriting the list needs, if the audit is
+    /// [`updating`](Self::updating) (and was not stopped). Fails if what
+    /// the audit keeps cannot be written or read back.
+    pub fn finish(
+        mut self,
+        mut report: impl FnMut(Finding) -> ControlFlow<()>,
+    ) -> io::Result<Option<Rewrite>> {
         let mut listed = Spool::new(IN_MEMORY);
         for name in std::mem::replace(&mut self.listed, Sorter::new(0)).into_sorted()? {
             listed.push(&name?)?;
@@ -174,17 +227,28 @@ impl<'a> Auditor<'a> {
                 listed: listed.records()?.peekable(),
             };
             if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
-                return Ok(());
+                return Ok(None);
             }
         }
-        let moved = self.moved()?;
-        self.report_new(&mut new, moved.by_new, &mut report)?;
-        self.report_missing(moved.by_missing, &mut report)
+        let mut moves = join::moves(std::mem::replace(&mut self.joined, Sorter::new(0)))?;
+        if report_new(&mut new, &mut moves.by_new, &mut report)?.is_break()
+            || report_missing(&mut self.missing, &mut moves.by_missing, &mut report)?.is_break()
+        {
+            return Ok(None);
+        }
+        Ok(self.update.map(|update| Rewrite {
+            entries: update.entries,
+            moves,
+            new,
+            shape: update.shape,
+            stat: update.stat,
+        }))
     }
 
     /// Keeps the files of one root that no list names, in walk order, with
-    /// their digests where a missing entry may be one of them (hashed as
-    /// `hash_each` hashes, several at once); reports the walk's errors.
+    /// their digests beside the missing entries' where a missing entry may
+    /// be one of them (hashed as `hash_each` hashes, several at once);
+    /// reports the walk's errors.
     fn walk_new(
         &mut self,
         unlisted: Unlisted<'_>,
@@ -212,8 +276,9 @@ impl<'a> Auditor<'a> {
                     failed = Err(error);
                     return None;
                 }
-                Ok(Ok(name)) => Job::path(shown(&name), name, &tree),
-                Ok(Err((name, error))) => Job::failed(shown(&name), error),
+                Ok(Ok(path)) => Job::path((true, shown(&path)), path, &tree),
+                // A walk error, in its place.
+                Ok(Err((path, error))) => Job::failed((false, shown(&path)), error),
             };
             Some(match &self.progress {
                 Some(counter) => job.progress(counter.clone()),
@@ -226,17 +291,24 @@ impl<'a> Auditor<'a> {
             flow = match event {
                 Event::Waiting => report(Finding::Waiting),
                 Event::Ready(outcome) => {
-                    let name = outcome.tag;
+                    let (file, name) = outcome.tag;
                     let index = new.len();
-                    kept = new.push(&name);
+                    if file {
+                        kept = new.push(&name);
+                    }
                     match outcome.result {
-                        Ok(hashed) if kept.is_ok() => {
-                            kept = self.joined.push(Joined::new_file(hashed.digest, index));
+                        Ok(hashed) => {
+                            if kept.is_ok() {
+                                kept = self.joined.push(Joined::new_file(
+                                    &hashed.digest,
+                                    index,
+                                    &name,
+                                ));
+                            }
                             ControlFlow::Continue(())
                         }
-                        Ok(_) => ControlFlow::Break(()),
                         // A walk error, or a new file that could not be
-                        // read: said, and still new.
+                        // read: said (the file is new all the same).
                         Err(error) => report(Finding::Error { name, error }),
                     }
                 }
@@ -250,104 +322,55 @@ impl<'a> Auditor<'a> {
         failed?;
         Ok(flow)
     }
-
-    /// The moves: each digest that exactly one missing entry and exactly
-    /// one new file have. Sorted by new file, with the entry's name, and by
-    /// missing entry.
-    fn moved(&mut self) -> io::Result<Moved> {
-        let mut moved = Moved {
-            by_new: Sorter::new(IN_MEMORY),
-            by_missing: Sorter::new(IN_MEMORY),
-        };
-        let joined = std::mem::replace(&mut self.joined, Sorter::new(0)).into_sorted()?;
-        let mut group: Vec<Joined> = Vec::new();
-        let mut flush = |group: &mut Vec<Joined>| -> io::Result<()> {
-            if let [a, b] = &group[..]
-                && let (Some((missing, from)), None) = (&a.missing, &b.missing)
-            {
-                moved
-                    .by_new
-                    .push([&b.index.to_be_bytes()[..], from].concat())?;
-                moved.by_missing.push(missing.to_be_bytes().to_vec())?;
-            }
-            group.clear();
-            Ok(())
-        };
-        for record in joined {
-            let record = Joined::decode(&record?);
-            if group
-                .first()
-                .is_some_and(|first| first.digest != record.digest)
-            {
-                flush(&mut group)?;
-            }
-            // (A group of more than two is no move; only its size matters.)
-            if group.len() < 3 {
-                group.push(record);
-            }
-        }
-        flush(&mut group)?;
-        Ok(moved)
-    }
-
-    /// Reports the new files, in walk order: NEW, or MOVED from the entry
-    /// paired with it.
-    fn report_new(
-        &self,
-        new: &mut Spool,
-        by_new: Sorter,
-        report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-    ) -> io::Result<()> {
-        let mut pairs = by_new.into_sorted()?.peekable();
-        for (index, name) in new.records()?.enumerate() {
-            let name = name?;
-            let index = (index as u64).to_be_bytes();
-            let from = match pairs.next_if(|pair| matches!(pair, Ok(pair) if pair[..8] == index)) {
-                Some(pair) => Some(pair?[8..].to_vec()),
-                None => None,
-            };
-            let finding = match from {
-                Some(from) => Finding::Moved { name, from },
-                None => Finding::New { name },
-            };
-            if report(finding).is_break() {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// Reports the missing entries that did not move, in list order.
-    fn report_missing(
-        &mut self,
-        by_missing: Sorter,
-        report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-    ) -> io::Result<()> {
-        let mut moved = by_missing.into_sorted()?.peekable();
-        for (index, name) in self.missing.records()?.enumerate() {
-            let name = name?;
-            let index = (index as u64).to_be_bytes();
-            if moved
-                .next_if(|moved| matches!(moved, Ok(moved) if moved[..] == index))
-                .is_some()
-            {
-                continue;
-            }
-            if report(Finding::Missing { name }).is_break() {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
 }
 
-/// The moves an audit found.
-struct Moved {
-    /// Per move, the new file's index (8 bytes, big-endian) and the missing
-    /// entry's name.
-    by_new: Sorter,
-    /// Per move, the missing entry's index (8 bytes, big-endian).
-    by_missing: Sorter,
+/// Reports the new files, in walk order: NEW, or MOVED from the entry
+/// paired with it.
+fn report_new(
+    new: &mut Spool,
+    by_new: &mut Spool,
+    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+) -> io::Result<ControlFlow<()>> {
+    let mut moves = by_new.records()?.peekable();
+    for (index, name) in new.records()?.enumerate() {
+        let name = name?;
+        let moved = moves.next_if(
+            |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
+        );
+        let finding = match moved {
+            Some(record) => Finding::Moved {
+                name,
+                from: record?[8..].to_vec(),
+            },
+            None => Finding::New { name },
+        };
+        if report(finding).is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// Reports the missing entries that did not move, in list order.
+fn report_missing(
+    missing: &mut Spool,
+    by_missing: &mut Spool,
+    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+) -> io::Result<ControlFlow<()>> {
+    let mut moves = by_missing.records()?.peekable();
+    for (index, name) in missing.records()?.enumerate() {
+        let name = name?;
+        let moved = moves.next_if(
+            |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
+        );
+        if moved.is_some() {
+            continue;
+        }
+        if report(Finding::Missing { name }).is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// The files of a walk that no list names, in walk order, or the walk's
@@ -383,51 +406,6 @@ impl Iterator for Unlisted<'_> {
             if !known {
                 return Some(Ok(Ok(path)));
             }
-        }
-    }
-}
-
-/// A record of the join of missing entries and new files: the digest, then
-/// 0 and the entry's index and name, or 1 and the new file's index (so
-/// that sorted, a digest's missing entries come first).
-struct Joined {
-    digest: Vec<u8>,
-    /// The missing entry's index and name; `None` for a new file.
-    missing: Option<(u64, Vec<u8>)>,
-    index: u64,
-}
-
-impl Joined {
-    fn missing(digest: &Digest, index: u64, name: &[u8]) -> Vec<u8> {
-        let mut record = Self::head(digest, 0, index);
-        record.extend_from_slice(name);
-        record
-    }
-
-    fn new_file(digest: Digest, index: u64) -> Vec<u8> {
-        Self::head(&digest, 1, index)
-    }
-
-    fn head(digest: &Digest, kind: u8, index: u64) -> Vec<u8> {
-        let bytes = digest.as_bytes();
-        let mut record = Vec::with_capacity(bytes.len() + 10);
-        record.push(bytes.len() as u8);
-        record.extend_from_slice(bytes);
-        record.push(kind);
-        record.extend_from_slice(&index.to_be_bytes());
-        record
-    }
-
-    fn decode(record: &[u8]) -> Joined {
-        let len = usize::from(record[0]);
-        let digest = record[1..1 + len].to_vec();
-        let kind = record[1 + len];
-        let index = u64::from_be_bytes(record[2 + len..10 + len].try_into().expect("8 bytes"));
-        let missing = (kind == 0).then(|| (index, record[10 + len..].to_vec()));
-        Joined {
-            digest,
-            missing,
-            index,
         }
     }
 }

@@ -1,0 +1,641 @@
+//! Rewriting an audited list so that it describes the tree as it is now,
+//! for deliberate changes only (`--update`):
+//!
+//! - a file that verifies keeps its lines (with `--stat`, or a stat line
+//!   already, that line says the file's size and time now);
+//! - a CHANGED file (an edit, its stat line says) is hashed again, and its
+//!   lines written anew in the same shape (tagged or not, with leaf lines
+//!   and a stat line if it had them);
+//! - a MOVED file's lines get its new name (and its stat line its time);
+//! - a NEW file's lines are added at the end, in walk order, in the shape
+//!   of the list's first checksum line;
+//! - FAILED (damaged), unreadable and MISSING files keep their lines as
+//!   they were: damage is never absorbed into the list.
+//!
+//! Everything else in the list (comments, blank and improperly formatted
+//! lines) is copied as it is. The list is read again, a line at a time;
+//! what the audit kept says what becomes of each file's lines.
+
+use std::io::{self, BufRead, Write};
+use std::ops::{ControlFlow, RangeInclusive};
+use std::path::Path;
+
+use super::join::{self, Moves};
+use crate::engine::Event;
+use crate::error::Error;
+use crate::format::Ending;
+use crate::format::checksum::{Style, push_line};
+use crate::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
+use crate::format::lines::{Record, read_line};
+use crate::format::list::{Grammar, ListLine, classify};
+use crate::format::stat::{Mtime, push_stat_line};
+use crate::format::verdict::Verdict;
+use crate::input::{Job, hash_each, system};
+use crate::leaves::{LeafLog, Unwritten};
+use crate::params::{Algorithm, TreeParams};
+use crate::spill::Spool;
+use crate::verify::Checked;
+
+/// How a file's lines are written: its tree parameters, tagged or
+/// GNU-style, with leaf lines, with a stat line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Shape {
+    pub tree: TreeParams,
+    pub tagged: bool,
+    pub leaves: bool,
+    pub stat: bool,
+}
+
+/// What becomes of a listed file's lines.
+#[derive(Debug)]
+pub(super) enum Fate {
+    /// Copied as they are.
+    Keep,
+    /// Missing entry `index`: renamed if it moved, else copied.
+    Missing(u64),
+    /// Written anew from the file as it is now, in this shape.
+    Changed(Shape),
+    /// Copied, with a stat line saying this size and time.
+    Restat(TreeParams, u64, Mtime),
+}
+
+/// What becomes of a listed file's lines, given what checking it found:
+/// `missing`, its index among the missing entries; `stat`, whether every
+/// file that verifies gets a stat line.
+pub(super) fn fate(checked: &Checked, missing: Option<u64>, stat: bool) -> Fate {
+    if let Some(index) = missing {
+        return Fate::Missing(index);
+    }
+    let Some(tagged) = checked.tagged() else {
+        // Leaf lines alone: nothing to write anew.
+        return Fate::Keep;
+    };
+    // (A stat line is on the file's first pass, with its checksum line.)
+    let one_pass = checked.is_first_pass();
+    match (
+        checked.file_verdict(),
+        checked.outcome(),
+        checked.modified(),
+    ) {
+        (Some(Verdict::Changed), _, _) => Fate::Changed(Shape {
+            tree: *checked.tree(),
+            tagged,
+            leaves: checked.listed_length().is_some(),
+            stat: true,
+        }),
+        (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
+            let now = (hashed.length, Mtime::of(modified));
+            let listed = checked.listed_stat();
+            if (stat || listed.is_some()) && listed != Some(now) {
+                Fate::Restat(*checked.tree(), now.0, now.1)
+            } else {
+                Fate::Keep
+            }
+        }
+        _ => Fate::Keep,
+    }
+}
+
+/// A listed file's lines and their fate, as kept in a spool: its first and
+/// last line (8 bytes each, big-endian), then the fate.
+pub(super) struct Entry {
+    lines: RangeInclusive<u64>,
+    fate: Fate,
+}
+
+impl Entry {
+    pub(super) fn encode(lines: RangeInclusive<u64>, fate: Fate) -> Vec<u8> {
+        let mut record = Vec::with_capacity(64);
+        record.extend_from_slice(&lines.start().to_be_bytes());
+        record.extend_from_slice(&lines.end().to_be_bytes());
+        match fate {
+            Fate::Keep => record.push(0),
+            Fate::Missing(index) => {
+                record.push(1);
+                record.extend_from_slice(&index.to_be_bytes());
+            }
+            Fate::Changed(shape) => {
+                record.push(2);
+                push_shape(&mut record, &shape);
+            }
+            Fate::Restat(tree, size, mtime) => {
+                record.push(3);
+                push_tree(&mut record, &tree);
+                record.extend_from_slice(&size.to_be_bytes());
+                record.extend_from_slice(&mtime.seconds.to_be_bytes());
+                record.extend_from_slice(&mtime.nanoseconds.to_be_bytes());
+            }
+        }
+        record
+    }
+
+    fn decode(record: &[u8]) -> Entry {
+        let number = |at: usize| u64::from_be_bytes(record[at..at + 8].try_into().expect("8"));
+        let fate = match record[16] {
+            0 => Fate::Keep,
+            1 => Fate::Missing(number(17)),
+            2 => Fate::Changed(read_shape(&record[17..])),
+            _ => {
+                let tree = read_tree(&record[17..]);
+                Fate::Restat(
+                    tree,
+                    number(27),
+                    Mtime {
+                        seconds: number(35) as i64,
+                        nanoseconds: u32::from_be_bytes(
+                            record[43..47].try_into().expect("4 bytes"),
+                        ),
+                    },
+                )
+            }
+        };
+        Entry {
+            lines: number(0)..=number(8),
+            fate,
+        }
+    }
+}
+
+/// A tree's parameters in 10 bytes: algorithm, digest size, leaf size.
+fn push_tree(record: &mut Vec<u8>, tree: &TreeParams) {
+    record.push(u8::from(tree.algorithm() == Algorithm::Blake2s));
+    record.push(tree.digest_size() as u8);
+    record.extend_from_slice(&tree.leaf_size().to_be_bytes());
+}
+
+fn read_tree(bytes: &[u8]) -> TreeParams {
+    let algorithm = if bytes[0] == 1 {
+        Algorithm::Blake2s
+    } else {
+        Algorithm::Blake2b
+    };
+    let leaf_size = u64::from_be_bytes(bytes[2..10].try_into().expect("8 bytes"));
+    TreeParams::new(algorithm, usize::from(bytes[1]), leaf_size).expect("valid when kept")
+}
+
+fn push_shape(record: &mut Vec<u8>, shape: &Shape) {
+    push_tree(record, &shape.tree);
+    record.push(u8::from(shape.tagged) | u8::from(shape.leaves) << 1 | u8::from(shape.stat) << 2);
+}
+
+fn read_shape(bytes: &[u8]) -> Shape {
+    Shape {
+        tree: read_tree(bytes),
+        tagged: bytes[10] & 1 != 0,
+        leaves: bytes[10] & 2 != 0,
+        stat: bytes[10] & 4 != 0,
+    }
+}
+
+/// What an audit kept to rewrite its list: see the module documentation.
+pub struct Rewrite {
+    pub(super) entries: Spool,
+    pub(super) moves: Moves,
+    /// The new files, in walk order.
+    pub(super) new: Spool,
+    /// How new files are listed; `None` when the list has no checksum line
+    /// (they are then listed with the verifier's settings).
+    pub(super) shape: Option<Shape>,
+    pub(super) stat: bool,
+}
+
+/// What a rewrite did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    /// New files listed.
+    pub added: u64,
+    /// Moved files renamed.
+    pub renamed: u64,
+    /// Changed files hashed again.
+    pub rehashed: u64,
+    /// Files whose stat line was written anew.
+    pub restated: u64,
+    /// Files that could not be hashed (their lines are kept, or, new, left
+    /// out); each reported.
+    pub unreadable: u64,
+}
+
+impl Rewrite {
+    /// Writes the list as the audit found the tree to `out`, reading the
+    /// list (`list`, from its start) again; `default_tree` lists new files
+    /// when the list has no checksum line to take the shape of. Each file
+    /// that cannot be hashed is handed to `unreadable` (its lines are kept,
+    /// or, new, it is left out).
+    pub fn write(
+        mut self,
+        list: &mut dyn BufRead,
+        out: &mut dyn Write,
+        default_tree: &TreeParams,
+        mut unreadable: impl FnMut(&[u8], &Error),
+    ) -> io::Result<Rewritten> {
+        let mut done = Rewritten::default();
+        let mut entries = self.entries.records()?.peekable();
+        let mut moved = self.moves.by_missing.records()?.peekable();
+        let mut current: Option<Entry> = None;
+        let mut state = State::default();
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        loop {
+            match read_line(&mut &mut *list, &mut line)? {
+                Record::End => break,
+                Record::TooLong => {
+                    return Err(io::Error::other(
+                        "the list has a line over 16 MiB, which cannot be copied",
+                    ));
+                }
+                Record::Line => number += 1,
+            }
+            if current
+                .as_ref()
+                .is_some_and(|entry| number > *entry.lines.end())
+            {
+                if let Some(Entry {
+                    fate: Fate::Missing(_),
+                    ..
+                }) = &current
+                    && state.renamed.is_some()
+                {
+                    moved.next();
+                }
+                current = None;
+                state = State::default();
+            }
+            if current.is_none()
+                && let Some(Ok(next)) = entries.peek()
+                && Entry::decode(next).lines.start() == &number
+            {
+                current = entries
+                    .next()
+                    .transpose()?
+                    .map(|record| Entry::decode(&record));
+            }
+            let Some(entry) = &current else {
+                out.write_all(&line)?;
+                continue;
+            };
+            let first = number == *entry.lines.start();
+            match &entry.fate {
+                Fate::Keep => out.write_all(&line)?,
+                Fate::Missing(index) => {
+                    if first {
+                        state.renamed = match moved.peek() {
+                            Some(Ok(record)) if join::index_of(record) == *index => {
+                                done.renamed += 1;
+                                Some(record[8..].to_vec())
+                            }
+                            _ => None,
+                        };
+                    }
+                    match &state.renamed {
+                        Some(name) => renamed(out, &line, name)?,
+                        None => out.write_all(&line)?,
+                    }
+                }
+                Fate::Changed(shape) => {
+                    if first {
+                        state.written = rehash(out, &line, shape, &mut unreadable)?;
+                        if state.written {
+                            done.rehashed += 1;
+                        } else {
+                            done.unreadable += 1;
+                        }
+                    }
+                    if !state.written {
+                        out.write_all(&line)?;
+                    }
+                }
+                Fate::Restat(tree, size, mtime) => {
+                    if is_stat(&line) {
+                        continue;
+                    }
+                    out.write_all(&line)?;
+                    if first && let Some(name) = named(&line) {
+                        let mut stat = Vec::new();
+                        push_stat_line(
+                            &mut stat,
+                            tree,
+                            Some(&name),
+                            *size,
+                            *mtime,
+                            Ending::Newline,
+                        );
+                        out.write_all(&stat)?;
+                        done.restated += 1;
+                    }
+                }
+            }
+        }
+        let shape = self.shape.unwrap_or(Shape {
+            tree: *default_tree,
+            tagged: true,
+            leaves: false,
+            stat: self.stat,
+        });
+        self.add_new(out, &shape, &mut done, &mut unreadable)?;
+        out.flush()?;
+        Ok(done)
+    }
+
+    /// Lists the new files that did not move, in walk order, hashed several
+    /// at once.
+    fn add_new(
+        &mut self,
+        out: &mut dyn Write,
+        shape: &Shape,
+        done: &mut Rewritten,
+        unreadable: &mut impl FnMut(&[u8], &Error),
+    ) -> io::Result<()> {
+        let mut moves = self.moves.by_new.records()?.peekable();
+        let mut failed = Ok(());
+        let names = self.new.records()?.enumerate().filter_map(|(index, name)| {
+            let moved = moves
+                .next_if(
+                    |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
+                )
+                .is_some();
+            match name {
+                Ok(name) if !moved => Some(name),
+                Ok(_) => None,
+                Err(error) => {
+                    failed = Err(error);
+                    None
+                }
+            }
+        });
+        let jobs = names.map(|name| {
+            let path = system::listed_path(&name).unwrap_or_default();
+            let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
+            Job::path(name, path, &shape.tree).with_leaves(log)
+        });
+        let mut written = Ok(());
+        hash_each(jobs, |event| {
+            let Event::Ready(outcome) = event else {
+                return ControlFlow::Continue(());
+            };
+            written = match outcome.result {
+                Ok(hashed) => {
+                    done.added += 1;
+                    let file = Hashed {
+                        name: &outcome.tag,
+                        digest: &hashed.digest,
+                        length: hashed.length,
+                        modified: outcome.modified,
+                    };
+                    write_file(out, shape, &file, outcome.leaves)
+                }
+                Err(error) => {
+                    done.unreadable += 1;
+                    unreadable(&outcome.tag, &error);
+                    Ok(())
+                }
+            };
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            }
+        });
+        written?;
+        failed
+    }
+}
+
+/// What is known of the entry whose lines are being written.
+#[derive(Default)]
+struct State {
+    /// Its new name, if it moved.
+    renamed: Option<Vec<u8>>,
+    /// Whether its lines were written anew (the old ones are then left
+    /// out).
+    written: bool,
+}
+
+/// A file hashed, to list.
+struct Hashed<'a> {
+    name: &'a [u8],
+    digest: &'a crate::digest::Digest,
+    length: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+/// Writes a file's lines in `shape`: its checksum line, its stat line, its
+/// leaf lines (or the count line of an empty file).
+fn write_file(
+    out: &mut dyn Write,
+    shape: &Shape,
+    file: &Hashed<'_>,
+    leaves: Option<LeafLog>,
+) -> io::Result<()> {
+    let mut lines = Vec::new();
+    let style = if shape.tagged {
+        Style::Tagged
+    } else {
+        Style::Untagged
+    };
+    let (tree, name) = (&shape.tree, Some(file.name));
+    push_line(
+        &mut lines,
+        style,
+        tree.algorithm(),
+        file.digest,
+        name,
+        Ending::Newline,
+    );
+    if let (true, Some(modified)) = (shape.stat, file.modified) {
+        push_stat_line(
+            &mut lines,
+            tree,
+            name,
+            file.length,
+            Mtime::of(modified),
+            Ending::Newline,
+        );
+    }
+    match leaves {
+        Some(_) if file.length == 0 => {
+            push_count_line(&mut lines, tree, name, 0, Ending::Newline);
+        }
+        Some(log) => {
+            return log
+                .write_lines(out, &mut lines, tree, name, file.length, Ending::Newline)
+                .map_err(|unwritten| match unwritten {
+                    Unwritten::Output(error) => error,
+                    Unwritten::Listing(error) => io::Error::other(error.to_string()),
+                });
+        }
+        None => {}
+    }
+    out.write_all(&lines)
+}
+
+/// Hashes again the changed file whose first line (its checksum line) is
+/// `line`, and writes its lines anew in `shape`; `false` (nothing written,
+/// the reason given to `unreadable`) if it cannot be hashed.
+fn rehash(
+    out: &mut dyn Write,
+    line: &[u8],
+    shape: &Shape,
+    unreadable: &mut impl FnMut(&[u8], &Error),
+) -> io::Result<bool> {
+    let Some(name) = named(line) else {
+        return Ok(false);
+    };
+    let path = system::listed_path(&name).unwrap_or_default();
+    let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
+    let job = Job::path((), path, &shape.tree).with_leaves(log);
+    let mut result = None;
+    hash_each(std::iter::once(job), |event| {
+        if let Event::Ready(outcome) = event {
+            result = Some(outcome);
+        }
+        ControlFlow::Continue(())
+    });
+    let outcome = result.expect("one job, one outcome");
+    match outcome.result {
+        Ok(hashed) => {
+            let file = Hashed {
+                name: &name,
+                digest: &hashed.digest,
+                length: hashed.length,
+                modified: outcome.modified,
+            };
+            write_file(out, shape, &file, outcome.leaves)?;
+            Ok(true)
+        }
+        Err(error) => {
+            unreadable(&name, &error);
+            Ok(false)
+        }
+    }
+}
+
+/// Writes a line of a moved file again, with its new name `name`; a stat
+/// line with the size and time of the file by that name now.
+fn renamed(out: &mut dyn Write, line: &[u8], name: &[u8]) -> io::Result<()> {
+    let mut again = Vec::new();
+    let grammar = Grammar::default();
+    match classify(line, &grammar) {
+        ListLine::Checksum(entry) => {
+            let style = if entry.tagged {
+                Style::Tagged
+            } else {
+                Style::Untagged
+            };
+            push_line(
+                &mut again,
+                style,
+                entry.algorithm,
+                &entry.expected,
+                Some(name),
+                Ending::Newline,
+            );
+        }
+        ListLine::Leaf(leaf) => match (&leaf.leaf, &leaf.span) {
+            (Some(listed), _) => push_leaf_line(
+                &mut again,
+                &leaf.tree,
+                Some(name),
+                leaf.total,
+                listed.index,
+                listed.digest.as_bytes(),
+                Ending::Newline,
+            ),
+            (None, Some(span)) => {
+                let count = leaf.tree.leaf_count(leaf.total);
+                let at = |offset: u64| {
+                    if offset == leaf.total {
+                        count
+                    } else {
+                        offset / leaf.tree.leaf_size()
+                    }
+                };
+                let leaves = at(span.start)..at(span.end);
+                push_selection_count_line(
+                    &mut again,
+                    &leaf.tree,
+                    Some(name),
+                    leaf.total,
+                    &leaves,
+                    Ending::Newline,
+                );
+            }
+            (None, None) => {
+                push_count_line(
+                    &mut again,
+                    &leaf.tree,
+                    Some(name),
+                    leaf.total,
+                    Ending::Newline,
+                );
+            }
+        },
+        ListLine::Stat(stat) => {
+            let now = system::listed_path(name)
+                .and_then(|path| std::fs::metadata(Path::new(&path)).ok())
+                .and_then(|metadata| Some((metadata.len(), Mtime::of(metadata.modified().ok()?))));
+            let (size, mtime) = now.unwrap_or((stat.size, stat.mtime));
+            push_stat_line(
+                &mut again,
+                &stat.tree,
+                Some(name),
+                size,
+                mtime,
+                Ending::Newline,
+            );
+        }
+        // (An entry's lines are all one of these; anything else is kept.)
+        ListLine::Skip | ListLine::Nameless { .. } | ListLine::Improper(_) => {
+            again.extend_from_slice(line);
+        }
+    }
+    out.write_all(&again)
+}
+
+/// The name a checksum, leaf or stat line gives.
+fn named(line: &[u8]) -> Option<Vec<u8>> {
+    match classify(line, &Grammar::default()) {
+        ListLine::Checksum(entry) => Some(entry.name),
+        ListLine::Leaf(leaf) => leaf.name,
+        ListLine::Stat(stat) => stat.name,
+        _ => None,
+    }
+}
+
+/// Whether a line is a stat line.
+fn is_stat(line: &[u8]) -> bool {
+    matches!(classify(line, &Grammar::default()), ListLine::Stat(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_read_back() {
+        let tree = TreeParams::new(Algorithm::Blake2s, 7, 4096).unwrap();
+        let fates = [
+            Fate::Keep,
+            Fate::Missing(u64::MAX - 3),
+            Fate::Changed(Shape {
+                tree,
+                tagged: false,
+                leaves: true,
+                stat: true,
+            }),
+            Fate::Restat(
+                tree,
+                12345,
+                Mtime {
+                    seconds: -5,
+                    nanoseconds: 999_999_999,
+                },
+            ),
+        ];
+        for fate in fates {
+            let shown = format!("{fate:?}");
+            let record = Entry::encode(3..=7, fate);
+            let entry = Entry::decode(&record);
+            assert_eq!(entry.lines, 3..=7);
+            assert_eq!(format!("{:?}", entry.fate), shown);
+        }
+    }
+}
