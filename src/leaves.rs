@@ -234,10 +234,23 @@ impl LeafLog {
         total: u64,
         ending: Ending,
     ) -> Result<(), Unwritten> {
+        self.write_with(out, lines, |lines, index, digest| {
+            push_leaf_line(lines, tree, name, total, index, digest, ending);
+        })
+    }
+
+    /// As [`write_lines`](Self::write_lines), each leaf's line made by
+    /// `push(lines, index, digest)`: another form of them.
+    pub fn write_with(
+        self,
+        out: &mut dyn Write,
+        lines: &mut Vec<u8>,
+        mut push: impl FnMut(&mut Vec<u8>, u64, &[u8]),
+    ) -> Result<(), Unwritten> {
         let room = crate::memory::reserve_at_most(lines, LEAF_LINES_ROOM).unwrap_or(0);
         let write_at = (lines.len() + room) / 2;
         self.for_each(|index, digest| {
-            push_leaf_line(lines, tree, name, total, index, digest, ending);
+            push(lines, index, digest);
             if lines.len() >= write_at {
                 out.write_all(lines).map_err(Unwritten::Output)?;
                 lines.clear();

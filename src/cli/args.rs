@@ -370,6 +370,14 @@ pub struct Args {
     #[arg(long, requires = "audit")]
     pub update: bool,
 
+    /// Print one JSON object a line, in place of lines: checksums, leaves,
+    /// verdicts, audit classes, errors, and a summary at the end
+    ///
+    /// Every object has a `type`; names are {"text": …}, or {"bytes":
+    /// BASE64} when they are not UTF-8. docs/json.md is the schema.
+    #[arg(long, conflicts_with_all = ["combine", "raw", "no_names", "zero"])]
+    pub json: bool,
+
     /// Print how many leaves each file has, without hashing it:
     /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`
     ///

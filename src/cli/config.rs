@@ -59,6 +59,8 @@ pub struct Hashing {
     pub excerpt_of: Option<u64>,
     /// Whether a stat line follows each checksum line (`--stat`).
     pub stat: bool,
+    /// Whether JSON objects are printed instead of lines (`--json`).
+    pub json: bool,
 }
 
 /// The inputs of a hashing run.
@@ -123,6 +125,8 @@ pub struct Checking {
     /// Whether the one list is rewritten to describe the tree (`--update`),
     /// and with stat lines (`--stat`).
     pub update: Option<bool>,
+    /// Whether JSON objects are printed instead of lines (`--json`).
+    pub json: bool,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -256,6 +260,7 @@ impl Config {
                 audit: args.audit,
                 follow_links: args.dereference,
                 update: args.update.then_some(args.stat),
+                json: args.json,
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })
@@ -340,6 +345,7 @@ impl Config {
                 name,
                 excerpt_of,
                 stat: args.stat,
+                json: args.json,
             })
         };
         Ok(Config {

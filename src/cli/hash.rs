@@ -22,7 +22,7 @@ use super::config::{Hashing, Inputs, Listing, Roots};
 use super::files0::{self, Listed};
 use super::output::{Status, output_failed, report};
 use super::progress::{Progress, When};
-use super::walk;
+use super::{json, walk};
 use bt2sum::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
@@ -118,6 +118,7 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     });
     let mut lines = Vec::new();
     let mut written = Ok(());
+    let (mut hashed_files, mut errors) = (0u64, 0u64);
     hash_each(jobs, |event| {
         written = match event {
             Event::Waiting => out.flush(),
@@ -133,7 +134,9 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                             listing: &config.listing,
                             name: shown,
                             stat: outcome.modified.filter(|_| config.stat).map(Mtime::of),
+                            json: config.json,
                         };
+                        hashed_files += 1;
                         match listing.write(out, &mut lines, hashed, outcome.leaves) {
                             Ok(()) => Ok(()),
                             Err(Unwritten::Output(error)) => Err(error),
@@ -142,19 +145,15 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
                                 // listed whole or reported.
                                 lines.clear();
                                 status = Status::Failure;
-                                let flushed = out.flush();
-                                report(&name, &error.to_string());
-                                flushed
+                                errors += 1;
+                                failed(out, &name, &printed, &error.to_string(), config.json)
                             }
                         }
                     }
                     Err(error) => {
                         status = Status::Failure;
-                        // Lines before the error go out first, so that stdout
-                        // and stderr stay in order when both go to one place.
-                        let flushed = out.flush();
-                        report(&name, &error.to_string());
-                        flushed
+                        errors += 1;
+                        failed(out, &name, &printed, &error.to_string(), config.json)
                     }
                 }
             }
@@ -164,10 +163,41 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
             Err(_) => ControlFlow::Break(()),
         }
     });
+    if config.json && written.is_ok() {
+        let summary = json::object(
+            "summary",
+            serde_json::json!({ "files": hashed_files, "errors": errors, "status": status as u8 }),
+        );
+        lines.clear();
+        json::push(&mut lines, &summary);
+        written = out.write_all(&lines);
+    }
     match written.and_then(|()| out.flush()) {
         Ok(()) => status,
         Err(error) => status.max(output_failed(&error)),
     }
+}
+
+/// Reports that the input `name` (as lines print it, `printed`) has no
+/// line: on standard error, and with `--json` as an error object. Lines
+/// before it go out first, so that stdout and stderr stay in order when
+/// both go to one place.
+fn failed(
+    out: &mut dyn Write,
+    name: &OsString,
+    printed: &[u8],
+    message: &str,
+    as_json: bool,
+) -> io::Result<()> {
+    if as_json {
+        let mut line = Vec::new();
+        let error = serde_json::json!({ "name": json::name(printed), "message": message });
+        json::push(&mut line, &json::object("error", error));
+        out.write_all(&line)?;
+    }
+    let flushed = out.flush();
+    report(name, message);
+    flushed
 }
 
 /// The directories `-r --files0-from=LIST` walks, read whole (the walk
@@ -212,6 +242,8 @@ struct Printed<'a> {
     name: Option<&'a [u8]>,
     /// The modification time of a regular file whose stat line is printed.
     stat: Option<Mtime>,
+    /// Whether JSON objects are printed instead of lines.
+    json: bool,
 }
 
 impl Printed<'_> {
@@ -224,6 +256,9 @@ impl Printed<'_> {
         hashed: Hashed,
         leaves: Option<LeafLog>,
     ) -> Result<(), Unwritten> {
+        if self.json {
+            return self.write_json(out, lines, hashed, leaves);
+        }
         lines.clear();
         let (tree, name, length) = (self.tree, self.name, hashed.length);
         match self.listing {
@@ -255,6 +290,77 @@ impl Printed<'_> {
             push_count_line(lines, tree, name, 0, self.ending);
         } else if let Some(leaves) = leaves {
             return leaves.write_lines(out, lines, tree, name, length, self.ending);
+        }
+        out.write_all(lines).map_err(Unwritten::Output)
+    }
+}
+
+impl Printed<'_> {
+    /// [`write`](Self::write) as JSON objects: `checksum` (with `mtime`
+    /// for a stat line), `count`, `leaf`.
+    fn write_json(
+        &self,
+        out: &mut dyn Write,
+        lines: &mut Vec<u8>,
+        hashed: Hashed,
+        leaves: Option<LeafLog>,
+    ) -> Result<(), Unwritten> {
+        lines.clear();
+        let (tree, length) = (self.tree, hashed.length);
+        let name = json::maybe_name(self.name);
+        let count = |selection: Option<&Selection>| {
+            let mut fields = serde_json::json!({
+                "name": name,
+                "leaves": tree.leaf_count(length),
+                "total": length,
+            });
+            if let Some(selection) = selection {
+                let bytes = tree.leaves_bytes(&selection.leaves(tree.leaf_count(length)), length);
+                fields["offset"] = bytes.start.into();
+                fields["length"] = (bytes.end - bytes.start).into();
+            }
+            json::with_tree("count", tree, fields)
+        };
+        let listed_from_start = match self.listing {
+            Listing::None => false,
+            Listing::Leaves(None) | Listing::Count(_) => true,
+            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
+        };
+        match self.listing {
+            Listing::None | Listing::Leaves(None) => {
+                let mut fields = serde_json::json!({
+                    "name": name,
+                    "digest": hashed.digest.to_hex(),
+                    "length": length,
+                });
+                if let (Some(mtime), Some(_)) = (self.stat, self.name) {
+                    fields["mtime"] = mtime.to_string().into();
+                }
+                json::push(lines, &json::with_tree("checksum", tree, fields));
+            }
+            Listing::Count(selection) => json::push(lines, &count(selection.as_ref())),
+            Listing::Leaves(Some(_)) => {}
+        }
+        let empty = length == 0 && listed_from_start;
+        match leaves {
+            Some(_) if empty && !matches!(self.listing, Listing::Count(_)) => {
+                json::push(lines, &count(None));
+            }
+            Some(leaves) if !empty => {
+                return leaves.write_with(out, lines, |lines, index, digest| {
+                    let bytes = tree.leaf_bytes(index, length);
+                    let fields = serde_json::json!({
+                        "name": name,
+                        "index": index,
+                        "offset": bytes.start,
+                        "length": bytes.end - bytes.start,
+                        "total": length,
+                        "digest": hex::encode(digest),
+                    });
+                    json::push(lines, &json::with_tree("leaf", tree, fields));
+                });
+            }
+            _ => {}
         }
         out.write_all(lines).map_err(Unwritten::Output)
     }

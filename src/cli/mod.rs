@@ -8,6 +8,7 @@ mod combine;
 mod config;
 mod files0;
 mod hash;
+mod json;
 mod man;
 pub mod memory;
 mod output;

@@ -44,7 +44,8 @@ const LAYERS: [(&str, &[&str]); 15] = [
     (
         "audit",
         &[
-            "verify", "walk", "spill", "input", "engine", "params", "digest", "error",
+            "verify", "walk", "spill", "input", "leaves", "format", "engine", "params", "digest",
+            "error",
         ],
     ),
     ("walk", &["input", "memory"]),

@@ -194,7 +194,7 @@ fn limited_memory_gives_the_digest_or_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let data = pattern(64 << 20);
     fs::write(dir.path().join("big"), &data).unwrap();
-    let limits = [8000, 12000, 20000, 50000, 100000, 150000, 200000, 300000];
+    let limits = [9000, 12000, 20000, 50000, 100000, 150000, 200000, 300000];
     let unstarted = below_start(dir.path(), &limits, test);
     let mut succeeded = 0;
     // Runs that did not hash the file, under limits where all should.
@@ -573,7 +573,7 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
         dir.path(),
         r#""$BT2SUM" -t 1 f; "$BT2SUM" -t 1 --leaf-count f"#,
     ));
-    let limits = [8000, 10000, 12000, 15000, 20000, 30000, 50000];
+    let limits = [9000, 10000, 12000, 15000, 20000, 30000, 50000];
     let unstarted = below_start(dir.path(), &limits, test);
     let mut runs = 0;
     let mut succeeded = 0;
@@ -726,7 +726,7 @@ fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
         r#""$BT2SUM" --cpus CPUS -c --quiet L100"#,
         r#""$BT2SUM" --cpus CPUS -r many"#,
     ];
-    let limits = [8000, 12000, 16000, 20000, 30000, 52000, 90000, 120000];
+    let limits = [9000, 12000, 16000, 20000, 30000, 52000, 90000, 120000];
     let unstarted = below_start(dir.path(), &limits, test);
     let (mut runs, mut succeeded) = (0, 0);
     for command in commands {

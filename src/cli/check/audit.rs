@@ -6,6 +6,8 @@
 use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use bt2sum::TreeParams;
 use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
@@ -15,6 +17,7 @@ use bt2sum::verify::{Report, Verifier};
 use bt2sum::walk;
 
 use super::super::config::{Checking, Verbosity};
+use super::super::json;
 use super::super::output::{Status, report_listed, warn};
 use super::Printer;
 
@@ -25,8 +28,14 @@ pub enum Checker<'v> {
 }
 
 impl<'v> Checker<'v> {
-    /// The checker `config` asks for.
-    pub fn new(config: &Checking, verifier: &'v Verifier<'v>) -> Checker<'v> {
+    /// The checker `config` asks for; an audit adds the bytes of the new
+    /// files it hashes to `progress`, as the verifier does the listed
+    /// files'.
+    pub fn new(
+        config: &Checking,
+        verifier: &'v Verifier<'v>,
+        progress: Option<&Arc<AtomicU64>>,
+    ) -> Checker<'v> {
         if config.audit.is_empty() {
             return Checker::Lists(verifier);
         }
@@ -49,7 +58,10 @@ impl<'v> Checker<'v> {
             skip,
             excludes,
         };
-        let auditor = Auditor::new(verifier, config.audit.clone(), options);
+        let mut auditor = Auditor::new(verifier, config.audit.clone(), options);
+        if let Some(counter) = progress {
+            auditor = auditor.progress(Arc::clone(counter));
+        }
         Checker::Audit(Box::new(match config.update {
             Some(stat) => auditor.updating(stat),
             None => auditor,
@@ -79,11 +91,10 @@ impl<'v> Checker<'v> {
     /// its summary, and with `--update` rewrites the list; the status of the
     /// audit (Success for a plain check). `Err` only when writing to
     /// standard output fails.
-    pub fn finish(self, printer: &mut Printer<'_>) -> io::Result<Status> {
+    pub fn finish(self, printer: &mut Printer<'_>, counts: &mut Counts) -> io::Result<Status> {
         let Checker::Audit(auditor) = self else {
             return Ok(Status::Success);
         };
-        let mut counts = Counts::default();
         let mut written = Ok(());
         let finished = auditor.finish(|finding| {
             written = counts.print(&finding, printer);
@@ -118,6 +129,16 @@ impl<'v> Checker<'v> {
             Ok(done) => {
                 if config.verbosity != Verbosity::Status {
                     report_updated(list, &done);
+                    if config.json {
+                        let fields = serde_json::json!({
+                            "list": json::name(&bt2sum::system::printed_name(list.as_os_str()).unwrap_or_default()),
+                            "added": done.added,
+                            "renamed": done.renamed,
+                            "rehashed": done.rehashed,
+                            "restated": done.restated,
+                        });
+                        printer.object(&json::object("update", fields))?;
+                    }
                 }
                 let failed = counts.missing + counts.errors + done.unreadable > 0;
                 Ok(if failed {
@@ -221,11 +242,11 @@ fn report_updated(list: &Path, done: &Rewritten) {
 
 /// What an audit found, counted.
 #[derive(Default)]
-struct Counts {
-    new: u64,
-    moved: u64,
-    missing: u64,
-    errors: u64,
+pub struct Counts {
+    pub new: u64,
+    pub moved: u64,
+    pub missing: u64,
+    pub errors: u64,
 }
 
 impl Counts {
@@ -235,9 +256,7 @@ impl Counts {
             Finding::Waiting => return printer.out.flush(),
             Finding::Error { name, error } => {
                 self.errors += 1;
-                printer.out.flush()?;
-                report_listed(name, &error.to_string());
-                return Ok(());
+                return printer.error(name, &error.to_string());
             }
             Finding::New { name } => {
                 self.new += 1;

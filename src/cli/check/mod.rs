@@ -33,6 +33,7 @@ use bt2sum::verify::{Checked, Report, Subject, Verifier};
 use bt2sum::{plain_message, system};
 
 use super::config::{Checking, Verbosity};
+use super::json;
 use super::output::{Status, output_failed, report, report_listed, warn};
 use super::progress::{Progress, When};
 use audit::Checker;
@@ -62,20 +63,32 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     };
     let mut hints = Hints::default();
     let mut status = Status::Success;
-    let mut checker = Checker::new(config, &verifier);
+    let mut checker = Checker::new(config, &verifier, progress.counter());
+    let mut totals = Tally::default();
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
         }
         match check_list(&mut checker, list, &mut printer, &mut hints) {
-            Ok(true) => {}
-            Ok(false) => status = Status::Failure,
+            Ok((passed, tally)) => {
+                totals.add(&tally);
+                if !passed {
+                    status = Status::Failure;
+                }
+            }
             Err(error) => return status.max(write_failed(&error)),
         }
     }
-    match checker.finish(&mut printer) {
-        Ok(audited) => status = status.max(audited),
+    let mut audited = audit::Counts::default();
+    match checker.finish(&mut printer, &mut audited) {
+        Ok(audit_status) => status = status.max(audit_status),
         Err(error) => return status.max(write_failed(&error)),
+    }
+    if config.json && config.verbosity != Verbosity::Status {
+        let summary = summary_object(lists.len(), &totals, &audited, status);
+        if let Err(error) = printer.object(&summary) {
+            return status.max(write_failed(&error));
+        }
     }
     if let Err(error) = printer.out.flush() {
         return status.max(write_failed(&error));
@@ -97,14 +110,14 @@ fn write_failed(error: &io::Error) -> Status {
     }
 }
 
-/// Verifies one list; `Ok(false)` if it does not pass (or cannot be read),
-/// `Err` only when writing to standard output fails.
+/// Verifies one list; whether it passes (`false` if it cannot be read) and
+/// its counts; `Err` only when writing to standard output fails.
 fn check_list(
     checker: &mut Checker<'_>,
     list: &OsStr,
     printer: &mut Printer<'_>,
     hints: &mut Hints,
-) -> io::Result<bool> {
+) -> io::Result<(bool, Tally)> {
     let list_is_stdin = list == "-";
     let list_name = if list_is_stdin {
         OsStr::new("standard input")
@@ -114,9 +127,8 @@ fn check_list(
     let mut reader = match open(list) {
         Ok(reader) => reader,
         Err(error) => {
-            printer.out.flush()?;
-            report(list_name, &plain_message(&error));
-            return Ok(false);
+            printer.list_error(list_name, &plain_message(&error))?;
+            return Ok((false, Tally::default()));
         }
     };
     let mut tally = Tally::default();
@@ -149,12 +161,12 @@ fn check_list(
     if let Err(error) = checked {
         // As GNU: what was read is reported, then the list fails without a
         // summary.
-        report(list_name, &plain_message(&error));
-        return Ok(false);
+        printer.list_error(list_name, &plain_message(&error))?;
+        return Ok((false, tally));
     }
     summarize(printer.config, list_name, &tally);
     let config = printer.config;
-    Ok(tally.passed(config.strict, config.update.is_some()))
+    Ok((tally.passed(config.strict, config.update.is_some()), tally))
 }
 
 /// A list to read: a file, or standard input.
@@ -195,8 +207,14 @@ pub struct Printer<'a> {
 }
 
 impl Printer<'_> {
-    /// With `--warn`, says that line `line` is improperly formatted.
+    /// With `--warn`, says that line `line` is improperly formatted (with
+    /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
+        if self.config.json && self.config.verbosity != Verbosity::Status {
+            let list = json::name(&system::printed_name(list_name).unwrap_or_default());
+            let fields = serde_json::json!({ "list": list, "line": line });
+            self.object(&json::object("bad-line", fields))?;
+        }
         if self.config.verbosity == Verbosity::Warn {
             self.out.flush()?;
             report(
@@ -215,8 +233,7 @@ impl Printer<'_> {
             return Ok(());
         }
         if let Some(error) = checked.new_error() {
-            self.out.flush()?;
-            report_listed(checked.name(), &error.to_string());
+            self.error(checked.name(), &error.to_string())?;
         }
         if let Some((found, listed)) = checked.length_change() {
             self.out.flush()?;
@@ -225,7 +242,7 @@ impl Printer<'_> {
         }
         if self.config.every_line {
             for (subject, verdict) in checked.lines() {
-                self.verdict(checked.name(), subject, verdict)?;
+                self.verdict(checked, subject, verdict)?;
             }
             return Ok(());
         }
@@ -234,7 +251,7 @@ impl Printer<'_> {
         let in_one_pass = checked.is_first_pass() && checked.is_last_pass();
         let file_verdict = checked.file_verdict();
         if let (true, Some(verdict)) = (in_one_pass, file_verdict) {
-            self.verdict(checked.name(), Subject::Checksum, verdict)?;
+            self.verdict(checked, Subject::Checksum, verdict)?;
         }
         for (subject, verdict) in checked.lines() {
             let failed = matches!(
@@ -242,13 +259,45 @@ impl Printer<'_> {
                 Verdict::Failed | Verdict::Missing | Verdict::Changed
             );
             if subject != Subject::Checksum && failed {
-                self.verdict(checked.name(), subject, verdict)?;
+                self.verdict(checked, subject, verdict)?;
             }
         }
         if let (false, Some(verdict)) = (in_one_pass, file_verdict) {
-            self.verdict(checked.name(), Subject::Checksum, verdict)?;
+            self.verdict(checked, Subject::Checksum, verdict)?;
         }
         Ok(())
+    }
+
+    /// Says why `name` could not be read or hashed: on standard error, and
+    /// with `--json` as an object.
+    fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
+        if self.config.json {
+            let fields = serde_json::json!({ "name": json::name(name), "message": message });
+            self.object(&json::object("error", fields))?;
+        }
+        self.out.flush()?;
+        report_listed(name, message);
+        Ok(())
+    }
+
+    /// Says why a list could not be opened or read on: on standard error,
+    /// and with `--json` as an object.
+    fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
+        if self.config.json {
+            let list = system::printed_name(list_name).unwrap_or_default();
+            let fields = serde_json::json!({ "list": json::name(&list), "message": message });
+            self.object(&json::object("error", fields))?;
+        }
+        self.out.flush()?;
+        report(list_name, message);
+        Ok(())
+    }
+
+    /// Writes one JSON object.
+    fn object(&mut self, value: &serde_json::Value) -> io::Result<()> {
+        self.line.clear();
+        json::push(&mut self.line, value);
+        self.out.write_all(&self.line)
     }
 
     /// Prints what an audit says of a file no checksum line verifies,
@@ -256,6 +305,19 @@ impl Printer<'_> {
     fn class(&mut self, name: &[u8], class: Class<'_>) -> io::Result<()> {
         if self.config.verbosity == Verbosity::Status {
             return Ok(());
+        }
+        if self.config.json {
+            let mut fields = serde_json::json!({ "name": json::name(name) });
+            fields["verdict"] = match class {
+                Class::New => "NEW",
+                Class::MovedFrom(from) => {
+                    fields["from"] = json::name(from);
+                    "MOVED"
+                }
+                Class::Missing => "MISSING",
+            }
+            .into();
+            return self.object(&json::object("verdict", fields));
         }
         self.line.clear();
         push_class(&mut self.line, name, class);
@@ -265,7 +327,7 @@ impl Printer<'_> {
     /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the
     /// file, or its checksum line), `NAME: leaf I: OK`, `NAME: leaf count:
     /// OK`.
-    fn verdict(&mut self, name: &[u8], subject: Subject, verdict: Verdict) -> io::Result<()> {
+    fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
         let printed = match verdict {
             Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
             _ => self.config.verbosity != Verbosity::Status,
@@ -273,6 +335,10 @@ impl Printer<'_> {
         if !printed {
             return Ok(());
         }
+        if self.config.json {
+            return self.object(&verdict_object(checked, subject, verdict));
+        }
+        let name = checked.name();
         self.line.clear();
         match subject {
             Subject::Checksum => push_verdict(&mut self.line, name, verdict),
@@ -281,4 +347,75 @@ impl Printer<'_> {
         }
         self.out.write_all(&self.line)
     }
+}
+
+/// A verdict as a JSON object: `verdict` for a file (or its checksum
+/// line), with its tree, the listed and computed checksums and its length;
+/// `leaf-verdict` with the leaf's bytes (what to fetch again); and
+/// `count-verdict`.
+fn verdict_object(checked: &Checked, subject: Subject, verdict: Verdict) -> serde_json::Value {
+    let name = json::name(checked.name());
+    let tree = checked.tree();
+    let text = verdict.text();
+    match subject {
+        Subject::Checksum => {
+            let mut fields = serde_json::json!({ "name": name, "verdict": text });
+            if let Some(expected) = checked.expected() {
+                fields["expected"] = expected.to_hex().into();
+                if let Ok(hashed) = checked.outcome() {
+                    fields["digest"] = hashed.digest.to_hex().into();
+                }
+            }
+            if let Ok(hashed) = checked.outcome() {
+                fields["length"] = hashed.length.into();
+            }
+            json::with_tree("verdict", tree, fields)
+        }
+        Subject::Leaf(index) => {
+            let total = checked.listed_length().unwrap_or(0);
+            let bytes = tree.leaf_bytes(index, total);
+            let fields = serde_json::json!({
+                "name": name,
+                "verdict": text,
+                "index": index,
+                "offset": bytes.start,
+                "length": bytes.end - bytes.start,
+            });
+            json::with_tree("leaf-verdict", tree, fields)
+        }
+        Subject::Length => {
+            let fields = serde_json::json!({
+                "name": name,
+                "verdict": text,
+                "total": checked.listed_length(),
+            });
+            json::with_tree("count-verdict", tree, fields)
+        }
+    }
+}
+
+/// The summary object of a check: the lists, the counts of every class of
+/// file over all of them, and the status.
+fn summary_object(
+    lists: usize,
+    totals: &Tally,
+    audited: &audit::Counts,
+    status: Status,
+) -> serde_json::Value {
+    json::object(
+        "summary",
+        serde_json::json!({
+            "lists": lists,
+            "improperly_formatted": totals.improperly_formatted,
+            "ok": totals.matched,
+            "failed": totals.mismatched,
+            "changed": totals.changed,
+            "unreadable": totals.unreadable,
+            "new": audited.new,
+            "moved": audited.moved,
+            "missing": audited.missing,
+            "errors": audited.errors,
+            "status": status as u8,
+        }),
+    )
 }

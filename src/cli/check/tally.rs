@@ -23,6 +23,16 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Adds another list's counts.
+    pub fn add(&mut self, other: &Tally) {
+        self.entries += other.entries;
+        self.improperly_formatted += other.improperly_formatted;
+        self.matched += other.matched;
+        self.mismatched += other.mismatched;
+        self.changed += other.changed;
+        self.unreadable += other.unreadable;
+    }
+
     /// Counts a pass's lines, and its file once its last pass is checked;
     /// `skipped`: the file is missing and `--ignore-missing` was given.
     pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
