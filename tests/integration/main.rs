@@ -14,6 +14,8 @@ mod documents;
 #[cfg(unix)]
 mod gnu;
 mod habits;
+#[cfg(unix)]
+mod json;
 mod layers;
 mod leaves;
 mod parts;

@@ -1,0 +1,232 @@
+//! `--json`: every object the commands print, in every mode, is one the
+//! schema of docs/json.md allows, and every kind of object the schema
+//! describes is printed by some command here. (Unix: the names are made
+//! with bytes that are not UTF-8.)
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::run_in;
+
+/// The schema: the `json` block of docs/json.md.
+fn schema() -> Value {
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
+        .expect("docs/json.md");
+    let block = text
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("a json block");
+    serde_json::from_str(block).expect("the schema is JSON")
+}
+
+/// Why `value` does not match `schema` (which may `$ref` into `root`), or
+/// `None`: the keywords the schema uses (`$ref`, `oneOf`, `type`, `const`,
+/// `enum`, `pattern`, `minimum`, `required`, `properties`,
+/// `additionalProperties: false`).
+fn mismatch(value: &Value, schema: &Value, root: &Value) -> Option<String> {
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let path = reference.strip_prefix("#/").expect("a local reference");
+        let target = path.split('/').fold(root, |node, key| &node[key]);
+        return mismatch(value, target, root);
+    }
+    if let Some(options) = schema.get("oneOf").and_then(Value::as_array) {
+        let matching = options
+            .iter()
+            .filter(|option| mismatch(value, option, root).is_none())
+            .count();
+        if matching != 1 {
+            return Some(format!("{value} matches {matching} of oneOf's schemas"));
+        }
+    }
+    if let Some(kind) = schema.get("type").and_then(Value::as_str) {
+        let is = match kind {
+            "object" => value.is_object(),
+            "string" => value.is_string(),
+            "integer" => value.is_u64() || value.is_i64(),
+            "null" => value.is_null(),
+            other => panic!("the schema's type {other}"),
+        };
+        if !is {
+            return Some(format!("{value} is not of type {kind}"));
+        }
+    }
+    if let Some(constant) = schema.get("const")
+        && value != constant
+    {
+        return Some(format!("{value} is not {constant}"));
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        return Some(format!("{value} is none of {allowed:?}"));
+    }
+    if let (Some(pattern), Some(text)) = (
+        schema.get("pattern").and_then(Value::as_str),
+        value.as_str(),
+    ) && !regex::Regex::new(pattern).unwrap().is_match(text)
+    {
+        return Some(format!("{text:?} does not match {pattern}"));
+    }
+    if let (Some(minimum), Some(number)) = (
+        schema.get("minimum").and_then(Value::as_i64),
+        value.as_i64(),
+    ) && number < minimum
+    {
+        return Some(format!("{number} < {minimum}"));
+    }
+    if let Some(object) = value.as_object() {
+        for required in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = required.as_str().unwrap();
+            if !object.contains_key(key) {
+                return Some(format!("{value} lacks {key}"));
+            }
+        }
+        let properties = schema.get("properties").and_then(Value::as_object);
+        for (key, field) in object {
+            match properties.and_then(|properties| properties.get(key)) {
+                Some(property) => {
+                    if let Some(why) = mismatch(field, property, root) {
+                        return Some(format!("{key}: {why}"));
+                    }
+                }
+                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    return Some(format!("{value} has {key}, which the schema does not"));
+                }
+                None => {}
+            }
+        }
+    }
+    None
+}
+
+/// The commands of every mode, in one directory, their JSON objects
+/// gathered in order.
+fn objects_printed() -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path();
+    fs::create_dir(at.join("t")).unwrap();
+    fs::write(at.join("t/a"), b"alpha\n").unwrap();
+    fs::write(at.join("t/b"), b"beta, longer\n").unwrap();
+    fs::write(at.join("t/c"), b"").unwrap();
+    fs::write(at.join(super::name(b"t/\xffd")), b"not UTF-8\n").unwrap();
+    let mut printed = Vec::new();
+    let mut json = |args: &[&str], stdin: &[u8]| {
+        let out = run_in(at, ["--json"].iter().chain(args), stdin);
+        for line in out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+        {
+            let value: Value = serde_json::from_slice(line).unwrap_or_else(|error| {
+                panic!("{args:?}: {error}: {}", String::from_utf8_lossy(line))
+            });
+            printed.push(value);
+        }
+    };
+    // Hashing: checksums, stat, leaves, counts, standard input, errors.
+    json(&["--stat", "-r", "t"], b"");
+    json(&["-t", "4", "--leaves", "t/b", "t/c", "nowhere"], b"");
+    json(&["-t", "4", "--leaf-count", "--part", "2/2", "t/b"], b"");
+    json(&[], b"from standard input");
+    // Lists to check: with stat lines and leaf lines.
+    let list = |args: &[&str]| run_in(at, args, b"").stdout;
+    fs::write(at.join("SUMS"), list(&["-r", "--stat", "t"])).unwrap();
+    let mut leaves = list(&["-t", "4", "--leaves", "t/b"]);
+    leaves.extend(list(&["-t", "4", "--leaf-count", "t/b"]));
+    leaves.extend(b"junk\n");
+    fs::write(at.join("LEAVES"), leaves).unwrap();
+    json(&["-c", "--verbose", "SUMS", "LEAVES", "nolist"], b"");
+    // Damage a leaf; edit a file; move a file, and an empty one (which is
+    // never moved: it is missing, and new); add one.
+    fs::write(at.join("t/b"), b"beta, longex\n").unwrap();
+    json(&["-c", "LEAVES"], b"");
+    fs::write(at.join("t/b"), b"beta, longer, longer\n").unwrap();
+    json(&["-c", "LEAVES"], b"");
+    fs::write(at.join("t/a"), b"alpha, edited\n").unwrap();
+    fs::rename(at.join(super::name(b"t/\xffd")), at.join("t/e")).unwrap();
+    fs::rename(at.join("t/c"), at.join("t/c2")).unwrap();
+    fs::write(at.join("t/new"), b"new\n").unwrap();
+    json(&["-c", "--audit", "t", "SUMS"], b"");
+    json(&["-c", "--audit", "t", "--update", "SUMS"], b"");
+    // An entry that cannot be read.
+    fs::create_dir(at.join("t/dir")).unwrap();
+    fs::write(at.join("UNREADABLE"), b"00  t/dir\n").unwrap();
+    json(&["-c", "UNREADABLE"], b"");
+    printed
+}
+
+#[cfg(unix)]
+#[test]
+fn every_object_printed_is_one_the_schema_allows() {
+    let schema = schema();
+    let printed = objects_printed();
+    let mut kinds = BTreeSet::new();
+    for object in &printed {
+        if let Some(why) = mismatch(object, &schema, &schema) {
+            panic!("{object}: {why}");
+        }
+        let kind = object["type"].as_str().unwrap().to_string();
+        // (Two summaries: hashing's and checking's.)
+        let kind = match (kind.as_str(), object.get("lists")) {
+            ("summary", Some(_)) => "summary of a check".to_string(),
+            _ => kind,
+        };
+        kinds.insert(kind);
+        if let Some(verdict) = object.get("verdict").and_then(Value::as_str) {
+            kinds.insert(format!("{} {verdict}", object["type"].as_str().unwrap()));
+        }
+    }
+    // Every kind of object the schema has, and every verdict an audit
+    // gives, was printed and checked.
+    for expected in [
+        "checksum",
+        "leaf",
+        "count",
+        "verdict",
+        "leaf-verdict",
+        "count-verdict",
+        "bad-line",
+        "error",
+        "update",
+        "summary",
+        "summary of a check",
+        "verdict OK",
+        "verdict FAILED",
+        "verdict CHANGED",
+        "verdict NEW",
+        "verdict MOVED",
+        "verdict MISSING",
+        "verdict FAILED open or read",
+        "leaf-verdict FAILED",
+        "count-verdict FAILED",
+    ] {
+        assert!(kinds.contains(expected), "no {expected} among {kinds:?}");
+    }
+    // A name that is not UTF-8 is its bytes, in base64.
+    assert!(
+        printed.iter().any(
+            |object| object["name"] == serde_json::json!({ "bytes": "dC//ZA==" })
+                || object["from"] == serde_json::json!({ "bytes": "dC//ZA==" })
+        ),
+        "no name in bytes"
+    );
+    // The schema rejects what it should.
+    for bad in [
+        r#"{"type":"checksum"}"#,
+        r#"{"type":"verdict","name":{"text":"a"},"verdict":"PERHAPS"}"#,
+        r#"{"type":"summary","files":1,"errors":0,"status":0,"extra":1}"#,
+        r#"{"type":"error","message":"x","name":{"text":"a","bytes":"YQ=="}}"#,
+    ] {
+        let value: Value = serde_json::from_str(bad).unwrap();
+        assert!(mismatch(&value, &schema, &schema).is_some(), "{bad}");
+    }
+}
