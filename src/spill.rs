@@ -85,9 +85,19 @@ impl Spool {
     }
 
     /// Adds a record.
+    /// Where memory for it is refused (`ulimit -v`), what is in memory
+    /// spills now.
     pub(crate) fn push(&mut self, record: &[u8]) -> io::Result<()> {
         self.count += 1;
-        if self.spilled.is_none() && self.held + record.len() > self.budget {
+        if self.spilled.is_none() {
+            let copy = (self.held + record.len() <= self.budget)
+                .then(|| kept(record))
+                .flatten();
+            if let Some(copy) = copy.filter(|_| memory::reserve(&mut self.memory, 1)) {
+                self.held += record.len() + std::mem::size_of::<Vec<u8>>();
+                self.memory.push(copy);
+                return Ok(());
+            }
             let mut spilled = Spilled::new()?;
             for held in self.memory.drain(..) {
                 spilled.write_record(&held)?;
@@ -96,17 +106,10 @@ impl Spool {
             self.held = 0;
             self.spilled = Some(spilled);
         }
-        match &mut self.spilled {
-            Some(spilled) => spilled.write_record(record),
-            None => {
-                if !memory::reserve(&mut self.memory, 1) {
-                    return Err(memory::out_of_memory());
-                }
-                self.held += record.len() + std::mem::size_of::<Vec<u8>>();
-                self.memory.push(record.to_vec());
-                Ok(())
-            }
-        }
+        self.spilled
+            .as_mut()
+            .expect("spilled above")
+            .write_record(record)
     }
 
     /// The records, in the order they came (as often as asked).
@@ -138,6 +141,15 @@ impl Iterator for Records<'_> {
     }
 }
 
+/// A copy of `record`, if memory for it is granted.
+fn kept(record: &[u8]) -> Option<Vec<u8>> {
+    let mut copy = Vec::new();
+    memory::reserve_exact(&mut copy, record.len()).then(|| {
+        copy.extend_from_slice(record);
+        copy
+    })
+}
+
 /// Records given back sorted, bytewise; equal ones all given.
 pub(crate) struct Sorter {
     memory: Vec<Vec<u8>>,
@@ -161,12 +173,17 @@ impl Sorter {
     }
 
     /// Adds a record.
+    /// Where memory for it is refused (`ulimit -v`), the records in memory
+    /// spill as a run, and the memory is tried again.
     pub(crate) fn push(&mut self, record: Vec<u8>) -> io::Result<()> {
         if !self.memory.is_empty() && self.held + record.len() > self.budget {
             self.spill_run()?;
         }
         if !memory::reserve(&mut self.memory, 1) {
-            return Err(memory::out_of_memory());
+            self.spill_run()?;
+            if !memory::reserve(&mut self.memory, 1) {
+                return Err(memory::out_of_memory());
+            }
         }
         self.held += record.len() + std::mem::size_of::<Vec<u8>>();
         self.memory.push(record);

@@ -13,7 +13,7 @@ use std::process::Command;
 use super::{bt2sum, run_in, status, stderr, stdout};
 
 /// GNU `b2sum`, if it is installed (scripts/test-deps installs it).
-fn gnu_b2sum(test: &str) -> Option<PathBuf> {
+pub(super) fn gnu_b2sum(test: &str) -> Option<PathBuf> {
     let found = Command::new("b2sum").arg("--version").output().ok();
     match found {
         Some(out) if String::from_utf8_lossy(&out.stdout).contains("GNU coreutils") => {

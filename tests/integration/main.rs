@@ -2,6 +2,8 @@
 //! helpers they share live here.
 
 #[cfg(unix)]
+mod audit;
+#[cfg(unix)]
 mod changing;
 mod check;
 mod cli;

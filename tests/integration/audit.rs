@@ -1,0 +1,680 @@
+//! Archives: audits (`--check --audit DIR`), stat lines (`--stat`), lists
+//! updated for deliberate changes (`--update`), excludes and `-C`, on real
+//! trees: files added, deleted, renamed, edited and damaged; empty files,
+//! duplicates, names holding newlines or bytes that are not UTF-8,
+//! symbolic links. (Unix: names of any bytes, links, and `kill`.)
+
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use super::{Retried, bt2sum, run_in, status, stderr, stdout};
+
+/// Writes the files (`path`, bytes), making their directories.
+fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
+    for (path, data) in files {
+        let path = root.join(std::ffi::OsStr::from_bytes(path));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, data).unwrap();
+    }
+}
+
+/// Sets a file's modification time back to `time` (as tools that copy
+/// files keep it, or damage that does not touch it).
+fn set_mtime(path: &Path, time: SystemTime) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
+/// Runs bt2sum in `dir` and gives its standard output and error and status.
+fn bt2sum_in(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = run_in(dir, args, b"");
+    (stdout(&out), stderr(&out), status(&out))
+}
+
+/// [`bt2sum_in`]'s standard output, as bytes.
+fn output_in(dir: &Path, args: &[&str]) -> Vec<u8> {
+    run_in(dir, args, b"").stdout
+}
+
+/// The standard archive of these tests, listed (`bt2sum -r . > SUMS`
+/// from inside it, with or without stat lines), then changed in every way.
+fn changed_archive(stat: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(
+        &root,
+        &[
+            (b"keep", b"kept as it was\n"),
+            (b"edit", b"before the edit\n"),
+            (b"damage", b"intact bytes here\n"),
+            (b"gone", b"deleted\n"),
+            (b"sub/old name", b"renamed, not changed\n"),
+            (b"dup1", b"the same twice\n"),
+            (b"dup2", b"the same twice\n"),
+            (b"empty1", b""),
+            (b"empty2", b""),
+            (b"new\nline", b"a newline in the name\n"),
+            (b"bytes\xff\xfe", b"not UTF-8\n"),
+        ],
+    );
+    let mut args = vec!["-r", "."];
+    if stat {
+        args.push("--stat");
+    }
+    let list = run_in(&root, &args, b"");
+    assert_eq!(status(&list), 0, "{}", stderr(&list));
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    // Deliberate changes: added, deleted, renamed, edited.
+    tree(&root, &[(b"added", b"a new file\n"), (b"empty3", b"")]);
+    fs::remove_file(root.join("gone")).unwrap();
+    fs::rename(root.join("sub/old name"), root.join("sub/new name")).unwrap();
+    fs::write(root.join("edit"), b"after the edit, longer\n").unwrap();
+    // One of two duplicates deleted, and an empty file renamed.
+    fs::remove_file(root.join("dup1")).unwrap();
+    fs::rename(root.join("empty1"), root.join("empty4")).unwrap();
+    // Damage: a byte flipped, size and time as they were.
+    let damaged = root.join("damage");
+    let time = fs::metadata(&damaged).unwrap().modified().unwrap();
+    fs::write(&damaged, b"intact bytes hEre\n").unwrap();
+    set_mtime(&damaged, time);
+    dir
+}
+
+#[test]
+fn an_audit_classes_every_file_in_the_tree() {
+    let dir = changed_archive(false);
+    let root = dir.path().join("t");
+    let (_, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    let out = output_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    // The list's files in list order; then what the walk found, in its
+    // order; then what is gone. Without stat lines an edit is a failure as
+    // damage is. The empty file renamed and the deleted duplicate are new
+    // and missing, never moved: every empty file, and each duplicate, has
+    // their digests.
+    assert_eq!(
+        out,
+        b"./bytes\xff\xfe: OK\n\
+         ./damage: FAILED\n\
+         ./dup2: OK\n\
+         ./edit: FAILED\n\
+         ./empty2: OK\n\
+         ./keep: OK\n\
+         \\./new\\nline: OK\n\
+         ./added: NEW\n\
+         ./empty3: NEW\n\
+         ./empty4: NEW\n\
+         ./sub/new name: MOVED from ./sub/old name\n\
+         ./dup1: MISSING\n\
+         ./empty1: MISSING\n\
+         ./gone: MISSING\n"
+    );
+    assert_eq!(
+        err,
+        "bt2sum: WARNING: 2 computed checksums did NOT match\n\
+         bt2sum: WARNING: 3 files are new\n\
+         bt2sum: WARNING: 1 file was moved\n\
+         bt2sum: WARNING: 3 listed files are missing\n"
+    );
+    assert_eq!(code, 1);
+    // --quiet leaves out the OK lines; --status every line; and
+    // --ignore-missing the missing files (not the moved one).
+    let (quiet, _, _) = bt2sum_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    assert!(!quiet.contains(": OK"), "{quiet}");
+    assert!(quiet.contains("./added: NEW\n"), "{quiet}");
+    let (silent, said, code) = bt2sum_in(&root, &["-c", "--status", "--audit", ".", "../SUMS"]);
+    assert_eq!((silent.as_str(), said.as_str(), code), ("", "", 1));
+    let (kept, said, _) = bt2sum_in(
+        &root,
+        &["-c", "--ignore-missing", "--audit", ".", "../SUMS"],
+    );
+    assert!(
+        !kept.contains("MISSING") && kept.contains("MOVED from"),
+        "{kept}"
+    );
+    assert!(!said.contains("missing"), "{said}");
+}
+
+#[test]
+fn stat_lines_tell_an_edit_from_damage() {
+    let dir = changed_archive(true);
+    let root = dir.path().join("t");
+    let (out, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    assert!(out.contains("./edit: CHANGED\n"), "{out}");
+    assert!(out.contains("./damage: FAILED\n"), "{out}");
+    assert!(
+        err.starts_with(
+            "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+             bt2sum: WARNING: 1 listed file was changed since it was listed\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(code, 1);
+    // A file touched but not changed is still OK; the stat line gives the
+    // leaf size, so a list made with another needs no -t.
+    let touched = tempfile::tempdir().unwrap();
+    tree(touched.path(), &[(b"f", &super::pattern(200_000))]);
+    let list = run_in(touched.path(), ["--stat", "-t", "64k", "f"], b"");
+    fs::write(touched.path().join("S"), &list.stdout).unwrap();
+    set_mtime(
+        &touched.path().join("f"),
+        SystemTime::now() + Duration::from_secs(60),
+    );
+    let (out, err, code) = bt2sum_in(touched.path(), &["-c", "S"]);
+    assert_eq!((out.as_str(), err.as_str(), code), ("f: OK\n", "", 0));
+    // GNU b2sum reads such a list too, its stat lines improperly formatted
+    // as leaf lines are.
+    if super::gnu::gnu_b2sum("stat_lines_tell_an_edit_from_damage").is_some() {
+        let gnu_list = run_in(touched.path(), ["--stat", "--untagged", "f"], b"");
+        fs::write(touched.path().join("G"), &gnu_list.stdout).unwrap();
+        let out = Command::new("b2sum")
+            .args(["-c", "G"])
+            .current_dir(touched.path())
+            .output()
+            .unwrap();
+        // (Its digest is a tree hash, no b2sum's.)
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "b2sum: WARNING: 1 line is improperly formatted\n\
+             b2sum: WARNING: 1 computed checksum did NOT match\n"
+        );
+    }
+}
+
+#[test]
+fn names_match_however_the_list_spells_them() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(
+        dir.path(),
+        &[(b"d/a", b"a\n"), (b"d/b", b"b\n"), (b"d/c", b"c\n")],
+    );
+    // Made from elsewhere: `d/a`, `./d//b`, `d/./c`.
+    let lines = [
+        run_in(dir.path(), ["d/a"], b"").stdout,
+        run_in(dir.path(), ["./d//b"], b"").stdout,
+        run_in(dir.path(), ["d/./c"], b"").stdout,
+    ]
+    .concat();
+    fs::write(dir.path().join("SUMS"), &lines).unwrap();
+    for root in ["d", "./d", "d/", "."] {
+        let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", root, "SUMS"]);
+        assert_eq!(out, "d/a: OK\n./d//b: OK\nd/./c: OK\n", "{root}");
+        assert_eq!((err.as_str(), code), ("", 0), "{root}");
+    }
+}
+
+#[test]
+fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("original");
+    tree(
+        &original,
+        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"sea\n")],
+    );
+    let list = run_in(&original, ["-r", "."], b"");
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let copy = dir.path().join("mnt/backup");
+    tree(
+        &copy,
+        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"SEA\n")],
+    );
+    let sums = dir.path().join("SUMS");
+    let backup = copy.to_str().unwrap();
+    let (out, _, code) = bt2sum_in(
+        dir.path(),
+        &["-C", backup, "-c", "--audit", ".", sums.to_str().unwrap()],
+    );
+    assert_eq!(out, "./photos/a.jpg: OK\n./photos/b.jpg: FAILED\n");
+    assert_eq!(code, 1);
+    // -C with a directory that is not there is a usage error.
+    let (_, err, code) = bt2sum_in(dir.path(), &["-C", "nowhere", "-c", "SUMS"]);
+    assert_eq!(
+        (err.as_str(), code),
+        (
+            "bt2sum: -C: cannot change to nowhere: No such file or directory\n",
+            2
+        )
+    );
+}
+
+#[test]
+fn excludes_and_links_are_as_in_a_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(&root, &[(b"a", b"a\n"), (b"elsewhere/x", b"x\n")]);
+    fs::write(
+        dir.path().join("SUMS"),
+        run_in(&root, ["-r", "."], b"").stdout,
+    )
+    .unwrap();
+    tree(
+        &root,
+        &[
+            (b"scratch.tmp", b"t\n"),
+            (b".s3git/objects/1", b"o\n"),
+            (b"sub/.DS_Store", b"d\n"),
+            (b"keep.tmp", b"k\n"),
+        ],
+    );
+    std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
+    let args = [
+        "-c",
+        "--audit",
+        ".",
+        "--exclude",
+        "*.tmp",
+        "--exclude",
+        ".s3git/",
+        "--exclude",
+        "!keep.tmp",
+        "../SUMS",
+    ];
+    fs::write(root.join("ignore"), ".DS_Store\n# a comment\n").unwrap();
+    let mut from_file = args.to_vec();
+    from_file.extend(["--exclude-from", "ignore", "--exclude", "ignore"]);
+    let (out, _, _) = bt2sum_in(&root, &from_file);
+    assert_eq!(out, "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n");
+    // A link is followed with -L only: then its files are new.
+    from_file.push("-L");
+    let (out, _, _) = bt2sum_in(&root, &from_file);
+    assert_eq!(
+        out,
+        "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n./link/x: NEW\n"
+    );
+    // The same patterns for -r.
+    let (out, _, _) = bt2sum_in(
+        &root,
+        &[
+            "-r",
+            ".",
+            "--untagged",
+            "--exclude-from",
+            "ignore",
+            "--exclude",
+            "*.tmp",
+        ],
+    );
+    let names: Vec<&str> = out.lines().map(|line| &line[130..]).collect();
+    assert_eq!(
+        names,
+        ["./.s3git/objects/1", "./a", "./elsewhere/x", "./ignore"]
+    );
+    // A pattern that is none is a usage error.
+    let (_, err, code) = bt2sum_in(&root, &["-r", ".", "--exclude", "[a"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn the_lists_are_never_new() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &[(b"a", b"a\n")]);
+    let list = run_in(dir.path(), ["-r", "."], b"");
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    assert_eq!((out.as_str(), err.as_str(), code), ("./a: OK\n", "", 0));
+    // Nor what an update left behind when it was killed.
+    fs::write(dir.path().join(".bt2sum-update-x1y2z3"), b"half a list").unwrap();
+    let (out, _, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    assert_eq!((out.as_str(), code), ("./a: OK\n", 0));
+}
+
+#[test]
+fn an_update_follows_deliberate_changes_only() {
+    let dir = changed_archive(true);
+    let root = dir.path().join("t");
+    let before = fs::read(dir.path().join("SUMS")).unwrap();
+    let (_, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "--update", "../SUMS"]);
+    assert!(
+        err.ends_with("bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n"),
+        "{err}"
+    );
+    // The damage and the missing files are still there: status 1.
+    assert_eq!(code, 1);
+    let after = fs::read(dir.path().join("SUMS")).unwrap();
+    assert_ne!(after, before);
+    // Audited again: the deliberate changes are the list's now; the damage
+    // and the missing files are not.
+    let (out, err, code) = bt2sum_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    assert_eq!(
+        out,
+        "./damage: FAILED\n./dup1: MISSING\n./empty1: MISSING\n./gone: MISSING\n"
+    );
+    assert_eq!(
+        err,
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+         bt2sum: WARNING: 3 listed files are missing\n"
+    );
+    assert_eq!(code, 1);
+    // The damaged file's lines are the ones it was listed with.
+    let line = |list: &[u8], name: &str| -> String {
+        String::from_utf8_lossy(list)
+            .lines()
+            .find(|line| line.contains(&format!("({name})")))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(line(&after, "./damage"), line(&before, "./damage"));
+    // The renamed file has its old digest under its new name.
+    let renamed = line(&after, "./sub/new name");
+    let digest = |line: &str| line.rsplit(" = ").next().unwrap().to_string();
+    assert_eq!(digest(&renamed), digest(&line(&before, "./sub/old name")));
+    // Once the damage is mended and the missing files accounted for, all is
+    // well.
+    fs::write(root.join("damage"), b"intact bytes here\n").unwrap();
+    let (_, _, code) = bt2sum_in(
+        &root,
+        &["-c", "--ignore-missing", "--audit", ".", "../SUMS"],
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn an_update_keeps_each_entrys_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(
+        &root,
+        &[
+            (b"a", &super::pattern(5000)),
+            (b"b", b"bee\n"),
+            (b"c", b"sea\n"),
+        ],
+    );
+    // A leaf listing of `a`, and untagged lines of the others, with stat
+    // lines.
+    let mut list = run_in(&root, ["--stat", "-t", "1k", "--leaves", "./a"], b"").stdout;
+    list.extend(
+        run_in(
+            &root,
+            ["--untagged", "--stat", "-t", "1k", "./b", "./c"],
+            b"",
+        )
+        .stdout,
+    );
+    list.extend(b"# a comment, kept\n");
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    fs::write(root.join("a"), super::pattern(6000)).unwrap();
+    fs::rename(root.join("b"), root.join("b2")).unwrap();
+    fs::write(root.join("d"), b"dee\n").unwrap();
+    let (_, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "--update", "../SUMS"]);
+    assert_eq!(code, 0, "{err}");
+    let after = String::from_utf8(fs::read(dir.path().join("SUMS")).unwrap()).unwrap();
+    // The edited file, listed a leaf at a time, is listed so again, with
+    // its stat line; the renamed one keeps its untagged shape; the comment
+    // stays; the new file takes the shape of the first checksum line:
+    // tagged, with a stat line and leaf lines.
+    let shapes: Vec<String> = after
+        .lines()
+        .map(|line| {
+            if line.starts_with('#') {
+                line.to_string()
+            } else if line.contains(" leaf=") {
+                "leaf".to_string()
+            } else if line.contains(" size=") {
+                "stat".to_string()
+            } else if let Some((_, name)) = line.split_once("  ") {
+                format!("untagged {name}")
+            } else {
+                format!(
+                    "tagged {}",
+                    &line[line.find('(').unwrap()..line.find(')').unwrap() + 1]
+                )
+            }
+        })
+        .collect();
+    let mut expected = vec!["tagged (./a)".to_string(), "stat".to_string()];
+    expected.extend(std::iter::repeat_n("leaf".to_string(), 6));
+    expected.extend(
+        [
+            "untagged ./b2",
+            "stat",
+            "untagged ./c",
+            "stat",
+            "# a comment, kept",
+            "tagged (./d)",
+            "stat",
+            "leaf",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(shapes, expected, "{after}");
+    // And it all verifies.
+    let (out, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    assert_eq!(
+        (out.as_str(), err.as_str(), code),
+        ("./a: OK\n./b2: OK\n./c: OK\n./d: OK\n", "", 0)
+    );
+}
+
+#[test]
+fn an_update_of_more_than_one_list_or_without_an_audit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["-c", "--update", "A"][..],
+        &["-c", "--audit", ".", "--update", "A", "B"],
+        &["-c", "--audit", ".", "--update"],
+        &["-c", "--audit", ".", "--update", "-"],
+        &["-c", "--stat", "A"],
+    ] {
+        let (_, err, code) = bt2sum_in(dir.path(), args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+}
+
+/// An update killed at any moment leaves the list as it was, or as the
+/// update wrote it: never a mix, never half a list.
+#[test]
+fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
+    if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let files: Vec<(Vec<u8>, Vec<u8>)> = (0..300)
+        .map(|index| {
+            (
+                format!("f{index:03}").into_bytes(),
+                format!("file {index}\n").into_bytes(),
+            )
+        })
+        .collect();
+    let files: Vec<(&[u8], &[u8])> = files.iter().map(|(n, d)| (&n[..], &d[..])).collect();
+    tree(&root, &files);
+    let list = run_in(&root, ["-r", "."], b"").stdout;
+    // Many new files, one of them big enough to take a while.
+    let new: Vec<(Vec<u8>, Vec<u8>)> = (0..300)
+        .map(|index| {
+            (
+                format!("new/{index:03}").into_bytes(),
+                format!("new {index}\n").into_bytes(),
+            )
+        })
+        .collect();
+    let new: Vec<(&[u8], &[u8])> = new.iter().map(|(n, d)| (&n[..], &d[..])).collect();
+    tree(&root, &new);
+    fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
+    let sums = dir.path().join("SUMS");
+    let update = |sums: &Path| {
+        bt2sum()
+            .current_dir(&root)
+            .args(["-c", "--audit", ".", "--update", "--cpus", "1"])
+            .arg(sums)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn_retried()
+    };
+    // The list the update writes, made once without a kill; the kills are
+    // spread over the time that took.
+    fs::write(&sums, &list).unwrap();
+    let started = std::time::Instant::now();
+    let mut done = update(&sums);
+    assert!(done.wait().unwrap().success());
+    let took = started.elapsed();
+    let updated = fs::read(&sums).unwrap();
+    assert_ne!(updated, list);
+    let mut old = 0;
+    let mut new_whole = 0;
+    for round in 0..40u32 {
+        fs::write(&sums, &list).unwrap();
+        let mut child = update(&sums);
+        std::thread::sleep(took * round / 20);
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = fs::read(&sums).unwrap();
+        if now == list {
+            old += 1;
+        } else {
+            assert!(
+                now == updated,
+                "round {round}: the list is neither the old one nor the new one"
+            );
+            new_whole += 1;
+        }
+    }
+    assert_eq!(old + new_whole, 40);
+    eprintln!("{old} killed before the rename, {new_whole} after");
+    // What a killed update left behind is never new.
+    let (out, _, code) = bt2sum_in(
+        &root,
+        &["-c", "--quiet", "--audit", ".", sums.to_str().unwrap()],
+    );
+    assert_eq!((out.as_str(), code), ("", 0), "{out}");
+}
+
+/// The classes of hashdeep's audit (`hashdeep -a -k`), on the cases where
+/// hashdeep is right: OK, new, moved, missing; and where bt2sum says more:
+/// a changed file is one FAILED line (hashdeep: "No match" and "Known file
+/// not used"), and an empty file renamed is new and missing (hashdeep
+/// takes it for a move of whatever empty file it knew).
+#[test]
+fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
+    if Command::new("hashdeep").arg("-V").output().is_err() {
+        eprintln!(
+            "audits_agree_with_hashdeep_where_hashdeep_is_right: skipped: hashdeep is not installed (scripts/test-deps)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(
+        &root,
+        &[
+            (b"a", b"a\n"),
+            (b"b", b"b\n"),
+            (b"c", b"c\n"),
+            (b"k", b"keep\n"),
+            (b"e1", b""),
+            (b"s/z", b"z\n"),
+        ],
+    );
+    let known = Command::new("hashdeep")
+        .args(["-c", "md5", "-r", "-l", "."])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    fs::write(dir.path().join("known.txt"), &known.stdout).unwrap();
+    fs::write(
+        dir.path().join("SUMS"),
+        run_in(&root, ["-r", "."], b"").stdout,
+    )
+    .unwrap();
+    tree(&root, &[(b"new", b"new\n")]);
+    fs::rename(root.join("c"), root.join("s/c2")).unwrap();
+    fs::remove_file(root.join("b")).unwrap();
+    fs::write(root.join("k"), b"keep, edited\n").unwrap();
+    fs::rename(root.join("e1"), root.join("e2")).unwrap();
+    let theirs = Command::new("hashdeep")
+        .args([
+            "-c",
+            "md5",
+            "-k",
+            "../known.txt",
+            "-a",
+            "-r",
+            "-l",
+            "-vvv",
+            ".",
+        ])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+    let has = |line: &str| theirs.lines().any(|l| l == line);
+    // Where hashdeep is right, the same classes.
+    for (hashdeep, ours) in [
+        ("./a: Ok", "./a: OK"),
+        ("./s/z: Ok", "./s/z: OK"),
+        ("./new: No match", "./new: NEW"),
+        ("./s/c2: Moved from ./c", "./s/c2: MOVED from ./c"),
+        ("./b: Known file not used", "./b: MISSING"),
+    ] {
+        assert!(has(hashdeep), "hashdeep: {hashdeep}?\n{theirs}");
+        let (out, _, _) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+        assert!(out.lines().any(|line| line == ours), "{ours}?\n{out}");
+    }
+    let (out, _, _) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    // A changed file: twice in hashdeep's words, once in bt2sum's.
+    assert!(
+        has("./k: No match") && has("./k: Known file not used"),
+        "{theirs}"
+    );
+    assert!(out.lines().any(|line| line == "./k: FAILED"), "{out}");
+    assert!(
+        !out.contains("./k: NEW") && !out.contains("./k: MISSING"),
+        "{out}"
+    );
+    // An empty file renamed: hashdeep calls it moved; it might be any empty
+    // file, so bt2sum says new and missing.
+    assert!(has("./e2: Moved from ./e1"), "{theirs}");
+    assert!(
+        out.contains("./e2: NEW\n") && out.contains("./e1: MISSING\n"),
+        "{out}"
+    );
+}
+
+/// An audit holds a bounded part of a long list, and of what it finds, in
+/// memory: the rest goes to temporary files. 500,000 entries, every one of
+/// them missing, under an address-space limit that cannot hold what the
+/// audit keeps of them (their names, sorted and in list order, and their
+/// digests: some 170 MB) at once.
+#[test]
+fn an_audit_of_a_long_list_stays_within_bounded_memory() {
+    let test = "an_audit_of_a_long_list_stays_within_bounded_memory";
+    if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
+    let here = run_in(&dir.path().join("t"), ["-r", "."], b"").stdout;
+    let digest = String::from_utf8(here.clone()).unwrap();
+    let digest = digest.trim_end().rsplit(" = ").next().unwrap().to_string();
+    let mut list = here;
+    for index in 0..500_000 {
+        list.extend(
+            format!("BLAKE2b-64 (./gone/{index:06}/with a long name to take room) = {digest}\n")
+                .as_bytes(),
+        );
+    }
+    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let out = super::shell(
+        &dir.path().join("t"),
+        r#"ulimit -v 150000; "$BT2SUM" -c --quiet --audit . ../SUMS | tail -1"#,
+    );
+    assert_eq!(
+        stdout(&out),
+        "./gone/499999/with a long name to take room: MISSING\n",
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("WARNING: 500000 listed files are missing"),
+        "{}",
+        stderr(&out)
+    );
+}
