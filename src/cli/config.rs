@@ -154,13 +154,18 @@ pub struct Combining {
 }
 
 /// The excludes of `--exclude` and `--exclude-from` (in that order: a later
-/// pattern decides over an earlier one); a pattern that is not one, or a
-/// file that cannot be read, is a usage error.
-fn excludes(patterns: &[String], files: &[OsString]) -> Result<Excludes, clap::Error> {
+/// pattern decides over an earlier one; a file relative to `-C`'s
+/// directory, if given); a pattern that is not one, or a file that cannot
+/// be read, is a usage error.
+fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
     let usage = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
-    let mut all: Vec<String> = patterns.to_vec();
-    for file in files {
-        let text = std::fs::read(file).map_err(|error| {
+    let mut all: Vec<String> = args.exclude.clone();
+    for file in &args.exclude_from {
+        let path = match &args.directory {
+            Some(directory) => std::path::Path::new(directory).join(file),
+            None => file.into(),
+        };
+        let text = std::fs::read(path).map_err(|error| {
             usage(format!(
                 "--exclude-from {}: {}",
                 file.to_string_lossy(),
@@ -215,6 +220,7 @@ impl Config {
             ));
         }
         let algorithm = bt2sum::Algorithm::from(args.algorithm);
+        let walk_excludes = excludes(&args)?;
         let mode = if let Some(shell) = args.completions {
             Mode::Completions(shell)
         } else if args.man {
@@ -256,7 +262,7 @@ impl Config {
                 },
                 verbosity,
                 every_line: args.verbose || args.leaves,
-                excludes: excludes(&args.exclude, &args.exclude_from)?,
+                excludes: walk_excludes.clone(),
                 audit: args.audit,
                 follow_links: args.dereference,
                 update: args.update.then_some(args.stat),
@@ -306,7 +312,7 @@ impl Config {
                 Inputs::Walk {
                     roots,
                     follow_links: args.dereference,
-                    excludes: excludes(&args.exclude, &args.exclude_from)?,
+                    excludes: walk_excludes.clone(),
                 }
             } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
                 if !args.files.is_empty() || args.files0_from.is_some() {

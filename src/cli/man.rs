@@ -81,7 +81,7 @@ fn section(roff: &mut Roff, title: &str, body: &str) {
 }
 
 /// The sections after OPTIONS.
-const SECTIONS: [(&str, &str); 6] = [
+const SECTIONS: [(&str, &str); 7] = [
     (
         "OUTPUT",
         "One line per input, in argument order, each written as soon as its input \
@@ -90,8 +90,15 @@ and every input before it are done:
   BLAKE2b-64 (NAME) = HEX      a named file, and -
   BLAKE2b-64 = HEX             standard input when no FILE is given
   HEX  NAME                    with --untagged
+  BLAKE2b-64 size=N mtime=S.NS tree=L (NAME)
+                               with --stat, after a file's checksum line
 
-The number after the dash is the digest size in bytes. A name holding a \
+The number after the dash is the digest size in bytes. A stat line gives \
+the file's size, its modification time (seconds since 1970 and nine \
+digits of nanoseconds) and the leaf size: check mode then tells an edit \
+(CHANGED) from damage (FAILED), and needs no -t. With --json, one JSON \
+object a line instead, each with a type, and a summary last \
+(docs/json.md). A name holding a \
 newline, carriage return or backslash is escaped as GNU tools do: the line \
 starts with a backslash, and in the name a backslash is written as two, a \
 newline as \\n and a carriage return as \\r. Names are written as the bytes \
@@ -116,6 +123,10 @@ apply together): nothing was done.
 
 130, 143, 129: ended by Ctrl-C (SIGINT), SIGTERM or SIGHUP, after the \
 finished lines were written.
+
+With --audit, 1 also if a file is NEW, MOVED, MISSING or CHANGED; with \
+--update, only while damaged (FAILED), unreadable or MISSING files remain \
+in the list, the rest being updated.
 
 A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
 quietly, with status 0; it ends check mode at once too, quietly, with status \
@@ -190,6 +201,24 @@ leaf size than the default, the line is followed by the file's count line, \
 which tells check mode the leaf size.",
     ),
     (
+        "AUDITS",
+        "bt2sum -c --audit DIR LIST walks DIR as -r does (excludes and -L too) and \
+classes every file under it against the lists: NAME: OK and NAME: FAILED (or \
+CHANGED, with stat lines) for a listed file, then, in walk order, NAME: NEW \
+for a file no list names and NEW: MOVED from OLD for a new file whose digest \
+is that of exactly one missing entry and no other new file (never an empty \
+file), then NAME: MISSING for a listed file that is gone. Names match as the \
+lists spell them, relative to the current directory (./a and a are one \
+file); -C DIR acts as if started in DIR. The lists are never new. Counts on \
+standard error after the lists' summaries: N files are new, N files were \
+moved, N listed files are missing.
+
+--update (with one LIST) rewrites it atomically for deliberate changes only: \
+NEW files added, MOVED ones renamed, CHANGED ones hashed again; FAILED and \
+MISSING entries kept as they were. Memory stays bounded: what the audit \
+keeps beyond 16 MiB a kind goes to temporary files.",
+    ),
+    (
         "ENVIRONMENT",
         "BT2SUM_ARCHLEVEL selects the constant-time comparator that check mode \
 uses: portable, scalar, baseline (SSE2) or avx2 (AVX2), as FreeBSD's \
@@ -203,13 +232,15 @@ fastest kernel the CPU runs: bt2sum's own AVX-512 kernels (8 BLAKE2b or 16 \
 BLAKE2s leaves at once) on x86_64 CPUs with AVX-512F, the crates elsewhere. \
 Both give the same digests.\n\n\
 TMPDIR is where leaf listings of many big files keep the leaf digests that \
-do not fit in memory (default /tmp).",
+do not fit in memory, and audits what they keep of long lists (default \
+/tmp).",
     ),
     (
         "SEE ALSO",
         "b2sum(1), sha256sum(1), b3sum(1). README.md and the docs directory of \
 bt2sum's source and of its release archives describe the tree hash, check \
-mode (docs/check.md), leaf listings and many machines (docs/leaves.md), \
+mode (docs/check.md), audits (docs/audit.md), JSON (docs/json.md), leaf \
+listings and many machines (docs/leaves.md), \
 options, directories and the progress bar (docs/usage.md), speed, \
 platforms and the constant-time comparator in full.",
     ),

@@ -106,6 +106,9 @@ impl<'v> Checker<'v> {
         written?;
         printer.out.flush()?;
         let config = printer.config;
+        for (list_name, tally) in std::mem::take(&mut printer.summaries) {
+            super::summarize(config, &list_name, &tally);
+        }
         if config.verbosity != Verbosity::Status {
             for warning in counts.warnings(config.ignore_missing) {
                 warn(&warning);

@@ -60,6 +60,7 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
         config,
         out,
         line: Vec::new(),
+        summaries: Vec::new(),
     };
     let mut hints = Hints::default();
     let mut status = Status::Success;
@@ -164,7 +165,12 @@ fn check_list(
         printer.list_error(list_name, &plain_message(&error))?;
         return Ok((false, tally));
     }
-    summarize(printer.config, list_name, &tally);
+    if checker.defers_missing() {
+        // An audit's lists are summed up after what the audit finds.
+        printer.summaries.push((list_name.to_os_string(), tally));
+    } else {
+        summarize(printer.config, list_name, &tally);
+    }
     let config = printer.config;
     Ok((tally.passed(config.strict, config.update.is_some()), tally))
 }
@@ -204,6 +210,8 @@ pub struct Printer<'a> {
     out: &'a mut dyn Write,
     /// A reused buffer for one output line.
     line: Vec<u8>,
+    /// The lists' names and counts, summed up after an audit's findings.
+    summaries: Vec<(std::ffi::OsString, Tally)>,
 }
 
 impl Printer<'_> {
