@@ -156,6 +156,26 @@ fn stat_lines_tell_an_edit_from_damage() {
         "{err}"
     );
     assert_eq!(code, 1);
+    // An edit that keeps the size, the time moving on, is an edit too;
+    // the same bytes written with the time set back are damage.
+    let same_size = tempfile::tempdir().unwrap();
+    tree(same_size.path(), &[(b"f", b"version 1\n")]);
+    let list = run_in(same_size.path(), ["--stat", "f"], b"");
+    fs::write(same_size.path().join("S"), &list.stdout).unwrap();
+    let before = fs::metadata(same_size.path().join("f"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    fs::write(same_size.path().join("f"), b"version 2\n").unwrap();
+    set_mtime(
+        &same_size.path().join("f"),
+        before + Duration::from_secs(3600),
+    );
+    let (out, _, _) = bt2sum_in(same_size.path(), &["-c", "S"]);
+    assert_eq!(out, "f: CHANGED\n");
+    set_mtime(&same_size.path().join("f"), before);
+    let (out, _, _) = bt2sum_in(same_size.path(), &["-c", "S"]);
+    assert_eq!(out, "f: FAILED\n");
     // A file touched but not changed is still OK; the stat line gives the
     // leaf size, so a list made with another needs no -t.
     let touched = tempfile::tempdir().unwrap();
