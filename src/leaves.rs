@@ -356,12 +356,32 @@ impl ListedLeaves {
         self.listed.is_empty()
     }
 
+    /// The listed leaves' indices, in order.
+    pub fn indices_listed(&self) -> impl Iterator<Item = u64> + '_ {
+        self.listed.iter().map(|listed| listed.index)
+    }
+
     /// The leaves from the first listed to the last, if any is listed: the
     /// range to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
         let first = self.listed.first()?.index;
         let last = self.listed.last()?.index;
         Some(first..last + 1)
+    }
+
+    /// The listed leaves whose digest did not match the leaf's (or that were
+    /// never hashed), with their listed digests, in leaf order.
+    pub fn failed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
+        self.listed
+            .iter()
+            .filter(|listed| !listed.matched)
+            .map(|listed| (listed.index, &listed.digest))
+    }
+
+    /// Keeps only the listed leaves `keep` says yes to (by index).
+    pub fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        self.listed.retain(|listed| keep(listed.index));
+        self.next = 0;
     }
 
     /// Each listed leaf's index, and whether its digest matched the leaf's

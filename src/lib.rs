@@ -64,7 +64,7 @@ pub mod verify;
 pub mod walk;
 
 pub use digest::Digest;
-pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher};
+pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher, leaf_digest};
 pub use error::{Error, plain_message};
 pub use input::system;
 pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};

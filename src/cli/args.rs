@@ -44,6 +44,9 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
+/// What `--part` cannot go with: as a selection, but it slices a check.
+const NOT_WITH_PART: [&str; 2] = ["combine", "recursive"];
+
 /// What `--recursive` cannot go with.
 const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part", "total", "name"];
 
@@ -73,6 +76,8 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
     group(ArgGroup::new("listing").args(["leaves", "leaf_count"])),
     // `--total` says what a selection's input holds, or plans one.
     group(ArgGroup::new("planned").args(["leaf_range", "part", "leaf_count"]).multiple(true)),
+    // What --part slices: a listing, or a check.
+    group(ArgGroup::new("sliceable").args(["leaves", "leaf_count", "check"]).multiple(true)),
     // What walks directories.
     group(ArgGroup::new("walking").args(["recursive", "audit"]).multiple(true)),
 )]
@@ -314,15 +319,19 @@ pub struct Args {
     pub leaf_range: Option<Range<u64>>,
 
     /// With --leaves or --leaf-count: only the K-th of N near-equal runs of
-    /// leaves (from 1, as in `split -n K/N`)
+    /// leaves (from 1, as in `split -n K/N`); with --check, only the K-th of
+    /// N slices of what the lists describe
     ///
     /// Run sizes differ by at most one leaf, the longer first; parts past
     /// the leaf count list nothing, and part 1 of an empty file lists its
     /// `leaves=0` line. For job runners that hand each worker an index:
     /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (with --array=1-N),
-    /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1).
-    #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "listing",
-          conflicts_with = "leaf_range", conflicts_with_all = NOT_WITH_SELECTION,
+    /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1). With --check the
+    /// slices are balanced by bytes, a leaf listing cut at leaves and a file
+    /// listed whole never cut: slices 1 to N check everything once (a
+    /// nightly scrub: `--part "$(date +%u)/7"`).
+    #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "sliceable",
+          conflicts_with = "leaf_range", conflicts_with_all = NOT_WITH_PART,
           value_parser = parse_part)]
     pub part: Option<Part>,
 

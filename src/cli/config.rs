@@ -12,7 +12,7 @@ use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
 use bt2sum::verify::Settings;
 use bt2sum::walk::Excludes;
-use bt2sum::{Selection, TreeParams, system};
+use bt2sum::{Part, Selection, TreeParams, system};
 
 use super::args::{Args, go_spellings};
 use super::progress::When;
@@ -127,6 +127,8 @@ pub struct Checking {
     pub update: Option<bool>,
     /// Whether JSON objects are printed instead of lines (`--json`).
     pub json: bool,
+    /// The slice of the lists to check, if only one (`--part`).
+    pub slice: Option<Part>,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -239,6 +241,16 @@ impl Config {
             if args.stat && !args.update {
                 return Err(usage("--stat with --check needs --update"));
             }
+            if args.part.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-"))
+            {
+                return Err(usage(
+                    "--part with --check reads its lists twice: give them as files, not \
+                     standard input",
+                ));
+            }
+            if args.part.is_some() && args.update {
+                return Err(usage("--update rewrites a whole list: not with --part"));
+            }
             if args.update && (args.files.len() != 1 || args.files[0] == "-") {
                 return Err(usage(
                     "--update rewrites one list: give one LIST, a file (not standard input)",
@@ -267,6 +279,7 @@ impl Config {
                 follow_links: args.dereference,
                 update: args.update.then_some(args.stat),
                 json: args.json,
+                slice: args.part,
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })

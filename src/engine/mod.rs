@@ -47,7 +47,7 @@ pub(crate) use windows::{Mapping, RandomAccess};
 
 use crate::digest::Digest;
 use crate::error::Error;
-use crate::params::{Node, TreeParams};
+use crate::params::{LastNode, Node, TreeParams};
 use kernel::NodeState;
 
 /// Receives the digests of an input's leaves, in leaf order, as they are fed
@@ -220,6 +220,33 @@ impl Root {
     pub(crate) fn finalize(&self) -> Digest {
         self.state.finalize()
     }
+}
+
+/// The digest of one leaf: leaf `index` of an input, its bytes `bytes`,
+/// `last` on the input's final leaf. What verifying a leaf fetched again
+/// (from a copy, a ranged download) against a listing needs.
+///
+/// ```
+/// use bt2sum::{LastNode, TreeParams, hash, leaf_digest};
+///
+/// // An input of one leaf: the root hashes that leaf's digest.
+/// let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 32, 8)?;
+/// let leaf = leaf_digest(&tree, 0, LastNode::Yes, b"12345678");
+/// assert_eq!(leaf.as_bytes().len(), 32);
+/// assert_ne!(leaf, leaf_digest(&tree, 0, LastNode::No, b"12345678"));
+/// assert_ne!(leaf, hash(&tree, b"12345678"));
+/// # Ok::<(), bt2sum::ParamsError>(())
+/// ```
+pub fn leaf_digest(tree: &TreeParams, index: u64, last: LastNode, bytes: &[u8]) -> Digest {
+    let mut state = NodeState::new(
+        tree,
+        Node::Leaf {
+            offset: index,
+            last,
+        },
+    );
+    state.update(bytes);
+    state.finalize()
 }
 
 /// Fails for an input with more leaves than the node offset can number

@@ -49,7 +49,7 @@ use crate::error::Error;
 use crate::format::list::{Grammar, Improper};
 use crate::format::verdict::Verdict;
 use crate::input::{self, hash_each};
-use crate::params::TreeParams;
+use crate::params::{Part, TreeParams};
 pub use pass::{Checked, Subject};
 use pass::{Pass, worse};
 use passes::{Budget, PassOutcome, Passes, Queued};
@@ -102,12 +102,57 @@ pub enum Report<'a> {
     /// The next file is not checked yet, and the verifier is about to wait
     /// for it: a good time to flush what was written so far.
     Waiting,
+    /// At the end of a list checked in slices ([`Verifier::slicing`]): how
+    /// many of its properly formatted lines were other slices' (and got no
+    /// verdict here).
+    OutsideSlice {
+        /// The lines other slices check.
+        lines: u64,
+    },
+}
+
+/// One slice of what lists describe, checked on its own (`-c --part K/N`):
+/// the lists' bytes, in list order, are cut into N runs of near-equal
+/// bytes, and slice K checks the units that start in run K. A file checked
+/// whole (a checksum line without leaf lines) is one unit of its size (its
+/// stat line's, or the file's own); each listed leaf is one unit of its
+/// length (a leaf listing is checked leaf by leaf, its checksum line being
+/// the leaves'). Together, slices 1 to N check every unit once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// Which slice, of how many.
+    pub part: Part,
+    /// The bytes the lists describe, as [`Verifier::total_bytes`] counts
+    /// them.
+    pub total: u64,
+    /// Whether the files outside the slice are looked for (opened, not
+    /// read), for an audit to tell the missing ones: reported as probes
+    /// ([`Checked::is_probe`]).
+    pub probe_others: bool,
+}
+
+impl Slice {
+    /// Whether the unit starting `start` bytes into the lists is the
+    /// slice's.
+    fn holds(&self, start: u64) -> bool {
+        let run = match self.total {
+            0 => 0,
+            total => {
+                u128::from(start.min(total - 1)) * u128::from(self.part.parts()) / u128::from(total)
+            }
+        };
+        run + 1 == u128::from(self.part.part())
+    }
 }
 
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool.
 pub struct Verifier<'a> {
     settings: Settings,
+    /// The slice checked, if only one is.
+    slice: Option<Slice>,
+    /// How many bytes the lists checked so far describe (with a slice).
+    offset: std::cell::Cell<u64>,
     /// The memory a pass may hold, shrunk for all the lists after a
     /// refusal.
     budget: RefCell<Budget>,
@@ -120,6 +165,8 @@ impl<'a> Verifier<'a> {
     pub fn new(settings: Settings) -> Self {
         Verifier {
             settings,
+            slice: None,
+            offset: std::cell::Cell::new(0),
             budget: RefCell::new(Budget::new()),
             progress: None,
             before_stdin: Box::new(|| {}),
@@ -130,6 +177,27 @@ impl<'a> Verifier<'a> {
     pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
         self.progress = Some(counter);
         self
+    }
+
+    /// Checks only `slice` of what the lists describe (given to
+    /// [`check`](Self::check) in the order [`total_bytes`](Self::total_bytes)
+    /// counted them).
+    pub fn slicing(mut self, slice: Slice) -> Self {
+        self.slice = Some(slice);
+        self
+    }
+
+    /// The bytes a list describes, for slicing ([`Slice`]): each file
+    /// checked whole counts its size, each listed leaf its length. Reads
+    /// the list to its end (lists to slice are read twice: not from
+    /// standard input).
+    pub fn total_bytes(&self, list: &mut dyn BufRead) -> io::Result<u64> {
+        let mut passes = Passes::new(list, false, self, &self.budget);
+        let total = passes.total_bytes();
+        match passes.error.take() {
+            Some(error) => Err(error),
+            None => Ok(total),
+        }
     }
 
     /// Calls `before` whenever standard input is about to be read for a
@@ -174,6 +242,12 @@ impl<'a> Verifier<'a> {
                 return Ok(ControlFlow::Break(()));
             }
         }
+        if self.slice.is_some() {
+            let lines = passes.outside_slice;
+            if report(Report::OutsideSlice { lines }).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
         match passes.error.take() {
             Some(error) => Err(error),
             None => Ok(ControlFlow::Continue(())),
@@ -200,7 +274,8 @@ impl<'a> Verifier<'a> {
                 .borrow_mut()
                 .refused(pass.lines(listed.as_ref()));
         }
-        let checksum_matched = self.checksum_matches(&pass, outcome.result.as_ref().ok());
+        let checksum_matched =
+            !pass.probe && self.checksum_matches(&pass, outcome.result.as_ref().ok());
         let mut checked = Checked {
             pass,
             listed,
@@ -233,7 +308,7 @@ impl<'a> Verifier<'a> {
     /// file is hashed once more with `-t`'s (a named file; standard input
     /// cannot be read twice).
     fn checksum_matches(&self, pass: &Pass, hashed: Option<&crate::engine::Hashed>) -> bool {
-        let (Some(checksum), Some(hashed)) = (&pass.checksum, hashed) else {
+        let (Some(checksum), Some(hashed)) = (pass.judged_checksum(), hashed) else {
             return false;
         };
         if hashed.digest == checksum.expected {

@@ -53,6 +53,13 @@ pub(super) struct Pass {
     /// Its lines in the list, by number (from 1): a pass is one run of
     /// lines.
     pub lines: RangeInclusive<u64>,
+    /// Whether the file is only looked for (opened, not read): it is not in
+    /// the slice being checked, but an audit needs to know if it is there.
+    pub probe: bool,
+    /// Whether the checksum line is left to the leaves it sums: a slice
+    /// checks a leaf listing leaf by leaf, so the line is neither hashed
+    /// whole nor judged (its digest still says what the file was).
+    pub checksum_by_leaves: bool,
 }
 
 /// A checksum line's digest, and what its shape says of its maker.
@@ -77,13 +84,20 @@ impl Pass {
             continues: false,
             continued: false,
             lines: 0..=0,
+            probe: false,
+            checksum_by_leaves: false,
         }
+    }
+
+    /// The checksum line, if the pass judges it.
+    pub fn judged_checksum(&self) -> Option<&ListedChecksum> {
+        self.checksum.as_ref().filter(|_| !self.checksum_by_leaves)
     }
 
     /// How many lines the pass checks.
     pub fn lines(&self, listed: Option<&ListedLeaves>) -> usize {
         let leaves = listed.map_or(0, ListedLeaves::len);
-        usize::from(self.checksum.is_some()) + leaves + self.count_lines.len()
+        usize::from(self.judged_checksum().is_some()) + leaves + self.count_lines.len()
     }
 
     /// The pass's checked lines in list order, each with its verdict, given
@@ -108,7 +122,7 @@ impl Pass {
             (true, true) => Verdict::Ok,
             (true, false) => Verdict::Failed,
         };
-        let checksum = self.checksum.as_ref().map(|_| {
+        let checksum = self.judged_checksum().map(|_| {
             let verdict = match judged(checksum_matched) {
                 Verdict::Failed if changed => Verdict::Changed,
                 verdict => verdict,
@@ -218,14 +232,25 @@ impl Checked {
         self.pass.total
     }
 
-    /// The verdict on each line the pass checked, in list order.
+    /// The verdict on each line the pass checked, in list order (none for
+    /// a file only looked for: see [`is_probe`](Self::is_probe)).
     pub fn lines(&self) -> impl Iterator<Item = (Subject, Verdict)> + '_ {
-        self.pass.verdicts(
-            self.listed.as_ref(),
-            self.result.as_ref().ok(),
-            self.checksum_matched,
-            self.changed(),
-        )
+        let probe = self.pass.probe;
+        self.pass
+            .verdicts(
+                self.listed.as_ref(),
+                self.result.as_ref().ok(),
+                self.checksum_matched,
+                self.changed(),
+            )
+            .filter(move |_| !probe)
+    }
+
+    /// Whether the file was only looked for, not checked: it is outside the
+    /// slice being checked (`--part`), and an audit asked whether it is
+    /// there ([`is_missing`](Self::is_missing)).
+    pub fn is_probe(&self) -> bool {
+        self.pass.probe
     }
 
     /// Whether the file's size or modification time differ from those its
@@ -287,7 +312,7 @@ impl Checked {
     /// matched. A list made with another leaf size fails in every such
     /// line.
     pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
-        let checksum = self.pass.checksum.as_ref()?;
+        let checksum = self.pass.judged_checksum()?;
         let by_option =
             self.pass.total.is_none() && self.pass.stat.is_none() && checksum.sized_like.is_none();
         (by_option && self.result.is_ok()).then_some(self.checksum_matched)
@@ -296,7 +321,7 @@ impl Checked {
     /// The other tool whose digest size the checksum line has, if it failed
     /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
     pub fn failed_like(&self) -> Option<&OtherTool> {
-        let checksum = self.pass.checksum.as_ref()?;
+        let checksum = self.pass.judged_checksum()?;
         if self.result.is_err() || self.checksum_matched {
             return None;
         }

@@ -76,6 +76,11 @@ pub(super) struct Passes<'a> {
     pub bad_lines: Vec<(u64, BadLine)>,
     /// Why reading the list stopped early.
     pub error: Option<io::Error>,
+    /// How many properly formatted lines were left to other slices.
+    pub outside_slice: u64,
+    /// Whether improperly formatted lines are reported (not in slices but
+    /// the first).
+    reports_bad_lines: bool,
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
     /// Whether a nameless line (of standard input, as hashing it without a
@@ -112,6 +117,8 @@ impl<'a> Passes<'a> {
             ended: false,
             bad_lines: Vec::new(),
             error: None,
+            outside_slice: 0,
+            reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
             cut: false,
             nameless_is_stdin: !list_is_stdin,
             verifier,
@@ -221,6 +228,9 @@ impl<'a> Passes<'a> {
                     started.0.lines = line_number..=line_number;
                     break started;
                 }
+                // (A list's improperly formatted lines are its first
+                // slice's.)
+                Err(_) if !self.reports_bad_lines => {}
                 Err(why) => self.bad_lines.push((line_number, why)),
             }
             if self.error.is_some() {
@@ -333,16 +343,135 @@ fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
     Joined::Yes
 }
 
+/// Whether a pass has units in the slice being checked.
+enum InSlice {
+    Yes,
+    No,
+}
+
+impl Passes<'_> {
+    /// Cuts a pass to the units of it that start in the slice being
+    /// checked (see [`super::Slice`]), moving on the offset of the bytes
+    /// the lists describe; whether any is left.
+    fn slice_pass(
+        &self,
+        slice: &super::Slice,
+        pass: &mut Pass,
+        listed: &mut Option<ListedLeaves>,
+    ) -> InSlice {
+        let offset = &self.verifier.offset;
+        let in_slice = |start: u64| slice.holds(start);
+        let starts_in = in_slice(offset.get());
+        match listed.as_mut().filter(|listed| !listed.is_empty()) {
+            None if pass.checksum.is_some() => {
+                let size = whole_size(pass);
+                offset.set(offset.get().saturating_add(size));
+                if starts_in { InSlice::Yes } else { InSlice::No }
+            }
+            None => {
+                // Count lines alone: nothing to read.
+                if starts_in { InSlice::Yes } else { InSlice::No }
+            }
+            Some(leaves) => {
+                let total = pass.total.unwrap_or(0);
+                let tree = pass.tree;
+                leaves.retain(|index| {
+                    let bytes = tree.leaf_bytes(index, total);
+                    let start = offset.get();
+                    offset.set(start.saturating_add(bytes.end - bytes.start));
+                    in_slice(start)
+                });
+                // Count lines go with the file's first unit.
+                if !starts_in {
+                    pass.count_lines.clear();
+                }
+                if leaves.is_empty() && pass.count_lines.is_empty() {
+                    return InSlice::No;
+                }
+                // The leaves decide; the checksum line that goes with them
+                // is theirs (one listing made both), and is not hashed
+                // whole.
+                pass.checksum_by_leaves = true;
+                pass.count_lines.iter_mut().for_each(|before| *before = 0);
+                InSlice::Yes
+            }
+        }
+    }
+
+    /// The bytes every pass of the list describes (see [`super::Slice`]).
+    pub fn total_bytes(&mut self) -> u64 {
+        let mut total = 0u64;
+        while let Some((pass, listed)) = self.next_pass() {
+            let bytes = match listed.filter(|listed| !listed.is_empty()) {
+                Some(listed) => {
+                    let length = pass.total.unwrap_or(0);
+                    listed
+                        .indices_listed()
+                        .map(|index| {
+                            let bytes = pass.tree.leaf_bytes(index, length);
+                            bytes.end - bytes.start
+                        })
+                        .fold(0u64, u64::saturating_add)
+                }
+                None if pass.checksum.is_some() => whole_size(&pass),
+                None => 0,
+            };
+            total = total.saturating_add(bytes);
+        }
+        total
+    }
+}
+
+/// The size of a file checked whole: as its stat line lists it, or as the
+/// system says now (0 for a file that is not there).
+fn whole_size(pass: &Pass) -> u64 {
+    if let Some((size, _)) = pass.stat {
+        return size;
+    }
+    system::listed_path(&pass.name)
+        .filter(|_| pass.name != b"-")
+        .and_then(|path| std::fs::metadata(path).ok())
+        .map_or(0, |metadata| metadata.len())
+}
+
 impl<'a> Iterator for Passes<'a> {
     type Item = Job<Queued, Option<ListedLeaves>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (pass, listed) = self.next_pass()?;
+        let (mut pass, listed) = loop {
+            let (mut pass, mut listed) = self.next_pass()?;
+            let Some(slice) = self.verifier.slice.as_ref() else {
+                break (pass, listed);
+            };
+            let lines = pass.lines(listed.as_ref());
+            let in_slice = self.slice_pass(slice, &mut pass, &mut listed);
+            let kept = match in_slice {
+                InSlice::Yes => pass.lines(listed.as_ref()),
+                InSlice::No => 0,
+            };
+            self.outside_slice += (lines - kept) as u64;
+            match in_slice {
+                InSlice::Yes => break (pass, listed),
+                InSlice::No if slice.probe_others => {
+                    pass.probe = true;
+                    break (pass, None);
+                }
+                InSlice::No => {}
+            }
+        };
         let bad_lines = std::mem::take(&mut self.bad_lines);
         let listed = listed.filter(|listed| !listed.is_empty());
+        if pass.probe {
+            // Opened, not read: whether it is there.
+            pass.count_lines.clear();
+            let path = system::listed_path(&pass.name).unwrap_or_default();
+            let tree = pass.tree;
+            let job = Job::path(Queued { bad_lines, pass }, path, &tree).with_leaves(None);
+            return Some(job.leaf_range(0..0));
+        }
         // Leaf and count lines alone need only the leaves they list (none
         // for count lines): the outcome's length is the file's.
-        let range = match (&pass.checksum, &listed) {
+        let range = match (pass.judged_checksum(), &listed) {
             (Some(_), _) => None,
             (None, listed) => Some(
                 listed

@@ -179,74 +179,9 @@ fn a_leaf_range_reads_only_its_own_part_of_the_file() {
     );
 }
 
-/// A FUSE file system of the tests (`tests/fuse/short-reads.py`) mounted
-/// over a copy of `source`, unmounted when dropped; `None`, with a note
-/// naming `test`, where FUSE cannot be had here.
+/// The FUSE file system of the tests that answers each read short.
 #[cfg(target_os = "linux")]
-struct ShortReads {
-    mountpoint: std::path::PathBuf,
-    server: std::process::Child,
-}
-
-#[cfg(target_os = "linux")]
-impl ShortReads {
-    fn mount(test: &str, source: &Path, mountpoint: &Path, args: &[&str]) -> Option<ShortReads> {
-        let skip = |why: &str| {
-            eprintln!("{test}: skipped: {why}");
-            None
-        };
-        if !Path::new("/dev/fuse").exists() {
-            return skip("there is no /dev/fuse here");
-        }
-        let has_module = std::process::Command::new("python3")
-            .args(["-c", "import mfusepy"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if !has_module {
-            return skip("Python's mfusepy is missing (scripts/test-deps installs it)");
-        }
-        std::fs::create_dir_all(mountpoint).unwrap();
-        let server = std::process::Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuse/short-reads.py"))
-            .arg(source)
-            .arg(mountpoint)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mounted = ShortReads {
-            mountpoint: mountpoint.to_path_buf(),
-            server,
-        };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::fs::read_dir(mountpoint).unwrap().next().is_none() {
-            if std::time::Instant::now() > deadline {
-                return skip("the FUSE file system could not be mounted here");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Some(mounted)
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for ShortReads {
-    fn drop(&mut self) {
-        for unmount in [&["fusermount3", "-u"][..], &["umount"][..]] {
-            let done = std::process::Command::new(unmount[0])
-                .args(&unmount[1..])
-                .arg(&self.mountpoint)
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            if done {
-                break;
-            }
-        }
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
-}
+const SHORT_READS: &str = "tests/fuse/short-reads.py";
 
 /// A file system that answers every read with half the bytes asked for:
 /// each file is hashed whole (the reads are retried until the file's real
@@ -273,7 +208,8 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
     let (small, big) = (right("small"), right("big"));
     let mountpoint = dir.path().join("mnt");
     {
-        let Some(_mounted) = ShortReads::mount(test, &source, &mountpoint, &[]) else {
+        let Some(_mounted) = super::Mounted::fuse(test, SHORT_READS, &source, &mountpoint, &[])
+        else {
             return;
         };
         for (name, digest) in [("small", &small), ("big", &big)] {
@@ -296,8 +232,13 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
             );
         }
     }
-    let Some(_mounted) = ShortReads::mount(test, &source, &mountpoint, &["--size-adds", "1000"])
-    else {
+    let Some(_mounted) = super::Mounted::fuse(
+        test,
+        SHORT_READS,
+        &source,
+        &mountpoint,
+        &["--size-adds", "1000"],
+    ) else {
         return;
     };
     let out = run_in(dir.path(), ["mnt/small", "mnt/big"], b"");

@@ -23,6 +23,8 @@ mod leaves;
 mod parts;
 mod robust;
 #[cfg(unix)]
+mod scrub;
+#[cfg(unix)]
 mod signals;
 mod ux;
 mod vectors;
@@ -257,4 +259,79 @@ pub fn emulated(test: &str) -> bool {
         eprintln!("{test}: skipped under emulation");
     }
     emulated
+}
+
+/// A FUSE file system of the project's (`program`, a Python script named
+/// from the crate's root) mounted over `source`, unmounted when dropped; `None`, with a note
+/// naming `test`, where FUSE cannot be had here.
+#[cfg(target_os = "linux")]
+pub struct Mounted {
+    mountpoint: std::path::PathBuf,
+    server: std::process::Child,
+}
+
+#[cfg(target_os = "linux")]
+impl Mounted {
+    pub fn fuse(
+        test: &str,
+        program: &str,
+        source: &Path,
+        mountpoint: &Path,
+        args: &[&str],
+    ) -> Option<Mounted> {
+        let skip = |why: &str| {
+            eprintln!("{test}: skipped: {why}");
+            None
+        };
+        if !Path::new("/dev/fuse").exists() {
+            return skip("there is no /dev/fuse here");
+        }
+        let has_module = std::process::Command::new("python3")
+            .args(["-c", "import mfusepy"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !has_module {
+            return skip("Python's mfusepy is missing (scripts/test-deps installs it)");
+        }
+        std::fs::create_dir_all(mountpoint).unwrap();
+        let server = std::process::Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(program))
+            .arg(source)
+            .arg(mountpoint)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mounted = Mounted {
+            mountpoint: mountpoint.to_path_buf(),
+            server,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::fs::read_dir(mountpoint).unwrap().next().is_none() {
+            if std::time::Instant::now() > deadline {
+                return skip("the FUSE file system could not be mounted here");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(mounted)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for unmount in [&["fusermount3", "-u"][..], &["umount"][..]] {
+            let done = std::process::Command::new(unmount[0])
+                .args(&unmount[1..])
+                .arg(&self.mountpoint)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if done {
+                break;
+            }
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
 }

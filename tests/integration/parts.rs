@@ -412,7 +412,7 @@ fn planning_reads_no_input_and_the_options_go_together() {
         &["--leaves", "--part", "3/2", "f"],
         &["--leaves", "--part", "1/2", "--leaf-range", "0..1", "f"],
         &["--combine", "--part", "1/2", "f"],
-        &["-c", "--part", "1/2", "f"],
+        &["-c", "--part", "1/2", "--leaf-range", "0..1", "f"],
         &["-r", "--leaves", "--part", "1/2", "."],
         &["--leaves", "--part", "1/2", "--total", "x", "f"],
         &["--name", "", "f"],

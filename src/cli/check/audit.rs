@@ -36,7 +36,9 @@ impl<'v> Checker<'v> {
         verifier: &'v Verifier<'v>,
         progress: Option<&Arc<AtomicU64>>,
     ) -> Checker<'v> {
-        if config.audit.is_empty() {
+        // (Checked in slices, only the first audits.)
+        let first_slice = config.slice.is_none_or(|part| part.part() == 1);
+        if config.audit.is_empty() || !first_slice {
             return Checker::Lists(verifier);
         }
         // The lists, and the file standard output writes to, are never new.

@@ -29,7 +29,7 @@ use std::ops::ControlFlow;
 use bt2sum::format::verdict::{
     Class, Verdict, push_class, push_count_verdict, push_leaf_verdict, push_verdict,
 };
-use bt2sum::verify::{Checked, Report, Subject, Verifier};
+use bt2sum::verify::{Checked, Report, Slice, Subject, Verifier};
 use bt2sum::{plain_message, system};
 
 use super::config::{Checking, Verbosity};
@@ -56,6 +56,26 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     } else {
         &config.lists[..]
     };
+    if let Some(part) = config.slice {
+        // What the lists describe, to cut into slices; a list that cannot
+        // be read is reported when it is checked.
+        let mut total = 0u64;
+        for list in lists {
+            if let Ok(mut reader) = open(list)
+                && let Ok(bytes) = verifier.total_bytes(&mut reader)
+            {
+                total = total.saturating_add(bytes);
+            }
+        }
+        // An audit walks in the first slice only, which looks for every
+        // listed file to tell the missing ones.
+        let probe_others = !config.audit.is_empty() && part.part() == 1;
+        verifier = verifier.slicing(Slice {
+            part,
+            total,
+            probe_others,
+        });
+    }
     let mut printer = Printer {
         config,
         out,
@@ -134,11 +154,18 @@ fn check_list(
     };
     let mut tally = Tally::default();
     let mut written = Ok(());
-    // Missing files an audit classes at its end; --ignore-missing skips.
-    let deferred = printer.config.ignore_missing || checker.defers_missing();
+    // Missing files an audit classes at its end (in its first slice, when
+    // checked in slices); --ignore-missing skips.
+    let config = printer.config;
+    let deferred = config.ignore_missing || !config.audit.is_empty();
     let checked = checker.check(&mut reader, list_is_stdin, |report| {
         written = match report {
             Report::Waiting => printer.out.flush(),
+            Report::OutsideSlice { lines } => {
+                tally.entries += lines;
+                tally.outside_slice += lines;
+                Ok(())
+            }
             Report::BadLine { line, why } => {
                 tally.improperly_formatted += 1;
                 hints.bad_line(why);
@@ -171,7 +198,6 @@ fn check_list(
     } else {
         summarize(printer.config, list_name, &tally);
     }
-    let config = printer.config;
     Ok((tally.passed(config.strict, config.update.is_some()), tally))
 }
 
@@ -199,7 +225,7 @@ fn summarize(config: &Checking, list_name: &OsStr, tally: &Tally) {
     for warning in tally.warnings() {
         warn(&warning);
     }
-    if config.ignore_missing && tally.matched == 0 {
+    if config.ignore_missing && tally.verified_none() {
         report(list_name, "no file was verified");
     }
 }

@@ -20,6 +20,8 @@ pub struct Tally {
     pub changed: u64,
     /// Files that could not be opened or read.
     pub unreadable: u64,
+    /// Properly formatted lines left to other slices (`--part`).
+    pub outside_slice: u64,
 }
 
 impl Tally {
@@ -31,6 +33,14 @@ impl Tally {
         self.mismatched += other.mismatched;
         self.changed += other.changed;
         self.unreadable += other.unreadable;
+        self.outside_slice += other.outside_slice;
+    }
+
+    /// Whether no file was verified, although some were for the list to
+    /// verify: with `--ignore-missing`, all were missing. (A list checked
+    /// in slices may well have none of its files in one.)
+    pub fn verified_none(&self) -> bool {
+        self.matched == 0 && self.outside_slice == 0
     }
 
     /// Counts a pass's lines, and its file once its last pass is checked;
@@ -91,7 +101,7 @@ impl Tally {
     /// all skipped as missing verifies nothing, as in GNU.)
     pub fn passed(&self, strict: bool, updated: bool) -> bool {
         let changed_ok = updated || self.changed == 0;
-        (self.matched > 0 || updated && self.changed > 0)
+        (!self.verified_none() || updated && self.changed > 0)
             && self.mismatched == 0
             && changed_ok
             && self.unreadable == 0
@@ -145,7 +155,23 @@ mod tests {
             mismatched: 2,
             changed: 0,
             unreadable: 1,
+            outside_slice: 0,
         };
+        // A list whose files are all other slices' passes; one whose files
+        // were all skipped as missing does not.
+        let elsewhere = Tally {
+            entries: 3,
+            outside_slice: 3,
+            ..Tally::default()
+        };
+        assert!(elsewhere.passed(false, false));
+        assert!(
+            !Tally {
+                entries: 3,
+                ..Tally::default()
+            }
+            .passed(false, false)
+        );
         assert_eq!(
             one_each.warnings(),
             [

@@ -1,0 +1,365 @@
+//! Scrubbing in slices (`-c --part K/N`): for lists of every shape, slices
+//! 1 to N together give every verdict a full check gives, once; a slice
+//! reads only its own bytes; an audit finds new, moved and missing files
+//! in the first slice only.
+
+use std::fs;
+use std::path::Path;
+
+use super::{run_in, status, stderr, stdout};
+
+/// Writes `bytes` to `dir/name`.
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    fs::write(dir.join(name), bytes).unwrap();
+}
+
+/// Bytes that differ from one file to the next (`seed`).
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// Runs bt2sum in `dir`, expecting it to succeed, and gives its output.
+fn listed(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = run_in(dir, args, b"");
+    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
+    out.stdout
+}
+
+/// `--verbose` verdict lines, sorted, and the status.
+fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
+    let out = run_in(dir, args, b"");
+    let status = status(&out);
+    assert!(
+        !stderr(&out).contains("panicked"),
+        "{args:?}: {}",
+        stderr(&out)
+    );
+    let mut lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    lines.sort();
+    (lines, status)
+}
+
+/// Checks that slices 1 to N of `lists` (in `dir`), for several N, give
+/// together the verdicts a full check gives, each once, and fail exactly
+/// when it does. A leaf listing's own line (`NAME: OK`, named in
+/// `leaf_listed`) gets no verdict in a slice: its leaves get theirs.
+fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], options: &[&str]) {
+    let args = |part: Option<String>| {
+        let mut args: Vec<String> = ["-c", "--verbose"].map(String::from).to_vec();
+        args.extend(options.iter().map(|option| option.to_string()));
+        if let Some(part) = part {
+            args.push("--part".into());
+            args.push(part);
+        }
+        args.extend(lists.iter().map(|list| list.to_string()));
+        args
+    };
+    let full_args = args(None);
+    let full_args: Vec<&str> = full_args.iter().map(String::as_str).collect();
+    let (full, full_status) = verdicts(dir, &full_args);
+    let expected: Vec<String> = full
+        .into_iter()
+        .filter(|line| {
+            !leaf_listed.iter().any(|name| {
+                line.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(": ") && !rest.starts_with(": leaf"))
+            })
+        })
+        .collect();
+    for parts in [1u32, 2, 3, 5, 7, 16, 100] {
+        let mut together = Vec::new();
+        let mut worst = 0;
+        for part in 1..=parts {
+            let slice_args = args(Some(format!("{part}/{parts}")));
+            let slice_args: Vec<&str> = slice_args.iter().map(String::as_str).collect();
+            let (lines, status) = verdicts(dir, &slice_args);
+            together.extend(lines);
+            worst = worst.max(status);
+        }
+        together.sort();
+        assert_eq!(together, expected, "slices of {parts} of {lists:?}");
+        assert_eq!(worst, full_status, "the worst status of {parts} slices");
+    }
+}
+
+#[test]
+fn slices_of_empty_files_check_them_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["e1", "e2", "e3"] {
+        write(dir.path(), name, b"");
+    }
+    let sums = listed(dir.path(), &["e1", "e2", "e3"]);
+    write(dir.path(), "SUMS", &sums);
+    let leaves = listed(dir.path(), &["--leaves", "e1", "e2"]);
+    write(dir.path(), "LEAVES", &leaves);
+    slices_cover_a_full_check(dir.path(), &["SUMS", "LEAVES"], &[], &[]);
+}
+
+#[test]
+fn slices_of_one_big_file_cut_at_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    // 700 leaves of 4 KiB, and a short last one.
+    write(dir.path(), "big", &noise(700 * 4096 + 100, 1));
+    let leaves = listed(dir.path(), &["-t", "4096", "--leaves", "big"]);
+    write(dir.path(), "LEAVES", &leaves);
+    slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
+    // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
+    // bytes go with the seventh).
+    for part in 1..=7 {
+        let (lines, status) = verdicts(
+            dir.path(),
+            &["-c", "--verbose", "--part", &format!("{part}/7"), "LEAVES"],
+        );
+        assert_eq!(status, 0);
+        let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
+        assert!(
+            (100..=101).contains(&leaves),
+            "slice {part}: {leaves} leaves"
+        );
+    }
+    // Damaged leaves are found by the slices that hold them, and only
+    // there.
+    let mut bytes = fs::read(dir.path().join("big")).unwrap();
+    bytes[5 * 4096] ^= 1;
+    bytes[650 * 4096 + 7] ^= 1;
+    write(dir.path(), "big", &bytes);
+    slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
+    let out = run_in(dir.path(), ["-c", "--part", "7/7", "LEAVES"], b"");
+    assert_eq!(stdout(&out), "big: FAILED\nbig: leaf 650: FAILED\n");
+    assert_eq!(
+        stderr(&out),
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    );
+    assert_eq!(status(&out), 1);
+    let out = run_in(dir.path(), ["-c", "--part", "4/7", "LEAVES"], b"");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("big: OK\n", 0));
+    // Shortened, the file fails in the slice of its last leaf (and in
+    // those of the leaves it lost).
+    write(dir.path(), "big", &bytes[..600 * 4096]);
+    slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
+}
+
+#[test]
+fn slices_of_thousands_of_small_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        write(dir.path(), name, &noise(i % 1500, i as u64));
+    }
+    let mut args = vec!["-t", "1024"];
+    args.extend(names.iter().map(String::as_str));
+    let sums = listed(dir.path(), &args);
+    write(dir.path(), "SUMS", &sums);
+    write(dir.path(), "f0100", b"damaged");
+    fs::remove_file(dir.path().join("f0200")).unwrap();
+    slices_cover_a_full_check(dir.path(), &["SUMS"], &[], &["-t", "1024"]);
+}
+
+#[test]
+fn slices_of_mixed_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (i, len) in [0usize, 1, 4095, 4096, 4097, 50_000, 200_000]
+        .iter()
+        .enumerate()
+    {
+        write(root, &format!("w{i}"), &noise(*len, 100 + i as u64));
+        write(root, &format!("l{i}"), &noise(*len, 200 + i as u64));
+        write(root, &format!("s{i}"), &noise(*len, 300 + i as u64));
+    }
+    let whole = listed(
+        root,
+        &["-t", "4096", "w0", "w1", "w2", "w3", "w4", "w5", "w6"],
+    );
+    let mut leaves = listed(
+        root,
+        &[
+            "-t", "4096", "--leaves", "l0", "l1", "l2", "l3", "l4", "l5", "l6",
+        ],
+    );
+    // A leaf listing of only some leaves, as `--part` makes them.
+    leaves.extend(listed(
+        root,
+        &["-t", "4096", "--leaves", "--part", "2/3", "w6"],
+    ));
+    let stat = listed(
+        root,
+        &[
+            "-t", "4096", "--stat", "s0", "s1", "s2", "s3", "s4", "s5", "s6",
+        ],
+    );
+    write(root, "WHOLE", &whole);
+    write(root, "LEAVES", &leaves);
+    write(root, "STAT", &stat);
+    let lists = ["WHOLE", "LEAVES", "STAT"];
+    // (An empty file has no leaves: its checksum line is its unit.)
+    let leaf_listed = ["l1", "l2", "l3", "l4", "l5", "l6"];
+    slices_cover_a_full_check(root, &lists, &leaf_listed, &["-t", "4096"]);
+    // Damaged, grown, shortened, missing, edited.
+    let mut damaged = fs::read(root.join("l6")).unwrap();
+    damaged[100_000] ^= 0x80;
+    write(root, "l6", &damaged);
+    let mut grown = fs::read(root.join("l4")).unwrap();
+    grown.push(0);
+    write(root, "l4", &grown);
+    write(root, "w5", &fs::read(root.join("w5")).unwrap()[..30_000]);
+    fs::remove_file(root.join("w2")).unwrap();
+    fs::remove_file(root.join("l5")).unwrap();
+    write(root, "s5", b"edited");
+    slices_cover_a_full_check(root, &lists, &leaf_listed, &["-t", "4096"]);
+    // Improperly formatted lines are the first slice's.
+    let mut junk = b"not a checksum line\n".to_vec();
+    junk.extend(&whole);
+    write(root, "JUNK", &junk);
+    for part in 1..=3 {
+        let part = format!("{part}/3");
+        let out = run_in(
+            root,
+            ["-t", "4096", "-c", "-w", "--part", &part, "JUNK"],
+            b"",
+        );
+        let warned = stderr(&out).contains("JUNK: 1: improperly formatted");
+        assert_eq!(warned, part == "1/3", "{part}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a", b"one small file");
+    let sums = listed(dir.path(), &["a"]);
+    write(dir.path(), "SUMS", &sums);
+    let out = run_in(dir.path(), ["-c", "--part", "1/3", "SUMS"], b"");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("a: OK\n", 0));
+    for part in ["2/3", "3/3"] {
+        let out = run_in(dir.path(), ["-c", "--part", part, "SUMS"], b"");
+        assert_eq!(stdout(&out), "");
+        assert_eq!(stderr(&out), "");
+        assert_eq!(status(&out), 0);
+    }
+}
+
+#[test]
+fn slices_are_refused_where_they_cannot_be_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a", b"a file");
+    write(dir.path(), "SUMS", &listed(dir.path(), &["a"]));
+    let refused = [
+        (&["-c", "--part", "1/2"][..], "standard input"),
+        (&["-c", "--part", "1/2", "-"][..], "standard input"),
+        (
+            &["-c", "--part", "1/2", "--update", "--audit", ".", "SUMS"][..],
+            "--update",
+        ),
+        (&["-c", "--part", "0/2", "SUMS"][..], "--part"),
+        (&["-c", "--part", "3/2", "SUMS"][..], "--part"),
+    ];
+    for (args, said) in refused {
+        let out = run_in(dir.path(), args, b"");
+        assert_eq!(status(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    fs::create_dir(&root).unwrap();
+    for i in 0..9 {
+        write(&root, &format!("f{i}"), &noise(10_000 * (i + 1), i as u64));
+    }
+    let sums = listed(&root, &["--stat", "-r", "."]);
+    write(dir.path(), "SUMS", &sums);
+    fs::rename(root.join("f1"), root.join("g1")).unwrap();
+    fs::remove_file(root.join("f7")).unwrap();
+    write(&root, "new", b"added");
+    let (full, full_status) = verdicts(&root, &["-c", "--verbose", "--audit", ".", "../SUMS"]);
+    assert_eq!(full_status, 1);
+    let mut together = Vec::new();
+    for part in 1..=4 {
+        let part = format!("{part}/4");
+        let args = [
+            "-c",
+            "--verbose",
+            "--audit",
+            ".",
+            "--part",
+            &part,
+            "../SUMS",
+        ];
+        let (lines, status) = verdicts(&root, &args);
+        let findings: Vec<&String> = lines
+            .iter()
+            .filter(|line| {
+                line.ends_with("NEW") || line.contains("MOVED") || line.ends_with("MISSING")
+            })
+            .collect();
+        if part == "1/4" {
+            assert_eq!(
+                findings,
+                ["./f7: MISSING", "./g1: MOVED from ./f1", "./new: NEW"]
+            );
+            assert_eq!(status, 1);
+        } else {
+            assert!(findings.is_empty(), "{part}: {findings:?}");
+            assert_eq!(status, 0, "{part}");
+        }
+        together.extend(lines);
+    }
+    together.sort();
+    assert_eq!(together, full);
+}
+
+/// A slice of a big file on the spinning-disk model reads about its own
+/// share of the file: the counters of the model say how many bytes were
+/// served.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_slice_reads_only_its_own_bytes() {
+    let test = "a_slice_reads_only_its_own_bytes";
+    if super::emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    fs::create_dir(&source).unwrap();
+    let mib = 1 << 20;
+    write(&source, "big", &noise(64 * mib, 7));
+    let sums = listed(&source, &["-t", "1048576", "--leaves", "big"]);
+    write(dir.path(), "SUMS", &sums);
+    let mountpoint = dir.path().join("disk");
+    let model = "scripts/spinning-disk";
+    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+        return;
+    };
+    let served = || -> u64 {
+        let counters = fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
+        let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
+        counters["bytes"].as_u64().unwrap()
+    };
+    let before = served();
+    let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
+    assert_eq!(
+        (stdout(&out).as_str(), status(&out)),
+        ("big: OK\n", 0),
+        "{}",
+        stderr(&out)
+    );
+    let read = served() - before;
+    // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
+    assert!(
+        (8 * mib as u64..=12 * mib as u64).contains(&read),
+        "a slice of 8 MiB read {} KiB",
+        read >> 10
+    );
+}
