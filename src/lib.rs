@@ -56,7 +56,9 @@ pub mod format;
 mod input;
 pub mod leaves;
 pub mod memory;
+mod os;
 mod params;
+pub mod repair;
 #[cfg(feature = "digest")]
 mod rustcrypto;
 mod spill;

@@ -309,7 +309,7 @@ impl Run {
             return Err(memory::out_of_memory());
         }
         self.buffer.resize(start + more, 0);
-        read_exact_at(file, &mut self.buffer[start..], self.offset)?;
+        crate::os::read_exact_at(file, &mut self.buffer[start..], self.offset)?;
         self.offset += more as u64;
         Ok(true)
     }
@@ -332,29 +332,6 @@ impl Run {
         let record = self.buffer[self.at + 4..self.at + 4 + len].to_vec();
         self.at += 4 + len;
         Ok(Some(record))
-    }
-}
-
-/// Reads `buf.len()` bytes of `file` from `offset`.
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::FileExt;
-        let mut done = 0;
-        while done < buf.len() {
-            match file.seek_read(&mut buf[done..], offset + done as u64) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(read) => done += read,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
     }
 }
 

@@ -379,6 +379,27 @@ pub struct Args {
     #[arg(long, requires = "audit")]
     pub update: bool,
 
+    /// With --check: mend each failing leaf of a leaf listing from a good
+    /// copy, PATH (the copy of the one file to mend, or a directory holding
+    /// the copies under the names the lists give)
+    ///
+    /// Each leaf is read from the copy and verified against its listed
+    /// digest; only then is it written in place, synced, read back and
+    /// verified again: `NAME: leaf I: REPAIRED`. Bytes that do not verify
+    /// are never written (`NAME: leaf I: FAILED (the copy's leaf does not
+    /// match either)`), nor are good leaves. Only the failing leaves' bytes
+    /// are read from the copy. A file listed without leaf lines cannot be
+    /// mended leaf by leaf. The status is 0 only if every file now
+    /// verifies.
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
+          conflicts_with = "update")]
+    pub repair_from: Option<OsString>,
+
+    /// With --repair-from: cut a file longer than listed to its listed
+    /// length (else it is reported, and left as it is)
+    #[arg(long, requires = "repair_from")]
+    pub repair_truncate: bool,
+
     /// Print one JSON object a line, in place of lines: checksums, leaves,
     /// verdicts, audit classes, errors, and a summary at the end
     ///

@@ -129,6 +129,9 @@ pub struct Checking {
     pub json: bool,
     /// The slice of the lists to check, if only one (`--part`).
     pub slice: Option<Part>,
+    /// Where good copies of damaged files are, and whether a file longer
+    /// than listed is cut (`--repair-from`, `--repair-truncate`).
+    pub repair: Option<(std::path::PathBuf, bool)>,
     pub strict: bool,
     pub ignore_missing: bool,
 }
@@ -280,6 +283,10 @@ impl Config {
                 update: args.update.then_some(args.stat),
                 json: args.json,
                 slice: args.part,
+                repair: args
+                    .repair_from
+                    .as_ref()
+                    .map(|copy| (copy.into(), args.repair_truncate)),
                 strict: args.strict,
                 ignore_missing: args.ignore_missing,
             })

@@ -105,6 +105,18 @@ pub fn push_leaf_verdict(out: &mut Vec<u8>, name: &[u8], index: u64, verdict: Ve
     out.extend_from_slice(format!(": leaf {index}: {}\n", verdict.text()).as_bytes());
 }
 
+/// Appends what mending leaf `index` of a listed file from a good copy did
+/// (`--repair-from`): `NAME: leaf I: REPAIRED`, or, with the reason it was
+/// not, `NAME: leaf I: FAILED (WHY)`.
+pub fn push_repair(out: &mut Vec<u8>, name: &[u8], index: u64, failed_because: Option<&str>) {
+    push_shown_name(out, name);
+    let line = match failed_because {
+        None => format!(": leaf {index}: REPAIRED\n"),
+        Some(why) => format!(": leaf {index}: FAILED ({why})\n"),
+    };
+    out.extend_from_slice(line.as_bytes());
+}
+
 /// Appends the verdict on a count line (`leaves=C total=T`), which checks
 /// the listed file's length: `NAME: leaf count: OK`.
 pub fn push_count_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
@@ -126,13 +138,21 @@ mod tests {
         push_verdict(&mut out, b"\xff", Verdict::Ok);
         push_verdict(&mut out, b"evil.iso: OK\x1b[8m", Verdict::Failed);
         push_leaf_verdict(&mut out, b"tab\tdel\x7f", 7, Verdict::Ok);
+        push_repair(&mut out, b"big", 3, None);
+        push_repair(
+            &mut out,
+            b"big\n",
+            4,
+            Some("the copy's leaf does not match either"),
+        );
         push_count_verdict(&mut out, b"f", Verdict::Failed);
         push_leaf_verdict(&mut out, b"f", 57, Verdict::Missing);
         assert_eq!(
             out,
             b"a b: OK\n\\new\\nline: FAILED\n\\back\\\\slash: FAILED open or read\n\
               \\cr\\r: OK\n\xff: OK\n\\evil.iso: OK\\x1b[8m: FAILED\n\
-              \\tab\\x09del\\x7f: leaf 7: OK\nf: leaf count: FAILED\nf: leaf 57: FAILED missing\n"
+              \\tab\\x09del\\x7f: leaf 7: OK\nbig: leaf 3: REPAIRED\n\\big\\n: leaf 4: FAILED (the \
+              copy's leaf does not match either)\nf: leaf count: FAILED\nf: leaf 57: FAILED missing\n"
         );
     }
 }

@@ -113,7 +113,7 @@ impl RandomAccess for MappedFile<'_> {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let bytes = self.in_file(offset..offset)?;
-        read_at(self.file, buf, bytes.start)
+        crate::os::read_at(self.file, buf, bytes.start)
     }
 
     fn check(&self, faulted: bool) -> Result<(), Error> {
@@ -128,17 +128,6 @@ impl RandomAccess for MappedFile<'_> {
         }
         Ok(())
     }
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
-}
-
-/// (Windows moves the file pointer too; nothing reads this handle in turn.)
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 /// Fails with [`Error::Changed`] if the file's stamp (its size, times and

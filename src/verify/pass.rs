@@ -232,6 +232,19 @@ impl Checked {
         self.pass.total
     }
 
+    /// The listed leaves the pass found failing (those the file lacks
+    /// too), with their listed digests, in leaf order: none if the file
+    /// could not be read.
+    pub fn failed_leaves(&self) -> Vec<(u64, Digest)> {
+        match (&self.result, &self.listed) {
+            (Ok(_), Some(listed)) if !self.pass.probe => listed
+                .failed()
+                .map(|(index, digest)| (index, *digest))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The verdict on each line the pass checked, in list order (none for
     /// a file only looked for: see [`is_probe`](Self::is_probe)).
     pub fn lines(&self) -> impl Iterator<Item = (Subject, Verdict)> + '_ {

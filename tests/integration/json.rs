@@ -157,6 +157,19 @@ fn objects_printed() -> Vec<Value> {
     fs::write(at.join("t/new"), b"new\n").unwrap();
     json(&["-c", "--audit", "t", "SUMS"], b"");
     json(&["-c", "--audit", "t", "--update", "SUMS"], b"");
+    // Leaves mended from a good copy, and one the copy cannot give.
+    fs::create_dir(at.join("copy")).unwrap();
+    fs::write(at.join("copy/big"), vec![7u8; 40]).unwrap();
+    fs::write(at.join("big"), vec![7u8; 40]).unwrap();
+    fs::write(at.join("BIG"), list(&["-t", "8", "--leaves", "big"])).unwrap();
+    let mut damaged = vec![7u8; 40];
+    damaged[3] = 0;
+    damaged[20] = 0;
+    fs::write(at.join("big"), &damaged).unwrap();
+    let mut copy = vec![7u8; 40];
+    copy[21] = 0;
+    fs::write(at.join("copy/big"), &copy).unwrap();
+    json(&["-c", "--repair-from", "copy", "BIG"], b"");
     // An entry that cannot be read.
     fs::create_dir(at.join("t/dir")).unwrap();
     fs::write(at.join("UNREADABLE"), b"00  t/dir\n").unwrap();
@@ -197,6 +210,8 @@ fn every_object_printed_is_one_the_schema_allows() {
         "bad-line",
         "error",
         "update",
+        "repair REPAIRED",
+        "repair FAILED",
         "summary",
         "summary of a check",
         "verdict OK",

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 15] = [
+const LAYERS: [(&str, &[&str]); 17] = [
     ("ct", &[]),
+    ("os", &[]),
     ("descriptors", &[]),
     ("memory", &[]),
     ("params", &[]),
@@ -38,9 +39,14 @@ const LAYERS: [(&str, &[&str]); 15] = [
             "error",
             "descriptors",
             "memory",
+            "os",
         ],
     ),
-    ("spill", &["descriptors", "memory"]),
+    ("spill", &["descriptors", "memory", "os"]),
+    (
+        "repair",
+        &["engine", "params", "digest", "error", "memory", "os"],
+    ),
     (
         "audit",
         &[

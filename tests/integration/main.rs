@@ -21,6 +21,8 @@ mod json;
 mod layers;
 mod leaves;
 mod parts;
+#[cfg(unix)]
+mod repair;
 mod robust;
 #[cfg(unix)]
 mod scrub;

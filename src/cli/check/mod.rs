@@ -19,6 +19,7 @@
 
 mod audit;
 mod hints;
+mod repair;
 mod tally;
 
 use std::ffi::OsStr;
@@ -38,6 +39,7 @@ use super::output::{Status, output_failed, report, report_listed, warn};
 use super::progress::{Progress, When};
 use audit::Checker;
 use hints::Hints;
+use repair::Repairs;
 use tally::Tally;
 
 /// Verifies every list (standard input when none is given), writing
@@ -86,11 +88,12 @@ pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
     let mut checker = Checker::new(config, &verifier, progress.counter());
     let mut totals = Tally::default();
+    let mut repairs = Repairs::new(config);
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
         }
-        match check_list(&mut checker, list, &mut printer, &mut hints) {
+        match check_list(&mut checker, list, &mut printer, &mut hints, &mut repairs) {
             Ok((passed, tally)) => {
                 totals.add(&tally);
                 if !passed {
@@ -138,6 +141,7 @@ fn check_list(
     list: &OsStr,
     printer: &mut Printer<'_>,
     hints: &mut Hints,
+    repairs: &mut Option<Repairs>,
 ) -> io::Result<(bool, Tally)> {
     let list_is_stdin = list == "-";
     let list_name = if list_is_stdin {
@@ -175,7 +179,12 @@ fn check_list(
                 let skipped = deferred && checked.is_missing();
                 tally.count_checked(checked, skipped);
                 hints.checked(checked);
-                printer.checked(checked, skipped)
+                printer
+                    .checked(checked, skipped)
+                    .and_then(|()| match repairs {
+                        Some(repairs) => repairs.after(checked, printer, &mut tally),
+                        None => Ok(()),
+                    })
             }
         };
         match written {
@@ -449,6 +458,8 @@ fn summary_object(
             "moved": audited.moved,
             "missing": audited.missing,
             "errors": audited.errors,
+            "repaired": totals.repaired_leaves,
+            "unrepaired": totals.unrepaired_leaves,
             "status": status as u8,
         }),
     )

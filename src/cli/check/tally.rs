@@ -22,6 +22,12 @@ pub struct Tally {
     pub unreadable: u64,
     /// Properly formatted lines left to other slices (`--part`).
     pub outside_slice: u64,
+    /// Failing leaves mended from a good copy (`--repair-from`).
+    pub repaired_leaves: u64,
+    /// Failing leaves that could not be mended.
+    pub unrepaired_leaves: u64,
+    /// Files that failed and verify now, mended.
+    pub mended_files: u64,
 }
 
 impl Tally {
@@ -34,13 +40,16 @@ impl Tally {
         self.changed += other.changed;
         self.unreadable += other.unreadable;
         self.outside_slice += other.outside_slice;
+        self.repaired_leaves += other.repaired_leaves;
+        self.unrepaired_leaves += other.unrepaired_leaves;
+        self.mended_files += other.mended_files;
     }
 
     /// Whether no file was verified, although some were for the list to
     /// verify: with `--ignore-missing`, all were missing. (A list checked
     /// in slices may well have none of its files in one.)
     pub fn verified_none(&self) -> bool {
-        self.matched == 0 && self.outside_slice == 0
+        self.matched == 0 && self.outside_slice == 0 && self.mended_files == 0
     }
 
     /// Counts a pass's lines, and its file once its last pass is checked;
@@ -91,18 +100,33 @@ impl Tally {
             "listed file was changed since it was listed",
             "listed files were changed since they were listed",
         );
+        // What mending did: the repaired leaves (news, not a warning), then
+        // those that are still damaged.
+        match self.repaired_leaves {
+            0 => {}
+            1 => warnings.push("1 damaged leaf was repaired".to_string()),
+            count => warnings.push(format!("{count} damaged leaves were repaired")),
+        }
+        match self.unrepaired_leaves {
+            0 => {}
+            1 => warnings.push("WARNING: 1 damaged leaf could not be repaired".to_string()),
+            count => warnings.push(format!(
+                "WARNING: {count} damaged leaves could not be repaired"
+            )),
+        }
         warnings
     }
 
     /// Whether the list verifies: some file matched (or, being
-    /// `updated`, changed), none failed or was unreadable, none changed
+    /// `updated`, changed), none failed (but those mended) or was
+    /// unreadable, none changed
     /// unless `updated` (the update lists it as it is now), and with
     /// `strict` no line was improperly formatted. (A list whose files were
     /// all skipped as missing verifies nothing, as in GNU.)
     pub fn passed(&self, strict: bool, updated: bool) -> bool {
         let changed_ok = updated || self.changed == 0;
         (!self.verified_none() || updated && self.changed > 0)
-            && self.mismatched == 0
+            && self.mismatched == self.mended_files
             && changed_ok
             && self.unreadable == 0
             && !(strict && self.improperly_formatted > 0)
@@ -155,7 +179,7 @@ mod tests {
             mismatched: 2,
             changed: 0,
             unreadable: 1,
-            outside_slice: 0,
+            ..Tally::default()
         };
         // A list whose files are all other slices' passes; one whose files
         // were all skipped as missing does not.

@@ -1,0 +1,69 @@
+//! Positional reads and writes, the same on every system: Unix's `pread`
+//! and `pwrite` (which leave the file offset alone), Windows' `seek_read`
+//! and `seek_write` (which move it; nothing here reads such a handle in
+//! turn).
+
+use std::fs::File;
+use std::io;
+
+/// Reads at most `buf.len()` bytes of `file` from `offset`.
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
+}
+
+/// Reads exactly `buf.len()` bytes of `file` from `offset`: fails with
+/// `UnexpectedEof` if the file ends first.
+pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(file, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(count) => {
+                buf = &mut buf[count..];
+                offset += count as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to `file` at `offset`, extending the file if it
+/// ends before.
+pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        #[cfg(unix)]
+        let written = std::os::unix::fs::FileExt::write_at(file, buf, offset);
+        #[cfg(windows)]
+        let written = std::os::windows::fs::FileExt::seek_write(file, buf, offset);
+        match written {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(count) => {
+                buf = &buf[count..];
+                offset += count as u64;
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Tells the system that `file` is read at scattered offsets: reading
+/// ahead of each read would only fetch bytes nobody asked for (from a
+/// copy on a slow or remote disk, say). Nothing where there is no such
+/// advice.
+pub fn reads_scattered(file: &File) {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the advice concerns only the open file's pages; a
+        // failure changes nothing.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
+    #[cfg(not(all(unix, not(target_os = "macos"))))]
+    let _ = file;
+}

@@ -1,0 +1,336 @@
+//! Mending a file's damaged leaves from a good copy of it (`--repair-from`).
+//!
+//! A leaf listing holds each leaf's digest, so one leaf fetched again can be
+//! proved good before it is written. For each leaf a check found failing,
+//! [`Mender::mend`]:
+//!
+//! 1. hashes the leaf's bytes in the file as the listing places them: a
+//!    leaf that verifies there failed only because the file's length
+//!    changed, and is left alone;
+//! 2. reads the same byte range from the copy and verifies it against the
+//!    listed digest: bytes that do not verify are never written;
+//! 3. writes them at the leaf's offset and syncs the file;
+//! 4. reads the leaf back from the file and verifies it again.
+//!
+//! It never makes a file worse. Good leaves are never written. A file cut
+//! short is extended only by leaves that verify, one after another (never
+//! past a leaf that could not be mended, which would leave a hole). A file
+//! longer than listed is cut to its listed length only when asked. A kill
+//! while a leaf is being written leaves it part as it was and part as the
+//! copy has it: every byte written is the listed file's own, so the leaf is
+//! no further from good than before, and mending again finishes it.
+//!
+//! The file keeps its mode, owner and times, except its modification time,
+//! which any write changes.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::digest::Digest;
+use crate::engine::leaf_digest;
+use crate::error::plain_message;
+use crate::memory;
+use crate::os;
+use crate::params::{LastNode, TreeParams};
+
+/// Where the good copies are, and what mending may do.
+pub struct Mender {
+    /// A directory holding the copies under the names the lists give, or
+    /// one file: the copy of the one file mended.
+    copy: PathBuf,
+    copy_is_dir: bool,
+    /// Whether a file longer than listed is cut to its listed length.
+    truncate: bool,
+    /// The file the single copy was first used for.
+    single_copy_of: RefCell<Option<PathBuf>>,
+}
+
+/// What became of one failing leaf.
+#[derive(Debug)]
+pub enum Mend {
+    /// Read from the copy, verified, written and verified again in the
+    /// file.
+    Repaired,
+    /// Its bytes in the file verify where the listing places them: it
+    /// failed only because the file's length changed. Not written.
+    Intact,
+    /// The copy's bytes for it do not verify either. Not written.
+    CopyDiffers,
+    /// The copy ends before the leaf does. Not written.
+    CopyShort,
+    /// Reading it from the copy failed. Not written.
+    CopyUnreadable(io::Error),
+    /// It starts past the file's end, after a leaf that could not be
+    /// mended: writing it would leave a hole. Not written.
+    AfterAGap,
+    /// No memory could be had to hold it. Not written.
+    NoMemory,
+    /// Writing it to the file, or reading it back, failed; or it does not
+    /// verify once written (the storage does not keep what it is given).
+    WriteFailed(io::Error),
+}
+
+impl Mend {
+    /// Whether the leaf verifies in the file now.
+    pub fn is_good(&self) -> bool {
+        matches!(self, Mend::Repaired | Mend::Intact)
+    }
+}
+
+/// The file's length once its leaves are mended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// As listed.
+    AsListed,
+    /// It was longer than listed, and was cut to the listed length.
+    Truncated {
+        /// Its length before.
+        was: u64,
+    },
+    /// It is longer than listed, and was left so (not asked to cut it).
+    Longer {
+        /// Its length.
+        is: u64,
+    },
+    /// It is still shorter than listed: a leaf it lacks could not be
+    /// mended.
+    Shorter {
+        /// Its length.
+        is: u64,
+    },
+}
+
+/// Why a file could not be mended at all (none of its leaves was written).
+#[derive(Debug)]
+pub enum Unmendable {
+    /// The file cannot be opened for writing (or its length read).
+    File(io::Error),
+    /// The copy cannot be opened.
+    Copy {
+        /// Where the copy was looked for.
+        path: PathBuf,
+        /// Why it could not be opened.
+        error: io::Error,
+    },
+    /// The copy is the file itself.
+    CopyIsTheFile {
+        /// The copy's path.
+        path: PathBuf,
+    },
+    /// The copy named is one file, and it was taken for another file
+    /// already.
+    CopyIsOneFile {
+        /// The file it is the copy of.
+        first: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Unmendable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unmendable::File(error) => {
+                write!(f, "cannot be written: {}", plain_message(error))
+            }
+            Unmendable::Copy { path, error } => write!(
+                f,
+                "its copy {} cannot be read: {}",
+                path.display(),
+                plain_message(error)
+            ),
+            Unmendable::CopyIsTheFile { path } => {
+                write!(f, "its copy {} is the file itself", path.display())
+            }
+            Unmendable::CopyIsOneFile { first } => write!(
+                f,
+                "the copy given is one file, the copy of {}: give a directory of copies",
+                first.display()
+            ),
+        }
+    }
+}
+
+impl Mender {
+    /// Mends from `copy`: a directory holding the copies under the names
+    /// the lists give (an absolute name under it as a relative one), or
+    /// the copy of the one file to mend. `truncate`: a file longer than
+    /// listed is cut to its listed length.
+    pub fn new(copy: PathBuf, truncate: bool) -> Mender {
+        let copy_is_dir = copy.is_dir();
+        Mender {
+            copy,
+            copy_is_dir,
+            truncate,
+            single_copy_of: RefCell::new(None),
+        }
+    }
+
+    /// The copy of the file at `path`.
+    fn copy_of(&self, path: &Path) -> Result<PathBuf, Unmendable> {
+        if self.copy_is_dir {
+            // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
+            let relative: PathBuf = path
+                .components()
+                .filter(|part| matches!(part, std::path::Component::Normal(_)))
+                .collect();
+            return Ok(self.copy.join(relative));
+        }
+        let mut single = self.single_copy_of.borrow_mut();
+        match single.as_ref() {
+            Some(first) if first != path => Err(Unmendable::CopyIsOneFile {
+                first: first.clone(),
+            }),
+            _ => {
+                *single = Some(path.to_path_buf());
+                Ok(self.copy.clone())
+            }
+        }
+    }
+
+    /// Mends the failing leaves `failing` (index and listed digest, in leaf
+    /// order) of the file at `path`, listed with tree `tree` and length
+    /// `listed_length`, handing what became of each to `mended`; then sees
+    /// to the file's length. Fails, having written nothing, if the file
+    /// or its copy cannot be opened.
+    pub fn mend(
+        &self,
+        path: &Path,
+        tree: &TreeParams,
+        listed_length: u64,
+        failing: &[(u64, Digest)],
+        mut mended: impl FnMut(u64, &Mend),
+    ) -> Result<Length, Unmendable> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(Unmendable::File)?;
+        let mut length = file.metadata().map_err(Unmendable::File)?.len();
+        let copy_path = self.copy_of(path)?;
+        let copy = File::open(&copy_path).map_err(|error| Unmendable::Copy {
+            path: copy_path.clone(),
+            error,
+        })?;
+        if same_file(&file, &copy) {
+            return Err(Unmendable::CopyIsTheFile { path: copy_path });
+        }
+        os::reads_scattered(&copy);
+        let mut buffer = Vec::new();
+        // Whether a leaf the file lacks could not be mended: the leaves
+        // after it are not written, which would leave a hole.
+        let mut gap = false;
+        for (index, digest) in failing {
+            let bytes = tree.leaf_bytes(*index, listed_length);
+            let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
+                true => LastNode::Yes,
+                false => LastNode::No,
+            };
+            let leaf = Leaf {
+                tree,
+                index: *index,
+                last,
+                start: bytes.start,
+                len: (bytes.end - bytes.start) as usize,
+                digest,
+            };
+            let mend = if gap && leaf.start >= length {
+                Mend::AfterAGap
+            } else {
+                leaf.mend(&file, &copy, &mut buffer, &mut length)
+            };
+            if !mend.is_good() && leaf.start + leaf.len as u64 > length {
+                gap = true;
+            }
+            mended(*index, &mend);
+        }
+        let length = match length.cmp(&listed_length) {
+            std::cmp::Ordering::Equal => Length::AsListed,
+            std::cmp::Ordering::Less => Length::Shorter { is: length },
+            std::cmp::Ordering::Greater if self.truncate => {
+                file.set_len(listed_length)
+                    .and_then(|()| file.sync_all())
+                    .map_err(Unmendable::File)?;
+                Length::Truncated { was: length }
+            }
+            std::cmp::Ordering::Greater => Length::Longer { is: length },
+        };
+        Ok(length)
+    }
+}
+
+/// One failing leaf, as the listing places it.
+struct Leaf<'a> {
+    tree: &'a TreeParams,
+    index: u64,
+    last: LastNode,
+    /// Its bytes' offset and length in the listed file.
+    start: u64,
+    len: usize,
+    /// Its listed digest.
+    digest: &'a Digest,
+}
+
+impl Leaf<'_> {
+    /// Whether `bytes` are the leaf's (`==` on digests is constant-time).
+    fn verifies(&self, bytes: &[u8]) -> bool {
+        leaf_digest(self.tree, self.index, self.last, bytes) == *self.digest
+    }
+
+    /// Mends the leaf in `file` (now `length` bytes long, which writing it
+    /// may extend) from `copy`, reading into `buffer`.
+    fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
+        buffer.clear();
+        if !memory::reserve_exact(buffer, self.len) {
+            return Mend::NoMemory;
+        }
+        buffer.resize(self.len, 0);
+        // Good in place (only the file's length made it fail): untouched.
+        let end = self.start + self.len as u64;
+        if end <= *length
+            && os::read_exact_at(file, buffer, self.start).is_ok()
+            && self.verifies(buffer)
+        {
+            return Mend::Intact;
+        }
+        match os::read_exact_at(copy, buffer, self.start) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Mend::CopyShort,
+            Err(error) => return Mend::CopyUnreadable(error),
+        }
+        if !self.verifies(buffer) {
+            return Mend::CopyDiffers;
+        }
+        let written = os::write_all_at(file, buffer, self.start).and_then(|()| {
+            *length = (*length).max(end);
+            file.sync_all()
+        });
+        if let Err(error) = written {
+            return Mend::WriteFailed(error);
+        }
+        // Read back from the file, and verified again.
+        buffer.fill(0);
+        match os::read_exact_at(file, buffer, self.start) {
+            Ok(()) if self.verifies(buffer) => Mend::Repaired,
+            Ok(()) => Mend::WriteFailed(io::Error::other("the leaf read back does not verify")),
+            Err(error) => Mend::WriteFailed(error),
+        }
+    }
+}
+
+/// Whether two open files are one.
+fn same_file(a: &File, b: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (a.metadata(), b.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}

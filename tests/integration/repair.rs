@@ -1,0 +1,516 @@
+//! Mending damaged leaves from a good copy (`-c --repair-from`), on real
+//! files: one, several and all leaves; files cut short or grown; copies
+//! damaged, short, missing or the file itself; files that cannot be
+//! written; lists without leaf lines; kills at any moment followed by a
+//! second run. After each, the file verifies against its listing, or is
+//! unchanged; and only the damaged leaves' bytes are read from the copy.
+//! (Unix: modes, `kill`, a read-only mount.)
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::{Retried, bt2sum, run_in, status, stderr, stdout};
+
+/// The leaf size of these tests' listings.
+const LEAF: usize = 4096;
+
+/// Bytes that differ from one file to the next (`seed`).
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// A directory holding `name` (of `len` bytes), its good copy under
+/// `copy/`, and its leaf listing `LEAVES`.
+fn listed_file(name: &str, len: usize) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let good = noise(len, len as u64);
+    let copy = dir.path().join("copy").join(name);
+    fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    fs::create_dir_all(dir.path().join(name).parent().unwrap()).unwrap();
+    fs::write(&copy, &good).unwrap();
+    fs::write(dir.path().join(name), &good).unwrap();
+    let out = run_in(dir.path(), ["-t", "4096", "--leaves", name], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    (dir, good)
+}
+
+/// Flips a bit in each of leaves `leaves` of the file at `path`.
+fn damage(path: &Path, leaves: &[usize]) {
+    let mut bytes = fs::read(path).unwrap();
+    for leaf in leaves {
+        bytes[leaf * LEAF + 123] ^= 0x10;
+    }
+    fs::write(path, bytes).unwrap();
+}
+
+/// Runs `bt2sum -c ARGS LEAVES` in `dir`: standard output, error, status.
+fn check(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let mut all = vec!["-c"];
+    all.extend(args);
+    all.push("LEAVES");
+    let out = run_in(dir, &all, b"");
+    (stdout(&out), stderr(&out), status(&out))
+}
+
+/// Whether the file verifies against its listing now.
+fn verifies(dir: &Path) -> bool {
+    check(dir, &["--status"]).2 == 0
+}
+
+#[test]
+fn one_several_and_all_leaves_are_repaired() {
+    for damaged in [&[3][..], &[0, 5, 9], &(0..13).collect::<Vec<_>>()] {
+        // 12 whole leaves and a short last one.
+        let (dir, good) = listed_file("f", 12 * LEAF + 1000);
+        let path = dir.path().join("f");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        damage(&path, damaged);
+        let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+        let mut expected = "f: FAILED\n".to_string();
+        for leaf in damaged {
+            expected += &format!("f: leaf {leaf}: FAILED\n");
+        }
+        for leaf in damaged {
+            expected += &format!("f: leaf {leaf}: REPAIRED\n");
+        }
+        assert_eq!(out, expected);
+        let repaired = match damaged.len() {
+            1 => "1 damaged leaf was repaired".to_string(),
+            count => format!("{count} damaged leaves were repaired"),
+        };
+        assert_eq!(
+            err,
+            format!("bt2sum: WARNING: 1 computed checksum did NOT match\nbt2sum: {repaired}\n")
+        );
+        assert_eq!(code, 0);
+        assert_eq!(fs::read(&path).unwrap(), good);
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o640);
+        // Nothing left to do.
+        assert_eq!(
+            check(dir.path(), &["--repair-from", "copy"]),
+            ("f: OK\n".into(), String::new(), 0)
+        );
+    }
+}
+
+#[test]
+fn a_file_cut_short_is_extended_with_leaves_that_verify() {
+    for cut in [0, 1, 3 * LEAF, 3 * LEAF + 17, 12 * LEAF + 999] {
+        let (dir, good) = listed_file("f", 12 * LEAF + 1000);
+        let path = dir.path().join("f");
+        fs::write(&path, &good[..cut]).unwrap();
+        let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+        assert_eq!(code, 0, "cut at {cut}: {err}");
+        assert_eq!(fs::read(&path).unwrap(), good, "cut at {cut}");
+    }
+    // A leaf the copy cannot give is a hole the leaves after it are never
+    // written past.
+    let (dir, good) = listed_file("f", 12 * LEAF + 1000);
+    let path = dir.path().join("f");
+    fs::write(&path, &good[..5 * LEAF]).unwrap();
+    damage(&dir.path().join("copy/f"), &[7]);
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(
+        out.contains("f: leaf 5: REPAIRED\nf: leaf 6: REPAIRED\n"),
+        "{out}"
+    );
+    assert!(out.contains("f: leaf 7: FAILED (the copy's leaf does not match either)\n"));
+    for leaf in 8..13 {
+        let line = format!(
+            "f: leaf {leaf}: FAILED (a leaf before it, past the file's end, was not mended)\n"
+        );
+        assert!(out.contains(&line), "{out}");
+    }
+    assert!(err.contains(&format!(
+        "bt2sum: f: is still {} bytes long, shorter than its listed {}\n",
+        7 * LEAF,
+        12 * LEAF + 1000
+    )));
+    assert!(
+        err.ends_with("bt2sum: WARNING: 6 damaged leaves could not be repaired\n"),
+        "{err}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(&path).unwrap(), good[..7 * LEAF]);
+}
+
+#[test]
+fn a_longer_file_is_cut_only_when_asked() {
+    let (dir, good) = listed_file("f", 5 * LEAF + 10);
+    let path = dir.path().join("f");
+    let mut longer = good.clone();
+    longer.extend(b"appended");
+    fs::write(&path, &longer).unwrap();
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert_eq!(out, "f: FAILED\nf: leaf 5: FAILED\n");
+    assert!(
+        err.contains("bt2sum: f: is 20498 bytes long, longer than its listed 20490: left as it is (--repair-truncate cuts it)\n"),
+        "{err}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(&path).unwrap(), longer);
+    let args = ["--quiet", "--repair-from", "copy", "--repair-truncate"];
+    let (out, err, code) = check(dir.path(), &args);
+    assert_eq!(out, "f: FAILED\nf: leaf 5: FAILED\n");
+    assert!(
+        err.contains("bt2sum: f: was 20498 bytes long: cut to its listed length, 20490 bytes\n")
+    );
+    assert_eq!(code, 0);
+    assert_eq!(fs::read(&path).unwrap(), good);
+    // Damaged and longer: mended, then cut.
+    damage(&path, &[2]);
+    fs::write(&path, [fs::read(&path).unwrap(), b"more".to_vec()].concat()).unwrap();
+    let (out, _, code) = check(dir.path(), &args);
+    assert!(out.ends_with("f: leaf 2: REPAIRED\n"), "{out}");
+    assert_eq!(code, 0);
+    assert_eq!(fs::read(&path).unwrap(), good);
+}
+
+#[test]
+fn a_damaged_short_missing_or_same_copy_changes_nothing() {
+    let (dir, good) = listed_file("f", 8 * LEAF);
+    let path = dir.path().join("f");
+    let copy = dir.path().join("copy/f");
+    damage(&path, &[1, 6]);
+    let damaged = fs::read(&path).unwrap();
+    // The copy damaged at one of the two leaves: the other is mended.
+    damage(&copy, &[6]);
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(out.ends_with(
+        "f: leaf 1: REPAIRED\nf: leaf 6: FAILED (the copy's leaf does not match either)\n"
+    ));
+    assert!(err.ends_with(
+        "bt2sum: 1 damaged leaf was repaired\nbt2sum: WARNING: 1 damaged leaf could not be repaired\n"
+    ));
+    assert_eq!(code, 1);
+    let mut expected = good.clone();
+    expected[6 * LEAF..7 * LEAF].copy_from_slice(&damaged[6 * LEAF..7 * LEAF]);
+    assert_eq!(fs::read(&path).unwrap(), expected);
+    // A copy that ends before the leaf.
+    fs::write(&copy, &good[..6 * LEAF + 100]).unwrap();
+    let (out, _, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(
+        out.ends_with("f: leaf 6: FAILED (the copy ends before the leaf does)\n"),
+        "{out}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(&path).unwrap(), expected);
+    // No copy at all, or the file itself.
+    for (from, why) in [
+        (
+            "none",
+            "its copy none cannot be read: No such file or directory",
+        ),
+        (".", "its copy ./f is the file itself"),
+    ] {
+        let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", from]);
+        assert_eq!(out, "f: FAILED\nf: leaf 6: FAILED\n");
+        assert!(
+            err.contains(&format!("bt2sum: f: cannot be repaired: {why}\n")),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("bt2sum: WARNING: 1 damaged leaf could not be repaired\n"),
+            "{err}"
+        );
+        assert_eq!(code, 1);
+        assert_eq!(fs::read(&path).unwrap(), expected);
+    }
+}
+
+#[test]
+fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let names = ["a", "sub/b", "sub/deeper/c"];
+    let mut goods = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let good = noise(3 * LEAF + i, i as u64 + 40);
+        for place in [root.join(name), root.join("copy").join(name)] {
+            fs::create_dir_all(place.parent().unwrap()).unwrap();
+            fs::write(place, &good).unwrap();
+        }
+        goods.push(good);
+    }
+    let out = run_in(
+        root,
+        ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"],
+        b"",
+    );
+    fs::write(root.join("LEAVES"), &out.stdout).unwrap();
+    for name in names {
+        damage(&root.join(name), &[1]);
+    }
+    let (out, _, code) = check(root, &["--quiet", "--repair-from", "copy"]);
+    assert_eq!(out.matches("REPAIRED").count(), 3, "{out}");
+    assert_eq!(code, 0);
+    // One file as the copy: of the first file it mends, no other.
+    for name in names {
+        damage(&root.join(name), &[2]);
+    }
+    let (out, err, code) = check(root, &["--quiet", "--repair-from", "copy/a"]);
+    assert!(out.contains("a: leaf 2: REPAIRED\n"), "{out}");
+    assert!(err.contains(
+        "bt2sum: sub/b: cannot be repaired: the copy given is one file, the copy of a: give a directory of copies\n"
+    ), "{err}");
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(root.join("a")).unwrap(), goods[0]);
+    assert_ne!(fs::read(root.join("sub/b")).unwrap(), goods[1]);
+}
+
+#[test]
+fn files_that_cannot_be_mended_leaf_by_leaf_are_told_so() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("copy")).unwrap();
+    let good = noise(3 * LEAF, 1);
+    fs::write(dir.path().join("copy/f"), &good).unwrap();
+    fs::write(dir.path().join("f"), &good).unwrap();
+    let out = run_in(dir.path(), ["-t", "4096", "f"], b"");
+    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    damage(&dir.path().join("f"), &[1]);
+    let damaged = fs::read(dir.path().join("f")).unwrap();
+    let (out, err, code) = check(dir.path(), &["-t", "4096", "--repair-from", "copy"]);
+    assert_eq!(out, "f: FAILED\n");
+    assert!(err.contains(
+        "bt2sum: f: cannot be repaired: it is listed without leaf lines (list its leaves with --leaves, and a damaged leaf can be mended alone)\n"
+    ), "{err}");
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(dir.path().join("f")).unwrap(), damaged);
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_told_so() {
+    let (dir, good) = listed_file("f", 4 * LEAF);
+    let path = dir.path().join("f");
+    damage(&path, &[2]);
+    let damaged = fs::read(&path).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    // Root may write any file: it is mended, and stays read-only.
+    let root = fs::File::options().write(true).open(&path).is_ok();
+    if root {
+        assert_eq!(
+            (out.as_str(), code),
+            ("f: FAILED\nf: leaf 2: FAILED\nf: leaf 2: REPAIRED\n", 0)
+        );
+        assert_eq!(fs::read(&path).unwrap(), good);
+    } else {
+        assert!(
+            err.contains("bt2sum: f: cannot be repaired: cannot be written: Permission denied\n"),
+            "{err}"
+        );
+        assert_eq!(code, 1);
+        assert_eq!(fs::read(&path).unwrap(), damaged);
+    }
+    let mode = fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o444);
+}
+
+/// A file on a read-only mount (the spinning-disk model, a FUSE file
+/// system) cannot be written, whoever asks: it is reported, and left as it
+/// is.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_on_a_read_only_mount_is_told_so() {
+    let test = "a_file_on_a_read_only_mount_is_told_so";
+    if super::emulated(test) {
+        return;
+    }
+    let (dir, _) = listed_file("f", 4 * LEAF);
+    let source = dir.path().join("source");
+    fs::create_dir(&source).unwrap();
+    fs::rename(dir.path().join("f"), source.join("f")).unwrap();
+    damage(&source.join("f"), &[1]);
+    let damaged = fs::read(source.join("f")).unwrap();
+    let mountpoint = dir.path().join("mounted");
+    let model = "scripts/spinning-disk";
+    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+        return;
+    };
+    let out = run_in(
+        &mountpoint,
+        ["-c", "--quiet", "--repair-from", "../copy", "../LEAVES"],
+        b"",
+    );
+    assert!(
+        stderr(&out)
+            .contains("bt2sum: f: cannot be repaired: cannot be written: Read-only file system\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&out), 1);
+    drop(_mounted);
+    assert_eq!(fs::read(source.join("f")).unwrap(), damaged);
+}
+
+#[test]
+fn an_edited_file_is_not_reverted() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = noise(3 * LEAF, 5);
+    fs::create_dir(dir.path().join("copy")).unwrap();
+    fs::write(dir.path().join("copy/f"), &good).unwrap();
+    fs::write(dir.path().join("f"), &good).unwrap();
+    let out = run_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    // Edited: a new modification time.
+    std::thread::sleep(Duration::from_millis(20));
+    damage(&dir.path().join("f"), &[0]);
+    let edited = fs::read(dir.path().join("f")).unwrap();
+    let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(err.contains("bt2sum: f: cannot be repaired: its size or modification time differ from its stat line's: edited, not damaged\n"), "{err}");
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(dir.path().join("f")).unwrap(), edited);
+}
+
+/// Killed at any moment while it mends, a repair leaves each byte either
+/// as it was or as the copy has it; a second run finishes the job. (Each
+/// leaf is synced as it is written, so mending 2000 leaves takes long
+/// enough for most kills to land in the middle; the test says how many
+/// did.)
+#[test]
+fn a_repair_killed_at_any_moment_is_finished_by_a_second_run() {
+    let test = "a_repair_killed_at_any_moment_is_finished_by_a_second_run";
+    if super::emulated(test) {
+        return;
+    }
+    let leaves = 2000;
+    let (dir, good) = listed_file("f", leaves * LEAF);
+    let path = dir.path().join("f");
+    let mut caught_in_the_middle = 0;
+    let delays = [1u64, 5, 15, 40, 80, 150, 300];
+    for (round, delay_ms) in delays.into_iter().enumerate() {
+        // Every leaf damaged, a round's own way.
+        let damaged: Vec<u8> = good.iter().map(|byte| byte ^ (round as u8 + 1)).collect();
+        fs::write(&path, &damaged).unwrap();
+        let mut child = bt2sum()
+            .current_dir(dir.path())
+            .args(["-c", "--quiet", "--repair-from", "copy", "LEAVES"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn_retried();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = fs::read(&path).unwrap();
+        assert_eq!(now.len(), good.len());
+        let mut mended = 0;
+        for (at, byte) in now.iter().enumerate() {
+            assert!(
+                *byte == good[at] || *byte == damaged[at],
+                "round {round}: byte {at} is neither as it was nor the copy's"
+            );
+            mended += usize::from(*byte == good[at]);
+        }
+        if 0 < mended && mended < good.len() {
+            caught_in_the_middle += 1;
+        }
+        let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+        assert_eq!(code, 0, "round {round}: {err}");
+        assert_eq!(fs::read(&path).unwrap(), good, "round {round}");
+        assert!(verifies(dir.path()));
+    }
+    eprintln!(
+        "{test}: {caught_in_the_middle} of {} kills caught the repair in the middle",
+        delays.len()
+    );
+}
+
+/// Only the damaged leaves' bytes are read from a copy on the
+/// spinning-disk model (its counters say what it served).
+#[cfg(target_os = "linux")]
+#[test]
+fn only_the_damaged_leaves_are_read_from_the_copy() {
+    let test = "only_the_damaged_leaves_are_read_from_the_copy";
+    if super::emulated(test) {
+        return;
+    }
+    let mib = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    fs::create_dir(&source).unwrap();
+    let good = noise(64 * mib, 9);
+    fs::write(source.join("f"), &good).unwrap();
+    fs::write(dir.path().join("f"), &good).unwrap();
+    let out = run_in(dir.path(), ["-t", "1048576", "--leaves", "f"], b"");
+    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let mut bytes = good.clone();
+    for leaf in [3, 40, 41] {
+        bytes[leaf * mib + 5] ^= 1;
+    }
+    fs::write(dir.path().join("f"), &bytes).unwrap();
+    let mountpoint = dir.path().join("disk");
+    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+    let model = "scripts/spinning-disk";
+    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+        return;
+    };
+    let served = || -> u64 {
+        let counters = fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
+        let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
+        counters["bytes"].as_u64().unwrap()
+    };
+    let before = served();
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "disk"]);
+    assert_eq!(out.matches("REPAIRED").count(), 3, "{out}{err}");
+    assert_eq!(code, 0);
+    let read = served() - before;
+    assert!(
+        (3 * mib as u64..=4 * mib as u64).contains(&read),
+        "3 damaged leaves of 1 MiB: {} KiB read from the copy",
+        read >> 10
+    );
+    assert_eq!(fs::read(dir.path().join("f")).unwrap(), good);
+}
+
+#[test]
+fn a_repair_goes_with_slices() {
+    let (dir, good) = listed_file("f", 70 * LEAF);
+    let path = dir.path().join("f");
+    damage(&path, &[2, 35, 69]);
+    for part in 1..=3 {
+        let part = format!("{part}/3");
+        let (_, err, code) = check(
+            dir.path(),
+            &["--quiet", "--part", &part, "--repair-from", "copy"],
+        );
+        assert_eq!(code, 0, "{part}: {err}");
+        assert!(err.contains("1 damaged leaf was repaired"), "{part}: {err}");
+    }
+    assert_eq!(fs::read(&path).unwrap(), good);
+}
+
+#[test]
+fn repair_options_go_with_check_mode_only() {
+    let (dir, _) = listed_file("f", LEAF);
+    for args in [
+        &["--repair-from", "copy", "f"][..],
+        &["--repair-truncate", "-c", "LEAVES"],
+        &[
+            "-c",
+            "--repair-from",
+            "copy",
+            "--update",
+            "--audit",
+            ".",
+            "LEAVES",
+        ],
+    ] {
+        let out = run_in(dir.path(), args, b"");
+        assert_eq!(status(&out), 2, "{args:?}");
+    }
+}
