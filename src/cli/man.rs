@@ -81,7 +81,7 @@ fn section(roff: &mut Roff, title: &str, body: &str) {
 }
 
 /// The sections after OPTIONS.
-const SECTIONS: [(&str, &str); 7] = [
+const SECTIONS: [(&str, &str); 8] = [
     (
         "OUTPUT",
         "One line per input, in argument order, each written as soon as its input \
@@ -126,7 +126,9 @@ finished lines were written.
 
 With --audit, 1 also if a file is NEW, MOVED, MISSING or CHANGED; with \
 --update, only while damaged (FAILED), unreadable or MISSING files remain \
-in the list, the rest being updated.
+in the list, the rest being updated. With --part, the status is the \
+slice's. With --repair-from, a damaged file mended counts as verified: 0 \
+if every file now verifies.
 
 A closed pipe on standard output (bt2sum * | head -1) ends a hashing run \
 quietly, with status 0; it ends check mode at once too, quietly, with status \
@@ -217,6 +219,28 @@ moved, N listed files are missing.
 NEW files added, MOVED ones renamed, CHANGED ones hashed again; FAILED and \
 MISSING entries kept as they were. Memory stays bounded: what the audit \
 keeps beyond 16 MiB a kind goes to temporary files.",
+    ),
+    (
+        "SCRUB AND REPAIR",
+        "bt2sum -c --part K/N checks the K-th of N slices of what the lists \
+describe, balanced by bytes: a file listed with a checksum line alone is one \
+unit, never split; each leaf of a leaf listing is one unit. Slices 1 to N \
+check every file and leaf once; a slice reads only its own bytes, and its \
+summary and status are its own. The lists must be files (they are read \
+twice). With --audit, slice 1 walks the directories and reports NEW, MOVED \
+and MISSING files. A nightly scrub that covers a list once a week: \
+--part \"$(date +%u)/7\".
+
+bt2sum -c --repair-from PATH mends each failing leaf of a leaf listing from \
+a good copy (PATH, or the file of the same name under the directory PATH): \
+the leaf is read from the copy and verified, written in place and synced, \
+read back and verified again: NAME: leaf I: REPAIRED. Bytes that do not \
+verify are never written (NAME: leaf I: FAILED (the copy's leaf does not \
+match either)); good leaves are never written; a file cut short is \
+extended only with leaves that verify; a longer file is cut to its listed \
+length only with --repair-truncate. Counts on standard error: N damaged \
+leaves were repaired, N damaged leaves could not be repaired. The status is \
+0 only if every file now verifies.",
     ),
     (
         "ENVIRONMENT",

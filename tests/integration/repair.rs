@@ -514,3 +514,96 @@ fn repair_options_go_with_check_mode_only() {
         assert_eq!(status(&out), 2, "{args:?}");
     }
 }
+
+/// The recipe of docs/leaves.md that fetches the damaged leaves over HTTP
+/// and mends from them, run as written against a local server that
+/// answers range requests (tests/http/ranges.py), its address in place of
+/// the mirror's: the file verifies afterwards, and only the damaged leaves'
+/// bytes were sent.
+#[test]
+fn the_http_recipe_mends_what_it_fetches() {
+    let test = "the_http_recipe_mends_what_it_fetches";
+    if super::emulated(test) {
+        return;
+    }
+    for tool in ["jq", "curl"] {
+        let found = std::process::Command::new(tool).arg("--version").output();
+        assert!(
+            found.is_ok_and(|out| out.status.success()),
+            "{tool} is needed (scripts/test-deps installs it)"
+        );
+    }
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/leaves.md")).unwrap();
+    let (_, recipe) = super::parts::shell_blocks(&docs)
+        .into_iter()
+        .find(|(title, _)| title == "Mending damaged leaves over HTTP")
+        .expect("docs/leaves.md has the recipe");
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("mirror");
+    let work = dir.path().join("work");
+    fs::create_dir(&mirror).unwrap();
+    fs::create_dir(&work).unwrap();
+    let mib = 1 << 20;
+    let good = noise(12 * mib + 777, 11);
+    fs::write(mirror.join("disk.img"), &good).unwrap();
+    fs::write(work.join("disk.img"), &good).unwrap();
+    let out = run_in(&work, ["-t", "1048576", "--leaves", "disk.img"], b"");
+    fs::write(work.join("disk.img.leaves"), &out.stdout).unwrap();
+    let mut bytes = good.clone();
+    for at in [2 * mib + 9, 7 * mib, 12 * mib + 5] {
+        bytes[at] ^= 0x40;
+    }
+    fs::write(work.join("disk.img"), &bytes).unwrap();
+    // The server, on a free port it names.
+    let port_file = dir.path().join("port");
+    let mut server = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/http/ranges.py"))
+        .arg(&mirror)
+        .arg(&port_file)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !port_file.exists() {
+        assert!(std::time::Instant::now() < deadline, "the server starts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = fs::read_to_string(&port_file).unwrap();
+    let url = format!("http://127.0.0.1:{port}/disk.img");
+    let script = recipe.replace("https://mirror.example.org/archive/disk.img", &url);
+    assert_ne!(script, recipe, "the recipe names the mirror's address");
+    let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&work)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let sent = std::process::Command::new("curl")
+        .args(["-sf", &format!("http://127.0.0.1:{port}/.bytes-sent")])
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        stdout(&out),
+        "disk.img: FAILED\ndisk.img: leaf 2: FAILED\ndisk.img: leaf 7: FAILED\n\
+         disk.img: leaf 12: FAILED\ndisk.img: leaf 2: REPAIRED\ndisk.img: leaf 7: REPAIRED\n\
+         disk.img: leaf 12: REPAIRED\n",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(fs::read(work.join("disk.img")).unwrap(), good);
+    let sent: u64 = String::from_utf8(sent.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        sent,
+        2 * mib as u64 + 777,
+        "only the damaged leaves are sent"
+    );
+}

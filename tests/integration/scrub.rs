@@ -363,3 +363,159 @@ fn a_slice_reads_only_its_own_bytes() {
         read >> 10
     );
 }
+
+/// The command lines of docs/scrub.md's crontab line and systemd service,
+/// as cron and systemd hand them to the shell, each run for the seven
+/// nights of a week with `date +%u` answering 1 to 7, on an archive with
+/// damaged files (`/srv/archive` and its list stood in for by a temporary
+/// directory): every night passes on a healthy archive, and together the
+/// nights report each damaged file once, as a full check does.
+#[test]
+fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
+    let test = "the_nightly_scrubs_of_the_documentation_cover_a_week";
+    if super::emulated(test) {
+        return;
+    }
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scrub.md")).unwrap();
+    let block = |fence: &str, first: &str| -> String {
+        let mut lines = docs.lines();
+        loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("no {fence} block {first}"));
+            if line != fence {
+                continue;
+            }
+            let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
+            if body.first().is_some_and(|line| line.contains(first)) {
+                return body.join("\n");
+            }
+        }
+    };
+    // Cron runs what follows the five time fields with `sh -c`, a `\%`
+    // standing for `%` (a bare `%` would end the command).
+    let crontab = block("```crontab", "# m");
+    let cron_line = crontab
+        .lines()
+        .find(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .unwrap();
+    let cron_command = cron_line
+        .split_whitespace()
+        .skip(5)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("\\%", "%");
+    assert!(!cron_command.contains('%') || cron_command.contains("+%u"));
+    // systemd: ExecStart's `/bin/sh -c '…'`, `$$` standing for `$` and
+    // `%%` for `%`.
+    let service = block("```ini", "bt2sum-scrub.service");
+    let exec = service
+        .lines()
+        .find_map(|line| line.strip_prefix("ExecStart=/bin/sh -c '"))
+        .expect("ExecStart runs /bin/sh -c '…'");
+    let unit_command = exec
+        .strip_suffix('\'')
+        .unwrap()
+        .replace("$$", "$")
+        .replace("%%", "%");
+    let timer = block("```ini", "bt2sum-scrub.timer");
+    assert!(timer.contains("OnCalendar=") && timer.contains("WantedBy=timers.target"));
+    // systemd's own reading of the units, where it is here.
+    let units = tempfile::tempdir().unwrap();
+    fs::write(units.path().join("bt2sum-scrub.service"), &service).unwrap();
+    fs::write(units.path().join("bt2sum-scrub.timer"), &timer).unwrap();
+    match std::process::Command::new("systemd-analyze")
+        .args(["verify", "bt2sum-scrub.service", "bt2sum-scrub.timer"])
+        .current_dir(units.path())
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "systemd-analyze verify: {}",
+            stderr(&out)
+        ),
+        Err(_) => {
+            eprintln!("{test}: skipped: systemd-analyze verify (there is no systemd-analyze here)")
+        }
+    }
+
+    // An archive of files of many sizes, listed with stat lines.
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    fs::create_dir(&archive).unwrap();
+    for i in 0..40 {
+        write(
+            &archive,
+            &format!("f{i:02}"),
+            &noise(1000 + 7919 * i, i as u64),
+        );
+    }
+    let sums = listed(&archive, &["--stat", "-r", "."]);
+    let list = dir.path().join("archive.sums");
+    fs::write(&list, &sums).unwrap();
+    // `date` answers the night's day of the week for `+%u`.
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let date = bin.join("date");
+    fs::write(&date, "#!/bin/sh\n[ \"$1\" = +%u ] && echo \"$NIGHT\"\n").unwrap();
+    fs::set_permissions(&date, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bt2sum_dir = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        bt2sum_dir.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let week = |command: &str| -> (Vec<String>, i32) {
+        let command = command
+            .replace("/srv/archive.sums", list.to_str().unwrap())
+            .replace("/srv/archive", archive.to_str().unwrap());
+        let mut lines = Vec::new();
+        let mut worst = 0;
+        for night in 1..=7 {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .env("PATH", &path)
+                .env("NIGHT", night.to_string())
+                .output()
+                .unwrap();
+            lines.extend(stdout(&out).lines().map(str::to_owned));
+            worst = worst.max(status(&out));
+            assert!(
+                !stderr(&out).contains("usage"),
+                "{command}: {}",
+                stderr(&out)
+            );
+        }
+        lines.sort();
+        (lines, worst)
+    };
+    for command in [&cron_command, &unit_command] {
+        assert_eq!(
+            week(command),
+            (Vec::new(), 0),
+            "{command}: a healthy archive"
+        );
+    }
+    // Damaged files, spread over the week (their times kept, as damage
+    // keeps them).
+    for name in ["f03", "f17", "f38"] {
+        let path = archive.join(name);
+        let modified = fs::metadata(&path).unwrap().modified().unwrap();
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[500] ^= 1;
+        fs::write(&path, bytes).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+    }
+    let (full, full_status) = verdicts(&archive, &["-c", "--quiet", list.to_str().unwrap()]);
+    assert_eq!(full, ["./f03: FAILED", "./f17: FAILED", "./f38: FAILED"]);
+    for command in [&cron_command, &unit_command] {
+        assert_eq!(week(command), (full.clone(), full_status), "{command}");
+    }
+}
