@@ -22,6 +22,28 @@
 //!
 //! The file keeps its mode, owner and times, except its modification time,
 //! which any write changes.
+//!
+//! ```
+//! use bt2sum::repair::{Length, Mender};
+//! use bt2sum::{Algorithm, LastNode, TreeParams, leaf_digest};
+//!
+//! // A file of two leaves of 4 bytes, the second damaged, and a good copy.
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("copy"), b"goodleaf")?;
+//! std::fs::write(dir.path().join("file"), b"goodLEAF")?;
+//! let tree = TreeParams::new(Algorithm::Blake2b, 32, 4)?;
+//! // What the file's leaf listing says of leaf 1.
+//! let listed = leaf_digest(&tree, 1, LastNode::Yes, b"leaf");
+//! let mender = Mender::new(dir.path().join("copy"), false);
+//! let mut mended = Vec::new();
+//! let length = mender.mend(&dir.path().join("file"), &tree, 8, &[(1, listed)], |index, mend| {
+//!     mended.push((index, mend.is_good()))
+//! })?;
+//! assert_eq!(mended, [(1, true)]);
+//! assert!(matches!(length, Length::AsListed));
+//! assert_eq!(std::fs::read(dir.path().join("file"))?, b"goodleaf");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -80,7 +102,7 @@ impl Mend {
 }
 
 /// The file's length once its leaves are mended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Length {
     /// As listed.
     AsListed,
@@ -93,6 +115,13 @@ pub enum Length {
     Longer {
         /// Its length.
         is: u64,
+    },
+    /// It is longer than listed, and cutting it failed.
+    NotCut {
+        /// Its length.
+        is: u64,
+        /// Why it could not be cut.
+        error: io::Error,
     },
     /// It is still shorter than listed: a leaf it lacks could not be
     /// mended.
@@ -150,6 +179,8 @@ impl std::fmt::Display for Unmendable {
         }
     }
 }
+
+impl std::error::Error for Unmendable {}
 
 impl Mender {
     /// Mends from `copy`: a directory holding the copies under the names
@@ -248,10 +279,10 @@ impl Mender {
             std::cmp::Ordering::Equal => Length::AsListed,
             std::cmp::Ordering::Less => Length::Shorter { is: length },
             std::cmp::Ordering::Greater if self.truncate => {
-                file.set_len(listed_length)
-                    .and_then(|()| file.sync_all())
-                    .map_err(Unmendable::File)?;
-                Length::Truncated { was: length }
+                match file.set_len(listed_length).and_then(|()| file.sync_all()) {
+                    Ok(()) => Length::Truncated { was: length },
+                    Err(error) => Length::NotCut { is: length, error },
+                }
             }
             std::cmp::Ordering::Greater => Length::Longer { is: length },
         };

@@ -244,17 +244,62 @@ impl fmt::Display for Tag {
 
 /// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
 pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
-    let lower = hex.iter().any(u8::is_ascii_lowercase);
-    let upper = hex.iter().any(u8::is_ascii_uppercase);
+    // One pass, into a buffer on the stack: lists of millions of lines
+    // decode a digest a line.
+    let mut bytes = [0; Digest::MAX_LEN];
+    let bytes = bytes
+        .get_mut(..hex.len() / 2)
+        .filter(|_| hex.len().is_multiple_of(2))?;
+    let (mut lower, mut upper) = (false, false);
+    let mut nibble = |digit: u8| match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => {
+            lower = true;
+            Some(digit - b'a' + 10)
+        }
+        b'A'..=b'F' => {
+            upper = true;
+            Some(digit - b'A' + 10)
+        }
+        _ => None,
+    };
+    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
     if lower && upper {
         return None;
     }
-    Digest::from_slice(&hex::decode(hex).ok()?)
+    Digest::from_slice(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_digests_decode_as_the_hex_crate_decodes_them() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        for len in 1..=Digest::MAX_LEN {
+            let chunk = &bytes[len..len * 2];
+            for hex in [hex::encode(chunk), hex::encode_upper(chunk)] {
+                let decoded = decode_hex(hex.as_bytes()).expect("a digest");
+                assert_eq!(decoded.as_bytes(), chunk);
+            }
+        }
+        for refused in [
+            &b""[..],
+            b"a",
+            b"abc",
+            b"aB",
+            b"0g",
+            b"g0",
+            b" 0",
+            b"0x",
+            &[b'0'; 2 * Digest::MAX_LEN + 2],
+        ] {
+            assert_eq!(decode_hex(refused), None, "{refused:?}");
+        }
+    }
 
     #[test]
     fn tags_read_back_and_bad_ones_are_refused() {

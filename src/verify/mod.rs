@@ -5,6 +5,11 @@
 //! verdicts per line and per leaf. What a caller does with them (print,
 //! count, hint, act) is its own.
 //!
+//! A verifier may check one slice of what its lists describe
+//! ([`Verifier::slicing`]), for a scrub spread over several runs; a leaf a
+//! check finds failing can be mended from a good copy with
+//! [`repair`](super::repair), from [`Checked::failed_leaves`].
+//!
 //! ```
 //! use std::io::Write;
 //! use std::ops::ControlFlow;
@@ -26,7 +31,7 @@
 //!     match report {
 //!         Report::Checked(checked) => verdicts.push(checked.file_verdict()),
 //!         Report::BadLine { line, .. } => bad_lines.push(line),
-//!         Report::Waiting => {}
+//!         Report::Waiting | Report::OutsideSlice { .. } => {}
 //!     }
 //!     ControlFlow::Continue(())
 //! })?;

@@ -74,6 +74,10 @@ impl Repairs {
         let cannot = |printer: &mut Printer<'_>, why: &str| {
             printer.error(name, &format!("cannot be repaired: {why}"))
         };
+        if name == b"-" {
+            cannot(printer, "it is standard input")?;
+            return Ok(false);
+        }
         let Some(listed_length) = checked.listed_length() else {
             cannot(
                 printer,
@@ -139,6 +143,15 @@ impl Repairs {
                 let message = format!(
                     "is {is} bytes long, longer than its listed {listed_length}: left as it is \
                      (--repair-truncate cuts it)"
+                );
+                printer.note(name, &message)?;
+                false
+            }
+            Length::NotCut { is, error } => {
+                let message = format!(
+                    "is {is} bytes long, longer than its listed {listed_length}, and cannot be \
+                     cut: {}",
+                    bt2sum::plain_message(&error)
                 );
                 printer.note(name, &message)?;
                 false
