@@ -13,15 +13,17 @@
 //! 4. reads the leaf back from the file and verifies it again.
 //!
 //! It never makes a file worse. Good leaves are never written. A file cut
-//! short is extended only by leaves that verify, one after another (never
-//! past a leaf that could not be mended, which would leave a hole). A file
-//! longer than listed is cut to its listed length only when asked. A kill
+//! short is extended only by leaves that verify, one after another: a leaf
+//! that starts past the file's end is not written, which would leave a
+//! hole. A file longer than listed is cut to its listed length only when
+//! asked ([`Mender::settle_length`]). A kill
 //! while a leaf is being written leaves it part as it was and part as the
 //! copy has it: every byte written is the listed file's own, so the leaf is
 //! no further from good than before, and mending again finishes it.
 //!
-//! The file keeps its mode, owner and times, except its modification time,
-//! which any write changes.
+//! The file keeps its mode and owner (a set-user-ID or set-group-ID bit a
+//! write clears is set again) and its access time; its modification and
+//! change times are those of any write.
 //!
 //! ```
 //! use bt2sum::repair::{Length, Mender};
@@ -36,11 +38,12 @@
 //! let listed = leaf_digest(&tree, 1, LastNode::Yes, b"leaf");
 //! let mender = Mender::new(dir.path().join("copy"), false);
 //! let mut mended = Vec::new();
-//! let length = mender.mend(&dir.path().join("file"), &tree, 8, &[(1, listed)], |index, mend| {
+//! let file = dir.path().join("file");
+//! mender.mend(&file, &tree, 8, &[(1, listed)], |index, mend| {
 //!     mended.push((index, mend.is_good()))
 //! })?;
 //! assert_eq!(mended, [(1, true)]);
-//! assert!(matches!(length, Length::AsListed));
+//! assert!(matches!(mender.settle_length(&file, 8)?, Length::AsListed));
 //! assert_eq!(std::fs::read(dir.path().join("file"))?, b"goodleaf");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -55,7 +58,8 @@ use crate::engine::leaf_digest;
 use crate::error::plain_message;
 use crate::memory;
 use crate::os;
-use crate::params::{LastNode, TreeParams};
+use crate::params::{Algorithm, LastNode, TreeParams};
+use crate::spill::{IN_MEMORY, Spool};
 
 /// Where the good copies are, and what mending may do.
 pub struct Mender {
@@ -84,8 +88,9 @@ pub enum Mend {
     CopyShort,
     /// Reading it from the copy failed. Not written.
     CopyUnreadable(io::Error),
-    /// It starts past the file's end, after a leaf that could not be
-    /// mended: writing it would leave a hole. Not written.
+    /// It starts past the file's end (a leaf before it could not be
+    /// mended, or comes later): writing it would leave a hole. Not
+    /// written.
     AfterAGap,
     /// No memory could be had to hold it. Not written.
     NoMemory,
@@ -221,9 +226,10 @@ impl Mender {
 
     /// Mends the failing leaves `failing` (index and listed digest, in leaf
     /// order) of the file at `path`, listed with tree `tree` and length
-    /// `listed_length`, handing what became of each to `mended`; then sees
-    /// to the file's length. Fails, having written nothing, if the file
-    /// or its copy cannot be opened.
+    /// `listed_length`, handing what became of each to `mended`. Fails,
+    /// having written nothing, if the file or its copy cannot be opened.
+    /// Where a write took away a permission bit of the file's (a system
+    /// clears set-user-ID and set-group-ID on writes), it is set again.
     pub fn mend(
         &self,
         path: &Path,
@@ -231,13 +237,14 @@ impl Mender {
         listed_length: u64,
         failing: &[(u64, Digest)],
         mut mended: impl FnMut(u64, &Mend),
-    ) -> Result<Length, Unmendable> {
+    ) -> Result<(), Unmendable> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(Unmendable::File)?;
-        let mut length = file.metadata().map_err(Unmendable::File)?.len();
+        let before = file.metadata().map_err(Unmendable::File)?;
+        let mut length = before.len();
         let copy_path = self.copy_of(path)?;
         let copy = File::open(&copy_path).map_err(|error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -248,9 +255,7 @@ impl Mender {
         }
         os::reads_scattered(&copy);
         let mut buffer = Vec::new();
-        // Whether a leaf the file lacks could not be mended: the leaves
-        // after it are not written, which would leave a hole.
-        let mut gap = false;
+        let mut written = false;
         for (index, digest) in failing {
             let bytes = tree.leaf_bytes(*index, listed_length);
             let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
@@ -265,17 +270,33 @@ impl Mender {
                 len: (bytes.end - bytes.start) as usize,
                 digest,
             };
-            let mend = if gap && leaf.start >= length {
+            // A leaf past the file's end would leave a hole before it.
+            let mend = if leaf.start > length {
                 Mend::AfterAGap
             } else {
                 leaf.mend(&file, &copy, &mut buffer, &mut length)
             };
-            if !mend.is_good() && leaf.start + leaf.len as u64 > length {
-                gap = true;
-            }
+            written |= matches!(mend, Mend::Repaired | Mend::WriteFailed(_));
             mended(*index, &mend);
         }
-        let length = match length.cmp(&listed_length) {
+        if written
+            && let Ok(after) = file.metadata()
+            && after.permissions() != before.permissions()
+        {
+            let _ = file.set_permissions(before.permissions());
+        }
+        Ok(())
+    }
+
+    /// Once a file's leaves are mended, sees to its length: cut to
+    /// `listed_length` if it is longer and cutting was asked for.
+    pub fn settle_length(&self, path: &Path, listed_length: u64) -> Result<Length, Unmendable> {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(Unmendable::File)?;
+        let length = file.metadata().map_err(Unmendable::File)?.len();
+        Ok(match length.cmp(&listed_length) {
             std::cmp::Ordering::Equal => Length::AsListed,
             std::cmp::Ordering::Less => Length::Shorter { is: length },
             std::cmp::Ordering::Greater if self.truncate => {
@@ -285,9 +306,144 @@ impl Mender {
                 }
             }
             std::cmp::Ordering::Greater => Length::Longer { is: length },
-        };
-        Ok(length)
+        })
     }
+}
+
+/// A damaged file's failing leaves, as one pass of a check found them,
+/// waiting to be mended ([`Pending`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damaged {
+    /// The file's name, as its list gives it (unescaped).
+    pub name: Vec<u8>,
+    /// The tree its leaf lines were made with.
+    pub tree: TreeParams,
+    /// Its length, as its leaf lines list it.
+    pub listed_length: u64,
+    /// The failing leaves: index and listed digest, in leaf order.
+    pub failing: Vec<(u64, Digest)>,
+    /// The checksum the file must have once mended, where its leaves do
+    /// not show it: its checksum line failed, and its leaf lines leave
+    /// some of its leaves out.
+    pub whole: Option<Digest>,
+    /// Whether this is the file's last pass: its length is seen to then,
+    /// and whether it verifies is known.
+    pub last_pass: bool,
+}
+
+/// Damaged files waiting to be mended. A check mends only once every file
+/// of its list is checked, so that no file is written while a pass over it
+/// is still being hashed. Kept in memory up to 16 MiB, then in a temporary
+/// file.
+pub struct Pending {
+    spool: Spool,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending::new()
+    }
+}
+
+impl Pending {
+    /// An empty queue.
+    pub fn new() -> Pending {
+        Pending {
+            spool: Spool::new(IN_MEMORY),
+        }
+    }
+
+    /// Adds a damaged file's pass.
+    pub fn push(&mut self, damaged: &Damaged) -> io::Result<()> {
+        self.spool.push(&encode(damaged))
+    }
+
+    /// Hands each file's passes to `each`, in the order they came, and
+    /// empties the queue; stops at the first error of `each`'s.
+    pub fn drain(&mut self, mut each: impl FnMut(Damaged) -> io::Result<()>) -> io::Result<()> {
+        let mut spool = std::mem::replace(&mut self.spool, Spool::new(IN_MEMORY));
+        for record in spool.records()? {
+            let damaged = decode(&record?).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a damaged file's record is garbled",
+                )
+            })?;
+            each(damaged)?;
+        }
+        Ok(())
+    }
+}
+
+/// A [`Damaged`] as bytes: the name's length (4 bytes) and the name; the
+/// algorithm, digest size, leaf size (4) and listed length (8); whether a
+/// whole checksum follows and whether it is the last pass, then that
+/// checksum; the number of failing leaves (8), and each one's index (8)
+/// and digest. Numbers little-endian.
+fn encode(damaged: &Damaged) -> Vec<u8> {
+    let tree = &damaged.tree;
+    let mut bytes = Vec::new();
+    bytes.extend((damaged.name.len() as u32).to_le_bytes());
+    bytes.extend(&damaged.name);
+    bytes.push(match tree.algorithm() {
+        Algorithm::Blake2b => 0,
+        Algorithm::Blake2s => 1,
+    });
+    bytes.push(tree.digest_size() as u8);
+    bytes.extend((tree.leaf_size() as u32).to_le_bytes());
+    bytes.extend(damaged.listed_length.to_le_bytes());
+    bytes.push(u8::from(damaged.whole.is_some()) | u8::from(damaged.last_pass) << 1);
+    if let Some(whole) = &damaged.whole {
+        bytes.extend(whole.as_bytes());
+    }
+    bytes.extend((damaged.failing.len() as u64).to_le_bytes());
+    for (index, digest) in &damaged.failing {
+        bytes.extend(index.to_le_bytes());
+        bytes.extend(digest.as_bytes());
+    }
+    bytes
+}
+
+/// The [`Damaged`] [`encode`] made `bytes` of.
+fn decode(bytes: &[u8]) -> Option<Damaged> {
+    let mut rest = bytes;
+    let mut take = |count: usize| -> Option<&[u8]> {
+        let (taken, after) = rest.split_at_checked(count)?;
+        rest = after;
+        Some(taken)
+    };
+    let u32_at = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+    let u64_at = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    let name_len = u32_at(take(4)?) as usize;
+    let name = take(name_len)?.to_vec();
+    let algorithm = match take(1)?[0] {
+        0 => Algorithm::Blake2b,
+        1 => Algorithm::Blake2s,
+        _ => return None,
+    };
+    let digest_size = usize::from(take(1)?[0]);
+    let leaf_size = u64::from(u32_at(take(4)?));
+    let tree = TreeParams::new(algorithm, digest_size, leaf_size).ok()?;
+    let listed_length = u64_at(take(8)?);
+    let flags = take(1)?[0];
+    let whole = match flags & 1 {
+        0 => None,
+        _ => Some(Digest::from_slice(take(digest_size)?)?),
+    };
+    let count = u64_at(take(8)?);
+    let mut failing = Vec::new();
+    for _ in 0..count {
+        let index = u64_at(take(8)?);
+        failing.push((index, Digest::from_slice(take(digest_size)?)?));
+    }
+    Some(Damaged {
+        name,
+        tree,
+        listed_length,
+        failing,
+        whole,
+        last_pass: flags & 2 != 0,
+    })
 }
 
 /// One failing leaf, as the listing places it.
@@ -363,5 +519,51 @@ fn same_file(a: &File, b: &File) -> bool {
     {
         let _ = (a, b);
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damaged_files_wait_and_come_back_as_they_were() {
+        let tree = TreeParams::new(Algorithm::Blake2s, 20, 4096).unwrap();
+        let digest = |byte: u8| Digest::from_slice(&[byte; 20]).unwrap();
+        let files = [
+            Damaged {
+                name: b"a\nname \xff".to_vec(),
+                tree,
+                listed_length: 123_456_789,
+                failing: vec![(0, digest(1)), (u64::MAX - 1, digest(2))],
+                whole: Some(digest(3)),
+                last_pass: false,
+            },
+            Damaged {
+                name: Vec::new(),
+                tree: TreeParams::default(),
+                listed_length: 0,
+                failing: Vec::new(),
+                whole: None,
+                last_pass: true,
+            },
+        ];
+        let mut pending = Pending::new();
+        for file in &files {
+            pending.push(file).unwrap();
+        }
+        let mut back = Vec::new();
+        pending
+            .drain(|damaged| {
+                back.push(damaged);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(back, files);
+        // Drained, it is empty.
+        pending.drain(|_| panic!("nothing is left")).unwrap();
+        for cut in 0..encode(&files[0]).len() {
+            assert_eq!(decode(&encode(&files[0])[..cut]), None);
+        }
     }
 }

@@ -645,11 +645,16 @@ mod tests {
                 &["--leaf-count", "-r"],
                 &[],
             ] {
+                // (--part slices a check too.)
+                if selection[0] == "--part" && other.contains(&"-c") {
+                    continue;
+                }
                 let mut args = selection.to_vec();
                 args.extend(other);
                 refused.push(args);
             }
         }
+        assert!(Args::try_parse_from(["bt2sum", "-c", "--part", "1/2", "SUMS"]).is_ok());
         refused.push(vec!["--leaves", "--leaf-range", "1..2", "--part", "1/2"]);
         for other in [
             &["-c"][..],
@@ -698,7 +703,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 5 * 7 + 2 * 6 + 1 + 5 + 3 + 5 + 2 + 1);
+        assert_eq!(checked, 5 * 7 + 6 + 5 + 1 + 5 + 3 + 5 + 2 + 1);
         // And where they mean something, they are taken.
         let accepted: [&[&str]; 12] = [
             &["-c", "--quiet", "--strict", "--ignore-missing"],

@@ -234,7 +234,8 @@ and MISSING files. A nightly scrub that covers a list once a week: \
 bt2sum -c --repair-from PATH mends each failing leaf of a leaf listing from \
 a good copy (PATH, or the file of the same name under the directory PATH): \
 the leaf is read from the copy and verified, written in place and synced, \
-read back and verified again: NAME: leaf I: REPAIRED. Bytes that do not \
+read back and verified again: NAME: leaf I: REPAIRED, once every file of \
+the list is checked. Bytes that do not \
 verify are never written (NAME: leaf I: FAILED (the copy's leaf does not \
 match either)); good leaves are never written; a file cut short is \
 extended only with leaves that verify; a longer file is cut to its listed \

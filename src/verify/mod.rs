@@ -120,9 +120,11 @@ pub enum Report<'a> {
 /// the lists' bytes, in list order, are cut into N runs of near-equal
 /// bytes, and slice K checks the units that start in run K. A file checked
 /// whole (a checksum line without leaf lines) is one unit of its size (its
-/// stat line's, or the file's own); each listed leaf is one unit of its
-/// length (a leaf listing is checked leaf by leaf, its checksum line being
-/// the leaves'). Together, slices 1 to N check every unit once.
+/// stat line's, its count line's, or else the file's own); each listed
+/// leaf is one unit of its length. A checksum line followed by its file's
+/// complete leaf listing is left to the leaves, which stand for it; one
+/// followed by only some of its leaves is a unit of the file's size too,
+/// before them. Together, slices 1 to N check every unit once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
     /// Which slice, of how many.
@@ -158,6 +160,13 @@ pub struct Verifier<'a> {
     slice: Option<Slice>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: std::cell::Cell<u64>,
+    /// The leaf listings with a checksum line that the lists counted by
+    /// [`total_bytes`](Self::total_bytes) hold (numbered in list order),
+    /// and those among them that do not list every leaf of their file,
+    /// whose checksum line is a unit of its own.
+    listings_counted: std::cell::Cell<u64>,
+    listings_checked: std::cell::Cell<u64>,
+    incomplete: RefCell<std::collections::VecDeque<u64>>,
     /// The memory a pass may hold, shrunk for all the lists after a
     /// refusal.
     budget: RefCell<Budget>,
@@ -172,6 +181,9 @@ impl<'a> Verifier<'a> {
             settings,
             slice: None,
             offset: std::cell::Cell::new(0),
+            listings_counted: std::cell::Cell::new(0),
+            listings_checked: std::cell::Cell::new(0),
+            incomplete: RefCell::new(std::collections::VecDeque::new()),
             budget: RefCell::new(Budget::new()),
             progress: None,
             before_stdin: Box::new(|| {}),
@@ -302,6 +314,14 @@ impl<'a> Verifier<'a> {
             .map(|(_, verdict)| verdict)
             .chain(*file_worst)
             .reduce(worse);
+        if checked.pass.checksum_elsewhere && checked.changed() {
+            // Its leaves failing, a file whose stat line says it was edited
+            // is CHANGED, as its checksum line would have said.
+            *file_worst = file_worst.map(|worst| match worst {
+                Verdict::Failed | Verdict::Missing => Verdict::Changed,
+                verdict => verdict,
+            });
+        }
         checked.worst = file_worst.unwrap_or(Verdict::Ok);
         report(Report::Checked(&checked))
     }

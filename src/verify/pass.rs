@@ -56,10 +56,11 @@ pub(super) struct Pass {
     /// Whether the file is only looked for (opened, not read): it is not in
     /// the slice being checked, but an audit needs to know if it is there.
     pub probe: bool,
-    /// Whether the checksum line is left to the leaves it sums: a slice
-    /// checks a leaf listing leaf by leaf, so the line is neither hashed
-    /// whole nor judged (its digest still says what the file was).
-    pub checksum_by_leaves: bool,
+    /// Whether the checksum line is not judged in this pass: in a slice,
+    /// the complete leaf listing that follows it stands for it, or another
+    /// slice hashes the file whole for it. Its digest still says what the
+    /// file was.
+    pub checksum_elsewhere: bool,
 }
 
 /// A checksum line's digest, and what its shape says of its maker.
@@ -85,13 +86,13 @@ impl Pass {
             continued: false,
             lines: 0..=0,
             probe: false,
-            checksum_by_leaves: false,
+            checksum_elsewhere: false,
         }
     }
 
     /// The checksum line, if the pass judges it.
     pub fn judged_checksum(&self) -> Option<&ListedChecksum> {
-        self.checksum.as_ref().filter(|_| !self.checksum_by_leaves)
+        self.checksum.as_ref().filter(|_| !self.checksum_elsewhere)
     }
 
     /// How many lines the pass checks.
@@ -230,6 +231,23 @@ impl Checked {
     /// has any.
     pub fn listed_length(&self) -> Option<u64> {
         self.pass.total
+    }
+
+    /// Whether the pass's leaf lines list every leaf of the file, in
+    /// order, and the file has no other pass: its leaves then stand for its
+    /// checksum line.
+    pub fn lists_every_leaf(&self) -> bool {
+        let (Some(listed), Some(total)) = (&self.listed, self.pass.total) else {
+            return false;
+        };
+        let count = self.pass.tree.leaf_count(total);
+        !self.pass.continues
+            && !self.pass.continued
+            && listed.len() as u64 == count
+            && listed
+                .indices_listed()
+                .zip(0..)
+                .all(|(index, at)| index == at)
     }
 
     /// The listed leaves the pass found failing (those the file lacks

@@ -81,6 +81,9 @@ pub(super) struct Passes<'a> {
     /// Whether improperly formatted lines are reported (not in slices but
     /// the first).
     reports_bad_lines: bool,
+    /// When slicing: what became of the pass before.
+    previous: Disposition,
+
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
     /// Whether a nameless line (of standard input, as hashing it without a
@@ -119,6 +122,8 @@ impl<'a> Passes<'a> {
             error: None,
             outside_slice: 0,
             reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
+            previous: Disposition::Skipped,
+
             cut: false,
             nameless_is_stdin: !list_is_stdin,
             verifier,
@@ -349,30 +354,65 @@ enum InSlice {
     No,
 }
 
+/// What became of the pass before, when slicing: whether the pass after it
+/// goes on with a file reported here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Disposition {
+    /// Checked in this slice.
+    Reported,
+    /// Only looked for (an audit's first slice).
+    Probed,
+    /// Left to another slice.
+    Skipped,
+}
+
+/// How one leaf listing with a checksum line is sliced: whether it lists
+/// every leaf of its file (its leaves then stand for the checksum line),
+/// and, while its passes are read, where the leaves seen so far leave off.
+struct Listing {
+    next_index: u64,
+    in_order: bool,
+    /// The size of the file it lists, as its first pass gives it.
+    size: u64,
+}
+
 impl Passes<'_> {
     /// Cuts a pass to the units of it that start in the slice being
     /// checked (see [`super::Slice`]), moving on the offset of the bytes
-    /// the lists describe; whether any is left.
+    /// the lists describe; whether any is left. A pass that goes on with a
+    /// file reported here, or is gone on with by one, says so only then.
     fn slice_pass(
-        &self,
+        &mut self,
         slice: &super::Slice,
         pass: &mut Pass,
         listed: &mut Option<ListedLeaves>,
     ) -> InSlice {
-        let offset = &self.verifier.offset;
+        let verifier = self.verifier;
+        let offset = &verifier.offset;
         let in_slice = |start: u64| slice.holds(start);
         let starts_in = in_slice(offset.get());
-        match listed.as_mut().filter(|listed| !listed.is_empty()) {
-            None if pass.checksum.is_some() => {
-                let size = whole_size(pass);
-                offset.set(offset.get().saturating_add(size));
-                if starts_in { InSlice::Yes } else { InSlice::No }
-            }
+        let mut checksum_in = false;
+        let in_this = match listed.as_mut().filter(|listed| !listed.is_empty()) {
             None => {
-                // Count lines alone: nothing to read.
-                if starts_in { InSlice::Yes } else { InSlice::No }
+                if pass.checksum.is_some() {
+                    offset.set(offset.get().saturating_add(whole_size(pass)));
+                }
+                // (Count lines alone: nothing to read.)
+                starts_in
             }
             Some(leaves) => {
+                if pass.checksum.is_some() && !pass.continues {
+                    // A listing's first pass: is it complete?
+                    let ordinal = verifier.listings_checked.get();
+                    verifier.listings_checked.set(ordinal + 1);
+                    let mut incomplete = verifier.incomplete.borrow_mut();
+                    if incomplete.front() == Some(&ordinal) {
+                        incomplete.pop_front();
+                        // Its checksum line is a unit of the file's size.
+                        checksum_in = starts_in;
+                        offset.set(offset.get().saturating_add(whole_size(pass)));
+                    }
+                }
                 let total = pass.total.unwrap_or(0);
                 let tree = pass.tree;
                 leaves.retain(|index| {
@@ -381,37 +421,75 @@ impl Passes<'_> {
                     offset.set(start.saturating_add(bytes.end - bytes.start));
                     in_slice(start)
                 });
-                // Count lines go with the file's first unit.
+                // Count lines go with the pass's first unit.
                 if !starts_in {
                     pass.count_lines.clear();
                 }
-                if leaves.is_empty() && pass.count_lines.is_empty() {
-                    return InSlice::No;
+                if !leaves.is_empty() || !pass.count_lines.is_empty() || checksum_in {
+                    // The leaves decide; the checksum line, unless its file
+                    // is hashed whole here, is theirs or another slice's.
+                    pass.checksum_elsewhere = !checksum_in;
+                    pass.count_lines.iter_mut().for_each(|before| *before = 0);
+                    true
+                } else {
+                    false
                 }
-                // The leaves decide; the checksum line that goes with them
-                // is theirs (one listing made both), and is not hashed
-                // whole.
-                pass.checksum_by_leaves = true;
-                pass.count_lines.iter_mut().for_each(|before| *before = 0);
-                InSlice::Yes
             }
+        };
+        if !in_this {
+            return InSlice::No;
         }
+        // Reported here, a pass starts or ends its file's report where the
+        // passes of the file before or after it are not.
+        if pass.continues && self.previous != Disposition::Reported {
+            pass.continues = false;
+        }
+        if pass.continued && !in_slice(offset.get()) {
+            pass.continued = false;
+        }
+        InSlice::Yes
     }
 
-    /// The bytes every pass of the list describes (see [`super::Slice`]).
+    /// The bytes every pass of the list describes (see [`super::Slice`]),
+    /// noting which leaf listings with a checksum line list only some of
+    /// their file's leaves.
     pub fn total_bytes(&mut self) -> u64 {
+        let verifier = self.verifier;
         let mut total = 0u64;
+        let mut listing: Option<Listing> = None;
         while let Some((pass, listed)) = self.next_pass() {
             let bytes = match listed.filter(|listed| !listed.is_empty()) {
                 Some(listed) => {
                     let length = pass.total.unwrap_or(0);
-                    listed
-                        .indices_listed()
-                        .map(|index| {
-                            let bytes = pass.tree.leaf_bytes(index, length);
-                            bytes.end - bytes.start
-                        })
-                        .fold(0u64, u64::saturating_add)
+                    if pass.checksum.is_some() && !pass.continues {
+                        listing = Some(Listing {
+                            next_index: 0,
+                            in_order: true,
+                            size: whole_size(&pass),
+                        });
+                    }
+                    let mut bytes = 0u64;
+                    for index in listed.indices_listed() {
+                        if let Some(listing) = &mut listing {
+                            listing.in_order &= index == listing.next_index;
+                            listing.next_index = index + 1;
+                        }
+                        let leaf = pass.tree.leaf_bytes(index, length);
+                        bytes = bytes.saturating_add(leaf.end - leaf.start);
+                    }
+                    if !pass.continued
+                        && let Some(done) = listing.take()
+                    {
+                        let ordinal = verifier.listings_counted.get();
+                        verifier.listings_counted.set(ordinal + 1);
+                        let complete =
+                            done.in_order && done.next_index == pass.tree.leaf_count(length);
+                        if !complete {
+                            verifier.incomplete.borrow_mut().push_back(ordinal);
+                            bytes = bytes.saturating_add(done.size);
+                        }
+                    }
+                    bytes
                 }
                 None if pass.checksum.is_some() => whole_size(&pass),
                 None => 0,
@@ -422,11 +500,15 @@ impl Passes<'_> {
     }
 }
 
-/// The size of a file checked whole: as its stat line lists it, or as the
-/// system says now (0 for a file that is not there).
+/// The size of a file checked whole: as its stat line lists it, or its
+/// leaf or count lines, or else as the system says now (0 for a file that
+/// is not there).
 fn whole_size(pass: &Pass) -> u64 {
     if let Some((size, _)) = pass.stat {
         return size;
+    }
+    if let Some(total) = pass.total {
+        return total;
     }
     system::listed_path(&pass.name)
         .filter(|_| pass.name != b"-")
@@ -451,12 +533,21 @@ impl<'a> Iterator for Passes<'a> {
             };
             self.outside_slice += (lines - kept) as u64;
             match in_slice {
-                InSlice::Yes => break (pass, listed),
-                InSlice::No if slice.probe_others => {
+                InSlice::Yes => {
+                    self.previous = Disposition::Reported;
+                    break (pass, listed);
+                }
+                // A file's first pass outside the slice is looked for, for
+                // the whole file; the passes that go on with it are not.
+                // (Probes are only the first slice's, whose passes of a
+                // file all come before those outside it.)
+                InSlice::No if slice.probe_others && !pass.continues => {
+                    self.previous = Disposition::Probed;
                     pass.probe = true;
+                    pass.continued = false;
                     break (pass, None);
                 }
-                InSlice::No => {}
+                InSlice::No => self.previous = Disposition::Skipped,
             }
         };
         let bad_lines = std::mem::take(&mut self.bad_lines);

@@ -45,7 +45,9 @@ const LAYERS: [(&str, &[&str]); 17] = [
     ("spill", &["descriptors", "memory", "os"]),
     (
         "repair",
-        &["engine", "params", "digest", "error", "memory", "os"],
+        &[
+            "engine", "params", "digest", "error", "memory", "os", "spill",
+        ],
     ),
     (
         "audit",

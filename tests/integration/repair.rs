@@ -130,7 +130,7 @@ fn a_file_cut_short_is_extended_with_leaves_that_verify() {
     assert!(out.contains("f: leaf 7: FAILED (the copy's leaf does not match either)\n"));
     for leaf in 8..13 {
         let line = format!(
-            "f: leaf {leaf}: FAILED (a leaf before it, past the file's end, was not mended)\n"
+            "f: leaf {leaf}: FAILED (the file ends before it, and leaves before it are not mended)\n"
         );
         assert!(out.contains(&line), "{out}");
     }
@@ -606,4 +606,119 @@ fn the_http_recipe_mends_what_it_fetches() {
         2 * mib as u64 + 777,
         "only the damaged leaves are sent"
     );
+}
+
+/// Mending follows the slices of a scrub: a slice whose leaves start past
+/// the end of a file cut short writes none of them (a hole would be left
+/// before them), and once the slice before has mended its own, they are
+/// mended too.
+#[test]
+fn slices_never_leave_a_hole_in_a_file_cut_short() {
+    let (dir, good) = listed_file("f", 4 * LEAF);
+    let path = dir.path().join("f");
+    fs::write(&path, &good[..LEAF]).unwrap();
+    let args = |part: &'static str| ["--quiet", "--part", part, "--repair-from", "copy"];
+    let (out, _, code) = check(dir.path(), &args("2/2"));
+    let why = "FAILED (the file ends before it, and leaves before it are not mended)";
+    assert!(
+        out.ends_with(&format!("f: leaf 2: {why}\nf: leaf 3: {why}\n")),
+        "{out}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(&path).unwrap(), good[..LEAF]);
+    let (out, _, code) = check(dir.path(), &args("1/2"));
+    assert!(out.ends_with("f: leaf 1: REPAIRED\n"), "{out}");
+    assert_eq!(code, 0);
+    assert_eq!(fs::read(&path).unwrap(), good[..2 * LEAF]);
+    let (out, _, code) = check(dir.path(), &args("2/2"));
+    assert!(
+        out.ends_with("f: leaf 2: REPAIRED\nf: leaf 3: REPAIRED\n"),
+        "{out}"
+    );
+    assert_eq!(code, 0);
+    assert_eq!(fs::read(&path).unwrap(), good);
+}
+
+/// A file listed twice (or checked in several passes) is mended once
+/// every pass over it is checked: no pass reads it while it is written.
+#[test]
+fn a_file_listed_twice_is_mended_after_both_are_checked() {
+    let (dir, good) = listed_file("f", 300 * LEAF);
+    let listing = fs::read(dir.path().join("LEAVES")).unwrap();
+    fs::write(
+        dir.path().join("LEAVES"),
+        [&listing[..], &listing[..]].concat(),
+    )
+    .unwrap();
+    let path = dir.path().join("f");
+    damage(&path, &[0, 299]);
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert_eq!(
+        out,
+        "f: FAILED\nf: leaf 0: FAILED\nf: leaf 299: FAILED\n\
+         f: FAILED\nf: leaf 0: FAILED\nf: leaf 299: FAILED\n\
+         f: leaf 0: REPAIRED\nf: leaf 299: REPAIRED\n"
+    );
+    assert!(
+        !err.contains("FAILED open or read") && !err.contains("changed"),
+        "{err}"
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(&path).unwrap(), good);
+}
+
+/// A checksum line with only some of its leaf lines: the leaves listed
+/// are mended, but the file verifies only if the bytes they leave out do,
+/// which the whole file, hashed again, says.
+#[test]
+fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = noise(3 * LEAF, 21);
+    fs::create_dir(dir.path().join("copy")).unwrap();
+    fs::write(dir.path().join("copy/f"), &good).unwrap();
+    fs::write(dir.path().join("f"), &good).unwrap();
+    let mut list = run_in(dir.path(), ["-t", "4096", "f"], b"").stdout;
+    list.extend(
+        run_in(
+            dir.path(),
+            ["-t", "4096", "--leaves", "--leaf-range", "0..1", "f"],
+            b"",
+        )
+        .stdout,
+    );
+    fs::write(dir.path().join("LEAVES"), list).unwrap();
+    // Only the listed leaf damaged: mended, and the file verifies.
+    damage(&dir.path().join("f"), &[0]);
+    let (out, _, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert_eq!(code, 0);
+    assert!(verifies(dir.path()));
+    // The listed leaf and an unlisted one: the listed one is mended, and
+    // the file still fails.
+    damage(&dir.path().join("f"), &[0, 2]);
+    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert!(
+        err.contains(
+            "bt2sum: f: still fails its checksum line: bytes its leaf lines do not list differ\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(code, 1);
+    assert!(!verifies(dir.path()));
+}
+
+/// A set-user-ID file written by its owner loses the bit (the system
+/// clears it); mending sets it again.
+#[test]
+fn a_mended_file_keeps_its_mode() {
+    let (dir, good) = listed_file("f", 4 * LEAF);
+    let path = dir.path().join("f");
+    damage(&path, &[1]);
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
+    let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(&path).unwrap(), good);
+    let mode = fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o4755);
 }

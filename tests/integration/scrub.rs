@@ -519,3 +519,167 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
         assert_eq!(week(command), (full.clone(), full_status), "{command}");
     }
 }
+
+/// A file whose leaf lines are checked in several passes (listed out of
+/// order, here; or more of them than a pass holds) is reported in each
+/// slice that holds some of them, with its own verdict there.
+#[test]
+fn slices_of_files_checked_in_several_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "f", &noise(40 * 4096, 77));
+    let listing = listed(root, &["-t", "4096", "--leaves", "f"]);
+    let text = String::from_utf8(listing).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    // The checksum line, then its leaves from the last to the first.
+    lines[1..].reverse();
+    write(root, "LEAVES", (lines.join("\n") + "\n").as_bytes());
+    let mut bytes = fs::read(root.join("f")).unwrap();
+    bytes[4096 * 3 + 1] ^= 1;
+    bytes[4096 * 36 + 1] ^= 1;
+    write(root, "f", &bytes);
+    // (Out of order, the listing is not taken for the whole file: its
+    // checksum line is a unit of its own, and gets its verdict.)
+    slices_cover_a_full_check(root, &["LEAVES"], &[], &[]);
+    // Each slice holding a failed leaf, or the checksum line, fails, as
+    // the full check does.
+    let mut failed = 0;
+    for part in 1..=4 {
+        let part = format!("{part}/4");
+        let (lines, status) = verdicts(root, &["-c", "--part", &part, "LEAVES"]);
+        let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
+        let fails = lines.contains(&"f: FAILED".to_string());
+        assert_eq!(status, i32::from(fails), "{part}: {lines:?}");
+        assert!(fails || leaves == 0, "{part}: {lines:?}");
+        failed += leaves;
+    }
+    assert_eq!(failed, 2);
+}
+
+/// A checksum line followed by only some of its file's leaves: in a slice
+/// it is a unit of its own, the file hashed whole, so that damage the
+/// listed leaves do not cover is found.
+#[test]
+fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "a", &noise(4 * 4096, 5));
+    let mut list = listed(root, &["-t", "4096", "a"]);
+    list.extend(listed(
+        root,
+        &["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
+    ));
+    write(root, "S", &list);
+    let mut bytes = fs::read(root.join("a")).unwrap();
+    bytes[3 * 4096] ^= 1;
+    write(root, "a", &bytes);
+    let (full, status) = verdicts(root, &["-c", "-t", "4096", "S"]);
+    assert_eq!(
+        (full.as_slice(), status),
+        (&["a: FAILED".to_string()][..], 1)
+    );
+    slices_cover_a_full_check(root, &["S"], &[], &["-t", "4096"]);
+}
+
+/// With stat lines, a leaf listing's file that was edited is CHANGED in
+/// its slices, as in a full check, not FAILED.
+#[test]
+fn an_edited_file_is_changed_in_its_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "a", &noise(8 * 4096, 6));
+    let sums = listed(root, &["-t", "4096", "--leaves", "--stat", "a"]);
+    write(root, "S", &sums);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut bytes = fs::read(root.join("a")).unwrap();
+    bytes[100] ^= 1;
+    write(root, "a", &bytes);
+    let out = run_in(root, ["-c", "--quiet", "S"], b"");
+    assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
+    let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
+    assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("1 listed file was changed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status(&out), 1);
+}
+
+/// `--ignore-missing`: a slice holding files of a list, all missing,
+/// verified nothing of it and fails, as a full check does; a slice holding
+/// none of its files passes.
+#[test]
+fn a_slice_of_missing_files_verified_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for name in ["f1", "f2", "f3"] {
+        write(root, name, &noise(10_000, name.len() as u64));
+    }
+    write(root, "SUMS", &listed(root, &["--stat", "f1", "f2", "f3"]));
+    for name in ["f1", "f2", "f3"] {
+        fs::remove_file(root.join(name)).unwrap();
+    }
+    let out = run_in(root, ["-c", "--ignore-missing", "SUMS"], b"");
+    assert_eq!(
+        (stderr(&out).as_str(), status(&out)),
+        ("bt2sum: SUMS: no file was verified\n", 1)
+    );
+    for part in ["1/3", "2/3", "3/3"] {
+        let out = run_in(
+            root,
+            ["-c", "--ignore-missing", "--part", part, "SUMS"],
+            b"",
+        );
+        assert_eq!(
+            (stderr(&out).as_str(), status(&out)),
+            ("bt2sum: SUMS: no file was verified\n", 1),
+            "{part}"
+        );
+    }
+    let out = run_in(
+        root,
+        ["-c", "--ignore-missing", "--part", "5/5", "SUMS"],
+        b"",
+    );
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+}
+
+/// More leaf lines than one pass holds (300,000 of 64 bytes): the file is
+/// checked in passes, and a slice that holds only some of them still
+/// reports it, fails where a leaf it holds fails, and the slices together
+/// report each failing leaf once.
+#[test]
+fn slices_of_a_listing_longer_than_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "big", &noise(64 * 300_000, 8));
+    write(root, "L", &listed(root, &["-t", "64", "--leaves", "big"]));
+    let mut bytes = fs::read(root.join("big")).unwrap();
+    for at in [64 * 1000 + 5, 64 * 250_000 + 3] {
+        bytes[at] ^= 1;
+    }
+    write(root, "big", &bytes);
+    let failing = |args: &[&str]| {
+        let (lines, status) = verdicts(root, args);
+        let leaves: Vec<String> = lines
+            .into_iter()
+            .filter(|line| line.contains(": leaf "))
+            .collect();
+        (leaves, status)
+    };
+    let (full, full_status) = failing(&["-c", "--quiet", "L"]);
+    assert_eq!(full, ["big: leaf 1000: FAILED", "big: leaf 250000: FAILED"]);
+    assert_eq!(full_status, 1);
+    for parts in [2, 3] {
+        let mut together = Vec::new();
+        for part in 1..=parts {
+            let part = format!("{part}/{parts}");
+            let (leaves, status) = failing(&["-c", "--quiet", "--part", &part, "L"]);
+            assert_eq!(status, i32::from(!leaves.is_empty()), "{part}: {leaves:?}");
+            together.extend(leaves);
+        }
+        together.sort();
+        assert_eq!(together, full, "{parts} slices");
+    }
+}

@@ -182,7 +182,7 @@ fn check_list(
                 printer
                     .checked(checked, skipped)
                     .and_then(|()| match repairs {
-                        Some(repairs) => repairs.after(checked, printer, &mut tally),
+                        Some(repairs) => repairs.note(checked, printer),
                         None => Ok(()),
                     })
             }
@@ -193,6 +193,9 @@ fn check_list(
         }
     });
     written?;
+    if let Some(repairs) = repairs {
+        repairs.mend(printer, &mut tally)?;
+    }
     hints.list_ended();
     printer.out.flush()?;
     if let Err(error) = checked {
@@ -207,7 +210,12 @@ fn check_list(
     } else {
         summarize(printer.config, list_name, &tally);
     }
-    Ok((tally.passed(config.strict, config.update.is_some()), tally))
+    let passed = tally.passed(
+        config.strict,
+        config.update.is_some(),
+        config.ignore_missing,
+    );
+    Ok((passed, tally))
 }
 
 /// A list to read: a file, or standard input.

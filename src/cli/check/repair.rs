@@ -1,26 +1,33 @@
-//! `--repair-from`: after a file's verdicts, its failing leaves mended from
-//! a good copy by the library's [`Mender`], each one's fate printed
-//! (`NAME: leaf I: REPAIRED`, or `FAILED` and why) and counted.
+//! `--repair-from`: the damaged files a check finds are noted as it goes,
+//! and mended from a good copy by the library's [`Mender`] once every file
+//! of the list is checked (so that no file is written while a pass over it
+//! is still being hashed); each leaf's fate is printed (`NAME: leaf I:
+//! REPAIRED`, or `FAILED` and why) and counted.
 
 use std::io;
 
 use bt2sum::format::verdict::Verdict;
-use bt2sum::repair::{Length, Mend, Mender};
-use bt2sum::system;
-use bt2sum::verify::Checked;
+use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending};
+use bt2sum::verify::{Checked, Subject};
+use bt2sum::{Digest, system};
 
 use super::super::config::{Checking, Verbosity};
 use super::super::json;
-use super::super::output::report_listed;
 use super::Printer;
 use super::tally::Tally;
 
 /// Mends the files a check finds damaged.
 pub struct Repairs {
     mender: Mender,
-    /// Whether every failing leaf of the file being checked (over its
-    /// passes so far) verifies now.
-    file_mended: bool,
+    pending: Pending,
+    /// Whether the file being checked can still be mended (no reason it
+    /// cannot was found in its passes so far).
+    mendable: bool,
+    /// Whether leaves of the file being checked wait to be mended.
+    noted: bool,
+    /// The checksum the file being checked must have once mended, if its
+    /// checksum line failed and its leaf lines leave some bytes out.
+    whole: Option<Digest>,
 }
 
 impl Repairs {
@@ -29,142 +36,222 @@ impl Repairs {
         let (copy, truncate) = config.repair.as_ref()?;
         Some(Repairs {
             mender: Mender::new(copy.clone(), *truncate),
-            file_mended: true,
+            pending: Pending::new(),
+            mendable: true,
+            noted: false,
+            whole: None,
         })
     }
 
-    /// Mends what one pass over a file found failing, printing and
-    /// counting in `tally` what became of each leaf, and on the file's last
-    /// pass whether it verifies now. `Err` only when writing to standard
-    /// output fails.
-    pub fn after(
-        &mut self,
-        checked: &Checked,
-        printer: &mut Printer<'_>,
-        tally: &mut Tally,
-    ) -> io::Result<()> {
+    /// Notes the failing leaves one pass over a file found, to be mended at
+    /// the list's end, and on the file's last pass that it is done; says at
+    /// once why a damaged file cannot be mended. `Err` when writing to
+    /// standard output, or keeping the note, fails.
+    pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if checked.is_first_pass() {
-            self.file_mended = true;
+            (self.mendable, self.noted, self.whole) = (true, false, None);
         }
-        let failed = checked
-            .lines()
-            .any(|(_, verdict)| matches!(verdict, Verdict::Failed | Verdict::Missing));
-        if failed && checked.outcome().is_ok() {
-            self.file_mended &= self.mend(checked, printer, tally)?;
+        let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
+        let mut lines = checked.lines();
+        if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
+            && !checked.lists_every_leaf()
+        {
+            self.whole = checked.expected().copied();
         }
-        let damaged = matches!(
-            checked.file_verdict(),
-            Some(Verdict::Failed | Verdict::Missing)
-        );
-        if damaged && self.file_mended {
-            tally.mended_files += 1;
+        let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
+        if failed_here && checked.outcome().is_err() {
+            // Unreadable: said already.
+            self.mendable = false;
         }
-        Ok(())
-    }
-
-    /// Mends one pass's failing leaves; whether the file verifies now, as
-    /// far as this pass's lines go.
-    fn mend(
-        &mut self,
-        checked: &Checked,
-        printer: &mut Printer<'_>,
-        tally: &mut Tally,
-    ) -> io::Result<bool> {
-        let name = checked.name();
-        let cannot = |printer: &mut Printer<'_>, why: &str| {
-            printer.error(name, &format!("cannot be repaired: {why}"))
-        };
-        if name == b"-" {
-            cannot(printer, "it is standard input")?;
-            return Ok(false);
-        }
-        let Some(listed_length) = checked.listed_length() else {
-            cannot(
-                printer,
-                "it is listed without leaf lines (list its leaves with --leaves, \
-                 and a damaged leaf can be mended alone)",
-            )?;
-            return Ok(false);
-        };
-        if checked.changed() {
-            cannot(
-                printer,
-                "its size or modification time differ from its stat line's: edited, not damaged",
-            )?;
-            return Ok(false);
+        if failed_here
+            && self.mendable
+            && let Some(why) = why_not(checked)
+        {
+            self.mendable = false;
+            printer.error(checked.name(), &format!("cannot be repaired: {why}"))?;
         }
         let failing = checked.failed_leaves();
-        if failing.is_empty() {
-            cannot(
-                printer,
-                "its length differs from its listing's, and no leaf line says how",
-            )?;
-            return Ok(false);
+        let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
+            return Ok(());
+        };
+        let damaged = |failing, last_pass| Damaged {
+            name: checked.name().to_vec(),
+            tree: *checked.tree(),
+            listed_length,
+            failing,
+            whole: None,
+            last_pass,
+        };
+        if !failing.is_empty() {
+            self.pending.push(&damaged(failing, false))?;
+            self.noted = true;
         }
-        // (A name no path here can have was refused as improperly
-        // formatted.)
-        let path = system::listed_path(name).unwrap_or_default();
-        let tree = *checked.tree();
-        let mut lines = Ok(());
-        let mut all_good = true;
-        let mended = self
-            .mender
-            .mend(&path, &tree, listed_length, &failing, |index, mend| {
-                all_good &= mend.is_good();
-                match mend {
-                    Mend::Intact => return,
-                    Mend::Repaired => tally.repaired_leaves += 1,
-                    _ => tally.unrepaired_leaves += 1,
-                }
-                if lines.is_ok() {
-                    let bytes = tree.leaf_bytes(index, listed_length);
-                    lines = printer.mend(name, index, bytes, mend);
-                }
+        if !checked.is_last_pass()
+            || !matches!(
+                checked.file_verdict(),
+                Some(Verdict::Failed | Verdict::Missing)
+            )
+        {
+            return Ok(());
+        }
+        if self.noted {
+            // The file's end: its length, and its checksum, are seen to
+            // once its leaves are mended.
+            return self.pending.push(&Damaged {
+                whole: self.whole,
+                ..damaged(Vec::new(), true)
             });
-        lines?;
-        let length = match mended {
-            Ok(length) => length,
-            Err(unmendable) => {
-                tally.unrepaired_leaves += failing.len() as u64;
-                cannot(printer, &unmendable.to_string())?;
-                return Ok(false);
+        }
+        let why = match self.whole {
+            Some(_) => {
+                "bytes its leaf lines do not list differ: only a copy of the whole file mends them"
             }
+            None => "its length differs from its leaf lines' total, and no leaf line says how",
         };
-        let length_ok = match length {
-            Length::AsListed => true,
-            Length::Truncated { was } => {
-                let message = format!(
-                    "was {was} bytes long: cut to its listed length, {listed_length} bytes"
-                );
-                printer.note(name, &message)?;
-                true
-            }
-            Length::Longer { is } => {
-                let message = format!(
-                    "is {is} bytes long, longer than its listed {listed_length}: left as it is \
-                     (--repair-truncate cuts it)"
-                );
-                printer.note(name, &message)?;
-                false
-            }
-            Length::NotCut { is, error } => {
-                let message = format!(
-                    "is {is} bytes long, longer than its listed {listed_length}, and cannot be \
-                     cut: {}",
-                    bt2sum::plain_message(&error)
-                );
-                printer.note(name, &message)?;
-                false
-            }
-            Length::Shorter { is } => {
-                let message =
-                    format!("is still {is} bytes long, shorter than its listed {listed_length}");
-                printer.note(name, &message)?;
-                false
-            }
-        };
-        Ok(all_good && length_ok)
+        printer.error(checked.name(), &format!("cannot be repaired: {why}"))
     }
+
+    /// Mends the damaged files noted in the list just checked, printing
+    /// and counting in `tally` what became of each leaf, and how many files
+    /// verify now. `Err` when writing to standard output fails.
+    pub fn mend(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
+        let mender = &self.mender;
+        // Whether every leaf of the file so far was mended, and whether one
+        // of them was its last (whose failing may be its length's).
+        let (mut file_mended, mut ends) = (true, false);
+        self.pending.drain(|damaged| {
+            let name = &damaged.name[..];
+            // (A name no path here can have was refused as improperly
+            // formatted.)
+            let path = system::listed_path(name).unwrap_or_default();
+            if !damaged.last_pass {
+                let last_leaf = damaged
+                    .tree
+                    .leaf_count(damaged.listed_length)
+                    .saturating_sub(1);
+                ends |= damaged.failing.iter().any(|(index, _)| *index == last_leaf);
+                file_mended &= mend_leaves(mender, &path, &damaged, printer, tally)?;
+                return Ok(());
+            }
+            if ends {
+                file_mended &= settle_length(mender, &path, &damaged, printer)?;
+            }
+            if file_mended && let Some(expected) = &damaged.whole {
+                // Its leaf lines leave bytes out: only the whole file says
+                // whether it verifies.
+                if bt2sum::hash_path(&damaged.tree, &path).ok().as_ref() != Some(expected) {
+                    let message =
+                        "still fails its checksum line: bytes its leaf lines do not list differ";
+                    printer.error(name, message)?;
+                    file_mended = false;
+                }
+            }
+            if file_mended {
+                tally.mended_files += 1;
+            }
+            (file_mended, ends) = (true, false);
+            Ok(())
+        })
+    }
+}
+
+/// Why a damaged file cannot be mended leaf by leaf, if it cannot.
+fn why_not(checked: &Checked) -> Option<&'static str> {
+    if checked.name() == b"-" {
+        return Some("it is standard input");
+    }
+    if checked.listed_length().is_none() {
+        return Some(
+            "it is listed without leaf lines (list its leaves with --leaves, and a damaged \
+             leaf can be mended alone)",
+        );
+    }
+    if checked.changed() {
+        return Some(
+            "its size or modification time differ from its stat line's: edited, not damaged",
+        );
+    }
+    None
+}
+
+/// Mends one pass's failing leaves; whether they all verify now.
+fn mend_leaves(
+    mender: &Mender,
+    path: &std::path::Path,
+    damaged: &Damaged,
+    printer: &mut Printer<'_>,
+    tally: &mut Tally,
+) -> io::Result<bool> {
+    let name = &damaged.name[..];
+    let (tree, listed_length) = (damaged.tree, damaged.listed_length);
+    let mut lines = Ok(());
+    let mut all_good = true;
+    let mended = mender.mend(
+        path,
+        &tree,
+        listed_length,
+        &damaged.failing,
+        |index, mend| {
+            all_good &= mend.is_good();
+            match mend {
+                Mend::Intact => return,
+                Mend::Repaired => tally.repaired_leaves += 1,
+                _ => tally.unrepaired_leaves += 1,
+            }
+            if lines.is_ok() {
+                let bytes = tree.leaf_bytes(index, listed_length);
+                lines = printer.mend(name, index, bytes, mend);
+            }
+        },
+    );
+    lines?;
+    if let Err(unmendable) = mended {
+        tally.unrepaired_leaves += damaged.failing.len() as u64;
+        printer.error(name, &format!("cannot be repaired: {unmendable}"))?;
+        return Ok(false);
+    }
+    Ok(all_good)
+}
+
+/// Sees to a mended file's length; whether it is as listed now.
+fn settle_length(
+    mender: &Mender,
+    path: &std::path::Path,
+    damaged: &Damaged,
+    printer: &mut Printer<'_>,
+) -> io::Result<bool> {
+    let (name, listed_length) = (&damaged.name[..], damaged.listed_length);
+    let (message, ok) = match mender.settle_length(path, listed_length) {
+        Ok(Length::AsListed) => return Ok(true),
+        Ok(Length::Truncated { was }) => {
+            let message =
+                format!("was {was} bytes long: cut to its listed length, {listed_length} bytes");
+            printer.note(name, &message)?;
+            return Ok(true);
+        }
+        Ok(Length::Longer { is }) => (
+            format!(
+                "is {is} bytes long, longer than its listed {listed_length}: left as it is \
+                 (--repair-truncate cuts it)"
+            ),
+            false,
+        ),
+        Ok(Length::NotCut { is, error }) => (
+            format!(
+                "is {is} bytes long, longer than its listed {listed_length}, and cannot be \
+                 cut: {}",
+                bt2sum::plain_message(&error)
+            ),
+            false,
+        ),
+        Ok(Length::Shorter { is }) => (
+            format!("is still {is} bytes long, shorter than its listed {listed_length}"),
+            false,
+        ),
+        Err(unmendable) => (format!("cannot be repaired: {unmendable}"), false),
+    };
+    printer.error(name, &message)?;
+    Ok(ok)
 }
 
 impl Printer<'_> {
@@ -189,7 +276,9 @@ impl Printer<'_> {
                 "the copy could not be read: {}",
                 bt2sum::plain_message(error)
             )),
-            Mend::AfterAGap => Some("a leaf before it, past the file's end, was not mended".into()),
+            Mend::AfterAGap => {
+                Some("the file ends before it, and leaves before it are not mended".into())
+            }
             Mend::NoMemory => Some("no memory to hold the leaf".to_string()),
             Mend::WriteFailed(error) => Some(format!(
                 "it could not be written: {}",
@@ -214,10 +303,14 @@ impl Printer<'_> {
         self.out.write_all(&self.line)
     }
 
-    /// Says what was done to a file's length (standard error).
+    /// Says what was done to a file's length (standard error), unless
+    /// `--status` hides it.
     fn note(&mut self, name: &[u8], message: &str) -> io::Result<()> {
+        if self.config.verbosity == Verbosity::Status {
+            return Ok(());
+        }
         self.out.flush()?;
-        report_listed(name, message);
+        super::super::output::report_listed(name, message);
         Ok(())
     }
 }

@@ -47,9 +47,11 @@ impl Tally {
 
     /// Whether no file was verified, although some were for the list to
     /// verify: with `--ignore-missing`, all were missing. (A list checked
-    /// in slices may well have none of its files in one.)
+    /// in slices may well have none of its files in one: that slice
+    /// verifies nothing of it, and fails nothing.)
     pub fn verified_none(&self) -> bool {
-        self.matched == 0 && self.outside_slice == 0 && self.mended_files == 0
+        let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
+        self.matched == 0 && self.mended_files == 0 && held_some
     }
 
     /// Counts a pass's lines, and its file once its last pass is checked;
@@ -117,15 +119,19 @@ impl Tally {
         warnings
     }
 
-    /// Whether the list verifies: some file matched (or, being
-    /// `updated`, changed), none failed (but those mended) or was
-    /// unreadable, none changed
-    /// unless `updated` (the update lists it as it is now), and with
-    /// `strict` no line was improperly formatted. (A list whose files were
-    /// all skipped as missing verifies nothing, as in GNU.)
-    pub fn passed(&self, strict: bool, updated: bool) -> bool {
+    /// Whether the list verifies: it has a properly formatted line, none
+    /// of its files failed (but those mended) or was unreadable, none
+    /// changed unless `updated` (the update lists it as it is now), with
+    /// `strict` no line was improperly formatted, and with
+    /// `ignore_missing` some file was verified (or, being `updated`,
+    /// changed): a list whose files were all skipped as missing verifies
+    /// nothing, as in GNU. (Missing files an audit skips are its own
+    /// findings, or another slice's.)
+    pub fn passed(&self, strict: bool, updated: bool, ignore_missing: bool) -> bool {
         let changed_ok = updated || self.changed == 0;
-        (!self.verified_none() || updated && self.changed > 0)
+        let verified_nothing = ignore_missing && self.verified_none();
+        self.entries > 0
+            && (!verified_nothing || updated && self.changed > 0)
             && self.mismatched == self.mended_files
             && changed_ok
             && self.unreadable == 0
@@ -141,16 +147,16 @@ mod tests {
     fn tally_warnings_and_verdicts() {
         let mut tally = Tally::default();
         assert!(tally.warnings().is_empty());
-        assert!(!tally.passed(false, false));
+        assert!(!tally.passed(false, false, false));
         tally.entries = 1;
         tally.count(Verdict::Ok);
-        assert!(tally.passed(true, false));
+        assert!(tally.passed(true, false, false));
         tally.improperly_formatted = 1;
-        assert!(tally.passed(false, false));
-        assert!(!tally.passed(true, false));
+        assert!(tally.passed(false, false, false));
+        assert!(!tally.passed(true, false, false));
         tally.count(Verdict::Changed);
-        assert!(!tally.passed(false, false));
-        assert!(tally.passed(false, true));
+        assert!(!tally.passed(false, false, false));
+        assert!(tally.passed(false, true, false));
         assert_eq!(
             tally.warnings(),
             [
@@ -162,7 +168,7 @@ mod tests {
         tally.count(Verdict::Failed);
         tally.count(Verdict::Unreadable);
         tally.count(Verdict::Unreadable);
-        assert!(!tally.passed(false, true));
+        assert!(!tally.passed(false, true, false));
         assert_eq!(
             tally.warnings(),
             [
@@ -188,14 +194,12 @@ mod tests {
             outside_slice: 3,
             ..Tally::default()
         };
-        assert!(elsewhere.passed(false, false));
-        assert!(
-            !Tally {
-                entries: 3,
-                ..Tally::default()
-            }
-            .passed(false, false)
-        );
+        assert!(elsewhere.passed(false, false, false));
+        let skipped = Tally {
+            entries: 3,
+            ..Tally::default()
+        };
+        assert!(!skipped.passed(false, false, true));
         assert_eq!(
             one_each.warnings(),
             [
