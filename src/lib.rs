@@ -66,6 +66,10 @@ pub mod verify;
 pub mod walk;
 
 pub use digest::Digest;
+/// The schedule probe (the `schedule-probe` feature), for the tests.
+#[cfg(feature = "schedule-probe")]
+#[doc(hidden)]
+pub use engine::probe as schedule_probe;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher, leaf_digest};
 pub use error::{Error, plain_message};
 pub use input::system;

@@ -25,6 +25,11 @@ fn main() -> ExitCode {
         },
         Err(_) => work(),
     };
+    // (A build with the schedule probe reports what it counted.)
+    #[cfg(feature = "schedule-probe")]
+    if let Err(error) = bt2sum::schedule_probe::write_report() {
+        eprintln!("bt2sum: the schedule probe's report: {error}");
+    }
     status.into()
 }
 

@@ -66,14 +66,12 @@ pub(crate) fn hash_leaves(
     };
     out.clear();
     out.resize(count * size, 0);
-    let kernel = tuning::batch_kernel(tree, count, last_leaf.is_some(), spread.threads());
-    // The AVX-512 kernels leave the input's last leaf to the crates, which
-    // hash a lone leaf a lane at a time: after a lane group on the same
-    // thread it would add most of a group's time, so it is a task of its
-    // own. (The crates' own lane groups take it for free.)
-    let apart = last_leaf.is_some() && count > 1 && kernel == LeafKernel::Avx512;
-    let body = if apart { count - 1 } else { count };
-    let per_task = tuning::leaves_per_task(tree, kernel, body, spread);
+    let Split {
+        kernel,
+        body,
+        per_task,
+        apart,
+    } = Split::new(tree, count, end, spread);
     // Hashes `data`, the leaves from index `index` of this batch.
     let run = |index: usize, data: &[u8], out: &mut [u8]| {
         let start = index * leaf;
@@ -87,6 +85,8 @@ pub(crate) fn hash_leaves(
             out,
             &mut |range| batch.release(start + range.start..start + range.end),
         );
+        #[cfg(feature = "schedule-probe")]
+        super::probe::finished();
     };
     let (body_data, last_data) = data.split_at(data.len().min(body * leaf));
     let (body_out, last_out) = out.split_at_mut(body * size);
@@ -109,6 +109,53 @@ pub(crate) fn hash_leaves(
     } else {
         hash_body();
     }
+}
+
+/// How a batch of leaves is cut into pool tasks.
+struct Split {
+    /// The leaf kernel that hashes them.
+    kernel: LeafKernel,
+    /// The leaves hashed in tasks of `per_task` (all but the input's last
+    /// one, when it is `apart`).
+    body: usize,
+    per_task: usize,
+    /// Whether the input's last leaf is a task of its own: the AVX-512
+    /// kernels leave it to the crates, which hash a lone leaf a lane at a
+    /// time; after a lane group on the same thread it would add most of a
+    /// group's time. (The crates' own lane groups take it for free.)
+    apart: bool,
+}
+
+impl Split {
+    /// The split of `count` leaves, the last of which ends the input if
+    /// `end` says so, spread as `spread` says.
+    fn new(tree: &TreeParams, count: usize, end: EndOfInput, spread: Spread) -> Split {
+        let ends = end == EndOfInput::Yes && count > 0;
+        let kernel = tuning::batch_kernel(tree, count, ends, spread.threads());
+        let apart = ends && count > 1 && kernel == LeafKernel::Avx512;
+        let body = if apart { count - 1 } else { count };
+        let per_task = tuning::leaves_per_task(tree, kernel, body, spread);
+        Split {
+            kernel,
+            body,
+            per_task,
+            apart,
+        }
+    }
+
+    /// How many pool tasks hash the batch.
+    #[cfg(feature = "schedule-probe")]
+    fn tasks(&self) -> usize {
+        self.body.div_ceil(self.per_task).max(1) + usize::from(self.apart)
+    }
+}
+
+/// How many pool tasks will hash a batch of `bytes` bytes of `tree`'s
+/// leaves (for the schedule probe, as the batch is handed to the pool).
+#[cfg(feature = "schedule-probe")]
+pub(crate) fn tasks(tree: &TreeParams, bytes: usize, end: EndOfInput, spread: Spread) -> usize {
+    let count = bytes.div_ceil(tree.leaf_size() as usize);
+    Split::new(tree, count, end, spread).tasks()
 }
 
 /// Hashes bytes that are all in memory, a batch at a time on every thread.
@@ -136,6 +183,8 @@ pub(crate) fn hash_in_memory(
             EndOfInput::No
         };
         let first = (index * batch_leaves) as u64;
+        #[cfg(feature = "schedule-probe")]
+        super::probe::submitted(tasks(tree, chunk.len(), end, Spread::AllThreads));
         hash_leaves(tree, first, &chunk, end, &mut digests, Spread::AllThreads);
         root.feed(&digests, tree.digest_size(), sink);
         sink.count(chunk.len() as u64);

@@ -30,6 +30,8 @@ mod batch;
 mod kernel;
 mod many;
 mod pipeline;
+#[cfg(feature = "schedule-probe")]
+pub mod probe;
 mod stream;
 pub(crate) mod tuning;
 mod windows;

@@ -19,8 +19,15 @@ pub(crate) const BATCH_MAX_LEAVES: usize = 1 << 16;
 
 /// The most bytes a mapped window of whole leaves spans. A window holds a
 /// batch, or two SIMD groups of leaves per thread if that is more; its pages
-/// are given back as they are hashed, so its size costs address space only.
-pub(crate) const WINDOW_MAX_BYTES: usize = 256 << 20;
+/// are given back as they are hashed, so its size costs address space only:
+/// on 64-bit targets two groups a thread up to 256 threads of the crates'
+/// AVX2 (5 MiB leaves: 10 GiB), on 32-bit ones what their address space
+/// spares.
+pub(crate) const WINDOW_MAX_BYTES: usize = if cfg!(target_pointer_width = "64") {
+    16 << 30
+} else {
+    256 << 20
+};
 
 /// Mapped windows in flight: two, so that the pool never waits at a
 /// window's end for its slowest task while the next one is mapped.
@@ -118,17 +125,23 @@ pub(crate) fn batch_leaves(tree: &TreeParams) -> usize {
 
 /// The leaves a mapped window holds: a batch, or more if that is what fills
 /// a SIMD group on every thread twice over (the AVX-512 kernel hashes 16
-/// BLAKE2s leaves at once), up to [`WINDOW_MAX_BYTES`], and a whole number
-/// of SIMD groups where it holds more than one (a group of 3 leaves costs a
-/// kernel as much time as a group of 16). Mapped pages are given back as
-/// they are hashed, so a window's size costs address space, not memory, and
-/// fewer, larger windows mean fewer hand-offs and unmappings.
+/// BLAKE2s leaves at once), up to [`WINDOW_MAX_BYTES`] but on 64-bit
+/// targets never less than a group a thread (with two windows in flight,
+/// while one window's last groups are hashed the next has work for every
+/// thread), and a whole number of SIMD groups where it holds more than one
+/// (a group of 3 leaves costs a kernel as much time as a group of 16).
+/// Mapped pages are given back as they are hashed, so a window's size costs
+/// address space, not memory, and fewer, larger windows mean fewer
+/// hand-offs and unmappings.
 pub(crate) fn window_leaves(tree: &TreeParams) -> usize {
     let degree = simd_degree(tree.algorithm());
-    let lanes = 2 * rayon::current_num_threads() * degree;
-    let most = (WINDOW_MAX_BYTES / leaf_size(tree)).max(1);
+    let one_each = rayon::current_num_threads() * degree;
+    let mut most = (WINDOW_MAX_BYTES / leaf_size(tree)).max(1);
+    if cfg!(target_pointer_width = "64") {
+        most = most.max(one_each);
+    }
     let leaves = batch_leaves(tree)
-        .max(lanes.min(most))
+        .max((2 * one_each).min(most))
         .min(BATCH_MAX_LEAVES);
     if leaves > degree {
         leaves / degree * degree
@@ -165,8 +178,9 @@ pub(crate) fn batch_kernel(
     ends: bool,
     threads: usize,
 ) -> LeafKernel {
-    if LeafKernel::active() != LeafKernel::Avx512 {
-        return LeafKernel::Crates;
+    match LeafKernel::active() {
+        LeafKernel::Avx512 => {}
+        other => return other,
     }
     let algorithm = tree.algorithm();
     let (wide, narrow) = (
@@ -255,6 +269,41 @@ mod tests {
         assert_eq!(halves_per_thread(1, 3, 2), 8);
         assert_eq!(halves_per_thread(4, 0, 3), 1);
         assert_eq!(halves_per_thread(3, 0, 0), 0);
+    }
+
+    /// A window of mapped leaves holds two SIMD groups for every thread of
+    /// the pool (one group each at the least, where the address space caps
+    /// it), so that while one window's last groups are hashed the next
+    /// has work for every thread: on pools of up to 256 threads, with the
+    /// default leaves and small ones.
+    #[test]
+    fn windows_have_work_for_every_thread() {
+        for threads in [1, 2, 16, 64, 256] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for algorithm in Algorithm::ALL {
+                for leaf in [64 << 10, TreeParams::DEFAULT_LEAF_SIZE as u64] {
+                    let tree = TreeParams::new(algorithm, 32, leaf).unwrap();
+                    let (leaves, degree) =
+                        pool.install(|| (window_leaves(&tree), simd_degree(algorithm)));
+                    let wanted = if cfg!(target_pointer_width = "64") {
+                        threads
+                    } else {
+                        1
+                    };
+                    assert!(
+                        leaves / degree >= wanted && leaves >= batch_leaves(&tree),
+                        "{threads} threads, {tree:?}: {leaves} leaves in a window"
+                    );
+                    let one_each = threads * degree * leaf as usize;
+                    assert!(
+                        leaves * leaf as usize <= WINDOW_MAX_BYTES.max(BATCH_BYTES).max(one_each)
+                    );
+                }
+            }
+        }
     }
 
     /// With the AVX-512 kernels, a batch too small to give every thread a

@@ -108,7 +108,7 @@ fn windows(
     let count = tree.leaf_count(length);
     let mut pipeline: Pipeline<Box<dyn Mapping>> =
         Pipeline::new(tree, root, tuning::WINDOWS_IN_FLIGHT, Spread::AllThreads);
-    let window = tuning::window_leaves(tree) as u64;
+    let mut window = tuning::window_leaves(tree) as u64;
     let mut asked = Asked::new(tree, file, leaves.clone());
     let mut first = leaves.start;
     while first < leaves.end {
@@ -118,6 +118,13 @@ fn windows(
         asked.through(last.saturating_add(window));
         let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
         let Some(mapping) = file.map(bytes) else {
+            // Refused (address space short: `ulimit -v`): smaller windows,
+            // down to a batch, before reading instead.
+            let batch = tuning::batch_leaves(tree) as u64;
+            if window > batch {
+                window = (window / 2).max(batch);
+                continue;
+            }
             while settle(&mut pipeline, file, sink)? {}
             let root = pipeline.finish(sink);
             return read(tree, file, first..leaves.end, root, sink);

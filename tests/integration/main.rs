@@ -24,6 +24,8 @@ mod parts;
 #[cfg(unix)]
 mod repair;
 mod robust;
+#[cfg(feature = "schedule-probe")]
+mod schedule;
 #[cfg(unix)]
 mod scrub;
 #[cfg(unix)]
@@ -64,6 +66,13 @@ pub fn evict(path: &Path) {
     #[cfg(not(unix))]
     let _ = path;
 }
+
+/// The schedule's test needs a build with the probe: said here, not
+/// passed over in silence.
+#[cfg(not(feature = "schedule-probe"))]
+#[test]
+#[ignore = "needs a build with the schedule probe: cargo test --features schedule-probe --test integration schedule"]
+fn schedule_every_thread_has_work() {}
 
 /// A command running the built `bt2sum` binary.
 pub fn bt2sum() -> Command {

@@ -1,0 +1,71 @@
+//! The schedule probe (the `schedule-probe` feature): counts the hashing
+//! tasks handed to the pool and not yet finished, and samples that count
+//! each time the engine is about to wait for the oldest batch in flight,
+//! when it adds no work until that batch is done. The test of the schedule
+//! reads the samples: whenever the input still had N tasks to go, at least
+//! N (the pool's threads) were ready.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tasks handed to the pool, and tasks finished, over the process's life.
+static SUBMITTED: AtomicU64 = AtomicU64::new(0);
+static FINISHED: AtomicU64 = AtomicU64::new(0);
+
+/// One sample: the tasks ready (handed to the pool, not finished) and the
+/// tasks finished, as the engine starts to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Tasks handed to the pool and not finished.
+    pub ready: u64,
+    /// Tasks finished.
+    pub finished: u64,
+}
+
+static SAMPLES: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
+
+/// `tasks` more are handed to the pool.
+pub(crate) fn submitted(tasks: usize) {
+    SUBMITTED.fetch_add(tasks as u64, Ordering::SeqCst);
+}
+
+/// A task is finished.
+pub(crate) fn finished() {
+    FINISHED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The engine is about to wait for the oldest batch in flight.
+pub(crate) fn waiting() {
+    let finished = FINISHED.load(Ordering::SeqCst);
+    let ready = SUBMITTED.load(Ordering::SeqCst).saturating_sub(finished);
+    let mut samples = SAMPLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    samples.push(Sample { ready, finished });
+}
+
+/// The samples so far, and the tasks handed to the pool in all.
+pub fn samples() -> (Vec<Sample>, u64) {
+    let samples = SAMPLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    (samples.clone(), SUBMITTED.load(Ordering::SeqCst))
+}
+
+/// Writes the samples to the file `BT2SUM_SCHEDULE_PROBE` names, if it is
+/// set: the pool's threads, the tasks in all, then a sample a line (`ready
+/// finished`).
+pub fn write_report() -> std::io::Result<()> {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("BT2SUM_SCHEDULE_PROBE") else {
+        return Ok(());
+    };
+    let (samples, total) = samples();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "threads {}", rayon::current_num_threads())?;
+    writeln!(out, "tasks {total}")?;
+    for Sample { ready, finished } in samples {
+        writeln!(out, "{ready} {finished}")?;
+    }
+    out.flush()
+}

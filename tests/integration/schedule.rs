@@ -1,0 +1,95 @@
+//! The schedule, counted (a build with the `schedule-probe` feature:
+//! `cargo test --features schedule-probe --test integration schedule`):
+//! hashing a big file, by name or from `<`, on pools of 16, 64 and 256
+//! threads (on any machine, 2 cores will do), the engine keeps work for
+//! every thread. Each time it is about to wait for the oldest batch in
+//! flight, it has handed the pool at least as many tasks as the pool has
+//! threads, unless fewer are left in the whole input.
+
+use std::fs;
+use std::process::Stdio;
+
+use super::{Retried, bt2sum, pattern};
+
+/// What the probe counted: the pool's threads, the tasks in all, and each
+/// sample (tasks ready, tasks finished).
+struct Report {
+    threads: u64,
+    tasks: u64,
+    samples: Vec<(u64, u64)>,
+}
+
+fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("probe");
+    let mut command = bt2sum();
+    command
+        .args(args)
+        .env("BT2SUM_SCHEDULE_PROBE", &report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    if let Some(path) = stdin {
+        command.stdin(fs::File::open(path).unwrap());
+    }
+    let out = command.output_retried();
+    assert!(out.status.success(), "{args:?}: {}", out.status);
+    let text = fs::read_to_string(&report).unwrap();
+    let mut lines = text.lines();
+    let mut field = |name: &str| -> u64 {
+        let line = lines.next().unwrap();
+        line.strip_prefix(name).unwrap().trim().parse().unwrap()
+    };
+    let (threads, tasks) = (field("threads"), field("tasks"));
+    let samples = lines
+        .map(|line| {
+            let (ready, finished) = line.split_once(' ').unwrap();
+            (ready.parse().unwrap(), finished.parse().unwrap())
+        })
+        .collect();
+    Report {
+        threads,
+        tasks,
+        samples,
+    }
+}
+
+#[test]
+fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big");
+    // 16 KiB leaves: windows of two SIMD groups a thread fit a test's file.
+    fs::write(&path, pattern(256 << 20)).unwrap();
+    let name = path.to_str().unwrap();
+    for threads in [16u64, 64, 256] {
+        let cpus = threads.to_string();
+        for (how, args, stdin) in [
+            ("by name", vec!["--cpus", &cpus, "-t", "16k", name], None),
+            (
+                "from <",
+                vec!["--cpus", &cpus, "-t", "16k"],
+                Some(path.as_path()),
+            ),
+        ] {
+            let report = probe(&args, stdin);
+            assert_eq!(report.threads, threads);
+            assert!(
+                report.tasks >= 4 * threads,
+                "{how}, {threads}: {} tasks",
+                report.tasks
+            );
+            assert!(
+                report.samples.len() >= 3,
+                "{how}, {threads}: {:?}",
+                report.samples
+            );
+            for &(ready, finished) in &report.samples {
+                let left = report.tasks - finished;
+                assert!(
+                    ready >= threads.min(left),
+                    "{how}, {threads} threads: {ready} tasks ready, {left} left: {:?}",
+                    report.samples
+                );
+            }
+        }
+    }
+}
