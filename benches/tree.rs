@@ -170,7 +170,7 @@ fn leaf_kernels(c: &mut Criterion) {
     for algorithm in Algorithm::ALL {
         let tree = TreeParams::new(algorithm, algorithm.max_digest_size(), MIB as u64).unwrap();
         let size = tree.digest_size();
-        for kernel in [LeafKernel::Crates, LeafKernel::Avx512, LeafKernel::Avx2] {
+        for kernel in [LeafKernel::Crates, LeafKernel::Avx512] {
             if !kernel.available() {
                 eprintln!(
                     "leaf_kernels: this CPU does not run the {} kernel",

@@ -184,7 +184,7 @@ pub(crate) fn hash_in_memory(
         };
         let first = (index * batch_leaves) as u64;
         #[cfg(feature = "schedule-probe")]
-        super::probe::submitted(tasks(tree, chunk.len(), end, Spread::AllThreads));
+        super::probe::handed(tasks(tree, chunk.len(), end, Spread::AllThreads));
         hash_leaves(tree, first, &chunk, end, &mut digests, Spread::AllThreads);
         root.feed(&digests, tree.digest_size(), sink);
         sink.count(chunk.len() as u64);

@@ -1,9 +1,9 @@
 //! The schedule probe (the `schedule-probe` feature): counts the hashing
-//! tasks handed to the pool and not yet finished, and samples that count
-//! each time the engine is about to wait for the oldest batch in flight,
-//! when it adds no work until that batch is done. The test of the schedule
-//! reads the samples: whenever the input still had N tasks to go, at least
-//! N (the pool's threads) were ready.
+//! tasks handed to the pool and those finished, and samples the tasks
+//! ready (handed over, not finished) each time a batch is handed over. The
+//! test of the schedule reads the samples: whenever the input still had N
+//! tasks to go, a batch handed over gave the pool at least N (its
+//! threads).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,7 @@ static SUBMITTED: AtomicU64 = AtomicU64::new(0);
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 
 /// One sample: the tasks ready (handed to the pool, not finished) and the
-/// tasks finished, as the engine starts to wait.
+/// tasks finished, as a batch is handed over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// Tasks handed to the pool and not finished.
@@ -24,24 +24,20 @@ pub struct Sample {
 
 static SAMPLES: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
 
-/// `tasks` more are handed to the pool.
-pub(crate) fn submitted(tasks: usize) {
-    SUBMITTED.fetch_add(tasks as u64, Ordering::SeqCst);
+/// A batch of `tasks` tasks is handed to the pool.
+pub(crate) fn handed(tasks: usize) {
+    let submitted = SUBMITTED.fetch_add(tasks as u64, Ordering::SeqCst) + tasks as u64;
+    let finished = FINISHED.load(Ordering::SeqCst);
+    let ready = submitted.saturating_sub(finished);
+    let mut samples = SAMPLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    samples.push(Sample { ready, finished });
 }
 
 /// A task is finished.
 pub(crate) fn finished() {
     FINISHED.fetch_add(1, Ordering::SeqCst);
-}
-
-/// The engine is about to wait for the oldest batch in flight.
-pub(crate) fn waiting() {
-    let finished = FINISHED.load(Ordering::SeqCst);
-    let ready = SUBMITTED.load(Ordering::SeqCst).saturating_sub(finished);
-    let mut samples = SAMPLES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    samples.push(Sample { ready, finished });
 }
 
 /// The samples so far, and the tasks handed to the pool in all.

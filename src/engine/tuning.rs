@@ -178,9 +178,8 @@ pub(crate) fn batch_kernel(
     ends: bool,
     threads: usize,
 ) -> LeafKernel {
-    match LeafKernel::active() {
-        LeafKernel::Avx512 => {}
-        other => return other,
+    if LeafKernel::active() != LeafKernel::Avx512 {
+        return LeafKernel::Crates;
     }
     let algorithm = tree.algorithm();
     let (wide, narrow) = (

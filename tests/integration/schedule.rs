@@ -1,10 +1,10 @@
 //! The schedule, counted (a build with the `schedule-probe` feature:
 //! `cargo test --features schedule-probe --test integration schedule`):
 //! hashing a big file, by name or from `<`, on pools of 16, 64 and 256
-//! threads (on any machine, 2 cores will do), the engine keeps work for
-//! every thread. Each time it is about to wait for the oldest batch in
-//! flight, it has handed the pool at least as many tasks as the pool has
-//! threads, unless fewer are left in the whole input.
+//! threads (on any machine, 2 cores will do), the engine has work for
+//! every thread. Each time it hands the pool a window of leaves, the pool
+//! has at least as many tasks ready as it has threads, unless fewer are
+//! left in the whole input.
 
 use std::fs;
 use std::process::Stdio;

@@ -47,7 +47,7 @@ pub(super) fn available() -> bool {
     !cfg!(miri) && is_x86_feature_detected!("avx512f")
 }
 
-pub(super) const IV_B: [u64; 8] = [
+const IV_B: [u64; 8] = [
     0x6a09e667f3bcc908,
     0xbb67ae8584caa73b,
     0x3c6ef372fe94f82b,
@@ -58,12 +58,12 @@ pub(super) const IV_B: [u64; 8] = [
     0x5be0cd19137e2179,
 ];
 
-pub(super) const IV_S: [u32; 8] = [
+const IV_S: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
 /// The message schedule; BLAKE2b's rounds 10 and 11 repeat rounds 0 and 1.
-pub(super) const SIGMA: [[usize; 16]; 12] = [
+const SIGMA: [[usize; 16]; 12] = [
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
     [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
     [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
@@ -90,7 +90,7 @@ macro_rules! hash_leaves {
         lanes: $lanes:expr, word: $word:ty, block: $block:expr,
         state: $state:ident, compress: $compress:ident
     ) => {{
-        assert!(available(), "this CPU does not run these kernels");
+        assert!(available(), "the AVX-512 kernels need AVX-512F");
         let tree: &TreeParams = $tree;
         let data: &[u8] = $data;
         let chunk: usize = $chunk;
@@ -166,8 +166,6 @@ macro_rules! hash_leaves {
     }};
 }
 
-pub(super) use hash_leaves;
-
 /// The signature of [`hash_leaves_b`] and [`hash_leaves_s`].
 pub(super) type HashLeaves =
     fn(&TreeParams, u64, &[u8], &mut [u8], usize, &mut dyn FnMut(Range<usize>));
@@ -204,10 +202,10 @@ pub(super) fn hash_leaves_s(
     );
 }
 
-/// The BLAKE2b state of leaves `first..first + N`, word by word, lane by
+/// The BLAKE2b state of leaves `first..first + 8`, word by word, lane by
 /// lane: the IV xor the parameter block (`TreeParams::node`), whose only
 /// per-lane word is the node offset, word 1.
-pub(super) fn state_b<const N: usize>(tree: &TreeParams, first: u64) -> [[u64; N]; 8] {
+fn state_b(tree: &TreeParams, first: u64) -> [[u64; LANES_B]; 8] {
     let node = tree.node(Node::Leaf {
         offset: first,
         last: LastNode::No,
@@ -230,9 +228,9 @@ pub(super) fn state_b<const N: usize>(tree: &TreeParams, first: u64) -> [[u64; N
     })
 }
 
-/// The BLAKE2s state of leaves `first..first + N`, as [`state_b`]: the
+/// The BLAKE2s state of leaves `first..first + 16`, as [`state_b`]: the
 /// 48-bit node offset spans words 2 and 3.
-pub(super) fn state_s<const N: usize>(tree: &TreeParams, first: u64) -> [[u32; N]; 8] {
+fn state_s(tree: &TreeParams, first: u64) -> [[u32; LANES_S]; 8] {
     let node = tree.node(Node::Leaf {
         offset: first,
         last: LastNode::No,

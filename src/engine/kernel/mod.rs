@@ -13,8 +13,6 @@ use crate::digest::Digest;
 use crate::params::{Algorithm, LastNode, Node, TreeParams};
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
-#[cfg(target_arch = "x86_64")]
 mod avx512;
 
 /// The environment variable that chooses the leaf kernel: `crate` keeps
@@ -31,9 +29,6 @@ pub enum LeafKernel {
     /// bt2sum's own AVX-512F kernels: 8 BLAKE2b or 16 BLAKE2s leaves at
     /// once.
     Avx512,
-    /// bt2sum's own AVX2 kernels, built as the AVX-512 ones: 4 BLAKE2b or
-    /// 8 BLAKE2s leaves at once (chosen with `BT2SUM_HASH_KERNEL=avx2`).
-    Avx2,
 }
 
 impl LeafKernel {
@@ -42,12 +37,8 @@ impl LeafKernel {
     pub fn active() -> LeafKernel {
         static ACTIVE: OnceLock<LeafKernel> = OnceLock::new();
         *ACTIVE.get_or_init(|| {
-            let chosen = std::env::var_os(HASH_KERNEL_ENV);
-            let crates = chosen.as_ref().is_some_and(|value| value == "crate");
-            let avx2 = chosen.as_ref().is_some_and(|value| value == "avx2");
-            if avx2 && LeafKernel::Avx2.available() {
-                LeafKernel::Avx2
-            } else if crates || !avx512_available() {
+            let crates = std::env::var_os(HASH_KERNEL_ENV).is_some_and(|value| value == "crate");
+            if crates || !avx512_available() {
                 LeafKernel::Crates
             } else {
                 LeafKernel::Avx512
@@ -60,10 +51,6 @@ impl LeafKernel {
         match self {
             LeafKernel::Crates => true,
             LeafKernel::Avx512 => avx512_available(),
-            #[cfg(target_arch = "x86_64")]
-            LeafKernel::Avx2 => avx2::available(),
-            #[cfg(not(target_arch = "x86_64"))]
-            LeafKernel::Avx2 => false,
         }
     }
 
@@ -93,7 +80,6 @@ impl LeafKernel {
         match self {
             LeafKernel::Crates => "crate",
             LeafKernel::Avx512 => "avx512",
-            LeafKernel::Avx2 => "avx2",
         }
     }
 
@@ -103,21 +89,19 @@ impl LeafKernel {
             (LeafKernel::Crates, Algorithm::Blake2b) => blake2b_simd::many::degree(),
             (LeafKernel::Crates, Algorithm::Blake2s) => blake2s_simd::many::degree(),
             #[cfg(target_arch = "x86_64")]
-            (kernel, algorithm) => own_group(kernel, algorithm).0,
+            (LeafKernel::Avx512, algorithm) => avx512_group(algorithm).0,
             #[cfg(not(target_arch = "x86_64"))]
-            (_, _) => unreachable!("no kernel of bt2sum's own on this architecture"),
+            (LeafKernel::Avx512, _) => unreachable!("no AVX-512 kernel on this architecture"),
         }
     }
 }
 
-/// One of bt2sum's own kernels for `algorithm`, and how many lanes it has.
+/// The AVX-512 kernel for `algorithm` and how many lanes it has.
 #[cfg(target_arch = "x86_64")]
-fn own_group(kernel: LeafKernel, algorithm: Algorithm) -> (usize, avx512::HashLeaves) {
-    match (kernel, algorithm) {
-        (LeafKernel::Avx2, Algorithm::Blake2b) => (avx2::LANES_B, avx2::hash_leaves_b),
-        (LeafKernel::Avx2, Algorithm::Blake2s) => (avx2::LANES_S, avx2::hash_leaves_s),
-        (_, Algorithm::Blake2b) => (avx512::LANES_B, avx512::hash_leaves_b),
-        (_, Algorithm::Blake2s) => (avx512::LANES_S, avx512::hash_leaves_s),
+fn avx512_group(algorithm: Algorithm) -> (usize, avx512::HashLeaves) {
+    match algorithm {
+        Algorithm::Blake2b => (avx512::LANES_B, avx512::hash_leaves_b),
+        Algorithm::Blake2s => (avx512::LANES_S, avx512::hash_leaves_s),
     }
 }
 
@@ -221,7 +205,9 @@ pub(crate) fn hash_leaf_run(
     };
     let taken = match kernel {
         LeafKernel::Crates => 0,
-        own => hash_whole_leaves_own(own, tree, first, data, last_leaf, out, &mut coalesce),
+        LeafKernel::Avx512 => {
+            hash_whole_leaves_avx512(tree, first, data, last_leaf, out, &mut coalesce)
+        }
     };
     let (leaf, size) = (tree.leaf_size() as usize, tree.digest_size());
     let (data_rest, out_rest) = (&data[taken * leaf..], &mut out[taken * size..]);
@@ -255,12 +241,11 @@ pub(crate) fn hash_leaf_run(
 }
 
 /// Hashes the leading whole leaves of `data` that are not the last node
-/// with one of bt2sum's own kernels, a lane group at a time; returns how
-/// many it hashed. The final group may fill fewer lanes: from 2 leaves on
-/// that is still faster than the crates, but a lone leaf is left to them
-/// (their one-lane loop beats one lane of 8 or 16).
-fn hash_whole_leaves_own(
-    kernel: LeafKernel,
+/// with the AVX-512 kernels, a lane group at a time; returns how many it
+/// hashed. The final group may fill fewer lanes: from 2 leaves on that is
+/// still faster than the crates, but a lone leaf is left to them (their
+/// one-lane loop beats one lane of 8 or 16).
+fn hash_whole_leaves_avx512(
     tree: &TreeParams,
     first: u64,
     data: &[u8],
@@ -275,7 +260,7 @@ fn hash_whole_leaves_own(
         if let Some(last) = last_leaf.and_then(|last| last.checked_sub(first)) {
             whole = whole.min(usize::try_from(last).unwrap_or(usize::MAX));
         }
-        let (lanes, hash_group) = own_group(kernel, tree.algorithm());
+        let (lanes, hash_group) = avx512_group(tree.algorithm());
         if whole % lanes == 1 {
             whole -= 1;
         }
@@ -293,8 +278,8 @@ fn hash_whole_leaves_own(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (kernel, tree, first, data, last_leaf, out, release);
-        unreachable!("no kernel of bt2sum's own on this architecture")
+        let _ = (tree, first, data, last_leaf, out, release);
+        unreachable!("no AVX-512 kernel on this architecture")
     }
 }
 
@@ -648,19 +633,6 @@ mod tests {
         if !avx512_or_skip("leaf_runs_are_equal_on_both_kernels") {
             return;
         }
-        leaf_runs_are_equal(LeafKernel::Avx512);
-    }
-
-    #[test]
-    fn leaf_runs_are_equal_on_the_avx2_kernel() {
-        if !LeafKernel::Avx2.available() {
-            eprintln!("leaf_runs_are_equal_on_the_avx2_kernel: skipped: this CPU lacks AVX2");
-            return;
-        }
-        leaf_runs_are_equal(LeafKernel::Avx2);
-    }
-
-    fn leaf_runs_are_equal(own: LeafKernel) {
         let mut rng = Rng(0x5eed_1234_abcd_0003);
         let mut cases = 0;
         for case in 0..3000 {
@@ -672,7 +644,7 @@ mod tests {
                 _ => rng.within(1..=5000),
             };
             let tree = TreeParams::new(algorithm, size, leaf).unwrap();
-            let lanes = own.lanes(algorithm) as u64;
+            let lanes = LeafKernel::Avx512.lanes(algorithm) as u64;
             let count = rng.within(1..=3 * lanes + 2);
             let first = match algorithm {
                 Algorithm::Blake2b => rng.within(0..=u64::MAX / 2),
@@ -686,7 +658,7 @@ mod tests {
             let what = format!(
                 "case {case}: {tree:?}, {count} leaves from {first}, last {last_leaf:?}, {length} bytes"
             );
-            let mut outs = [own, LeafKernel::Crates].map(|kernel| {
+            let mut outs = [LeafKernel::Avx512, LeafKernel::Crates].map(|kernel| {
                 let mut out = vec![0; count as usize * size];
                 let mut released = Vec::new();
                 hash_leaf_run(
