@@ -716,7 +716,7 @@ impl Kept {
                 let at = index
                     .checked_mul(*record)
                     .ok_or_else(|| io::Error::from(io::ErrorKind::FileTooLarge))?;
-                write_record(file, &bytes, at)
+                crate::os::write_all_at(file, &bytes, at)
             }
         }
     }
@@ -747,7 +747,7 @@ impl Kept {
 fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
     let mut filled = 0;
     while filled < bytes.len() {
-        match read_at(file, &mut bytes[filled..], at + filled as u64) {
+        match crate::os::read_at(file, &mut bytes[filled..], at + filled as u64) {
             Ok(0) => break,
             Ok(count) => filled += count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
@@ -756,37 +756,4 @@ fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
     }
     bytes[filled..].fill(0);
     Ok(())
-}
-
-/// Writes the record at `at` whole.
-fn write_record(file: &File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match write_at(file, bytes, at) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(count) => {
-                bytes = &bytes[count..];
-                at += count as u64;
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(())
-}
-
-/// One read at an offset (`pread`; on Windows `seek_read`, which also moves
-/// the file pointer: the spill file is only ever used at offsets).
-fn read_at(file: &File, bytes: &mut [u8], at: u64) -> io::Result<usize> {
-    #[cfg(unix)]
-    return std::os::unix::fs::FileExt::read_at(file, bytes, at);
-    #[cfg(windows)]
-    return std::os::windows::fs::FileExt::seek_read(file, bytes, at);
-}
-
-/// One write at an offset, as [`read_at`] reads.
-fn write_at(file: &File, bytes: &[u8], at: u64) -> io::Result<usize> {
-    #[cfg(unix)]
-    return std::os::unix::fs::FileExt::write_at(file, bytes, at);
-    #[cfg(windows)]
-    return std::os::windows::fs::FileExt::seek_write(file, bytes, at);
 }

@@ -296,10 +296,11 @@ mod tests {
                         leaves / degree >= wanted && leaves >= batch_leaves(&tree),
                         "{threads} threads, {tree:?}: {leaves} leaves in a window"
                     );
-                    let one_each = threads * degree * leaf as usize;
-                    assert!(
-                        leaves * leaf as usize <= WINDOW_MAX_BYTES.max(BATCH_BYTES).max(one_each)
-                    );
+                    // In u64: on 32-bit targets a group for each of 256
+                    // threads is more bytes than a usize counts.
+                    let one_each = (threads * degree) as u64 * leaf;
+                    let most = (WINDOW_MAX_BYTES.max(BATCH_BYTES) as u64).max(one_each);
+                    assert!(leaves as u64 * leaf <= most);
                 }
             }
         }

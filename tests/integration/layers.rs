@@ -26,6 +26,7 @@ const LAYERS: [(&str, &[&str]); 17] = [
             "error",
             "descriptors",
             "memory",
+            "os",
         ],
     ),
     ("rustcrypto", &["engine", "params", "digest"]),

@@ -46,6 +46,29 @@ pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
+/// Bytes that differ from one file to the next (`seed`): a xorshift
+/// stream, for data no pattern repeats in.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// The bytes the spinning-disk model mounted at `mountpoint` has served
+/// so far (its counters file).
+#[cfg(target_os = "linux")]
+pub fn served_by_model(mountpoint: &Path) -> u64 {
+    let counters = std::fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
+    let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
+    counters["bytes"].as_u64().unwrap()
+}
+
 /// Drops the file's pages from the page cache (after writing them out), so
 /// that the next read of it comes from the storage; nothing where the
 /// system has no way to ask for it.

@@ -12,23 +12,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, bt2sum, run_in, status, stderr, stdout};
+use super::{Retried, bt2sum, noise, run_in, status, stderr, stdout};
 
 /// The leaf size of these tests' listings.
 const LEAF: usize = 4096;
-
-/// Bytes that differ from one file to the next (`seed`).
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
 
 /// A directory holding `name` (of `len` bytes), its good copy under
 /// `copy/`, and its leaf listing `LEAVES`.
@@ -459,11 +446,7 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
     let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
         return;
     };
-    let served = || -> u64 {
-        let counters = fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
-        let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
-        counters["bytes"].as_u64().unwrap()
-    };
+    let served = || super::served_by_model(&mountpoint);
     let before = served();
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "disk"]);
     assert_eq!(out.matches("REPAIRED").count(), 3, "{out}{err}");

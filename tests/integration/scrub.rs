@@ -6,24 +6,11 @@
 use std::fs;
 use std::path::Path;
 
-use super::{run_in, status, stderr, stdout};
+use super::{noise, run_in, status, stderr, stdout};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
     fs::write(dir.join(name), bytes).unwrap();
-}
-
-/// Bytes that differ from one file to the next (`seed`).
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
 }
 
 /// Runs bt2sum in `dir`, expecting it to succeed, and gives its output.
@@ -342,11 +329,7 @@ fn a_slice_reads_only_its_own_bytes() {
     let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
         return;
     };
-    let served = || -> u64 {
-        let counters = fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
-        let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
-        counters["bytes"].as_u64().unwrap()
-    };
+    let served = || super::served_by_model(&mountpoint);
     let before = served();
     let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
     assert_eq!(
