@@ -61,6 +61,9 @@ mod params;
 pub mod repair;
 #[cfg(feature = "digest")]
 mod rustcrypto;
+#[cfg(test)]
+#[path = "../tests/integration/skip.rs"]
+mod skip;
 mod spill;
 pub mod verify;
 pub mod walk;

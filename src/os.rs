@@ -1,7 +1,8 @@
-//! Positional reads and writes, the same on every system: Unix's `pread`
-//! and `pwrite` (which leave the file offset alone), Windows' `seek_read`
-//! and `seek_write` (which move it; nothing here reads such a handle in
-//! turn).
+//! The system's calls that several layers make, written once: positional
+//! reads and writes, the same on every system (Unix's `pread` and
+//! `pwrite`, which leave the file offset alone; Windows' `seek_read` and
+//! `seek_write`, which move it, and nothing here reads such a handle in
+//! turn), and the size of a memory page.
 
 use std::fs::File;
 use std::io;
@@ -66,4 +67,14 @@ pub fn reads_scattered(file: &File) {
     }
     #[cfg(not(all(unix, not(target_os = "macos"))))]
     let _ = file;
+}
+
+/// The size of a memory page.
+#[cfg(unix)]
+pub fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| {
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    })
 }

@@ -83,6 +83,14 @@ impl<B: LeafBytes + 'static> Pipeline<B> {
         self.pending.clear();
     }
 
+    /// Reserves the digests of a batch of `leaves` leaves before its bytes
+    /// are taken, so that a window mapped next (address space, as memory is
+    /// under `ulimit -v`) leaves room for them: `false` if refused.
+    pub(crate) fn reserve_digests(&mut self, leaves: usize) -> bool {
+        self.spare.clear();
+        crate::memory::reserve_exact(&mut self.spare, leaves * self.tree.digest_size())
+    }
+
     /// A buffer for the digests of `data`'s leaves, reserved here so that
     /// memory refused is an error, not an abort on the pool.
     fn digest_buffer(&mut self, data: &B) -> Result<Vec<u8>, Error> {

@@ -117,7 +117,18 @@ fn windows(
         let last = leaves.end.min(first.saturating_add(window));
         asked.through(last.saturating_add(window));
         let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
-        let Some(mapping) = file.map(bytes) else {
+        // The oldest window is settled, and the digests of this one
+        // reserved, before it is mapped: a window takes address space, and
+        // under `ulimit -v` what it needs beside must still find room.
+        if pipeline.is_full() {
+            settle(&mut pipeline, file, sink)?;
+        }
+        let mapping = if pipeline.reserve_digests((last - first) as usize) {
+            file.map(bytes)
+        } else {
+            None
+        };
+        let Some(mapping) = mapping else {
             // Refused (address space short: `ulimit -v`): smaller windows,
             // down to a batch, before reading instead.
             let batch = tuning::batch_leaves(tree) as u64;
@@ -129,9 +140,6 @@ fn windows(
             let root = pipeline.finish(sink);
             return read(tree, file, first..leaves.end, root, sink);
         };
-        if pipeline.is_full() {
-            settle(&mut pipeline, file, sink)?;
-        }
         let end = if last == count {
             EndOfInput::Yes
         } else {

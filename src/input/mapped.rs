@@ -242,7 +242,7 @@ impl LeafBytes for Window {
     #[cfg(unix)]
     fn release(&self, range: Range<usize>) {
         use memmap2::UncheckedAdvice;
-        let page = page_size();
+        let page = crate::os::page_size();
         let base = self.map.as_ptr() as usize;
         // Whole pages inside the range only: a page shared with a neighbour
         // task may still be being read.
@@ -268,16 +268,6 @@ impl Mapping for Window {
     }
 }
 
-/// The size of a memory page.
-#[cfg(unix)]
-fn page_size() -> usize {
-    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    // SAFETY: sysconf has no preconditions.
-    *PAGE.get_or_init(|| {
-        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,7 +280,10 @@ mod tests {
         // read it), SIGBUS and the handler's answer to it are the
         // emulator's.
         if std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
-            eprintln!("a_window_cut_short_faults_instead_of_killing: skipped under emulation");
+            crate::skip::skip(
+                "a_window_cut_short_faults_instead_of_killing",
+                "under emulation",
+            );
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -490,6 +490,10 @@ fn an_update_of_more_than_one_list_or_without_an_audit_is_refused() {
 /// An update killed at any moment leaves the list as it was, or as the
 /// update wrote it: never a mix, never half a list.
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
         return;
@@ -575,8 +579,9 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
 #[test]
 fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
     if Command::new("hashdeep").arg("-V").output().is_err() {
-        eprintln!(
-            "audits_agree_with_hashdeep_where_hashdeep_is_right: skipped: hashdeep is not installed (scripts/test-deps)"
+        super::skip(
+            "audits_agree_with_hashdeep_where_hashdeep_is_right",
+            "hashdeep is not installed (scripts/test-deps)",
         );
         return;
     }
@@ -664,6 +669,10 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
 /// audit keeps of them (their names, sorted and in list order, and their
 /// digests: some 170 MB) at once.
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     let test = "an_audit_of_a_long_list_stays_within_bounded_memory";
     if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {

@@ -254,7 +254,7 @@ fn unreadable_file_is_an_error() {
             // an unreadable file all the same, though not for its mode.
             let mem = std::path::Path::new("/proc/self/mem");
             if !mem.exists() {
-                eprintln!("{test}: skipped: {why}");
+                super::skip(test, &why);
                 return;
             }
             eprintln!(
@@ -551,7 +551,7 @@ fn assert_change_is_reported(test: &str, name: &str, change: impl FnOnce(&fs::Fi
     let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
     #[cfg(windows)]
     if let Err(error) = make_sparse(&file) {
-        eprintln!("{test}: skipped: cannot make a sparse file here: {error}");
+        super::skip(test, &format!("cannot make a sparse file here: {error}"));
         return;
     }
     #[cfg(not(windows))]

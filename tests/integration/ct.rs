@@ -116,7 +116,7 @@ const SPREAD: [(usize, usize); 16] = [
 /// calling test therefore skips.
 fn note_skipped_levels(test: &str) {
     for level in Level::ALL.iter().filter(|l| !l.is_available()) {
-        println!("{test}: skipping level {level}: this CPU cannot run it");
+        super::skip(test, &format!("level {level}: this CPU cannot run it"));
     }
 }
 

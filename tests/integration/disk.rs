@@ -26,9 +26,12 @@ pub(super) fn say_if_evicted_files_stay_in_memory(test: &str) {
     #[cfg(not(unix))]
     let kept = Some("there is no way here to drop a file's pages from memory".to_string());
     if let Some(kept) = &kept {
-        eprintln!(
-            "{test}: skipped: the reads from storage: a file evicted here is read from memory \
-             all the same ({kept})"
+        super::skip(
+            test,
+            &format!(
+                "the reads from storage: a file evicted here is read from memory all the same \
+                 ({kept})"
+            ),
         );
     }
 }
@@ -150,9 +153,9 @@ fn a_leaf_range_reads_only_its_own_part_of_the_file() {
     evict(&path);
     let before = resident_pages(&path);
     if before.iter().any(|&resident| resident) {
-        eprintln!(
-            "a_leaf_range_reads_only_its_own_part_of_the_file: skipped: a file's pages stay in \
-             memory here"
+        super::skip(
+            "a_leaf_range_reads_only_its_own_part_of_the_file",
+            "a file's pages stay in memory here",
         );
         return;
     }
@@ -271,7 +274,10 @@ fn a_sysfs_file_is_hashed_as_what_it_holds() {
     .into_iter()
     .find(|path| Path::new(path).exists());
     let Some(path) = path else {
-        eprintln!("a_sysfs_file_is_hashed_as_what_it_holds: skipped: no sysfs attribute here");
+        super::skip(
+            "a_sysfs_file_is_hashed_as_what_it_holds",
+            "no sysfs attribute here",
+        );
         return;
     };
     let content = std::fs::read(path).unwrap();

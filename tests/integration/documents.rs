@@ -313,7 +313,7 @@ fn the_readme_opens_with_its_two_commands_and_stays_short() {
         commands,
         [
             "cargo install --locked --path . && bt2sum Cargo.toml",
-            "scripts/test-deps && cargo test"
+            "scripts/test-deps && cargo test --features slow-tests"
         ],
         "{first_block}"
     );

@@ -20,7 +20,7 @@ pub(super) fn gnu_b2sum(test: &str) -> Option<PathBuf> {
             Some(PathBuf::from("b2sum"))
         }
         _ => {
-            eprintln!("{test}: skipped: GNU b2sum is not installed (scripts/test-deps)");
+            super::skip(test, "GNU b2sum is not installed (scripts/test-deps)");
             None
         }
     }

@@ -75,9 +75,10 @@ fn module_of(path: &Path, src: &Path) -> Option<String> {
     (!matches!(module, "lib" | "main" | "cli")).then(|| module.to_string())
 }
 
-/// The modules `text` names as `crate::MODULE`, leaving out its unit tests.
+/// The modules `text` names as `crate::MODULE`, leaving out its unit tests
+/// (`mod tests`, whatever its `cfg`).
 fn named_modules(text: &str) -> Vec<String> {
-    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let code = text.split("\nmod tests {").next().unwrap_or(text);
     code.match_indices("crate::")
         .map(|(at, _)| {
             code[at + 7..]

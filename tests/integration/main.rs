@@ -30,10 +30,12 @@ mod schedule;
 mod scrub;
 #[cfg(unix)]
 mod signals;
+mod skip;
 mod ux;
 mod vectors;
 #[cfg(windows)]
 mod windows;
+pub use skip::skip;
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -290,7 +292,7 @@ pub fn shell(dir: &Path, script: &str) -> Output {
 pub fn emulated(test: &str) -> bool {
     let emulated = std::env::var_os("BT2SUM_TEST_EMULATED").is_some();
     if emulated {
-        eprintln!("{test}: skipped under emulation");
+        skip(test, "under emulation");
     }
     emulated
 }
@@ -313,19 +315,19 @@ impl Mounted {
         mountpoint: &Path,
         args: &[&str],
     ) -> Option<Mounted> {
-        let skip = |why: &str| {
-            eprintln!("{test}: skipped: {why}");
+        let cannot = |why: &str| {
+            skip(test, why);
             None
         };
         if !Path::new("/dev/fuse").exists() {
-            return skip("there is no /dev/fuse here");
+            return cannot("there is no /dev/fuse here");
         }
         let has_module = std::process::Command::new("python3")
             .args(["-c", "import mfusepy"])
             .output()
             .is_ok_and(|out| out.status.success());
         if !has_module {
-            return skip("Python's mfusepy is missing (scripts/test-deps installs it)");
+            return cannot("Python's mfusepy is missing (scripts/test-deps installs it)");
         }
         std::fs::create_dir_all(mountpoint).unwrap();
         let server = std::process::Command::new("python3")
@@ -343,7 +345,7 @@ impl Mounted {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while std::fs::read_dir(mountpoint).unwrap().next().is_none() {
             if std::time::Instant::now() > deadline {
-                return skip("the FUSE file system could not be mounted here");
+                return cannot("the FUSE file system could not be mounted here");
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

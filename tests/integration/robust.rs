@@ -32,7 +32,7 @@ pub(super) fn dev_full(test: &str) -> Option<fs::File> {
     match fs::OpenOptions::new().write(true).open("/dev/full") {
         Ok(device) => Some(device),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("{test}: skipped: writing to a full device: there is no /dev/full here");
+            super::skip(test, "writing to a full device: there is no /dev/full here");
             None
         }
         Err(error) => panic!("/dev/full: {error}"),
@@ -245,9 +245,12 @@ fn limited_memory_gives_the_digest_or_a_clear_error() {
             refused_with_room.join("\n")
         );
     } else {
-        eprintln!(
-            "{test}: skipped: that every run from 50000 on hashes the file is measured on \
-             Linux on x86, and not asserted here: {succeeded} runs did"
+        super::skip(
+            test,
+            &format!(
+                "that every run from 50000 on hashes the file is measured on Linux on x86, \
+                 and not asserted here: {succeeded} runs did"
+            ),
         );
         assert!(succeeded > 0, "no run hashed the file under a limit");
     }
@@ -274,9 +277,9 @@ fn below_start(dir: &Path, limits: &[u64], test: &str) -> Vec<u64> {
         })
         .collect();
     if !below.is_empty() {
-        eprintln!(
-            "{test}: skipped: the limits {below:?} (KB): not even bt2sum --version starts under \
-             them here"
+        super::skip(
+            test,
+            &format!("the limits {below:?} (KB): not even bt2sum --version starts under them here"),
         );
     }
     below
@@ -374,6 +377,10 @@ fn the_file_size_limit_is_a_clear_error() {
 /// three times.
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn every_descriptor_limit_that_starts_loses_nothing() {
     if emulated("every_descriptor_limit_that_starts_loses_nothing") {
         return;
@@ -577,6 +584,10 @@ fn the_interrupt_pipe_is_not_inherited_and_never_blocks() {
 /// status 1. Never an abort.
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn limited_memory_never_aborts_what_grows_with_the_input() {
     let test = "limited_memory_never_aborts_what_grows_with_the_input";
     if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
@@ -671,9 +682,12 @@ fn limited_memory_never_aborts_what_grows_with_the_input() {
     if LIMITS_MEASURED_HERE {
         assert!(succeeded >= 6, "only {succeeded} of {runs} runs succeeded");
     } else {
-        eprintln!(
-            "{test}: skipped: the count of runs that must succeed (6 of 35) is measured on \
-             Linux on x86, and not asserted here: {succeeded} of {runs} did"
+        super::skip(
+            test,
+            &format!(
+                "the count of runs that must succeed (6 of 35) is measured on Linux on x86, \
+                 and not asserted here: {succeeded} of {runs} did"
+            ),
         );
         assert!(succeeded > 0, "no run succeeded under a limit");
     }
@@ -709,7 +723,10 @@ fn a_small_stack_runs_every_mode() {
         .status
         .success()
         {
-            eprintln!("{test}: skipped at {limit} KiB: nothing starts under it here");
+            super::skip(
+                test,
+                &format!("the stack of {limit} KiB: nothing starts under it here"),
+            );
             continue;
         }
         for command in [
@@ -750,6 +767,10 @@ fn a_small_stack_runs_every_mode() {
 /// listing of 100-byte leaves, and `-r` of 2,000 small files.
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
     let test = "a_memory_limit_never_aborts_any_mode_or_thread_count";
     if emulated(test) || !super::leaves::address_space_can_be_limited(test) {

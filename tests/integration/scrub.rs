@@ -91,6 +91,10 @@ fn slices_of_empty_files_check_them_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn slices_of_one_big_file_cut_at_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
@@ -135,6 +139,10 @@ fn slices_of_one_big_file_cut_at_leaves() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn slices_of_thousands_of_small_files() {
     let dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
@@ -151,6 +159,10 @@ fn slices_of_thousands_of_small_files() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn slices_of_mixed_lists() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -417,9 +429,10 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
             "systemd-analyze verify: {}",
             stderr(&out)
         ),
-        Err(_) => {
-            eprintln!("{test}: skipped: systemd-analyze verify (there is no systemd-analyze here)")
-        }
+        Err(_) => super::skip(
+            test,
+            "systemd-analyze verify: there is no systemd-analyze here",
+        ),
     }
 
     // An archive of files of many sizes, listed with stat lines.
@@ -633,6 +646,10 @@ fn a_slice_of_missing_files_verified_nothing() {
 /// reports it, fails where a leaf it holds fails, and the slices together
 /// report each failing leaf once.
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn slices_of_a_listing_longer_than_a_pass() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

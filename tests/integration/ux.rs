@@ -51,7 +51,7 @@ fn symlink(target: &Path, link: &Path, directory: bool, test: &str) -> bool {
         };
         let made = made.and_then(|()| fs::symlink_metadata(link));
         if let Err(error) = &made {
-            eprintln!("{test}: skipped: cannot make symbolic links here: {error}");
+            super::skip(test, &format!("cannot make symbolic links here: {error}"));
         }
         made.is_ok()
     }
@@ -91,9 +91,12 @@ pub(super) fn write_named(dir: &Path, bytes: &[u8], data: &[u8], test: &str) -> 
     match fs::write(dir.join(name(bytes)), data) {
         Ok(()) => true,
         Err(error) if refuses_name(&error) => {
-            eprintln!(
-                "{test}: skipped: the name \"{}\": the file system here refuses it: {error}",
-                bytes.escape_ascii()
+            super::skip(
+                test,
+                &format!(
+                    "the name \"{}\": the file system here refuses it: {error}",
+                    bytes.escape_ascii()
+                ),
             );
             false
         }
@@ -131,9 +134,9 @@ fn possible(paths: &[&'static [u8]], test: &str) -> Vec<&'static [u8]> {
                 .is_ok_and(|path| !path.contains(['\\', '\n', '\r'])))
             .then(|| "Windows names are Unicode and hold no `\\`, `\\n` or `\\r`".to_string());
             if let Some(why) = &refused {
-                eprintln!(
-                    "{test}: skipped: the name \"{}\": {why}",
-                    path.escape_ascii()
+                super::skip(
+                    test,
+                    &format!("the name \"{}\": {why}", path.escape_ascii()),
                 );
             }
             refused.is_none()
@@ -175,7 +178,10 @@ fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
 /// compare with their own expectation in every case.
 fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
     let skipped = |why: &str| {
-        eprintln!("{test}: skipped: the comparison with `find {arg} | sort`: {why}");
+        super::skip(
+            test,
+            &format!("the comparison with `find {arg} | sort`: {why}"),
+        );
     };
     // (Windows' own `find.exe` and `sort.exe` come in pairs: neither
     // answers `--version`.)
@@ -562,7 +568,7 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
     let user = match unprivileged(dir.path(), "t/a") {
         Ok(user) => user,
         Err(why) => {
-            eprintln!("{test}: skipped: {why}");
+            super::skip(test, &why);
             return;
         }
     };
@@ -1129,6 +1135,10 @@ fn ctrl_c_clears_the_progress_bar() {
 /// forces the bar. (Unix: tmux, and the shell it runs.)
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();

@@ -475,7 +475,7 @@ mod tests {
     fn avx512_or_skip(test: &str) -> bool {
         let available = avx512_available();
         if !available {
-            eprintln!("{test}: skipped: this CPU lacks AVX-512F, so only the crates run here");
+            crate::skip::skip(test, "this CPU lacks AVX-512F, so only the crates run here");
         }
         available
     }
