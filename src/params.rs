@@ -97,7 +97,7 @@ impl fmt::Display for ParamsError {
             ParamsError::LeafSize(size) => write!(
                 f,
                 "leaf size {size} is out of range: allowed 1 to {}",
-                u32::MAX
+                TreeParams::MAX_LEAF_SIZE
             ),
         }
     }
@@ -128,6 +128,15 @@ impl TreeParams {
     /// The default leaf size, 5 MiB.
     pub const DEFAULT_LEAF_SIZE: u32 = 5 << 20;
 
+    /// The largest leaf size, 2^32 - 1 bytes: the leaf-length field of the
+    /// parameter block is 32 bits. The smallest is 1.
+    pub const MAX_LEAF_SIZE: u64 = u32::MAX as u64;
+
+    /// Whether `size` is a leaf size [`TreeParams::new`] takes.
+    pub const fn leaf_size_allowed(size: u64) -> bool {
+        size >= 1 && size <= Self::MAX_LEAF_SIZE
+    }
+
     /// Checks the digest size (1 to the algorithm's maximum) and the leaf size
     /// (1 to 2^32 - 1).
     pub fn new(
@@ -141,14 +150,14 @@ impl TreeParams {
                 size: digest_size,
             });
         }
-        let leaf_size = u32::try_from(leaf_size)
-            .ok()
-            .filter(|&size| size > 0)
-            .ok_or(ParamsError::LeafSize(leaf_size))?;
+        if !Self::leaf_size_allowed(leaf_size) {
+            return Err(ParamsError::LeafSize(leaf_size));
+        }
         Ok(TreeParams {
             algorithm,
             digest_size: digest_size as u8,
-            leaf_size,
+            // In range: checked above.
+            leaf_size: leaf_size as u32,
         })
     }
 

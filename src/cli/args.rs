@@ -9,7 +9,7 @@ use std::ops::Range;
 use clap::builder::TypedValueParser;
 use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
 
-use bt2sum::{Algorithm, Part};
+use bt2sum::{Algorithm, Part, TreeParams};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -540,11 +540,15 @@ impl From<AlgorithmArg> for Algorithm {
 
 /// Parses a leaf size: digits with an optional `k`, `m` or `g` suffix.
 pub fn parse_leaf_size(text: &str) -> Result<u64, String> {
-    let allowed = "expected digits with an optional k, m or g suffix, \
-                   from 1 byte to 4294967295 bytes (4g - 1)";
     with_unit(text)
-        .filter(|&size| (1..=u64::from(u32::MAX)).contains(&size))
-        .ok_or_else(|| allowed.to_string())
+        .filter(|&size| TreeParams::leaf_size_allowed(size))
+        .ok_or_else(|| {
+            format!(
+                "expected digits with an optional k, m or g suffix, from 1 byte to {} bytes \
+                 (4g - 1)",
+                TreeParams::MAX_LEAF_SIZE
+            )
+        })
 }
 
 /// A leaf size as `-t` takes it, in the largest unit that divides it:
