@@ -217,6 +217,14 @@ fn gnu_b2sum_and_bt2sum_fail_alike_on_their_streams() {
         ),
     ];
     for (what, script, said) in cases {
+        // (qemu-user opens a descriptor of its own where 0 was closed.)
+        if what == "closed standard input" && std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
+            super::skip(
+                "gnu_b2sum_and_bt2sum_fail_alike_on_their_streams",
+                "a closed standard input, under emulation",
+            );
+            continue;
+        }
         let script = format!("{FILES}{script}");
         let theirs = run_case(&script, &gnu, &gnu);
         let ours = run_case(&script, "bt2sum --untagged", "bt2sum");
