@@ -14,6 +14,7 @@ use bt2sum::format::leaf::{
     push_selection_count_line,
 };
 use bt2sum::format::list::{Grammar, ListLine, classify};
+use bt2sum::format::stat::{parse_stat_line, push_stat_line};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &[u8]| {
@@ -53,6 +54,24 @@ fuzz_target!(|line: &[u8]| {
                 expected,
             } => {
                 assert!(expected.as_bytes().len() <= algorithm.max_digest_size());
+            }
+            ListLine::Stat(stat) => {
+                let mut printed = Vec::new();
+                push_stat_line(
+                    &mut printed,
+                    &stat.tree,
+                    stat.name.as_deref(),
+                    stat.size,
+                    stat.mtime,
+                    Ending::Newline,
+                );
+                let again = parse_stat_line(&printed[..printed.len() - 1]).unwrap_or_else(|| {
+                    panic!("stat line {printed:?} of {line:?} does not read back")
+                });
+                assert_eq!(
+                    (again.tree, again.size, again.mtime, &again.name),
+                    (stat.tree, stat.size, stat.mtime, &stat.name)
+                );
             }
             ListLine::Skip | ListLine::Improper(_) => {}
         }
