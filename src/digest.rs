@@ -25,7 +25,7 @@ pub struct Digest {
 
 impl Digest {
     /// The longest digest, in bytes (BLAKE2b's).
-    pub const MAX_LEN: usize = 64;
+    pub const MAX_LEN: usize = crate::params::Algorithm::Blake2b.max_digest_size();
 
     /// A digest holding `bytes`; `None` unless they are 1 to 64 bytes.
     pub fn from_slice(bytes: &[u8]) -> Option<Digest> {

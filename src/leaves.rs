@@ -21,7 +21,7 @@ use crate::format::verdict::{shown_name, shown_path};
 use crate::params::TreeParams;
 
 /// Digest bytes one log keeps in memory before spilling to its file.
-const LOG_IN_MEMORY: usize = 16 << 20;
+const LOG_IN_MEMORY: usize = crate::memory::IN_MEMORY;
 
 /// Digest bytes all the logs of a process keep in memory together: a run
 /// listing many inputs at once spills early rather than hold 16 MiB each.
@@ -652,7 +652,7 @@ pub struct Combined {
 }
 
 /// Bytes of listed leaves kept in memory before they move to a file.
-const KEPT_IN_MEMORY: usize = 16 << 20;
+const KEPT_IN_MEMORY: usize = crate::memory::IN_MEMORY;
 
 /// What a listed leaf takes in memory: its digest, its index, and the
 /// map's share of empty slots.

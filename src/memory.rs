@@ -14,6 +14,12 @@ use std::thread::JoinHandle;
 /// What stays free beside what grows with the input.
 pub const HEADROOM: usize = 1 << 20;
 
+/// What one structure that grows with its input holds in memory before it
+/// spills to a file or is cut into passes: a spool or a sorter, a leaf log,
+/// the listed leaves of a check, one check pass. A list line longer than
+/// this is refused rather than held.
+pub const IN_MEMORY: usize = 16 << 20;
+
 /// The error for memory that was refused, in the system's words (`Cannot
 /// allocate memory` on Unix), as bt2sum reports it instead of aborting.
 pub fn out_of_memory() -> io::Error {

@@ -118,7 +118,7 @@ impl Default for TreeParams {
     fn default() -> Self {
         TreeParams {
             algorithm: Algorithm::Blake2b,
-            digest_size: 64,
+            digest_size: Algorithm::Blake2b.max_digest_size() as u8,
             leaf_size: Self::DEFAULT_LEAF_SIZE,
         }
     }

@@ -16,7 +16,7 @@ use crate::descriptors::{self, Ticket, When};
 use crate::memory;
 
 /// The memory one spool or sorter holds before it spills.
-pub(crate) const IN_MEMORY: usize = 16 << 20;
+pub(crate) use crate::memory::IN_MEMORY;
 
 /// What reading a run back holds per run.
 const READ_BUFFER: usize = 64 << 10;

@@ -282,7 +282,9 @@ impl<'a> Auditor<'a> {
                 }
                 Ok(Ok(path)) => Job::path((true, shown(&path)), path, &tree),
                 // A walk error, in its place.
-                Ok(Err((path, error))) => Job::failed((false, shown(&path)), error),
+                Ok(Err((path, error))) => {
+                    Job::path((false, shown(&path)), path, &tree).failing(error)
+                }
             };
             Some(match &self.progress {
                 Some(counter) => job.progress(counter.clone()),

@@ -79,9 +79,13 @@ pub enum Inputs {
         /// What the walk leaves out (`--exclude`, `--exclude-from`).
         excludes: Excludes,
     },
-    /// None: the count line of a file of this length is printed without
-    /// reading anything (`--leaf-count --total T`).
-    Planned(u64),
+    /// None: the count line of a file of `total` bytes (of its selected
+    /// leaves) is printed without reading anything (`--leaf-count --total
+    /// T`).
+    Planned {
+        total: u64,
+        selection: Option<Selection>,
+    },
 }
 
 /// The directories `--recursive` walks.
@@ -334,13 +338,16 @@ impl Config {
                     follow_links: args.dereference,
                     excludes: walk_excludes.clone(),
                 }
-            } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
+            } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
                 if !args.files.is_empty() || args.files0_from.is_some() {
                     return Err(usage(
                         "--leaf-count --total reads no input: give no FILE (--name names the line)",
                     ));
                 }
-                Inputs::Planned(total)
+                Inputs::Planned {
+                    total,
+                    selection: selection.clone(),
+                }
             } else if let Some(list) = args.files0_from {
                 Inputs::ListedIn(list)
             } else if args.files.is_empty() {

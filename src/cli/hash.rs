@@ -31,7 +31,9 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
     // The names, in order: held (given, or walked), or read from a list as
     // they are hashed (whose sizes are then not known ahead).
     let (held, listed, named) = match &config.inputs {
-        Inputs::Planned(total) => return plan(config, *total, out),
+        Inputs::Planned { total, selection } => {
+            return plan(config, *total, selection.as_ref(), out);
+        }
         Inputs::Stdin => (vec![OsString::from("-")], None, false),
         Inputs::Named(files) => (files.clone(), None, true),
         Inputs::ListedIn(list) => match files0::open(list) {
@@ -89,15 +91,20 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         let is_stdin = name == "-";
         let path = PathBuf::from(&name);
         let tag = (name, printed);
-        let job = if let Some(error) = unprintable {
-            Job::failed(tag, error)
-        } else if is_stdin && system::stdin_closed() {
-            Job::failed(tag, system::closed_stream().into())
-        } else if is_stdin {
-            progress.reading_stdin();
+        let job = if is_stdin {
             Job::stdin(tag, tree)
         } else {
             Job::path(tag, path, tree)
+        };
+        let job = if let Some(error) = unprintable {
+            job.failing(error)
+        } else if is_stdin && system::stdin_closed() {
+            job.failing(system::closed_stream().into())
+        } else {
+            if is_stdin {
+                progress.reading_stdin();
+            }
+            job
         };
         let listed = matches!(config.listing, Listing::Leaves(_));
         let log = listed.then(|| LeafLog::new(tree.digest_size()));
@@ -387,17 +394,19 @@ fn push_count(
 
 /// `--leaf-count --total T`: the count line of a T-byte file, read from
 /// nowhere, named by `--name` or nameless.
-fn plan(config: &Hashing, total: u64, out: &mut dyn Write) -> Status {
-    let Listing::Count(selection) = &config.listing else {
-        unreachable!("only --leaf-count reads no input");
-    };
+fn plan(
+    config: &Hashing,
+    total: u64,
+    selection: Option<&Selection>,
+    out: &mut dyn Write,
+) -> Status {
     let mut line = Vec::new();
     push_count(
         &mut line,
         &config.tree,
         config.name.as_deref(),
         total,
-        selection.as_ref(),
+        selection,
         config.ending,
     );
     match out.write_all(&line).and_then(|()| out.flush()) {

@@ -34,6 +34,10 @@ pub(crate) trait Input: Send + Sized {
     /// What the caller is given for it, in input order.
     type Output: Send;
 
+    /// What [`prepare`](Input::prepare) learned of an input it read whole,
+    /// handed back with its checksum.
+    type ReadWhole: Send;
+
     /// Whether the input must be hashed on the calling thread once every
     /// input before it has been reported (standard input, read in turn).
     fn in_turn(&self) -> bool {
@@ -48,11 +52,11 @@ pub(crate) trait Input: Send + Sized {
 
     /// Opens the input and says how it is to be hashed; an input of at most
     /// one leaf may be read whole, appended to `arena`.
-    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step;
+    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step<Self::ReadWhole>;
 
-    /// The output of an input that `prepare` read into the arena, given its
-    /// checksum.
-    fn small_done(self, digest: Digest) -> Self::Output;
+    /// The output of an input that `prepare` read into the arena, given
+    /// what `prepare` learned of it and its checksum.
+    fn small_done(self, read: Self::ReadWhole, digest: Digest) -> Self::Output;
 
     /// Hashes an input that `prepare` left whole, or gives at once the
     /// output of one that needs no hashing. Once `abandoned` is set, the
@@ -61,8 +65,9 @@ pub(crate) trait Input: Send + Sized {
     fn hash_whole(self, abandoned: &AtomicBool) -> Self::Output;
 }
 
-/// What [`Input::prepare`] found.
-pub(crate) enum Step {
+/// What [`Input::prepare`] found; `R` is what it learned of an input it read
+/// whole ([`Input::ReadWhole`]).
+pub(crate) enum Step<R> {
     /// Nothing to hash (it could not be opened, or is no file at all):
     /// [`Input::hash_whole`] gives its output at once.
     Done,
@@ -71,6 +76,7 @@ pub(crate) enum Step {
     Small {
         tree: TreeParams,
         bytes: Range<usize>,
+        read: R,
     },
     /// Hash it whole, with [`Input::hash_whole`]; the engine decides on
     /// which thread from its shape.
@@ -367,12 +373,18 @@ fn run_task<I: Input>(
     // may run another task on this thread.
     let mut arena = ARENA.take();
     arena.clear();
-    let mut smalls: Vec<(usize, I, TreeParams, Range<usize>)> = Vec::new();
+    let mut smalls: Vec<Small<I>> = Vec::new();
     let mut ready = Vec::new();
     for (index, mut input) in task {
         match input.prepare(&mut arena) {
             Step::Done => ready.push((index, Reply::Done(input.hash_whole(abandoned)))),
-            Step::Small { tree, bytes } => smalls.push((index, input, tree, bytes)),
+            Step::Small { tree, bytes, read } => smalls.push(Small {
+                index,
+                input,
+                tree,
+                bytes,
+                read,
+            }),
             Step::Whole(shape) if hash_on_caller(shape) => {
                 // Handed back at once, with those before it: the caller may
                 // need it read before the next input can be opened (a
@@ -417,9 +429,19 @@ impl<I: Input> Reply<I> {
     }
 }
 
+/// An input read whole into the arena, waiting for a lane.
+struct Small<I: Input> {
+    index: usize,
+    input: I,
+    tree: TreeParams,
+    /// Where its bytes are in the arena.
+    bytes: Range<usize>,
+    read: I::ReadWhole,
+}
+
 /// Hashes the inputs waiting for a lane, side by side.
 fn hash_smalls<I: Input>(
-    smalls: &mut Vec<(usize, I, TreeParams, Range<usize>)>,
+    smalls: &mut Vec<Small<I>>,
     arena: &[u8],
     ready: &mut Vec<(usize, Reply<I>)>,
 ) {
@@ -428,11 +450,12 @@ fn hash_smalls<I: Input>(
     }
     let inputs: Vec<(TreeParams, &[u8])> = smalls
         .iter()
-        .map(|(_, _, tree, bytes)| (*tree, &arena[bytes.clone()]))
+        .map(|small| (small.tree, &arena[small.bytes.clone()]))
         .collect();
     let digests = hash_single_leaf_inputs(&inputs);
-    for ((index, input, _, _), digest) in smalls.drain(..).zip(digests) {
-        ready.push((index, Reply::Done(input.small_done(digest))));
+    for (small, digest) in smalls.drain(..).zip(digests) {
+        let output = small.input.small_done(small.read, digest);
+        ready.push((small.index, Reply::Done(output)));
     }
 }
 
@@ -482,12 +505,13 @@ mod tests {
 
     impl Input for Fake<'_> {
         type Output = (usize, Option<Digest>);
+        type ReadWhole = ();
 
         fn in_turn(&self) -> bool {
             matches!(self.kind, Kind::InTurn)
         }
 
-        fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {
+        fn prepare(&mut self, arena: &mut Vec<u8>) -> Step<()> {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             assert!(now <= tuning::INPUTS_IN_FLIGHT, "{now} inputs in flight");
             match self.kind {
@@ -497,6 +521,7 @@ mod tests {
                     Step::Small {
                         tree: self.tree,
                         bytes: start..arena.len(),
+                        read: (),
                     }
                 }
                 Kind::Slow(_) => Step::Whole(Shape::File {
@@ -513,7 +538,7 @@ mod tests {
             }
         }
 
-        fn small_done(self, digest: Digest) -> Self::Output {
+        fn small_done(self, _read: (), digest: Digest) -> Self::Output {
             (self.index, Some(digest))
         }
 
@@ -631,11 +656,12 @@ mod tests {
         }
         impl Input for Waits<'_> {
             type Output = usize;
-            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step {
+            type ReadWhole = ();
+            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step<()> {
                 let tree = TreeParams::default();
                 Step::Whole(Shape::File { tree, leaves: 1 })
             }
-            fn small_done(self, _digest: Digest) -> usize {
+            fn small_done(self, _read: (), _digest: Digest) -> usize {
                 self.index
             }
             fn hash_whole(self, abandoned: &AtomicBool) -> usize {
@@ -679,11 +705,12 @@ mod tests {
         struct Panics;
         impl Input for Panics {
             type Output = ();
-            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step {
+            type ReadWhole = ();
+            fn prepare(&mut self, _arena: &mut Vec<u8>) -> Step<()> {
                 let tree = TreeParams::default();
                 Step::Whole(Shape::File { tree, leaves: 1 })
             }
-            fn small_done(self, _digest: Digest) {}
+            fn small_done(self, _read: (), _digest: Digest) {}
             fn hash_whole(self, _abandoned: &AtomicBool) {
                 panic!("a bug");
             }

@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::params::{LastNode, TreeParams};
 
 /// A batch buffer: `bytes[..filled]` is the data.
+#[derive(Default)]
 pub(crate) struct LeafBuffer {
     bytes: Vec<u8>,
     filled: usize,
@@ -36,30 +37,56 @@ impl LeafBytes for LeafBuffer {
     }
 }
 
-enum Mode {
-    /// Whole leaves gathered in a buffer, hashed a batch at a time.
-    Batched {
-        buffer: LeafBuffer,
-        /// A buffer kept for reuse after a look-ahead read found the end.
-        spare: Option<LeafBuffer>,
-    },
-    /// One big leaf at a time, hashed as its bytes arrive.
-    Incremental { leaf: Option<Box<LeafState>> },
-}
-
-/// The stream machinery, fed bytes by reads or writes; the sink is passed to
-/// each call.
-pub(crate) struct Stream {
+/// What every stream keeps, however it gathers its leaves: where their
+/// digests go and which leaf comes next.
+struct Core {
     tree: TreeParams,
-    /// The leaves a batch holds: `tuning::batch_leaves`, or fewer once
-    /// memory for a whole batch was refused.
-    batch_leaves: usize,
     pipeline: Pipeline<LeafBuffer>,
     /// The index of the first leaf not yet handed to the pipeline.
     next_leaf: u64,
     /// Whether the stream's end is the input's end (it is not when the
     /// stream reads the leaves of a range that stops short of it).
     end: EndOfInput,
+}
+
+impl Core {
+    fn leaf_size(&self) -> usize {
+        // At most 2^32 - 1: a usize on every supported target.
+        self.tree.leaf_size() as usize
+    }
+}
+
+/// Whole leaves gathered in a buffer, hashed a batch at a time.
+struct Batched {
+    /// The leaves a batch holds: `tuning::batch_leaves`, or fewer once
+    /// memory for a whole batch was refused.
+    batch_leaves: usize,
+    buffer: LeafBuffer,
+    /// A buffer kept for reuse after a look-ahead read found the end.
+    spare: Option<LeafBuffer>,
+}
+
+/// One leaf at a time, hashed as its bytes arrive: leaves bigger than
+/// `tuning::BIG_LEAF`, or any leaves once memory for a batch was refused.
+#[derive(Default)]
+struct Incremental {
+    /// The leaf begun and not yet finished.
+    leaf: Option<Box<LeafState>>,
+    /// The buffer reads go to; empty until the first read.
+    chunk: Vec<u8>,
+}
+
+/// How a stream gathers its leaves. A batched stream that is refused memory
+/// becomes incremental ([`Stream::fall_back`]), never the other way.
+enum Mode {
+    Batched(Batched),
+    Incremental(Incremental),
+}
+
+/// The stream machinery, fed bytes by reads or writes; the sink is passed to
+/// each call.
+pub(crate) struct Stream {
+    core: Core,
     mode: Mode,
 }
 
@@ -74,157 +101,218 @@ impl Stream {
     /// stream's end is the input's end.
     pub(crate) fn resume(tree: &TreeParams, root: Root, first: u64, end: EndOfInput) -> Self {
         let mode = if tuning::has_big_leaves(tree) {
-            Mode::Incremental { leaf: None }
+            Mode::Incremental(Incremental::default())
         } else {
-            Mode::Batched {
-                buffer: LeafBuffer {
-                    bytes: Vec::new(),
-                    filled: 0,
-                },
+            Mode::Batched(Batched {
+                batch_leaves: tuning::batch_leaves(tree),
+                buffer: LeafBuffer::default(),
                 spare: None,
-            }
+            })
         };
+        let pipeline = Pipeline::new(
+            tree,
+            root,
+            tuning::STREAM_BATCHES_IN_FLIGHT,
+            Spread::SpareOneForReader,
+        );
         Stream {
-            tree: *tree,
-            batch_leaves: tuning::batch_leaves(tree),
-            pipeline: Pipeline::new(
-                tree,
-                root,
-                tuning::STREAM_BATCHES_IN_FLIGHT,
-                Spread::SpareOneForReader,
-            ),
-            next_leaf: first,
-            end,
+            core: Core {
+                tree: *tree,
+                pipeline,
+                next_leaf: first,
+                end,
+            },
             mode,
         }
     }
 
-    fn leaf_size(&self) -> usize {
-        // At most 2^32 - 1: a usize on every supported target.
-        self.tree.leaf_size() as usize
-    }
-
-    fn batch_bytes(&self) -> usize {
-        self.batch_leaves * self.leaf_size()
-    }
-
-    /// The buffer to fill once the current one is full: one kept from an
-    /// earlier look-ahead, the buffer of the batch in flight once that batch
-    /// is done, or a new one. At most two buffers are ever in use. `None`
-    /// when memory for another buffer is refused.
-    fn next_buffer(&mut self, sink: &mut Sink<'_>) -> Option<LeafBuffer> {
-        let batch_bytes = self.batch_bytes();
-        let Mode::Batched { spare, .. } = &mut self.mode else {
-            unreachable!("next_buffer is only called in batched mode");
-        };
-        let mut next = match spare.take().or_else(|| self.pipeline.wait(sink)) {
-            Some(recycled) => recycled,
-            None => {
-                let mut bytes = Vec::new();
-                if !reserve_exact(&mut bytes, batch_bytes) {
-                    return None;
-                }
-                bytes.resize(batch_bytes, 0);
-                LeafBuffer { bytes, filled: 0 }
-            }
-        };
-        next.filled = 0;
-        Some(next)
-    }
-
-    /// Goes on hashing one leaf at a time as its bytes arrive, when memory
-    /// for whole batches is refused: the whole leaves in the buffer are
-    /// hashed as a batch, and the last one begun (whose being the last is
-    /// not known yet) goes on in an incremental state.
-    fn fall_back_to_single_leaves(&mut self, sink: &mut Sink<'_>) -> Result<(), Error> {
-        let leaf = self.leaf_size();
-        let Mode::Batched { mut buffer, .. } =
-            std::mem::replace(&mut self.mode, Mode::Incremental { leaf: None })
-        else {
-            return Ok(());
-        };
-        if buffer.filled == 0 {
-            return Ok(());
+    /// Goes on a leaf at a time, once memory for batches was refused.
+    fn fall_back(&mut self, sink: &mut Sink<'_>) -> Result<(), Error> {
+        if let Mode::Batched(batched) = &mut self.mode {
+            self.mode = Mode::Incremental(batched.single_leaves(&mut self.core, sink)?);
         }
-        let whole = (buffer.filled - 1) / leaf;
-        let mut state = LeafState::new(&self.tree, self.next_leaf + whole as u64);
-        state.update(&buffer.bytes[whole * leaf..buffer.filled]);
-        if whole > 0 {
-            check_leaf_index(&self.tree, self.next_leaf + whole as u64 - 1)?;
-            buffer.filled = whole * leaf;
-            self.pipeline
-                .submit(buffer, self.next_leaf, EndOfInput::No, sink)?;
-        }
-        check_leaf_index(&self.tree, self.next_leaf + whole as u64)?;
-        self.next_leaf += whole as u64 + 1;
-        self.mode = Mode::Incremental {
-            leaf: Some(Box::new(state)),
-        };
         Ok(())
     }
 
-    /// Hands the full buffer to the pool and makes `next` (which may already
-    /// hold bytes) the one to fill. Called only once more input is known to
-    /// follow, so that a full buffer at the end of the input is hashed by
-    /// `finalize`, with its last-node flag.
-    fn submit_full(&mut self, next: LeafBuffer, sink: &mut Sink<'_>) -> Result<(), Error> {
-        let batch_leaves = self.batch_leaves as u64;
-        check_leaf_index(&self.tree, self.next_leaf + batch_leaves - 1)?;
-        let recycled = self.pipeline.wait(sink);
-        let Mode::Batched { buffer, spare } = &mut self.mode else {
-            unreachable!("submit_full is only called in batched mode");
-        };
-        if recycled.is_some() {
-            *spare = recycled;
-        }
-        let full = std::mem::replace(buffer, next);
-        self.pipeline
-            .submit(full, self.next_leaf, EndOfInput::No, sink)?;
-        self.next_leaf += batch_leaves;
-        Ok(())
-    }
-
-    /// Whether the batch buffer holds a whole batch.
-    fn buffer_full(&self) -> bool {
-        matches!(&self.mode, Mode::Batched { buffer, .. } if buffer.filled == self.batch_bytes())
-    }
-
-    /// The free part of the batch buffer, grown or rotated as needed; only
-    /// called when at least one more byte is about to arrive. `None` when
-    /// memory was short and the stream now hashes single leaves.
-    fn room(&mut self, sink: &mut Sink<'_>) -> Result<Option<&mut [u8]>, Error> {
+    /// Takes bytes written to the stream.
+    pub(crate) fn write(&mut self, mut bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), Error> {
+        sink.count(bytes.len() as u64);
         loop {
-            if self.buffer_full() {
-                let Some(next) = self.next_buffer(sink) else {
-                    self.fall_back_to_single_leaves(sink)?;
-                    return Ok(None);
-                };
-                self.submit_full(next, sink)?;
+            match &mut self.mode {
+                Mode::Batched(batched) => {
+                    if batched.write(&mut self.core, &mut bytes, sink)? {
+                        return Ok(());
+                    }
+                }
+                Mode::Incremental(single) => return single.update(&mut self.core, bytes, sink),
             }
-            match self.grow() {
-                Growth::Room => break,
+            self.fall_back(sink)?;
+        }
+    }
+
+    /// Reads `reader` to its end straight into the stream's buffers,
+    /// retrying short and interrupted reads; returns the number of bytes
+    /// read.
+    pub(crate) fn update_reader<R: Read + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        sink: &mut Sink<'_>,
+    ) -> Result<u64, Error> {
+        let mut total = 0u64;
+        loop {
+            let read = match &mut self.mode {
+                Mode::Batched(batched) => batched.read(&mut self.core, reader, sink),
+                Mode::Incremental(single) => single.read(&mut self.core, reader, sink).map(Some),
+            };
+            match read {
+                // Memory refused, nothing read: read again, a leaf at a time.
+                Ok(None) => self.fall_back(sink)?,
+                Ok(Some(0)) => return Ok(total),
+                Ok(Some(count)) => {
+                    // Counted as read: a slow stream shows its progress
+                    // before a batch is full.
+                    sink.count(count as u64);
+                    total += count as u64;
+                    sink.go_on()?;
+                }
+                Err(Error::Io(error)) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Hashes what is left and returns the root digest.
+    pub(crate) fn finalize(self, sink: &mut Sink<'_>) -> Result<Digest, Error> {
+        Ok(self.finish(sink)?.finalize())
+    }
+
+    /// Hashes what is left, feeding the root, and gives the root back.
+    pub(crate) fn finish(self, sink: &mut Sink<'_>) -> Result<Root, Error> {
+        let Stream { mut core, mode } = self;
+        match mode {
+            Mode::Batched(batched) => {
+                let leaves = core.tree.leaf_count(batched.buffer.filled as u64);
+                if leaves > 0 {
+                    check_leaf_index(&core.tree, core.next_leaf + leaves - 1)?;
+                }
+                core.pipeline
+                    .submit_last(batched.buffer, core.next_leaf, core.end, sink)?;
+            }
+            Mode::Incremental(Incremental {
+                leaf: Some(leaf), ..
+            }) => {
+                let last = match core.end {
+                    EndOfInput::Yes => LastNode::Yes,
+                    EndOfInput::No => LastNode::No,
+                };
+                core.pipeline.feed(leaf.finalize(last).as_bytes(), sink);
+            }
+            Mode::Incremental(Incremental { leaf: None, .. }) => {}
+        }
+        Ok(core.pipeline.finish(sink))
+    }
+}
+
+impl Batched {
+    fn batch_bytes(&self, core: &Core) -> usize {
+        self.batch_leaves * core.leaf_size()
+    }
+
+    fn is_full(&self, core: &Core) -> bool {
+        self.buffer.filled == self.batch_bytes(core)
+    }
+
+    /// Takes as many of `bytes` as memory allows, leaving the rest in
+    /// `bytes`; `false` when memory was refused before they were all taken.
+    fn write(
+        &mut self,
+        core: &mut Core,
+        bytes: &mut &[u8],
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, Error> {
+        while !bytes.is_empty() {
+            if !self.make_room(core, sink)? {
+                return Ok(false);
+            }
+            let room = &mut self.buffer.bytes[self.buffer.filled..];
+            let count = room.len().min(bytes.len());
+            room[..count].copy_from_slice(&bytes[..count]);
+            self.buffer.filled += count;
+            *bytes = &bytes[count..];
+        }
+        Ok(true)
+    }
+
+    /// Reads once from `reader`; `None` when memory was refused before
+    /// anything was read.
+    fn read<R: Read + ?Sized>(
+        &mut self,
+        core: &mut Core,
+        reader: &mut R,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<usize>, Error> {
+        if self.is_full(core) {
+            return self.read_ahead(core, reader, sink);
+        }
+        if !self.make_room(core, sink)? {
+            return Ok(None);
+        }
+        let count = reader.read(&mut self.buffer.bytes[self.buffer.filled..])?;
+        self.buffer.filled += count;
+        Ok(Some(count))
+    }
+
+    /// Reads once into a new buffer after a full one, so that the full one is
+    /// submitted only if more bytes follow.
+    fn read_ahead<R: Read + ?Sized>(
+        &mut self,
+        core: &mut Core,
+        reader: &mut R,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<usize>, Error> {
+        let Some(mut next) = self.next_buffer(core, sink) else {
+            return Ok(None);
+        };
+        let batch_bytes = self.batch_bytes(core);
+        match reader.read(&mut next.bytes[..batch_bytes]) {
+            Ok(count) if count > 0 => {
+                next.filled = count;
+                self.submit_full(core, next, sink)?;
+                Ok(Some(count))
+            }
+            other => {
+                self.spare = Some(next);
+                Ok(Some(other?))
+            }
+        }
+    }
+
+    /// Makes room for at least one more byte, which is about to arrive:
+    /// hands a full buffer on, or grows the buffer. `false` when memory for
+    /// that was refused.
+    fn make_room(&mut self, core: &mut Core, sink: &mut Sink<'_>) -> Result<bool, Error> {
+        loop {
+            if self.is_full(core) {
+                let Some(next) = self.next_buffer(core, sink) else {
+                    return Ok(false);
+                };
+                self.submit_full(core, next, sink)?;
+            }
+            match self.grow(core) {
+                Growth::Room => return Ok(true),
                 // The batch is now the leaves the buffer holds: it is full.
                 Growth::Shrunk => {}
-                Growth::Refused => {
-                    self.fall_back_to_single_leaves(sink)?;
-                    return Ok(None);
-                }
+                Growth::Refused => return Ok(false),
             }
         }
-        let Mode::Batched { buffer, .. } = &mut self.mode else {
-            unreachable!("room is only called in batched mode");
-        };
-        Ok(Some(&mut buffer.bytes[buffer.filled..]))
     }
 
     /// Grows the batch buffer if it is filled to its length: doubling, in
     /// whole leaves once past one, up to a batch. When memory is refused, a
     /// buffer of whole leaves becomes the batch.
-    fn grow(&mut self) -> Growth {
-        let (leaf, batch_bytes) = (self.leaf_size(), self.batch_bytes());
-        let Mode::Batched { buffer, .. } = &mut self.mode else {
-            unreachable!("grow is only called in batched mode");
-        };
+    fn grow(&mut self, core: &Core) -> Growth {
+        let (leaf, batch_bytes) = (core.leaf_size(), self.batch_bytes(core));
+        let buffer = &mut self.buffer;
         let len = buffer.bytes.len();
         if buffer.filled < len {
             return Growth::Room;
@@ -246,165 +334,130 @@ impl Stream {
         }
     }
 
-    /// Reads once into a new buffer after a full one, so that the full one is
-    /// submitted only if more bytes follow.
-    fn read_ahead<R: Read + ?Sized>(
+    /// The buffer to fill once the current one is full: one kept from an
+    /// earlier look-ahead, the buffer of the batch in flight once that batch
+    /// is done, or a new one. At most two buffers are ever in use. `None`
+    /// when memory for another buffer is refused.
+    fn next_buffer(&mut self, core: &mut Core, sink: &mut Sink<'_>) -> Option<LeafBuffer> {
+        let batch_bytes = self.batch_bytes(core);
+        let mut next = match self.spare.take().or_else(|| core.pipeline.wait(sink)) {
+            Some(recycled) => recycled,
+            None => {
+                let mut bytes = Vec::new();
+                if !reserve_exact(&mut bytes, batch_bytes) {
+                    return None;
+                }
+                bytes.resize(batch_bytes, 0);
+                LeafBuffer { bytes, filled: 0 }
+            }
+        };
+        next.filled = 0;
+        Some(next)
+    }
+
+    /// Hands the full buffer to the pool and makes `next` (which may already
+    /// hold bytes) the one to fill. Called only once more input is known to
+    /// follow, so that a full buffer at the end of the input is hashed by
+    /// `finish`, with its last-node flag.
+    fn submit_full(
         &mut self,
+        core: &mut Core,
+        next: LeafBuffer,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Error> {
+        let batch_leaves = self.batch_leaves as u64;
+        check_leaf_index(&core.tree, core.next_leaf + batch_leaves - 1)?;
+        if let Some(recycled) = core.pipeline.wait(sink) {
+            self.spare = Some(recycled);
+        }
+        let full = std::mem::replace(&mut self.buffer, next);
+        core.pipeline
+            .submit(full, core.next_leaf, EndOfInput::No, sink)?;
+        core.next_leaf += batch_leaves;
+        Ok(())
+    }
+
+    /// Goes on hashing one leaf at a time as its bytes arrive, when memory
+    /// for whole batches is refused: the whole leaves in the buffer are
+    /// hashed as a batch, and the last one begun (whose being the last is
+    /// not known yet) goes on in an incremental state.
+    fn single_leaves(
+        &mut self,
+        core: &mut Core,
+        sink: &mut Sink<'_>,
+    ) -> Result<Incremental, Error> {
+        let leaf = core.leaf_size();
+        let mut buffer = std::mem::take(&mut self.buffer);
+        self.spare = None;
+        if buffer.filled == 0 {
+            return Ok(Incremental::default());
+        }
+        let whole = (buffer.filled - 1) / leaf;
+        let mut state = LeafState::new(&core.tree, core.next_leaf + whole as u64);
+        state.update(&buffer.bytes[whole * leaf..buffer.filled]);
+        if whole > 0 {
+            check_leaf_index(&core.tree, core.next_leaf + whole as u64 - 1)?;
+            buffer.filled = whole * leaf;
+            core.pipeline
+                .submit(buffer, core.next_leaf, EndOfInput::No, sink)?;
+        }
+        check_leaf_index(&core.tree, core.next_leaf + whole as u64)?;
+        core.next_leaf += whole as u64 + 1;
+        Ok(Incremental {
+            leaf: Some(Box::new(state)),
+            chunk: Vec::new(),
+        })
+    }
+}
+
+impl Incremental {
+    /// Reads once from `reader` and hashes what came.
+    fn read<R: Read + ?Sized>(
+        &mut self,
+        core: &mut Core,
         reader: &mut R,
         sink: &mut Sink<'_>,
     ) -> Result<usize, Error> {
-        let Some(mut next) = self.next_buffer(sink) else {
-            self.fall_back_to_single_leaves(sink)?;
-            // Nothing read: the caller reads again, a leaf at a time.
-            return Err(io::Error::from(io::ErrorKind::Interrupted).into());
-        };
-        match reader.read(&mut next.bytes) {
-            Ok(count) if count > 0 => {
-                next.filled = count;
-                self.submit_full(next, sink)?;
-                Ok(count)
-            }
-            other => {
-                let Mode::Batched { spare, .. } = &mut self.mode else {
-                    unreachable!("read_ahead is only called in batched mode");
-                };
-                *spare = Some(next);
-                Ok(other?)
-            }
+        if self.chunk.is_empty() {
+            self.chunk = read_chunk()?;
         }
+        let count = reader.read(&mut self.chunk)?;
+        Incremental::feed(&mut self.leaf, core, &self.chunk[..count], sink)?;
+        Ok(count)
     }
 
-    fn advance(&mut self, count: usize) {
-        if let Mode::Batched { buffer, .. } = &mut self.mode {
-            buffer.filled += count;
-        }
+    /// Feeds bytes to the current leaf, finishing leaves as they fill.
+    fn update(&mut self, core: &mut Core, bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), Error> {
+        Incremental::feed(&mut self.leaf, core, bytes, sink)
     }
 
-    /// Feeds bytes to the current big leaf, finishing leaves as they fill.
-    fn update_incremental(&mut self, mut bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), Error> {
-        let Mode::Incremental { leaf } = &mut self.mode else {
-            unreachable!("update_incremental is only called in incremental mode");
-        };
+    fn feed(
+        leaf: &mut Option<Box<LeafState>>,
+        core: &mut Core,
+        mut bytes: &[u8],
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Error> {
+        let leaf_size = core.tree.leaf_size();
         while !bytes.is_empty() {
-            if leaf
-                .as_ref()
-                .is_some_and(|l| l.filled == self.tree.leaf_size())
-            {
+            if leaf.as_ref().is_some_and(|l| l.filled == leaf_size) {
                 // More bytes follow, so the full leaf is not the last one.
                 let done = leaf.take().expect("checked above");
-                self.pipeline
+                core.pipeline
                     .feed(done.finalize(LastNode::No).as_bytes(), sink);
             }
             let current = match leaf {
                 Some(current) => current,
                 None => {
-                    check_leaf_index(&self.tree, self.next_leaf)?;
-                    self.next_leaf += 1;
-                    leaf.insert(Box::new(LeafState::new(&self.tree, self.next_leaf - 1)))
+                    check_leaf_index(&core.tree, core.next_leaf)?;
+                    core.next_leaf += 1;
+                    leaf.insert(Box::new(LeafState::new(&core.tree, core.next_leaf - 1)))
                 }
             };
-            let room = (self.tree.leaf_size() - current.filled).min(bytes.len() as u64) as usize;
+            let room = (leaf_size - current.filled).min(bytes.len() as u64) as usize;
             current.update(&bytes[..room]);
             bytes = &bytes[room..];
         }
         Ok(())
-    }
-
-    /// Takes bytes written to the stream.
-    pub(crate) fn write(&mut self, mut bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), Error> {
-        sink.count(bytes.len() as u64);
-        while !bytes.is_empty() {
-            if let Mode::Incremental { .. } = self.mode {
-                return self.update_incremental(bytes, sink);
-            }
-            let Some(room) = self.room(sink)? else {
-                continue;
-            };
-            let count = room.len().min(bytes.len());
-            room[..count].copy_from_slice(&bytes[..count]);
-            self.advance(count);
-            bytes = &bytes[count..];
-        }
-        Ok(())
-    }
-
-    /// Reads `reader` to its end straight into the stream's buffers,
-    /// retrying short and interrupted reads; returns the number of bytes
-    /// read.
-    pub(crate) fn update_reader<R: Read + ?Sized>(
-        &mut self,
-        reader: &mut R,
-        sink: &mut Sink<'_>,
-    ) -> Result<u64, Error> {
-        let mut total = 0u64;
-        let mut chunk = Vec::new();
-        loop {
-            let read = match self.mode {
-                Mode::Batched { .. } if self.buffer_full() => self.read_ahead(reader, sink),
-                Mode::Batched { .. } => {
-                    let Some(room) = self.room(sink)? else {
-                        continue;
-                    };
-                    let read = reader.read(room);
-                    if let Ok(count) = read {
-                        self.advance(count);
-                    }
-                    read.map_err(Error::from)
-                }
-                Mode::Incremental { .. } => {
-                    if chunk.is_empty() {
-                        chunk = read_chunk()?;
-                    }
-                    match reader.read(&mut chunk) {
-                        Ok(count) => self
-                            .update_incremental(&chunk[..count], sink)
-                            .map(|()| count),
-                        Err(error) => Err(error.into()),
-                    }
-                }
-            };
-            match read {
-                Ok(0) => return Ok(total),
-                Ok(count) => {
-                    // Counted as read: a slow stream shows its progress
-                    // before a batch is full.
-                    sink.count(count as u64);
-                    total += count as u64;
-                    sink.go_on()?;
-                }
-                Err(Error::Io(error)) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-        }
-    }
-
-    /// Hashes what is left and returns the root digest.
-    pub(crate) fn finalize(self, sink: &mut Sink<'_>) -> Result<Digest, Error> {
-        Ok(self.finish(sink)?.finalize())
-    }
-
-    /// Hashes what is left, feeding the root, and gives the root back.
-    pub(crate) fn finish(mut self, sink: &mut Sink<'_>) -> Result<Root, Error> {
-        let last = match self.end {
-            EndOfInput::Yes => LastNode::Yes,
-            EndOfInput::No => LastNode::No,
-        };
-        match std::mem::replace(&mut self.mode, Mode::Incremental { leaf: None }) {
-            Mode::Batched { buffer, .. } => {
-                let leaves = self.tree.leaf_count(buffer.filled as u64);
-                if leaves > 0 {
-                    check_leaf_index(&self.tree, self.next_leaf + leaves - 1)?;
-                }
-                self.pipeline
-                    .submit_last(buffer, self.next_leaf, self.end, sink)?;
-            }
-            Mode::Incremental { leaf } => {
-                if let Some(leaf) = leaf {
-                    self.pipeline.feed(leaf.finalize(last).as_bytes(), sink);
-                }
-            }
-        }
-        Ok(self.pipeline.finish(sink))
     }
 }
 
@@ -565,7 +618,7 @@ impl<S: LeafSink> TreeHasher<S> {
 
     /// The parameters this hasher hashes with.
     pub fn tree(&self) -> &TreeParams {
-        &self.stream.tree
+        &self.stream.core.tree
     }
 
     fn sink(&mut self) -> (&mut Stream, Sink<'_>) {

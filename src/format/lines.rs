@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Read};
 
 /// A list line longer than this (16 MiB, thousands of times `PATH_MAX`) is
 /// improperly formatted, and skipped without being held in memory.
-pub const MAX_LINE: usize = 16 << 20;
+pub const MAX_LINE: usize = crate::memory::IN_MEMORY;
 
 /// One line read from a list.
 pub enum Record {

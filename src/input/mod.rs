@@ -484,13 +484,10 @@ pub struct Job<T, S = ()> {
 #[allow(clippy::large_enum_variant)]
 enum State {
     /// Not opened yet, or not opened for want of a descriptor (then opened
-    /// when its turn comes).
+    /// when its turn comes); or read whole into a lane and closed again.
     Closed,
     /// Open, to be hashed whole.
     Open(Opened),
-    /// Read whole into a lane and closed again: its length and modification
-    /// time, or why it did not read back as it was.
-    Read(Result<(u64, Option<SystemTime>), Error>),
     /// It failed.
     Failed(Error),
 }
@@ -499,8 +496,6 @@ enum State {
 enum Target {
     Path(PathBuf),
     Stdin,
-    /// Nothing: the job fails with the error it was made with.
-    Nothing,
 }
 
 /// What hashing a [`Job`] gave.
@@ -530,15 +525,6 @@ impl<T> Job<T> {
         Job::new(tag, Target::Stdin, tree)
     }
 
-    /// A job that fails with `error` without opening anything, in its place
-    /// among the others (an input known to be unusable, such as a standard
-    /// input that was closed).
-    pub fn failed(tag: T, error: Error) -> Self {
-        let mut job = Job::new(tag, Target::Nothing, &TreeParams::default());
-        job.state = State::Failed(error);
-        job
-    }
-
     fn new(tag: T, target: Target, tree: &TreeParams) -> Self {
         Job {
             tag,
@@ -555,6 +541,14 @@ impl<T> Job<T> {
 }
 
 impl<T, S: LeafSink> Job<T, S> {
+    /// Fails with `error` without opening anything, in its place among the
+    /// other jobs: an input known to be unusable (a file a walk could not
+    /// look at, a standard input that was closed).
+    pub fn failing(mut self, error: Error) -> Self {
+        self.state = State::Failed(error);
+        self
+    }
+
     /// Hands every leaf digest to `sink`, in leaf order.
     pub fn with_leaves<L: LeafSink>(self, sink: L) -> Job<T, L> {
         Job {
@@ -661,6 +655,9 @@ pub fn hash_each<T, S>(
 
 impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     type Output = Outcome<T, S>;
+    /// Its length and modification time, or why it did not read back as it
+    /// was.
+    type ReadWhole = Result<(u64, Option<SystemTime>), Error>;
 
     fn in_turn(&self) -> bool {
         matches!(self.target, Target::Stdin)
@@ -669,12 +666,12 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     fn held_bytes(&self) -> usize {
         let name = match &self.target {
             Target::Path(path) => path.as_os_str().len(),
-            Target::Stdin | Target::Nothing => 0,
+            Target::Stdin => 0,
         };
         name + self.held
     }
 
-    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step {
+    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step<Self::ReadWhole> {
         if let State::Closed = self.state {
             // Standard input is only ever prepared in turn.
             let when = if self.in_turn() {
@@ -730,10 +727,11 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
                     .unchanged()
                     .and_then(|()| file.held_whole(length))
                     .map(|()| (length, modified));
-                self.state = State::Read(read);
+                self.state = State::Closed;
                 Step::Small {
                     tree: self.tree,
                     bytes,
+                    read,
                 }
             }
             Ok(None) => whole,
@@ -744,16 +742,15 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         }
     }
 
-    fn small_done(mut self, digest: Digest) -> Outcome<T, S> {
-        let (result, modified) = match std::mem::replace(&mut self.state, State::Closed) {
-            State::Read(Ok((length, modified))) => {
+    fn small_done(self, read: Self::ReadWhole, digest: Digest) -> Outcome<T, S> {
+        let (result, modified) = match read {
+            Ok((length, modified)) => {
                 if let Some(progress) = &self.progress {
                     progress.fetch_add(length, Ordering::Relaxed);
                 }
                 (Ok(Hashed { digest, length }), modified)
             }
-            State::Read(Err(error)) => (Err(error), None),
-            _ => unreachable!("only an input read whole is hashed in a lane"),
+            Err(error) => (Err(error), None),
         };
         self.outcome(result, modified)
     }
@@ -765,7 +762,6 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
             // in turn.)
             State::Closed => self.open(When::InTurn),
             State::Failed(error) => Err(error),
-            State::Read(_) => unreachable!("an input read whole is hashed in a lane"),
         };
         let mut modified = None;
         let result = opened.and_then(|mut file| {
@@ -792,7 +788,6 @@ impl<T, S> Job<T, S> {
         match &self.target {
             Target::Path(path) => Opened::path(path, when),
             Target::Stdin => Opened::stdin(when),
-            Target::Nothing => Err(io::Error::from(io::ErrorKind::NotFound).into()),
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::params::TreeParams;
 /// The most leaf and count lines of one file checked in one pass over it
 /// (what their listed digests take: 16 MiB). A longer run of them is checked
 /// a part at a time, each part hashing only its own leaves.
-const PASS_LINES: usize = (16 << 20) / ListedLeaves::BYTES_PER_LEAF;
+const PASS_LINES: usize = memory::IN_MEMORY / ListedLeaves::BYTES_PER_LEAF;
 
 /// How many lines one pass may hold: the memory budget of a check, for
 /// every list of a run. A pass grows only with memory granted; the first
@@ -580,13 +580,13 @@ impl<'a> Iterator for Passes<'a> {
         let queued = Queued { bad_lines, pass };
         let job = if stdin {
             // Standard input may be a pipe: hashed whole, in turn.
+            let job = Job::stdin(queued, &tree).with_leaves(listed);
             if system::stdin_closed() {
-                Job::failed(queued, system::closed_stream().into())
+                job.failing(system::closed_stream().into())
             } else {
                 (self.verifier.before_stdin)();
-                Job::stdin(queued, &tree)
+                job
             }
-            .with_leaves(listed)
         } else {
             let job = Job::path(queued, path, &tree).with_leaves(listed);
             match range {

@@ -12,7 +12,7 @@ const LAYERS: [(&str, &[&str]); 17] = [
     ("descriptors", &[]),
     ("memory", &[]),
     ("params", &[]),
-    ("digest", &["ct"]),
+    ("digest", &["ct", "params"]),
     ("error", &["params", "memory"]),
     ("engine", &["params", "digest", "error", "memory"]),
     ("format", &["params", "digest", "memory"]),
