@@ -38,7 +38,7 @@ pub enum Error {
         more: bool,
     },
     /// A name that lines cannot print: on Windows, one that is not valid
-    /// Unicode (see `system::printed_name`).
+    /// Unicode (see `format::name::Name::of_path`).
     NotUnicode,
     /// A regular file ended before the size the system gave for it, and
     /// read again, still did, while nothing else about it changed: a file

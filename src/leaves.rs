@@ -17,7 +17,7 @@ use crate::engine::{LeafSink, Root, Sink};
 use crate::format::Ending;
 use crate::format::Tag;
 use crate::format::leaf::{LeafLine, push_leaf_line};
-use crate::format::verdict::{shown_name, shown_path};
+use crate::format::name::Name;
 use crate::params::TreeParams;
 
 /// Digest bytes one log keeps in memory before spilling to its file.
@@ -40,7 +40,7 @@ impl fmt::Display for SpillError {
         write!(
             f,
             "cannot keep leaf digests in a temporary file in {}: {}",
-            shown_path(&std::env::temp_dir()),
+            Name::of_path_lossy(std::env::temp_dir().as_os_str()).shown(),
             crate::error::plain_message(&self.0)
         )
     }
@@ -446,7 +446,7 @@ impl From<io::Error> for CombineError {
 impl fmt::Display for CombineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |name: &Option<Vec<u8>>| match name {
-            Some(name) => shown_name(name),
+            Some(name) => Name::listed(name).shown(),
             None => "standard input".to_string(),
         };
         match self {

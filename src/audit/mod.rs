@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use crate::engine::Event;
-use crate::input::{Job, hash_each, system};
+use crate::format::name::Name;
+use crate::input::{Job, hash_each};
 use crate::params::TreeParams;
 use crate::spill::{IN_MEMORY, Records, Sorter, Spool};
 use crate::verify::{Checked, Report, Verifier};
@@ -262,9 +263,9 @@ impl<'a> Auditor<'a> {
         let Some(tree) = self.tree else {
             for found in unlisted {
                 match found? {
-                    Ok(name) => new.push(&shown(&name))?,
+                    Ok(name) => new.push(&Name::of_path_lossy(&name).into_bytes())?,
                     Err((name, error)) => {
-                        let name = shown(&name);
+                        let name = Name::of_path_lossy(&name).into_bytes();
                         if report(Finding::Error { name, error }).is_break() {
                             return Ok(ControlFlow::Break(()));
                         }
@@ -280,11 +281,16 @@ impl<'a> Auditor<'a> {
                     failed = Err(error);
                     return None;
                 }
-                Ok(Ok(path)) => Job::path((true, shown(&path)), path, &tree),
-                // A walk error, in its place.
-                Ok(Err((path, error))) => {
-                    Job::path((false, shown(&path)), path, &tree).failing(error)
+                Ok(Ok(path)) => {
+                    Job::path((true, Name::of_path_lossy(&path).into_bytes()), path, &tree)
                 }
+                // A walk error, in its place.
+                Ok(Err((path, error))) => Job::path(
+                    (false, Name::of_path_lossy(&path).into_bytes()),
+                    path,
+                    &tree,
+                )
+                .failing(error),
             };
             Some(match &self.progress {
                 Some(counter) => job.progress(counter.clone()),
@@ -403,7 +409,7 @@ impl Iterator for Unlisted<'_> {
                 Walked::File(path) => path,
                 Walked::Error { path, error } => return Some(Ok(Err((path, error.into())))),
             };
-            let key = normalized(&shown(&path));
+            let key = normalized(&Name::of_path_lossy(&path).into_bytes());
             let known = loop {
                 match self.listed.peek() {
                     Some(Ok(next)) if *next < key => {
@@ -418,15 +424,6 @@ impl Iterator for Unlisted<'_> {
                 return Some(Ok(Ok(path)));
             }
         }
-    }
-}
-
-/// A path as lists print it (on Windows with `/`); a name that cannot be
-/// printed keeps what it can.
-fn shown(path: &std::ffi::OsStr) -> Vec<u8> {
-    match system::printed_name(path) {
-        Ok(printed) => printed.into_owned(),
-        Err(_) => path.to_string_lossy().into_owned().into_bytes(),
     }
 }
 

@@ -28,9 +28,10 @@ use crate::format::checksum::{Style, push_line};
 use crate::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Grammar, ListLine, classify};
+use crate::format::name::Name;
 use crate::format::stat::{Mtime, push_stat_line};
 use crate::format::verdict::Verdict;
-use crate::input::{Job, hash_each, system};
+use crate::input::{Job, hash_each};
 use crate::leaves::{LeafLog, Unwritten};
 use crate::params::{Algorithm, TreeParams};
 use crate::spill::Spool;
@@ -363,7 +364,7 @@ impl Rewrite {
             }
         });
         let jobs = names.map(|name| {
-            let path = system::listed_path(&name).unwrap_or_default();
+            let path = Name::listed(&name).path().unwrap_or_default();
             let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
             Job::path(name, path, &shape.tree).with_leaves(log)
         });
@@ -479,7 +480,7 @@ fn rehash(
     let Some(name) = named(line) else {
         return Ok(false);
     };
-    let path = system::listed_path(&name).unwrap_or_default();
+    let path = Name::listed(&name).path().unwrap_or_default();
     let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
     let job = Job::path((), path, &shape.tree).with_leaves(log);
     let mut result = None;
@@ -569,7 +570,8 @@ fn renamed(out: &mut dyn Write, line: &[u8], name: &[u8]) -> io::Result<()> {
             }
         },
         ListLine::Stat(stat) => {
-            let now = system::listed_path(name)
+            let now = Name::listed(name)
+                .path()
                 .and_then(|path| std::fs::metadata(Path::new(&path)).ok())
                 .and_then(|metadata| Some((metadata.len(), Mtime::of(metadata.modified().ok()?))));
             let (size, mtime) = now.unwrap_or((stat.size, stat.mtime));

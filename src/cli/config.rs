@@ -10,9 +10,10 @@ use clap_complete::Shell;
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
+use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
 use bt2sum::walk::Excludes;
-use bt2sum::{Part, Selection, TreeParams, system};
+use bt2sum::{Part, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
 use super::progress::When;
@@ -357,8 +358,9 @@ impl Config {
             };
             // A name lines cannot print (on Windows, one that is not
             // Unicode) is refused at once.
-            let name = match args.name.as_deref().map(system::printed_name) {
-                Some(Ok(printed)) => Some(printed.into_owned()),
+            let printed = |name| Name::of_path(name).ok_or(bt2sum::Error::NotUnicode);
+            let name = match args.name.as_deref().map(printed) {
+                Some(Ok(printed)) => Some(printed.into_bytes()),
                 Some(Err(error)) => {
                     let message = format!("--name: {error}");
                     return Err(Args::command().error(ErrorKind::ValueValidation, message));

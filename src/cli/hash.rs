@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{push_count_line, push_selection_count_line};
+use bt2sum::format::name::Name;
 use bt2sum::format::stat::{Mtime, push_stat_line};
 use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, out_of_memory, plain_message};
@@ -83,10 +84,10 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
             Listed::Bad { place, message } => (place, Some(io::Error::other(message).into())),
         };
         // How lines name it: a name that cannot be printed is an error.
-        let (printed, unprintable) = match (&config.name, system::printed_name(&name)) {
+        let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
             (Some(renamed), _) => (renamed.clone(), error),
-            (None, Ok(printed)) => (printed.into_owned(), error),
-            (None, Err(unprintable)) => (Vec::new(), Some(unprintable)),
+            (None, Some(printed)) => (printed.into_bytes(), error),
+            (None, None) => (Vec::new(), Some(bt2sum::Error::NotUnicode)),
         };
         let is_stdin = name == "-";
         let path = PathBuf::from(&name);

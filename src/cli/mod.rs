@@ -55,7 +55,7 @@ pub fn run(config: Config) -> Status {
         && let Err(error) = std::env::set_current_dir(directory)
     {
         // Nothing was done: as a usage error.
-        let shown = bt2sum::format::verdict::shown_path(std::path::Path::new(directory));
+        let shown = bt2sum::format::name::Name::of_path_lossy(directory).shown();
         let reason = bt2sum::plain_message(&error);
         warn(&format!("-C: cannot change to {shown}: {reason}"));
         return Status::Usage;

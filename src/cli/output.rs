@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bt2sum::format::verdict::push_shown_name;
+use bt2sum::format::name::Name;
 use bt2sum::plain_message;
 
 use super::progress;
@@ -35,22 +35,18 @@ impl From<Status> for ExitCode {
 }
 
 /// Writes `bt2sum: NAME: MESSAGE` to standard error (above the progress
-/// bar, if one is drawn), the name as lines print it
-/// (`system::printed_name`: on Windows, `\` written `/`), or, if it holds a
-/// backslash or a control byte, escaped after a leading `\` as verdicts
-/// show it (`format::verdict::push_shown_name`). A name that lines cannot
-/// print is shown with the characters it cannot have replaced.
+/// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]:
+/// as lines print it, escaped after a leading `\` if it holds a backslash
+/// or a control byte). A name that lines cannot print is shown with the
+/// characters it cannot have replaced.
 pub fn report(name: &OsStr, message: &str) {
-    match bt2sum::system::printed_name(name) {
-        Ok(printed) => report_listed(&printed, message),
-        Err(_) => report_listed(name.to_string_lossy().as_bytes(), message),
-    }
+    report_listed(Name::of_path_lossy(name).printed(), message);
 }
 
 /// [`report`] for a name as a list gives it, in bytes.
 pub fn report_listed(name: &[u8], message: &str) {
     let mut line = b"bt2sum: ".to_vec();
-    push_shown_name(&mut line, name);
+    Name::listed(name).push_shown(&mut line);
     line.extend_from_slice(b": ");
     line.extend_from_slice(message.as_bytes());
     line.push(b'\n');

@@ -26,7 +26,8 @@
 //! last `) = `. How a list's other lines are told apart (comments, leaf
 //! lines, other tools' lines) is the `list` module's.
 
-use super::{Ending, Tag, decode_hex, push_name, unescape};
+use super::name::{Name, unescape};
+use super::{Ending, Tag, decode_hex};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -53,7 +54,7 @@ pub fn push_line(
     name: Option<&[u8]>,
     ending: Ending,
 ) {
-    let escaped = name.is_some_and(|name| ending.escapes(name))
+    let escaped = name.is_some_and(|name| Name::listed(name).escaped_in(ending))
         && matches!(style, Style::Tagged | Style::Untagged);
     if escaped {
         out.push(b'\\');
@@ -68,7 +69,7 @@ pub fn push_line(
             tag.push(out);
             if let Some(name) = name {
                 out.extend_from_slice(b" (");
-                push_name(out, name, escaped);
+                Name::listed(name).push_printed(out, escaped);
                 out.push(b')');
             }
             out.extend_from_slice(b" = ");
@@ -77,7 +78,7 @@ pub fn push_line(
         Style::Untagged => {
             out.extend_from_slice(hex.as_bytes());
             out.extend_from_slice(b"  ");
-            push_name(out, name.unwrap_or(b"-"), escaped);
+            Name::listed(name.unwrap_or(b"-")).push_printed(out, escaped);
         }
         Style::Bare => out.extend_from_slice(hex.as_bytes()),
         Style::Raw => {

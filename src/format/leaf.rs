@@ -23,7 +23,8 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::{Ending, Tag, decode_hex, push_name, unescape};
+use super::name::{Name, unescape};
+use super::{Ending, Tag, decode_hex};
 use crate::digest::Digest;
 use crate::params::{ParamsError, TreeParams};
 
@@ -115,7 +116,7 @@ fn push_counted(
 }
 
 fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, ending: Ending) {
-    if name.is_some_and(|name| ending.escapes(name)) {
+    if name.is_some_and(|name| Name::listed(name).escaped_in(ending)) {
         out.push(b'\\');
     }
     Tag::of(tree).push(out);
@@ -124,7 +125,8 @@ fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, ending: 
 fn push_tail(out: &mut Vec<u8>, name: Option<&[u8]>, ending: Ending) {
     if let Some(name) = name {
         out.extend_from_slice(b" (");
-        push_name(out, name, ending.escapes(name));
+        let name = Name::listed(name);
+        name.push_printed(out, name.escaped_in(ending));
         out.push(b')');
     }
 }
@@ -176,7 +178,7 @@ pub enum LeafLineError {
     /// A name that does not end in `)`, or an escaped line without a name.
     Name,
     /// A field that is not `KEY=NUMBER`, or a key given twice, or unknown
-    /// (as messages show list text, [`super::shown`]).
+    /// (as messages show list text, [`super::name::echoed`]).
     Field(String),
     /// A field the line must have is missing.
     Missing(&'static str),
@@ -242,7 +244,7 @@ impl Fields {
     fn parse(text: &[u8]) -> Result<Fields, LeafLineError> {
         let mut fields = Fields::default();
         for field in text.split(|&b| b == b' ') {
-            let bad = || LeafLineError::Field(super::shown(field));
+            let bad = || LeafLineError::Field(super::name::echoed(field));
             let at = field.iter().position(|&b| b == b'=').ok_or_else(bad)?;
             let (key, digits) = (&field[..at], &field[at + 1..]);
             if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {

@@ -11,18 +11,14 @@
 //! - [`stat`]: the stat line after a checksum line, `TAG size=N mtime=S.NS
 //!   tree=L (NAME)`, which tells an edit from damage.
 //! - [`verdict`]: what check mode prints per checked line, `NAME: OK`.
-//!
-//! Names are bytes (non-UTF-8 names pass through) and are escaped the GNU
-//! way when they hold a newline, carriage return or backslash: the line
-//! starts with `\`, and in the name `\` is written `\\`, newline `\n`,
-//! carriage return `\r` ([`push_name`], [`unescape`]). Verdicts and
-//! messages show the other control bytes escaped too, as `\xHH`
-//! ([`push_shown`]), so that a name cannot act on a terminal.
+//! - [`name`]: a file's name as lines print it and as verdicts and messages
+//!   show it, escaped where it must be.
 
 pub mod checksum;
 pub mod leaf;
 pub mod lines;
 pub mod list;
+pub mod name;
 pub mod stat;
 pub mod verdict;
 
@@ -30,51 +26,6 @@ use std::fmt;
 
 use crate::digest::Digest;
 use crate::params::{Algorithm, TreeParams};
-
-/// The bytes a name's escape covers. Both sets write a backslash `\\`,
-/// newline `\n` and carriage return `\r`; the shown set also writes every
-/// other control byte as `\xHH`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Escapes {
-    /// GNU's, in the lines bt2sum writes and reads back: backslash, newline
-    /// and carriage return.
-    Listed,
-    /// In verdicts and messages: a backslash and every control byte (C0 and
-    /// DEL), which a terminal would act on.
-    Shown,
-}
-
-impl Escapes {
-    fn covers(self, byte: u8) -> bool {
-        match self {
-            Escapes::Listed => matches!(byte, b'\\' | b'\n' | b'\r'),
-            Escapes::Shown => byte == b'\\' || byte < 0x20 || byte == 0x7f,
-        }
-    }
-
-    fn needed_by(self, name: &[u8]) -> bool {
-        name.iter().any(|&byte| self.covers(byte))
-    }
-
-    fn push(self, out: &mut Vec<u8>, name: &[u8]) {
-        for &byte in name {
-            match byte {
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                byte if self.covers(byte) => {
-                    out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
-                }
-                _ => out.push(byte),
-            }
-        }
-    }
-}
-
-/// Whether a name needs the GNU escape (and its line the leading `\`).
-pub fn needs_escape(name: &[u8]) -> bool {
-    Escapes::Listed.needed_by(name)
-}
 
 /// How lines end, and with it whether names are escaped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,11 +40,6 @@ pub enum Ending {
 }
 
 impl Ending {
-    /// Whether `name` is escaped in lines that end this way.
-    pub fn escapes(self, name: &[u8]) -> bool {
-        self == Ending::Newline && needs_escape(name)
-    }
-
     /// Ends a line.
     pub fn push(self, out: &mut Vec<u8>) {
         out.push(match self {
@@ -101,86 +47,6 @@ impl Ending {
             Ending::Nul => 0,
         });
     }
-}
-
-/// Appends `name` to `out`, escaped the GNU way if `escaped` is set.
-pub fn push_name(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
-    if escaped {
-        Escapes::Listed.push(out, name);
-    } else {
-        out.extend_from_slice(name);
-    }
-}
-
-/// Undoes [`push_name`]'s escape; `None` for any escape but `\\`, `\n`, `\r`
-/// (or a lone `\` at the end).
-pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
-    let mut name = Vec::with_capacity(written.len());
-    let mut bytes = written.iter();
-    while let Some(&byte) = bytes.next() {
-        if byte != b'\\' {
-            name.push(byte);
-            continue;
-        }
-        name.push(match bytes.next()? {
-            b'\\' => b'\\',
-            b'n' => b'\n',
-            b'r' => b'\r',
-            _ => return None,
-        });
-    }
-    Some(name)
-}
-
-/// Whether a name is shown escaped in verdicts and messages: it holds a
-/// backslash or a control byte, so that a crafted name can neither move the
-/// cursor nor hide a `FAILED` on a terminal.
-pub fn needs_shown_escape(name: &[u8]) -> bool {
-    Escapes::Shown.needed_by(name)
-}
-
-/// Appends `name` as verdicts and messages show it: if it
-/// [`needs_shown_escape`], a backslash is written `\\`, newline `\n`,
-/// carriage return `\r`, and any other control byte `\xHH` (two lowercase
-/// hex digits); otherwise as it is.
-pub fn push_shown(out: &mut Vec<u8>, name: &[u8]) {
-    if needs_shown_escape(name) {
-        Escapes::Shown.push(out, name);
-    } else {
-        out.extend_from_slice(name);
-    }
-}
-
-/// A name as lines print it; `None` if it cannot be printed.
-///
-/// On Unix, the bytes it is. On Windows, where names are Unicode, its UTF-8
-/// with every `\` written `/` (as b3sum prints them), so that lists made on
-/// Windows verify on Unix and the reverse; a name that is not valid Unicode
-/// cannot be printed as UTF-8.
-pub fn printed_name(name: &std::ffi::OsStr) -> Option<std::borrow::Cow<'_, [u8]>> {
-    use std::borrow::Cow;
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        Some(Cow::Borrowed(name.as_bytes()))
-    }
-    #[cfg(not(unix))]
-    {
-        let name = name.to_str()?;
-        Some(if name.contains('\\') {
-            Cow::Owned(name.replace('\\', "/").into_bytes())
-        } else {
-            Cow::Borrowed(name.as_bytes())
-        })
-    }
-}
-
-/// Bytes of a list as a message echoes them ([`push_shown`]), as text:
-/// control bytes escaped, bytes that are not UTF-8 replaced.
-pub fn shown(bytes: &[u8]) -> String {
-    let mut out = Vec::new();
-    push_shown(&mut out, bytes);
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The head of every line: `BLAKE2b-N` or `BLAKE2s-N`, N the digest size in
@@ -332,30 +198,6 @@ mod tests {
         for (line, expected) in table {
             let parsed = Tag::parse(line).map(|(tag, _)| tag.to_string());
             assert_eq!(parsed.as_deref(), expected, "{}", line.escape_ascii());
-        }
-    }
-
-    #[test]
-    fn names_escape_and_unescape() {
-        let table: [(&[u8], &[u8]); 5] = [
-            (b"plain", b"plain"),
-            (b"a\\b", b"a\\\\b"),
-            (b"new\nline", b"new\\nline"),
-            (b"cr\r", b"cr\\r"),
-            (b"\\\n\r\\", b"\\\\\\n\\r\\\\"),
-        ];
-        for (name, written) in table {
-            let mut out = Vec::new();
-            push_name(&mut out, name, needs_escape(name));
-            if needs_escape(name) {
-                assert_eq!(out, written);
-                assert_eq!(unescape(written).as_deref(), Some(name));
-            } else {
-                assert_eq!(out, name);
-            }
-        }
-        for bad in [&b"\\"[..], b"a\\t", b"\\x41", b"a\\0"] {
-            assert_eq!(unescape(bad), None, "{}", bad.escape_ascii());
         }
     }
 }

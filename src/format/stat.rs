@@ -17,7 +17,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{Ending, Tag, push_name, unescape};
+use super::name::{Name, unescape};
+use super::{Ending, Tag};
 use crate::params::TreeParams;
 
 /// A modification time as stat lines write it: whole seconds since 1970,
@@ -135,7 +136,7 @@ pub fn push_stat_line(
     mtime: Mtime,
     ending: Ending,
 ) {
-    let escaped = name.is_some_and(|name| ending.escapes(name));
+    let escaped = name.is_some_and(|name| Name::listed(name).escaped_in(ending));
     if escaped {
         out.push(b'\\');
     }
@@ -145,7 +146,7 @@ pub fn push_stat_line(
     );
     if let Some(name) = name {
         out.extend_from_slice(b" (");
-        push_name(out, name, escaped);
+        Name::listed(name).push_printed(out, escaped);
         out.push(b')');
     }
     ending.push(out);

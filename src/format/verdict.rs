@@ -3,9 +3,9 @@
 //! (`NAME: leaf I: FAILED missing` for a leaf the file no longer has) and
 //! `NAME: leaf count: OK` for a count line. A name holding a backslash or a
 //! control byte is shown escaped, after a leading `\` (see
-//! [`super::push_shown`]).
+//! [`Name::push_shown`]).
 
-use super::{needs_shown_escape, push_shown};
+use super::name::Name;
 
 /// What check mode found out about one listed file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,34 +36,6 @@ impl Verdict {
     }
 }
 
-/// Appends a listed name as check mode shows it: escaped after a leading
-/// `\` when it holds a backslash or a control byte (see [`push_shown`]), as
-/// GNU escapes the names of its verdicts; as it is otherwise.
-pub fn push_shown_name(out: &mut Vec<u8>, name: &[u8]) {
-    if needs_shown_escape(name) {
-        out.push(b'\\');
-    }
-    push_shown(out, name);
-}
-
-/// A listed name as a message shows it, [`push_shown_name`]'s bytes as text
-/// (bytes that are not UTF-8 replaced).
-pub fn shown_name(name: &[u8]) -> String {
-    let mut out = Vec::new();
-    push_shown_name(&mut out, name);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A path as a message shows it: as lines print it
-/// ([`super::printed_name`]), then as [`shown_name`] shows a name; a path
-/// that lines cannot print has the characters it cannot have replaced.
-pub fn shown_path(path: &std::path::Path) -> String {
-    match super::printed_name(path.as_os_str()) {
-        Some(printed) => shown_name(&printed),
-        None => shown_name(path.to_string_lossy().as_bytes()),
-    }
-}
-
 /// What an audit says of a file that no checksum line verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class<'a> {
@@ -78,12 +50,12 @@ pub enum Class<'a> {
 /// Appends `NAME: NEW`, `NAME: MOVED from OLD` or `NAME: MISSING`, newline
 /// included (both names shown as verdicts show them).
 pub fn push_class(out: &mut Vec<u8>, name: &[u8], class: Class<'_>) {
-    push_shown_name(out, name);
+    Name::listed(name).push_shown(out);
     match class {
         Class::New => out.extend_from_slice(b": NEW\n"),
         Class::MovedFrom(from) => {
             out.extend_from_slice(b": MOVED from ");
-            push_shown_name(out, from);
+            Name::listed(from).push_shown(out);
             out.push(b'\n');
         }
         Class::Missing => out.extend_from_slice(b": MISSING\n"),
@@ -93,7 +65,7 @@ pub fn push_class(out: &mut Vec<u8>, name: &[u8], class: Class<'_>) {
 /// Appends `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read`, newline
 /// included.
 pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
-    push_shown_name(out, name);
+    Name::listed(name).push_shown(out);
     out.extend_from_slice(b": ");
     out.extend_from_slice(verdict.text().as_bytes());
     out.push(b'\n');
@@ -101,7 +73,7 @@ pub fn push_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
 
 /// Appends the verdict on leaf `index` of a listed file: `NAME: leaf I: OK`.
 pub fn push_leaf_verdict(out: &mut Vec<u8>, name: &[u8], index: u64, verdict: Verdict) {
-    push_shown_name(out, name);
+    Name::listed(name).push_shown(out);
     out.extend_from_slice(format!(": leaf {index}: {}\n", verdict.text()).as_bytes());
 }
 
@@ -109,7 +81,7 @@ pub fn push_leaf_verdict(out: &mut Vec<u8>, name: &[u8], index: u64, verdict: Ve
 /// (`--repair-from`): `NAME: leaf I: REPAIRED`, or, with the reason it was
 /// not, `NAME: leaf I: FAILED (WHY)`.
 pub fn push_repair(out: &mut Vec<u8>, name: &[u8], index: u64, failed_because: Option<&str>) {
-    push_shown_name(out, name);
+    Name::listed(name).push_shown(out);
     let line = match failed_because {
         None => format!(": leaf {index}: REPAIRED\n"),
         Some(why) => format!(": leaf {index}: FAILED ({why})\n"),
@@ -120,7 +92,7 @@ pub fn push_repair(out: &mut Vec<u8>, name: &[u8], index: u64, failed_because: O
 /// Appends the verdict on a count line (`leaves=C total=T`), which checks
 /// the listed file's length: `NAME: leaf count: OK`.
 pub fn push_count_verdict(out: &mut Vec<u8>, name: &[u8], verdict: Verdict) {
-    push_shown_name(out, name);
+    Name::listed(name).push_shown(out);
     out.extend_from_slice(format!(": leaf count: {}\n", verdict.text()).as_bytes());
 }
 

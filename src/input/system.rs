@@ -4,13 +4,10 @@
 //! the allocator, terminals, how names are printed and read back, and which
 //! file a path is. Each item says what it does where platforms differ.
 
-use std::borrow::Cow;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::{DirEntry, File, Metadata};
 use std::io;
-use std::path::{Path, PathBuf};
-
-use crate::error::Error;
+use std::path::Path;
 
 /// The command line's arguments, the program's name first, with the
 /// wildcards of unquoted arguments expanded on Windows.
@@ -408,36 +405,6 @@ pub fn stderr_draws_bars() -> bool {
     return terminal;
     #[cfg(not(windows))]
     return terminal && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
-}
-
-/// A name as lines print it.
-///
-/// On Unix, the bytes it is. On Windows, where names are Unicode, its UTF-8
-/// with every `\` written `/` (as b3sum prints them), so that lists made on
-/// Windows verify on Unix and the reverse; a name that is not valid Unicode
-/// cannot be printed as UTF-8 and is [`Error::NotUnicode`].
-pub fn printed_name(name: &OsStr) -> Result<Cow<'_, [u8]>, Error> {
-    crate::format::printed_name(name).ok_or(Error::NotUnicode)
-}
-
-/// The path a name in a checksum list names, or `None` if it cannot name
-/// one here.
-///
-/// On Unix, the bytes it is. On Windows, its UTF-8 (`/` separates, as
-/// [`printed_name`] writes it); a name that is not UTF-8, or that holds a
-/// `\` (which no name printed here holds, and which a list made on Unix
-/// means as part of a file name), is refused.
-pub fn listed_path(name: &[u8]) -> Option<PathBuf> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        Some(PathBuf::from(OsStr::from_bytes(name)))
-    }
-    #[cfg(windows)]
-    {
-        let name = std::str::from_utf8(name).ok()?;
-        (!name.contains('\\')).then(|| PathBuf::from(name))
-    }
 }
 
 /// Which file a path names, whatever the path: two paths of one file (a

@@ -53,6 +53,7 @@ use std::sync::atomic::AtomicU64;
 use crate::engine::Event;
 use crate::error::Error;
 use crate::format::list::{Grammar, Improper};
+use crate::format::name::Name;
 use crate::format::verdict::Verdict;
 use crate::input::{self, hash_each};
 use crate::params::{Part, TreeParams};
@@ -349,7 +350,7 @@ impl<'a> Verifier<'a> {
             pass.tree.digest_size(),
             self.settings.leaf_size,
         );
-        match (by_option, input::system::listed_path(&pass.name)) {
+        match (by_option, Name::listed(&pass.name).path()) {
             (Ok(tree), Some(path)) if tree != pass.tree && pass.name != b"-" => {
                 input::hash_path(&tree, path).is_ok_and(|digest| digest == checksum.expected)
             }

@@ -10,6 +10,7 @@ use super::{BadLine, Verifier};
 use crate::format::leaf::LeafLine;
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Improper, ListLine, classify};
+use crate::format::name::Name;
 use crate::format::stat::StatLine;
 use crate::input::{Job, Outcome, system};
 use crate::leaves::ListedLeaves;
@@ -213,12 +214,12 @@ impl<'a> Passes<'a> {
             ListLine::Skip => return Err(BadLine::Grammar(Improper::Junk)),
         };
         // Standard input, when the list is read from there (as GNU); a name
-        // no file here can have (see `system::listed_path`).
+        // no file here can have (see `Name::path`).
         if pass.name == b"-" {
             if !self.nameless_is_stdin {
                 return Err(BadLine::StdinInStdin);
             }
-        } else if system::listed_path(&pass.name).is_none() {
+        } else if Name::listed(&pass.name).path().is_none() {
             return Err(BadLine::Grammar(Improper::Junk));
         }
         Ok((pass, listed))
@@ -510,7 +511,8 @@ fn whole_size(pass: &Pass) -> u64 {
     if let Some(total) = pass.total {
         return total;
     }
-    system::listed_path(&pass.name)
+    Name::listed(&pass.name)
+        .path()
         .filter(|_| pass.name != b"-")
         .and_then(|path| std::fs::metadata(path).ok())
         .map_or(0, |metadata| metadata.len())
@@ -555,7 +557,7 @@ impl<'a> Iterator for Passes<'a> {
         if pass.probe {
             // Opened, not read: whether it is there.
             pass.count_lines.clear();
-            let path = system::listed_path(&pass.name).unwrap_or_default();
+            let path = Name::listed(&pass.name).path().unwrap_or_default();
             let tree = pass.tree;
             let job = Job::path(Queued { bad_lines, pass }, path, &tree).with_leaves(None);
             return Some(job.leaf_range(0..0));
@@ -576,7 +578,7 @@ impl<'a> Iterator for Passes<'a> {
         let stdin = pass.name == b"-";
         // (A name no path here can have was refused as improperly
         // formatted.)
-        let path = system::listed_path(&pass.name).unwrap_or_default();
+        let path = Name::listed(&pass.name).path().unwrap_or_default();
         let queued = Queued { bad_lines, pass };
         let job = if stdin {
             // Standard input may be a pipe: hashed whole, in turn.

@@ -212,11 +212,11 @@ pub fn read_error(path: &Path) -> String {
 }
 
 /// `path` as the binary prints it in its lines and messages
-/// (`bt2sum::system::printed_name`): on Unix its bytes, on Windows with
-/// every `\` written `/`.
+/// (`bt2sum::format::name::Name::of_path`): on Unix its bytes, on Windows
+/// with every `\` written `/`.
 pub fn printed(path: &Path) -> String {
-    let printed = bt2sum::system::printed_name(path.as_os_str()).expect("a printable name");
-    String::from_utf8(printed.into_owned()).expect("a UTF-8 name")
+    let printed = bt2sum::format::name::Name::of_path(path.as_os_str()).expect("a printable name");
+    String::from_utf8(printed.into_bytes()).expect("a UTF-8 name")
 }
 
 /// `bytes` as a file name: on Unix any bytes; on Windows, where names are

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicU64;
 
 use bt2sum::TreeParams;
 use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
+use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Class;
 use bt2sum::system::FileId;
 use bt2sum::verify::{Report, Verifier};
@@ -136,7 +137,7 @@ impl<'v> Checker<'v> {
                     report_updated(list, &done);
                     if config.json {
                         let fields = serde_json::json!({
-                            "list": json::name(&bt2sum::system::printed_name(list.as_os_str()).unwrap_or_default()),
+                            "list": json::name(Name::of_path_lossy(list.as_os_str()).printed()),
                             "added": done.added,
                             "renamed": done.renamed,
                             "rehashed": done.rehashed,
@@ -153,7 +154,7 @@ impl<'v> Checker<'v> {
                 })
             }
             Err(error) => {
-                let shown = bt2sum::format::verdict::shown_path(list);
+                let shown = Name::of_path_lossy(list.as_os_str()).shown();
                 let reason = bt2sum::plain_message(&error);
                 warn(&format!("{shown}: not updated: {reason}"));
                 Ok(Status::Failure)
@@ -241,7 +242,7 @@ fn report_updated(list: &Path, done: &Rewritten) {
     if parts.is_empty() {
         parts.push("nothing changed".to_string());
     }
-    let shown = bt2sum::format::verdict::shown_path(list);
+    let shown = Name::of_path_lossy(list.as_os_str()).shown();
     warn(&format!("{shown}: updated: {}", parts.join(", ")));
 }
 

@@ -27,6 +27,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 
+use bt2sum::format::name::Name;
 use bt2sum::format::verdict::{
     Class, Verdict, push_class, push_count_verdict, push_leaf_verdict, push_verdict,
 };
@@ -262,7 +263,7 @@ impl Printer<'_> {
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
         if self.config.json && self.config.verbosity != Verbosity::Status {
-            let list = json::name(&system::printed_name(list_name).unwrap_or_default());
+            let list = json::name(Name::of_path_lossy(list_name).printed());
             let fields = serde_json::json!({ "list": list, "line": line });
             self.object(&json::object("bad-line", fields))?;
         }
@@ -335,8 +336,9 @@ impl Printer<'_> {
     /// and with `--json` as an object.
     fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
         if self.config.json {
-            let list = system::printed_name(list_name).unwrap_or_default();
-            let fields = serde_json::json!({ "list": json::name(&list), "message": message });
+            let list = Name::of_path_lossy(list_name);
+            let fields =
+                serde_json::json!({ "list": json::name(list.printed()), "message": message });
             self.object(&json::object("error", fields))?;
         }
         self.out.flush()?;

@@ -6,10 +6,11 @@
 
 use std::io;
 
+use bt2sum::Digest;
+use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Verdict;
 use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending};
 use bt2sum::verify::{Checked, Subject};
-use bt2sum::{Digest, system};
 
 use super::super::config::{Checking, Verbosity};
 use super::super::json;
@@ -123,7 +124,7 @@ impl Repairs {
             let name = &damaged.name[..];
             // (A name no path here can have was refused as improperly
             // formatted.)
-            let path = system::listed_path(name).unwrap_or_default();
+            let path = Name::listed(name).path().unwrap_or_default();
             if !damaged.last_pass {
                 let last_leaf = damaged
                     .tree
