@@ -55,7 +55,7 @@ mod error;
 pub mod format;
 mod input;
 pub mod leaves;
-pub mod memory;
+mod memory;
 mod os;
 mod params;
 pub mod repair;
@@ -68,6 +68,25 @@ mod spill;
 pub mod verify;
 pub mod walk;
 
+/// What the `bt2sum` binary needs of the system and of memory accounting:
+/// its arguments as the platform gives them, stop signals and their last
+/// words, the allocator's arenas, the file-size signal, terminals, file
+/// ids, threads started only where memory is left for them. Not part of the
+/// library's API: the binary keeps no platform code of its own (one place
+/// for each `cfg`, here), so it reaches these through this module.
+#[doc(hidden)]
+pub mod binary {
+    pub use crate::input::system;
+
+    /// Memory accounting: what the binary allocates or starts as the
+    /// library does, leaving room (see the library's `memory` module).
+    pub mod memory {
+        pub use crate::memory::{
+            DEFAULT_STACK, HEADROOM, out_of_memory, reserve, reserve_exact, spawn, spawn_leaving,
+        };
+    }
+}
+
 pub use digest::Digest;
 /// The schedule probe (the `schedule-probe` feature), for the tests.
 #[cfg(feature = "schedule-probe")]
@@ -75,9 +94,7 @@ pub use digest::Digest;
 pub use engine::probe as schedule_probe;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher, leaf_digest};
 pub use error::{Error, plain_message};
-pub use input::system;
 pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
-pub use memory::out_of_memory;
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
 #[cfg(feature = "digest")]
 pub use rustcrypto::DefaultTreeHasher;

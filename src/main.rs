@@ -17,14 +17,15 @@ static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
 /// started (no room for its stack), the main thread does the work itself.
 fn main() -> ExitCode {
     cli::prepare_process();
-    let status = match bt2sum::memory::spawn("main", bt2sum::memory::DEFAULT_STACK, work) {
-        Ok(thread) => match thread.join() {
-            Ok(status) => status,
-            // (The panic's message is already printed.)
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(_) => work(),
-    };
+    let status =
+        match bt2sum::binary::memory::spawn("main", bt2sum::binary::memory::DEFAULT_STACK, work) {
+            Ok(thread) => match thread.join() {
+                Ok(status) => status,
+                // (The panic's message is already printed.)
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            Err(_) => work(),
+        };
     // (A build with the schedule probe reports what it counted.)
     #[cfg(feature = "schedule-probe")]
     if let Err(error) = bt2sum::schedule_probe::write_report() {
@@ -34,7 +35,7 @@ fn main() -> ExitCode {
 }
 
 fn work() -> cli::Status {
-    match cli::Config::from_args(bt2sum::system::args_os()) {
+    match cli::Config::from_args(bt2sum::binary::system::args_os()) {
         Ok(config) => cli::run(config),
         Err(error) => cli::refused(&error),
     }

@@ -19,12 +19,13 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 
+use bt2sum::binary::system;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line};
 use bt2sum::format::lines::{MAX_LINE, Record, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::leaves::Combiner;
-use bt2sum::{TreeParams, plain_message, system};
+use bt2sum::{TreeParams, plain_message};
 
 use super::config::Combining;
 use super::output::{Status, output_failed, report, warn};

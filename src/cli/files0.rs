@@ -13,8 +13,9 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 
+use bt2sum::binary::system;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
-use bt2sum::{plain_message, system};
+use bt2sum::plain_message;
 
 /// One entry of the list.
 pub enum Listed {

@@ -11,20 +11,21 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use bt2sum::binary::memory::out_of_memory;
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{push_count_line, push_selection_count_line};
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::{Mtime, push_stat_line};
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, out_of_memory, plain_message};
+use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
 use super::files0::{self, Listed};
 use super::output::{Status, output_failed, report};
 use super::progress::{Progress, When};
 use super::{json, walk};
-use bt2sum::system;
+use bt2sum::binary::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
@@ -225,7 +226,7 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     for listed in names {
         match listed {
             Listed::Name(name) => {
-                if !bt2sum::memory::reserve(&mut roots, 1) {
+                if !bt2sum::binary::memory::reserve(&mut roots, 1) {
                     report(list, &plain_message(&out_of_memory()));
                     return None;
                 }

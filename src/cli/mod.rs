@@ -18,7 +18,7 @@ mod walk;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
-use bt2sum::system;
+use bt2sum::binary::system;
 
 pub use config::Config;
 use config::Mode;

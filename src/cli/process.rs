@@ -1,13 +1,13 @@
 //! The process around the work: the worker threads, and standard output
 //! shared with the stop signals' watcher that writes out the lines already
 //! done
-//! (what differs between platforms is in `bt2sum::system`).
+//! (what differs between platforms is in `bt2sum::binary::system`).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use bt2sum::{memory, system};
+use bt2sum::binary::{memory, system};
 
 /// The memory that the threads started leave for the work itself (its
 /// buffers, the lists it reads), beside their stacks: under an address-space
@@ -19,7 +19,7 @@ const WORK_ROOM: usize = 8 << 20;
 /// as many as the system lets start (a limit on processes or on memory),
 /// at least one. (The global pool can be built once only, so the threads
 /// that can start are counted first.) Every thread is started through
-/// `bt2sum::memory::spawn`, which refuses one that could not get its signal
+/// `bt2sum::binary::memory::spawn`, which refuses one that could not get its signal
 /// stack, rather than let it abort the process.
 pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
     let wanted = if threads == 0 {

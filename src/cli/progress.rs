@@ -89,7 +89,7 @@ impl Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
         // on one whose `TERM` is unset or `dumb`).
-        let terminal = bt2sum::system::stderr_draws_bars();
+        let terminal = bt2sum::binary::system::stderr_draws_bars();
         let target = match when {
             When::Never => None,
             When::Auto if !terminal => None,
@@ -130,9 +130,11 @@ impl Progress {
             let counter = Arc::clone(&counter);
             let delayed = when == When::Auto;
             let silenced = Arc::clone(&silenced);
-            bt2sum::memory::spawn("progress", bt2sum::memory::DEFAULT_STACK, move || {
-                poll(&bar, &counter, &stopped, delayed, &silenced)
-            })
+            bt2sum::binary::memory::spawn(
+                "progress",
+                bt2sum::binary::memory::DEFAULT_STACK,
+                move || poll(&bar, &counter, &stopped, delayed, &silenced),
+            )
             .ok()
         };
         Progress {
@@ -272,7 +274,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 fn clear_on_stop_signal() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
-        bt2sum::system::on_stop_signal(|| {
+        bt2sum::binary::system::on_stop_signal(|| {
             INTERRUPTED.store(true, Ordering::Relaxed);
             if let Some(bar) = lock_active().take() {
                 bar.finish_and_clear();

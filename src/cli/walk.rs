@@ -14,8 +14,8 @@
 
 use std::ffi::OsString;
 
+use bt2sum::binary::system::FileId;
 use bt2sum::plain_message;
-use bt2sum::system::FileId;
 use bt2sum::walk::{Excludes, Options, Walk as Walker, Walked};
 
 use super::output::report;
@@ -49,12 +49,15 @@ pub fn expand(arguments: &[OsString], follow_links: bool, excludes: Excludes) ->
     for walked in Walker::new(roots, &options) {
         match walked {
             Walked::File(path) => {
-                if !bt2sum::memory::reserve(&mut walk.files, 1) {
+                if !bt2sum::binary::memory::reserve(&mut walk.files, 1) {
                     // A walk cut short lists no tree; dropped first, so that
                     // the message itself finds memory.
                     walk.files = Vec::new();
                     walk.errors += 1;
-                    report(&path, &plain_message(&bt2sum::out_of_memory()));
+                    report(
+                        &path,
+                        &plain_message(&bt2sum::binary::memory::out_of_memory()),
+                    );
                     break;
                 }
                 walk.files.push(path);

@@ -1,5 +1,5 @@
 //! What bt2sum does on Windows that it does nowhere else (see
-//! `bt2sum::system`): names are printed as UTF-8 with every `\` written
+//! `bt2sum::format::name::Name`): names are printed as UTF-8 with every `\` written
 //! `/`, so that lists made on Windows verify on Unix and the reverse; in a
 //! list, a name holding `\` or not UTF-8 is an improperly formatted line;
 //! lines end in `\n`; standard input is read as the bytes it is.

@@ -11,9 +11,9 @@ use std::sync::atomic::AtomicU64;
 
 use bt2sum::TreeParams;
 use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
+use bt2sum::binary::system::FileId;
 use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Class;
-use bt2sum::system::FileId;
 use bt2sum::verify::{Report, Verifier};
 use bt2sum::walk;
 

@@ -27,12 +27,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::ControlFlow;
 
+use bt2sum::binary::system;
 use bt2sum::format::name::Name;
 use bt2sum::format::verdict::{
     Class, Verdict, push_class, push_count_verdict, push_leaf_verdict, push_verdict,
 };
+use bt2sum::plain_message;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Verifier};
-use bt2sum::{plain_message, system};
 
 use super::config::{Checking, Verbosity};
 use super::json;
