@@ -261,7 +261,7 @@ impl LeafLog {
     }
 }
 
-/// Listed digests of some of an input's leaves, in increasing leaf order,
+/// ListedLeaf digests of some of an input's leaves, in increasing leaf order,
 /// each compared (in constant time) with the leaf's digest as hashing
 /// delivers it: fed to a job as its [`LeafSink`], it checks
 /// a listing in the pass that computes the checksum.
@@ -298,12 +298,12 @@ impl LeafLog {
 /// ```
 pub struct ListedLeaves {
     digest_size: usize,
-    listed: Vec<Listed>,
+    listed: Vec<ListedLeaf>,
     /// The first listed leaf not yet delivered.
     next: usize,
 }
 
-struct Listed {
+struct ListedLeaf {
     index: u64,
     digest: Digest,
     matched: bool,
@@ -311,7 +311,7 @@ struct Listed {
 
 impl ListedLeaves {
     /// What each listed leaf takes in memory.
-    pub const BYTES_PER_LEAF: usize = std::mem::size_of::<Listed>();
+    pub const BYTES_PER_LEAF: usize = std::mem::size_of::<ListedLeaf>();
 
     /// No listed leaf yet, of `digest_size`-byte digests.
     pub fn new(digest_size: usize) -> Self {
@@ -333,7 +333,7 @@ impl ListedLeaves {
         if !crate::memory::reserve(&mut self.listed, 1) {
             return Err(crate::memory::out_of_memory());
         }
-        self.listed.push(Listed {
+        self.listed.push(ListedLeaf {
             index,
             digest,
             matched: false,
@@ -544,10 +544,10 @@ impl std::error::Error for CombineError {}
 pub struct Combiner {
     /// The file's tree parameters, name and length, from the first line,
     /// and where its leaves go.
-    file: Option<Combining>,
+    file: Option<CombinedFile>,
 }
 
-struct Combining {
+struct CombinedFile {
     tree: TreeParams,
     name: Option<Vec<u8>>,
     total: u64,
@@ -563,7 +563,7 @@ impl Combiner {
     /// Adds one listing line; `Err` names the clash.
     pub fn add(&mut self, line: LeafLine) -> Result<(), CombineError> {
         let file = match self.file.take() {
-            None => Combining {
+            None => CombinedFile {
                 tree: line.tree,
                 name: line.name.clone(),
                 total: line.total,

@@ -16,7 +16,7 @@ use bt2sum::walk::Excludes;
 use bt2sum::{Part, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
-use super::progress::When;
+use super::progress::BarMode;
 
 /// Everything a run needs.
 pub struct Config {
@@ -24,8 +24,8 @@ pub struct Config {
     pub directory: Option<OsString>,
     /// Worker threads; `None` for one per processor.
     pub threads: Option<usize>,
-    /// When to draw a progress bar.
-    pub progress: When,
+    /// BarMode to draw a progress bar.
+    pub progress: BarMode,
     /// What to do.
     pub mode: Mode,
 }
@@ -202,11 +202,11 @@ impl Config {
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
         let args = Args::try_parse_from(go_spellings(args))?;
         let progress = if args.progress {
-            When::Always
+            BarMode::Always
         } else if args.no_progress {
-            When::Never
+            BarMode::Never
         } else {
-            When::Auto
+            BarMode::Auto
         };
         let style = if args.raw {
             Style::Raw

@@ -18,7 +18,7 @@ use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::plain_message;
 
 /// One entry of the list.
-pub enum Listed {
+pub enum Entry {
     /// A name to hash.
     Name(OsString),
     /// Not a name: where it is (`F:N`, or `F` when the list could not be
@@ -61,10 +61,10 @@ pub fn open(list: &OsStr) -> io::Result<Names> {
 }
 
 impl Names {
-    fn bad(&self, message: &str) -> Listed {
+    fn bad(&self, message: &str) -> Entry {
         let mut place = self.list.clone();
         place.push(format!(":{}", self.number));
-        Listed::Bad {
+        Entry::Bad {
             place,
             message: message.to_string(),
         }
@@ -72,9 +72,9 @@ impl Names {
 }
 
 impl Iterator for Names {
-    type Item = Listed;
+    type Item = Entry;
 
-    fn next(&mut self) -> Option<Listed> {
+    fn next(&mut self) -> Option<Entry> {
         if self.ended {
             return None;
         }
@@ -82,7 +82,7 @@ impl Iterator for Names {
             Ok(read) => read,
             Err(error) => {
                 self.ended = true;
-                return Some(Listed::Bad {
+                return Some(Entry::Bad {
                     place: self.list.clone(),
                     message: plain_message(&error),
                 });
@@ -108,7 +108,7 @@ impl Iterator for Names {
                     ));
                 }
                 match os_name(name) {
-                    Some(name) => Some(Listed::Name(name)),
+                    Some(name) => Some(Entry::Name(name)),
                     None => Some(self.bad("the name is not valid Unicode")),
                 }
             }

@@ -21,14 +21,14 @@ use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
-use super::files0::{self, Listed};
+use super::files0::{self, Entry};
 use super::output::{Status, output_failed, report};
-use super::progress::{Progress, When};
+use super::progress::{BarMode, Progress};
 use super::{json, walk};
 use bt2sum::binary::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
-pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
+pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
     // The names, in order: held (given, or walked), or read from a list as
     // they are hashed (whose sizes are then not known ahead).
@@ -74,15 +74,15 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         Some(_) => None,
         None => total_bytes(config, &held),
     });
-    let names: Box<dyn Iterator<Item = Listed>> = match listed {
+    let names: Box<dyn Iterator<Item = Entry>> = match listed {
         Some(listed) => Box::new(listed),
-        None => Box::new(held.into_iter().map(Listed::Name)),
+        None => Box::new(held.into_iter().map(Entry::Name)),
     };
     let tree = &config.tree;
     let jobs = names.map(|listed| {
         let (name, error) = match listed {
-            Listed::Name(name) => (name, None),
-            Listed::Bad { place, message } => (place, Some(io::Error::other(message).into())),
+            Entry::Name(name) => (name, None),
+            Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
         };
         // How lines name it: a name that cannot be printed is an error.
         let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
@@ -112,9 +112,9 @@ pub fn run(config: &Hashing, when: When, out: &mut dyn Write) -> Status {
         let log = listed.then(|| LeafLog::new(tree.digest_size()));
         let mut job = job.with_leaves(log);
         match &config.listing {
-            Listing::Leaves(Some(selection)) => job = job.leaf_range(selection.clone()),
+            Listing::Leaves(Some(selection)) => job = job.select(selection.clone()),
             // Counting hashes no leaf: the input's length is all it needs.
-            Listing::Count(_) => job = job.leaf_range(0..0),
+            Listing::Count(_) => job = job.select(0..0),
             Listing::None | Listing::Leaves(None) => {}
         }
         if let Some(total) = config.excerpt_of {
@@ -225,14 +225,14 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     let mut bad = false;
     for listed in names {
         match listed {
-            Listed::Name(name) => {
+            Entry::Name(name) => {
                 if !bt2sum::binary::memory::reserve(&mut roots, 1) {
                     report(list, &plain_message(&out_of_memory()));
                     return None;
                 }
                 roots.push(name);
             }
-            Listed::Bad { place, message } => {
+            Entry::Bad { place, message } => {
                 report(&place, &message);
                 bad = true;
             }

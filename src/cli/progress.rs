@@ -48,9 +48,9 @@ const WITHOUT_TOTAL: &str = "{spinner} {elapsed_precise} {binary_bytes} {binary_
 /// The bar that [`suspend`] clears: the one being drawn, if any.
 static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
-/// When to draw the bar: `--progress`, `--no-progress`, or neither.
+/// BarMode to draw the bar: `--progress`, `--no-progress`, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum When {
+pub enum BarMode {
     /// On a terminal standard error, once the work takes [`DELAY`].
     Auto,
     /// From the start, wherever standard error goes.
@@ -85,18 +85,18 @@ impl Progress {
     /// Starts a display of the work about to be done; `total` (only asked
     /// for if the bar may be drawn) gives the number of bytes, or `None`
     /// when it cannot be known.
-    pub fn start(when: When, total: impl FnOnce() -> Option<u64>) -> Progress {
+    pub fn start(when: BarMode, total: impl FnOnce() -> Option<u64>) -> Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
         // on one whose `TERM` is unset or `dumb`).
         let terminal = bt2sum::binary::system::stderr_draws_bars();
         let target = match when {
-            When::Never => None,
-            When::Auto if !terminal => None,
+            BarMode::Never => None,
+            BarMode::Auto if !terminal => None,
             // Hidden until the poller sees the work take long enough.
-            When::Auto => Some(ProgressDrawTarget::hidden()),
-            When::Always if terminal => Some(on_terminal()),
-            When::Always => Some(ProgressDrawTarget::term_like_with_hz(
+            BarMode::Auto => Some(ProgressDrawTarget::hidden()),
+            BarMode::Always if terminal => Some(on_terminal()),
+            BarMode::Always => Some(ProgressDrawTarget::term_like_with_hz(
                 Box::new(PlainStderr),
                 PLAIN_HZ,
             )),
@@ -128,7 +128,7 @@ impl Progress {
         let poller = {
             let bar = bar.clone();
             let counter = Arc::clone(&counter);
-            let delayed = when == When::Auto;
+            let delayed = when == BarMode::Auto;
             let silenced = Arc::clone(&silenced);
             bt2sum::binary::memory::spawn(
                 "progress",
@@ -141,8 +141,8 @@ impl Progress {
             counter,
             shown: Some(Shown {
                 bar,
-                plain: when == When::Always && !terminal,
-                auto: when == When::Auto,
+                plain: when == BarMode::Always && !terminal,
+                auto: when == BarMode::Auto,
                 silenced,
                 stop: Some(stop),
                 poller,

@@ -19,7 +19,7 @@ use crate::error::Error;
 /// A regular file from `start` on, as the engine reads it: the bytes of an
 /// input from its byte `first` on (0, unless the file is an excerpt of a
 /// longer input), `len` bytes in all.
-pub(super) struct MappedFile<'a> {
+pub(super) struct RegularFile<'a> {
     file: &'a File,
     /// What the file was like when it was opened.
     before: &'a Stamp,
@@ -37,11 +37,11 @@ pub(super) struct MappedFile<'a> {
     mappable: bool,
 }
 
-impl<'a> MappedFile<'a> {
+impl<'a> RegularFile<'a> {
     /// The file from `start` on, as it was when opened (`before`).
     pub(super) fn new(file: &'a File, before: &'a Stamp, start: u64) -> Self {
         let len = before.len.saturating_sub(start);
-        MappedFile::excerpt(file, before, start, 0, len)
+        RegularFile::excerpt(file, before, start, 0, len)
     }
 
     /// The file from `start` on as the bytes of an input of `len` bytes from
@@ -53,7 +53,7 @@ impl<'a> MappedFile<'a> {
         first: u64,
         len: u64,
     ) -> Self {
-        MappedFile {
+        RegularFile {
             file,
             before,
             start,
@@ -80,7 +80,7 @@ impl<'a> MappedFile<'a> {
     }
 }
 
-impl RandomAccess for MappedFile<'_> {
+impl RandomAccess for RegularFile<'_> {
     fn len(&self) -> u64 {
         self.len
     }
@@ -291,7 +291,7 @@ mod tests {
         std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
         let file = File::open(&path).unwrap();
         let before = Stamp::now(&file).unwrap();
-        let source = MappedFile::new(&file, &before, 0);
+        let source = RegularFile::new(&file, &before, 0);
         let window = Window::map(&file, 0, 2 << 20, None).expect("mappable");
         assert!(source.check(window.faulted()).is_ok());
         std::fs::OpenOptions::new()

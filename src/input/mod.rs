@@ -50,7 +50,7 @@ use crate::digest::Digest;
 use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, Step, tuning};
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
-use mapped::{MappedFile, unchanged};
+use mapped::{RegularFile, unchanged};
 use platform::Stamp;
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
@@ -325,7 +325,7 @@ impl Opened {
             // selected leaf on, mapped as a file's.
             (Some(before), Some(_)) => {
                 let source =
-                    MappedFile::excerpt(&self.file, before, self.start, bytes.start, total);
+                    RegularFile::excerpt(&self.file, before, self.start, bytes.start, total);
                 let hashed = engine::hash(
                     tree,
                     Source::File {
@@ -376,7 +376,7 @@ impl Opened {
         let Some(before) = self.regular() else {
             return Err(Error::NotRegularFile);
         };
-        let source = MappedFile::new(&self.file, before, self.start);
+        let source = RegularFile::new(&self.file, before, self.start);
         engine::hash(
             tree,
             Source::File {
@@ -569,14 +569,14 @@ impl<T, S: LeafSink> Job<T, S> {
     /// cut at its end: a range past it hashes nothing), for their digests:
     /// the outcome's digest then means nothing, but its length is the
     /// file's.
-    pub fn leaf_range(mut self, leaves: impl Into<Selection>) -> Self {
+    pub fn select(mut self, leaves: impl Into<Selection>) -> Self {
         self.leaves = Some(leaves.into());
         self
     }
 
     /// Says that the input is an excerpt of a `total`-byte file: it holds
     /// exactly the bytes of the leaves selected with
-    /// [`leaf_range`](Self::leaf_range) (all of them if none are), and
+    /// [`select`](Self::select) (all of them if none are), and
     /// nothing else, such as what a ranged download of the file gives (a
     /// stream, or a regular file it was saved to). Its leaves get their
     /// place in the file (node offsets, and the file's final leaf its

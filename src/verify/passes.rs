@@ -560,7 +560,7 @@ impl<'a> Iterator for Passes<'a> {
             let path = Name::listed(&pass.name).path().unwrap_or_default();
             let tree = pass.tree;
             let job = Job::path(Queued { bad_lines, pass }, path, &tree).with_leaves(None);
-            return Some(job.leaf_range(0..0));
+            return Some(job.select(0..0));
         }
         // Leaf and count lines alone need only the leaves they list (none
         // for count lines): the outcome's length is the file's.
@@ -592,7 +592,7 @@ impl<'a> Iterator for Passes<'a> {
         } else {
             let job = Job::path(queued, path, &tree).with_leaves(listed);
             match range {
-                Some(range) => job.leaf_range(range),
+                Some(range) => job.select(range),
                 None => job,
             }
         };

@@ -38,7 +38,7 @@ use bt2sum::verify::{Checked, Report, Slice, Subject, Verifier};
 use super::config::{Checking, Verbosity};
 use super::json;
 use super::output::{Status, output_failed, report, report_listed, warn};
-use super::progress::{Progress, When};
+use super::progress::{BarMode, Progress};
 use audit::Checker;
 use hints::Hints;
 use repair::Repairs;
@@ -46,7 +46,7 @@ use tally::Tally;
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
-pub fn run(config: &Checking, when: When, out: &mut dyn Write) -> Status {
+pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     // The lists are read as they are checked: the total is unknown.
     let progress = Progress::start(when, || None);
     let mut verifier =
