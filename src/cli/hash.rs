@@ -13,12 +13,12 @@ use std::path::PathBuf;
 
 use bt2sum::binary::memory::out_of_memory;
 use bt2sum::format::Ending;
-use bt2sum::format::checksum::{Style, push_line};
+use bt2sum::format::checksum::push_line;
 use bt2sum::format::leaf::{push_count_line, push_selection_count_line};
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::{Mtime, push_stat_line};
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::{Event, Hashed, Job, Selection, TreeParams, hash_each, plain_message};
+use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
 use super::files0::{self, Entry};
@@ -30,19 +30,89 @@ use bt2sum::binary::system;
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     let mut status = Status::Success;
-    // The names, in order: held (given, or walked), or read from a list as
-    // they are hashed (whose sizes are then not known ahead).
-    let (held, listed, named) = match &config.inputs {
-        Inputs::Planned { total, selection } => {
-            return plan(config, *total, selection.as_ref(), out);
+    let names = match names(config, out, &mut status) {
+        Ok(names) => names,
+        Err(done) => return done,
+    };
+    let progress = Progress::start(when, || names.total_bytes(config));
+    let mut report = Report {
+        config,
+        named: names.named || config.name.is_some(),
+        lines: Vec::new(),
+        status,
+        files: 0,
+        errors: 0,
+    };
+    let jobs = names.entries().map(|entry| job(config, entry, &progress));
+    let mut written = Ok(());
+    hash_each(jobs, |event| {
+        written = match event {
+            Event::Waiting => out.flush(),
+            Event::Ready(outcome) => report.outcome(out, outcome),
+        };
+        match written {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
         }
-        Inputs::Stdin => (vec![OsString::from("-")], None, false),
-        Inputs::Named(files) => (files.clone(), None, true),
+    });
+    report.finish(out, written)
+}
+
+/// The inputs' names, in order: held (given, or walked), or read from a
+/// list as they are hashed (whose sizes are then not known ahead).
+struct Names {
+    held: Vec<OsString>,
+    listed: Option<files0::Names>,
+    /// Whether they were named (not standard input read because no FILE
+    /// was given), and so are named in the lines.
+    named: bool,
+}
+
+impl Names {
+    /// The bytes the run will hash, if they can be known ahead.
+    fn total_bytes(&self, config: &Hashing) -> Option<u64> {
+        match self.listed {
+            Some(_) => None,
+            None => total_bytes(config, &self.held),
+        }
+    }
+
+    fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
+        match self.listed {
+            Some(listed) => Box::new(listed),
+            None => Box::new(self.held.into_iter().map(Entry::Name)),
+        }
+    }
+}
+
+/// The inputs' names; `Err` with the run's status when there is nothing to
+/// hash: a list that cannot be read, or `--leaf-count --total`, whose line
+/// is printed here. `status` becomes a failure where names are missing (a
+/// walk's errors, an entry of `-r --files0-from` that is no name).
+fn names(config: &Hashing, out: &mut dyn Write, status: &mut Status) -> Result<Names, Status> {
+    Ok(match &config.inputs {
+        Inputs::Planned { total, selection } => {
+            return Err(plan(config, *total, selection.as_ref(), out));
+        }
+        Inputs::Stdin => Names {
+            held: vec![OsString::from("-")],
+            listed: None,
+            named: false,
+        },
+        Inputs::Named(files) => Names {
+            held: files.clone(),
+            listed: None,
+            named: true,
+        },
         Inputs::ListedIn(list) => match files0::open(list) {
-            Ok(names) => (Vec::new(), Some(names), true),
+            Ok(names) => Names {
+                held: Vec::new(),
+                listed: Some(names),
+                named: true,
+            },
             Err(error) => {
                 report(list, &plain_message(&error));
-                return Status::Failure;
+                return Err(Status::Failure);
             }
         },
         Inputs::Walk {
@@ -52,138 +122,145 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
         } => {
             let roots = match roots {
                 Roots::Given(roots) => roots.clone(),
-                Roots::ListedIn(list) => match listed_roots(list) {
-                    Some((roots, bad)) => {
-                        if bad {
-                            status = Status::Failure;
-                        }
-                        roots
+                Roots::ListedIn(list) => {
+                    let (roots, bad) = listed_roots(list).ok_or(Status::Failure)?;
+                    if bad {
+                        *status = Status::Failure;
                     }
-                    None => return Status::Failure,
-                },
+                    roots
+                }
             };
             let walk = walk::expand(&roots, *follow_links, excludes.clone());
             if walk.errors > 0 {
-                status = Status::Failure;
+                *status = Status::Failure;
             }
-            (walk.files, None, true)
+            Names {
+                held: walk.files,
+                listed: None,
+                named: true,
+            }
         }
-    };
-    let named = named || config.name.is_some();
-    let progress = Progress::start(when, || match listed {
-        Some(_) => None,
-        None => total_bytes(config, &held),
-    });
-    let names: Box<dyn Iterator<Item = Entry>> = match listed {
-        Some(listed) => Box::new(listed),
-        None => Box::new(held.into_iter().map(Entry::Name)),
-    };
+    })
+}
+
+/// A job's tag: the input's name as given, and as lines print it.
+type Tag = (OsString, Vec<u8>);
+
+/// The job that hashes one entry, as the options ask.
+fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
-    let jobs = names.map(|listed| {
-        let (name, error) = match listed {
-            Entry::Name(name) => (name, None),
-            Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
-        };
-        // How lines name it: a name that cannot be printed is an error.
-        let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
-            (Some(renamed), _) => (renamed.clone(), error),
-            (None, Some(printed)) => (printed.into_bytes(), error),
-            (None, None) => (Vec::new(), Some(bt2sum::Error::NotUnicode)),
-        };
-        let is_stdin = name == "-";
-        let path = PathBuf::from(&name);
-        let tag = (name, printed);
-        let job = if is_stdin {
-            Job::stdin(tag, tree)
-        } else {
-            Job::path(tag, path, tree)
-        };
-        let job = if let Some(error) = unprintable {
-            job.failing(error)
-        } else if is_stdin && system::stdin_closed() {
-            job.failing(system::closed_stream().into())
-        } else {
-            if is_stdin {
-                progress.reading_stdin();
-            }
-            job
-        };
-        let listed = matches!(config.listing, Listing::Leaves(_));
-        let log = listed.then(|| LeafLog::new(tree.digest_size()));
-        let mut job = job.with_leaves(log);
-        match &config.listing {
-            Listing::Leaves(Some(selection)) => job = job.select(selection.clone()),
-            // Counting hashes no leaf: the input's length is all it needs.
-            Listing::Count(_) => job = job.select(0..0),
-            Listing::None | Listing::Leaves(None) => {}
+    let (name, error) = match entry {
+        Entry::Name(name) => (name, None),
+        Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
+    };
+    // How lines name it: a name that cannot be printed is an error.
+    let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
+        (Some(renamed), _) => (renamed.clone(), error),
+        (None, Some(printed)) => (printed.into_bytes(), error),
+        (None, None) => (Vec::new(), Some(bt2sum::Error::NotUnicode)),
+    };
+    let is_stdin = name == "-";
+    let path = PathBuf::from(&name);
+    let tag = (name, printed);
+    let job = if is_stdin {
+        Job::stdin(tag, tree)
+    } else {
+        Job::path(tag, path, tree)
+    };
+    let job = if let Some(error) = unprintable {
+        job.failing(error)
+    } else if is_stdin && system::stdin_closed() {
+        job.failing(system::closed_stream().into())
+    } else {
+        if is_stdin {
+            progress.reading_stdin();
         }
-        if let Some(total) = config.excerpt_of {
-            job = job.excerpt_of(total);
-        }
-        match progress.counter() {
-            Some(counter) => job.progress(counter.clone()),
-            None => job,
-        }
-    });
-    let mut lines = Vec::new();
-    let mut written = Ok(());
-    let (mut hashed_files, mut errors) = (0u64, 0u64);
-    hash_each(jobs, |event| {
-        written = match event {
-            Event::Waiting => out.flush(),
-            Event::Ready(outcome) => {
-                let (name, printed) = outcome.tag;
-                match outcome.result {
-                    Ok(hashed) => {
-                        let shown = named.then_some(&printed[..]);
-                        let listing = Printed {
-                            tree,
-                            style: config.style,
-                            ending: config.ending,
-                            listing: &config.listing,
-                            name: shown,
-                            stat: outcome.modified.filter(|_| config.stat).map(Mtime::of),
-                            json: config.json,
-                        };
-                        hashed_files += 1;
-                        match listing.write(out, &mut lines, hashed, outcome.leaves) {
-                            Ok(()) => Ok(()),
-                            Err(Unwritten::Output(error)) => Err(error),
-                            Err(Unwritten::Listing(error)) => {
-                                // Its checksum line goes too: an input is
-                                // listed whole or reported.
-                                lines.clear();
-                                status = Status::Failure;
-                                errors += 1;
-                                failed(out, &name, &printed, &error.to_string(), config.json)
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        status = Status::Failure;
-                        errors += 1;
-                        failed(out, &name, &printed, &error.to_string(), config.json)
+        job
+    };
+    let listed = matches!(config.listing, Listing::Leaves(_));
+    let log = listed.then(|| LeafLog::new(tree.digest_size()));
+    let mut job = job.with_leaves(log);
+    match &config.listing {
+        Listing::Leaves(Some(selection)) => job = job.select(selection.clone()),
+        // Counting hashes no leaf: the input's length is all it needs.
+        Listing::Count(_) => job = job.select(0..0),
+        Listing::None | Listing::Leaves(None) => {}
+    }
+    if let Some(total) = config.excerpt_of {
+        job = job.excerpt_of(total);
+    }
+    match progress.counter() {
+        Some(counter) => job.progress(counter.clone()),
+        None => job,
+    }
+}
+
+/// What the run has written and found: the lines of each input as it is
+/// done, in order, and the count of inputs hashed and failed.
+struct Report<'a> {
+    config: &'a Hashing,
+    /// Whether lines name their input.
+    named: bool,
+    /// The lines of the input being written.
+    lines: Vec<u8>,
+    status: Status,
+    files: u64,
+    errors: u64,
+}
+
+impl Report<'_> {
+    /// Writes an input's lines, or reports why it has none.
+    fn outcome(
+        &mut self,
+        out: &mut dyn Write,
+        outcome: Outcome<Tag, Option<LeafLog>>,
+    ) -> io::Result<()> {
+        let (name, printed) = outcome.tag;
+        let message = match outcome.result {
+            Ok(hashed) => {
+                self.files += 1;
+                let shown = self.named.then_some(&printed[..]);
+                let stat = outcome.modified.filter(|_| self.config.stat).map(Mtime::of);
+                let written = if self.config.json {
+                    self.write_json(out, shown, stat, hashed, outcome.leaves)
+                } else {
+                    self.write(out, shown, stat, hashed, outcome.leaves)
+                };
+                match written {
+                    Ok(()) => return Ok(()),
+                    Err(Unwritten::Output(error)) => return Err(error),
+                    Err(Unwritten::Listing(error)) => {
+                        // Its checksum line goes too: an input is listed
+                        // whole or reported.
+                        self.lines.clear();
+                        error.to_string()
                     }
                 }
             }
+            Err(error) => error.to_string(),
         };
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
-        }
-    });
-    if config.json && written.is_ok() {
-        let summary = json::object(
-            "summary",
-            serde_json::json!({ "files": hashed_files, "errors": errors, "status": status as u8 }),
-        );
-        lines.clear();
-        json::push(&mut lines, &summary);
-        written = out.write_all(&lines);
+        self.status = Status::Failure;
+        self.errors += 1;
+        failed(out, &name, &printed, &message, self.config.json)
     }
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => status,
-        Err(error) => status.max(output_failed(&error)),
+
+    /// Ends the run: with `--json`, the summary; the status, a failure if
+    /// output could not be written.
+    fn finish(mut self, out: &mut dyn Write, mut written: io::Result<()>) -> Status {
+        if self.config.json && written.is_ok() {
+            let fields = serde_json::json!({
+                "files": self.files,
+                "errors": self.errors,
+                "status": self.status as u8,
+            });
+            self.lines.clear();
+            json::push(&mut self.lines, &json::object("summary", fields));
+            written = out.write_all(&self.lines);
+        }
+        match written.and_then(|()| out.flush()) {
+            Ok(()) => self.status,
+            Err(error) => self.status.max(output_failed(&error)),
+        }
     }
 }
 
@@ -241,82 +318,76 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     Some((roots, bad))
 }
 
-/// What is printed for one input.
-struct Printed<'a> {
-    tree: &'a TreeParams,
-    style: Style,
-    ending: Ending,
-    listing: &'a Listing,
-    /// The input's name; `None` for standard input when no FILE is given.
-    name: Option<&'a [u8]>,
-    /// The modification time of a regular file whose stat line is printed.
-    stat: Option<Mtime>,
-    /// Whether JSON objects are printed instead of lines.
-    json: bool,
-}
-
-impl Printed<'_> {
-    /// Writes the input's lines: its checksum line, its leaf lines, or the
-    /// line that counts its leaves, as the listing asks.
+impl Report<'_> {
+    /// Writes an input's lines: its checksum line (and with `--stat` its
+    /// stat line, `stat`), its leaf lines, or the line that counts its
+    /// leaves, as the listing asks. `name` is `None` for standard input
+    /// read because no FILE was given.
     fn write(
-        &self,
+        &mut self,
         out: &mut dyn Write,
-        lines: &mut Vec<u8>,
+        name: Option<&[u8]>,
+        stat: Option<Mtime>,
         hashed: Hashed,
         leaves: Option<LeafLog>,
     ) -> Result<(), Unwritten> {
-        if self.json {
-            return self.write_json(out, lines, hashed, leaves);
-        }
+        let Hashing {
+            tree,
+            style,
+            ending,
+            listing,
+            ..
+        } = self.config;
+        let (ending, lines, length) = (*ending, &mut self.lines, hashed.length);
         lines.clear();
-        let (tree, name, length) = (self.tree, self.name, hashed.length);
-        match self.listing {
+        match listing {
             Listing::None | Listing::Leaves(None) => {
                 push_line(
                     lines,
-                    self.style,
+                    *style,
                     tree.algorithm(),
                     &hashed.digest,
                     name,
-                    self.ending,
+                    ending,
                 );
-                if let (Some(mtime), Some(_)) = (self.stat, name) {
-                    push_stat_line(lines, tree, name, length, mtime, self.ending);
+                if let (Some(mtime), Some(_)) = (stat, name) {
+                    push_stat_line(lines, tree, name, length, mtime, ending);
                 }
             }
             Listing::Count(selection) => {
-                push_count(lines, tree, name, length, selection.as_ref(), self.ending);
+                push_count(lines, tree, name, length, selection.as_ref(), ending);
             }
             Listing::Leaves(Some(_)) => {}
         }
-        let listed_from_start = match self.listing {
+        let listed_from_start = match listing {
             Listing::Leaves(None) => true,
             Listing::Leaves(Some(selection)) => selection.takes_the_start(),
             Listing::None | Listing::Count(_) => false,
         };
         if length == 0 && listed_from_start {
             // An empty input has no leaf: its listing says so.
-            push_count_line(lines, tree, name, 0, self.ending);
+            push_count_line(lines, tree, name, 0, ending);
         } else if let Some(leaves) = leaves {
-            return leaves.write_lines(out, lines, tree, name, length, self.ending);
+            return leaves.write_lines(out, lines, tree, name, length, ending);
         }
         out.write_all(lines).map_err(Unwritten::Output)
     }
-}
 
-impl Printed<'_> {
     /// [`write`](Self::write) as JSON objects: `checksum` (with `mtime`
     /// for a stat line), `count`, `leaf`.
     fn write_json(
-        &self,
+        &mut self,
         out: &mut dyn Write,
-        lines: &mut Vec<u8>,
+        name: Option<&[u8]>,
+        stat: Option<Mtime>,
         hashed: Hashed,
         leaves: Option<LeafLog>,
     ) -> Result<(), Unwritten> {
+        let (tree, listing) = (&self.config.tree, &self.config.listing);
+        let (lines, length) = (&mut self.lines, hashed.length);
         lines.clear();
-        let (tree, length) = (self.tree, hashed.length);
-        let name = json::maybe_name(self.name);
+        let named = name.is_some();
+        let name = json::maybe_name(name);
         let count = |selection: Option<&Selection>| {
             let mut fields = serde_json::json!({
                 "name": name,
@@ -330,19 +401,19 @@ impl Printed<'_> {
             }
             json::with_tree("count", tree, fields)
         };
-        let listed_from_start = match self.listing {
+        let listed_from_start = match listing {
             Listing::None => false,
             Listing::Leaves(None) | Listing::Count(_) => true,
             Listing::Leaves(Some(selection)) => selection.takes_the_start(),
         };
-        match self.listing {
+        match listing {
             Listing::None | Listing::Leaves(None) => {
                 let mut fields = serde_json::json!({
                     "name": name,
                     "digest": hashed.digest.to_hex(),
                     "length": length,
                 });
-                if let (Some(mtime), Some(_)) = (self.stat, self.name) {
+                if let (Some(mtime), true) = (stat, named) {
                     fields["mtime"] = mtime.to_string().into();
                 }
                 json::push(lines, &json::with_tree("checksum", tree, fields));
@@ -352,7 +423,7 @@ impl Printed<'_> {
         }
         let empty = length == 0 && listed_from_start;
         match leaves {
-            Some(_) if empty && !matches!(self.listing, Listing::Count(_)) => {
+            Some(_) if empty && !matches!(listing, Listing::Count(_)) => {
                 json::push(lines, &count(None));
             }
             Some(leaves) if !empty => {
