@@ -28,12 +28,8 @@
 use core::arch::x86_64::*;
 use std::ops::Range;
 
+use super::{LANES_B, LANES_S};
 use crate::params::{LastNode, Node, TreeParams};
-
-/// BLAKE2b leaves hashed at once.
-pub(super) const LANES_B: usize = 8;
-/// BLAKE2s leaves hashed at once.
-pub(super) const LANES_S: usize = 16;
 
 /// The bytes of each lane hashed between two hand-backs of the pages read
 /// (`release`): a chunk is handed back once the next one is hashed, so that
