@@ -112,12 +112,18 @@ pub struct ReadmeExample;
 /// let digest = hash(&TreeParams::default(), b"hello s3git\n");
 /// assert!(digest.to_hex().starts_with("18e622875a89cede"));
 /// ```
+///
+/// # Panics
+///
+/// If memory for one batch's leaf digests (at most 4 MiB) is refused, as
+/// any allocation that cannot return an error does. [`TreeHasher`] returns
+/// that as an error instead.
 pub fn hash(tree: &TreeParams, data: &[u8]) -> Digest {
     let mut sink = engine::Sink::default();
     match engine::hash(tree, engine::Source::Bytes(data), &mut sink) {
         Ok(hashed) => hashed.digest,
-        // Only reading can fail, and no slice has more leaves than a node
-        // offset can number.
-        Err(error) => unreachable!("hashing memory failed: {error}"),
+        // Nothing is read, and no slice has more leaves than a node offset
+        // can number: only memory can be refused.
+        Err(error) => panic!("hashing a slice: {error}"),
     }
 }
