@@ -195,6 +195,18 @@ fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<L
     }
 }
 
+/// An input hashed, as its lines describe it.
+struct HashedInput<'a> {
+    /// Its name as lines print it; `None` for standard input read because
+    /// no FILE was given.
+    name: Option<&'a [u8]>,
+    /// A regular file's modification time, when `--stat` asks for its stat
+    /// line.
+    stat: Option<Mtime>,
+    hashed: Hashed,
+    leaves: Option<LeafLog>,
+}
+
 /// What the run has written and found: the lines of each input as it is
 /// done, in order, and the count of inputs hashed and failed.
 struct Report<'a> {
@@ -221,10 +233,16 @@ impl Report<'_> {
                 self.files += 1;
                 let shown = self.named.then_some(&printed[..]);
                 let stat = outcome.modified.filter(|_| self.config.stat).map(Mtime::of);
+                let input = HashedInput {
+                    name: shown,
+                    stat,
+                    hashed,
+                    leaves: outcome.leaves,
+                };
                 let written = if self.config.json {
-                    self.write_json(out, shown, stat, hashed, outcome.leaves)
+                    self.write_json(out, input)
                 } else {
-                    self.write(out, shown, stat, hashed, outcome.leaves)
+                    self.write(out, input)
                 };
                 match written {
                     Ok(()) => return Ok(()),
@@ -320,17 +338,15 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
 
 impl Report<'_> {
     /// Writes an input's lines: its checksum line (and with `--stat` its
-    /// stat line, `stat`), its leaf lines, or the line that counts its
-    /// leaves, as the listing asks. `name` is `None` for standard input
-    /// read because no FILE was given.
-    fn write(
-        &mut self,
-        out: &mut dyn Write,
-        name: Option<&[u8]>,
-        stat: Option<Mtime>,
-        hashed: Hashed,
-        leaves: Option<LeafLog>,
-    ) -> Result<(), Unwritten> {
+    /// stat line), its leaf lines, or the line that counts its leaves, as
+    /// the listing asks.
+    fn write(&mut self, out: &mut dyn Write, input: HashedInput<'_>) -> Result<(), Unwritten> {
+        let HashedInput {
+            name,
+            stat,
+            hashed,
+            leaves,
+        } = input;
         let Hashing {
             tree,
             style,
@@ -375,14 +391,13 @@ impl Report<'_> {
 
     /// [`write`](Self::write) as JSON objects: `checksum` (with `mtime`
     /// for a stat line), `count`, `leaf`.
-    fn write_json(
-        &mut self,
-        out: &mut dyn Write,
-        name: Option<&[u8]>,
-        stat: Option<Mtime>,
-        hashed: Hashed,
-        leaves: Option<LeafLog>,
-    ) -> Result<(), Unwritten> {
+    fn write_json(&mut self, out: &mut dyn Write, input: HashedInput<'_>) -> Result<(), Unwritten> {
+        let HashedInput {
+            name,
+            stat,
+            hashed,
+            leaves,
+        } = input;
         let (tree, listing) = (&self.config.tree, &self.config.listing);
         let (lines, length) = (&mut self.lines, hashed.length);
         lines.clear();

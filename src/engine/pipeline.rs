@@ -11,6 +11,15 @@ use super::{Root, Sink};
 use crate::error::Error;
 use crate::params::TreeParams;
 
+/// Whole leaves of an input, numbered from `first`, hashed as one batch;
+/// `end` says whether the input ends with them (its final leaf then gets
+/// the last-node flag).
+pub(crate) struct Batch<B> {
+    pub(crate) data: B,
+    pub(crate) first: u64,
+    pub(crate) end: EndOfInput,
+}
+
 /// A batch of leaves handed to the pool, and the digests it gives back.
 struct Finished<B> {
     data: B,
@@ -93,31 +102,32 @@ impl<B: LeafBytes + 'static> Pipeline<B> {
 
     /// A buffer for the digests of `data`'s leaves, reserved here so that
     /// memory refused is an error, not an abort on the pool.
-    fn digest_buffer(&mut self, data: &B) -> Result<Vec<u8>, Error> {
+    fn digest_buffer(&mut self, batch: &Batch<B>) -> Result<Vec<u8>, Error> {
         let mut digests = std::mem::take(&mut self.spare);
         digests.clear();
-        let leaves = data.bytes().len().div_ceil(self.tree.leaf_size() as usize);
+        let bytes = batch.data.bytes().len();
+        let leaves = bytes.div_ceil(self.tree.leaf_size() as usize);
         if !crate::memory::reserve_exact(&mut digests, leaves * self.tree.digest_size()) {
             return Err(Error::out_of_memory());
         }
+        #[cfg(feature = "schedule-probe")]
+        super::probe::handed(super::batch::tasks(
+            &self.tree,
+            bytes,
+            batch.end,
+            self.spread,
+        ));
         Ok(digests)
     }
 
-    /// Starts hashing a batch of whole leaves numbered from `first` (the
-    /// pipeline must not be full), then feeds the root meanwhile.
-    pub(crate) fn submit(
-        &mut self,
-        data: B,
-        first: u64,
-        end: EndOfInput,
-        sink: &mut Sink<'_>,
-    ) -> Result<(), Error> {
+    /// Starts hashing a batch (the pipeline must not be full), then feeds
+    /// the root meanwhile.
+    pub(crate) fn submit(&mut self, batch: Batch<B>, sink: &mut Sink<'_>) -> Result<(), Error> {
         debug_assert!(!self.is_full());
         let (tree, spread) = (self.tree, self.spread);
-        let mut digests = self.digest_buffer(&data)?;
-        #[cfg(feature = "schedule-probe")]
-        super::probe::handed(super::batch::tasks(&tree, data.bytes().len(), end, spread));
+        let mut digests = self.digest_buffer(&batch)?;
         let job = move || {
+            let Batch { data, first, end } = batch;
             hash_leaves(&tree, first, &data, end, &mut digests, spread);
             Finished { data, digests }
         };
@@ -151,20 +161,12 @@ impl<B: LeafBytes + 'static> Pipeline<B> {
     /// (no hand-off to the pool for a small input), and feeds the root.
     pub(crate) fn submit_last(
         &mut self,
-        data: B,
-        first: u64,
-        end: EndOfInput,
+        batch: Batch<B>,
         sink: &mut Sink<'_>,
     ) -> Result<(), Error> {
         self.drain(sink);
-        let mut digests = self.digest_buffer(&data)?;
-        #[cfg(feature = "schedule-probe")]
-        super::probe::handed(super::batch::tasks(
-            &self.tree,
-            data.bytes().len(),
-            end,
-            self.spread,
-        ));
+        let mut digests = self.digest_buffer(&batch)?;
+        let Batch { data, first, end } = batch;
         hash_leaves(&self.tree, first, &data, end, &mut digests, self.spread);
         self.root.feed(&digests, self.tree.digest_size(), sink);
         self.spare = digests;

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use super::batch::{EndOfInput, LeafBytes};
 use super::kernel::LeafState;
-use super::pipeline::Pipeline;
+use super::pipeline::{Batch, Pipeline};
 use super::tuning::{self, Spread};
 use super::{Hashed, LeafSink, Root, Sink, check_leaf_index};
 use crate::digest::Digest;
@@ -195,8 +195,14 @@ impl Stream {
                 if leaves > 0 {
                     check_leaf_index(&core.tree, core.next_leaf + leaves - 1)?;
                 }
-                core.pipeline
-                    .submit_last(batched.buffer, core.next_leaf, core.end, sink)?;
+                core.pipeline.submit_last(
+                    Batch {
+                        data: batched.buffer,
+                        first: core.next_leaf,
+                        end: core.end,
+                    },
+                    sink,
+                )?;
             }
             Mode::Incremental(Incremental {
                 leaf: Some(leaf), ..
@@ -371,8 +377,14 @@ impl Batched {
             self.spare = Some(recycled);
         }
         let full = std::mem::replace(&mut self.buffer, next);
-        core.pipeline
-            .submit(full, core.next_leaf, EndOfInput::No, sink)?;
+        core.pipeline.submit(
+            Batch {
+                data: full,
+                first: core.next_leaf,
+                end: EndOfInput::No,
+            },
+            sink,
+        )?;
         core.next_leaf += batch_leaves;
         Ok(())
     }
@@ -398,8 +410,14 @@ impl Batched {
         if whole > 0 {
             check_leaf_index(&core.tree, core.next_leaf + whole as u64 - 1)?;
             buffer.filled = whole * leaf;
-            core.pipeline
-                .submit(buffer, core.next_leaf, EndOfInput::No, sink)?;
+            core.pipeline.submit(
+                Batch {
+                    data: buffer,
+                    first: core.next_leaf,
+                    end: EndOfInput::No,
+                },
+                sink,
+            )?;
         }
         check_leaf_index(&core.tree, core.next_leaf + whole as u64)?;
         core.next_leaf += whole as u64 + 1;

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::batch::{EndOfInput, LeafBytes};
 use super::kernel::LeafState;
-use super::pipeline::Pipeline;
+use super::pipeline::{Batch, Pipeline};
 use super::stream::{Stream, read_buffer};
 use super::tuning::{self, Spread};
 use super::{Hashed, Root, Sink, check_leaf_index};
@@ -145,7 +145,12 @@ fn windows(
         } else {
             EndOfInput::No
         };
-        pipeline.submit(mapping, first, end, sink)?;
+        let batch = Batch {
+            data: mapping,
+            first,
+            end,
+        };
+        pipeline.submit(batch, sink)?;
         first = last;
     }
     while settle(&mut pipeline, file, sink)? {}
