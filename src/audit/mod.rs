@@ -236,8 +236,28 @@ impl<'a> Auditor<'a> {
             }
         }
         let mut moves = join::moves(std::mem::replace(&mut self.joined, Sorter::new(0)))?;
-        if report_new(&mut new, &mut moves.by_new, &mut report)?.is_break()
-            || report_missing(&mut self.missing, &mut moves.by_missing, &mut report)?.is_break()
+        // The new files in walk order, NEW or MOVED from the entry paired
+        // with them; then the missing entries that did not move, in list
+        // order.
+        let new_or_moved = |name, moved: Option<Vec<u8>>| {
+            Some(match moved {
+                Some(record) => Finding::Moved {
+                    name,
+                    from: record[8..].to_vec(),
+                },
+                None => Finding::New { name },
+            })
+        };
+        let missing =
+            |name, moved: Option<Vec<u8>>| moved.is_none().then_some(Finding::Missing { name });
+        if report_paired(&mut new, &mut moves.by_new, &mut report, new_or_moved)?.is_break()
+            || report_paired(
+                &mut self.missing,
+                &mut moves.by_missing,
+                &mut report,
+                missing,
+            )?
+            .is_break()
         {
             return Ok(None);
         }
@@ -341,53 +361,42 @@ fn empty_digest(tree: &TreeParams) -> Option<crate::digest::Digest> {
     crate::engine::TreeHasher::new(tree).finalize().ok()
 }
 
-/// Reports the new files, in walk order: NEW, or MOVED from the entry
-/// paired with it.
-fn report_new(
-    new: &mut Spool,
-    by_new: &mut Spool,
+/// Reports what `finding` makes of each name of `names` and the move that
+/// pairs it ([`with_moves`]), until `report` says to stop.
+fn report_paired(
+    names: &mut Spool,
+    moves: &mut Spool,
     report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+    finding: impl Fn(Vec<u8>, Option<Vec<u8>>) -> Option<Finding>,
 ) -> io::Result<ControlFlow<()>> {
-    let mut moves = by_new.records()?.peekable();
-    for (index, name) in new.records()?.enumerate() {
-        let name = name?;
-        let moved = moves.next_if(
-            |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
-        );
-        let finding = match moved {
-            Some(record) => Finding::Moved {
-                name,
-                from: record?[8..].to_vec(),
-            },
-            None => Finding::New { name },
-        };
-        if report(finding).is_break() {
+    for paired in with_moves(names, moves)? {
+        let (name, moved) = paired?;
+        if let Some(finding) = finding(name, moved)
+            && report(finding).is_break()
+        {
             return Ok(ControlFlow::Break(()));
         }
     }
     Ok(ControlFlow::Continue(()))
 }
 
-/// Reports the missing entries that did not move, in list order.
-fn report_missing(
-    missing: &mut Spool,
-    by_missing: &mut Spool,
-    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-) -> io::Result<ControlFlow<()>> {
-    let mut moves = by_missing.records()?.peekable();
-    for (index, name) in missing.records()?.enumerate() {
-        let name = name?;
+/// A name, and the record of a move that pairs it, if one does.
+type Paired = (Vec<u8>, Option<Vec<u8>>);
+
+/// The names of `names`, in order, each with the record of `moves` (sorted
+/// by the index of the name it pairs) that pairs it, if one does.
+fn with_moves<'a>(
+    names: &'a mut Spool,
+    moves: &'a mut Spool,
+) -> io::Result<impl Iterator<Item = io::Result<Paired>> + 'a> {
+    let mut moves = moves.records()?.peekable();
+    let names = names.records()?.enumerate();
+    Ok(names.map(move |(index, name)| {
         let moved = moves.next_if(
             |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
         );
-        if moved.is_some() {
-            continue;
-        }
-        if report(Finding::Missing { name }).is_break() {
-            return Ok(ControlFlow::Break(()));
-        }
-    }
-    Ok(ControlFlow::Continue(()))
+        Ok((name?, moved.transpose()?))
+    }))
 }
 
 /// The files of a walk that no list names, in walk order, or the walk's

@@ -201,21 +201,16 @@ impl Config {
     /// error is clap's: a usage error, or the help or version to print.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
         let args = Args::try_parse_from(go_spellings(args))?;
-        let progress = if args.progress {
-            BarMode::Always
-        } else if args.no_progress {
-            BarMode::Never
-        } else {
-            BarMode::Auto
+        let progress = match (args.progress, args.no_progress) {
+            (true, _) => BarMode::Always,
+            (_, true) => BarMode::Never,
+            _ => BarMode::Auto,
         };
-        let style = if args.raw {
-            Style::Raw
-        } else if args.no_names {
-            Style::Bare
-        } else if args.untagged {
-            Style::Untagged
-        } else {
-            Style::Tagged
+        let style = match (args.raw, args.no_names, args.untagged) {
+            (true, _, _) => Style::Raw,
+            (_, true, _) => Style::Bare,
+            (_, _, true) => Style::Untagged,
+            _ => Style::Tagged,
         };
         let ending = if args.zero {
             Ending::Nul

@@ -392,17 +392,10 @@ impl Report<'_> {
     /// [`write`](Self::write) as JSON objects: `checksum` (with `mtime`
     /// for a stat line), `count`, `leaf`.
     fn write_json(&mut self, out: &mut dyn Write, input: HashedInput<'_>) -> Result<(), Unwritten> {
-        let HashedInput {
-            name,
-            stat,
-            hashed,
-            leaves,
-        } = input;
         let (tree, listing) = (&self.config.tree, &self.config.listing);
-        let (lines, length) = (&mut self.lines, hashed.length);
+        let (lines, hashed, length) = (&mut self.lines, input.hashed, input.hashed.length);
         lines.clear();
-        let named = name.is_some();
-        let name = json::maybe_name(name);
+        let name = json::maybe_name(input.name);
         let count = |selection: Option<&Selection>| {
             let mut fields = serde_json::json!({
                 "name": name,
@@ -428,7 +421,7 @@ impl Report<'_> {
                     "digest": hashed.digest.to_hex(),
                     "length": length,
                 });
-                if let (Some(mtime), true) = (stat, named) {
+                if let (Some(mtime), Some(_)) = (input.stat, input.name) {
                     fields["mtime"] = mtime.to_string().into();
                 }
                 json::push(lines, &json::with_tree("checksum", tree, fields));
@@ -437,7 +430,7 @@ impl Report<'_> {
             Listing::Leaves(Some(_)) => {}
         }
         let empty = length == 0 && listed_from_start;
-        match leaves {
+        match input.leaves {
             Some(_) if empty && !matches!(listing, Listing::Count(_)) => {
                 json::push(lines, &count(None));
             }

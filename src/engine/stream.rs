@@ -237,10 +237,9 @@ impl Batched {
         sink: &mut Sink<'_>,
     ) -> Result<bool, Error> {
         while !bytes.is_empty() {
-            if !self.make_room(core, sink)? {
+            let Some(room) = self.room(core, sink)? else {
                 return Ok(false);
-            }
-            let room = &mut self.buffer.bytes[self.buffer.filled..];
+            };
             let count = room.len().min(bytes.len());
             room[..count].copy_from_slice(&bytes[..count]);
             self.buffer.filled += count;
@@ -257,25 +256,16 @@ impl Batched {
         reader: &mut R,
         sink: &mut Sink<'_>,
     ) -> Result<Option<usize>, Error> {
-        if self.is_full(core) {
-            return self.read_ahead(core, reader, sink);
+        if !self.is_full(core) {
+            let Some(room) = self.room(core, sink)? else {
+                return Ok(None);
+            };
+            let count = reader.read(room)?;
+            self.buffer.filled += count;
+            return Ok(Some(count));
         }
-        if !self.make_room(core, sink)? {
-            return Ok(None);
-        }
-        let count = reader.read(&mut self.buffer.bytes[self.buffer.filled..])?;
-        self.buffer.filled += count;
-        Ok(Some(count))
-    }
-
-    /// Reads once into a new buffer after a full one, so that the full one is
-    /// submitted only if more bytes follow.
-    fn read_ahead<R: Read + ?Sized>(
-        &mut self,
-        core: &mut Core,
-        reader: &mut R,
-        sink: &mut Sink<'_>,
-    ) -> Result<Option<usize>, Error> {
+        // After a full buffer, a read into the next one, so that the full
+        // one is submitted only if more bytes follow.
         let Some(mut next) = self.next_buffer(core, sink) else {
             return Ok(None);
         };
@@ -293,24 +283,25 @@ impl Batched {
         }
     }
 
-    /// Makes room for at least one more byte, which is about to arrive:
-    /// hands a full buffer on, or grows the buffer. `false` when memory for
-    /// that was refused.
-    fn make_room(&mut self, core: &mut Core, sink: &mut Sink<'_>) -> Result<bool, Error> {
+    /// The free part of the batch buffer, for at least one more byte that
+    /// is about to arrive: a full buffer is handed on, or the buffer grown.
+    /// `None` when memory for that was refused.
+    fn room(&mut self, core: &mut Core, sink: &mut Sink<'_>) -> Result<Option<&mut [u8]>, Error> {
         loop {
             if self.is_full(core) {
                 let Some(next) = self.next_buffer(core, sink) else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 self.submit_full(core, next, sink)?;
             }
             match self.grow(core) {
-                Growth::Room => return Ok(true),
+                Growth::Room => break,
                 // The batch is now the leaves the buffer holds: it is full.
                 Growth::Shrunk => {}
-                Growth::Refused => return Ok(false),
+                Growth::Refused => return Ok(None),
             }
         }
+        Ok(Some(&mut self.buffer.bytes[self.buffer.filled..]))
     }
 
     /// Grows the batch buffer if it is filled to its length: doubling, in

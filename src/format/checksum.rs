@@ -26,7 +26,7 @@
 //! last `) = `. How a list's other lines are told apart (comments, leaf
 //! lines, other tools' lines) is the `list` module's.
 
-use super::name::{Name, unescape};
+use super::name::{Name, read_back};
 use super::{Ending, Tag, decode_hex};
 use crate::digest::Digest;
 use crate::params::Algorithm;
@@ -140,14 +140,7 @@ pub fn parse_entry(line: &[u8], untagged_algorithm: Algorithm) -> Option<Entry> 
     } else {
         parse_untagged(body, untagged_algorithm)?
     };
-    let name = if escaped {
-        unescape(written_name)?
-    } else {
-        written_name.to_vec()
-    };
-    if name.is_empty() {
-        return None;
-    }
+    let name = read_back(written_name, escaped)?;
     Some(Entry {
         algorithm,
         name,

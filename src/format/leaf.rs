@@ -159,15 +159,8 @@ pub struct Leaf {
 /// Whether a line (CR/LF already removed) is a listing line, well formed or
 /// not: `BLAKE2…` and a first field of `leaf=` or `leaves=`.
 pub fn is_leaf_line(line: &[u8]) -> bool {
-    let body = line.strip_prefix(b"\\").unwrap_or(line);
-    let Some(rest) = body.strip_prefix(b"BLAKE2") else {
-        return false;
-    };
-    let Some(space) = rest.iter().position(|&b| b == b' ') else {
-        return false;
-    };
-    let after = &rest[space + 1..];
-    after.starts_with(b"leaf=") || after.starts_with(b"leaves=")
+    super::after_tag(line)
+        .is_some_and(|fields| fields.starts_with(b"leaf=") || fields.starts_with(b"leaves="))
 }
 
 /// Why a listing line was refused.

@@ -108,6 +108,16 @@ impl fmt::Display for Tag {
     }
 }
 
+/// The fields after the tag of a line (CR/LF already removed) that starts
+/// with `BLAKE2` (after an optional `\`), well formed or not: what tells a
+/// leaf or stat line from a checksum line.
+pub(super) fn after_tag(line: &[u8]) -> Option<&[u8]> {
+    let body = line.strip_prefix(b"\\").unwrap_or(line);
+    let rest = body.strip_prefix(b"BLAKE2")?;
+    let space = rest.iter().position(|&b| b == b' ')?;
+    Some(&rest[space + 1..])
+}
+
 /// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
 pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
     // One pass, into a buffer on the stack: lists of millions of lines

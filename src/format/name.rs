@@ -153,6 +153,17 @@ pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
     Some(name)
 }
 
+/// A name as a line writes it, read back: unescaped if the line is escaped;
+/// `None` if its escape is bad or the name is empty.
+pub fn read_back(written: &[u8], escaped: bool) -> Option<Vec<u8>> {
+    let name = if escaped {
+        unescape(written)?
+    } else {
+        written.to_vec()
+    };
+    (!name.is_empty()).then_some(name)
+}
+
 /// Appends bytes of a list as a message echoes them: if they hold a
 /// backslash or a control byte, a backslash is written `\\`, newline `\n`,
 /// carriage return `\r`, and any other control byte `\xHH` (two lowercase

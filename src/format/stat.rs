@@ -17,7 +17,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::name::{Name, unescape};
+use super::name::{Name, read_back};
 use super::{Ending, Tag};
 use crate::params::TreeParams;
 
@@ -155,14 +155,7 @@ pub fn push_stat_line(
 /// Whether a line (CR/LF already removed) is a stat line, well formed or
 /// not: `BLAKE2…` and a first field of `size=`.
 pub fn is_stat_line(line: &[u8]) -> bool {
-    let body = line.strip_prefix(b"\\").unwrap_or(line);
-    let Some(rest) = body.strip_prefix(b"BLAKE2") else {
-        return false;
-    };
-    let Some(space) = rest.iter().position(|&b| b == b' ') else {
-        return false;
-    };
-    rest[space + 1..].starts_with(b"size=")
+    super::after_tag(line).is_some_and(|fields| fields.starts_with(b"size="))
 }
 
 /// Parses a stat line (without its line ending): the three fields in
@@ -188,18 +181,7 @@ pub fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
     };
     let tree = TreeParams::new(tag.algorithm, tag.digest_size, number(leaf_size)?).ok()?;
     let name = match rest.strip_prefix(b" (") {
-        Some(named) => {
-            let written = named.strip_suffix(b")")?;
-            let name = if escaped {
-                unescape(written)?
-            } else {
-                written.to_vec()
-            };
-            if name.is_empty() {
-                return None;
-            }
-            Some(name)
-        }
+        Some(named) => Some(read_back(named.strip_suffix(b")")?, escaped)?),
         None if rest.is_empty() && !escaped => None,
         None => return None,
     };

@@ -114,17 +114,7 @@ mod closed {
 
 /// A duplicate of standard input's descriptor (handle), sharing its offset.
 pub fn duplicate_stdin() -> io::Result<File> {
-    #[cfg(unix)]
-    let owned = {
-        use std::os::fd::AsFd;
-        io::stdin().as_fd().try_clone_to_owned()?
-    };
-    #[cfg(windows)]
-    let owned = {
-        use std::os::windows::io::AsHandle;
-        io::stdin().as_handle().try_clone_to_owned()?
-    };
-    Ok(File::from(owned))
+    duplicate(io::stdin())
 }
 
 /// What the system says of standard input (`fstat`); `None` for a stream
@@ -138,17 +128,19 @@ pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
 /// without Rust's line buffering and console handling: bytes go out as
 /// they are, lines ending in `\n` on every platform.
 pub fn duplicate_stdout() -> io::Result<File> {
-    #[cfg(unix)]
-    let owned = {
-        use std::os::fd::AsFd;
-        io::stdout().as_fd().try_clone_to_owned()?
-    };
-    #[cfg(windows)]
-    let owned = {
-        use std::os::windows::io::AsHandle;
-        io::stdout().as_handle().try_clone_to_owned()?
-    };
-    Ok(File::from(owned))
+    duplicate(io::stdout())
+}
+
+/// A duplicate of a standard stream's descriptor (handle), as a file.
+#[cfg(unix)]
+fn duplicate(stream: impl std::os::fd::AsFd) -> io::Result<File> {
+    Ok(File::from(stream.as_fd().try_clone_to_owned()?))
+}
+
+/// A duplicate of a standard stream's handle, as a file.
+#[cfg(windows)]
+fn duplicate(stream: impl std::os::windows::io::AsHandle) -> io::Result<File> {
+    Ok(File::from(stream.as_handle().try_clone_to_owned()?))
 }
 
 /// Runs `last_words` when the process is asked to stop: Ctrl-C (SIGINT),

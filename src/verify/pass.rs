@@ -73,6 +73,20 @@ pub(super) struct ListedChecksum {
 }
 
 impl Pass {
+    /// Whether a leaf or stat line of `name`, hashed with `tree`, of a file
+    /// of `total` bytes, goes with the pass's lines: it names the same file
+    /// with the same algorithm and digest size, and, where the pass already
+    /// has a listing, the same leaf size and length.
+    pub fn takes(&self, name: Option<&[u8]>, tree: &TreeParams, total: u64) -> bool {
+        let same_file = name == Some(&self.name[..])
+            && tree.algorithm() == self.tree.algorithm()
+            && tree.digest_size() == self.tree.digest_size();
+        match self.total {
+            Some(listed) => same_file && *tree == self.tree && total == listed,
+            None => same_file,
+        }
+    }
+
     /// A pass starting with a file's checksum line or first leaf line.
     pub fn new(name: Vec<u8>, tree: TreeParams, checksum: Option<ListedChecksum>) -> Pass {
         Pass {

@@ -281,14 +281,7 @@ impl<'a> Passes<'a> {
     /// which goes on with it), so that its checksum line is checked with
     /// the right leaf size.
     fn join(&self, pass: &mut Pass, listed: &mut Option<ListedLeaves>, leaf: LeafLine) -> Joined {
-        let same_file = leaf.name.as_deref() == Some(&pass.name[..])
-            && leaf.tree.algorithm() == pass.tree.algorithm()
-            && leaf.tree.digest_size() == pass.tree.digest_size();
-        let same_listing = match pass.total {
-            Some(total) => leaf.tree == pass.tree && leaf.total == total,
-            None => true,
-        };
-        if !(same_file && same_listing) {
+        if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
         let held = listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
@@ -334,14 +327,8 @@ impl<'a> Passes<'a> {
 /// checksum line and no stat line yet, and any leaf lines it has are of the
 /// same leaf size and length. Its `tree=` is the checksum line's leaf size.
 fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
-    let same_file = stat.name.as_deref() == Some(&pass.name[..])
-        && stat.tree.algorithm() == pass.tree.algorithm()
-        && stat.tree.digest_size() == pass.tree.digest_size();
-    let same_listing = match pass.total {
-        Some(total) => stat.tree == pass.tree && stat.size == total,
-        None => true,
-    };
-    if !(same_file && same_listing && pass.checksum.is_some() && pass.stat.is_none()) {
+    let takes = pass.takes(stat.name.as_deref(), &stat.tree, stat.size);
+    if !(takes && pass.checksum.is_some() && pass.stat.is_none()) {
         return Joined::No;
     }
     pass.tree = stat.tree;
