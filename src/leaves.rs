@@ -745,15 +745,7 @@ impl Kept {
 /// Reads the record at `at`; past the end of the file (a leaf not listed
 /// yet) it reads zeros.
 fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match crate::os::read_at(file, &mut bytes[filled..], at + filled as u64) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
+    let filled = crate::os::read_full_at(file, bytes, at)?;
     bytes[filled..].fill(0);
     Ok(())
 }

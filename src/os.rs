@@ -15,19 +15,38 @@ pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
 }
 
-/// Reads exactly `buf.len()` bytes of `file` from `offset`: fails with
-/// `UnexpectedEof` if the file ends first.
-pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        match read_at(file, buf, offset) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(count) => {
-                buf = &mut buf[count..];
-                offset += count as u64;
-            }
+/// Fills `buf` with reads at `offset` on (each `read_at(buf, offset)`, as
+/// [`read_at`] reads), until it is full or a read gives nothing (the end
+/// of the file); interrupted reads are retried. Returns how many bytes were
+/// read.
+pub fn fill_at(
+    buf: &mut [u8],
+    offset: u64,
+    mut read_at: impl FnMut(&mut [u8], u64) -> io::Result<usize>,
+) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match read_at(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => return Err(error),
         }
+    }
+    Ok(filled)
+}
+
+/// Reads as much of `buf.len()` bytes of `file` from `offset` as it holds
+/// ([`fill_at`]); returns how many.
+pub fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    fill_at(buf, offset, |buf, offset| read_at(file, buf, offset))
+}
+
+/// Reads exactly `buf.len()` bytes of `file` from `offset`: fails with
+/// `UnexpectedEof` if the file ends first.
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    if read_full_at(file, buf, offset)? < buf.len() {
+        return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Ok(())
 }

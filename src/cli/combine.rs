@@ -16,8 +16,7 @@
 //! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::Write;
 
 use bt2sum::binary::system;
 use bt2sum::format::checksum::{Style, push_line};
@@ -86,14 +85,7 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString
         listing
     };
     let failed = |message: String| (shown.to_os_string(), message);
-    let reader: Box<dyn Read> = if listing == "-" && system::stdin_closed() {
-        return Err(failed(plain_message(&system::closed_stream())));
-    } else if listing == "-" {
-        Box::new(io::stdin().lock())
-    } else {
-        Box::new(File::open(listing).map_err(|error| failed(plain_message(&error)))?)
-    };
-    let mut reader = BufReader::with_capacity(1 << 16, reader);
+    let mut reader = system::open_list(listing).map_err(|error| failed(plain_message(&error)))?;
     let mut line = Vec::new();
     for number in 1.. {
         let at_line = |message: String| {

@@ -10,8 +10,7 @@
 //! name that is not UTF-8.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead};
 
 use bt2sum::binary::system;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
@@ -42,16 +41,8 @@ pub struct Names {
 /// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
     let from_stdin = list == "-";
-    let reader: Box<dyn BufRead> = if from_stdin {
-        if system::stdin_closed() {
-            return Err(system::closed_stream());
-        }
-        Box::new(io::stdin().lock())
-    } else {
-        Box::new(BufReader::with_capacity(64 << 10, File::open(list)?))
-    };
     Ok(Names {
-        reader,
+        reader: system::open_list(list)?,
         list: list.to_os_string(),
         from_stdin,
         number: 0,

@@ -351,27 +351,14 @@ fn big_leaf(
 
 /// Fills `buf` from `offset`; a file that ends early has changed, or says
 /// more than it holds.
-fn read_exact_at(
-    file: &dyn RandomAccess,
-    mut buf: &mut [u8],
-    mut offset: u64,
-) -> Result<(), Error> {
-    while !buf.is_empty() {
-        match file.read_at(buf, offset) {
-            Ok(0) => {
-                file.check(false)?;
-                return Err(Error::EndedEarly {
-                    held: offset,
-                    size: file.len(),
-                });
-            }
-            Ok(count) => {
-                buf = &mut buf[count..];
-                offset += count as u64;
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error.into()),
-        }
+fn read_exact_at(file: &dyn RandomAccess, buf: &mut [u8], offset: u64) -> Result<(), Error> {
+    let read = crate::os::fill_at(buf, offset, |buf, offset| file.read_at(buf, offset))?;
+    if read < buf.len() {
+        file.check(false)?;
+        return Err(Error::EndedEarly {
+            held: offset + read as u64,
+            size: file.len(),
+        });
     }
     Ok(())
 }

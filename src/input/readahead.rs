@@ -386,11 +386,10 @@ impl Reader {
         let mut at = bytes.start;
         while at < bytes.end {
             let want = (bytes.end - at).min(self.buffer.len() as u64) as usize;
-            match std::os::unix::fs::FileExt::read_at(file, &mut self.buffer[..want], at) {
-                Ok(0) => return,
-                Ok(count) => at += count as u64,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
+            match crate::os::read_full_at(file, &mut self.buffer[..want], at) {
+                Ok(count) if count == want => at += count as u64,
+                // The end of the file, or an error its hashing will meet.
+                _ => return,
             }
         }
     }

@@ -53,6 +53,19 @@ pub fn free_descriptors() -> Option<(u64, usize)> {
 /// many open files`.
 pub const DESCRIPTORS_NEEDED: usize = crate::descriptors::NEEDED;
 
+/// A list to read, buffered: the file `name`, or standard input for `-`
+/// ([`closed_stream`] if standard input was closed).
+pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
+    if name != "-" {
+        let file = File::open(name)?;
+        return Ok(Box::new(io::BufReader::with_capacity(64 << 10, file)));
+    }
+    if stdin_closed() {
+        return Err(closed_stream());
+    }
+    Ok(Box::new(io::stdin().lock()))
+}
+
 /// The error for using a standard stream that was closed: `Bad file
 /// descriptor`.
 pub fn closed_stream() -> io::Error {

@@ -14,7 +14,7 @@ const LAYERS: [(&str, &[&str]); 17] = [
     ("params", &[]),
     ("digest", &["ct", "params"]),
     ("error", &["params", "memory"]),
-    ("engine", &["params", "digest", "error", "memory"]),
+    ("engine", &["params", "digest", "error", "memory", "os"]),
     ("format", &["params", "digest", "memory"]),
     (
         "leaves",

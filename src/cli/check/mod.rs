@@ -23,8 +23,7 @@ mod repair;
 mod tally;
 
 use std::ffi::OsStr;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::ops::ControlFlow;
 
 use bt2sum::binary::system;
@@ -65,7 +64,7 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         // be read is reported when it is checked.
         let mut total = 0u64;
         for list in lists {
-            if let Ok(mut reader) = open(list)
+            if let Ok(mut reader) = system::open_list(list)
                 && let Ok(bytes) = verifier.total_bytes(&mut reader)
             {
                 total = total.saturating_add(bytes);
@@ -151,7 +150,7 @@ fn check_list(
     } else {
         list
     };
-    let mut reader = match open(list) {
+    let mut reader = match system::open_list(list) {
         Ok(reader) => reader,
         Err(error) => {
             printer.list_error(list_name, &plain_message(&error))?;
@@ -218,18 +217,6 @@ fn check_list(
         config.ignore_missing,
     );
     Ok((passed, tally))
-}
-
-/// A list to read: a file, or standard input.
-fn open(list: &OsStr) -> io::Result<Box<dyn BufRead>> {
-    if list != "-" {
-        let file = File::open(list)?;
-        return Ok(Box::new(BufReader::with_capacity(64 << 10, file)));
-    }
-    if system::stdin_closed() {
-        return Err(system::closed_stream());
-    }
-    Ok(Box::new(io::stdin().lock()))
 }
 
 /// The end-of-list messages on standard error, in GNU's order.
