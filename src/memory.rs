@@ -67,6 +67,8 @@ pub fn spawn_leaving<T: Send + 'static>(
         return Err(out_of_memory());
     }
     let (started, has_started) = std::sync::mpsc::sync_channel(1);
+    // The one place threads start (clippy.toml refuses it elsewhere).
+    #[allow(clippy::disallowed_methods)]
     let thread = std::thread::Builder::new()
         .name(name.to_string())
         .stack_size(stack)

@@ -216,6 +216,30 @@ pub struct Rewritten {
     pub unreadable: u64,
 }
 
+/// Copies a line of an entry whose stat line is written anew (`first`: its
+/// first line), leaving its old stat line out and writing the new one after
+/// the checksum line; whether the new one was written.
+fn restat(
+    out: &mut dyn Write,
+    line: &[u8],
+    first: bool,
+    tree: &TreeParams,
+    size: u64,
+    mtime: Mtime,
+) -> io::Result<bool> {
+    if is_stat(line) {
+        return Ok(false);
+    }
+    out.write_all(line)?;
+    let Some(name) = named(line).filter(|_| first) else {
+        return Ok(false);
+    };
+    let mut stat = Vec::new();
+    push_stat_line(&mut stat, tree, Some(&name), size, mtime, Ending::Newline);
+    out.write_all(&stat)?;
+    Ok(true)
+}
+
 impl Rewrite {
     /// Writes the list as the audit found the tree to `out`, reading the
     /// list (`list`, from its start) again; `default_tree` lists new files
@@ -306,21 +330,7 @@ impl Rewrite {
                     }
                 }
                 Fate::Restat(tree, size, mtime) => {
-                    if is_stat(&line) {
-                        continue;
-                    }
-                    out.write_all(&line)?;
-                    if first && let Some(name) = named(&line) {
-                        let mut stat = Vec::new();
-                        push_stat_line(
-                            &mut stat,
-                            tree,
-                            Some(&name),
-                            *size,
-                            *mtime,
-                            Ending::Newline,
-                        );
-                        out.write_all(&stat)?;
+                    if restat(out, &line, first, tree, *size, *mtime)? {
                         done.restated += 1;
                     }
                 }

@@ -200,7 +200,7 @@ impl Config {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
-        let args = Args::try_parse_from(go_spellings(args))?;
+        let mut args = Args::try_parse_from(go_spellings(args))?;
         let progress = match (args.progress, args.no_progress) {
             (true, _) => BarMode::Always,
             (_, true) => BarMode::Never,
@@ -226,70 +226,13 @@ impl Config {
         }
         let algorithm = bt2sum::Algorithm::from(args.algorithm);
         let walk_excludes = excludes(&args)?;
+        let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if let Some(shell) = args.completions {
             Mode::Completions(shell)
         } else if args.man {
             Mode::Man
         } else if args.check {
-            let verbosity = if args.status {
-                Verbosity::Status
-            } else if args.quiet {
-                Verbosity::Quiet
-            } else if args.warn {
-                Verbosity::Warn
-            } else {
-                Verbosity::Normal
-            };
-            let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
-            if args.stat && !args.update {
-                return Err(usage("--stat with --check needs --update"));
-            }
-            if args.part.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-"))
-            {
-                return Err(usage(
-                    "--part with --check reads its lists twice: give them as files, not \
-                     standard input",
-                ));
-            }
-            if args.part.is_some() && args.update {
-                return Err(usage("--update rewrites a whole list: not with --part"));
-            }
-            if args.update && (args.files.len() != 1 || args.files[0] == "-") {
-                return Err(usage(
-                    "--update rewrites one list: give one LIST, a file (not standard input)",
-                ));
-            }
-            let grammar = Grammar {
-                untagged_algorithm: algorithm,
-                // (`-s 0`, the default, is any size.)
-                digest_size: (args.size > 0).then_some(args.size),
-            };
-            if let Some(size) = grammar.digest_size {
-                // A size the algorithm has, as when hashing.
-                TreeParams::new(algorithm, size, args.leaf_size)
-                    .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
-            }
-            Mode::Check(Checking {
-                lists: args.files,
-                settings: Settings {
-                    grammar,
-                    leaf_size: args.leaf_size,
-                },
-                verbosity,
-                every_line: args.verbose || args.leaves,
-                excludes: walk_excludes.clone(),
-                audit: args.audit,
-                follow_links: args.dereference,
-                update: args.update.then_some(args.stat),
-                json: args.json,
-                slice: args.part,
-                repair: args
-                    .repair_from
-                    .as_ref()
-                    .map(|copy| (copy.into(), args.repair_truncate)),
-                strict: args.strict,
-                ignore_missing: args.ignore_missing,
-            })
+            Mode::Check(checking(args, algorithm, walk_excludes)?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
@@ -297,92 +240,169 @@ impl Config {
                 ending,
             })
         } else {
-            let size = match args.size {
-                0 => algorithm.max_digest_size(),
-                size => size,
-            };
-            let tree = TreeParams::new(algorithm, size, args.leaf_size)
-                .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
-            let selection = match (args.leaf_range, args.part) {
-                (Some(range), _) => Some(Selection::Range(range)),
-                (None, Some(part)) => Some(Selection::Part(part)),
-                (None, None) => None,
-            };
-            let listing = match (args.leaves, args.leaf_count) {
-                (_, true) => Listing::Count(selection),
-                (true, false) => Listing::Leaves(selection),
-                (false, false) => Listing::None,
-            };
-            let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
-            if args.raw && args.files.len() > 1 {
-                return Err(usage(
-                    "--raw writes one digest's bytes: give one FILE, or none for standard input",
-                ));
-            }
-            if args.name.is_some() && args.files.len() > 1 {
-                return Err(usage(
-                    "--name names one input, and more than one FILE was given",
-                ));
-            }
-            let inputs = if args.recursive {
-                let roots = match args.files0_from {
-                    Some(list) => Roots::ListedIn(list),
-                    None => Roots::Given(args.files),
-                };
-                Inputs::Walk {
-                    roots,
-                    follow_links: args.dereference,
-                    excludes: walk_excludes.clone(),
-                }
-            } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
-                if !args.files.is_empty() || args.files0_from.is_some() {
-                    return Err(usage(
-                        "--leaf-count --total reads no input: give no FILE (--name names the line)",
-                    ));
-                }
-                Inputs::Planned {
-                    total,
-                    selection: selection.clone(),
-                }
-            } else if let Some(list) = args.files0_from {
-                Inputs::ListedIn(list)
-            } else if args.files.is_empty() {
-                Inputs::Stdin
-            } else {
-                Inputs::Named(args.files)
-            };
-            // A name lines cannot print (on Windows, one that is not
-            // Unicode) is refused at once.
-            let printed = |name| Name::of_path(name).ok_or(bt2sum::Error::NotUnicode);
-            let name = match args.name.as_deref().map(printed) {
-                Some(Ok(printed)) => Some(printed.into_bytes()),
-                Some(Err(error)) => {
-                    let message = format!("--name: {error}");
-                    return Err(Args::command().error(ErrorKind::ValueValidation, message));
-                }
-                None => None,
-            };
-            let excerpt_of = match listing {
-                Listing::Leaves(Some(_)) => args.total,
-                _ => None,
-            };
-            Mode::Hash(Hashing {
-                tree,
-                inputs,
-                style,
-                ending,
-                listing,
-                name,
-                excerpt_of,
-                stat: args.stat,
-                json: args.json,
-            })
+            Mode::Hash(hashing(args, algorithm, style, ending, walk_excludes)?)
         };
         Ok(Config {
-            directory: args.directory,
-            threads: args.cpus.map(usize::from),
+            directory,
+            threads,
             progress,
             mode,
         })
     }
+}
+
+/// The settings of `--check`, as the arguments give them.
+fn checking(
+    args: Args,
+    algorithm: bt2sum::Algorithm,
+    walk_excludes: Excludes,
+) -> Result<Checking, clap::Error> {
+    let verbosity = if args.status {
+        Verbosity::Status
+    } else if args.quiet {
+        Verbosity::Quiet
+    } else if args.warn {
+        Verbosity::Warn
+    } else {
+        Verbosity::Normal
+    };
+    let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
+    if args.stat && !args.update {
+        return Err(usage("--stat with --check needs --update"));
+    }
+    if args.part.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-")) {
+        return Err(usage(
+            "--part with --check reads its lists twice: give them as files, not \
+             standard input",
+        ));
+    }
+    if args.part.is_some() && args.update {
+        return Err(usage("--update rewrites a whole list: not with --part"));
+    }
+    if args.update && (args.files.len() != 1 || args.files[0] == "-") {
+        return Err(usage(
+            "--update rewrites one list: give one LIST, a file (not standard input)",
+        ));
+    }
+    let grammar = Grammar {
+        untagged_algorithm: algorithm,
+        // (`-s 0`, the default, is any size.)
+        digest_size: (args.size > 0).then_some(args.size),
+    };
+    if let Some(size) = grammar.digest_size {
+        // A size the algorithm has, as when hashing.
+        TreeParams::new(algorithm, size, args.leaf_size)
+            .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+    }
+    Ok(Checking {
+        lists: args.files,
+        settings: Settings {
+            grammar,
+            leaf_size: args.leaf_size,
+        },
+        verbosity,
+        every_line: args.verbose || args.leaves,
+        excludes: walk_excludes,
+        audit: args.audit,
+        follow_links: args.dereference,
+        update: args.update.then_some(args.stat),
+        json: args.json,
+        slice: args.part,
+        repair: args
+            .repair_from
+            .as_ref()
+            .map(|copy| (copy.into(), args.repair_truncate)),
+        strict: args.strict,
+        ignore_missing: args.ignore_missing,
+    })
+}
+
+/// The settings of hashing, as the arguments give them.
+fn hashing(
+    args: Args,
+    algorithm: bt2sum::Algorithm,
+    style: Style,
+    ending: Ending,
+    walk_excludes: Excludes,
+) -> Result<Hashing, clap::Error> {
+    let size = match args.size {
+        0 => algorithm.max_digest_size(),
+        size => size,
+    };
+    let tree = TreeParams::new(algorithm, size, args.leaf_size)
+        .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+    let selection = match (args.leaf_range, args.part) {
+        (Some(range), _) => Some(Selection::Range(range)),
+        (None, Some(part)) => Some(Selection::Part(part)),
+        (None, None) => None,
+    };
+    let listing = match (args.leaves, args.leaf_count) {
+        (_, true) => Listing::Count(selection),
+        (true, false) => Listing::Leaves(selection),
+        (false, false) => Listing::None,
+    };
+    let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
+    if args.raw && args.files.len() > 1 {
+        return Err(usage(
+            "--raw writes one digest's bytes: give one FILE, or none for standard input",
+        ));
+    }
+    if args.name.is_some() && args.files.len() > 1 {
+        return Err(usage(
+            "--name names one input, and more than one FILE was given",
+        ));
+    }
+    let inputs = if args.recursive {
+        let roots = match args.files0_from {
+            Some(list) => Roots::ListedIn(list),
+            None => Roots::Given(args.files),
+        };
+        Inputs::Walk {
+            roots,
+            follow_links: args.dereference,
+            excludes: walk_excludes,
+        }
+    } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
+        if !args.files.is_empty() || args.files0_from.is_some() {
+            return Err(usage(
+                "--leaf-count --total reads no input: give no FILE (--name names the line)",
+            ));
+        }
+        Inputs::Planned {
+            total,
+            selection: selection.clone(),
+        }
+    } else if let Some(list) = args.files0_from {
+        Inputs::ListedIn(list)
+    } else if args.files.is_empty() {
+        Inputs::Stdin
+    } else {
+        Inputs::Named(args.files)
+    };
+    // A name lines cannot print (on Windows, one that is not
+    // Unicode) is refused at once.
+    let printed = |name| Name::of_path(name).ok_or(bt2sum::Error::NotUnicode);
+    let name = match args.name.as_deref().map(printed) {
+        Some(Ok(printed)) => Some(printed.into_bytes()),
+        Some(Err(error)) => {
+            let message = format!("--name: {error}");
+            return Err(Args::command().error(ErrorKind::ValueValidation, message));
+        }
+        None => None,
+    };
+    let excerpt_of = match listing {
+        Listing::Leaves(Some(_)) => args.total,
+        _ => None,
+    };
+    Ok(Hashing {
+        tree,
+        inputs,
+        style,
+        ending,
+        listing,
+        name,
+        excerpt_of,
+        stat: args.stat,
+        json: args.json,
+    })
 }

@@ -132,21 +132,8 @@ where
     let mut inputs = inputs.peekable();
     if rayon::current_thread_index().is_some() {
         // Already on a pool thread: waiting here for tasks spawned on the
-        // same pool could starve it, so hash in order, right here.
-        while inputs.peek().is_some() {
-            let task = take_task(&mut inputs, 0, tuning::LANES, tuning::INPUT_BYTES_IN_FLIGHT);
-            let mut replies = Vec::with_capacity(task.len());
-            let going = AtomicBool::new(false);
-            run_task(task, &going, &mut |done| replies.extend(done));
-            // Inputs that waited for a lane come after some that did not.
-            replies.sort_unstable_by_key(|(index, _)| *index);
-            for (_, reply) in replies {
-                if report(Event::Ready(reply.output(&going))).is_break() {
-                    return;
-                }
-            }
-        }
-        return;
+        // same pool could starve it.
+        return hash_each_here(inputs, report);
     }
     let board: Board<Reply<I>> = Board::new();
     // Set once `report` answers `Break`: the inputs in flight stop.
@@ -242,6 +229,27 @@ where
             }
         }
     });
+}
+
+/// [`hash_each`] on this thread, in order, a task at a time.
+fn hash_each_here<I, F>(mut inputs: Peekable<impl Iterator<Item = I>>, mut report: F)
+where
+    I: Input,
+    F: FnMut(Event<I::Output>) -> ControlFlow<()>,
+{
+    let going = AtomicBool::new(false);
+    while inputs.peek().is_some() {
+        let task = take_task(&mut inputs, 0, tuning::LANES, tuning::INPUT_BYTES_IN_FLIGHT);
+        let mut replies = Vec::with_capacity(task.len());
+        run_task(task, &going, &mut |done| replies.extend(done));
+        // Inputs that waited for a lane come after some that did not.
+        replies.sort_unstable_by_key(|(index, _)| *index);
+        for (_, reply) in replies {
+            if report(Event::Ready(reply.output(&going))).is_break() {
+                return;
+            }
+        }
+    }
 }
 
 /// Where tasks leave their outputs for the caller, who is woken only when

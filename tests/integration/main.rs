@@ -1,5 +1,8 @@
 //! The one integration-test binary. Each module covers one concern; the
 //! helpers they share live here.
+// The tests start threads as they like: the limits that memory::spawn
+// keeps are the binary's, which the tests run as a process.
+#![allow(clippy::disallowed_methods)]
 
 #[cfg(unix)]
 mod audit;
