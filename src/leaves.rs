@@ -85,17 +85,19 @@ impl LeafLog {
         self.count
     }
 
-    /// Moves the digests in memory to the temporary file.
-    fn spill_memory(&mut self) -> io::Result<()> {
-        let file = match &mut self.spill {
+    /// Moves the digests in memory to the temporary file (made if need
+    /// be), and gives the file: what is written to it next follows them,
+    /// as the leaves it is of follow theirs.
+    fn spill_memory(&mut self) -> io::Result<&mut File> {
+        let file = match self.spill.take() {
             Some(file) => file,
-            None => self
-                .spill
-                .insert(temporary_file(&mut self.spill_descriptor)?),
+            None => temporary_file(&mut self.spill_descriptor)?,
         };
+        let file = self.spill.insert(file);
         file.write_all(&self.memory)?;
-        self.forget_memory();
-        Ok(())
+        LOGGED.fetch_sub(self.memory.len(), Ordering::Relaxed);
+        self.memory = Vec::new();
+        Ok(file)
     }
 
     fn forget_memory(&mut self) {
@@ -143,6 +145,16 @@ impl LeafLog {
     }
 }
 
+/// Reserves room in a log's memory for `additional` more digest bytes (see
+/// `memory`); in unit tests, refused past the thread's test limit too.
+fn reserve(memory: &mut Vec<u8>, additional: usize) -> bool {
+    #[cfg(test)]
+    if memory.len() + additional > tests::REFUSED_ABOVE.get() {
+        return false;
+    }
+    crate::memory::reserve(memory, additional)
+}
+
 /// A temporary file for a log's digests, its descriptor's ticket left in
 /// `descriptor`. (One of those kept free may be taken: the input whose
 /// leaves spill is being hashed, and what is opened ahead leaves room for
@@ -180,14 +192,10 @@ impl LeafSink for LeafLog {
             self.error = Some(error);
             return;
         }
-        if !crate::memory::reserve(&mut self.memory, digests.len()) || over_all {
-            // Straight to the file, when memory is short.
-            let spilled = match &mut self.spill {
-                Some(file) => file.write_all(digests),
-                None => temporary_file(&mut self.spill_descriptor)
-                    .and_then(|file| self.spill.insert(file).write_all(digests)),
-            };
-            if let Err(error) = spilled {
+        if over_all || !reserve(&mut self.memory, digests.len()) {
+            // Straight to the file, when memory is short: after the digests
+            // memory holds, which are of the leaves before these.
+            if let Err(error) = self.spill_memory().and_then(|file| file.write_all(digests)) {
                 self.error = Some(error);
             }
             return;
@@ -748,4 +756,52 @@ fn read_record(file: &File, bytes: &mut [u8], at: u64) -> io::Result<()> {
     let filled = crate::os::read_full_at(file, bytes, at)?;
     bytes[filled..].fill(0);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    thread_local! {
+        /// A log's memory is refused past this many bytes, as if memory
+        /// were short.
+        pub(super) static REFUSED_ABOVE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+
+    /// The digests a log gives back, in order, with their indices.
+    fn logged(log: LeafLog) -> Vec<(u64, Vec<u8>)> {
+        let mut each = Vec::new();
+        log.for_each(|index, digest| {
+            each.push((index, digest.to_vec()));
+            Ok::<(), SpillError>(())
+        })
+        .unwrap();
+        each
+    }
+
+    /// Whatever memory is refused, and whenever, a log gives every digest
+    /// back in leaf order: those that went to its file before those it
+    /// kept in memory, and memory moved to the file before anything that
+    /// follows it there.
+    #[test]
+    fn refused_memory_keeps_the_leaves_in_order() {
+        let digest = |index: u64| vec![index as u8; 4];
+        // (Leaves handed over, a run at a time; memory refused from then on
+        // past the limit.)
+        for limit in [0, 4, 8, 12, 20, usize::MAX] {
+            let mut log = LeafLog::new(4);
+            let mut next = 5u64;
+            for run in [2u64, 1, 3, 1, 2] {
+                let digests: Vec<u8> = (next..next + run).flat_map(digest).collect();
+                REFUSED_ABOVE.set(limit);
+                log.leaves(next, &digests);
+                REFUSED_ABOVE.set(usize::MAX);
+                next += run;
+            }
+            let expected: Vec<(u64, Vec<u8>)> = (5..next).map(|i| (i, digest(i))).collect();
+            assert_eq!(logged(log), expected, "memory refused past {limit} bytes");
+        }
+    }
 }
