@@ -84,10 +84,16 @@ pub(crate) fn hash(
         check_leaf_index(tree, leaves.end - 1)?;
     }
     let root = Root::new(tree, leaves.start);
+    let file = FileLeaves {
+        tree,
+        file,
+        length,
+        count,
+    };
     let root = if tuning::has_big_leaves(tree) {
-        big_leaves(tree, file, leaves, root, sink)?
+        file.big_leaves(leaves, root, sink)?
     } else {
-        windows(tree, file, leaves, root, sink)?
+        file.windows(leaves, root, sink)?
     };
     Ok(Hashed {
         digest: root.finalize(),
@@ -95,66 +101,204 @@ pub(crate) fn hash(
     })
 }
 
-/// Whole leaves a window at a time, mapped; read from the first window that
-/// cannot be mapped on.
-fn windows(
-    tree: &TreeParams,
-    file: &dyn RandomAccess,
-    leaves: Range<u64>,
-    root: Root,
-    sink: &mut Sink<'_>,
-) -> Result<Root, Error> {
-    let length = file.len();
-    let count = tree.leaf_count(length);
-    let mut pipeline: Pipeline<Box<dyn Mapping>> =
-        Pipeline::new(tree, root, tuning::WINDOWS_IN_FLIGHT, Spread::AllThreads);
-    let mut window = tuning::window_leaves(tree) as u64;
-    let mut asked = Asked::new(tree, file, leaves.clone());
-    let mut first = leaves.start;
-    while first < leaves.end {
-        sink.go_on()?;
-        // (Saturating: leaf indices reach 2^64 - 2.)
-        let last = leaves.end.min(first.saturating_add(window));
-        asked.through(last.saturating_add(window));
-        let bytes = tree.leaf_bytes(first, length).start..tree.leaf_bytes(last - 1, length).end;
-        // The oldest window is settled, and the digests of this one
-        // reserved, before it is mapped: a window takes address space, and
-        // under `ulimit -v` what it needs beside must still find room.
-        if pipeline.is_full() {
-            settle(&mut pipeline, file, sink)?;
-        }
-        let mapping = if pipeline.reserve_digests((last - first) as usize) {
-            file.map(bytes)
-        } else {
-            None
-        };
-        let Some(mapping) = mapping else {
-            // Refused (address space short: `ulimit -v`): smaller windows,
-            // down to a batch, before reading instead.
-            let batch = tuning::batch_leaves(tree) as u64;
-            if window > batch {
-                window = (window / 2).max(batch);
-                continue;
-            }
-            while settle(&mut pipeline, file, sink)? {}
-            let root = pipeline.finish(sink);
-            return read(tree, file, first..leaves.end, root, sink);
-        };
-        let end = if last == count {
+/// A random-access input cut into the leaves of a tree: what every way of
+/// hashing its leaves works on.
+#[derive(Clone, Copy)]
+struct FileLeaves<'a> {
+    tree: &'a TreeParams,
+    file: &'a dyn RandomAccess,
+    /// The input's length in bytes.
+    length: u64,
+    /// Its number of leaves.
+    count: u64,
+}
+
+impl FileLeaves<'_> {
+    /// The bytes of the leaves `leaves` (not empty), from the first one's
+    /// start to the last one's end.
+    fn bytes(&self, leaves: Range<u64>) -> Range<u64> {
+        let last = self.tree.leaf_bytes(leaves.end - 1, self.length);
+        self.tree.leaf_bytes(leaves.start, self.length).start..last.end
+    }
+
+    /// Whether the leaves up to `end` reach the end of the input.
+    fn end_at(&self, end: u64) -> EndOfInput {
+        if end == self.count {
             EndOfInput::Yes
         } else {
             EndOfInput::No
-        };
-        let batch = Batch {
-            data: mapping,
-            first,
-            end,
-        };
-        pipeline.submit(batch, sink)?;
-        first = last;
+        }
     }
-    while settle(&mut pipeline, file, sink)? {}
-    Ok(pipeline.finish(sink))
+
+    /// Whole leaves a window at a time, mapped; read from the first window
+    /// that cannot be mapped on.
+    fn windows(self, leaves: Range<u64>, root: Root, sink: &mut Sink<'_>) -> Result<Root, Error> {
+        let tree = self.tree;
+        let mut pipeline: Pipeline<Box<dyn Mapping>> =
+            Pipeline::new(tree, root, tuning::WINDOWS_IN_FLIGHT, Spread::AllThreads);
+        let mut window = tuning::window_leaves(tree) as u64;
+        let mut asked = Asked::new(self, leaves.clone());
+        let mut first = leaves.start;
+        while first < leaves.end {
+            sink.go_on()?;
+            // (Saturating: leaf indices reach 2^64 - 2.)
+            let last = leaves.end.min(first.saturating_add(window));
+            asked.through(last.saturating_add(window));
+            // The oldest window is settled, and the digests of this one
+            // reserved, before it is mapped: a window takes address space,
+            // and under `ulimit -v` what it needs beside must still find
+            // room.
+            if pipeline.is_full() {
+                self.settle(&mut pipeline, sink)?;
+            }
+            let mapping = if pipeline.reserve_digests((last - first) as usize) {
+                self.file.map(self.bytes(first..last))
+            } else {
+                None
+            };
+            let Some(mapping) = mapping else {
+                // Refused (address space short: `ulimit -v`): smaller
+                // windows, down to a batch, before reading instead.
+                let batch = tuning::batch_leaves(tree) as u64;
+                if window > batch {
+                    window = (window / 2).max(batch);
+                    continue;
+                }
+                while self.settle(&mut pipeline, sink)? {}
+                let root = pipeline.finish(sink);
+                return self.read(first..leaves.end, root, sink);
+            };
+            let batch = Batch {
+                data: mapping,
+                first,
+                end: self.end_at(last),
+            };
+            pipeline.submit(batch, sink)?;
+            first = last;
+        }
+        while self.settle(&mut pipeline, sink)? {}
+        Ok(pipeline.finish(sink))
+    }
+
+    /// Waits for the oldest window in flight, if any, and checks that it
+    /// was read whole from an unchanged file (after each window, so that a
+    /// change stops the work early); `false` when none was in flight.
+    fn settle(
+        &self,
+        pipeline: &mut Pipeline<Box<dyn Mapping>>,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, Error> {
+        let Some(done) = pipeline.wait(sink) else {
+            return Ok(false);
+        };
+        self.file.check(done.faulted())?;
+        sink.count(done.bytes().len() as u64);
+        Ok(true)
+    }
+
+    /// Leaves `leaves` (not empty) read at offsets, as a stream, feeding
+    /// `root`.
+    fn read(self, leaves: Range<u64>, root: Root, sink: &mut Sink<'_>) -> Result<Root, Error> {
+        debug_assert!(!leaves.is_empty());
+        let bytes = self.bytes(leaves.clone());
+        let mut reader = ReadAt {
+            file: self.file,
+            offset: bytes.start,
+            end: bytes.end,
+        };
+        let mut stream = Stream::resume(self.tree, root, leaves.start, self.end_at(leaves.end));
+        let read = stream.update_reader(&mut reader, sink)?;
+        // A file that ends early has changed, or says more than it holds:
+        // its leaves are not the ones its length numbers.
+        if read != bytes.end - bytes.start {
+            self.file.check(false)?;
+            return Err(Error::EndedEarly {
+                held: bytes.start + read,
+                size: self.length,
+            });
+        }
+        let root = stream.finish(sink)?;
+        self.file.check(false)?;
+        Ok(root)
+    }
+
+    /// Leaves too big to map whole: a round hashes one leaf per thread,
+    /// each mapping its leaf a piece at a time.
+    fn big_leaves(
+        self,
+        leaves: Range<u64>,
+        mut root: Root,
+        sink: &mut Sink<'_>,
+    ) -> Result<Root, Error> {
+        let threads = rayon::current_num_threads();
+        let progress = sink.progress;
+        let mut asked = Asked::new(self, leaves.clone());
+        for round in leaves.clone().step_by(threads) {
+            sink.go_on()?;
+            let round = round..leaves.end.min(round.saturating_add(threads as u64));
+            asked.through(round.end.saturating_add(threads as u64));
+            let digests: Vec<Result<Digest, Error>> = round
+                .into_par_iter()
+                .map(|index| {
+                    let last = if index + 1 == self.count {
+                        LastNode::Yes
+                    } else {
+                        LastNode::No
+                    };
+                    self.big_leaf(index, last, progress)
+                })
+                .collect();
+            self.file.check(false)?;
+            for digest in digests {
+                root.feed(digest?.as_bytes(), self.tree.digest_size(), sink);
+            }
+        }
+        Ok(root)
+    }
+
+    /// Hashes one big leaf a mapped piece at a time (or a read piece, where
+    /// mapping is refused).
+    fn big_leaf(
+        self,
+        index: u64,
+        last: LastNode,
+        progress: Option<&AtomicU64>,
+    ) -> Result<Digest, Error> {
+        let bytes = self.bytes(index..index + 1);
+        let mut leaf = LeafState::new(self.tree, index);
+        let mut buffer = Vec::new();
+        let mut offset = bytes.start;
+        while offset < bytes.end {
+            let piece = offset..bytes.end.min(offset + tuning::PIECE);
+            match self.file.map(piece.clone()) {
+                Some(mapping) => {
+                    mapping.wait_for(0..mapping.bytes().len());
+                    leaf.update(mapping.bytes());
+                    if mapping.faulted() {
+                        self.file.check(true)?;
+                    }
+                }
+                None => {
+                    if buffer.is_empty() {
+                        buffer = read_buffer(tuning::PIECE as usize)?;
+                    }
+                    let mut at = piece.start;
+                    while at < piece.end {
+                        let len = (piece.end - at).min(buffer.len() as u64) as usize;
+                        let part = &mut buffer[..len];
+                        read_exact_at(self.file, part, at)?;
+                        leaf.update(part);
+                        at += part.len() as u64;
+                    }
+                }
+            }
+            if let Some(progress) = progress {
+                progress.fetch_add(piece.end - piece.start, Ordering::Relaxed);
+            }
+            offset = piece.end;
+        }
+        Ok(leaf.finalize(last))
+    }
 }
 
 /// The leaves asked to be read ahead ([`RandomAccess::read_ahead`]) so
@@ -162,8 +306,7 @@ fn windows(
 /// the next one: hashed from a pool thread, a window is done before the
 /// next is mapped, and the storage would be idle meanwhile.
 struct Asked<'a> {
-    tree: &'a TreeParams,
-    file: &'a dyn RandomAccess,
+    file: FileLeaves<'a>,
     /// The leaves to be hashed.
     leaves: Range<u64>,
     /// Leaves before this one have been asked for.
@@ -171,9 +314,8 @@ struct Asked<'a> {
 }
 
 impl<'a> Asked<'a> {
-    fn new(tree: &'a TreeParams, file: &'a dyn RandomAccess, leaves: Range<u64>) -> Self {
+    fn new(file: FileLeaves<'a>, leaves: Range<u64>) -> Self {
         Asked {
-            tree,
             file,
             through: leaves.start,
             leaves,
@@ -185,67 +327,12 @@ impl<'a> Asked<'a> {
     fn through(&mut self, end: u64) {
         let end = end.min(self.leaves.end);
         if end > self.through {
-            let length = self.file.len();
-            let first = self.tree.leaf_bytes(self.through, length).start;
             self.file
-                .read_ahead(first..self.tree.leaf_bytes(end - 1, length).end);
+                .file
+                .read_ahead(self.file.bytes(self.through..end));
             self.through = end;
         }
     }
-}
-
-/// Waits for the oldest window in flight, if any, and checks that it was
-/// read whole from an unchanged file (after each window, so that a change
-/// stops the work early); `false` when none was in flight.
-fn settle(
-    pipeline: &mut Pipeline<Box<dyn Mapping>>,
-    file: &dyn RandomAccess,
-    sink: &mut Sink<'_>,
-) -> Result<bool, Error> {
-    let Some(done) = pipeline.wait(sink) else {
-        return Ok(false);
-    };
-    file.check(done.faulted())?;
-    sink.count(done.bytes().len() as u64);
-    Ok(true)
-}
-
-/// Leaves read at offsets, as a stream, feeding `root`.
-fn read(
-    tree: &TreeParams,
-    file: &dyn RandomAccess,
-    leaves: Range<u64>,
-    root: Root,
-    sink: &mut Sink<'_>,
-) -> Result<Root, Error> {
-    debug_assert!(!leaves.is_empty());
-    let length = file.len();
-    let end = if leaves.end == tree.leaf_count(length) {
-        EndOfInput::Yes
-    } else {
-        EndOfInput::No
-    };
-    let bytes =
-        tree.leaf_bytes(leaves.start, length).start..tree.leaf_bytes(leaves.end - 1, length).end;
-    let mut reader = ReadAt {
-        file,
-        offset: bytes.start,
-        end: bytes.end,
-    };
-    let mut stream = Stream::resume(tree, root, leaves.start, end);
-    let read = stream.update_reader(&mut reader, sink)?;
-    // A file that ends early has changed, or says more than it holds: its
-    // leaves are not the ones its length numbers.
-    if read != bytes.end - bytes.start {
-        file.check(false)?;
-        return Err(Error::EndedEarly {
-            held: bytes.start + read,
-            size: length,
-        });
-    }
-    let root = stream.finish(sink)?;
-    file.check(false)?;
-    Ok(root)
 }
 
 /// The bytes `offset..end` of a random-access input, as a reader.
@@ -265,88 +352,6 @@ impl Read for ReadAt<'_> {
         self.offset += count as u64;
         Ok(count)
     }
-}
-
-/// Leaves too big to map whole: a round hashes one leaf per thread, each
-/// mapping its leaf a piece at a time.
-fn big_leaves(
-    tree: &TreeParams,
-    file: &dyn RandomAccess,
-    leaves: Range<u64>,
-    mut root: Root,
-    sink: &mut Sink<'_>,
-) -> Result<Root, Error> {
-    let length = file.len();
-    let count = tree.leaf_count(length);
-    let threads = rayon::current_num_threads();
-    let progress = sink.progress;
-    let mut asked = Asked::new(tree, file, leaves.clone());
-    for round in leaves.clone().step_by(threads) {
-        sink.go_on()?;
-        let round = round..leaves.end.min(round.saturating_add(threads as u64));
-        asked.through(round.end.saturating_add(threads as u64));
-        let digests: Vec<Result<Digest, Error>> = round
-            .into_par_iter()
-            .map(|index| {
-                let last = if index + 1 == count {
-                    LastNode::Yes
-                } else {
-                    LastNode::No
-                };
-                big_leaf(tree, file, index, last, progress)
-            })
-            .collect();
-        file.check(false)?;
-        for digest in digests {
-            root.feed(digest?.as_bytes(), tree.digest_size(), sink);
-        }
-    }
-    Ok(root)
-}
-
-/// Hashes one big leaf a mapped piece at a time (or a read piece, where
-/// mapping is refused).
-fn big_leaf(
-    tree: &TreeParams,
-    file: &dyn RandomAccess,
-    index: u64,
-    last: LastNode,
-    progress: Option<&AtomicU64>,
-) -> Result<Digest, Error> {
-    let bytes = tree.leaf_bytes(index, file.len());
-    let mut leaf = LeafState::new(tree, index);
-    let mut buffer = Vec::new();
-    let mut offset = bytes.start;
-    while offset < bytes.end {
-        let piece = offset..bytes.end.min(offset + tuning::PIECE);
-        match file.map(piece.clone()) {
-            Some(mapping) => {
-                mapping.wait_for(0..mapping.bytes().len());
-                leaf.update(mapping.bytes());
-                if mapping.faulted() {
-                    file.check(true)?;
-                }
-            }
-            None => {
-                if buffer.is_empty() {
-                    buffer = read_buffer(tuning::PIECE as usize)?;
-                }
-                let mut at = piece.start;
-                while at < piece.end {
-                    let len = (piece.end - at).min(buffer.len() as u64) as usize;
-                    let part = &mut buffer[..len];
-                    read_exact_at(file, part, at)?;
-                    leaf.update(part);
-                    at += part.len() as u64;
-                }
-            }
-        }
-        if let Some(progress) = progress {
-            progress.fetch_add(piece.end - piece.start, Ordering::Relaxed);
-        }
-        offset = piece.end;
-    }
-    Ok(leaf.finalize(last))
 }
 
 /// Fills `buf` from `offset`; a file that ends early has changed, or says
