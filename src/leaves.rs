@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
 use crate::engine::{LeafSink, Root, Sink};
-use crate::format::Ending;
+use crate::format::InputLines;
 use crate::format::Tag;
-use crate::format::leaf::{LeafLine, push_leaf_line};
+use crate::format::leaf::LeafLine;
 use crate::format::name::Name;
 use crate::params::TreeParams;
 
@@ -226,7 +226,7 @@ impl From<SpillError> for Unwritten {
 
 impl LeafLog {
     /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
-    /// bytes named `name` to `out`, after what `lines` holds already (its
+    /// bytes to `out`, after what `lines` holds already (its
     /// checksum line, say), which is written first. The lines are gathered
     /// in room reserved for them (less, or none, where memory is short) and
     /// written out at half of it, so that they never grow `lines` past it:
@@ -237,13 +237,11 @@ impl LeafLog {
         self,
         out: &mut dyn Write,
         lines: &mut Vec<u8>,
-        tree: &TreeParams,
-        name: Option<&[u8]>,
+        input: InputLines<'_>,
         total: u64,
-        ending: Ending,
     ) -> Result<(), Unwritten> {
         self.write_with(out, lines, |lines, index, digest| {
-            push_leaf_line(lines, tree, name, total, index, digest, ending);
+            input.push_leaf(lines, total, index, digest);
         })
     }
 
@@ -515,8 +513,8 @@ impl std::error::Error for CombineError {}
 ///
 /// ```
 /// use std::io::Write;
-/// use bt2sum::format::Ending;
-/// use bt2sum::format::leaf::{parse_leaf_line, push_leaf_line};
+/// use bt2sum::format::leaf::parse_leaf_line;
+/// use bt2sum::format::{Ending, InputLines};
 /// use bt2sum::leaves::{Combiner, LeafLog};
 /// use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
 ///
@@ -529,9 +527,9 @@ impl std::error::Error for CombineError {}
 ///
 /// // The listing `bt2sum --leaves` would print for a file named `f`.
 /// let mut listing = Vec::new();
+/// let file = InputLines { tree: &tree, name: Some(b"f"), ending: Ending::Newline };
 /// leaves.for_each(|index, leaf| {
-///     let (name, total) = (Some(&b"f"[..]), data.len() as u64);
-///     push_leaf_line(&mut listing, &tree, name, total, index, leaf, Ending::Newline);
+///     file.push_leaf(&mut listing, data.len() as u64, index, leaf);
 ///     Ok::<(), Box<dyn std::error::Error>>(())
 /// })?;
 /// assert!(listing.starts_with(b"BLAKE2b-32 leaf=0 offset=0 length=4 total=10 tree=4 (f) = "));

@@ -7,14 +7,11 @@
 #![no_main]
 
 use bt2sum::Algorithm;
-use bt2sum::format::Ending;
 use bt2sum::format::checksum::{Style, parse_nameless, push_line};
-use bt2sum::format::leaf::{
-    LeafLine, is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line,
-    push_selection_count_line,
-};
+use bt2sum::format::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
-use bt2sum::format::stat::{parse_stat_line, push_stat_line};
+use bt2sum::format::stat::parse_stat_line;
+use bt2sum::format::{Ending, InputLines};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &[u8]| {
@@ -57,14 +54,12 @@ fuzz_target!(|line: &[u8]| {
             }
             ListLine::Stat(stat) => {
                 let mut printed = Vec::new();
-                push_stat_line(
-                    &mut printed,
-                    &stat.tree,
-                    stat.name.as_deref(),
-                    stat.size,
-                    stat.mtime,
-                    Ending::Newline,
-                );
+                let input = InputLines {
+                    tree: &stat.tree,
+                    name: stat.name.as_deref(),
+                    ending: Ending::Newline,
+                };
+                input.push_stat(&mut printed, stat.size, stat.mtime);
                 let again = parse_stat_line(&printed[..printed.len() - 1]).unwrap_or_else(|| {
                     panic!("stat line {printed:?} of {line:?} does not read back")
                 });
@@ -89,24 +84,20 @@ fuzz_target!(|line: &[u8]| {
 /// A leaf or count line, printed again, parses to the same fields.
 fn reads_back(leaf: &LeafLine, line: &[u8]) {
     let mut printed = Vec::new();
+    let input = InputLines {
+        tree: &leaf.tree,
+        name: leaf.name.as_deref(),
+        ending: Ending::Newline,
+    };
     match &leaf.leaf {
-        Some(listed) => push_leaf_line(
+        Some(listed) => input.push_leaf(
             &mut printed,
-            &leaf.tree,
-            leaf.name.as_deref(),
             leaf.total,
             listed.index,
             listed.digest.as_bytes(),
-            Ending::Newline,
         ),
         None => match &leaf.span {
-            None => push_count_line(
-                &mut printed,
-                &leaf.tree,
-                leaf.name.as_deref(),
-                leaf.total,
-                Ending::Newline,
-            ),
+            None => input.push_count(&mut printed, leaf.total),
             Some(span) => {
                 // The leaves whose bytes the span is.
                 let count = leaf.tree.leaf_count(leaf.total);
@@ -115,14 +106,7 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
                     false => at / leaf.tree.leaf_size(),
                 };
                 let leaves = leaf_at(span.start)..leaf_at(span.end);
-                push_selection_count_line(
-                    &mut printed,
-                    &leaf.tree,
-                    leaf.name.as_deref(),
-                    leaf.total,
-                    &leaves,
-                    Ending::Newline,
-                );
+                input.push_selection_count(&mut printed, leaf.total, &leaves);
             }
         },
     }

@@ -7,8 +7,8 @@
 
 use std::io::Write;
 
-use bt2sum::format::Ending;
-use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line, push_leaf_line};
+use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
+use bt2sum::format::{Ending, InputLines};
 use bt2sum::leaves::{Combiner, LeafLog, SpillError};
 use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
 use libfuzzer_sys::fuzz_target;
@@ -54,25 +54,22 @@ fn shuffled_listing(input: &[u8]) {
     let (digest, leaves) = hasher.finalize_with_leaves().expect("in memory");
     assert!(digest == hash(&tree, data));
     let total = data.len() as u64;
+    let file = InputLines {
+        tree: &tree,
+        name: Some(b"f"),
+        ending: Ending::Newline,
+    };
     let mut lines = Vec::new();
     leaves
         .for_each(|index, leaf| {
             let mut line = Vec::new();
-            push_leaf_line(
-                &mut line,
-                &tree,
-                Some(b"f"),
-                total,
-                index,
-                leaf,
-                Ending::Newline,
-            );
+            file.push_leaf(&mut line, total, index, leaf);
             lines.push(line);
             Ok::<(), SpillError>(())
         })
         .expect("in memory");
     let mut count = Vec::new();
-    push_count_line(&mut count, &tree, Some(b"f"), total, Ending::Newline);
+    file.push_count(&mut count, total);
     lines.push(count);
     // Shuffled, and every third line (by the seed) listed twice.
     let mut state = u64::from(*seed) | 1;

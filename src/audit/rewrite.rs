@@ -23,14 +23,13 @@ use std::path::Path;
 use super::join::{self, Moves};
 use crate::engine::Event;
 use crate::error::Error;
-use crate::format::Ending;
 use crate::format::checksum::{Style, push_line};
-use crate::format::leaf::{push_count_line, push_leaf_line, push_selection_count_line};
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Grammar, ListLine, classify};
 use crate::format::name::Name;
-use crate::format::stat::{Mtime, push_stat_line};
+use crate::format::stat::Mtime;
 use crate::format::verdict::Verdict;
+use crate::format::{Ending, InputLines};
 use crate::input::{Job, hash_each};
 use crate::leaves::{LeafLog, Unwritten};
 use crate::params::{Algorithm, TreeParams};
@@ -235,7 +234,12 @@ fn restat(
         return Ok(false);
     };
     let mut stat = Vec::new();
-    push_stat_line(&mut stat, tree, Some(&name), size, mtime, Ending::Newline);
+    let lines = InputLines {
+        tree,
+        name: Some(&name),
+        ending: Ending::Newline,
+    };
+    lines.push_stat(&mut stat, size, mtime);
     out.write_all(&stat)?;
     Ok(true)
 }
@@ -451,23 +455,19 @@ fn write_file(
         name,
         Ending::Newline,
     );
+    let input = InputLines {
+        tree,
+        name,
+        ending: Ending::Newline,
+    };
     if let (true, Some(modified)) = (shape.stat, file.modified) {
-        push_stat_line(
-            &mut lines,
-            tree,
-            name,
-            file.length,
-            Mtime::of(modified),
-            Ending::Newline,
-        );
+        input.push_stat(&mut lines, file.length, Mtime::of(modified));
     }
     match leaves {
-        Some(_) if file.length == 0 => {
-            push_count_line(&mut lines, tree, name, 0, Ending::Newline);
-        }
+        Some(_) if file.length == 0 => input.push_count(&mut lines, 0),
         Some(log) => {
             return log
-                .write_lines(out, &mut lines, tree, name, file.length, Ending::Newline)
+                .write_lines(out, &mut lines, input, file.length)
                 .map_err(|unwritten| match unwritten {
                     Unwritten::Output(error) => error,
                     Unwritten::Listing(error) => io::Error::other(error.to_string()),
@@ -540,59 +540,48 @@ fn renamed(out: &mut dyn Write, line: &[u8], name: &[u8]) -> io::Result<()> {
                 Ending::Newline,
             );
         }
-        ListLine::Leaf(leaf) => match (&leaf.leaf, &leaf.span) {
-            (Some(listed), _) => push_leaf_line(
-                &mut again,
-                &leaf.tree,
-                Some(name),
-                leaf.total,
-                listed.index,
-                listed.digest.as_bytes(),
-                Ending::Newline,
-            ),
-            (None, Some(span)) => {
-                let count = leaf.tree.leaf_count(leaf.total);
-                let at = |offset: u64| {
-                    if offset == leaf.total {
-                        count
-                    } else {
-                        offset / leaf.tree.leaf_size()
-                    }
-                };
-                let leaves = at(span.start)..at(span.end);
-                push_selection_count_line(
-                    &mut again,
-                    &leaf.tree,
-                    Some(name),
-                    leaf.total,
-                    &leaves,
-                    Ending::Newline,
-                );
+        ListLine::Leaf(leaf) => {
+            let input = InputLines {
+                tree: &leaf.tree,
+                name: Some(name),
+                ending: Ending::Newline,
+            };
+            match (&leaf.leaf, &leaf.span) {
+                (Some(listed), _) => {
+                    input.push_leaf(
+                        &mut again,
+                        leaf.total,
+                        listed.index,
+                        listed.digest.as_bytes(),
+                    );
+                }
+                (None, Some(span)) => {
+                    let count = leaf.tree.leaf_count(leaf.total);
+                    let at = |offset: u64| {
+                        if offset == leaf.total {
+                            count
+                        } else {
+                            offset / leaf.tree.leaf_size()
+                        }
+                    };
+                    let leaves = at(span.start)..at(span.end);
+                    input.push_selection_count(&mut again, leaf.total, &leaves);
+                }
+                (None, None) => input.push_count(&mut again, leaf.total),
             }
-            (None, None) => {
-                push_count_line(
-                    &mut again,
-                    &leaf.tree,
-                    Some(name),
-                    leaf.total,
-                    Ending::Newline,
-                );
-            }
-        },
+        }
         ListLine::Stat(stat) => {
             let now = Name::listed(name)
                 .path()
                 .and_then(|path| std::fs::metadata(Path::new(&path)).ok())
                 .and_then(|metadata| Some((metadata.len(), Mtime::of(metadata.modified().ok()?))));
             let (size, mtime) = now.unwrap_or((stat.size, stat.mtime));
-            push_stat_line(
-                &mut again,
-                &stat.tree,
-                Some(name),
-                size,
-                mtime,
-                Ending::Newline,
-            );
+            let input = InputLines {
+                tree: &stat.tree,
+                name: Some(name),
+                ending: Ending::Newline,
+            };
+            input.push_stat(&mut again, size, mtime);
         }
         // (An entry's lines are all one of these; anything else is kept.)
         ListLine::Skip | ListLine::Nameless { .. } | ListLine::Improper(_) => {

@@ -19,8 +19,9 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 
 use bt2sum::binary::system;
+use bt2sum::format::InputLines;
 use bt2sum::format::checksum::{Style, push_line};
-use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line, push_count_line};
+use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::format::lines::{MAX_LINE, Record, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::leaves::Combiner;
@@ -69,7 +70,12 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             (Style::Untagged, None) => Some(&b"-"[..]),
             _ => name,
         };
-        push_count_line(&mut line, tree, shown, combined.total, config.ending);
+        let input = InputLines {
+            tree,
+            name: shown,
+            ending: config.ending,
+        };
+        input.push_count(&mut line, combined.total);
     }
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,

@@ -12,13 +12,12 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use bt2sum::binary::memory::out_of_memory;
-use bt2sum::format::Ending;
+use bt2sum::format::InputLines;
 use bt2sum::format::checksum::push_line;
-use bt2sum::format::leaf::{push_count_line, push_selection_count_line};
 use bt2sum::format::name::Name;
-use bt2sum::format::stat::{Mtime, push_stat_line};
+use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
+use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
 use super::files0::{self, Entry};
@@ -355,6 +354,7 @@ impl Report<'_> {
             ..
         } = self.config;
         let (ending, lines, length) = (*ending, &mut self.lines, hashed.length);
+        let input = InputLines { tree, name, ending };
         lines.clear();
         match listing {
             Listing::None | Listing::Leaves(None) => {
@@ -367,11 +367,11 @@ impl Report<'_> {
                     ending,
                 );
                 if let (Some(mtime), Some(_)) = (stat, name) {
-                    push_stat_line(lines, tree, name, length, mtime, ending);
+                    input.push_stat(lines, length, mtime);
                 }
             }
             Listing::Count(selection) => {
-                push_count(lines, tree, name, length, selection.as_ref(), ending);
+                push_count(lines, input, length, selection.as_ref());
             }
             Listing::Leaves(Some(_)) => {}
         }
@@ -382,9 +382,9 @@ impl Report<'_> {
         };
         if length == 0 && listed_from_start {
             // An empty input has no leaf: its listing says so.
-            push_count_line(lines, tree, name, 0, ending);
+            input.push_count(lines, 0);
         } else if let Some(leaves) = leaves {
-            return leaves.write_lines(out, lines, tree, name, length, ending);
+            return leaves.write_lines(out, lines, input, length);
         }
         out.write_all(lines).map_err(Unwritten::Output)
     }
@@ -458,18 +458,16 @@ impl Report<'_> {
 /// the selected leaves if there is a selection.
 fn push_count(
     lines: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
+    input: InputLines<'_>,
     total: u64,
     selection: Option<&Selection>,
-    ending: Ending,
 ) {
     match selection {
         Some(selection) => {
-            let leaves = selection.leaves(tree.leaf_count(total));
-            push_selection_count_line(lines, tree, name, total, &leaves, ending);
+            let leaves = selection.leaves(input.tree.leaf_count(total));
+            input.push_selection_count(lines, total, &leaves);
         }
-        None => push_count_line(lines, tree, name, total, ending),
+        None => input.push_count(lines, total),
     }
 }
 
@@ -482,14 +480,12 @@ fn plan(
     out: &mut dyn Write,
 ) -> Status {
     let mut line = Vec::new();
-    push_count(
-        &mut line,
-        &config.tree,
-        config.name.as_deref(),
-        total,
-        selection,
-        config.ending,
-    );
+    let input = InputLines {
+        tree: &config.tree,
+        name: config.name.as_deref(),
+        ending: config.ending,
+    };
+    push_count(&mut line, input, total, selection);
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),

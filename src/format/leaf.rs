@@ -23,111 +23,62 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::name::{Name, unescape};
-use super::{Ending, Tag, decode_hex};
+use super::name::unescape;
+use super::{InputLines, Tag, decode_hex};
 use crate::digest::Digest;
 use crate::params::{ParamsError, TreeParams};
 
-/// Appends the listing line of leaf `index` of a `total`-byte input; `name`
-/// is `None` for standard input read because no FILE was given.
-pub fn push_leaf_line(
-    out: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
-    total: u64,
-    index: u64,
-    digest: &[u8],
-    ending: Ending,
-) {
-    let bytes = tree.leaf_bytes(index, total);
-    push_head(out, tree, name, ending);
-    out.extend_from_slice(
-        format!(
-            " leaf={index} offset={} length={} total={total} tree={}",
-            bytes.start,
-            bytes.end - bytes.start,
-            tree.leaf_size()
-        )
-        .as_bytes(),
-    );
-    push_tail(out, name, ending);
-    out.extend_from_slice(b" = ");
-    out.extend_from_slice(hex::encode(digest).as_bytes());
-    ending.push(out);
-}
-
-/// Appends the line that says how many leaves a `total`-byte input has
-/// (`leaves=0 total=0` for an empty one).
-pub fn push_count_line(
-    out: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
-    total: u64,
-    ending: Ending,
-) {
-    push_counted(out, tree, name, total, None, ending);
-}
-
-/// Appends the count line of a `total`-byte input followed by the bytes of
-/// the leaves `leaves` (cut at its last leaf), `offset=X length=Y`: what a
-/// ranged read of those leaves asks for.
-pub fn push_selection_count_line(
-    out: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
-    total: u64,
-    leaves: &Range<u64>,
-    ending: Ending,
-) {
-    push_counted(
-        out,
-        tree,
-        name,
-        total,
-        Some(tree.leaves_bytes(leaves, total)),
-        ending,
-    );
-}
-
-fn push_counted(
-    out: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
-    total: u64,
-    span: Option<Range<u64>>,
-    ending: Ending,
-) {
-    push_head(out, tree, name, ending);
-    out.extend_from_slice(
-        format!(
-            " leaves={} total={total} tree={}",
-            tree.leaf_count(total),
-            tree.leaf_size()
-        )
-        .as_bytes(),
-    );
-    if let Some(span) = span {
+impl InputLines<'_> {
+    /// Appends the listing line of leaf `index` of a `total`-byte input.
+    pub fn push_leaf(&self, out: &mut Vec<u8>, total: u64, index: u64, digest: &[u8]) {
+        let bytes = self.tree.leaf_bytes(index, total);
+        self.push_head(out);
         out.extend_from_slice(
-            format!(" offset={} length={}", span.start, span.end - span.start).as_bytes(),
+            format!(
+                " leaf={index} offset={} length={} total={total} tree={}",
+                bytes.start,
+                bytes.end - bytes.start,
+                self.tree.leaf_size()
+            )
+            .as_bytes(),
         );
+        self.push_name(out);
+        out.extend_from_slice(b" = ");
+        out.extend_from_slice(hex::encode(digest).as_bytes());
+        self.ending.push(out);
     }
-    push_tail(out, name, ending);
-    ending.push(out);
-}
 
-fn push_head(out: &mut Vec<u8>, tree: &TreeParams, name: Option<&[u8]>, ending: Ending) {
-    if name.is_some_and(|name| Name::listed(name).escaped_in(ending)) {
-        out.push(b'\\');
+    /// Appends the line that says how many leaves a `total`-byte input has
+    /// (`leaves=0 total=0` for an empty one).
+    pub fn push_count(&self, out: &mut Vec<u8>, total: u64) {
+        self.push_counted(out, total, None);
     }
-    Tag::of(tree).push(out);
-}
 
-fn push_tail(out: &mut Vec<u8>, name: Option<&[u8]>, ending: Ending) {
-    if let Some(name) = name {
-        out.extend_from_slice(b" (");
-        let name = Name::listed(name);
-        name.push_printed(out, name.escaped_in(ending));
-        out.push(b')');
+    /// Appends the count line of a `total`-byte input followed by the bytes
+    /// of the leaves `leaves` (cut at its last leaf), `offset=X length=Y`:
+    /// what a ranged read of those leaves asks for.
+    pub fn push_selection_count(&self, out: &mut Vec<u8>, total: u64, leaves: &Range<u64>) {
+        let span = self.tree.leaves_bytes(leaves, total);
+        self.push_counted(out, total, Some(span));
+    }
+
+    fn push_counted(&self, out: &mut Vec<u8>, total: u64, span: Option<Range<u64>>) {
+        self.push_head(out);
+        out.extend_from_slice(
+            format!(
+                " leaves={} total={total} tree={}",
+                self.tree.leaf_count(total),
+                self.tree.leaf_size()
+            )
+            .as_bytes(),
+        );
+        if let Some(span) = span {
+            out.extend_from_slice(
+                format!(" offset={} length={}", span.start, span.end - span.start).as_bytes(),
+            );
+        }
+        self.push_name(out);
+        self.ending.push(out);
     }
 }
 
@@ -273,13 +224,14 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Parses a listing line (without its line ending).
 ///
 /// ```
-/// use bt2sum::format::Ending;
-/// use bt2sum::format::leaf::{parse_leaf_line, push_leaf_line};
+/// use bt2sum::format::leaf::parse_leaf_line;
+/// use bt2sum::format::{Ending, InputLines};
 /// use bt2sum::{Algorithm, TreeParams};
 ///
 /// let tree = TreeParams::new(Algorithm::Blake2s, 4, 1024)?;
+/// let lines = InputLines { tree: &tree, name: Some(b"f"), ending: Ending::Newline };
 /// let mut line = Vec::new();
-/// push_leaf_line(&mut line, &tree, Some(b"f"), 3000, 2, &[1, 2, 3, 4], Ending::Newline);
+/// lines.push_leaf(&mut line, 3000, 2, &[1, 2, 3, 4]);
 /// assert_eq!(line, b"BLAKE2s-4 leaf=2 offset=2048 length=952 total=3000 tree=1024 (f) = 01020304\n");
 /// let parsed = parse_leaf_line(&line[..line.len() - 1])?;
 /// assert_eq!((parsed.tree, parsed.total, parsed.leaf.unwrap().index), (tree, 3000, 2));
@@ -416,6 +368,7 @@ fn leaf_line<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Ending;
     use crate::params::Algorithm;
 
     /// A parsed line as `TAG/L NAME total=T leaf=I HEX`, or the error, so
@@ -658,19 +611,16 @@ mod tests {
             for size in [1, algorithm.max_digest_size()] {
                 for leaf_size in [1, 7, 4096] {
                     let tree = TreeParams::new(algorithm, size, leaf_size).unwrap();
+                    let lines = |name| InputLines {
+                        tree: &tree,
+                        name,
+                        ending: Ending::Newline,
+                    };
                     for name in names {
                         for (total, index) in [(1, 0), (10_000, 0), (10_000, 1)] {
                             let digest = vec![0x5a; size];
                             let mut line = Vec::new();
-                            push_leaf_line(
-                                &mut line,
-                                &tree,
-                                name,
-                                total,
-                                index,
-                                &digest,
-                                Ending::Newline,
-                            );
+                            lines(name).push_leaf(&mut line, total, index, &digest);
                             let parsed =
                                 parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                             assert_eq!((parsed.tree, parsed.total), (tree, total));
@@ -682,7 +632,7 @@ mod tests {
                         }
                         for total in [0, 1, 10_000] {
                             let mut line = Vec::new();
-                            push_count_line(&mut line, &tree, name, total, Ending::Newline);
+                            lines(name).push_count(&mut line, total);
                             let parsed =
                                 parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                             assert_eq!(
@@ -694,14 +644,7 @@ mod tests {
                             let count = tree.leaf_count(total);
                             for leaves in [0..count, 0..1, count / 2..count, count..count] {
                                 let mut line = Vec::new();
-                                push_selection_count_line(
-                                    &mut line,
-                                    &tree,
-                                    name,
-                                    total,
-                                    &leaves,
-                                    Ending::Newline,
-                                );
+                                lines(name).push_selection_count(&mut line, total, &leaves);
                                 let parsed =
                                     parse_leaf_line(line.strip_suffix(b"\n").unwrap()).unwrap();
                                 let leaves = leaves.start.min(count)..leaves.end.min(count);

@@ -108,6 +108,46 @@ impl fmt::Display for Tag {
     }
 }
 
+/// What the leaf, count and stat lines of one input share: the tree
+/// parameters they name (their tag and `tree=` field), the input's name and
+/// the line ending. Its `push_…` methods write those lines (in
+/// [`leaf`] and [`stat`]).
+#[derive(Clone, Copy, Debug)]
+pub struct InputLines<'a> {
+    /// The tree parameters of the input's checksum.
+    pub tree: &'a TreeParams,
+    /// The input's name, as listed; `None` for standard input read because
+    /// no FILE was given, whose lines have no name, as its checksum line has
+    /// none.
+    pub name: Option<&'a [u8]>,
+    /// How the lines end (and with it whether the name is escaped).
+    pub ending: Ending,
+}
+
+impl InputLines<'_> {
+    /// The start of a line: `\` if the name is escaped, then the tag.
+    fn push_head(&self, out: &mut Vec<u8>) {
+        if self.escaped() {
+            out.push(b'\\');
+        }
+        Tag::of(self.tree).push(out);
+    }
+
+    /// ` (NAME)`, for a line with a name.
+    fn push_name(&self, out: &mut Vec<u8>) {
+        if let Some(name) = self.name {
+            out.extend_from_slice(b" (");
+            name::Name::listed(name).push_printed(out, self.escaped());
+            out.push(b')');
+        }
+    }
+
+    fn escaped(&self) -> bool {
+        self.name
+            .is_some_and(|name| name::Name::listed(name).escaped_in(self.ending))
+    }
+}
+
 /// The fields after the tag of a line (CR/LF already removed) that starts
 /// with `BLAKE2` (after an optional `\`), well formed or not: what tells a
 /// leaf or stat line from a checksum line.

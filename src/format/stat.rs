@@ -17,8 +17,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::name::{Name, read_back};
-use super::{Ending, Tag};
+use super::name::read_back;
+use super::{InputLines, Tag};
 use crate::params::TreeParams;
 
 /// A modification time as stat lines write it: whole seconds since 1970,
@@ -112,44 +112,32 @@ pub struct StatLine {
     pub mtime: Mtime,
 }
 
-/// Appends the stat line of a file: its size and modification time, and the
-/// leaf size its checksum was made with.
-///
-/// ```
-/// use bt2sum::format::Ending;
-/// use bt2sum::format::stat::{Mtime, parse_stat_line, push_stat_line};
-/// use bt2sum::TreeParams;
-///
-/// let tree = TreeParams::default();
-/// let mtime = Mtime { seconds: 1700000000, nanoseconds: 5 };
-/// let mut line = Vec::new();
-/// push_stat_line(&mut line, &tree, Some(b"f"), 12, mtime, Ending::Newline);
-/// assert_eq!(line, b"BLAKE2b-64 size=12 mtime=1700000000.000000005 tree=5242880 (f)\n");
-/// let parsed = parse_stat_line(&line[..line.len() - 1]).unwrap();
-/// assert_eq!((parsed.size, parsed.mtime, parsed.tree), (12, mtime, tree));
-/// ```
-pub fn push_stat_line(
-    out: &mut Vec<u8>,
-    tree: &TreeParams,
-    name: Option<&[u8]>,
-    size: u64,
-    mtime: Mtime,
-    ending: Ending,
-) {
-    let escaped = name.is_some_and(|name| Name::listed(name).escaped_in(ending));
-    if escaped {
-        out.push(b'\\');
+impl InputLines<'_> {
+    /// Appends the stat line of a file: its size and modification time, and
+    /// the leaf size its checksum was made with.
+    ///
+    /// ```
+    /// use bt2sum::format::stat::{Mtime, parse_stat_line};
+    /// use bt2sum::format::{Ending, InputLines};
+    /// use bt2sum::TreeParams;
+    ///
+    /// let tree = TreeParams::default();
+    /// let mtime = Mtime { seconds: 1700000000, nanoseconds: 5 };
+    /// let lines = InputLines { tree: &tree, name: Some(b"f"), ending: Ending::Newline };
+    /// let mut line = Vec::new();
+    /// lines.push_stat(&mut line, 12, mtime);
+    /// assert_eq!(line, b"BLAKE2b-64 size=12 mtime=1700000000.000000005 tree=5242880 (f)\n");
+    /// let parsed = parse_stat_line(&line[..line.len() - 1]).unwrap();
+    /// assert_eq!((parsed.size, parsed.mtime, parsed.tree), (12, mtime, tree));
+    /// ```
+    pub fn push_stat(&self, out: &mut Vec<u8>, size: u64, mtime: Mtime) {
+        self.push_head(out);
+        out.extend_from_slice(
+            format!(" size={size} mtime={mtime} tree={}", self.tree.leaf_size()).as_bytes(),
+        );
+        self.push_name(out);
+        self.ending.push(out);
     }
-    Tag::of(tree).push(out);
-    out.extend_from_slice(
-        format!(" size={size} mtime={mtime} tree={}", tree.leaf_size()).as_bytes(),
-    );
-    if let Some(name) = name {
-        out.extend_from_slice(b" (");
-        Name::listed(name).push_printed(out, escaped);
-        out.push(b')');
-    }
-    ending.push(out);
 }
 
 /// Whether a line (CR/LF already removed) is a stat line, well formed or
@@ -202,6 +190,7 @@ fn split_field(text: &[u8]) -> (&[u8], &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Ending;
     use crate::params::Algorithm;
 
     #[test]
@@ -259,7 +248,12 @@ mod tests {
         for name in [&b"plain"[..], b"new\nline", b"a b (c)", b"back\\slash"] {
             for ending in [Ending::Newline, Ending::Nul] {
                 let mut line = Vec::new();
-                push_stat_line(&mut line, &tree, Some(name), 99, mtime, ending);
+                let lines = InputLines {
+                    tree: &tree,
+                    name: Some(name),
+                    ending,
+                };
+                lines.push_stat(&mut line, 99, mtime);
                 let line = &line[..line.len() - 1];
                 assert!(is_stat_line(line));
                 let parsed = parse_stat_line(line).unwrap();
