@@ -31,6 +31,19 @@
 //!   each pass starts at a block boundary wherever the linker placed the
 //!   function (`docs/constant-time.md` has what that does, measured).
 //!
+//! The length classes (`len` in `rdx`), and the loads each makes from each
+//! buffer:
+//!
+//! | length   | `scalar`                | `baseline`                | `avx2`            |
+//! |----------|-------------------------|---------------------------|-------------------|
+//! | 0        | none, returns 0         | as `scalar`               | as `scalar`       |
+//! | 1..=3    | bytes at 0, `len/2`, `len-1` | as `scalar`          | as `scalar`       |
+//! | 4..=16   | 32-bit words at 0, `4k`, `len-4-4k`, `len-4`, `k = len/8` | as `scalar` | as `scalar` |
+//! | 17..=32  | 64-bit words at 0, 8, `len-16`, `len-8` | 16-byte vectors at 0, `16k`, `len-16-16k`, `len-16`, `k = len/32` | as `baseline` |
+//! | 33..=64  | a loop of 32 bytes (4 words) while the cursor is below `len-32`, then the last 32 bytes | as above | as `baseline` |
+//! | 65..=128 | as above                | a loop of 64 bytes (4 vectors) while the cursor is below `len-64`, then the last 64 bytes | 32-byte vectors at 0, 32, `len-64`, `len-32` |
+//! | 129..    | as above                | as above                  | a loop of 128 bytes (4 vectors) while the cursor is below `len-128`, then the last 128 bytes |
+//!
 //! The result is 0 if the bytes are equal and non-zero otherwise: the OR of
 //! all the XOR differences, folded to 32 bits (scalar), or the inverted
 //! `pcmpeqb` mask of that OR (baseline and avx2).
@@ -144,31 +157,36 @@ macro_rules! sse2_result {
     };
 }
 
-/// Constant-time comparison with general-purpose registers only.
-///
-/// Length classes (`len` in `rdx`):
-///
-/// | length   | loads from each buffer                          |
-/// |----------|-------------------------------------------------|
-/// | 0        | none, returns 0                                 |
-/// | 1..=3    | bytes at 0, `len/2`, `len-1`                    |
-/// | 4..=16   | 32-bit words at 0, `4k`, `len-4-4k`, `len-4`, `k = len/8` |
-/// | 17..=32  | 64-bit words at 0, 8, `len-16`, `len-8`         |
-/// | 33..     | a loop of 32 bytes (4 words) while the cursor is below `len-32`, then the last 32 bytes |
-///
-/// # Safety
-///
-/// `a` and `b` must each be valid for reads of `len` bytes.
-// SAFETY (of the naked attribute): the body is a complete function in the
-// System V AMD64 ABI: it reads its arguments from rdi/rsi/rdx, writes only
-// caller-saved registers (rax, rcx, rdx, rsi, rdi, r8-r10, flags), never
-// touches the stack and returns with `ret`; it reads memory only inside the
-// two windows the caller vouches for.
-#[unsafe(naked)]
-unsafe extern "sysv64" fn scalar_asm(a: *const u8, b: *const u8, len: usize) -> i32 {
-    core::arch::naked_asm!(
-        lengths_up_to_16!(),
-        "5:",
+/// Declares a comparator: a naked function of the System V AMD64 ABI
+/// whose body is the length dispatch and the classes up to 16 bytes
+/// (`lengths_up_to_16`), then the given assembly from label `5`, where
+/// longer inputs go. Each function's doc says what its callers vouch for.
+macro_rules! comparator {
+    ($(#[$doc:meta])* fn $name:ident { $($longer:expr),+ $(,)? }) => {
+        $(#[$doc])*
+        // SAFETY (of the naked attribute): the body is a complete function
+        // in the System V AMD64 ABI, by the rules of this module (checked
+        // by the disassembly test): it reads its arguments from
+        // rdi/rsi/rdx, writes only caller-saved registers (rax, rcx, rdx,
+        // rsi, rdi, r8-r10, xmm0-xmm5 or ymm0-ymm5, flags), never touches
+        // the stack and returns with `ret` (after `vzeroupper` on every path
+        // that wrote a ymm register); it reads memory only inside the two
+        // windows the caller vouches for.
+        #[unsafe(naked)]
+        unsafe extern "sysv64" fn $name(a: *const u8, b: *const u8, len: usize) -> i32 {
+            core::arch::naked_asm!(lengths_up_to_16!(), "5:", $($longer),+)
+        }
+    };
+}
+
+comparator! {
+    /// Constant-time comparison with general-purpose registers only, in the
+    /// length classes of the module's table.
+    ///
+    /// # Safety
+    ///
+    /// `a` and `b` must each be valid for reads of `len` bytes.
+    fn scalar_asm {
         "cmp rdx, 32",
         "ja 6f",
         // 17..=32: 64-bit words at 0, 8, len-16 and len-8.
@@ -230,39 +248,22 @@ unsafe extern "sysv64" fn scalar_asm(a: *const u8, b: *const u8, len: usize) -> 
         "shr r8, 32",
         "or eax, r8d",
         "ret",
-    )
+    }
 }
 
-/// Constant-time comparison with SSE2 (unaligned 16-byte loads).
-///
-/// Length classes (`len` in `rdx`):
-///
-/// | length   | loads from each buffer                          |
-/// |----------|-------------------------------------------------|
-/// | 0        | none, returns 0                                 |
-/// | 1..=3    | bytes at 0, `len/2`, `len-1`                    |
-/// | 4..=16   | 32-bit words at 0, `4k`, `len-4-4k`, `len-4`, `k = len/8` |
-/// | 17..=64  | 16-byte vectors at 0, `16k`, `len-16-16k`, `len-16`, `k = len/32` |
-/// | 65..     | a loop of 64 bytes (4 vectors) while the cursor is below `len-64`, then the last 64 bytes |
-///
-/// Up to 16 bytes it is the scalar code (general-purpose registers are
-/// cheaper there); beyond, the differences are OR-ed in `xmm0`, compared
-/// with zero by `pcmpeqb` and returned as `pmovmskb ^ 0xffff`.
-///
-/// # Safety
-///
-/// `a` and `b` must each be valid for reads of `len` bytes.
-// SAFETY (of the naked attribute): the body is a complete function in the
-// System V AMD64 ABI: it reads its arguments from rdi/rsi/rdx, writes only
-// caller-saved registers (rax, rcx, rdx, rsi, rdi, r8-r10, xmm0-xmm5,
-// flags), never touches the stack and returns with `ret`; it reads memory
-// only inside the two windows the caller vouches for. SSE2 is part of the
-// x86_64 baseline, so no feature detection is needed.
-#[unsafe(naked)]
-unsafe extern "sysv64" fn baseline_asm(a: *const u8, b: *const u8, len: usize) -> i32 {
-    core::arch::naked_asm!(
-        lengths_up_to_16!(),
-        "5:",
+comparator! {
+    /// Constant-time comparison with SSE2 (unaligned 16-byte loads), in the
+    /// length classes of the module's table.
+    ///
+    /// Up to 16 bytes it is the scalar code (general-purpose registers are
+    /// cheaper there); beyond, the differences are OR-ed in `xmm0`, compared
+    /// with zero by `pcmpeqb` and returned as `pmovmskb ^ 0xffff`. SSE2 is
+    /// part of the x86_64 baseline: no feature detection is needed.
+    ///
+    /// # Safety
+    ///
+    /// `a` and `b` must each be valid for reads of `len` bytes.
+    fn baseline_asm {
         "cmp rdx, 64",
         "ja 7f",
         sse2_lengths_17_to_64!(),
@@ -317,42 +318,24 @@ unsafe extern "sysv64" fn baseline_asm(a: *const u8, b: *const u8, len: usize) -
         "por xmm0, xmm1",
         "9:",
         sse2_result!(),
-    )
+    }
 }
 
-/// Constant-time comparison with AVX2 (unaligned 32-byte loads), for
-/// x86-64-v3 CPUs.
-///
-/// Length classes (`len` in `rdx`):
-///
-/// | length   | loads from each buffer                          |
-/// |----------|-------------------------------------------------|
-/// | 0..=64   | as [`baseline_asm`] (general-purpose registers, then SSE2) |
-/// | 65..=128 | 32-byte vectors at 0, 32, `len-64`, `len-32`    |
-/// | 129..    | a loop of 128 bytes (4 vectors) while the cursor is below `len-128`, then the last 128 bytes |
-///
-/// Up to 64 bytes the 32-byte vectors would gain little and cost a
-/// `vzeroupper`, so the code is the SSE2 code of `baseline`. Beyond, the
-/// differences are OR-ed in `ymm0`, compared with zero by `vpcmpeqb` and
-/// returned as `vpmovmskb ^ 0xffffffff`, after a `vzeroupper` that spares
-/// the caller's legacy SSE code the penalty of dirty upper halves.
-///
-/// # Safety
-///
-/// `a` and `b` must each be valid for reads of `len` bytes, and the CPU
-/// must support AVX2.
-// SAFETY (of the naked attribute): the body is a complete function in the
-// System V AMD64 ABI: it reads its arguments from rdi/rsi/rdx, writes only
-// caller-saved registers (rax, rcx, rdx, rsi, rdi, r8-r10, ymm0-ymm5,
-// flags), never touches the stack and returns with `ret`, after
-// `vzeroupper` on every path that wrote a ymm register; it reads memory
-// only inside the two windows the caller vouches for. The caller also
-// vouches for AVX2 (see `avx2` below, which checks it).
-#[unsafe(naked)]
-unsafe extern "sysv64" fn avx2_asm(a: *const u8, b: *const u8, len: usize) -> i32 {
-    core::arch::naked_asm!(
-        lengths_up_to_16!(),
-        "5:",
+comparator! {
+    /// Constant-time comparison with AVX2 (unaligned 32-byte loads), for
+    /// x86-64-v3 CPUs, in the length classes of the module's table.
+    ///
+    /// Up to 64 bytes the 32-byte vectors would gain little and cost a
+    /// `vzeroupper`, so the code is the SSE2 code of `baseline`. Beyond, the
+    /// differences are OR-ed in `ymm0`, compared with zero by `vpcmpeqb` and
+    /// returned as `vpmovmskb ^ 0xffffffff`, after a `vzeroupper` that spares
+    /// the caller's legacy SSE code the penalty of dirty upper halves.
+    ///
+    /// # Safety
+    ///
+    /// `a` and `b` must each be valid for reads of `len` bytes, and the CPU
+    /// must support AVX2.
+    fn avx2_asm {
         "cmp rdx, 64",
         "ja 6f",
         sse2_lengths_17_to_64!(),
@@ -426,7 +409,7 @@ unsafe extern "sysv64" fn avx2_asm(a: *const u8, b: *const u8, len: usize) -> i3
         "xor eax, -1",
         "vzeroupper",
         "ret",
-    )
+    }
 }
 
 /// [`scalar_asm`] on two slices.
