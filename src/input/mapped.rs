@@ -198,23 +198,8 @@ impl Window {
 /// asked for the file front to back. A refusal changes nothing.
 #[cfg(windows)]
 fn prefetch(map: &Mmap) {
-    use std::ffi::c_void;
+    use super::win32::{GetCurrentProcess, MemoryRange, PrefetchVirtualMemory};
 
-    #[repr(C)]
-    struct MemoryRange {
-        address: *mut c_void,
-        size: usize,
-    }
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn GetCurrentProcess() -> *mut c_void;
-        fn PrefetchVirtualMemory(
-            process: *mut c_void,
-            count: usize,
-            ranges: *const MemoryRange,
-            flags: u32,
-        ) -> i32;
-    }
     let range = MemoryRange {
         address: map.as_ptr().cast_mut().cast(),
         size: map.len(),
@@ -286,9 +271,7 @@ mod tests {
             );
             return;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("shrinking");
-        std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
+        let (_dir, path) = crate::input::temp_file("shrinking", vec![7u8; 2 << 20]);
         let file = File::open(&path).unwrap();
         let before = Stamp::now(&file).unwrap();
         let source = RegularFile::new(&file, &before, 0);
@@ -314,9 +297,7 @@ mod tests {
     #[test]
     fn a_fault_elsewhere_is_not_swallowed() {
         // A window that is registered but not touched past the end stays clean.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("steady");
-        std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+        let (_dir, path) = crate::input::temp_file("steady", vec![1u8; 1 << 20]);
         let file = File::open(&path).unwrap();
         let window = Window::map(&file, 4096, (1 << 20) - 4096, None).expect("mappable");
         assert_eq!(window.bytes().len(), (1 << 20) - 4096);

@@ -35,6 +35,8 @@ mod sigbus;
 #[path = "unguarded.rs"]
 mod sigbus;
 pub mod system;
+#[cfg(windows)]
+mod win32;
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -804,6 +806,19 @@ fn out_of_descriptors(error: &io::Error) -> bool {
     };
 }
 
+/// A file holding `bytes`, named `name`, in a new temporary directory
+/// (removed when the returned guard is dropped).
+#[cfg(test)]
+pub(crate) fn temp_file(
+    name: &str,
+    bytes: impl AsRef<[u8]>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    (dir, path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,10 +827,8 @@ mod tests {
     fn a_small_file_longer_than_a_leaf_read_is_streamed_whole() {
         // Like a /proc file whose size reads 0: more than the small-file
         // limit follows.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("long");
         let data: Vec<u8> = (0..3 << 20).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
+        let (_dir, path) = crate::input::temp_file("long", &data);
         let tree = TreeParams::default();
         let mut file = File::open(&path).unwrap();
         let hashed = hash_small(&tree, &mut file, 100, &mut Sink::default()).unwrap();
@@ -825,9 +838,7 @@ mod tests {
 
     #[test]
     fn a_small_file_longer_than_it_said_is_not_read_into_a_lane() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("growing");
-        std::fs::write(&path, b"1234").unwrap();
+        let (_dir, path) = crate::input::temp_file("growing", b"1234");
         let mut opened = Opened::path(&path, When::InTurn).unwrap();
         // It grows after its size was taken.
         std::fs::write(&path, b"12345678").unwrap();

@@ -230,27 +230,9 @@ fn clock_tick() -> std::time::Duration {
 /// modification time.
 #[cfg(windows)]
 fn change_time(file: &File) -> io::Result<i64> {
-    use std::os::windows::io::{AsRawHandle, RawHandle};
+    use super::win32::{BasicInfo, FILE_BASIC_INFO, GetFileInformationByHandleEx};
+    use std::os::windows::io::AsRawHandle;
 
-    #[repr(C)]
-    #[derive(Default)]
-    struct BasicInfo {
-        creation_time: i64,
-        last_access_time: i64,
-        last_write_time: i64,
-        change_time: i64,
-        file_attributes: u32,
-    }
-    const FILE_BASIC_INFO: i32 = 0;
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn GetFileInformationByHandleEx(
-            file: RawHandle,
-            class: i32,
-            information: *mut BasicInfo,
-            size: u32,
-        ) -> i32;
-    }
     let mut info = BasicInfo::default();
     // SAFETY: the handle is open for the call, and `info` is a live
     // `FILE_BASIC_INFO` of the size given.
@@ -280,13 +262,9 @@ pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
 /// pipe with "Incorrect function", so it is not asked.)
 #[cfg(windows)]
 pub(super) fn metadata(file: &File) -> io::Result<Option<Metadata>> {
-    use std::os::windows::io::{AsRawHandle, RawHandle};
+    use super::win32::{FILE_TYPE_DISK, GetFileType};
+    use std::os::windows::io::AsRawHandle;
 
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn GetFileType(file: RawHandle) -> u32;
-    }
-    const FILE_TYPE_DISK: u32 = 1;
     // SAFETY: GetFileType only reads the type of a handle that is open for
     // the call (it answers FILE_TYPE_UNKNOWN for one it cannot tell).
     if unsafe { GetFileType(file.as_raw_handle()) } != FILE_TYPE_DISK {
@@ -349,34 +327,12 @@ pub(super) fn safe_to_map(_file: &File) -> bool {
 /// (`FileFsDeviceInformation`); if the system cannot say, not either.
 #[cfg(windows)]
 pub(super) fn safe_to_map(file: &File) -> bool {
-    use std::os::windows::io::{AsRawHandle, RawHandle};
-
-    #[repr(C)]
-    struct IoStatusBlock {
-        status: usize,
-        information: usize,
-    }
-    #[repr(C)]
-    #[derive(Default)]
-    struct DeviceInformation {
-        device_type: u32,
-        characteristics: u32,
-    }
-    const FILE_FS_DEVICE_INFORMATION: u32 = 4;
-    #[link(name = "ntdll")]
-    unsafe extern "system" {
-        fn NtQueryVolumeInformationFile(
-            file: RawHandle,
-            status: *mut IoStatusBlock,
-            information: *mut DeviceInformation,
-            length: u32,
-            class: u32,
-        ) -> i32;
-    }
-    let mut status = IoStatusBlock {
-        status: 0,
-        information: 0,
+    use super::win32::{
+        DeviceInformation, FILE_FS_DEVICE_INFORMATION, IoStatusBlock, NtQueryVolumeInformationFile,
     };
+    use std::os::windows::io::AsRawHandle;
+
+    let mut status = IoStatusBlock::default();
     let mut device = DeviceInformation::default();
     // SAFETY: the handle is open for the call, and the two structures are
     // live and laid out as the call writes them (`IO_STATUS_BLOCK`,
@@ -531,9 +487,7 @@ mod tests {
     /// and removable drives are not.
     #[test]
     fn only_local_fixed_devices_are_mapped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local");
-        std::fs::write(&path, b"bytes").unwrap();
+        let (_dir, path) = crate::input::temp_file("local", b"bytes");
         assert!(safe_to_map(&File::open(&path).unwrap()));
         // (device type, characteristics, mapped)
         let table = [
@@ -621,9 +575,7 @@ mod stamp_tests {
     /// back: the stamp still tells, by the change time.
     #[test]
     fn a_write_with_its_times_restored_changes_the_stamp() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("file");
-        std::fs::write(&path, b"original bytes").unwrap();
+        let (_dir, path) = crate::input::temp_file("file", b"original bytes");
         let file = File::open(&path).unwrap();
         let before = Stamp::now(&file).unwrap();
         assert_eq!(Stamp::now(&file).unwrap(), before);

@@ -641,9 +641,7 @@ mod tests {
 
     #[test]
     fn waiting_ends_when_the_reading_is_abandoned() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("file");
-        std::fs::write(&path, b"bytes").unwrap();
+        let (_dir, path) = crate::input::temp_file("file", b"bytes");
         let file = File::open(&path).unwrap();
         let reader = ReadAhead::new(&file).expect("a reader");
         // Asked for, but never handed to the reader thread: only abandoning

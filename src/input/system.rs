@@ -345,19 +345,11 @@ mod stop_signals {
 
 #[cfg(windows)]
 mod stop_signals {
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn SetConsoleCtrlHandler(
-            handler: Option<unsafe extern "system" fn(u32) -> i32>,
-            add: i32,
-        ) -> i32;
-    }
+    use super::super::win32::{CTRL_BREAK_EVENT, CTRL_C_EVENT, SetConsoleCtrlHandler};
 
     /// Windows runs a console control handler on a thread of its own, so it
     /// may lock and write like any thread.
     unsafe extern "system" fn on_control(event: u32) -> i32 {
-        const CTRL_C_EVENT: u32 = 0;
-        const CTRL_BREAK_EVENT: u32 = 1;
         if event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT {
             // Closing the console, logging off: the default handling.
             return 0;
