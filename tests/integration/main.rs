@@ -293,9 +293,24 @@ pub fn shell(dir: &Path, script: &str) -> Output {
 /// says with `BT2SUM_TEST_EMULATED`: tests of memory limits, descriptors
 /// and signals would then measure the emulator, and say they are skipped.
 pub fn emulated(test: &str) -> bool {
+    skipped_under_emulation(test, "under emulation")
+}
+
+/// As [`emulated`], for a test that runs bt2sum a hundred times or more
+/// (or hashes megabytes in tiny leaves) and has no platform code of its
+/// own: under an emulator each run costs a fraction of a second, and the
+/// test would take minutes to say what it says natively.
+pub fn emulated_too_slow(test: &str) -> bool {
+    skipped_under_emulation(
+        test,
+        "under emulation: too many runs of bt2sum, and no platform code of its own",
+    )
+}
+
+fn skipped_under_emulation(test: &str, why: &str) -> bool {
     let emulated = std::env::var_os("BT2SUM_TEST_EMULATED").is_some();
     if emulated {
-        skip(test, "under emulation");
+        skip(test, why);
     }
     emulated
 }

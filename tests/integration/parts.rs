@@ -443,6 +443,9 @@ fn planning_reads_no_input_and_the_options_go_together() {
 /// hashing the file prints.
 #[test]
 fn combined_lines_verify_without_the_leaf_size() {
+    if super::emulated_too_slow("combined_lines_verify_without_the_leaf_size") {
+        return;
+    }
     let dir = dir_with_file(3 * (5 << 20) + 17);
     let trees: [&[&str]; 4] = [
         &["-t", "4k"],

@@ -79,6 +79,9 @@ fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], o
 
 #[test]
 fn slices_of_empty_files_check_them_once() {
+    if super::emulated_too_slow("slices_of_empty_files_check_them_once") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     for name in ["e1", "e2", "e3"] {
         write(dir.path(), name, b"");
@@ -521,6 +524,9 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
 /// slice that holds some of them, with its own verdict there.
 #[test]
 fn slices_of_files_checked_in_several_passes() {
+    if super::emulated_too_slow("slices_of_files_checked_in_several_passes") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "f", &noise(40 * 4096, 77));
@@ -557,6 +563,9 @@ fn slices_of_files_checked_in_several_passes() {
 /// listed leaves do not cover is found.
 #[test]
 fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
+    if super::emulated_too_slow("a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a", &noise(4 * 4096, 5));
