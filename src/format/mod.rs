@@ -4,7 +4,8 @@
 //! - [`Tag`]: `BLAKE2b-64`, the algorithm and the digest size in bytes.
 //! - [`checksum`]: `TAG (NAME) = HEX`, `TAG = HEX` and GNU's `HEX  NAME`.
 //! - [`leaf`]: the leaf lines of a listing,
-//!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`.
+//!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`; an
+//!   input's leaf, count and stat lines are written by [`InputLines`].
 //! - [`list`]: every line of a checksum list told apart: bt2sum's, another
 //!   tool's (named by its shape), a comment, or junk; [`lines`] reads them
 //!   with bounded memory.
