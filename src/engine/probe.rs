@@ -24,8 +24,19 @@ pub struct Sample {
 
 static SAMPLES: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
 
+/// Whether this process was asked for a report (`BT2SUM_SCHEDULE_PROBE`):
+/// only then are samples kept, so that a build with the probe runs every
+/// other test as any build does (its memory bounded under limits).
+fn asked() -> bool {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKED.get_or_init(|| std::env::var_os("BT2SUM_SCHEDULE_PROBE").is_some())
+}
+
 /// A batch of `tasks` tasks is handed to the pool.
 pub(crate) fn handed(tasks: usize) {
+    if !asked() {
+        return;
+    }
     let submitted = SUBMITTED.fetch_add(tasks as u64, Ordering::SeqCst) + tasks as u64;
     let finished = FINISHED.load(Ordering::SeqCst);
     let ready = submitted.saturating_sub(finished);
