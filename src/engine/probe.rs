@@ -1,6 +1,7 @@
-//! The schedule probe (the `schedule-probe` feature): counts the hashing
-//! tasks handed to the pool and those finished, and samples the tasks
-//! ready (handed over, not finished) each time a batch is handed over. The
+//! The schedule probe (the `schedule-probe` feature): in a process asked
+//! for a report (`BT2SUM_SCHEDULE_PROBE`), counts the hashing tasks handed
+//! to the pool and those finished, and samples the tasks ready (handed
+//! over, not finished) each time a batch is handed over. The
 //! test of the schedule reads the samples: whenever the input still had N
 //! tasks to go, a batch handed over gave the pool at least N (its
 //! threads).
@@ -8,7 +9,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Tasks handed to the pool, and tasks finished, over the process's life.
+/// Tasks handed to the pool (counted only when a report is asked for), and
+/// tasks finished, over the process's life.
 static SUBMITTED: AtomicU64 = AtomicU64::new(0);
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 

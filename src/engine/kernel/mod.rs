@@ -253,6 +253,10 @@ pub(crate) fn hash_leaf_run(
 /// a lone leaf is left to them (their one-lane loop beats one lane of 8 or
 /// 16).
 fn avx512_share(tree: &TreeParams, first: u64, length: usize, last_leaf: Option<u64>) -> usize {
+    if !cfg!(target_arch = "x86_64") {
+        // No AVX-512 kernel on this architecture: the crates hash every leaf.
+        return 0;
+    }
     let mut whole = length / tree.leaf_size() as usize;
     if let Some(last) = last_leaf.and_then(|last| last.checked_sub(first)) {
         whole = whole.min(usize::try_from(last).unwrap_or(usize::MAX));
@@ -287,8 +291,8 @@ fn hash_groups_avx512(
             });
         }
     }
-    // No AVX-512 kernel on this architecture: never called (no CPU here
-    // runs it).
+    // No AVX-512 kernel on this architecture: given no leaf (see
+    // `avx512_share`).
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (tree, first, data, out, release);
