@@ -523,7 +523,9 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     let new: Vec<(&[u8], &[u8])> = new.iter().map(|(n, d)| (&n[..], &d[..])).collect();
     tree(&root, &new);
     fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
-    let sums = dir.path().join("SUMS");
+    // The list lives in the tree it lists, so that the temporary files
+    // killed updates leave beside it are in the tree too.
+    let sums = root.join("SUMS");
     let update = |sums: &Path| {
         bt2sum()
             .current_dir(&root)
@@ -562,8 +564,23 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
         }
     }
     assert_eq!(old + new_whole, 40);
-    eprintln!("{old} killed before the rename, {new_whole} after");
-    // What a killed update left behind is never new.
+    let leftovers = fs::read_dir(&root)
+        .unwrap()
+        .filter(|entry| {
+            let name = entry.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with(".bt2sum-update-")
+        })
+        .count();
+    eprintln!(
+        "{old} killed before the rename, {new_whole} after; {leftovers} temporary files left"
+    );
+    // What a killed update left behind is never new: an update run to its
+    // end writes the same list, and an audit then finds nothing to say.
+    assert!(update(&sums).wait().unwrap().success());
+    assert!(
+        fs::read(&sums).unwrap() == updated,
+        "the list is not the one an update writes"
+    );
     let (out, _, code) = bt2sum_in(
         &root,
         &["-c", "--quiet", "--audit", ".", sums.to_str().unwrap()],
