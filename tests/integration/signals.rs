@@ -34,15 +34,14 @@ fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
         .args(["one", "ff"])
         .stdout(Stdio::piped())
         .spawn_retried();
-    std::thread::sleep(Duration::from_millis(500));
-    signal(&child, libc::SIGINT);
+    // Its first line out: bt2sum waits for the FIFO's writer (a fixed
+    // pause could end before a slow start on a busy machine).
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    std::io::BufRead::read_line(&mut lines, &mut out).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    signal(&child, libc::SIGINT);
+    lines.read_to_string(&mut out).unwrap();
     let ended = child.wait().unwrap();
     assert_eq!(out, format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
     assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}");
