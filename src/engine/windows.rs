@@ -114,11 +114,10 @@ struct FileLeaves<'a> {
 }
 
 impl FileLeaves<'_> {
-    /// The bytes of the leaves `leaves` (not empty), from the first one's
-    /// start to the last one's end.
+    /// The bytes of the leaves `leaves`, from the first one's start to the
+    /// last one's end.
     fn bytes(&self, leaves: Range<u64>) -> Range<u64> {
-        let last = self.tree.leaf_bytes(leaves.end - 1, self.length);
-        self.tree.leaf_bytes(leaves.start, self.length).start..last.end
+        self.tree.leaves_bytes(&leaves, self.length)
     }
 
     /// Whether the leaves up to `end` reach the end of the input.
