@@ -47,6 +47,24 @@ fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
     assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}");
 }
 
+/// A pipe for bt2sum's lines, its reading end and its writing end, with a
+/// buffer of one page where the system lets a pipe's buffer be set
+/// (Linux): the lines then fill it many times over, whatever size pipes
+/// have by default here (a pipe can hold up to 1 MiB, and then a whole run
+/// fits). Set before bt2sum starts, while the pipe is empty.
+fn narrow_pipe() -> (std::io::PipeReader, Stdio) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_SETPIPE_SZ takes an int and only resizes the buffer of
+        // a pipe that `writer` holds open for the call.
+        let set = unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+        assert!(set > 0, "{}", std::io::Error::last_os_error());
+    }
+    (reader, writer.into())
+}
+
 /// A tree of small files whose lines fill a pipe many times over.
 fn many_files(dir: &Path) -> Vec<u8> {
     let tree = dir.join("tree");
@@ -87,12 +105,12 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
     let mut runs = 0;
     for stop in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         for read_first in [10_000, 23_456, 41_000] {
+            let (mut pipe, lines) = narrow_pipe();
             let mut child = bt2sum()
                 .current_dir(dir.path())
                 .args(["-r", "tree"])
-                .stdout(Stdio::piped())
+                .stdout(lines)
                 .spawn_retried();
-            let mut pipe = child.stdout.take().unwrap();
             // Long enough for the pipe (and bt2sum's buffer) to fill; then
             // some of it is read, and bt2sum writes on until it is full.
             std::thread::sleep(Duration::from_millis(300));
@@ -102,8 +120,13 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
             signal(&child, stop);
             pipe.read_to_end(&mut out).unwrap();
             let ended = child.wait().unwrap();
+            assert!(
+                out.len() < all.len(),
+                "signal {stop}: the run wrote all its {} bytes and ended ({ended:?}) \
+                 although only {read_first} had been read when the signal came",
+                all.len()
+            );
             assert_eq!(ended.signal(), Some(stop), "{ended:?}");
-            assert!(out.len() < all.len(), "the run ended before the signal");
             assert!(
                 out.ends_with(b"\n"),
                 "signal {stop}: the output ends inside a line: {:?}",
@@ -130,14 +153,14 @@ fn a_second_stop_signal_ends_at_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     many_files(dir.path());
+    let (mut unread, lines) = narrow_pipe();
     let mut child = bt2sum()
         .current_dir(dir.path())
         .args(["-r", "tree"])
-        .stdout(Stdio::piped())
+        .stdout(lines)
         .stderr(Stdio::piped())
         .spawn_retried();
     // Its first byte out: the signals are taken. Then the pipe fills again.
-    let mut unread = child.stdout.take().unwrap();
     unread.read_exact(&mut [0]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     signal(&child, libc::SIGTERM);
