@@ -1436,22 +1436,29 @@ pub(super) fn symbol_at(mut nm: std::process::Command, address: usize) -> String
 
 /// The listing of `symbol` in this test binary, as `objdump` (the binutils
 /// of the binary's architecture, with `options`) prints it.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn listing_of(objdump: std::process::Command, options: &[&str], symbol: &str) -> String {
+    listing_in(&std::env::current_exe().unwrap(), objdump, options, symbol)
+}
+
+/// The listing of `symbol` in the binary `exe`, as `objdump` (the binutils
+/// of the binary's architecture, with `options`) prints it.
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64"),
     not(miri)
 ))]
-pub(super) fn listing_of(
+pub(super) fn listing_in(
+    exe: &std::path::Path,
     mut objdump: std::process::Command,
     options: &[&str],
     symbol: &str,
 ) -> String {
-    let exe = std::env::current_exe().unwrap();
     let out = objdump
         .args(["-d", "--no-show-raw-insn"])
         .args(options)
         .arg(format!("--disassemble={symbol}"))
-        .arg(&exe)
+        .arg(exe)
         .output();
     let out = match out {
         Ok(out) => out,
