@@ -14,6 +14,29 @@ use super::{Retried, bt2sum, emulated, mkfifo, output_within};
 const HELLO: &[u8] = b"hello s3git\n";
 const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
 
+/// bt2sum, started with the stop signals' default dispositions. The tests
+/// may themselves run with SIGINT ignored (a shell without job control,
+/// such as a script's, ignores SIGINT and SIGQUIT in what it starts in the
+/// background), and bt2sum rightly keeps an ignored signal ignored: these
+/// tests are of the default.
+fn stoppable() -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = bt2sum();
+    // SAFETY: between fork and exec the closure only calls signal(2), which
+    // is async-signal-safe, and touches no memory of the parent's.
+    unsafe {
+        command.pre_exec(|| {
+            for stop in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                if libc::signal(stop, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
 fn signal(child: &Child, signal: libc::c_int) {
     // SAFETY: kill has no memory effects; the pid is our child's.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
@@ -29,7 +52,7 @@ fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("one"), HELLO).unwrap();
     mkfifo(&dir.path().join("ff"));
-    let mut child = bt2sum()
+    let mut child = stoppable()
         .current_dir(dir.path())
         .args(["one", "ff"])
         .stdout(Stdio::piped())
@@ -106,7 +129,7 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
     for stop in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         for read_first in [10_000, 23_456, 41_000] {
             let (mut pipe, lines) = narrow_pipe();
-            let mut child = bt2sum()
+            let mut child = stoppable()
                 .current_dir(dir.path())
                 .args(["-r", "tree"])
                 .stdout(lines)
@@ -154,7 +177,7 @@ fn a_second_stop_signal_ends_at_once() {
     let dir = tempfile::tempdir().unwrap();
     many_files(dir.path());
     let (mut unread, lines) = narrow_pipe();
-    let mut child = bt2sum()
+    let mut child = stoppable()
         .current_dir(dir.path())
         .args(["-r", "tree"])
         .stdout(lines)
