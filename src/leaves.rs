@@ -375,6 +375,13 @@ impl ListedLeaves {
         Some(first..last + 1)
     }
 
+    /// The listed leaves with their listed digests, in leaf order.
+    pub fn listed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
+        self.listed
+            .iter()
+            .map(|listed| (listed.index, &listed.digest))
+    }
+
     /// The listed leaves whose digest did not match the leaf's (or that were
     /// never hashed), with their listed digests, in leaf order.
     pub fn failed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {

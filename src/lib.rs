@@ -47,6 +47,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+mod beneath;
 pub mod ct;
 mod descriptors;
 mod digest;
@@ -94,7 +95,7 @@ pub use digest::Digest;
 pub use engine::probe as schedule_probe;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher, leaf_digest};
 pub use error::{Error, plain_message};
-pub use input::{Job, Outcome, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
+pub use input::{Job, Outcome, Stamp, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
 #[cfg(feature = "digest")]
 pub use rustcrypto::DefaultTreeHasher;

@@ -21,41 +21,52 @@
 //! copy has it: every byte written is the listed file's own, so the leaf is
 //! no further from good than before, and mending again finishes it.
 //!
-//! The file keeps its mode and owner (a set-user-ID or set-group-ID bit a
-//! write clears is set again) and its access time; its modification and
-//! change times are those of any write.
+//! The file is opened as [`crate::beneath`] opens what bt2sum writes: by a
+//! name inside the tree (unless [`Rules::names`] allows any), without
+//! following a symbolic link, only a regular file, not set-id (unless
+//! [`Rules::setid`] allows it); and only if it is still the file the check
+//! saw ([`Mender::open`] compares its [`Stamp`]). Every write goes through
+//! that one descriptor. The file keeps its mode and owner, and its access
+//! time; its modification and change times are those of any write. A
+//! set-id bit the system clears on a write is not set again.
 //!
 //! ```
-//! use bt2sum::repair::{Length, Mender};
-//! use bt2sum::{Algorithm, LastNode, TreeParams, leaf_digest};
+//! use bt2sum::repair::{Length, Mender, Names, Rules};
+//! use bt2sum::{Algorithm, LastNode, Stamp, TreeParams, leaf_digest};
 //!
 //! // A file of two leaves of 4 bytes, the second damaged, and a good copy.
 //! let dir = tempfile::tempdir()?;
-//! std::fs::write(dir.path().join("copy"), b"goodleaf")?;
-//! std::fs::write(dir.path().join("file"), b"goodLEAF")?;
+//! std::env::set_current_dir(dir.path())?;
+//! std::fs::write("copy", b"goodleaf")?;
+//! std::fs::write("file", b"goodLEAF")?;
 //! let tree = TreeParams::new(Algorithm::Blake2b, 32, 4)?;
-//! // What the file's leaf listing says of leaf 1.
+//! // What the file's leaf listing says of leaf 1, and what a check saw.
 //! let listed = leaf_digest(&tree, 1, LastNode::Yes, b"leaf");
-//! let mender = Mender::new(dir.path().join("copy"), false);
+//! let checked = Stamp::now(&std::fs::File::open("file")?)?;
+//! let rules = Rules { truncate: false, names: Names::Inside, setid: false };
+//! let mender = Mender::new("copy".into(), rules);
+//! let path = std::path::Path::new("file");
+//! let file = mender.open(path, &checked)?;
 //! let mut mended = Vec::new();
-//! let file = dir.path().join("file");
-//! mender.mend(&file, &tree, 8, &[(1, listed)], |index, mend| {
+//! mender.mend(&file, path, &tree, 8, &[(1, listed)], |index, mend| {
 //!     mended.push((index, mend.is_good()))
 //! })?;
 //! assert_eq!(mended, [(1, true)]);
 //! assert!(matches!(mender.settle_length(&file, 8)?, Length::AsListed));
-//! assert_eq!(std::fs::read(dir.path().join("file"))?, b"goodleaf");
+//! assert_eq!(std::fs::read("file")?, b"goodleaf");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::cell::RefCell;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use crate::beneath::{Names, Refusal};
 use crate::digest::Digest;
 use crate::engine::leaf_digest;
 use crate::error::plain_message;
+use crate::input::Stamp;
 use crate::memory;
 use crate::os;
 use crate::params::{Algorithm, LastNode, TreeParams};
@@ -67,10 +78,20 @@ pub struct Mender {
     /// one file: the copy of the one file mended.
     copy: PathBuf,
     copy_is_dir: bool,
-    /// Whether a file longer than listed is cut to its listed length.
-    truncate: bool,
+    rules: Rules,
     /// The file the single copy was first used for.
     single_copy_of: RefCell<Option<PathBuf>>,
+}
+
+/// What mending may do beyond writing verified leaves inside the tree.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    /// Whether a file longer than listed is cut to its listed length.
+    pub truncate: bool,
+    /// Which names may be written: inside the tree only, or any.
+    pub names: Names,
+    /// Whether set-user-ID and set-group-ID files may be written.
+    pub setid: bool,
 }
 
 /// What became of one failing leaf.
@@ -139,8 +160,13 @@ pub enum Length {
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug)]
 pub enum Unmendable {
-    /// The file cannot be opened for writing (or its length read).
+    /// The file's length cannot be read or set.
     File(io::Error),
+    /// The file is not opened to be written ([`Refusal`]).
+    Refused(Refusal),
+    /// The file is not the one the check saw, or changed since (its
+    /// identity, size or times differ).
+    Changed,
     /// The copy cannot be opened.
     Copy {
         /// Where the copy was looked for.
@@ -167,6 +193,10 @@ impl std::fmt::Display for Unmendable {
             Unmendable::File(error) => {
                 write!(f, "cannot be written: {}", plain_message(error))
             }
+            Unmendable::Refused(refusal) => write!(f, "{refusal}"),
+            Unmendable::Changed => f.write_str(
+                "it changed since it was checked (or was replaced): not written; check it again",
+            ),
             Unmendable::Copy { path, error } => write!(
                 f,
                 "its copy {} cannot be read: {}",
@@ -190,15 +220,27 @@ impl std::error::Error for Unmendable {}
 impl Mender {
     /// Mends from `copy`: a directory holding the copies under the names
     /// the lists give (an absolute name under it as a relative one), or
-    /// the copy of the one file to mend. `truncate`: a file longer than
-    /// listed is cut to its listed length.
-    pub fn new(copy: PathBuf, truncate: bool) -> Mender {
+    /// the copy of the one file to mend, as `rules` allow.
+    pub fn new(copy: PathBuf, rules: Rules) -> Mender {
         let copy_is_dir = copy.is_dir();
         Mender {
             copy,
             copy_is_dir,
-            truncate,
+            rules,
             single_copy_of: RefCell::new(None),
+        }
+    }
+
+    /// Opens the file at `path` (relative to the current directory) to mend
+    /// it, as the module documentation says: only if it is still the file a
+    /// check saw as `checked`.
+    pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
+        let file = crate::beneath::open_to_write(path, self.rules.names, self.rules.setid)
+            .map_err(Unmendable::Refused)?;
+        match Stamp::now(&file) {
+            Ok(now) if now == *checked => Ok(file),
+            Ok(_) => Err(Unmendable::Changed),
+            Err(error) => Err(Unmendable::File(error)),
         }
     }
 
@@ -225,37 +267,30 @@ impl Mender {
     }
 
     /// Mends the failing leaves `failing` (index and listed digest, in leaf
-    /// order) of the file at `path`, listed with tree `tree` and length
-    /// `listed_length`, handing what became of each to `mended`. Fails,
-    /// having written nothing, if the file or its copy cannot be opened.
-    /// Where a write took away a permission bit of the file's (a system
-    /// clears set-user-ID and set-group-ID on writes), it is set again.
+    /// order) of `file` (opened with [`open`](Self::open) from `path`),
+    /// listed with tree `tree` and length `listed_length`, handing what
+    /// became of each to `mended`. Fails, having written nothing, if its
+    /// copy cannot be opened.
     pub fn mend(
         &self,
+        file: &File,
         path: &Path,
         tree: &TreeParams,
         listed_length: u64,
         failing: &[(u64, Digest)],
         mut mended: impl FnMut(u64, &Mend),
     ) -> Result<(), Unmendable> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(Unmendable::File)?;
-        let before = file.metadata().map_err(Unmendable::File)?;
-        let mut length = before.len();
+        let mut length = file.metadata().map_err(Unmendable::File)?.len();
         let copy_path = self.copy_of(path)?;
         let copy = File::open(&copy_path).map_err(|error| Unmendable::Copy {
             path: copy_path.clone(),
             error,
         })?;
-        if same_file(&file, &copy) {
+        if same_file(file, &copy) {
             return Err(Unmendable::CopyIsTheFile { path: copy_path });
         }
         os::reads_scattered(&copy);
         let mut buffer = Vec::new();
-        let mut written = false;
         for (index, digest) in failing {
             let bytes = tree.leaf_bytes(*index, listed_length);
             let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
@@ -274,32 +309,21 @@ impl Mender {
             let mend = if leaf.start > length {
                 Mend::AfterAGap
             } else {
-                leaf.mend(&file, &copy, &mut buffer, &mut length)
+                leaf.mend(file, &copy, &mut buffer, &mut length)
             };
-            written |= matches!(mend, Mend::Repaired | Mend::WriteFailed(_));
             mended(*index, &mend);
-        }
-        if written
-            && let Ok(after) = file.metadata()
-            && after.permissions() != before.permissions()
-        {
-            let _ = file.set_permissions(before.permissions());
         }
         Ok(())
     }
 
     /// Once a file's leaves are mended, sees to its length: cut to
     /// `listed_length` if it is longer and cutting was asked for.
-    pub fn settle_length(&self, path: &Path, listed_length: u64) -> Result<Length, Unmendable> {
-        let file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(Unmendable::File)?;
+    pub fn settle_length(&self, file: &File, listed_length: u64) -> Result<Length, Unmendable> {
         let length = file.metadata().map_err(Unmendable::File)?.len();
         Ok(match length.cmp(&listed_length) {
             std::cmp::Ordering::Equal => Length::AsListed,
             std::cmp::Ordering::Less => Length::Shorter { is: length },
-            std::cmp::Ordering::Greater if self.truncate => {
+            std::cmp::Ordering::Greater if self.rules.truncate => {
                 match file.set_len(listed_length).and_then(|()| file.sync_all()) {
                     Ok(()) => Length::Truncated { was: length },
                     Err(error) => Length::NotCut { is: length, error },
@@ -329,6 +353,8 @@ pub struct Damaged {
     /// Whether this is the file's last pass: its length is seen to then,
     /// and whether it verifies is known.
     pub last_pass: bool,
+    /// The file as the pass saw it: what it must still be when mended.
+    pub stamp: Stamp,
 }
 
 /// Damaged files waiting to be mended. A check mends only once every file
@@ -375,14 +401,14 @@ impl Pending {
     }
 }
 
-/// A [`Damaged`] as bytes: the name's length (4 bytes) and the name; the
-/// algorithm, digest size, leaf size (4) and listed length (8); whether a
-/// whole checksum follows and whether it is the last pass, then that
-/// checksum; the number of failing leaves (8), and each one's index (8)
-/// and digest. Numbers little-endian.
+/// A [`Damaged`] as bytes: its stamp; the name's length (4 bytes) and the
+/// name; the algorithm, digest size, leaf size (4) and listed length (8);
+/// whether a whole checksum follows and whether it is the last pass, then
+/// that checksum; the number of failing leaves (8), and each one's index
+/// (8) and digest. Numbers little-endian.
 fn encode(damaged: &Damaged) -> Vec<u8> {
     let tree = &damaged.tree;
-    let mut bytes = Vec::new();
+    let mut bytes = damaged.stamp.to_bytes();
     bytes.extend((damaged.name.len() as u32).to_le_bytes());
     bytes.extend(&damaged.name);
     bytes.push(match tree.algorithm() {
@@ -414,6 +440,7 @@ fn decode(bytes: &[u8]) -> Option<Damaged> {
     };
     let u32_at = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
     let u64_at = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    let stamp = Stamp::from_bytes(take(STAMP_BYTES)?)?;
     let name_len = u32_at(take(4)?) as usize;
     let name = take(name_len)?.to_vec();
     let algorithm = match take(1)?[0] {
@@ -443,8 +470,12 @@ fn decode(bytes: &[u8]) -> Option<Damaged> {
         failing,
         whole,
         last_pass: flags & 2 != 0,
+        stamp,
     })
 }
+
+/// The bytes of a [`Stamp`] in a record.
+const STAMP_BYTES: usize = 56;
 
 /// One failing leaf, as the listing places it.
 struct Leaf<'a> {
@@ -530,6 +561,7 @@ mod tests {
     fn damaged_files_wait_and_come_back_as_they_were() {
         let tree = TreeParams::new(Algorithm::Blake2s, 20, 4096).unwrap();
         let digest = |byte: u8| Digest::from_slice(&[byte; 20]).unwrap();
+        let stamp = Stamp::now(&tempfile::tempfile().unwrap()).unwrap();
         let files = [
             Damaged {
                 name: b"a\nname \xff".to_vec(),
@@ -538,6 +570,7 @@ mod tests {
                 failing: vec![(0, digest(1)), (u64::MAX - 1, digest(2))],
                 whole: Some(digest(3)),
                 last_pass: false,
+                stamp,
             },
             Damaged {
                 name: Vec::new(),
@@ -546,6 +579,7 @@ mod tests {
                 failing: Vec::new(),
                 whole: None,
                 last_pass: true,
+                stamp,
             },
         ];
         let mut pending = Pending::new();

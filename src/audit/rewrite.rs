@@ -394,7 +394,7 @@ impl Rewrite {
                         name: &outcome.tag,
                         digest: &hashed.digest,
                         length: hashed.length,
-                        modified: outcome.modified,
+                        modified: outcome.stamp.and_then(|stamp| stamp.modified()),
                     };
                     write_file(out, shape, &file, outcome.leaves)
                 }
@@ -507,7 +507,7 @@ fn rehash(
                 name: &name,
                 digest: &hashed.digest,
                 length: hashed.length,
-                modified: outcome.modified,
+                modified: outcome.stamp.and_then(|stamp| stamp.modified()),
             };
             write_file(out, shape, &file, outcome.leaves)?;
             Ok(true)

@@ -400,6 +400,18 @@ pub struct Args {
     #[arg(long, requires = "repair_from")]
     pub repair_truncate: bool,
 
+    /// With --repair-from: write files outside the current directory (or
+    /// -C's) too: names that are absolute or climb out with '..', and files
+    /// with several hard links (by default such files are left alone, as
+    /// tar leaves such names)
+    #[arg(long, requires = "repair_from")]
+    pub absolute_names: bool,
+
+    /// With --repair-from: write set-user-ID and set-group-ID files too (by
+    /// default they are left alone)
+    #[arg(long, requires = "repair_from")]
+    pub repair_setid: bool,
+
     /// Print one JSON object a line, in place of lines: checksums, leaves,
     /// verdicts, audit classes, errors, and a summary at the end
     ///

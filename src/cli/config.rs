@@ -134,11 +134,22 @@ pub struct Checking {
     pub json: bool,
     /// The slice of the lists to check, if only one (`--part`).
     pub slice: Option<Part>,
-    /// Where good copies of damaged files are, and whether a file longer
-    /// than listed is cut (`--repair-from`, `--repair-truncate`).
-    pub repair: Option<(std::path::PathBuf, bool)>,
+    /// Where good copies of damaged files are, and what mending may do
+    /// (`--repair-from` and the options that go with it).
+    pub repair: Option<Repair>,
     pub strict: bool,
     pub ignore_missing: bool,
+}
+
+/// Where good copies of damaged files are (`--repair-from`), and what
+/// mending may do: cut a file longer than listed (`--repair-truncate`),
+/// write any name (`--absolute-names`), write set-id files
+/// (`--repair-setid`).
+pub struct Repair {
+    pub copy: std::path::PathBuf,
+    pub truncate: bool,
+    pub names: bt2sum::repair::Names,
+    pub setid: bool,
 }
 
 /// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
@@ -308,10 +319,15 @@ fn checking(
         update: args.update.then_some(args.stat),
         json: args.json,
         slice: args.part,
-        repair: args
-            .repair_from
-            .as_ref()
-            .map(|copy| (copy.into(), args.repair_truncate)),
+        repair: args.repair_from.as_ref().map(|copy| Repair {
+            copy: copy.into(),
+            truncate: args.repair_truncate,
+            names: match args.absolute_names {
+                true => bt2sum::repair::Names::AnyPath,
+                false => bt2sum::repair::Names::Inside,
+            },
+            setid: args.repair_setid,
+        }),
         strict: args.strict,
         ignore_missing: args.ignore_missing,
     })

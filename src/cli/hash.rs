@@ -231,7 +231,11 @@ impl Report<'_> {
             Ok(hashed) => {
                 self.files += 1;
                 let shown = self.named.then_some(&printed[..]);
-                let stat = outcome.modified.filter(|_| self.config.stat).map(Mtime::of);
+                let stat = outcome
+                    .stamp
+                    .and_then(|stamp| stamp.modified())
+                    .filter(|_| self.config.stat)
+                    .map(Mtime::of);
                 let input = HashedInput {
                     name: shown,
                     stat,

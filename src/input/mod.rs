@@ -45,7 +45,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::SystemTime;
 
 use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
@@ -53,7 +52,7 @@ use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, S
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
 use mapped::{RegularFile, unchanged};
-use platform::Stamp;
+pub use platform::Stamp;
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
 ///
@@ -508,10 +507,9 @@ pub struct Outcome<T, S> {
     pub leaves: S,
     /// The checksum and length, or why there is none.
     pub result: Result<Hashed, Error>,
-    /// A regular file's modification time while it was hashed (it did not
-    /// change meanwhile); `None` for anything else, or where the system
-    /// does not give it.
-    pub modified: Option<SystemTime>,
+    /// A regular file's stamp while it was hashed (it did not change
+    /// meanwhile: its size, times and identity); `None` for anything else.
+    pub stamp: Option<Stamp>,
 }
 
 impl<T> Job<T> {
@@ -604,12 +602,12 @@ impl<T, S: LeafSink> Job<T, S> {
         self
     }
 
-    fn outcome(self, result: Result<Hashed, Error>, modified: Option<SystemTime>) -> Outcome<T, S> {
+    fn outcome(self, result: Result<Hashed, Error>, stamp: Option<Stamp>) -> Outcome<T, S> {
         Outcome {
             tag: self.tag,
             leaves: self.sink,
             result,
-            modified,
+            stamp,
         }
     }
 }
@@ -659,7 +657,7 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     type Output = Outcome<T, S>;
     /// Its length and modification time, or why it did not read back as it
     /// was.
-    type ReadWhole = Result<(u64, Option<SystemTime>), Error>;
+    type ReadWhole = Result<(u64, Option<Stamp>), Error>;
 
     fn in_turn(&self) -> bool {
         matches!(self.target, Target::Stdin)
@@ -724,11 +722,11 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
         match file.read_small(most, arena) {
             Ok(Some(bytes)) => {
                 let length = (bytes.end - bytes.start) as u64;
-                let modified = file.regular().and_then(Stamp::modified);
+                let stamp = file.regular().copied();
                 let read = file
                     .unchanged()
                     .and_then(|()| file.held_whole(length))
-                    .map(|()| (length, modified));
+                    .map(|()| (length, stamp));
                 self.state = State::Closed;
                 Step::Small {
                     tree: self.tree,
@@ -745,16 +743,16 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
     }
 
     fn small_done(self, read: Self::ReadWhole, digest: Digest) -> Outcome<T, S> {
-        let (result, modified) = match read {
-            Ok((length, modified)) => {
+        let (result, stamp) = match read {
+            Ok((length, stamp)) => {
                 if let Some(progress) = &self.progress {
                     progress.fetch_add(length, Ordering::Relaxed);
                 }
-                (Ok(Hashed { digest, length }), modified)
+                (Ok(Hashed { digest, length }), stamp)
             }
             Err(error) => (Err(error), None),
         };
-        self.outcome(result, modified)
+        self.outcome(result, stamp)
     }
 
     fn hash_whole(mut self, abandoned: &AtomicBool) -> Outcome<T, S> {
@@ -765,9 +763,9 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
             State::Closed => self.open(When::InTurn),
             State::Failed(error) => Err(error),
         };
-        let mut modified = None;
+        let mut stamp = None;
         let result = opened.and_then(|mut file| {
-            modified = file.regular().and_then(Stamp::modified);
+            stamp = file.regular().copied();
             let mut sink = Sink {
                 leaves: Some(&mut self.sink),
                 progress: self.progress.as_deref(),
@@ -780,8 +778,8 @@ impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
                 None => file.hash(&self.tree, self.leaves.as_ref(), &mut sink),
             }
         });
-        let modified = result.is_ok().then_some(modified).flatten();
-        self.outcome(result, modified)
+        let stamp = result.is_ok().then_some(stamp).flatten();
+        self.outcome(result, stamp)
     }
 }
 

@@ -293,13 +293,13 @@ impl<'a> Verifier<'a> {
                 .borrow_mut()
                 .refused(pass.lines(listed.as_ref()));
         }
-        let checksum_matched =
-            !pass.probe && self.checksum_matches(&pass, outcome.result.as_ref().ok());
+        let checksum_matched = !pass.probe
+            && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
         let mut checked = Checked {
             pass,
             listed,
             result: outcome.result,
-            modified: outcome.modified,
+            stamp: outcome.stamp,
             checksum_matched,
             worst: Verdict::Ok,
             unreadable_before: false,
@@ -333,8 +333,14 @@ impl<'a> Verifier<'a> {
     /// (`tree=`, which the file was hashed with) or `-t`'s (the default
     /// `5m` when not given). So where they differ and the first fails, the
     /// file is hashed once more with `-t`'s (a named file; standard input
-    /// cannot be read twice).
-    fn checksum_matches(&self, pass: &Pass, hashed: Option<&crate::engine::Hashed>) -> bool {
+    /// cannot be read twice, nor can a FIFO or a device: only a regular
+    /// file is read again).
+    fn checksum_matches(
+        &self,
+        pass: &Pass,
+        hashed: Option<&crate::engine::Hashed>,
+        regular: bool,
+    ) -> bool {
         let (Some(checksum), Some(hashed)) = (pass.judged_checksum(), hashed) else {
             return false;
         };
@@ -351,7 +357,7 @@ impl<'a> Verifier<'a> {
             self.settings.leaf_size,
         );
         match (by_option, Name::listed(&pass.name).path()) {
-            (Ok(tree), Some(path)) if tree != pass.tree && pass.name != b"-" => {
+            (Ok(tree), Some(path)) if tree != pass.tree && regular && pass.name != b"-" => {
                 input::hash_path(&tree, path).is_ok_and(|digest| digest == checksum.expected)
             }
             _ => false,

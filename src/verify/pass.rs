@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::format::list::OtherTool;
 use crate::format::stat::Mtime;
 use crate::format::verdict::Verdict;
+use crate::input::Stamp;
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
 use std::ops::RangeInclusive;
@@ -184,8 +185,8 @@ pub struct Checked {
     pub(super) pass: Pass,
     pub(super) listed: Option<ListedLeaves>,
     pub(super) result: Result<Hashed, Error>,
-    /// A regular file's modification time while it was hashed.
-    pub(super) modified: Option<SystemTime>,
+    /// A regular file's stamp while it was hashed.
+    pub(super) stamp: Option<Stamp>,
     pub(super) checksum_matched: bool,
     /// The worst verdict on the file's lines in every pass so far, this one
     /// included.
@@ -264,6 +265,12 @@ impl Checked {
                 .all(|(index, at)| index == at)
     }
 
+    /// The listed leaves of the pass, with their listed digests, in leaf
+    /// order.
+    pub fn listed_leaves(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
+        self.listed.iter().flat_map(ListedLeaves::listed)
+    }
+
     /// The listed leaves the pass found failing (those the file lacks
     /// too), with their listed digests, in leaf order: none if the file
     /// could not be read.
@@ -305,12 +312,18 @@ impl Checked {
         let (Some((size, mtime)), Ok(hashed)) = (self.pass.stat, &self.result) else {
             return false;
         };
-        hashed.length != size || self.modified.map(Mtime::of) != Some(mtime)
+        hashed.length != size || self.modified().map(Mtime::of) != Some(mtime)
     }
 
     /// A regular file's modification time while it was hashed.
     pub fn modified(&self) -> Option<SystemTime> {
-        self.modified
+        self.stamp.and_then(|stamp| stamp.modified())
+    }
+
+    /// A regular file's stamp while it was hashed: what a write after the
+    /// check must find it still is.
+    pub fn stamp(&self) -> Option<&Stamp> {
+        self.stamp.as_ref()
     }
 
     /// Whether this is the first pass over its file (the usual case: a

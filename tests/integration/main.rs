@@ -38,6 +38,8 @@ mod ux;
 mod vectors;
 #[cfg(windows)]
 mod windows;
+#[cfg(unix)]
+mod writes;
 pub use skip::skip;
 
 use std::ffi::OsStr;

@@ -1,15 +1,25 @@
 //! `--repair-from`: the damaged files a check finds are noted as it goes,
 //! and mended from a good copy by the library's [`Mender`] once every file
 //! of the list is checked (so that no file is written while a pass over it
-//! is still being hashed); each leaf's fate is printed (`NAME: leaf I:
-//! REPAIRED`, or `FAILED` and why) and counted.
+//! is still being hashed, and so that a list that names a file twice is
+//! known before it is written); each leaf's fate is printed (`NAME: leaf
+//! I: REPAIRED`, or `FAILED` and why) and counted.
+//!
+//! A file is written only through the descriptor [`Mender::open`] gives:
+//! the file the check saw, inside the tree, not through a link. A list
+//! that names one file with two different contents (two entries whose
+//! digests differ) says nothing sure of it: it is never repaired.
 
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
+use std::path::Path;
 
 use bt2sum::Digest;
 use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Verdict;
-use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending};
+use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending, Rules};
 use bt2sum::verify::{Checked, Subject};
 
 use super::super::config::{Checking, Verbosity};
@@ -21,6 +31,13 @@ use super::tally::Tally;
 pub struct Repairs {
     mender: Mender,
     pending: Pending,
+    /// Per name (hashed) listed so far in the list, what its first entry
+    /// says the file is (hashed) and that entry's first line; the names
+    /// whose entries disagree, and those lines.
+    claims: HashMap<u64, (u64, u64)>,
+    contradicted: HashMap<u64, (u64, u64)>,
+    /// What the entry being checked says, so far.
+    claim: DefaultHasher,
     /// Whether the file being checked can still be mended (no reason it
     /// cannot was found in its passes so far).
     mendable: bool,
@@ -34,10 +51,18 @@ pub struct Repairs {
 impl Repairs {
     /// The repairs `config` asks for, if any.
     pub fn new(config: &Checking) -> Option<Repairs> {
-        let (copy, truncate) = config.repair.as_ref()?;
+        let repair = config.repair.as_ref()?;
+        let rules = Rules {
+            truncate: repair.truncate,
+            names: repair.names,
+            setid: repair.setid,
+        };
         Some(Repairs {
-            mender: Mender::new(copy.clone(), *truncate),
+            mender: Mender::new(repair.copy.clone(), rules),
             pending: Pending::new(),
+            claims: HashMap::new(),
+            contradicted: HashMap::new(),
+            claim: DefaultHasher::new(),
             mendable: true,
             noted: false,
             whole: None,
@@ -51,7 +76,9 @@ impl Repairs {
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if checked.is_first_pass() {
             (self.mendable, self.noted, self.whole) = (true, false, None);
+            self.claim = DefaultHasher::new();
         }
+        self.keep_claim(checked);
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
         let mut lines = checked.lines();
         if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
@@ -75,6 +102,11 @@ impl Repairs {
         let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
             return Ok(());
         };
+        // (A file that was read has a stamp unless it is no regular file,
+        // which `why_not` refused.)
+        let Some(stamp) = checked.stamp().copied() else {
+            return Ok(());
+        };
         let damaged = |failing, last_pass| Damaged {
             name: checked.name().to_vec(),
             tree: *checked.tree(),
@@ -82,6 +114,7 @@ impl Repairs {
             failing,
             whole: None,
             last_pass,
+            stamp,
         };
         if !failing.is_empty() {
             self.pending.push(&damaged(failing, false))?;
@@ -112,11 +145,52 @@ impl Repairs {
         printer.error(checked.name(), &format!("cannot be repaired: {why}"))
     }
 
+    /// Keeps what the entry a pass belongs to says the file is (its tree,
+    /// length and digests), and, on its last pass, whether another entry
+    /// of the list names the same file with another content.
+    fn keep_claim(&mut self, checked: &Checked) {
+        let claim = &mut self.claim;
+        let tree = checked.tree();
+        (tree.algorithm() as u8, tree.digest_size()).hash(claim);
+        checked
+            .listed_length()
+            .map(|_| tree.leaf_size())
+            .hash(claim);
+        checked.listed_length().hash(claim);
+        checked
+            .expected()
+            .map(|digest| digest.as_bytes())
+            .hash(claim);
+        for (index, digest) in checked.listed_leaves() {
+            (index, digest.as_bytes()).hash(claim);
+        }
+        if !checked.is_last_pass() {
+            return;
+        }
+        let mut name = DefaultHasher::new();
+        bt2sum::audit::normalized(checked.name()).hash(&mut name);
+        let (name, claim) = (name.finish(), claim.finish());
+        let line = *checked.file_lines().start();
+        match self.claims.get(&name) {
+            None => {
+                self.claims.insert(name, (claim, line));
+            }
+            Some(&(first, first_line)) if first != claim => {
+                self.contradicted.entry(name).or_insert((first_line, line));
+            }
+            Some(_) => {}
+        }
+    }
+
     /// Mends the damaged files noted in the list just checked, printing
     /// and counting in `tally` what became of each leaf, and how many files
     /// verify now. `Err` when writing to standard output fails.
     pub fn mend(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
+        self.claims.clear();
+        let contradicted = std::mem::take(&mut self.contradicted);
         let mender = &self.mender;
+        // The file being mended: opened on its first record, or why not.
+        let mut file: Option<Result<File, String>> = None;
         // Whether every leaf of the file so far was mended, and whether one
         // of them was its last (whose failing may be its length's).
         let (mut file_mended, mut ends) = (true, false);
@@ -125,22 +199,41 @@ impl Repairs {
             // (A name no path here can have was refused as improperly
             // formatted.)
             let path = Name::listed(name).path().unwrap_or_default();
+            let opened = file.get_or_insert_with(|| open(mender, &path, &damaged, &contradicted));
+            let target = match opened {
+                Ok(target) => target,
+                Err(why) => {
+                    if !why.is_empty() {
+                        printer.error(name, &format!("cannot be repaired: {why}"))?;
+                        why.clear();
+                    }
+                    tally.unrepaired_leaves += damaged.failing.len() as u64;
+                    if damaged.last_pass {
+                        (file, file_mended, ends) = (None, true, false);
+                    }
+                    return Ok(());
+                }
+            };
             if !damaged.last_pass {
                 let last_leaf = damaged
                     .tree
                     .leaf_count(damaged.listed_length)
                     .saturating_sub(1);
                 ends |= damaged.failing.iter().any(|(index, _)| *index == last_leaf);
-                file_mended &= mend_leaves(mender, &path, &damaged, printer, tally)?;
+                file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
                 return Ok(());
             }
             if ends {
-                file_mended &= settle_length(mender, &path, &damaged, printer)?;
+                file_mended &= settle_length(mender, target, &damaged, printer)?;
             }
             if file_mended && let Some(expected) = &damaged.whole {
                 // Its leaf lines leave bytes out: only the whole file says
                 // whether it verifies.
-                if bt2sum::hash_path(&damaged.tree, &path).ok().as_ref() != Some(expected) {
+                let whole = target
+                    .try_clone()
+                    .ok()
+                    .map(|file| bt2sum::hash_file(&damaged.tree, file));
+                if whole.and_then(Result::ok).as_ref() != Some(expected) {
                     let message =
                         "still fails its checksum line: bytes its leaf lines do not list differ";
                     printer.error(name, message)?;
@@ -150,10 +243,30 @@ impl Repairs {
             if file_mended {
                 tally.mended_files += 1;
             }
-            (file_mended, ends) = (true, false);
+            (file, file_mended, ends) = (None, true, false);
             Ok(())
         })
     }
+}
+
+/// Opens a damaged file to mend it, unless its list contradicts itself
+/// about it; why not, as a message.
+fn open(
+    mender: &Mender,
+    path: &Path,
+    damaged: &Damaged,
+    contradicted: &HashMap<u64, (u64, u64)>,
+) -> Result<File, String> {
+    let mut name = DefaultHasher::new();
+    bt2sum::audit::normalized(&damaged.name).hash(&mut name);
+    if let Some((first, second)) = contradicted.get(&name.finish()) {
+        return Err(format!(
+            "the list gives it two different contents (lines {first} and {second}): not written"
+        ));
+    }
+    mender
+        .open(path, &damaged.stamp)
+        .map_err(|unmendable| unmendable.to_string())
 }
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
@@ -172,13 +285,17 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
             "its size or modification time differ from its stat line's: edited, not damaged",
         );
     }
+    if checked.outcome().is_ok() && checked.stamp().is_none() {
+        return Some("it is not a regular file");
+    }
     None
 }
 
 /// Mends one pass's failing leaves; whether they all verify now.
 fn mend_leaves(
     mender: &Mender,
-    path: &std::path::Path,
+    file: &File,
+    path: &Path,
     damaged: &Damaged,
     printer: &mut Printer<'_>,
     tally: &mut Tally,
@@ -188,6 +305,7 @@ fn mend_leaves(
     let mut lines = Ok(());
     let mut all_good = true;
     let mended = mender.mend(
+        file,
         path,
         &tree,
         listed_length,
@@ -217,12 +335,12 @@ fn mend_leaves(
 /// Sees to a mended file's length; whether it is as listed now.
 fn settle_length(
     mender: &Mender,
-    path: &std::path::Path,
+    file: &File,
     damaged: &Damaged,
     printer: &mut Printer<'_>,
 ) -> io::Result<bool> {
     let (name, listed_length) = (&damaged.name[..], damaged.listed_length);
-    let (message, ok) = match mender.settle_length(path, listed_length) {
+    let (message, ok) = match mender.settle_length(file, listed_length) {
         Ok(Length::AsListed) => return Ok(true),
         Ok(Length::Truncated { was }) => {
             let message =
