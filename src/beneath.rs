@@ -84,7 +84,13 @@ impl fmt::Display for Refusal {
                 "it is set-user-ID or set-group-ID, which bt2sum does not write \
                  (--repair-setid allows it)",
             ),
-            Refusal::Io(error) => f.write_str(&crate::error::plain_message(error)),
+            Refusal::Io(error) => {
+                write!(
+                    f,
+                    "cannot be written: {}",
+                    crate::error::plain_message(error)
+                )
+            }
         }
     }
 }
@@ -115,11 +121,16 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
     if !setid && platform::is_setid(&metadata) {
         return Err(Refusal::SetId);
     }
-    let links = platform::links(&file, &metadata).map_err(Refusal::Io)?;
+    let links = links(&file, &metadata).map_err(Refusal::Io)?;
     if links > 1 && names == Names::Inside {
         return Err(Refusal::Linked(links));
     }
     Ok(file)
+}
+
+/// How many hard links a file has.
+pub(crate) fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
+    platform::links(file, metadata)
 }
 
 /// The components shown up to the `count`-th, for a message.

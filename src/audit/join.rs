@@ -4,6 +4,8 @@
 use std::io;
 
 use crate::digest::Digest;
+use crate::format::stat::Mtime;
+use crate::input::Stamp;
 use crate::spill::{IN_MEMORY, Sorter, Spool};
 
 /// A record of the join: the digest (its length, then its bytes), then 0
@@ -55,8 +57,8 @@ pub(super) struct Moves {
     /// By new file: its index (8 bytes, big-endian) and the missing entry's
     /// name; sorted.
     pub by_new: Spool,
-    /// By missing entry: its index (8 bytes, big-endian) and the new file's
-    /// name; sorted.
+    /// By missing entry: its index (8 bytes, big-endian) and the new file
+    /// ([`NewFile`]); sorted.
     pub by_missing: Spool,
 }
 
@@ -104,6 +106,54 @@ fn spooled(sorter: Sorter) -> io::Result<Spool> {
         spool.push(&record?)?;
     }
     Ok(spool)
+}
+
+/// A new file as a move's record holds it: its name, and its size and
+/// modification time when it was hashed (`None`: not a regular file).
+pub(super) struct NewFile {
+    pub name: Vec<u8>,
+    pub stat: Option<(u64, Mtime)>,
+}
+
+impl NewFile {
+    /// The file's record: 0, or 1 and its size, seconds and nanoseconds;
+    /// then its name.
+    pub(super) fn encode(name: &[u8], stamp: Option<&Stamp>) -> Vec<u8> {
+        let stat = stamp.and_then(|stamp| Some((stamp.size(), Mtime::of(stamp.modified()?))));
+        let mut record = Vec::with_capacity(21 + name.len());
+        match stat {
+            None => record.push(0),
+            Some((size, mtime)) => {
+                record.push(1);
+                record.extend_from_slice(&size.to_be_bytes());
+                record.extend_from_slice(&mtime.seconds.to_be_bytes());
+                record.extend_from_slice(&mtime.nanoseconds.to_be_bytes());
+            }
+        }
+        record.extend_from_slice(name);
+        record
+    }
+
+    pub(super) fn decode(record: &[u8]) -> NewFile {
+        if record[0] == 0 {
+            return NewFile {
+                name: record[1..].to_vec(),
+                stat: None,
+            };
+        }
+        let number = |at: usize| u64::from_be_bytes(record[at..at + 8].try_into().expect("8"));
+        let nanoseconds = u32::from_be_bytes(record[17..21].try_into().expect("4 bytes"));
+        NewFile {
+            name: record[21..].to_vec(),
+            stat: Some((
+                number(1),
+                Mtime {
+                    seconds: number(9) as i64,
+                    nanoseconds,
+                },
+            )),
+        }
+    }
 }
 
 /// The index at the head of a record of [`Moves`].

@@ -331,10 +331,11 @@ impl<'a> Auditor<'a> {
                     match outcome.result {
                         Ok(hashed) => {
                             if kept.is_ok() {
+                                let file = join::NewFile::encode(&name, outcome.stamp.as_ref());
                                 kept = self.joined.push(Joined::new_file(
                                     &hashed.digest,
                                     index,
-                                    &name,
+                                    &file,
                                 ));
                             }
                             ControlFlow::Continue(())

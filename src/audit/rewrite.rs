@@ -13,12 +13,14 @@
 //!   they were: damage is never absorbed into the list.
 //!
 //! Everything else in the list (comments, blank and improperly formatted
-//! lines) is copied as it is. The list is read again, a line at a time;
-//! what the audit kept says what becomes of each file's lines.
+//! lines, those among a file's lines too) is copied as it is, and a last
+//! line without a newline gets one. The list is read again, a line at a
+//! time; what the audit kept says what becomes of each file's lines. A
+//! stat line always says what the file was when it was hashed, so that it
+//! goes with the digest beside it.
 
 use std::io::{self, BufRead, Write};
 use std::ops::{ControlFlow, RangeInclusive};
-use std::path::Path;
 
 use super::join::{self, Moves};
 use crate::engine::Event;
@@ -274,6 +276,10 @@ impl Rewrite {
                 }
                 Record::Line => number += 1,
             }
+            if !line.ends_with(b"\n") {
+                // The list's last line: lines may follow it now.
+                line.push(b'\n');
+            }
             if current
                 .as_ref()
                 .is_some_and(|entry| number > *entry.lines.end())
@@ -310,13 +316,13 @@ impl Rewrite {
                         state.renamed = match moved.peek() {
                             Some(Ok(record)) if join::index_of(record) == *index => {
                                 done.renamed += 1;
-                                Some(record[8..].to_vec())
+                                Some(join::NewFile::decode(&record[8..]))
                             }
                             _ => None,
                         };
                     }
                     match &state.renamed {
-                        Some(name) => renamed(out, &line, name)?,
+                        Some(file) => renamed(out, &line, file)?,
                         None => out.write_all(&line)?,
                     }
                 }
@@ -329,7 +335,8 @@ impl Rewrite {
                             done.unreadable += 1;
                         }
                     }
-                    if !state.written {
+                    // (Its comments and blank lines are kept.)
+                    if !state.written || named(&line).is_none() {
                         out.write_all(&line)?;
                     }
                 }
@@ -417,8 +424,8 @@ impl Rewrite {
 /// What is known of the entry whose lines are being written.
 #[derive(Default)]
 struct State {
-    /// Its new name, if it moved.
-    renamed: Option<Vec<u8>>,
+    /// The file it moved to, if it moved.
+    renamed: Option<join::NewFile>,
     /// Whether its lines were written anew (the old ones are then left
     /// out).
     written: bool,
@@ -519,9 +526,10 @@ fn rehash(
     }
 }
 
-/// Writes a line of a moved file again, with its new name `name`; a stat
-/// line with the size and time of the file by that name now.
-fn renamed(out: &mut dyn Write, line: &[u8], name: &[u8]) -> io::Result<()> {
+/// Writes a line of a moved file again, with the name of the file it moved
+/// to; a stat line with that file's size and time when it was hashed.
+fn renamed(out: &mut dyn Write, line: &[u8], file: &join::NewFile) -> io::Result<()> {
+    let name = &file.name[..];
     let mut again = Vec::new();
     let grammar = Grammar::default();
     match classify(line, &grammar) {
@@ -571,11 +579,7 @@ fn renamed(out: &mut dyn Write, line: &[u8], name: &[u8]) -> io::Result<()> {
             }
         }
         ListLine::Stat(stat) => {
-            let now = Name::listed(name)
-                .path()
-                .and_then(|path| std::fs::metadata(Path::new(&path)).ok())
-                .and_then(|metadata| Some((metadata.len(), Mtime::of(metadata.modified().ok()?))));
-            let (size, mtime) = now.unwrap_or((stat.size, stat.mtime));
+            let (size, mtime) = file.stat.unwrap_or((stat.size, stat.mtime));
             let input = InputLines {
                 tree: &stat.tree,
                 name: Some(name),

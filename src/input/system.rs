@@ -404,6 +404,28 @@ pub fn stderr_draws_bars() -> bool {
     return terminal && std::env::var_os("TERM").is_some_and(|term| term != "dumb");
 }
 
+/// How many hard links an open file has (`metadata`: its `fstat`).
+pub fn hard_links(file: &File, metadata: &Metadata) -> io::Result<u64> {
+    crate::beneath::links(file, metadata)
+}
+
+/// Gives `file` (a new file bt2sum made) the owner and group `like` (the
+/// `fstat` of the file it replaces) has, where they differ; fails where the
+/// system does not let them be kept.
+pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let now = file.metadata()?;
+        if (now.uid(), now.gid()) != (like.uid(), like.gid()) {
+            std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid()))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, like);
+    Ok(())
+}
+
 /// Which file a path names, whatever the path: two paths of one file (a
 /// link, `.` and its full path) give equal ids.
 ///

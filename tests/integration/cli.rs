@@ -567,7 +567,7 @@ fn assert_change_is_reported(test: &str, name: &str, change: impl FnOnce(&fs::Fi
     // slow to start (under an emulator, on a busy machine) would hash the
     // changed file whole and rightly print its checksum.
     #[cfg(target_os = "linux")]
-    wait_until_open(child.id(), &path);
+    super::wait_until_open(child.id(), &path);
     std::thread::sleep(Duration::from_millis(300));
     change(&file);
     let out = child.wait_with_output().unwrap();
@@ -580,26 +580,6 @@ fn assert_change_is_reported(test: &str, name: &str, change: impl FnOnce(&fs::Fi
         )
     );
     assert_eq!(status(&out), 1);
-}
-
-/// Waits until process `pid` has `path` open (Linux: its `/proc/PID/fd`).
-#[cfg(target_os = "linux")]
-fn wait_until_open(pid: u32, path: &std::path::Path) {
-    let path = fs::canonicalize(path).unwrap();
-    let fds = format!("/proc/{pid}/fd");
-    for _ in 0..3000 {
-        let open = fs::read_dir(&fds).into_iter().flatten().any(|entry| {
-            entry
-                .ok()
-                .and_then(|entry| fs::read_link(entry.path()).ok())
-                .is_some_and(|target| target == path)
-        });
-        if open {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("bt2sum did not open {} within 30 s", path.display());
 }
 
 /// (Unix: Windows refuses to shorten a file while it is mapped.)

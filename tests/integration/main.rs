@@ -268,6 +268,27 @@ pub fn output_within(mut child: Child, limit: Duration) -> Output {
     }
 }
 
+/// Waits until process `pid` has `path` open (Linux: its `/proc/PID/fd`).
+#[cfg(target_os = "linux")]
+pub fn wait_until_open(pid: u32, path: &Path) {
+    let path = std::fs::canonicalize(path).unwrap();
+    let fds = format!("/proc/{pid}/fd");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let open = std::fs::read_dir(&fds).into_iter().flatten().any(|entry| {
+            entry
+                .ok()
+                .and_then(|entry| std::fs::read_link(entry.path()).ok())
+                .is_some_and(|target| target == path)
+        });
+        if open {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("bt2sum did not open {} within 30 s", path.display());
+}
+
 /// Makes a FIFO at `path`.
 #[cfg(unix)]
 pub fn mkfifo(path: &Path) {

@@ -19,7 +19,7 @@ const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b
 /// such as a script's, ignores SIGINT and SIGQUIT in what it starts in the
 /// background), and bt2sum rightly keeps an ignored signal ignored: these
 /// tests are of the default.
-fn stoppable() -> std::process::Command {
+pub fn stoppable() -> std::process::Command {
     use std::os::unix::process::CommandExt;
     let mut command = bt2sum();
     // SAFETY: between fork and exec the closure only calls signal(2), which

@@ -332,3 +332,312 @@ fn a_fifo_is_never_written_nor_read_twice() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_list_that_names_a_file_with_two_contents_repairs_neither() {
+    let dir = tree();
+    let path = dir.path().join("t/f");
+    // Listed before an edit (the mirror has that version), and after.
+    let edited = super::noise(3 * 4096, 8);
+    fs::write(&path, &edited).unwrap();
+    let out = run_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"], b"");
+    let mut list = fs::read(dir.path().join("LEAVES")).unwrap();
+    list.extend(&out.stdout);
+    fs::write(dir.path().join("LEAVES"), list).unwrap();
+    let (out, err, code) = repair(dir.path(), &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!out.contains("REPAIRED"), "{out}");
+    assert!(
+        err.contains(
+            "f: cannot be repaired: the list gives it two different contents (lines 1 and 5)"
+        ),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), edited);
+}
+
+/// A tree `t/` of files `a` and `b` listed in `SUMS` beside it with stat
+/// lines, made from inside it.
+fn archive() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("t")).unwrap();
+    fs::write(dir.path().join("t/a"), b"file a\n").unwrap();
+    fs::write(dir.path().join("t/b"), b"file b\n").unwrap();
+    let out = run_in(&dir.path().join("t"), ["-r", "--stat", "."], b"");
+    assert_eq!(status(&out), 0);
+    fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
+    dir
+}
+
+/// Runs `bt2sum -c --audit . --update ARGS LIST` in `t/`.
+fn update(dir: &Path, list: &str, args: &[&str]) -> (String, String, i32) {
+    let mut all = vec!["-c", "--audit", ".", "--update"];
+    all.extend(args);
+    all.push(list);
+    let out = run_in(&dir.join("t"), &all, b"");
+    (stdout(&out), stderr(&out), status(&out))
+}
+
+/// Whether an audit of `t/` against `SUMS` finds every file OK.
+fn audits_clean(dir: &Path) -> bool {
+    let out = run_in(&dir.join("t"), ["-c", "--audit", ".", "../SUMS"], b"");
+    status(&out) == 0
+}
+
+#[test]
+fn an_update_ends_a_last_line_that_has_no_newline() {
+    let dir = archive();
+    let sums = dir.path().join("SUMS");
+    let mut list = fs::read(&sums).unwrap();
+    assert_eq!(list.pop(), Some(b'\n'));
+    fs::write(&sums, &list).unwrap();
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let updated = fs::read(&sums).unwrap();
+    assert!(updated.starts_with(&list) && updated[list.len()] == b'\n');
+    assert!(
+        audits_clean(dir.path()),
+        "{}",
+        String::from_utf8_lossy(&updated)
+    );
+}
+
+#[test]
+fn an_update_keeps_comments_and_blank_lines_among_a_files_lines() {
+    let dir = archive();
+    let sums = dir.path().join("SUMS");
+    let list = String::from_utf8(fs::read(&sums).unwrap()).unwrap();
+    // A comment and a blank line between `a`'s checksum and stat lines.
+    let (first, rest) = list.split_once('\n').unwrap();
+    fs::write(&sums, format!("{first}\n# a's note\n\n{rest}")).unwrap();
+    fs::write(dir.path().join("t/a"), b"file a, edited\n").unwrap();
+    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("1 hashed again"), "{err}");
+    let updated = fs::read_to_string(&sums).unwrap();
+    assert!(updated.contains("\n# a's note\n\n"), "{updated}");
+    assert!(audits_clean(dir.path()), "{updated}");
+}
+
+#[test]
+fn an_update_refuses_a_list_that_changed_while_it_ran() {
+    let dir = archive();
+    let sums = dir.path().join("SUMS");
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    // A FIFO listed last holds the audit until the list has changed.
+    mkfifo(&dir.path().join("t/fifo"));
+    let fifo_line = stdout(&run_in(dir.path(), ["-"], b"through"))
+        .replace("BLAKE2b-64 (-)", "BLAKE2b-64 (./fifo)");
+    let mut list = fs::read(&sums).unwrap();
+    list.extend(fifo_line.as_bytes());
+    fs::write(&sums, &list).unwrap();
+    let mut child = bt2sum()
+        .args(["-c", "--audit", ".", "--update", "../SUMS"])
+        .current_dir(dir.path().join("t"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("./b: ") {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+    }
+    // Another update, or an edit, came first.
+    let edited = [&list[..], b"# edited meanwhile\n"].concat();
+    fs::write(&sums, &edited).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("t/fifo"))
+        .unwrap()
+        .write_all(b"through")
+        .unwrap();
+    let output = output_within(child, Duration::from_secs(60));
+    let err = stderr(&output);
+    assert_eq!(status(&output), 1, "{err}");
+    assert!(
+        err.contains("../SUMS: not updated: it changed while the audit ran"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&sums).unwrap(), edited);
+}
+
+/// A moved file edited after the update hashed it, before the update
+/// writes the list (while it hashes a big new file after it): the list
+/// gets the stat line of the version hashed, so that an audit after finds
+/// it CHANGED (an edit), never FAILED (damage). (Linux: `/proc/PID/fd`
+/// tells when the big file is open.)
+#[cfg(target_os = "linux")]
+#[test]
+fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
+    let dir = archive();
+    let root = dir.path().join("t");
+    fs::rename(root.join("a"), root.join("a2")).unwrap();
+    fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
+    let child = bt2sum()
+        .args(["-c", "--audit", ".", "--update", "../SUMS"])
+        .current_dir(&root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    super::wait_until_open(child.id(), &root.join("big"));
+    // The same size, another content, a new time.
+    fs::write(root.join("a2"), b"file A\n").unwrap();
+    let output = output_within(child, Duration::from_secs(60));
+    assert!(
+        stdout(&output).contains("./a2: MOVED from ./a"),
+        "{}",
+        stdout(&output)
+    );
+    let audit = run_in(&root, ["-c", "--audit", ".", "../SUMS"], b"");
+    assert_eq!(stdout(&audit), "./a2: CHANGED\n./b: OK\n./big: OK\n");
+}
+
+#[test]
+fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
+    let dir = archive();
+    fs::create_dir(dir.path().join("lists")).unwrap();
+    fs::rename(dir.path().join("SUMS"), dir.path().join("lists/SUMS")).unwrap();
+    symlink("lists/SUMS", dir.path().join("SUMS")).unwrap();
+    fs::set_permissions(
+        dir.path().join("lists/SUMS"),
+        fs::Permissions::from_mode(0o604),
+    )
+    .unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::chown(dir.path().join("lists/SUMS"), Some(65534), Some(65534)).unwrap();
+    } else {
+        super::skip(
+            "an_update_rewrites_a_linked_lists_target_and_keeps_its_owner",
+            "not root: the list's owner is not changed to another user's",
+        );
+    }
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        fs::symlink_metadata(dir.path().join("SUMS"))
+            .unwrap()
+            .is_symlink()
+    );
+    let metadata = fs::metadata(dir.path().join("lists/SUMS")).unwrap();
+    assert_eq!(metadata.permissions().mode() & 0o7777, 0o604);
+    if root {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!((metadata.uid(), metadata.gid()), (65534, 65534));
+    }
+    assert!(
+        fs::read_to_string(dir.path().join("SUMS"))
+            .unwrap()
+            .contains("(./c)")
+    );
+    assert!(audits_clean(dir.path()));
+}
+
+#[test]
+fn an_update_refuses_a_hard_linked_list() {
+    let dir = archive();
+    fs::hard_link(dir.path().join("SUMS"), dir.path().join("SUMS.too")).unwrap();
+    let list = fs::read(dir.path().join("SUMS")).unwrap();
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    let (_, err, code) = update(dir.path(), "../SUMS", &[]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("../SUMS: not updated: it has 2 hard links, which replacing it would split"),
+        "{err}"
+    );
+    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), list);
+    assert_eq!(fs::read(dir.path().join("SUMS.too")).unwrap(), list);
+}
+
+/// An update ended by a stop signal at any moment leaves no temporary
+/// file, and the list as it was or whole and new.
+#[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
+fn an_update_ended_by_a_signal_leaves_no_temporary_file() {
+    if super::emulated("an_update_ended_by_a_signal_leaves_no_temporary_file") {
+        return;
+    }
+    let dir = archive();
+    let root = dir.path().join("t");
+    for index in 0..200 {
+        fs::write(
+            root.join(format!("new{index:03}")),
+            format!("new {index}\n"),
+        )
+        .unwrap();
+    }
+    let list = fs::read(dir.path().join("SUMS")).unwrap();
+    let start = || {
+        super::signals::stoppable()
+            .current_dir(&root)
+            .args(["-c", "--audit", ".", "--update", "--cpus", "1", "../SUMS"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    assert!(start().wait().unwrap().success());
+    let took = started.elapsed();
+    let updated = fs::read(dir.path().join("SUMS")).unwrap();
+    for round in 0..60u32 {
+        fs::write(dir.path().join("SUMS"), &list).unwrap();
+        let signal = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP][round as usize % 3];
+        let child = start();
+        std::thread::sleep(took * (round % 20) / 16);
+        // SAFETY: signals a child of this test's, not yet waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let _ = output_within(child, Duration::from_secs(60));
+        let now = fs::read(dir.path().join("SUMS")).unwrap();
+        assert!(now == list || now == updated, "round {round}: a mixed list");
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round}, signal {signal}: {left:?} left"
+        );
+    }
+}
+
+/// A list in a directory that cannot be written (a read-only mount: the
+/// spinning-disk model, a FUSE file system) is not updated, in plain words.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_update_in_a_read_only_directory_says_so_plainly() {
+    let test = "an_update_in_a_read_only_directory_says_so_plainly";
+    if super::emulated(test) {
+        return;
+    }
+    let dir = archive();
+    let source = dir.path().join("lists");
+    fs::create_dir(&source).unwrap();
+    fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    let mountpoint = dir.path().join("mounted");
+    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+    let Some(_mounted) =
+        super::Mounted::fuse(test, "scripts/spinning-disk", &source, &mountpoint, &args)
+    else {
+        return;
+    };
+    let (_, err, code) = update(dir.path(), "../mounted/SUMS", &[]);
+    assert_eq!(code, 1);
+    assert!(
+        err.ends_with(
+            "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
+             ../mounted: Read-only file system\n"
+        ),
+        "{err}"
+    );
+}

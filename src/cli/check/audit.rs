@@ -5,27 +5,31 @@
 
 use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use bt2sum::TreeParams;
+use std::fs::File;
+
 use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
+use bt2sum::binary::system;
 use bt2sum::binary::system::FileId;
 use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Class;
 use bt2sum::verify::{Report, Verifier};
 use bt2sum::walk;
+use bt2sum::{Stamp, TreeParams};
 
 use super::super::config::{Checking, Verbosity};
 use super::super::json;
 use super::super::output::{Status, report_listed, warn};
 use super::Printer;
 
-/// What checks the lists: the verifier alone, or an audit around it.
+/// What checks the lists: the verifier alone, or an audit around it (with
+/// `--update`, the list as it was when the audit began).
 pub enum Checker<'v> {
     Lists(&'v Verifier<'v>),
-    Audit(Box<Auditor<'v>>),
+    Audit(Box<Auditor<'v>>, Option<Stamp>),
 }
 
 impl<'v> Checker<'v> {
@@ -65,16 +69,20 @@ impl<'v> Checker<'v> {
         if let Some(counter) = progress {
             auditor = auditor.progress(Arc::clone(counter));
         }
-        Checker::Audit(Box::new(match config.update {
-            Some(stat) => auditor.updating(stat),
-            None => auditor,
-        }))
+        let (auditor, list) = match config.update {
+            Some(stat) => {
+                let list = File::open(&config.lists[0]).and_then(|list| Stamp::now(&list));
+                (auditor.updating(stat), list.ok())
+            }
+            None => (auditor, None),
+        };
+        Checker::Audit(Box::new(auditor), list)
     }
 
     /// Whether missing files wait for the audit's end (to be MISSING, or
     /// MOVED), instead of being reported as unreadable.
     pub fn defers_missing(&self) -> bool {
-        matches!(self, Checker::Audit(_))
+        matches!(self, Checker::Audit(..))
     }
 
     /// Checks one list, handing each report to `report`.
@@ -86,7 +94,7 @@ impl<'v> Checker<'v> {
     ) -> io::Result<ControlFlow<()>> {
         match self {
             Checker::Lists(verifier) => verifier.check(list, list_is_stdin, report),
-            Checker::Audit(auditor) => auditor.check(list, list_is_stdin, report),
+            Checker::Audit(auditor, _) => auditor.check(list, list_is_stdin, report),
         }
     }
 
@@ -95,7 +103,7 @@ impl<'v> Checker<'v> {
     /// audit (Success for a plain check). `Err` only when writing to
     /// standard output fails.
     pub fn finish(self, printer: &mut Printer<'_>, counts: &mut Counts) -> io::Result<Status> {
-        let Checker::Audit(auditor) = self else {
+        let Checker::Audit(auditor, list_stamp) = self else {
             return Ok(Status::Success);
         };
         let mut written = Ok(());
@@ -131,7 +139,7 @@ impl<'v> Checker<'v> {
         // Updated, the list holds the new, moved and changed files: only
         // what it keeps as it was (missing files) still fails the run.
         let list = Path::new(&config.lists[0]);
-        match update(list, rewrite, config) {
+        match update(list, list_stamp, rewrite, config) {
             Ok(done) => {
                 if config.verbosity != Verbosity::Status {
                     report_updated(list, &done);
@@ -153,10 +161,9 @@ impl<'v> Checker<'v> {
                     Status::Success
                 })
             }
-            Err(error) => {
+            Err(why) => {
                 let shown = Name::of_path_lossy(list.as_os_str()).shown();
-                let reason = bt2sum::plain_message(&error);
-                warn(&format!("{shown}: not updated: {reason}"));
+                warn(&format!("{shown}: not updated: {why}"));
                 Ok(Status::Failure)
             }
         }
@@ -164,21 +171,36 @@ impl<'v> Checker<'v> {
 }
 
 /// Rewrites `list` as the audit found the tree, atomically: a temporary
-/// file in the list's directory, written, flushed to the disk, given the
-/// list's permissions, then renamed over it (and the directory flushed, so
-/// that the rename itself survives a crash). Until the rename, the list is
-/// as it was; after it, whole and new. Files that cannot be hashed are
-/// reported.
-fn update(list: &Path, rewrite: Rewrite, config: &Checking) -> io::Result<Rewritten> {
-    let directory = match list.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let permissions = std::fs::metadata(list)?.permissions();
-    let mut temporary = tempfile::Builder::new()
-        .prefix(UPDATE_PREFIX)
-        .tempfile_in(directory)?;
-    let mut reader = io::BufReader::with_capacity(64 << 10, std::fs::File::open(list)?);
+/// file in the list's directory (a symbolic link's target's), written,
+/// flushed to the disk, given the list's owner, group and permissions, then
+/// renamed over it (and the directory flushed, so that the rename itself
+/// survives a crash). Until the rename, the list is as it was; after it,
+/// whole and new. Refused, with nothing written, when the list is not what
+/// the audit read (`seen`: it changed since, or is another file now), when
+/// it has other hard links (which the rename would split), or when its
+/// owner cannot be kept. A stop signal removes the temporary file. Files
+/// that cannot be hashed are reported.
+fn update(
+    list: &Path,
+    seen: Option<Stamp>,
+    rewrite: Rewrite,
+    config: &Checking,
+) -> Result<Rewritten, String> {
+    let plain = |error: io::Error| bt2sum::plain_message(&error);
+    let changed = || "it changed while the audit ran (audit it again)".to_string();
+    let target = std::fs::canonicalize(list).map_err(plain)?;
+    let directory = target.parent().unwrap_or(Path::new("/"));
+    let file = File::open(&target).map_err(plain)?;
+    let metadata = file.metadata().map_err(plain)?;
+    if seen != Some(Stamp::now(&file).map_err(plain)?) {
+        return Err(changed());
+    }
+    let links = system::hard_links(&file, &metadata).map_err(plain)?;
+    if links > 1 {
+        return Err(format!(
+            "it has {links} hard links, which replacing it would split (update a copy of it)"
+        ));
+    }
     let settings = config.settings;
     let default_tree = TreeParams::new(
         settings.grammar.untagged_algorithm,
@@ -188,20 +210,125 @@ fn update(list: &Path, rewrite: Rewrite, config: &Checking) -> io::Result<Rewrit
             .unwrap_or(settings.grammar.untagged_algorithm.max_digest_size()),
         settings.leaf_size,
     )
-    .map_err(io::Error::other)?;
+    .map_err(|error| error.to_string())?;
+    let temporary = Temporary::create(directory).map_err(|error| {
+        // (Where the list is named, unless it is a link.)
+        let named = match std::fs::symlink_metadata(list) {
+            Ok(metadata) if !metadata.is_symlink() => list.parent(),
+            _ => Some(directory),
+        };
+        let named = named.filter(|named| !named.as_os_str().is_empty());
+        let shown = Name::of_path_lossy(named.unwrap_or(Path::new(".")).as_os_str()).shown();
+        format!(
+            "cannot create a temporary file in {shown}: {}",
+            plain(error)
+        )
+    })?;
+    let mut reader = io::BufReader::with_capacity(64 << 10, &file);
     let done = {
-        let mut out = io::BufWriter::with_capacity(64 << 10, temporary.as_file_mut());
-        let done = rewrite.write(&mut reader, &mut out, &default_tree, |name, error| {
-            report_listed(name, &error.to_string());
-        })?;
-        out.flush()?;
+        let mut out = io::BufWriter::with_capacity(64 << 10, temporary.file());
+        let done = rewrite
+            .write(&mut reader, &mut out, &default_tree, |name, error| {
+                report_listed(name, &error.to_string());
+            })
+            .map_err(plain)?;
+        out.flush().map_err(plain)?;
         done
     };
-    temporary.as_file().set_permissions(permissions)?;
-    temporary.as_file().sync_all()?;
-    temporary.persist(list).map_err(|error| error.error)?;
-    flush_directory(directory)?;
+    system::keep_owner(temporary.file(), &metadata)
+        .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
+    let new = temporary.file();
+    new.set_permissions(metadata.permissions()).map_err(plain)?;
+    new.sync_all().map_err(plain)?;
+    // The list read is still the list there (no other update came first).
+    let now = File::open(&target).and_then(|file| Stamp::now(&file));
+    if seen != now.ok() {
+        return Err(changed());
+    }
+    temporary.persist(&target).map_err(plain)?;
+    flush_directory(directory).map_err(plain)?;
     Ok(done)
+}
+
+/// `--update`'s temporary file, removed on a stop signal, and when dropped
+/// unless renamed over the list.
+struct Temporary {
+    /// Open until renamed (Windows renames no open file).
+    file: Option<File>,
+    /// Its path while it is to be removed.
+    path: std::sync::Arc<std::sync::Mutex<Option<PathBuf>>>,
+}
+
+impl Temporary {
+    /// A new file in `directory`, readable by its owner only until the
+    /// list's permissions are given to it.
+    fn create(directory: &Path) -> io::Result<Temporary> {
+        let path = std::sync::Arc::new(std::sync::Mutex::new(None::<PathBuf>));
+        let on_stop = std::sync::Arc::clone(&path);
+        system::on_stop_signal(move || {
+            if let Some(path) = lock(&on_stop).take() {
+                let _ = std::fs::remove_file(path);
+            }
+        });
+        // (Made with the lock held: a signal meanwhile waits for the path.)
+        let mut held = lock(&path);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+        let mut attempt = 0u32;
+        let (file, name) = loop {
+            let name = format!(
+                "{UPDATE_PREFIX}{}-{}",
+                std::process::id(),
+                since.subsec_nanos().wrapping_add(attempt)
+            );
+            match options.open(directory.join(&name)) {
+                Ok(file) => break (file, name),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        *held = Some(directory.join(name));
+        drop(held);
+        Ok(Temporary {
+            file: Some(file),
+            path,
+        })
+    }
+
+    fn file(&self) -> &File {
+        self.file.as_ref().expect("open until renamed")
+    }
+
+    /// Renames it over `target`.
+    fn persist(mut self, target: &Path) -> io::Result<()> {
+        self.file = None;
+        let mut held = lock(&self.path);
+        if let Some(path) = held.as_ref() {
+            std::fs::rename(path, target)?;
+        }
+        *held = None;
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        self.file = None;
+        if let Some(path) = lock(&self.path).take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The start of the name of `--update`'s temporary file, which no audit
