@@ -11,7 +11,7 @@
 //! following a link (`openat` with `O_NOFOLLOW`): a link swapped in at any
 //! point is met, not followed. A set-user-ID or set-group-ID file is
 //! refused unless allowed. The caller then compares the open file with
-//! what it checked ([`crate::Stamp`]), through the descriptor it writes
+//! what it checked (its `Stamp`), through the descriptor it writes
 //! with.
 //!
 //! On Windows, where no such call exists, each directory on the way is

@@ -27,8 +27,6 @@ use std::fs::{self, FileType};
 use std::io;
 use std::path::Path;
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
-
 use crate::input::system::FileId;
 use crate::memory;
 
@@ -61,9 +59,9 @@ pub struct Options {
 }
 
 /// The files under `roots`, walked one at a time.
-pub struct Walk<'a> {
+pub struct Walk {
     roots: std::vec::IntoIter<OsString>,
-    options: &'a Options,
+    options: std::sync::Arc<Options>,
     /// The root being walked.
     root: Option<OsString>,
     levels: Vec<Level>,
@@ -92,10 +90,10 @@ enum Kind {
     Error(io::Error),
 }
 
-impl<'a> Walk<'a> {
+impl Walk {
     /// A walk of `roots` (each a directory, or anything else to pass
     /// through as given), in the order given.
-    pub fn new(roots: Vec<OsString>, options: &'a Options) -> Walk<'a> {
+    pub fn new(roots: Vec<OsString>, options: std::sync::Arc<Options>) -> Walk {
         Walk {
             roots: roots.into_iter(),
             options,
@@ -246,7 +244,7 @@ impl<'a> Walk<'a> {
     }
 }
 
-impl Iterator for Walk<'_> {
+impl Iterator for Walk {
     type Item = Walked;
 
     fn next(&mut self) -> Option<Walked> {
@@ -295,15 +293,17 @@ fn join(directory: &OsStr, name: &OsStr) -> OsString {
     path
 }
 
-/// What a walk leaves out, by gitignore's patterns, each matched against
-/// the path below the root being walked (with `/` between names):
+/// What a walk leaves out, by gitignore's patterns (git's own rules, as
+/// the `ignore` crate, ripgrep's, reads them), each matched against the
+/// path below the root being walked:
 ///
 /// - a pattern with no `/` but at its end matches a name at any depth
 ///   (`*.tmp`, `.DS_Store`); one with a `/` elsewhere matches from the
 ///   root (`build/*.o`, `/top.txt`); `**` matches any number of
 ///   directories (`**/cache`, `logs/**`);
 /// - a trailing `/` matches directories only (`.s3git/`);
-/// - `*` and `?` never match a `/`; `[a-z]` is a class;
+/// - `*` and `?` never match a `/`; `[a-z]` is a class; `{a,b}` is no
+///   alternation, as in git;
 /// - `!` before a pattern takes back what an earlier one left out: the
 ///   last pattern that matches decides;
 /// - an excluded directory is not entered, so nothing under it is walked,
@@ -324,19 +324,18 @@ fn join(directory: &OsStr, name: &OsStr) -> OsString {
 /// ```
 #[derive(Clone, Default)]
 pub struct Excludes {
-    /// The patterns, as given.
+    /// The patterns as given, to add one more to.
     given: Vec<String>,
-    globs: Option<GlobSet>,
-    /// Per glob: whether it takes back (`!`), whether it needs a directory.
-    patterns: Vec<(bool, bool)>,
+    /// What they match; `None` when there is none.
+    matcher: Option<ignore::gitignore::Gitignore>,
 }
 
-/// A pattern that is not a glob.
+/// A pattern that is not one.
 #[derive(Debug)]
 pub struct ExcludeError {
     /// The pattern as given.
     pub pattern: String,
-    /// What is wrong with it.
+    /// Why it is not one.
     pub reason: String,
 }
 
@@ -349,61 +348,35 @@ impl std::fmt::Display for ExcludeError {
 impl std::error::Error for ExcludeError {}
 
 impl Excludes {
-    /// Excludes made of gitignore patterns (blank ones and `#` comments
-    /// are passed over, as in a `.gitignore` file).
+    /// The excludes of `patterns`, in order (blank lines and `#` comments
+    /// are skipped, as in a `.gitignore`); an error names the first pattern
+    /// that is not one.
     pub fn new<S: AsRef<str>>(
         patterns: impl IntoIterator<Item = S>,
     ) -> Result<Excludes, ExcludeError> {
-        let mut builder = GlobSetBuilder::new();
-        let mut flags = Vec::new();
-        let mut all = Vec::new();
+        let mut builder = ignore::gitignore::GitignoreBuilder::new("");
+        let mut given = Vec::new();
         for pattern in patterns {
-            let given = pattern.as_ref();
-            all.push(given.to_string());
-            if given.trim().is_empty() || given.starts_with('#') {
-                continue;
-            }
-            let (negated, text) = match given.strip_prefix('!') {
-                Some(rest) => (true, rest),
-                None => (
-                    false,
-                    given.strip_prefix("\\!").map_or(given, |_| &given[1..]),
-                ),
-            };
-            let (dir_only, text) = match text.strip_suffix('/') {
-                Some(rest) => (true, rest),
-                None => (false, text),
-            };
-            let anchored = text.contains('/');
-            let text = text.strip_prefix('/').unwrap_or(text);
-            let glob = if anchored {
-                text.to_string()
-            } else {
-                format!("**/{text}")
-            };
+            let pattern = pattern.as_ref();
+            given.push(pattern.to_string());
             let bad = |reason: String| ExcludeError {
-                pattern: given.to_string(),
+                pattern: pattern.to_string(),
                 reason,
             };
-            if text.is_empty() {
+            if matches!(pattern.trim_start_matches('!'), "/" | "") && !pattern.is_empty() {
                 return Err(bad("it matches nothing".to_string()));
             }
-            let glob = GlobBuilder::new(&glob)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .build()
-                .map_err(|error| bad(error.kind().to_string()))?;
-            builder.add(glob);
-            flags.push((negated, dir_only));
+            builder
+                .add_line(None, &braces_literal(pattern))
+                .map_err(|error| bad(glob_reason(&error)))?;
         }
-        let globs = builder.build().map_err(|error| ExcludeError {
+        let matcher = builder.build().map_err(|error| ExcludeError {
             pattern: String::new(),
-            reason: error.to_string(),
+            reason: glob_reason(&error),
         })?;
         Ok(Excludes {
-            given: all,
-            globs: (!flags.is_empty()).then_some(globs),
-            patterns: flags,
+            given,
+            matcher: (matcher.num_ignores() + matcher.num_whitelists() > 0).then_some(matcher),
         })
     }
 
@@ -415,21 +388,47 @@ impl Excludes {
     /// Whether `relative` (a path below the root being walked) is left out;
     /// `is_dir`: it is a directory.
     pub fn excludes(&self, relative: &Path, is_dir: bool) -> bool {
-        let Some(globs) = &self.globs else {
-            return false;
-        };
-        let candidate = Candidate::new(relative);
-        globs
-            .matches_candidate(&candidate)
-            .into_iter()
-            .rev()
-            .find(|&index| is_dir || !self.patterns[index].1)
-            .is_some_and(|index| !self.patterns[index].0)
+        self.matcher
+            .as_ref()
+            .is_some_and(|matcher| matcher.matched(relative, is_dir).is_ignore())
     }
 
     /// Whether there is any pattern.
     pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
+        self.matcher.is_none()
+    }
+}
+
+/// A pattern with its braces escaped: git reads `{a,b}` as those five
+/// characters, where the `ignore` crate's globs would read an alternation
+/// (ripgrep#1221); a brace escaped already stays so.
+fn braces_literal(pattern: &str) -> String {
+    let mut escaped = String::with_capacity(pattern.len() + 4);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                escaped.push(c);
+                escaped.extend(chars.next());
+            }
+            '{' | '}' => {
+                escaped.push('\\');
+                escaped.push(c);
+            }
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// Why the `ignore` crate refused a pattern, in its glob's words.
+fn glob_reason(error: &ignore::Error) -> String {
+    match error {
+        ignore::Error::Glob { err, .. } => err.clone(),
+        ignore::Error::WithLineNumber { err, .. } | ignore::Error::WithPath { err, .. } => {
+            glob_reason(err)
+        }
+        error => error.to_string(),
     }
 }
 
@@ -495,7 +494,20 @@ mod tests {
             );
         }
         assert!(!Excludes::default().excludes(Path::new("a"), false));
-        assert!(Excludes::new(["a[", "ok"]).is_err());
+        // Brace alternation is not gitignore's: `{a,b}` is a name.
+        let braces = Excludes::new(["{a,b}"]).unwrap();
+        assert!(!braces.excludes(Path::new("a"), true));
+        assert!(braces.excludes(Path::new("{a,b}"), true));
+        let escaped = Excludes::new(["x\\{y}", "*.{c,h}"]).unwrap();
+        assert!(escaped.excludes(Path::new("x{y}"), false));
+        assert!(escaped.excludes(Path::new("d/f.{c,h}"), false));
+        assert!(!escaped.excludes(Path::new("f.c"), false));
+        // An unclosed class is a name, as git reads it.
+        assert!(
+            Excludes::new(["a["])
+                .unwrap()
+                .excludes(Path::new("a["), false)
+        );
         assert!(Excludes::new(["/"]).is_err());
     }
 }

@@ -225,10 +225,10 @@ impl<'a> Auditor<'a> {
         }
         // The new files, in walk order.
         let mut new = Spool::new(IN_MEMORY);
-        let options = std::mem::take(&mut self.options);
+        let options = std::sync::Arc::new(std::mem::take(&mut self.options));
         for root in std::mem::take(&mut self.roots) {
             let unlisted = Unlisted {
-                walk: Walk::new(vec![root], &options),
+                walk: Walk::new(vec![root], std::sync::Arc::clone(&options)),
                 listed: listed.records()?.peekable(),
             };
             if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
@@ -403,7 +403,7 @@ fn with_moves<'a>(
 /// The files of a walk that no list names, in walk order, or the walk's
 /// errors; `Err` if the listed names cannot be read back.
 struct Unlisted<'a> {
-    walk: Walk<'a>,
+    walk: Walk,
     listed: std::iter::Peekable<Records<'a>>,
 }
 

@@ -57,29 +57,36 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     report.finish(out, written)
 }
 
-/// The inputs' names, in order: held (given, or walked), or read from a
-/// list as they are hashed (whose sizes are then not known ahead).
+/// The inputs' names, in order: given, walked as they are hashed, or read
+/// from a list as they are hashed (whose sizes are then not known ahead).
 struct Names {
-    held: Vec<OsString>,
-    listed: Option<files0::Names>,
+    source: Source,
     /// Whether they were named (not standard input read because no FILE
     /// was given), and so are named in the lines.
     named: bool,
 }
 
+enum Source {
+    Given(Vec<OsString>),
+    Walked(walk::Roots),
+    Listed(files0::Names),
+}
+
 impl Names {
     /// The bytes the run will hash, if they can be known ahead.
     fn total_bytes(&self, config: &Hashing) -> Option<u64> {
-        match self.listed {
-            Some(_) => None,
-            None => total_bytes(config, &self.held),
+        match &self.source {
+            Source::Given(names) => total_bytes(config, names),
+            Source::Walked(roots) => Some(roots.total_bytes()),
+            Source::Listed(_) => None,
         }
     }
 
     fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
-        match self.listed {
-            Some(listed) => Box::new(listed),
-            None => Box::new(self.held.into_iter().map(Entry::Name)),
+        match self.source {
+            Source::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
+            Source::Walked(roots) => Box::new(roots.entries()),
+            Source::Listed(listed) => Box::new(listed),
         }
     }
 }
@@ -94,19 +101,16 @@ fn names(config: &Hashing, out: &mut dyn Write, status: &mut Status) -> Result<N
             return Err(plan(config, *total, selection.as_ref(), out));
         }
         Inputs::Stdin => Names {
-            held: vec![OsString::from("-")],
-            listed: None,
+            source: Source::Given(vec![OsString::from("-")]),
             named: false,
         },
         Inputs::Named(files) => Names {
-            held: files.clone(),
-            listed: None,
+            source: Source::Given(files.clone()),
             named: true,
         },
         Inputs::ListedIn(list) => match files0::open(list) {
             Ok(names) => Names {
-                held: Vec::new(),
-                listed: Some(names),
+                source: Source::Listed(names),
                 named: true,
             },
             Err(error) => {
@@ -129,13 +133,8 @@ fn names(config: &Hashing, out: &mut dyn Write, status: &mut Status) -> Result<N
                     roots
                 }
             };
-            let walk = walk::expand(&roots, *follow_links, excludes.clone());
-            if walk.errors > 0 {
-                *status = Status::Failure;
-            }
             Names {
-                held: walk.files,
-                listed: None,
+                source: Source::Walked(walk::Roots::new(&roots, *follow_links, excludes.clone())),
                 named: true,
             }
         }

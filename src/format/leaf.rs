@@ -15,8 +15,9 @@
 //! selection past the end). The tag gives the algorithm and digest size
 //! as in checksum lines; `O` and `N` are the leaf's bytes, `T` the input's
 //! length (so that a listing's completeness can be checked: it has
-//! `C = ceil(T / L)` leaves), `L` the leaf size, and HEX the leaf's digest in
-//! lowercase. Names are escaped as in checksum lines. Standard input read
+//! `C = ceil(T / L)` leaves), `L` the leaf size, and HEX the leaf's digest
+//! (printed in lowercase; read in either case, all lower or all upper, as
+//! in checksum lines). Names are escaped as in checksum lines. Standard input read
 //! because no FILE was given has no name, as its checksum line has none: its
 //! lines end in ` = HEX`, or after `tree=L`.
 
@@ -135,7 +136,8 @@ pub enum LeafLineError {
     },
     /// The digest size or leaf size is out of range.
     Params(ParamsError),
-    /// No ` = HEX` after the name, or HEX is not 2N lowercase hex digits.
+    /// No ` = HEX` after the name, or HEX is not 2N hex digits (all
+    /// lowercase or all uppercase).
     Digest,
     /// A bad escape in an escaped name.
     Escape,
@@ -159,7 +161,7 @@ impl fmt::Display for LeafLineError {
                 "leaves={listed}, but total= and tree= make {actual} leaves"
             ),
             LeafLineError::Params(error) => write!(f, "{error}"),
-            LeafLineError::Digest => f.write_str("the digest is not 2N lowercase hex digits"),
+            LeafLineError::Digest => f.write_str("the digest is not 2N hex digits of one case"),
             LeafLineError::Escape => f.write_str("bad escape in the name"),
             LeafLineError::Inconsistent => {
                 f.write_str("offset or length do not match the leaf index, leaf size and total")
@@ -351,7 +353,7 @@ fn leaf_line<'a>(
             tail.strip_prefix(b" = ").ok_or(LeafLineError::Digest)?,
         ),
     };
-    if hex.len() != 2 * tree.digest_size() || hex.iter().any(u8::is_ascii_uppercase) {
+    if hex.len() != 2 * tree.digest_size() {
         return Err(LeafLineError::Digest);
     }
     let digest = decode_hex(hex).ok_or(LeafLineError::Digest)?;
@@ -492,7 +494,7 @@ mod tests {
             ),
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1",
-                malformed("the digest is not 2N lowercase hex digits"),
+                malformed("the digest is not 2N hex digits of one case"),
             ),
             (
                 b"\\BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 = 00",
@@ -547,12 +549,12 @@ mod tests {
                 malformed("leaf size 0 is out of range: allowed 1 to 4294967295"),
             ),
             (
-                b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = AB",
-                malformed("the digest is not 2N lowercase hex digits"),
+                b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = Ab",
+                malformed("the digest is not 2N hex digits of one case"),
             ),
             (
                 b"BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = abc",
-                malformed("the digest is not 2N lowercase hex digits"),
+                malformed("the digest is not 2N hex digits of one case"),
             ),
             (
                 b"\\BLAKE2b-1 leaf=0 offset=0 length=1 total=1 tree=1 (a\\tb) = 00",

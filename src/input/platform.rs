@@ -78,7 +78,7 @@ pub(super) fn wake_pipe() -> Option<[libc::c_int; 2]> {
 /// `futimens` restores), and which file it is. A file hashed is stamped
 /// before and after; a file written after a check (a repair) must still
 /// have the stamp the check saw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Stamp {
     pub(super) len: u64,
     modified: Option<std::time::SystemTime>,

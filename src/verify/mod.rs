@@ -169,6 +169,9 @@ pub struct Verifier<'a> {
     listings_counted: std::cell::Cell<u64>,
     listings_checked: std::cell::Cell<u64>,
     incomplete: RefCell<std::collections::VecDeque<u64>>,
+    /// Those among them that list every leaf, and whose leaves do not make
+    /// the digest of their checksum line (the list contradicts itself).
+    contradicted: RefCell<std::collections::VecDeque<u64>>,
     /// The memory a pass may hold, shrunk for all the lists after a
     /// refusal.
     budget: RefCell<Budget>,
@@ -186,6 +189,7 @@ impl<'a> Verifier<'a> {
             listings_counted: std::cell::Cell::new(0),
             listings_checked: std::cell::Cell::new(0),
             incomplete: RefCell::new(std::collections::VecDeque::new()),
+            contradicted: RefCell::new(std::collections::VecDeque::new()),
             budget: RefCell::new(Budget::new()),
             progress: None,
             before_stdin: Box::new(|| {}),

@@ -57,6 +57,10 @@ pub(super) struct Pass {
     /// Whether the file is only looked for (opened, not read): it is not in
     /// the slice being checked, but an audit needs to know if it is there.
     pub probe: bool,
+    /// Whether the file's listing is complete and its leaves do not make
+    /// its checksum line's digest: the checksum line fails, whatever the
+    /// file holds (known without reading it, in a slice).
+    pub contradicts_leaves: bool,
     /// Whether the checksum line is not judged in this pass: in a slice,
     /// the complete leaf listing that follows it stands for it, or another
     /// slice hashes the file whole for it. Its digest still says what the
@@ -101,6 +105,7 @@ impl Pass {
             continued: false,
             lines: 0..=0,
             probe: false,
+            contradicts_leaves: false,
             checksum_elsewhere: false,
         }
     }
@@ -113,7 +118,8 @@ impl Pass {
     /// How many lines the pass checks.
     pub fn lines(&self, listed: Option<&ListedLeaves>) -> usize {
         let leaves = listed.map_or(0, ListedLeaves::len);
-        usize::from(self.judged_checksum().is_some()) + leaves + self.count_lines.len()
+        let checksum = self.judged_checksum().is_some() || self.contradicts_leaves;
+        usize::from(checksum) + leaves + self.count_lines.len()
     }
 
     /// The pass's checked lines in list order, each with its verdict, given
@@ -145,6 +151,10 @@ impl Pass {
             };
             (Subject::Checksum, verdict)
         });
+        let checksum = match self.contradicts_leaves && self.checksum_elsewhere {
+            true => Some((Subject::Checksum, Verdict::Failed)),
+            false => checksum,
+        };
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == self.total);
         let leaves_now = hashed.map(|hashed| self.tree.leaf_count(hashed.length));
         let mut leaves = listed.into_iter().flat_map(ListedLeaves::verdicts);
@@ -296,6 +306,20 @@ impl Checked {
                 self.changed(),
             )
             .filter(move |_| !probe)
+    }
+
+    /// Whether the file's listing is complete and its leaf digests do not
+    /// make the digest of its checksum line: the list contradicts itself
+    /// (found in a slice, from the list alone).
+    pub fn contradicts_itself(&self) -> bool {
+        self.pass.contradicts_leaves && self.pass.checksum_elsewhere
+    }
+
+    /// Whether the file's lines list no digest at all (count lines only,
+    /// as `--leaf-count` prints them): checking it verifies its length,
+    /// not its bytes.
+    pub fn lists_no_digest(&self) -> bool {
+        self.pass.checksum.is_none() && self.listed.as_ref().is_none_or(ListedLeaves::is_empty)
     }
 
     /// Whether the file was only looked for, not checked: it is outside the

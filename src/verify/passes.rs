@@ -356,12 +356,15 @@ pub(super) enum Disposition {
 
 /// How one leaf listing with a checksum line is sliced: whether it lists
 /// every leaf of its file (its leaves then stand for the checksum line),
-/// and, while its passes are read, where the leaves seen so far leave off.
+/// and, while its passes are read, where the leaves seen so far leave off;
+/// the root its listed leaves make, to hold against its checksum line.
 struct Listing {
     next_index: u64,
     in_order: bool,
     /// The size of the file it lists, as its first pass gives it.
     size: u64,
+    root: crate::engine::Root,
+    expected: Option<crate::digest::Digest>,
 }
 
 impl Passes<'_> {
@@ -390,9 +393,15 @@ impl Passes<'_> {
             }
             Some(leaves) => {
                 if pass.checksum.is_some() && !pass.continues {
-                    // A listing's first pass: is it complete?
+                    // A listing's first pass: is it complete, and do its
+                    // leaves make its checksum?
                     let ordinal = verifier.listings_checked.get();
                     verifier.listings_checked.set(ordinal + 1);
+                    let mut contradicted = verifier.contradicted.borrow_mut();
+                    if contradicted.front() == Some(&ordinal) {
+                        contradicted.pop_front();
+                        pass.contradicts_leaves = true;
+                    }
                     let mut incomplete = verifier.incomplete.borrow_mut();
                     if incomplete.front() == Some(&ordinal) {
                         incomplete.pop_front();
@@ -413,7 +422,9 @@ impl Passes<'_> {
                 if !starts_in {
                     pass.count_lines.clear();
                 }
-                if !leaves.is_empty() || !pass.count_lines.is_empty() || checksum_in {
+                let contradicts = pass.contradicts_leaves;
+                if !leaves.is_empty() || !pass.count_lines.is_empty() || checksum_in || contradicts
+                {
                     // The leaves decide; the checksum line, unless its file
                     // is hashed whole here, is theirs or another slice's.
                     pass.checksum_elsewhere = !checksum_in;
@@ -440,7 +451,8 @@ impl Passes<'_> {
 
     /// The bytes every pass of the list describes (see [`super::Slice`]),
     /// noting which leaf listings with a checksum line list only some of
-    /// their file's leaves.
+    /// their file's leaves, and which list leaves that do not make their
+    /// checksum line's digest.
     pub fn total_bytes(&mut self) -> u64 {
         let verifier = self.verifier;
         let mut total = 0u64;
@@ -454,13 +466,18 @@ impl Passes<'_> {
                             next_index: 0,
                             in_order: true,
                             size: whole_size(&pass),
+                            root: crate::engine::Root::new(&pass.tree, 0),
+                            expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
                         });
                     }
                     let mut bytes = 0u64;
-                    for index in listed.indices_listed() {
+                    let size = pass.tree.digest_size();
+                    for (index, digest) in listed.listed() {
                         if let Some(listing) = &mut listing {
                             listing.in_order &= index == listing.next_index;
                             listing.next_index = index + 1;
+                            let mut sink = crate::engine::Sink::default();
+                            listing.root.feed(digest.as_bytes(), size, &mut sink);
                         }
                         let leaf = pass.tree.leaf_bytes(index, length);
                         bytes = bytes.saturating_add(leaf.end - leaf.start);
@@ -475,6 +492,8 @@ impl Passes<'_> {
                         if !complete {
                             verifier.incomplete.borrow_mut().push_back(ordinal);
                             bytes = bytes.saturating_add(done.size);
+                        } else if done.expected != Some(done.root.finalize()) {
+                            verifier.contradicted.borrow_mut().push_back(ordinal);
                         }
                     }
                     bytes

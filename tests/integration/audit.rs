@@ -326,8 +326,12 @@ fn excludes_and_links_are_as_in_a_walk() {
         ["./.s3git/objects/1", "./a", "./elsewhere/x", "./ignore"]
     );
     // A pattern that is none is a usage error.
-    let (_, err, code) = bt2sum_in(&root, &["-r", ".", "--exclude", "[a"]);
+    let (_, err, code) = bt2sum_in(&root, &["-r", ".", "--exclude", "[z-a]"]);
     assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad pattern \"[z-a]\": invalid range"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -723,4 +727,101 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Excludes leave out what git ignores, pattern by pattern: each pattern,
+/// as `--exclude`, against `git check-ignore` with it as the `.gitignore`
+/// (braces are names to git, not alternations).
+#[test]
+fn excludes_leave_out_what_git_ignores() {
+    if Command::new("git").arg("--version").output().is_err() {
+        super::skip(
+            "excludes_leave_out_what_git_ignores",
+            "git is not installed",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files: &[&[u8]] = &[
+        b"a/x",
+        b"b/y",
+        b"{a,b}/z",
+        b"c.tmp",
+        b"d/c.tmp",
+        b"x.{c,h}",
+        b"x.c",
+        b"top/deep/f",
+        b"[ab]",
+        b"a1",
+        b"f\\g",
+        b"logs/1/2",
+        b"keep.tmp",
+    ];
+    tree(
+        dir.path(),
+        &files
+            .iter()
+            .map(|name| (*name, &b"x\n"[..]))
+            .collect::<Vec<_>>(),
+    );
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert!(git(&["init", "-q"]).status.success());
+    for pattern in [
+        "{a,b}",
+        "*.{c,h}",
+        "*.tmp",
+        "!keep.tmp",
+        "top/",
+        "/a1",
+        "[ab]",
+        "\\[ab]",
+        "logs/**",
+        "a*",
+        "f\\\\g",
+    ] {
+        let patterns: Vec<&str> = match pattern {
+            "!keep.tmp" => vec!["*.tmp", pattern],
+            _ => vec![pattern],
+        };
+        fs::write(dir.path().join(".gitignore"), patterns.join("\n") + "\n").unwrap();
+        let mut ignored: Vec<String> = files
+            .iter()
+            .map(|name| String::from_utf8(name.to_vec()).unwrap())
+            .filter(|name| {
+                git(&["check-ignore", "-q", "--no-index", name])
+                    .status
+                    .success()
+            })
+            .collect();
+        let mut args = vec![
+            "-r",
+            ".",
+            "--untagged",
+            "--exclude",
+            ".gitignore",
+            "--exclude",
+            ".git/",
+        ];
+        for pattern in &patterns {
+            args.extend(["--exclude", pattern]);
+        }
+        let walked = stdout(&run_in(dir.path(), &args, b""));
+        let mut excluded: Vec<String> = files
+            .iter()
+            .map(|name| String::from_utf8(name.to_vec()).unwrap())
+            .filter(|name| {
+                let escaped = name.replace('\\', "\\\\");
+                !walked.contains(&format!("  ./{escaped}\n"))
+            })
+            .collect();
+        ignored.sort();
+        excluded.sort();
+        assert_eq!(excluded, ignored, "{patterns:?}");
+    }
 }

@@ -929,3 +929,72 @@ fn an_unwritable_output_fails_the_check() {
     );
     assert_eq!(status(&out), 1);
 }
+
+#[test]
+fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
+    let data = pattern(20_000);
+    let dir = dir_with(&[("f", &data[..])]);
+    let listing =
+        String::from_utf8(make_list(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
+    let upper: String = listing
+        .lines()
+        .map(|line| match line.rsplit_once(" = ") {
+            Some((head, hex)) => format!("{head} = {}\n", hex.to_uppercase()),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    fs::write(dir.path().join("UPPER"), &upper).unwrap();
+    let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");
+    assert_run(&out, "f: OK\n", "", 0);
+    // One case a digest: a leaf line's in mixed case is improperly
+    // formatted.
+    let at = upper.find("leaf=1 ").unwrap();
+    let letter = at + upper[at..].find(" = ").unwrap() + 3;
+    let letter = letter
+        + upper[letter..]
+            .find(|c: char| c.is_ascii_uppercase())
+            .unwrap();
+    let mut mixed = upper.clone();
+    mixed.replace_range(
+        letter..letter + 1,
+        &upper[letter..letter + 1].to_lowercase(),
+    );
+    fs::write(dir.path().join("MIXED"), mixed).unwrap();
+    assert_eq!(
+        status(&run_in(dir.path(), ["-c", "--strict", "MIXED"], b"")),
+        1
+    );
+}
+
+#[test]
+fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
+    let dir = dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
+    let counts = make_list(dir.path(), ["--leaf-count", "f"]);
+    fs::write(dir.path().join("COUNTS"), &counts).unwrap();
+    // Damaged, of the same length: a count line cannot tell.
+    fs::write(dir.path().join("f"), b"HELLO\n").unwrap();
+    let note = "bt2sum: WARNING: 1 listed file has no digest in the list: only its length was \
+                checked\n";
+    let out = run_in(dir.path(), ["-c", "COUNTS"], b"");
+    assert_run(
+        &out,
+        "",
+        &format!("{note}bt2sum: COUNTS: no file was verified\n"),
+        1,
+    );
+    // Beside a file that is verified, it is only said.
+    let mut mixed = counts.clone();
+    mixed.extend(make_list(dir.path(), ["g"]));
+    fs::write(dir.path().join("MIXED"), mixed).unwrap();
+    assert_run(
+        &run_in(dir.path(), ["-c", "MIXED"], b""),
+        "g: OK\n",
+        note,
+        0,
+    );
+    // A length that changed is a failure.
+    fs::write(dir.path().join("f"), b"hello!\n").unwrap();
+    let out = run_in(dir.path(), ["-c", "COUNTS"], b"");
+    assert_eq!(stdout(&out), "f: FAILED\nf: leaf count: FAILED\n");
+    assert_eq!(status(&out), 1);
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 17] = [
+const LAYERS: [(&str, &[&str]); 18] = [
     ("ct", &[]),
     ("os", &[]),
     ("descriptors", &[]),
@@ -30,9 +30,11 @@ const LAYERS: [(&str, &[&str]); 17] = [
         ],
     ),
     ("rustcrypto", &["engine", "params", "digest"]),
+    ("beneath", &["error", "format"]),
     (
         "input",
         &[
+            "beneath",
             "engine",
             "format",
             "params",
@@ -47,7 +49,7 @@ const LAYERS: [(&str, &[&str]); 17] = [
     (
         "repair",
         &[
-            "engine", "params", "digest", "error", "memory", "os", "spill",
+            "beneath", "input", "engine", "params", "digest", "error", "memory", "os", "spill",
         ],
     ),
     (

@@ -694,18 +694,3 @@ fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
     assert_eq!(code, 1);
     assert!(!verifies(dir.path()));
 }
-
-/// A set-user-ID file written by its owner loses the bit (the system
-/// clears it); mending sets it again.
-#[test]
-fn a_mended_file_keeps_its_mode() {
-    let (dir, good) = listed_file("f", 4 * LEAF);
-    let path = dir.path().join("f");
-    damage(&path, &[1]);
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
-    let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(fs::read(&path).unwrap(), good);
-    let mode = fs::metadata(&path).unwrap().permissions().mode();
-    assert_eq!(mode & 0o7777, 0o4755);
-}

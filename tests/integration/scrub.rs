@@ -692,3 +692,32 @@ fn slices_of_a_listing_longer_than_a_pass() {
         assert_eq!(together, full, "{parts} slices");
     }
 }
+
+#[test]
+fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f", &noise(40_000, 3));
+    let listing = String::from_utf8(listed(dir.path(), &["-t", "4096", "--leaves", "f"])).unwrap();
+    // The checksum line's digest damaged, the leaf lines intact.
+    let (head, hex) = listing.split_once(" = ").unwrap();
+    let flipped = if hex.starts_with('0') { "1" } else { "0" };
+    write(
+        dir.path(),
+        "LEAVES",
+        format!("{head} = {flipped}{}", &hex[1..]).as_bytes(),
+    );
+    let said = "bt2sum: f: its leaf lines do not make its checksum line's digest: the list \
+                contradicts itself\n";
+    for part in ["1/1", "1/3", "2/3", "3/3"] {
+        let out = run_in(dir.path(), ["-c", "--part", part, "LEAVES"], b"");
+        assert_eq!(stdout(&out), "f: FAILED\n", "--part {part}");
+        assert!(
+            stderr(&out).starts_with(said),
+            "--part {part}: {}",
+            stderr(&out)
+        );
+        assert_eq!(status(&out), 1, "--part {part}");
+    }
+    let out = run_in(dir.path(), ["-c", "LEAVES"], b"");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("f: FAILED\n", 1));
+}

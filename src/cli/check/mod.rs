@@ -231,7 +231,7 @@ fn summarize(config: &Checking, list_name: &OsStr, tally: &Tally) {
     for warning in tally.warnings() {
         warn(&warning);
     }
-    if config.ignore_missing && tally.verified_none() {
+    if tally.may_verify_none(config.ignore_missing) && tally.verified_none() {
         report(list_name, "no file was verified");
     }
 }
@@ -275,6 +275,11 @@ impl Printer<'_> {
         if let Some(error) = checked.new_error() {
             self.error(checked.name(), &error.to_string())?;
         }
+        if checked.contradicts_itself() {
+            let message = "its leaf lines do not make its checksum line's digest: the list \
+                           contradicts itself";
+            self.error(checked.name(), message)?;
+        }
         if let Some((found, listed)) = checked.length_change() {
             self.out.flush()?;
             let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
@@ -289,7 +294,11 @@ impl Printer<'_> {
         // The file's line first, when it is checked in one pass (as nearly
         // every file is); else after the failing leaves of its last pass.
         let in_one_pass = checked.is_first_pass() && checked.is_last_pass();
-        let file_verdict = checked.file_verdict();
+        // (A file listed without a digest is not OK: its bytes were not
+        // checked. Its count lines fail if its length changed.)
+        let file_verdict = checked
+            .file_verdict()
+            .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest());
         if let (true, Some(verdict)) = (in_one_pass, file_verdict) {
             self.verdict(checked, Subject::Checksum, verdict)?;
         }
@@ -452,6 +461,7 @@ fn summary_object(
             "failed": totals.mismatched,
             "changed": totals.changed,
             "unreadable": totals.unreadable,
+            "unverified": totals.unverified,
             "new": audited.new,
             "moved": audited.moved,
             "missing": audited.missing,

@@ -16,11 +16,11 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
-use bt2sum::Digest;
 use bt2sum::format::name::Name;
 use bt2sum::format::verdict::Verdict;
 use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending, Rules};
 use bt2sum::verify::{Checked, Subject};
+use bt2sum::{Digest, Stamp};
 
 use super::super::config::{Checking, Verbosity};
 use super::super::json;
@@ -188,6 +188,9 @@ impl Repairs {
     pub fn mend(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
         self.claims.clear();
         let contradicted = std::mem::take(&mut self.contradicted);
+        // A file listed twice alike is mended on its first entry: on the
+        // next, it is the file as that mending left it.
+        let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
         let mender = &self.mender;
         // The file being mended: opened on its first record, or why not.
         let mut file: Option<Result<File, String>> = None;
@@ -199,7 +202,10 @@ impl Repairs {
             // (A name no path here can have was refused as improperly
             // formatted.)
             let path = Name::listed(name).path().unwrap_or_default();
-            let opened = file.get_or_insert_with(|| open(mender, &path, &damaged, &contradicted));
+            let opened = file.get_or_insert_with(|| {
+                let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
+                open(mender, &path, &damaged.name, seen, &contradicted)
+            });
             let target = match opened {
                 Ok(target) => target,
                 Err(why) => {
@@ -243,6 +249,9 @@ impl Repairs {
             if file_mended {
                 tally.mended_files += 1;
             }
+            if let Ok(now) = Stamp::now(target) {
+                mended_here.insert(damaged.stamp, now);
+            }
             (file, file_mended, ends) = (None, true, false);
             Ok(())
         })
@@ -254,18 +263,19 @@ impl Repairs {
 fn open(
     mender: &Mender,
     path: &Path,
-    damaged: &Damaged,
+    name: &[u8],
+    seen: &Stamp,
     contradicted: &HashMap<u64, (u64, u64)>,
 ) -> Result<File, String> {
-    let mut name = DefaultHasher::new();
-    bt2sum::audit::normalized(&damaged.name).hash(&mut name);
-    if let Some((first, second)) = contradicted.get(&name.finish()) {
+    let mut hashed = DefaultHasher::new();
+    bt2sum::audit::normalized(name).hash(&mut hashed);
+    if let Some((first, second)) = contradicted.get(&hashed.finish()) {
         return Err(format!(
             "the list gives it two different contents (lines {first} and {second}): not written"
         ));
     }
     mender
-        .open(path, &damaged.stamp)
+        .open(path, seen)
         .map_err(|unmendable| unmendable.to_string())
 }
 

@@ -20,6 +20,9 @@ pub struct Tally {
     pub changed: u64,
     /// Files that could not be opened or read.
     pub unreadable: u64,
+    /// Files listed without a digest (count lines only) whose length
+    /// matched: nothing of their bytes was verified.
+    pub unverified: u64,
     /// Properly formatted lines left to other slices (`--part`).
     pub outside_slice: u64,
     /// Failing leaves mended from a good copy (`--repair-from`).
@@ -39,6 +42,7 @@ impl Tally {
         self.mismatched += other.mismatched;
         self.changed += other.changed;
         self.unreadable += other.unreadable;
+        self.unverified += other.unverified;
         self.outside_slice += other.outside_slice;
         self.repaired_leaves += other.repaired_leaves;
         self.unrepaired_leaves += other.unrepaired_leaves;
@@ -54,12 +58,21 @@ impl Tally {
         self.matched == 0 && self.mended_files == 0 && held_some
     }
 
+    /// Whether the list may have verified no file although its lines were
+    /// good: with `--ignore-missing`, or where some file was listed without
+    /// a digest. It then fails, saying so.
+    pub fn may_verify_none(&self, ignore_missing: bool) -> bool {
+        ignore_missing || self.unverified > 0
+    }
+
     /// Counts a pass's lines, and its file once its last pass is checked;
     /// `skipped`: the file is missing and `--ignore-missing` was given.
     pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
         self.entries += checked.lines().count() as u64;
-        if let (Some(verdict), false) = (checked.file_verdict(), skipped) {
-            self.count(verdict);
+        match (checked.file_verdict(), skipped) {
+            (Some(Verdict::Ok), false) if checked.lists_no_digest() => self.unverified += 1,
+            (Some(verdict), false) => self.count(verdict),
+            _ => {}
         }
     }
 
@@ -102,6 +115,11 @@ impl Tally {
             "listed file was changed since it was listed",
             "listed files were changed since they were listed",
         );
+        warn(
+            self.unverified,
+            "listed file has no digest in the list: only its length was checked",
+            "listed files have no digest in the list: only their length was checked",
+        );
         // What mending did: the repaired leaves (news, not a warning), then
         // those that are still damaged.
         match self.repaired_leaves {
@@ -129,7 +147,7 @@ impl Tally {
     /// findings, or another slice's.)
     pub fn passed(&self, strict: bool, updated: bool, ignore_missing: bool) -> bool {
         let changed_ok = updated || self.changed == 0;
-        let verified_nothing = ignore_missing && self.verified_none();
+        let verified_nothing = self.may_verify_none(ignore_missing) && self.verified_none();
         self.entries > 0
             && (!verified_nothing || updated && self.changed > 0)
             && self.mismatched == self.mended_files
