@@ -69,16 +69,20 @@ pub struct Walk {
     stopped: bool,
 }
 
-/// A directory being walked: its identity, and its entries not yet
-/// visited, sorted.
+/// A directory being walked: its identity and path, and its entries not
+/// yet visited, sorted. Its entries' names are kept one after another in
+/// one buffer: a directory of N entries holds N names and 32 bytes each.
 struct Level {
     id: FileId,
+    path: OsString,
+    names: Vec<u8>,
     children: std::vec::IntoIter<Child>,
 }
 
-/// An entry of a directory: its path and what it is.
+/// An entry of a directory: where its name is in its level's `names`, and
+/// what it is.
 struct Child {
-    path: OsString,
+    name: std::ops::Range<u32>,
     kind: Kind,
 }
 
@@ -131,7 +135,8 @@ impl Walk {
             Ok(entries) => entries,
             Err(error) => return Some(Walked::Error { path, error }),
         };
-        let mut children: Vec<(Vec<u8>, Child)> = Vec::new();
+        let mut names = Vec::new();
+        let mut children: Vec<Child> = Vec::new();
         let mut failed = None;
         for entry in entries {
             let entry = match entry {
@@ -141,23 +146,31 @@ impl Walk {
                     break;
                 }
             };
-            let Some(child) = self.child(&path, &entry) else {
+            let Some(kind) = self.child(&path, &entry) else {
                 continue;
             };
-            if !memory::reserve(&mut children, 1) {
+            let name = entry.file_name();
+            let name = name.as_encoded_bytes();
+            let (Ok(start), Ok(end)) = (u32::try_from(names.len()), u32::try_from(names.len() + name.len())) else {
+                return Some(self.out_of_memory(path));
+            };
+            if !memory::reserve(&mut children, 1) || !memory::reserve(&mut names, name.len()) {
                 return Some(self.out_of_memory(path));
             }
-            // Sorted as if a directory's name ended in `/`.
-            let mut key = entry.file_name().as_encoded_bytes().to_vec();
-            if let Kind::Directory(_) = child.kind {
-                key.push(b'/');
-            }
-            children.push((key, child));
+            names.extend_from_slice(name);
+            children.push(Child { name: start..end, kind });
         }
-        children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let children: Vec<Child> = children.into_iter().map(|(_, child)| child).collect();
+        // Sorted as if a directory's name ended in `/`.
+        let key = |child: &Child| {
+            let name = &names[child.name.start as usize..child.name.end as usize];
+            let slash = matches!(child.kind, Kind::Directory(_)).then_some(&b'/');
+            name.iter().chain(slash)
+        };
+        children.sort_unstable_by(|a, b| key(a).cmp(key(b)));
         self.levels.push(Level {
             id,
+            path: path.clone(),
+            names,
             children: children.into_iter(),
         });
         failed.map(|error| Walked::Error { path, error })
@@ -166,7 +179,7 @@ impl Walk {
     /// An entry of the directory at `directory` as the walk sees it; `None`
     /// for what it skips (links not followed, special files, excluded
     /// paths, the files to skip).
-    fn child(&self, directory: &OsStr, entry: &fs::DirEntry) -> Option<Child> {
+    fn child(&self, directory: &OsStr, entry: &fs::DirEntry) -> Option<Kind> {
         let path = join(directory, &entry.file_name());
         let kind = self.kind_of(&path, entry.file_type().ok())?;
         if let (Some(root), false) = (&self.root, self.options.excludes.is_empty()) {
@@ -181,7 +194,7 @@ impl Walk {
         {
             return None;
         }
-        Some(Child { path, kind })
+        Some(kind)
     }
 
     /// Whether a regular file met in the walk is one of the files to skip
@@ -260,13 +273,15 @@ impl Iterator for Walk {
                 self.levels.pop();
                 continue;
             };
+            let name = &level.names[child.name.start as usize..child.name.end as usize];
+            // SAFETY: the bytes are a whole name `as_encoded_bytes` gave,
+            // on this platform, in this process.
+            let name = unsafe { OsStr::from_encoded_bytes_unchecked(name) };
+            let path = join(&level.path, name);
             let walked = match child.kind {
-                Kind::File => Some(Walked::File(child.path)),
-                Kind::Directory(id) => self.enter(child.path, id),
-                Kind::Error(error) => Some(Walked::Error {
-                    path: child.path,
-                    error,
-                }),
+                Kind::File => Some(Walked::File(path)),
+                Kind::Directory(id) => self.enter(path, id),
+                Kind::Error(error) => Some(Walked::Error { path, error }),
             };
             if walked.is_some() {
                 return walked;

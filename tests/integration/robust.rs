@@ -826,3 +826,38 @@ fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
         assert!(succeeded >= 40, "{succeeded} of {runs} runs were whole");
     }
 }
+
+/// `-r` hashes and prints as it walks, holding one directory's names at a
+/// time: 400,000 files in 200 directories hash under an address-space
+/// limit far below what their names take together.
+#[cfg(unix)]
+#[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
+fn a_recursive_walk_holds_one_directory_at_a_time() {
+    let test = "a_recursive_walk_holds_one_directory_at_a_time";
+    if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+        return;
+    }
+    // (In memory where the system has a tmpfs: a disk makes 400,000 files
+    // slowly.)
+    let shm = Path::new("/dev/shm");
+    let dir = match shm.is_dir() {
+        true => tempfile::tempdir_in(shm).unwrap(),
+        false => tempfile::tempdir().unwrap(),
+    };
+    for directory in 0..200 {
+        let directory = dir.path().join(format!("d{directory:03}"));
+        fs::create_dir(&directory).unwrap();
+        for file in 0..2000 {
+            fs::File::create(directory.join(format!("photo-{file:04}.jpg"))).unwrap();
+        }
+    }
+    let out = shell(
+        dir.path(),
+        r#"ulimit -v 40000; "$BT2SUM" --cpus 2 -r . | wc -l"#,
+    );
+    assert_eq!(stdout(&out).trim(), "400000", "{}", stderr(&out));
+}
