@@ -21,7 +21,7 @@
 //! copy has it: every byte written is the listed file's own, so the leaf is
 //! no further from good than before, and mending again finishes it.
 //!
-//! The file is opened as [`crate::beneath`] opens what bt2sum writes: by a
+//! The file is opened as `tar` and `rsync` open what they extract: by a
 //! name inside the tree (unless [`Rules::names`] allows any), without
 //! following a symbolic link, only a regular file, not set-id (unless
 //! [`Rules::setid`] allows it); and only if it is still the file the check

@@ -151,14 +151,20 @@ impl Walk {
             };
             let name = entry.file_name();
             let name = name.as_encoded_bytes();
-            let (Ok(start), Ok(end)) = (u32::try_from(names.len()), u32::try_from(names.len() + name.len())) else {
+            let (Ok(start), Ok(end)) = (
+                u32::try_from(names.len()),
+                u32::try_from(names.len() + name.len()),
+            ) else {
                 return Some(self.out_of_memory(path));
             };
             if !memory::reserve(&mut children, 1) || !memory::reserve(&mut names, name.len()) {
                 return Some(self.out_of_memory(path));
             }
             names.extend_from_slice(name);
-            children.push(Child { name: start..end, kind });
+            children.push(Child {
+                name: start..end,
+                kind,
+            });
         }
         // Sorted as if a directory's name ended in `/`.
         let key = |child: &Child| {

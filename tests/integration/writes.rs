@@ -641,3 +641,126 @@ fn an_update_in_a_read_only_directory_says_so_plainly() {
         "{err}"
     );
 }
+
+/// Every file under `dir`, with its bytes, mode and modification time.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, u32, std::time::SystemTime)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        for entry in fs::read_dir(directory).unwrap() {
+            let path = entry.unwrap().path();
+            let metadata = fs::symlink_metadata(&path).unwrap();
+            if metadata.is_dir() {
+                pending.push(path);
+            } else if metadata.is_file() {
+                let mode = metadata.permissions().mode();
+                files.push((
+                    path.clone(),
+                    fs::read(&path).unwrap(),
+                    mode,
+                    metadata.modified().unwrap(),
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// One tree with every trap at once: a repair with `--repair-truncate`,
+/// then an update, write no byte outside the file they report repairing
+/// and the list, and report each refusal.
+#[test]
+fn no_byte_is_written_outside_what_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, outside) = (dir.path().join("t"), dir.path().join("outside"));
+    fs::create_dir_all(outside.join("dir")).unwrap();
+    fs::create_dir_all(t.join("sub")).unwrap();
+    let good = super::noise(3 * 4096, 5);
+    let names = ["good", "link", "sub/f", "fifo", "hard", "setid"];
+    for name in names {
+        fs::write(t.join(name), &good).unwrap();
+    }
+    let outside_name = outside.join("abs");
+    fs::write(&outside_name, &good).unwrap();
+    fs::write(outside.join("climb"), &good).unwrap();
+    let absolute = outside_name.to_str().unwrap();
+    let mut args = vec!["-t", "4096", "--leaves"];
+    args.extend(names);
+    args.extend(["../outside/climb", absolute]);
+    let listing = run_in(&t, &args, b"");
+    assert_eq!(status(&listing), 0, "{}", stderr(&listing));
+    fs::write(dir.path().join("LEAVES"), &listing.stdout).unwrap();
+    // The mirror holds good copies of every name; the tree and the files
+    // outside are then damaged and trapped.
+    for name in names.iter().chain(&["outside/climb"]) {
+        let copy = dir.path().join("mirror").join(name);
+        fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        fs::write(copy, &good).unwrap();
+    }
+    let copy = dir
+        .path()
+        .join("mirror")
+        .join(absolute.trim_start_matches('/'));
+    fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    fs::write(copy, &good).unwrap();
+    for name in ["good", "setid"] {
+        damage(&t.join(name));
+    }
+    fs::set_permissions(t.join("setid"), fs::Permissions::from_mode(0o4755)).unwrap();
+    for (name, target) in [("link", "../outside/a"), ("sub", "../outside/dir")] {
+        let path = t.join(name);
+        match fs::symlink_metadata(&path).unwrap().is_dir() {
+            true => fs::remove_dir_all(&path).unwrap(),
+            false => fs::remove_file(&path).unwrap(),
+        }
+        symlink(target, path).unwrap();
+    }
+    fs::write(outside.join("a"), b"short\n").unwrap();
+    fs::write(outside.join("dir/f"), b"short too\n").unwrap();
+    fs::remove_file(t.join("hard")).unwrap();
+    fs::write(outside.join("h"), b"other bytes\n").unwrap();
+    fs::hard_link(outside.join("h"), t.join("hard")).unwrap();
+    fs::remove_file(t.join("fifo")).unwrap();
+    mkfifo(&t.join("fifo"));
+    for name in ["climb", "abs"] {
+        damage(&outside.join(name));
+    }
+    let before = snapshot(&outside);
+    let fifo = t.join("fifo");
+    let writer = std::thread::spawn(move || {
+        let _ = fs::OpenOptions::new()
+            .write(true)
+            .open(fifo)
+            .and_then(|mut f| f.write_all(b"x"));
+    });
+    let (out, err, code) = repair(dir.path(), &["--repair-truncate"]);
+    writer.join().unwrap();
+    assert_eq!(code, 1);
+    assert!(out.contains("good: leaf 1: REPAIRED"), "{out}");
+    assert_eq!(out.matches("REPAIRED").count(), 1, "{out}");
+    for refusal in [
+        "link: cannot be repaired: it is a symbolic link",
+        "sub/f: cannot be repaired: sub is a symbolic link on its way",
+        "fifo: cannot be repaired: it is not a regular file",
+        "hard: cannot be repaired: it has 2 hard links",
+        "setid: cannot be repaired: it is set-user-ID or set-group-ID",
+        "../outside/climb: cannot be repaired: its name climbs out with '..'",
+        "cannot be repaired: its name is absolute",
+    ] {
+        assert!(err.contains(refusal), "{refusal}: {err}");
+    }
+    assert_eq!(snapshot(&outside), before);
+    // An update writes the list, and nothing else.
+    let out = run_in(&t, ["--stat", "-r", "."], b"");
+    fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
+    fs::write(t.join("new"), b"new\n").unwrap();
+    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(snapshot(&outside), before);
+    assert!(
+        fs::read_to_string(dir.path().join("SUMS"))
+            .unwrap()
+            .contains("(./new)")
+    );
+}
