@@ -85,6 +85,17 @@ impl LeafLog {
         self.count
     }
 
+    /// Whether the digests could not all be kept ([`error`](Self::error)).
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Why the digests could not all be kept, if they could not.
+    pub fn error(self) -> Option<SpillError> {
+        let mut log = self;
+        log.error.take().map(SpillError)
+    }
+
     /// Moves the digests in memory to the temporary file (made if need
     /// be), and gives the file: what is written to it next follows them,
     /// as the leaves it is of follow theirs.

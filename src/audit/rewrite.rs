@@ -30,13 +30,13 @@ use crate::format::lines::{Record, read_line};
 use crate::format::list::{Grammar, ListLine, classify};
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
-use crate::format::verdict::Verdict;
 use crate::format::{Ending, InputLines};
 use crate::input::{Job, hash_each};
 use crate::leaves::{LeafLog, Unwritten};
 use crate::params::{Algorithm, TreeParams};
 use crate::spill::Spool;
 use crate::verify::Checked;
+use crate::verify::Verdict;
 
 /// How a file's lines are written: its tree parameters, tagged or
 /// GNU-style, with leaf lines, with a stat line.

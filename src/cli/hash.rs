@@ -12,32 +12,36 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use bt2sum::binary::memory::out_of_memory;
-use bt2sum::format::InputLines;
-use bt2sum::format::checksum::push_line;
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
+use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
 
 use super::config::{Hashing, Inputs, Listing, Roots};
 use super::files0::{self, Entry};
-use super::output::{Status, output_failed, report};
+use super::output::{Status, output_failed, report, report_listed};
 use super::progress::{BarMode, Progress};
-use super::{json, walk};
+use super::records::{Hex, JsonName, Layout, Printer, Record, Tree};
+use super::walk;
 use bt2sum::binary::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
+    let layout = Layout {
+        style: config.style,
+        ending: config.ending,
+    };
+    let mut printer = Printer::new(out, config.json, layout);
     let mut status = Status::Success;
-    let names = match names(config, out, &mut status) {
+    let names = match names(config, &mut printer, &mut status) {
         Ok(names) => names,
         Err(done) => return done,
     };
     let progress = Progress::start(when, || names.total_bytes(config));
     let mut report = Report {
         config,
+        printer,
         named: names.named || config.name.is_some(),
-        lines: Vec::new(),
         status,
         files: 0,
         errors: 0,
@@ -46,15 +50,15 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     let mut written = Ok(());
     hash_each(jobs, |event| {
         written = match event {
-            Event::Waiting => out.flush(),
-            Event::Ready(outcome) => report.outcome(out, outcome),
+            Event::Waiting => report.printer.flush(),
+            Event::Ready(outcome) => report.outcome(outcome),
         };
         match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         }
     });
-    report.finish(out, written)
+    report.finish(written)
 }
 
 /// The inputs' names, in order: given, walked as they are hashed, or read
@@ -95,7 +99,7 @@ impl Names {
 /// hash: a list that cannot be read, or `--leaf-count --total`, whose line
 /// is printed here. `status` becomes a failure where names are missing (a
 /// walk's errors, an entry of `-r --files0-from` that is no name).
-fn names(config: &Hashing, out: &mut dyn Write, status: &mut Status) -> Result<Names, Status> {
+fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result<Names, Status> {
     Ok(match &config.inputs {
         Inputs::Planned { total, selection } => {
             return Err(plan(config, *total, selection.as_ref(), out));
@@ -193,117 +197,170 @@ fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<L
     }
 }
 
-/// An input hashed, as its lines describe it.
-struct HashedInput<'a> {
-    /// Its name as lines print it; `None` for standard input read because
-    /// no FILE was given.
-    name: Option<&'a [u8]>,
-    /// A regular file's modification time, when `--stat` asks for its stat
-    /// line.
-    stat: Option<Mtime>,
-    hashed: Hashed,
-    leaves: Option<LeafLog>,
-}
-
-/// What the run has written and found: the lines of each input as it is
-/// done, in order, and the count of inputs hashed and failed.
-struct Report<'a> {
+/// What the run has written and found: the count of inputs hashed and
+/// failed.
+struct Report<'a, 'o> {
     config: &'a Hashing,
+    printer: Printer<'o>,
     /// Whether lines name their input.
     named: bool,
-    /// The lines of the input being written.
-    lines: Vec<u8>,
     status: Status,
     files: u64,
     errors: u64,
 }
 
-impl Report<'_> {
-    /// Writes an input's lines, or reports why it has none.
-    fn outcome(
-        &mut self,
-        out: &mut dyn Write,
-        outcome: Outcome<Tag, Option<LeafLog>>,
-    ) -> io::Result<()> {
+impl Report<'_, '_> {
+    /// Writes an input's records, or reports why it has none.
+    fn outcome(&mut self, outcome: Outcome<Tag, Option<LeafLog>>) -> io::Result<()> {
         let (name, printed) = outcome.tag;
         let message = match outcome.result {
+            // (A listing whose leaf digests could not be kept is reported
+            // whole, its checksum line too.)
+            Ok(_) if outcome.leaves.as_ref().is_some_and(LeafLog::failed) => {
+                let log = outcome.leaves.expect("a log");
+                log.error()
+                    .map_or_else(String::new, |error| error.to_string())
+            }
             Ok(hashed) => {
                 self.files += 1;
-                let shown = self.named.then_some(&printed[..]);
-                let stat = outcome
+                let name = self.named.then_some(&printed[..]);
+                let mtime = outcome
                     .stamp
                     .and_then(|stamp| stamp.modified())
                     .filter(|_| self.config.stat)
                     .map(Mtime::of);
-                let input = HashedInput {
-                    name: shown,
-                    stat,
-                    hashed,
-                    leaves: outcome.leaves,
-                };
-                let written = if self.config.json {
-                    self.write_json(out, input)
-                } else {
-                    self.write(out, input)
-                };
-                match written {
-                    Ok(()) => return Ok(()),
-                    Err(Unwritten::Output(error)) => return Err(error),
-                    Err(Unwritten::Listing(error)) => {
-                        // Its checksum line goes too: an input is listed
-                        // whole or reported.
-                        self.lines.clear();
-                        error.to_string()
-                    }
-                }
+                return self.write(name, &hashed, mtime, outcome.leaves);
             }
             Err(error) => error.to_string(),
         };
         self.status = Status::Failure;
         self.errors += 1;
-        failed(out, &name, &printed, &message, self.config.json)
+        let error = Record::Error {
+            name: Some(JsonName(Some(&printed))),
+            list: None,
+            message: &message,
+        };
+        if self.printer.json {
+            self.printer.emit(&error)?;
+        }
+        // (What came before goes out first, so that stdout and stderr stay
+        // in order when both go to one place.)
+        let flushed = self.printer.flush();
+        report(&name, &message);
+        flushed
+    }
+
+    /// Writes an input's records: its checksum (with `--stat` its stat
+    /// line), its leaves, or the count of its leaves, as the listing asks.
+    fn write(
+        &mut self,
+        name: Option<&[u8]>,
+        hashed: &Hashed,
+        mtime: Option<Mtime>,
+        leaves: Option<LeafLog>,
+    ) -> io::Result<()> {
+        let (config, length) = (self.config, hashed.length);
+        let tree = Tree(&config.tree);
+        let name = JsonName(name);
+        let listed_from_start = match &config.listing {
+            Listing::Leaves(None) => true,
+            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
+            Listing::None | Listing::Count(_) => false,
+        };
+        match &config.listing {
+            Listing::None | Listing::Leaves(None) => self.printer.emit(&Record::Checksum {
+                tree,
+                name,
+                digest: Hex(hashed.digest.as_bytes()),
+                length,
+                mtime: mtime.filter(|_| name.0.is_some()),
+            })?,
+            Listing::Count(selection) => {
+                self.printer.emit(&count_record(
+                    &config.tree,
+                    name,
+                    length,
+                    selection.as_ref(),
+                ))?;
+            }
+            Listing::Leaves(Some(_)) => {}
+        }
+        let Some(leaves) = leaves else {
+            return Ok(());
+        };
+        if length == 0 && listed_from_start {
+            // An empty input has no leaf: its listing says so.
+            return self
+                .printer
+                .emit(&count_record(&config.tree, name, 0, None));
+        }
+        let printer = &mut self.printer;
+        let written = leaves.for_each(|index, digest| {
+            let bytes = config.tree.leaf_bytes(index, length);
+            printer
+                .emit(&Record::Leaf {
+                    tree,
+                    name,
+                    index,
+                    offset: bytes.start,
+                    length: bytes.end - bytes.start,
+                    total: length,
+                    digest: Hex(digest),
+                })
+                .map_err(Unwritten::Output)
+        });
+        match written {
+            Ok(()) => Ok(()),
+            Err(Unwritten::Output(error)) => Err(error),
+            Err(Unwritten::Listing(error)) => {
+                self.status = Status::Failure;
+                self.errors += 1;
+                self.printer.flush()?;
+                report_listed(name.0.unwrap_or(b"-"), &error.to_string());
+                Ok(())
+            }
+        }
     }
 
     /// Ends the run: with `--json`, the summary; the status, a failure if
     /// output could not be written.
-    fn finish(mut self, out: &mut dyn Write, mut written: io::Result<()>) -> Status {
-        if self.config.json && written.is_ok() {
-            let fields = serde_json::json!({
+    fn finish(mut self, mut written: io::Result<()>) -> Status {
+        if self.printer.json && written.is_ok() {
+            written = self.printer.emit(&Record::Summary(serde_json::json!({
                 "files": self.files,
                 "errors": self.errors,
                 "status": self.status as u8,
-            });
-            self.lines.clear();
-            json::push(&mut self.lines, &json::object("summary", fields));
-            written = out.write_all(&self.lines);
+            })));
         }
-        match written.and_then(|()| out.flush()) {
+        match written.and_then(|()| self.printer.flush()) {
             Ok(()) => self.status,
             Err(error) => self.status.max(output_failed(&error)),
         }
     }
 }
 
-/// Reports that the input `name` (as lines print it, `printed`) has no
-/// line: on standard error, and with `--json` as an error object. Lines
-/// before it go out first, so that stdout and stderr stay in order when
-/// both go to one place.
-fn failed(
-    out: &mut dyn Write,
-    name: &OsString,
-    printed: &[u8],
-    message: &str,
-    as_json: bool,
-) -> io::Result<()> {
-    if as_json {
-        let mut line = Vec::new();
-        let error = serde_json::json!({ "name": json::name(printed), "message": message });
-        json::push(&mut line, &json::object("error", error));
-        out.write_all(&line)?;
+/// The count record of a `total`-byte input, with the bytes of the
+/// selected leaves if there is a selection.
+fn count_record<'a>(
+    tree: &'a TreeParams,
+    name: JsonName<'a>,
+    total: u64,
+    selection: Option<&Selection>,
+) -> Record<'a> {
+    let leaves = tree.leaf_count(total);
+    let selected = selection.map(|selection| selection.leaves(leaves));
+    let bytes = selected
+        .as_ref()
+        .map(|leaves| tree.leaves_bytes(leaves, total));
+    Record::Count {
+        tree: Tree(tree),
+        name,
+        leaves,
+        total,
+        offset: bytes.as_ref().map(|bytes| bytes.start),
+        length: bytes.map(|bytes| bytes.end - bytes.start),
+        selected,
     }
-    let flushed = out.flush();
-    report(name, message);
-    flushed
 }
 
 /// The directories `-r --files0-from=LIST` walks, read whole (the walk
@@ -338,158 +395,17 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     Some((roots, bad))
 }
 
-impl Report<'_> {
-    /// Writes an input's lines: its checksum line (and with `--stat` its
-    /// stat line), its leaf lines, or the line that counts its leaves, as
-    /// the listing asks.
-    fn write(&mut self, out: &mut dyn Write, input: HashedInput<'_>) -> Result<(), Unwritten> {
-        let HashedInput {
-            name,
-            stat,
-            hashed,
-            leaves,
-        } = input;
-        let Hashing {
-            tree,
-            style,
-            ending,
-            listing,
-            ..
-        } = self.config;
-        let (ending, lines, length) = (*ending, &mut self.lines, hashed.length);
-        let input = InputLines { tree, name, ending };
-        lines.clear();
-        match listing {
-            Listing::None | Listing::Leaves(None) => {
-                push_line(
-                    lines,
-                    *style,
-                    tree.algorithm(),
-                    &hashed.digest,
-                    name,
-                    ending,
-                );
-                if let (Some(mtime), Some(_)) = (stat, name) {
-                    input.push_stat(lines, length, mtime);
-                }
-            }
-            Listing::Count(selection) => {
-                push_count(lines, input, length, selection.as_ref());
-            }
-            Listing::Leaves(Some(_)) => {}
-        }
-        let listed_from_start = match listing {
-            Listing::Leaves(None) => true,
-            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
-            Listing::None | Listing::Count(_) => false,
-        };
-        if length == 0 && listed_from_start {
-            // An empty input has no leaf: its listing says so.
-            input.push_count(lines, 0);
-        } else if let Some(leaves) = leaves {
-            return leaves.write_lines(out, lines, input, length);
-        }
-        out.write_all(lines).map_err(Unwritten::Output)
-    }
-
-    /// [`write`](Self::write) as JSON objects: `checksum` (with `mtime`
-    /// for a stat line), `count`, `leaf`.
-    fn write_json(&mut self, out: &mut dyn Write, input: HashedInput<'_>) -> Result<(), Unwritten> {
-        let (tree, listing) = (&self.config.tree, &self.config.listing);
-        let (lines, hashed, length) = (&mut self.lines, input.hashed, input.hashed.length);
-        lines.clear();
-        let name = json::maybe_name(input.name);
-        let count = |selection: Option<&Selection>| {
-            let mut fields = serde_json::json!({
-                "name": name,
-                "leaves": tree.leaf_count(length),
-                "total": length,
-            });
-            if let Some(selection) = selection {
-                let bytes = tree.leaves_bytes(&selection.leaves(tree.leaf_count(length)), length);
-                fields["offset"] = bytes.start.into();
-                fields["length"] = (bytes.end - bytes.start).into();
-            }
-            json::with_tree("count", tree, fields)
-        };
-        let listed_from_start = match listing {
-            Listing::None => false,
-            Listing::Leaves(None) | Listing::Count(_) => true,
-            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
-        };
-        match listing {
-            Listing::None | Listing::Leaves(None) => {
-                let mut fields = serde_json::json!({
-                    "name": name,
-                    "digest": hashed.digest.to_hex(),
-                    "length": length,
-                });
-                if let (Some(mtime), Some(_)) = (input.stat, input.name) {
-                    fields["mtime"] = mtime.to_string().into();
-                }
-                json::push(lines, &json::with_tree("checksum", tree, fields));
-            }
-            Listing::Count(selection) => json::push(lines, &count(selection.as_ref())),
-            Listing::Leaves(Some(_)) => {}
-        }
-        let empty = length == 0 && listed_from_start;
-        match input.leaves {
-            Some(_) if empty && !matches!(listing, Listing::Count(_)) => {
-                json::push(lines, &count(None));
-            }
-            Some(leaves) if !empty => {
-                return leaves.write_with(out, lines, |lines, index, digest| {
-                    let bytes = tree.leaf_bytes(index, length);
-                    let fields = serde_json::json!({
-                        "name": name,
-                        "index": index,
-                        "offset": bytes.start,
-                        "length": bytes.end - bytes.start,
-                        "total": length,
-                        "digest": hex::encode(digest),
-                    });
-                    json::push(lines, &json::with_tree("leaf", tree, fields));
-                });
-            }
-            _ => {}
-        }
-        out.write_all(lines).map_err(Unwritten::Output)
-    }
-}
-
-/// Appends the count line of a `total`-byte input, ending in the bytes of
-/// the selected leaves if there is a selection.
-fn push_count(
-    lines: &mut Vec<u8>,
-    input: InputLines<'_>,
-    total: u64,
-    selection: Option<&Selection>,
-) {
-    match selection {
-        Some(selection) => {
-            let leaves = selection.leaves(input.tree.leaf_count(total));
-            input.push_selection_count(lines, total, &leaves);
-        }
-        None => input.push_count(lines, total),
-    }
-}
-
 /// `--leaf-count --total T`: the count line of a T-byte file, read from
 /// nowhere, named by `--name` or nameless.
 fn plan(
     config: &Hashing,
     total: u64,
     selection: Option<&Selection>,
-    out: &mut dyn Write,
+    out: &mut Printer<'_>,
 ) -> Status {
-    let mut line = Vec::new();
-    let input = InputLines {
-        tree: &config.tree,
-        name: config.name.as_deref(),
-        ending: config.ending,
-    };
-    push_count(&mut line, input, total, selection);
-    match out.write_all(&line).and_then(|()| out.flush()) {
+    let name = JsonName(config.name.as_deref());
+    let record = count_record(&config.tree, name, total, selection);
+    match out.emit(&record).and_then(|()| out.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }

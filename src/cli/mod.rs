@@ -8,12 +8,12 @@ mod combine;
 mod config;
 mod files0;
 mod hash;
-mod json;
 mod man;
 pub mod memory;
 mod output;
 mod process;
 mod progress;
+mod records;
 mod walk;
 
 use std::io::{self, BufWriter, IsTerminal, Write};

@@ -11,7 +11,6 @@
 //!   with bounded memory.
 //! - [`stat`]: the stat line after a checksum line, `TAG size=N mtime=S.NS
 //!   tree=L (NAME)`, which tells an edit from damage.
-//! - [`verdict`]: what check mode prints per checked line, `NAME: OK`.
 //! - [`name`]: a file's name as lines print it and as verdicts and messages
 //!   show it, escaped where it must be.
 
@@ -21,7 +20,6 @@ pub mod lines;
 pub mod list;
 pub mod name;
 pub mod stat;
-pub mod verdict;
 
 use std::fmt;
 

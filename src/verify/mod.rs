@@ -13,7 +13,7 @@
 //! ```
 //! use std::io::Write;
 //! use std::ops::ControlFlow;
-//! use bt2sum::format::verdict::Verdict;
+//! use bt2sum::verify::Verdict;
 //! use bt2sum::verify::{Report, Settings, Verifier};
 //!
 //! let dir = tempfile::tempdir()?;
@@ -54,12 +54,40 @@ use crate::engine::Event;
 use crate::error::Error;
 use crate::format::list::{Grammar, Improper};
 use crate::format::name::Name;
-use crate::format::verdict::Verdict;
 use crate::input::{self, hash_each};
 use crate::params::{Part, TreeParams};
 pub use pass::{Checked, Subject};
 use pass::{Pass, worse};
 use passes::{Budget, PassOutcome, Passes, Queued};
+
+/// What check mode found out about one listed file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The computed checksum is the listed one.
+    Ok,
+    /// The computed checksum differs.
+    Failed,
+    /// The file could not be opened or read (or changed while read).
+    Unreadable,
+    /// A listed leaf is no longer in the file (it got shorter).
+    Missing,
+    /// The computed checksum differs, and so do the file's size or
+    /// modification time from its stat line's: an edit, not damage.
+    Changed,
+}
+
+impl Verdict {
+    /// The words after `NAME: `, as GNU prints them.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Verdict::Ok => "OK",
+            Verdict::Failed => "FAILED",
+            Verdict::Unreadable => "FAILED open or read",
+            Verdict::Missing => "FAILED missing",
+            Verdict::Changed => "CHANGED",
+        }
+    }
+}
 
 /// What changes how lists are read and files hashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use crate::engine::Hashed;
 use crate::error::Error;
 use crate::format::list::OtherTool;
 use crate::format::stat::Mtime;
-use crate::format::verdict::Verdict;
 use crate::input::Stamp;
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
+use crate::verify::Verdict;
 use std::ops::RangeInclusive;
 use std::time::SystemTime;
 

@@ -15,14 +15,13 @@ use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
 use bt2sum::binary::system;
 use bt2sum::binary::system::FileId;
 use bt2sum::format::name::Name;
-use bt2sum::format::verdict::Class;
 use bt2sum::verify::{Report, Verifier};
 use bt2sum::walk;
 use bt2sum::{Stamp, TreeParams};
 
 use super::super::config::{Checking, Verbosity};
-use super::super::json;
 use super::super::output::{Status, report_listed, warn};
+use super::super::records::{JsonName, Record};
 use super::Printer;
 
 /// What checks the lists: the verifier alone, or an audit around it (with
@@ -144,14 +143,14 @@ impl<'v> Checker<'v> {
                 if config.verbosity != Verbosity::Status {
                     report_updated(list, &done);
                     if config.json {
-                        let fields = serde_json::json!({
-                            "list": json::name(Name::of_path_lossy(list.as_os_str()).printed()),
-                            "added": done.added,
-                            "renamed": done.renamed,
-                            "rehashed": done.rehashed,
-                            "restated": done.restated,
-                        });
-                        printer.object(&json::object("update", fields))?;
+                        let list = Name::of_path_lossy(list.as_os_str());
+                        printer.out.emit(&Record::Update {
+                            list: JsonName(Some(list.printed())),
+                            added: done.added,
+                            renamed: done.renamed,
+                            rehashed: done.rehashed,
+                            restated: done.restated,
+                        })?;
                     }
                 }
                 let failed = counts.missing + counts.errors + done.unreadable > 0;
@@ -385,29 +384,26 @@ pub struct Counts {
 impl Counts {
     /// Counts and prints one finding.
     fn print(&mut self, finding: &Finding, printer: &mut Printer<'_>) -> io::Result<()> {
-        let (name, class) = match finding {
-            Finding::Waiting => return printer.out.flush(),
+        match finding {
+            Finding::Waiting => printer.out.flush(),
             Finding::Error { name, error } => {
                 self.errors += 1;
-                return printer.error(name, &error.to_string());
+                printer.error(name, &error.to_string())
             }
             Finding::New { name } => {
                 self.new += 1;
-                (name, Class::New)
+                printer.class(name, "NEW", None)
             }
             Finding::Moved { name, from } => {
                 self.moved += 1;
-                (name, Class::MovedFrom(from))
+                printer.class(name, "MOVED", Some(from))
             }
-            Finding::Missing { name } => {
-                if printer.config.ignore_missing {
-                    return Ok(());
-                }
+            Finding::Missing { name } if !printer.config.ignore_missing => {
                 self.missing += 1;
-                (name, Class::Missing)
+                printer.class(name, "MISSING", None)
             }
-        };
-        printer.class(name, class)
+            Finding::Missing { .. } => Ok(()),
+        }
     }
 
     /// Failure if anything but OK was found.

@@ -28,16 +28,14 @@ use std::ops::ControlFlow;
 
 use bt2sum::binary::system;
 use bt2sum::format::name::Name;
-use bt2sum::format::verdict::{
-    Class, Verdict, push_class, push_count_verdict, push_leaf_verdict, push_verdict,
-};
 use bt2sum::plain_message;
+use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Verifier};
 
 use super::config::{Checking, Verbosity};
-use super::json;
 use super::output::{Status, output_failed, report, report_listed, warn};
 use super::progress::{BarMode, Progress};
+use super::records::{self, Hex, JsonName, Record, Tree};
 use audit::Checker;
 use hints::Hints;
 use repair::Repairs;
@@ -81,8 +79,7 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     }
     let mut printer = Printer {
         config,
-        out,
-        line: Vec::new(),
+        out: records::Printer::new(out, config.json, records::Layout::default()),
         summaries: Vec::new(),
     };
     let mut hints = Hints::default();
@@ -111,7 +108,7 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     }
     if config.json && config.verbosity != Verbosity::Status {
         let summary = summary_object(lists.len(), &totals, &audited, status);
-        if let Err(error) = printer.object(&summary) {
+        if let Err(error) = printer.out.emit(&summary) {
             return status.max(write_failed(&error));
         }
     }
@@ -239,9 +236,7 @@ fn summarize(config: &Checking, list_name: &OsStr, tally: &Tally) {
 /// Where verdicts are written, and how many.
 pub struct Printer<'a> {
     config: &'a Checking,
-    out: &'a mut dyn Write,
-    /// A reused buffer for one output line.
-    line: Vec<u8>,
+    out: records::Printer<'a>,
     /// The lists' names and counts, summed up after an audit's findings.
     summaries: Vec<(std::ffi::OsString, Tally)>,
 }
@@ -251,9 +246,9 @@ impl Printer<'_> {
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
         if self.config.json && self.config.verbosity != Verbosity::Status {
-            let list = json::name(Name::of_path_lossy(list_name).printed());
-            let fields = serde_json::json!({ "list": list, "line": line });
-            self.object(&json::object("bad-line", fields))?;
+            let list = Name::of_path_lossy(list_name);
+            let list = JsonName(Some(list.printed()));
+            self.out.emit(&Record::BadLine { list, line })?;
         }
         if self.config.verbosity == Verbosity::Warn {
             self.out.flush()?;
@@ -321,8 +316,12 @@ impl Printer<'_> {
     /// with `--json` as an object.
     fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
         if self.config.json {
-            let fields = serde_json::json!({ "name": json::name(name), "message": message });
-            self.object(&json::object("error", fields))?;
+            let name = Some(JsonName(Some(name)));
+            self.out.emit(&Record::Error {
+                name,
+                list: None,
+                message,
+            })?;
         }
         self.out.flush()?;
         report_listed(name, message);
@@ -334,44 +333,30 @@ impl Printer<'_> {
     fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
         if self.config.json {
             let list = Name::of_path_lossy(list_name);
-            let fields =
-                serde_json::json!({ "list": json::name(list.printed()), "message": message });
-            self.object(&json::object("error", fields))?;
+            let list = Some(JsonName(Some(list.printed())));
+            self.out.emit(&Record::Error {
+                name: None,
+                list,
+                message,
+            })?;
         }
         self.out.flush()?;
         report(list_name, message);
         Ok(())
     }
 
-    /// Writes one JSON object.
-    fn object(&mut self, value: &serde_json::Value) -> io::Result<()> {
-        self.line.clear();
-        json::push(&mut self.line, value);
-        self.out.write_all(&self.line)
-    }
-
     /// Prints what an audit says of a file no checksum line verifies,
     /// unless `--status` hides it.
-    fn class(&mut self, name: &[u8], class: Class<'_>) -> io::Result<()> {
+    fn class(&mut self, name: &[u8], verdict: &'static str, from: Option<&[u8]>) -> io::Result<()> {
         if self.config.verbosity == Verbosity::Status {
             return Ok(());
         }
-        if self.config.json {
-            let mut fields = serde_json::json!({ "name": json::name(name) });
-            fields["verdict"] = match class {
-                Class::New => "NEW",
-                Class::MovedFrom(from) => {
-                    fields["from"] = json::name(from);
-                    "MOVED"
-                }
-                Class::Missing => "MISSING",
-            }
-            .into();
-            return self.object(&json::object("verdict", fields));
-        }
-        self.line.clear();
-        push_class(&mut self.line, name, class);
-        self.out.write_all(&self.line)
+        let (name, from) = (JsonName(Some(name)), from.map(|from| JsonName(Some(from))));
+        self.out.emit(&Record::Class {
+            name,
+            verdict,
+            from,
+        })
     }
 
     /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the
@@ -385,90 +370,72 @@ impl Printer<'_> {
         if !printed {
             return Ok(());
         }
-        if self.config.json {
-            return self.object(&verdict_object(checked, subject, verdict));
-        }
-        let name = checked.name();
-        self.line.clear();
-        match subject {
-            Subject::Checksum => push_verdict(&mut self.line, name, verdict),
-            Subject::Leaf(index) => push_leaf_verdict(&mut self.line, name, index, verdict),
-            Subject::Length => push_count_verdict(&mut self.line, name, verdict),
-        }
-        self.out.write_all(&self.line)
+        self.out.emit(&verdict_record(checked, subject, verdict))
     }
 }
 
-/// A verdict as a JSON object: `verdict` for a file (or its checksum
-/// line), with its tree, the listed and computed checksums and its length;
+/// A verdict's record: `verdict` for a file (or its checksum line), with
+/// its tree, the listed and computed checksums and its length;
 /// `leaf-verdict` with the leaf's bytes (what to fetch again); and
 /// `count-verdict`.
-fn verdict_object(checked: &Checked, subject: Subject, verdict: Verdict) -> serde_json::Value {
-    let name = json::name(checked.name());
-    let tree = checked.tree();
-    let text = verdict.text();
+fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Record<'_> {
+    let (name, tree) = (JsonName(Some(checked.name())), Tree(checked.tree()));
+    let hashed = checked.outcome().ok();
     match subject {
-        Subject::Checksum => {
-            let mut fields = serde_json::json!({ "name": name, "verdict": text });
-            if let Some(expected) = checked.expected() {
-                fields["expected"] = expected.to_hex().into();
-                if let Ok(hashed) = checked.outcome() {
-                    fields["digest"] = hashed.digest.to_hex().into();
-                }
-            }
-            if let Ok(hashed) = checked.outcome() {
-                fields["length"] = hashed.length.into();
-            }
-            json::with_tree("verdict", tree, fields)
-        }
+        Subject::Checksum => Record::Verdict {
+            tree,
+            name,
+            verdict,
+            expected: checked.expected().map(|expected| Hex(expected.as_bytes())),
+            digest: hashed
+                .filter(|_| checked.expected().is_some())
+                .map(|hashed| Hex(hashed.digest.as_bytes())),
+            length: hashed.map(|hashed| hashed.length),
+        },
         Subject::Leaf(index) => {
-            let total = checked.listed_length().unwrap_or(0);
-            let bytes = tree.leaf_bytes(index, total);
-            let fields = serde_json::json!({
-                "name": name,
-                "verdict": text,
-                "index": index,
-                "offset": bytes.start,
-                "length": bytes.end - bytes.start,
-            });
-            json::with_tree("leaf-verdict", tree, fields)
+            let bytes = checked
+                .tree()
+                .leaf_bytes(index, checked.listed_length().unwrap_or(0));
+            Record::LeafVerdict {
+                tree,
+                name,
+                verdict,
+                index,
+                offset: bytes.start,
+                length: bytes.end - bytes.start,
+            }
         }
-        Subject::Length => {
-            let fields = serde_json::json!({
-                "name": name,
-                "verdict": text,
-                "total": checked.listed_length(),
-            });
-            json::with_tree("count-verdict", tree, fields)
-        }
+        Subject::Length => Record::CountVerdict {
+            tree,
+            name,
+            verdict,
+            total: checked.listed_length(),
+        },
     }
 }
 
-/// The summary object of a check: the lists, the counts of every class of
-/// file over all of them, and the status.
+/// The summary of a check: the lists, the counts of every class of file
+/// over all of them, and the status.
 fn summary_object(
     lists: usize,
     totals: &Tally,
     audited: &audit::Counts,
     status: Status,
-) -> serde_json::Value {
-    json::object(
-        "summary",
-        serde_json::json!({
-            "lists": lists,
-            "improperly_formatted": totals.improperly_formatted,
-            "ok": totals.matched,
-            "failed": totals.mismatched,
-            "changed": totals.changed,
-            "unreadable": totals.unreadable,
-            "unverified": totals.unverified,
-            "new": audited.new,
-            "moved": audited.moved,
-            "missing": audited.missing,
-            "errors": audited.errors,
-            "repaired": totals.repaired_leaves,
-            "unrepaired": totals.unrepaired_leaves,
-            "status": status as u8,
-        }),
-    )
+) -> Record<'static> {
+    Record::Summary(serde_json::json!({
+        "lists": lists,
+        "improperly_formatted": totals.improperly_formatted,
+        "ok": totals.matched,
+        "failed": totals.mismatched,
+        "changed": totals.changed,
+        "unreadable": totals.unreadable,
+        "unverified": totals.unverified,
+        "new": audited.new,
+        "moved": audited.moved,
+        "missing": audited.missing,
+        "errors": audited.errors,
+        "repaired": totals.repaired_leaves,
+        "unrepaired": totals.unrepaired_leaves,
+        "status": status as u8,
+    }))
 }

@@ -17,13 +17,13 @@ use std::io;
 use std::path::Path;
 
 use bt2sum::format::name::Name;
-use bt2sum::format::verdict::Verdict;
 use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending, Rules};
+use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
 
 use super::super::config::{Checking, Verbosity};
-use super::super::json;
+use super::super::records::{JsonName, Record};
 use super::Printer;
 use super::tally::Tally;
 
@@ -414,22 +414,15 @@ impl Printer<'_> {
                 bt2sum::plain_message(error)
             )),
         };
-        if self.config.json {
-            let mut fields = serde_json::json!({
-                "name": json::name(name),
-                "index": index,
-                "offset": bytes.start,
-                "length": bytes.end - bytes.start,
-                "verdict": if why.is_none() { "REPAIRED" } else { "FAILED" },
-            });
-            if let Some(why) = &why {
-                fields["reason"] = why.as_str().into();
-            }
-            return self.object(&json::object("repair", fields));
-        }
-        self.line.clear();
-        bt2sum::format::verdict::push_repair(&mut self.line, name, index, why.as_deref());
-        self.out.write_all(&self.line)
+        let record = Record::Repair {
+            name: JsonName(Some(name)),
+            index,
+            offset: bytes.start,
+            length: bytes.end - bytes.start,
+            verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
+            reason: why.as_deref(),
+        };
+        self.out.emit(&record)
     }
 
     /// Says what was done to a file's length (standard error), unless

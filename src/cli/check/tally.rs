@@ -1,7 +1,7 @@
 //! The counts of one checked list, and GNU's summary of them.
 
-use bt2sum::format::verdict::Verdict;
 use bt2sum::verify::Checked;
+use bt2sum::verify::Verdict;
 
 /// The counts of one checked list. Files are counted, not lines: a file
 /// listed with its leaves counts once, by its worst line.
