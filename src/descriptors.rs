@@ -21,11 +21,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The descriptors opening ahead leaves free.
 pub(crate) const KEPT: usize = 2;
 
-/// How many descriptors the work needs besides those the process holds
-/// when it starts: the list being read (checking, combining), the input in
-/// turn and a temporary file for its leaf digests.
-pub(crate) const NEEDED: usize = KEPT + 1;
-
 /// The highest limit under which descriptors are counted: many more than
 /// the inputs in flight (at most 64) and the rest hold together.
 #[cfg(unix)]

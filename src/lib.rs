@@ -46,8 +46,6 @@
 
 #![warn(missing_docs)]
 
-pub mod audit;
-mod beneath;
 pub mod ct;
 mod descriptors;
 mod digest;
@@ -59,34 +57,13 @@ pub mod leaves;
 mod memory;
 mod os;
 mod params;
-pub mod repair;
 #[cfg(feature = "digest")]
 mod rustcrypto;
 #[cfg(test)]
 #[path = "../tests/integration/skip.rs"]
 mod skip;
-mod spill;
+pub mod spill;
 pub mod verify;
-pub mod walk;
-
-/// What the `bt2sum` binary needs of the system and of memory accounting:
-/// its arguments as the platform gives them, stop signals and their last
-/// words, the allocator's arenas, the file-size signal, terminals, file
-/// ids, threads started only where memory is left for them. Not part of the
-/// library's API: the binary keeps no platform code of its own (one place
-/// for each `cfg`, here), so it reaches these through this module.
-#[doc(hidden)]
-pub mod binary {
-    pub use crate::input::system;
-
-    /// Memory accounting: what the binary allocates or starts as the
-    /// library does, leaving room (see the library's `memory` module).
-    pub mod memory {
-        pub use crate::memory::{
-            DEFAULT_STACK, HEADROOM, out_of_memory, reserve, reserve_exact, spawn, spawn_leaving,
-        };
-    }
-}
 
 pub use digest::Digest;
 /// The schedule probe (the `schedule-probe` feature), for the tests.

@@ -5,27 +5,27 @@ mod cli;
 
 use std::process::ExitCode;
 
-/// The system's allocator, with a reserve that keeps the last small
-/// allocations from aborting under a memory limit (see `cli::memory`).
+/// The system's allocator; a refusal ends the process with a message, not
+/// an abort (see `cli::memory`).
 #[global_allocator]
-static ALLOCATOR: cli::memory::WithReserve = cli::memory::WithReserve;
+static ALLOCATOR: cli::memory::ReportingAllocator = cli::memory::ReportingAllocator;
 
 /// The work runs on a thread of its own, with a stack of a size bt2sum
 /// chooses: the main thread's is whatever `ulimit -s` left it, which can
-/// be too small for parsing the command line (24 KiB is enough to start
-/// the thread; GNU's tools need about as much). If the thread cannot be
-/// started (no room for its stack), the main thread does the work itself.
+/// be too small for parsing the command line. Under an address-space limit
+/// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
     cli::prepare_process();
-    let status =
-        match bt2sum::binary::memory::spawn("main", bt2sum::binary::memory::DEFAULT_STACK, work) {
-            Ok(thread) => match thread.join() {
-                Ok(status) => status,
-                // (The panic's message is already printed.)
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-            Err(_) => work(),
-        };
+    let room = cli::memory::address_space_left().is_none_or(|left| left > 16 << 20);
+    let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
+    let status = match thread {
+        Some(Ok(thread)) => match thread.join() {
+            Ok(status) => status,
+            // (The panic's message is already printed.)
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        _ => work(),
+    };
     // (A build with the schedule probe reports what it counted.)
     #[cfg(feature = "schedule-probe")]
     if let Err(error) = bt2sum::schedule_probe::write_report() {
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
 }
 
 fn work() -> cli::Status {
-    match cli::Config::from_args(bt2sum::binary::system::args_os()) {
+    match cli::Config::from_args(cli::system::args_os()) {
         Ok(config) => cli::run(config),
         Err(error) => cli::refused(&error),
     }

@@ -9,6 +9,7 @@
 //! still be had after it.
 
 use std::io;
+#[cfg(unix)]
 use std::thread::JoinHandle;
 
 /// What stays free beside what grows with the input.
@@ -30,11 +31,6 @@ pub fn out_of_memory() -> io::Error {
     return io::Error::from_raw_os_error(8);
 }
 
-/// The stack of a thread that needs no size of its own: the standard
-/// library's default (a thread started here is given its size, so
-/// `RUST_MIN_STACK` does not change it).
-pub const DEFAULT_STACK: usize = 2 << 20;
-
 /// Starts a thread named `name` with a stack of `stack` bytes, only while
 /// that stack and [`HEADROOM`] more can be had: [`out_of_memory`] if not.
 ///
@@ -46,6 +42,7 @@ pub const DEFAULT_STACK: usize = 2 << 20;
 /// takes the room between the asking and the signal stack, this returns
 /// only once the thread has started, and memory grown meanwhile through
 /// [`reserve`] and its kin waits for it.
+#[cfg(unix)]
 pub fn spawn<T: Send + 'static>(
     name: &str,
     stack: usize,
@@ -56,6 +53,7 @@ pub fn spawn<T: Send + 'static>(
 
 /// [`spawn`], only while `room` more than the stack can be had (at least
 /// [`HEADROOM`]).
+#[cfg(unix)]
 pub fn spawn_leaving<T: Send + 'static>(
     name: &str,
     stack: usize,
@@ -276,6 +274,7 @@ mod tests {
 
     /// A thread is started where its stack and the headroom can be had,
     /// and refused, as memory is, where they cannot.
+    #[cfg(unix)]
     #[test]
     fn threads_start_only_with_room_for_their_stacks() {
         let started = spawn("small", 64 << 10, || 7).expect("a small thread starts");

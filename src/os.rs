@@ -72,22 +72,6 @@ pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<
     Ok(())
 }
 
-/// Tells the system that `file` is read at scattered offsets: reading
-/// ahead of each read would only fetch bytes nobody asked for (from a
-/// copy on a slow or remote disk, say). Nothing where there is no such
-/// advice.
-pub fn reads_scattered(file: &File) {
-    #[cfg(all(unix, not(target_os = "macos")))]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: the advice concerns only the open file's pages; a
-        // failure changes nothing.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
-    }
-    #[cfg(not(all(unix, not(target_os = "macos"))))]
-    let _ = file;
-}
-
 /// The size of a memory page.
 #[cfg(unix)]
 pub fn page_size() -> usize {

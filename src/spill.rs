@@ -16,7 +16,7 @@ use crate::descriptors::{self, Ticket, When};
 use crate::memory;
 
 /// The memory one spool or sorter holds before it spills.
-pub(crate) use crate::memory::IN_MEMORY;
+pub use crate::memory::IN_MEMORY;
 
 /// What reading a run back holds per run.
 const READ_BUFFER: usize = 64 << 10;
@@ -59,7 +59,7 @@ impl Spilled {
 }
 
 /// Records given back in the order they came.
-pub(crate) struct Spool {
+pub struct Spool {
     memory: Vec<Vec<u8>>,
     held: usize,
     budget: usize,
@@ -69,7 +69,7 @@ pub(crate) struct Spool {
 
 impl Spool {
     /// An empty spool holding up to `budget` bytes in memory.
-    pub(crate) fn new(budget: usize) -> Spool {
+    pub fn new(budget: usize) -> Spool {
         Spool {
             memory: Vec::new(),
             held: 0,
@@ -80,14 +80,19 @@ impl Spool {
     }
 
     /// How many records it holds.
-    pub(crate) fn len(&self) -> u64 {
+    pub fn len(&self) -> u64 {
         self.count
+    }
+
+    /// Whether no record was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Adds a record.
     /// Where memory for it is refused (`ulimit -v`), what is in memory
     /// spills now.
-    pub(crate) fn push(&mut self, record: &[u8]) -> io::Result<()> {
+    pub fn push(&mut self, record: &[u8]) -> io::Result<()> {
         self.count += 1;
         if self.spilled.is_none() {
             let copy = (self.held + record.len() <= self.budget)
@@ -113,7 +118,7 @@ impl Spool {
     }
 
     /// The records, in the order they came (as often as asked).
-    pub(crate) fn records(&mut self) -> io::Result<Records<'_>> {
+    pub fn records(&mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>> + '_> {
         Ok(match &mut self.spilled {
             None => Records::Memory(self.memory.iter()),
             Some(spilled) => {
@@ -125,7 +130,7 @@ impl Spool {
 }
 
 /// A spool's records, read back.
-pub(crate) enum Records<'a> {
+enum Records<'a> {
     Memory(std::slice::Iter<'a, Vec<u8>>),
     File(Run, &'a File),
 }
@@ -151,7 +156,7 @@ fn kept(record: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Records given back sorted, bytewise; equal ones all given.
-pub(crate) struct Sorter {
+pub struct Sorter {
     memory: Vec<Vec<u8>>,
     held: usize,
     budget: usize,
@@ -162,7 +167,7 @@ pub(crate) struct Sorter {
 
 impl Sorter {
     /// An empty sorter holding up to `budget` bytes in memory.
-    pub(crate) fn new(budget: usize) -> Sorter {
+    pub fn new(budget: usize) -> Sorter {
         Sorter {
             memory: Vec::new(),
             held: 0,
@@ -175,7 +180,7 @@ impl Sorter {
     /// Adds a record.
     /// Where memory for it is refused (`ulimit -v`), the records in memory
     /// spill as a run, and the memory is tried again.
-    pub(crate) fn push(&mut self, record: Vec<u8>) -> io::Result<()> {
+    pub fn push(&mut self, record: Vec<u8>) -> io::Result<()> {
         if !self.memory.is_empty() && self.held + record.len() > self.budget {
             self.spill_run()?;
         }
@@ -208,7 +213,7 @@ impl Sorter {
     }
 
     /// The records, sorted.
-    pub(crate) fn into_sorted(mut self) -> io::Result<Sorted> {
+    pub fn into_sorted(mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>>> {
         if self.spilled.is_none() {
             self.memory.sort_unstable();
             return Ok(Sorted::Memory(self.memory.into_iter()));
@@ -237,13 +242,13 @@ impl Sorter {
 }
 
 /// A sorter's records, read back.
-pub(crate) enum Sorted {
+enum Sorted {
     Memory(std::vec::IntoIter<Vec<u8>>),
     Merged(Merge),
 }
 
 /// Sorted runs merged: the least next record of any run, each time.
-pub(crate) struct Merge {
+struct Merge {
     file: File,
     _descriptor: Ticket,
     runs: Vec<Run>,
@@ -270,7 +275,7 @@ impl Iterator for Sorted {
 
 /// The records of `start..end` of a file, read a buffer at a time at
 /// offsets (runs of one file are read side by side).
-pub(crate) struct Run {
+struct Run {
     buffer: Vec<u8>,
     /// The unread part of `buffer`.
     at: usize,

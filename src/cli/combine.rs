@@ -18,7 +18,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 
-use bt2sum::binary::system;
+use crate::cli::system;
 use bt2sum::format::InputLines;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};

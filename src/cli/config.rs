@@ -7,12 +7,12 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
+use crate::cli::walk::Excludes;
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
 use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
-use bt2sum::walk::Excludes;
 use bt2sum::{Part, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
@@ -148,7 +148,7 @@ pub struct Checking {
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,
-    pub names: bt2sum::repair::Names,
+    pub names: crate::cli::beneath::Names,
     pub setid: bool,
 }
 
@@ -323,8 +323,8 @@ fn checking(
             copy: copy.into(),
             truncate: args.repair_truncate,
             names: match args.absolute_names {
-                true => bt2sum::repair::Names::AnyPath,
-                false => bt2sum::repair::Names::Inside,
+                true => crate::cli::beneath::Names::AnyPath,
+                false => crate::cli::beneath::Names::Inside,
             },
             setid: args.repair_setid,
         }),

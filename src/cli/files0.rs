@@ -12,7 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead};
 
-use bt2sum::binary::system;
+use crate::cli::system;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::plain_message;
 

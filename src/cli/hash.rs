@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use bt2sum::binary::memory::out_of_memory;
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
@@ -23,7 +22,7 @@ use super::output::{Status, output_failed, report, report_listed};
 use super::progress::{BarMode, Progress};
 use super::records::{Hex, JsonName, Layout, Printer, Record, Tree};
 use super::walk;
-use bt2sum::binary::system;
+use crate::cli::system;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
@@ -380,10 +379,6 @@ fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
     for listed in names {
         match listed {
             Entry::Name(name) => {
-                if !bt2sum::binary::memory::reserve(&mut roots, 1) {
-                    report(list, &plain_message(&out_of_memory()));
-                    return None;
-                }
                 roots.push(name);
             }
             Entry::Bad { place, message } => {

@@ -3,6 +3,8 @@
 //! `check`, `combine`), which uses the library and writes the lines.
 
 mod args;
+mod audit;
+mod beneath;
 mod check;
 mod combine;
 mod config;
@@ -10,15 +12,15 @@ mod files0;
 mod hash;
 mod man;
 pub mod memory;
+mod mend;
 mod output;
 mod process;
 mod progress;
 mod records;
+pub mod system;
 mod walk;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
-
-use bt2sum::binary::system;
 
 pub use config::Config;
 use config::Mode;
@@ -27,8 +29,8 @@ use output::{output_failed, warn};
 
 /// Sets up the process before anything else runs.
 pub fn prepare_process() {
-    memory::set_aside();
     system::one_allocator_arena();
+    system::raise_descriptor_limit();
     system::file_size_limit_is_an_error();
 }
 

@@ -99,7 +99,7 @@ pub struct Closed;
 
 impl Write for Closed {
     fn write(&mut self, _buf: &[u8]) -> io::Result<usize> {
-        Err(bt2sum::binary::system::closed_stream())
+        Err(crate::cli::system::closed_stream())
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -1,63 +1,23 @@
 //! The process around the work: the worker threads, and standard output
-//! shared with the stop signals' watcher that writes out the lines already
-//! done
-//! (what differs between platforms is in `bt2sum::binary::system`).
+//! shared with the stop signals' watcher, which writes out the lines
+//! already done before the process ends.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use bt2sum::binary::{memory, system};
+use super::{memory, system};
 
-/// The memory that the threads started leave for the work itself (its
-/// buffers, the lists it reads), beside their stacks: under an address-space
-/// limit (`ulimit -v`) that lets only some of the threads asked for start,
-/// the pool is that much smaller rather than leaving the work no room.
-const WORK_ROOM: usize = 8 << 20;
-
-/// Starts the worker threads: `threads` of them (0: one per processor), or
-/// as many as the system lets start (a limit on processes or on memory),
-/// at least one. (The global pool can be built once only, so the threads
-/// that can start are counted first.) Every thread is started through
-/// `bt2sum::binary::memory::spawn`, which refuses one that could not get its signal
-/// stack, rather than let it abort the process.
+/// Starts the worker threads: `threads` of them (0: one per processor), no
+/// more than the address space left holds.
 pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
-    let wanted = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        threads
-    };
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let released = std::sync::Arc::new(std::sync::Mutex::new(released));
-    let mut trials = Vec::new();
-    for _ in 0..wanted {
-        let released = std::sync::Arc::clone(&released);
-        // Each waits until all have started, so that they count together.
-        let trial = memory::spawn_leaving("trial", memory::DEFAULT_STACK, WORK_ROOM, move || {
-            let _ = released.lock().map(|released| released.recv());
-        });
-        match trial {
-            Ok(trial) => trials.push(trial),
-            Err(_) => break,
-        }
-    }
-    let startable = trials.len().max(1);
-    drop(release);
-    for trial in trials {
-        let _ = trial.join();
-    }
     rayon::ThreadPoolBuilder::new()
-        .num_threads(startable)
-        .spawn_handler(|thread| {
-            let name = thread.name().unwrap_or("worker").to_string();
-            let stack = thread.stack_size().unwrap_or(memory::DEFAULT_STACK);
-            memory::spawn(&name, stack, move || thread.run()).map(drop)
-        })
+        .num_threads(memory::threads(threads))
+        .stack_size(memory::STACK)
         .build_global()
 }
 
-/// Standard output as a buffer shared with the thread that, on a stop
-/// signal, writes out the lines already reported before the process ends.
+/// Standard output as a buffer shared with the stop signals' watcher.
 pub struct SharedOutput(Arc<Mutex<BufWriter<File>>>);
 
 impl SharedOutput {
@@ -89,16 +49,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Standard output, buffered in big writes, and written out on a stop
-/// signal (Ctrl-C, SIGTERM, SIGHUP) before the process ends by it (the
-/// shell sees 130 for Ctrl-C). Fails where that would take descriptors the
-/// work needs (three: the output's and the watcher's pipe).
-///
-/// The lines reach the buffer whole, and the buffer is written out whole,
-/// so the output never ends inside a line: the last words wait for a write
-/// in progress, flush what the buffer holds, and keep the lock while the
-/// signal ends the process, so no write is cut short by it.
+/// Standard output, buffered in big writes, written out on a stop signal
+/// before the process ends by it. Lines reach the buffer whole and it is
+/// written out whole, and the lock is kept while the signal ends the
+/// process: the output never ends inside a line.
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
+    // (Its descriptor, and the watcher's two, only where the work keeps
+    // what it needs.)
     if let Some((_, free)) = system::free_descriptors()
         && free < system::DESCRIPTORS_NEEDED + 3
     {

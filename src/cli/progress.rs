@@ -89,7 +89,7 @@ impl Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
         // on one whose `TERM` is unset or `dumb`).
-        let terminal = bt2sum::binary::system::stderr_draws_bars();
+        let terminal = crate::cli::system::stderr_draws_bars();
         let target = match when {
             BarMode::Never => None,
             BarMode::Auto if !terminal => None,
@@ -130,12 +130,11 @@ impl Progress {
             let counter = Arc::clone(&counter);
             let delayed = when == BarMode::Auto;
             let silenced = Arc::clone(&silenced);
-            bt2sum::binary::memory::spawn(
-                "progress",
-                bt2sum::binary::memory::DEFAULT_STACK,
-                move || poll(&bar, &counter, &stopped, delayed, &silenced),
-            )
-            .ok()
+            std::thread::Builder::new()
+                .name("progress".into())
+                .stack_size(64 << 10)
+                .spawn(move || poll(&bar, &counter, &stopped, delayed, &silenced))
+                .ok()
         };
         Progress {
             counter,
@@ -274,7 +273,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 fn clear_on_stop_signal() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
-        bt2sum::binary::system::on_stop_signal(|| {
+        crate::cli::system::on_stop_signal(|| {
             INTERRUPTED.store(true, Ordering::Relaxed);
             if let Some(bar) = lock_active().take() {
                 bar.finish_and_clear();

@@ -34,7 +34,6 @@ mod sigbus;
 #[cfg(not(unix))]
 #[path = "unguarded.rs"]
 mod sigbus;
-pub mod system;
 #[cfg(windows)]
 mod win32;
 
@@ -151,7 +150,7 @@ impl Opened {
     /// parent shell hashes from where the shell left off.
     pub(crate) fn stdin(when: When) -> Result<Opened, Error> {
         let descriptor = descriptors::take(when).ok_or_else(descriptors::too_many_open_files)?;
-        Opened::file(system::duplicate_stdin()?, descriptor, true)
+        Opened::file(platform::duplicate_stdin()?, descriptor, true)
     }
 
     /// An open file, from its current offset if it is a regular file.

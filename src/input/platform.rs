@@ -42,34 +42,17 @@ pub(super) fn errno_location() -> *mut libc::c_int {
     return unsafe { libc::__error() };
 }
 
-/// A pipe for a signal handler to wake a thread through: both ends closed
-/// on `exec` (nothing bt2sum starts inherits them), the write end
-/// non-blocking (a handler must never wait: a full pipe already holds the
-/// wake-up). `[read, write]`, or `None` if the system refused.
-#[cfg(unix)]
-pub(super) fn wake_pipe() -> Option<[libc::c_int; 2]> {
-    let mut fds = [0; 2];
-    // SAFETY: fills the two descriptors of a valid array.
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-    let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0;
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-    let made = {
-        // SAFETY: as above; then only descriptor flags of the two new
-        // descriptors are set.
-        unsafe {
-            libc::pipe(fds.as_mut_ptr()) == 0
-                && fds
-                    .iter()
-                    .all(|&fd| libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0)
-        }
-    };
-    // SAFETY: sets a status flag of the write end made above.
-    let made = made
-        && unsafe {
-            let flags = libc::fcntl(fds[1], libc::F_GETFL);
-            flags >= 0 && libc::fcntl(fds[1], libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
-        };
-    made.then_some(fds)
+/// A duplicate of standard input's descriptor (handle), which shares its
+/// offset: hashing reads from where it stands.
+pub(super) fn duplicate_stdin() -> io::Result<File> {
+    #[cfg(unix)]
+    return Ok(File::from(
+        std::os::fd::AsFd::as_fd(&io::stdin()).try_clone_to_owned()?,
+    ));
+    #[cfg(windows)]
+    return Ok(File::from(
+        std::os::windows::io::AsHandle::as_handle(&io::stdin()).try_clone_to_owned()?,
+    ));
 }
 
 /// What tells that a regular file changed: its size, its modification
@@ -128,7 +111,7 @@ impl Stamp {
     /// The stamp as bytes, for a spool ([`from_bytes`](Self::from_bytes)
     /// reads it back): size, change time and identity, then the
     /// modification time in nanoseconds from 1970 (`i128::MIN`: none).
-    pub(crate) fn to_bytes(self) -> Vec<u8> {
+    pub fn to_bytes(self) -> Vec<u8> {
         let modified = self.modified.map_or(i128::MIN, |modified| {
             match modified.duration_since(std::time::UNIX_EPOCH) {
                 Ok(after) => after.as_nanos() as i128,
@@ -151,7 +134,7 @@ impl Stamp {
     }
 
     /// The stamp [`to_bytes`](Self::to_bytes) made `bytes` of.
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Stamp> {
+    pub fn from_bytes(bytes: &[u8]) -> Option<Stamp> {
         let number = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
         let modified = i128::from_le_bytes(bytes.get(40..56)?.try_into().ok()?);
         let since = |nanoseconds: u128| {
@@ -590,39 +573,6 @@ mod signal_tests {
         }
         // SAFETY: as above.
         assert_eq!(unsafe { *errno_location() }, libc::EDOM);
-    }
-
-    #[test]
-    fn the_wake_pipe_never_blocks_a_handler_and_is_not_inherited() {
-        let [read, write] = wake_pipe().expect("a pipe");
-        // SAFETY: reads the flags of descriptors made above.
-        let (read_fd, write_fd, write_fl) = unsafe {
-            (
-                libc::fcntl(read, libc::F_GETFD),
-                libc::fcntl(write, libc::F_GETFD),
-                libc::fcntl(write, libc::F_GETFL),
-            )
-        };
-        assert_ne!(read_fd & libc::FD_CLOEXEC, 0);
-        assert_ne!(write_fd & libc::FD_CLOEXEC, 0);
-        assert_ne!(write_fl & libc::O_NONBLOCK, 0);
-        // Filled up, it refuses at once instead of waiting.
-        let byte = 1u8;
-        let mut written = 0usize;
-        // SAFETY: writes one valid byte at a time.
-        while unsafe { libc::write(write, (&raw const byte).cast(), 1) } == 1 {
-            written += 1;
-        }
-        assert!(written > 0);
-        assert_eq!(
-            io::Error::last_os_error().raw_os_error(),
-            Some(libc::EAGAIN)
-        );
-        // SAFETY: closes the descriptors made above.
-        unsafe {
-            libc::close(read);
-            libc::close(write);
-        }
     }
 }
 

@@ -48,10 +48,6 @@ pub(super) struct MemoryRange {
     pub size: usize,
 }
 
-/// The console events a control handler answers: Ctrl-C and Ctrl-Break.
-pub(super) const CTRL_C_EVENT: u32 = 0;
-pub(super) const CTRL_BREAK_EVENT: u32 = 1;
-
 #[link(name = "kernel32")]
 unsafe extern "system" {
     pub(super) fn GetFileInformationByHandleEx(
@@ -67,10 +63,6 @@ unsafe extern "system" {
         count: usize,
         ranges: *const MemoryRange,
         flags: u32,
-    ) -> i32;
-    pub(super) fn SetConsoleCtrlHandler(
-        handler: Option<unsafe extern "system" fn(u32) -> i32>,
-        add: i32,
     ) -> i32;
 }
 

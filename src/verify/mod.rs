@@ -7,8 +7,8 @@
 //!
 //! A verifier may check one slice of what its lists describe
 //! ([`Verifier::slicing`]), for a scrub spread over several runs; a leaf a
-//! check finds failing can be mended from a good copy with
-//! [`repair`](super::repair), from [`Checked::failed_leaves`].
+//! check finds failing can be mended from a good copy, from
+//! [`Checked::failed_leaves`].
 //!
 //! ```
 //! use std::io::Write;
@@ -204,7 +204,7 @@ pub struct Verifier<'a> {
     /// refusal.
     budget: RefCell<Budget>,
     progress: Option<Arc<AtomicU64>>,
-    before_stdin: Box<dyn Fn() + 'a>,
+    before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
 
 impl<'a> Verifier<'a> {
@@ -220,7 +220,7 @@ impl<'a> Verifier<'a> {
             contradicted: RefCell::new(std::collections::VecDeque::new()),
             budget: RefCell::new(Budget::new()),
             progress: None,
-            before_stdin: Box::new(|| {}),
+            before_stdin: Box::new(|| Ok(())),
         }
     }
 
@@ -252,8 +252,9 @@ impl<'a> Verifier<'a> {
     }
 
     /// Calls `before` whenever standard input is about to be read for a
-    /// listed `-` (a progress bar may stop drawing over a terminal's input).
-    pub fn before_reading_stdin(mut self, before: impl Fn() + 'a) -> Self {
+    /// listed `-` (a progress bar may stop drawing over a terminal's input);
+    /// an error it returns (standard input was closed) is that file's.
+    pub fn before_reading_stdin(mut self, before: impl Fn() -> io::Result<()> + 'a) -> Self {
         self.before_stdin = Box::new(before);
         self
     }

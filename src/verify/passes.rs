@@ -12,7 +12,7 @@ use crate::format::lines::{Record, read_line};
 use crate::format::list::{Improper, ListLine, classify};
 use crate::format::name::Name;
 use crate::format::stat::StatLine;
-use crate::input::{Job, Outcome, system};
+use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
 use crate::memory;
 use crate::params::TreeParams;
@@ -589,11 +589,9 @@ impl<'a> Iterator for Passes<'a> {
         let job = if stdin {
             // Standard input may be a pipe: hashed whole, in turn.
             let job = Job::stdin(queued, &tree).with_leaves(listed);
-            if system::stdin_closed() {
-                job.failing(system::closed_stream().into())
-            } else {
-                (self.verifier.before_stdin)();
-                job
+            match (self.verifier.before_stdin)() {
+                Ok(()) => job,
+                Err(error) => job.failing(error.into()),
             }
         } else {
             let job = Job::path(queued, path, &tree).with_leaves(listed);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each module of the library and the modules it may name.
-const LAYERS: [(&str, &[&str]); 18] = [
+const LAYERS: [(&str, &[&str]); 14] = [
     ("ct", &[]),
     ("os", &[]),
     ("descriptors", &[]),
@@ -30,7 +30,6 @@ const LAYERS: [(&str, &[&str]); 18] = [
         ],
     ),
     ("rustcrypto", &["engine", "params", "digest"]),
-    ("beneath", &["error", "format"]),
     (
         "input",
         &[
@@ -46,20 +45,6 @@ const LAYERS: [(&str, &[&str]); 18] = [
         ],
     ),
     ("spill", &["descriptors", "memory", "os"]),
-    (
-        "repair",
-        &[
-            "beneath", "input", "engine", "params", "digest", "error", "memory", "os", "spill",
-        ],
-    ),
-    (
-        "audit",
-        &[
-            "verify", "walk", "spill", "input", "leaves", "format", "engine", "params", "digest",
-            "error",
-        ],
-    ),
-    ("walk", &["input", "memory"]),
     (
         "verify",
         &[

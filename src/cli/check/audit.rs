@@ -11,12 +11,12 @@ use std::sync::atomic::AtomicU64;
 
 use std::fs::File;
 
-use bt2sum::audit::{Auditor, Finding, Rewrite, Rewritten};
-use bt2sum::binary::system;
-use bt2sum::binary::system::FileId;
+use crate::cli::audit::{Auditor, Finding, Rewrite, Rewritten};
+use crate::cli::system;
+use crate::cli::system::FileId;
+use crate::cli::walk;
 use bt2sum::format::name::Name;
 use bt2sum::verify::{Report, Verifier};
-use bt2sum::walk;
 use bt2sum::{Stamp, TreeParams};
 
 use super::super::config::{Checking, Verbosity};

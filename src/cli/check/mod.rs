@@ -26,7 +26,7 @@ use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
-use bt2sum::binary::system;
+use crate::cli::system;
 use bt2sum::format::name::Name;
 use bt2sum::plain_message;
 use bt2sum::verify::Verdict;
@@ -46,8 +46,13 @@ use tally::Tally;
 pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     // The lists are read as they are checked: the total is unknown.
     let progress = Progress::start(when, || None);
-    let mut verifier =
-        Verifier::new(config.settings).before_reading_stdin(|| progress.reading_stdin());
+    let mut verifier = Verifier::new(config.settings).before_reading_stdin(|| {
+        progress.reading_stdin();
+        match system::stdin_closed() {
+            true => Err(system::closed_stream()),
+            false => Ok(()),
+        }
+    });
     if let Some(counter) = progress.counter() {
         verifier = verifier.progress(counter.clone());
     }

@@ -16,8 +16,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
+use crate::cli::mend::{Damaged, Length, Mend, Mender, Pending, Rules};
 use bt2sum::format::name::Name;
-use bt2sum::repair::{Damaged, Length, Mend, Mender, Pending, Rules};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
@@ -168,7 +168,7 @@ impl Repairs {
             return;
         }
         let mut name = DefaultHasher::new();
-        bt2sum::audit::normalized(checked.name()).hash(&mut name);
+        crate::cli::audit::normalized(checked.name()).hash(&mut name);
         let (name, claim) = (name.finish(), claim.finish());
         let line = *checked.file_lines().start();
         match self.claims.get(&name) {
@@ -268,7 +268,7 @@ fn open(
     contradicted: &HashMap<u64, (u64, u64)>,
 ) -> Result<File, String> {
     let mut hashed = DefaultHasher::new();
-    bt2sum::audit::normalized(name).hash(&mut hashed);
+    crate::cli::audit::normalized(name).hash(&mut hashed);
     if let Some((first, second)) = contradicted.get(&hashed.finish()) {
         return Err(format!(
             "the list gives it two different contents (lines {first} and {second}): not written"
@@ -408,7 +408,6 @@ impl Printer<'_> {
             Mend::AfterAGap => {
                 Some("the file ends before it, and leaves before it are not mended".into())
             }
-            Mend::NoMemory => Some("no memory to hold the leaf".to_string()),
             Mend::WriteFailed(error) => Some(format!(
                 "it could not be written: {}",
                 bt2sum::plain_message(error)

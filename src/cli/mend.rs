@@ -62,15 +62,13 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use crate::beneath::{Names, Refusal};
-use crate::digest::Digest;
-use crate::engine::leaf_digest;
-use crate::error::plain_message;
-use crate::input::Stamp;
-use crate::memory;
-use crate::os;
-use crate::params::{Algorithm, LastNode, TreeParams};
-use crate::spill::{IN_MEMORY, Spool};
+pub use crate::cli::beneath::{Names, Refusal};
+use bt2sum::Digest;
+use bt2sum::Stamp;
+use bt2sum::leaf_digest;
+use bt2sum::plain_message;
+use bt2sum::spill::{IN_MEMORY, Spool};
+use bt2sum::{Algorithm, LastNode, TreeParams};
 
 /// Where the good copies are, and what mending may do.
 pub struct Mender {
@@ -113,8 +111,6 @@ pub enum Mend {
     /// mended, or comes later): writing it would leave a hole. Not
     /// written.
     AfterAGap,
-    /// No memory could be had to hold it. Not written.
-    NoMemory,
     /// Writing it to the file, or reading it back, failed; or it does not
     /// verify once written (the storage does not keep what it is given).
     WriteFailed(io::Error),
@@ -235,7 +231,7 @@ impl Mender {
     /// it, as the module documentation says: only if it is still the file a
     /// check saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::beneath::open_to_write(path, self.rules.names, self.rules.setid)
+        let file = crate::cli::beneath::open_to_write(path, self.rules.names, self.rules.setid)
             .map_err(Unmendable::Refused)?;
         match Stamp::now(&file) {
             Ok(now) if now == *checked => Ok(file),
@@ -289,7 +285,6 @@ impl Mender {
         if same_file(file, &copy) {
             return Err(Unmendable::CopyIsTheFile { path: copy_path });
         }
-        os::reads_scattered(&copy);
         let mut buffer = Vec::new();
         for (index, digest) in failing {
             let bytes = tree.leaf_bytes(*index, listed_length);
@@ -499,19 +494,16 @@ impl Leaf<'_> {
     /// may extend) from `copy`, reading into `buffer`.
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
         buffer.clear();
-        if !memory::reserve_exact(buffer, self.len) {
-            return Mend::NoMemory;
-        }
         buffer.resize(self.len, 0);
         // Good in place (only the file's length made it fail): untouched.
         let end = self.start + self.len as u64;
         if end <= *length
-            && os::read_exact_at(file, buffer, self.start).is_ok()
+            && read_exact_at(file, buffer, self.start).is_ok()
             && self.verifies(buffer)
         {
             return Mend::Intact;
         }
-        match os::read_exact_at(copy, buffer, self.start) {
+        match read_exact_at(copy, buffer, self.start) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Mend::CopyShort,
             Err(error) => return Mend::CopyUnreadable(error),
@@ -519,7 +511,7 @@ impl Leaf<'_> {
         if !self.verifies(buffer) {
             return Mend::CopyDiffers;
         }
-        let written = os::write_all_at(file, buffer, self.start).and_then(|()| {
+        let written = write_all_at(file, buffer, self.start).and_then(|()| {
             *length = (*length).max(end);
             file.sync_all()
         });
@@ -528,11 +520,44 @@ impl Leaf<'_> {
         }
         // Read back from the file, and verified again.
         buffer.fill(0);
-        match os::read_exact_at(file, buffer, self.start) {
+        match read_exact_at(file, buffer, self.start) {
             Ok(()) if self.verifies(buffer) => Mend::Repaired,
             Ok(()) => Mend::WriteFailed(io::Error::other("the leaf read back does not verify")),
             Err(error) => Mend::WriteFailed(error),
         }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes of `file` at `offset`.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            match std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], at)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                read => done += read,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes all of `buf` to `file` at `offset`.
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::write_all_at(file, buf, offset);
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            done += std::os::windows::fs::FileExt::seek_write(file, &buf[done..], at)?;
+        }
+        Ok(())
     }
 }
 

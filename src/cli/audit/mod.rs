@@ -32,13 +32,13 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::engine::Event;
-use crate::format::name::Name;
-use crate::input::{Job, hash_each};
-use crate::params::TreeParams;
-use crate::spill::{IN_MEMORY, Records, Sorter, Spool};
-use crate::verify::{Checked, Report, Verifier};
-use crate::walk::{self, Walk, Walked};
+use crate::cli::walk::{self, Walk, Walked};
+use bt2sum::Event;
+use bt2sum::TreeParams;
+use bt2sum::format::name::Name;
+use bt2sum::spill::{IN_MEMORY, Sorter, Spool};
+use bt2sum::verify::{Checked, Report, Verifier};
+use bt2sum::{Job, hash_each};
 use join::Joined;
 use rewrite::Shape;
 pub use rewrite::{Rewrite, Rewritten};
@@ -73,7 +73,7 @@ pub enum Finding {
         /// Where.
         name: Vec<u8>,
         /// Why.
-        error: crate::error::Error,
+        error: bt2sum::Error,
     },
     /// The next finding is not ready: a good time to flush.
     Waiting,
@@ -229,7 +229,7 @@ impl<'a> Auditor<'a> {
         for root in std::mem::take(&mut self.roots) {
             let unlisted = Unlisted {
                 walk: Walk::new(vec![root], std::sync::Arc::clone(&options)),
-                listed: listed.records()?.peekable(),
+                listed: (Box::new(listed.records()?) as Box<dyn Iterator<Item = _>>).peekable(),
             };
             if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
                 return Ok(None);
@@ -358,8 +358,8 @@ impl<'a> Auditor<'a> {
 }
 
 /// The digest of empty input: every empty file's.
-fn empty_digest(tree: &TreeParams) -> Option<crate::digest::Digest> {
-    crate::engine::TreeHasher::new(tree).finalize().ok()
+fn empty_digest(tree: &TreeParams) -> Option<bt2sum::Digest> {
+    bt2sum::TreeHasher::new(tree).finalize().ok()
 }
 
 /// Reports what `finding` makes of each name of `names` and the move that
@@ -404,11 +404,11 @@ fn with_moves<'a>(
 /// errors; `Err` if the listed names cannot be read back.
 struct Unlisted<'a> {
     walk: Walk,
-    listed: std::iter::Peekable<Records<'a>>,
+    listed: std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + 'a>>,
 }
 
 /// A path, or where the walk failed and why.
-type Found = Result<OsString, (OsString, crate::error::Error)>;
+type Found = Result<OsString, (OsString, bt2sum::Error)>;
 
 impl Iterator for Unlisted<'_> {
     type Item = io::Result<Found>;
@@ -441,7 +441,7 @@ impl Iterator for Unlisted<'_> {
 /// that `./a/b`, `a//b` and `a/./b` are `a/b` (a leading `/` kept).
 ///
 /// ```
-/// use bt2sum::audit::normalized;
+/// use crate::cli::audit::normalized;
 /// assert_eq!(normalized(b"./a/b"), b"a/b");
 /// assert_eq!(normalized(b"a//./b/"), b"a/b");
 /// assert_eq!(normalized(b"/x/./y"), b"/x/y");

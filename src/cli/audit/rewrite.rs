@@ -23,20 +23,20 @@ use std::io::{self, BufRead, Write};
 use std::ops::{ControlFlow, RangeInclusive};
 
 use super::join::{self, Moves};
-use crate::engine::Event;
-use crate::error::Error;
-use crate::format::checksum::{Style, push_line};
-use crate::format::lines::{Record, read_line};
-use crate::format::list::{Grammar, ListLine, classify};
-use crate::format::name::Name;
-use crate::format::stat::Mtime;
-use crate::format::{Ending, InputLines};
-use crate::input::{Job, hash_each};
-use crate::leaves::{LeafLog, Unwritten};
-use crate::params::{Algorithm, TreeParams};
-use crate::spill::Spool;
-use crate::verify::Checked;
-use crate::verify::Verdict;
+use bt2sum::Error;
+use bt2sum::Event;
+use bt2sum::format::checksum::{Style, push_line};
+use bt2sum::format::lines::{Record, read_line};
+use bt2sum::format::list::{Grammar, ListLine, classify};
+use bt2sum::format::name::Name;
+use bt2sum::format::stat::Mtime;
+use bt2sum::format::{Ending, InputLines};
+use bt2sum::leaves::{LeafLog, Unwritten};
+use bt2sum::spill::Spool;
+use bt2sum::verify::Checked;
+use bt2sum::verify::Verdict;
+use bt2sum::{Algorithm, TreeParams};
+use bt2sum::{Job, hash_each};
 
 /// How a file's lines are written: its tree parameters, tagged or
 /// GNU-style, with leaf lines, with a stat line.
@@ -347,6 +347,7 @@ impl Rewrite {
                 }
             }
         }
+        drop((entries, moved));
         let shape = self.shape.unwrap_or(Shape {
             tree: *default_tree,
             tagged: true,
@@ -434,7 +435,7 @@ struct State {
 /// A file hashed, to list.
 struct Hashed<'a> {
     name: &'a [u8],
-    digest: &'a crate::digest::Digest,
+    digest: &'a bt2sum::Digest,
     length: u64,
     modified: Option<std::time::SystemTime>,
 }

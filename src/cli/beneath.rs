@@ -85,11 +85,7 @@ impl fmt::Display for Refusal {
                  (--repair-setid allows it)",
             ),
             Refusal::Io(error) => {
-                write!(
-                    f,
-                    "cannot be written: {}",
-                    crate::error::plain_message(error)
-                )
+                write!(f, "cannot be written: {}", bt2sum::plain_message(error))
             }
         }
     }
@@ -136,7 +132,7 @@ pub(crate) fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64
 /// The components shown up to the `count`-th, for a message.
 fn shown(parts: &[Component<'_>], count: usize) -> String {
     let path: std::path::PathBuf = parts[..count].iter().collect();
-    crate::format::name::Name::of_path_lossy(path.as_os_str()).shown()
+    bt2sum::format::name::Name::of_path_lossy(path.as_os_str()).shown()
 }
 
 #[cfg(unix)]

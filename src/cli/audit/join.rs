@@ -3,10 +3,10 @@
 
 use std::io;
 
-use crate::digest::Digest;
-use crate::format::stat::Mtime;
-use crate::input::Stamp;
-use crate::spill::{IN_MEMORY, Sorter, Spool};
+use bt2sum::Digest;
+use bt2sum::Stamp;
+use bt2sum::format::stat::Mtime;
+use bt2sum::spill::{IN_MEMORY, Sorter, Spool};
 
 /// A record of the join: the digest (its length, then its bytes), then 0
 /// and a missing entry's index and name, or 1 and a new file's index and
