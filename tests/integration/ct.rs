@@ -16,8 +16,6 @@
 //!   16-byte boundaries and no path returns with dirty upper ymm halves.
 //! - `archlevel_*`: `BT2SUM_ARCHLEVEL` selects the default level.
 //!
-//! The portable comparator's code on arm64 is audited in `ct_arm64`.
-//!
 //! The tests that run the comparators run every level this CPU can run
 //! (`Level::available`); a compiled level the CPU lacks (`avx2` without
 //! AVX2) is skipped with a printed note, never failed. The disassembly
@@ -1394,12 +1392,8 @@ impl Operand {
 /// (position-independent executables load anywhere) comes from
 /// `dl_iterate_phdr`, and `nm` (the binutils of the binary's architecture)
 /// names the symbol at the unbiased address.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(miri)
-))]
-pub(super) fn symbol_at(mut nm: std::process::Command, address: usize) -> String {
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn symbol_at(mut nm: std::process::Command, address: usize) -> String {
     unsafe extern "C" fn main_program(
         info: *mut libc::dl_phdr_info,
         _size: usize,
@@ -1443,12 +1437,8 @@ fn listing_of(objdump: std::process::Command, options: &[&str], symbol: &str) ->
 
 /// The listing of `symbol` in the binary `exe`, as `objdump` (the binutils
 /// of the binary's architecture, with `options`) prints it.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64"),
-    not(miri)
-))]
-pub(super) fn listing_in(
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn listing_in(
     exe: &std::path::Path,
     mut objdump: std::process::Command,
     options: &[&str],
@@ -1464,8 +1454,7 @@ pub(super) fn listing_in(
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
             "objdump is not installed: the disassembly proof needs it and is never skipped; \
-             install binutils (Debian/Ubuntu: apt-get install -y binutils, and \
-             binutils-aarch64-linux-gnu to audit arm64 code elsewhere)"
+             install binutils (Debian/Ubuntu: apt-get install -y binutils)"
         ),
         Err(e) => panic!("cannot run objdump: {e}"),
     };
@@ -1499,7 +1488,7 @@ fn disassembly_uses_only_doit_instructions_and_public_branches() {
     for &level in Level::ALL {
         if level == Level::Portable {
             // Plain Rust, with its bounds checks' calls to panic: proved
-            // under valgrind here, and by disassembly on arm64.
+            // under valgrind.
             continue;
         }
         let symbol = &symbol_at(
