@@ -9,14 +9,13 @@
 //!
 //! Contenders: a byte-at-a-time loop kept scalar (the analogue of FreeBSD's
 //! generic C, which `black_box` on each byte's XOR keeps the compiler from
-//! vectorising), the levels of `bt2sum::ct` that this CPU can run (`avx2`
-//! is skipped, with a note, on a CPU without AVX2), and the
-//! `constant_time_eq` crate.
+//! vectorising), the levels of `bt2sum::ct` (`portable`, and `scalar` and
+//! `baseline` on x86_64), and the `constant_time_eq` crate.
 //!
 //! Run with `cargo bench -p bt2sum-benches --bench ct`; `docs/constant-time.md` gives the
 //! options of its published figures.
 
-use bt2sum::ct::Level;
+use bt2sum::ct::{Level, timingsafe_bcmp};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -72,17 +71,17 @@ fn byte_loop(a: &[u8], b: &[u8]) -> i32 {
 }
 
 fn portable(a: &[u8], b: &[u8]) -> i32 {
-    Level::Portable.bcmp(a, b)
+    timingsafe_bcmp(Level::Portable, a, b)
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn scalar(a: &[u8], b: &[u8]) -> i32 {
-    Level::Scalar.bcmp(a, b)
+    timingsafe_bcmp(Level::Scalar, a, b)
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 fn baseline(a: &[u8], b: &[u8]) -> i32 {
-    Level::Baseline.bcmp(a, b)
+    timingsafe_bcmp(Level::Baseline, a, b)
 }
 
 fn cte(a: &[u8], b: &[u8]) -> i32 {
@@ -123,9 +122,6 @@ fn bench(c: &mut Criterion) {
     let short = segments(16.0, 1);
     let mid = segments(64.0, 2);
     let long = vec![(0, BUF_LEN)];
-    for level in Level::ALL.iter().filter(|l| !l.is_available()) {
-        println!("skipping level {level}: this CPU cannot run it");
-    }
     for (name, segs) in [
         ("TsBcmpShort", &short),
         ("TsBcmpMid", &mid),
@@ -139,16 +135,6 @@ fn bench(c: &mut Criterion) {
         run(&mut group, "scalar", scalar, &a, &b, segs);
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         run(&mut group, "baseline", baseline, &a, &b, segs);
-        // Checked once here, as `ct::eq` checks its level once per
-        // process, instead of by `Level::bcmp` on every call.
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if Level::Avx2.is_available() {
-            let avx2 = |x: &[u8], y: &[u8]| {
-                // SAFETY: this CPU has AVX2 (checked just above).
-                unsafe { Level::Avx2.bcmp_unchecked(x, y) }
-            };
-            run(&mut group, "avx2", avx2, &a, &b, segs);
-        }
         run(&mut group, "constant_time_eq", cte, &a, &b, segs);
         group.finish();
     }

@@ -246,11 +246,10 @@ leaves were repaired, N damaged leaves could not be repaired. The status is \
     (
         "ENVIRONMENT",
         "BT2SUM_ARCHLEVEL selects the constant-time comparator that check mode \
-uses: portable, scalar, baseline (SSE2) or avx2 (AVX2), as FreeBSD's \
-ARCHLEVEL does; x86-64-v2 means baseline, x86-64-v3 and x86-64-v4 mean avx2. \
-A level the machine lacks means the best one below it. The default is the \
-fastest level the CPU has: avx2 on x86_64 CPUs with AVX2, baseline on other \
-x86_64 CPUs, portable elsewhere.\n\n\
+uses: portable, scalar or baseline (SSE2), as FreeBSD's ARCHLEVEL does; \
+x86-64-v2, x86-64-v3 and x86-64-v4 mean baseline. The default is baseline on \
+x86_64 and portable elsewhere, where every name means portable; an unknown \
+name is ignored.\n\n\
 BT2SUM_HASH_KERNEL=crate hashes every leaf with the blake2b_simd and \
 blake2s_simd crates. Unset (or any other value), leaves are hashed by the \
 fastest kernel the CPU runs: bt2sum's own AVX-512 kernels (8 BLAKE2b or 16 \

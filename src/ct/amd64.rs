@@ -1,12 +1,11 @@
-//! The x86_64 constant-time comparators: three hand-written assembly
+//! The x86_64 constant-time comparators: two hand-written assembly
 //! functions in the style of FreeBSD's amd64 `timingsafe_bcmp(3)`, `scalar`
-//! (general-purpose registers only), `baseline` (SSE2) and `avx2`
-//! (x86-64-v3), written as naked functions so that no build script or C
-//! compiler is needed.
+//! (general-purpose registers only) and `baseline` (SSE2), written as naked
+//! functions so that no build script or C compiler is needed.
 //!
-//! All follow the System V AMD64 calling convention
-//! (`a` in `rdi`, `b` in `rsi`, `len` in `rdx`, result in `eax`) and share
-//! these rules, which the test suite checks by machine:
+//! Both follow the System V AMD64 calling convention (`a` in `rdi`, `b` in
+//! `rsi`, `len` in `rdx`, result in `eax`) and these rules, all but the
+//! last checked by machine in the test suite:
 //!
 //! - They branch on the length only. Each length class reads the bytes with
 //!   a fixed pattern of loads, overlapping ones where the length is not a
@@ -15,44 +14,35 @@
 //! - Every instruction is on Intel's list of data-operand-independent-timing
 //!   instructions: `mov`, `movzx`, `xor`, `or`, `lea`, `add`, `sub`, `shr`,
 //!   `shl`, `cmp`/`test` and `jcc` on the length or on addresses, `jmp`,
-//!   `ret`, `nop` (alignment padding), the SSE2 `movdqu`, `pxor`, `por`,
-//!   `pcmpeqb`, `pmovmskb`, and their AVX2 forms `vmovdqu`, `vpxor`, `vpor`,
-//!   `vpcmpeqb`, `vpmovmskb`, with `vzeroupper` (which has no data operand).
+//!   `ret`, `nop` (alignment padding), and the SSE2 `movdqu`, `pxor`, `por`,
+//!   `pcmpeqb`, `pmovmskb`.
 //! - Register roles never mix: `rdi`, `rsi`, `rdx`, `rcx` only ever hold
-//!   addresses and lengths; `rax`, `r8`–`r10` and `xmm0`–`xmm5`
-//!   (`ymm0`–`ymm5`) hold the data. The disassembly test relies on this to
-//!   prove that no flag tested by a branch and no address came from the
-//!   data.
+//!   addresses and lengths; `rax`, `r8`–`r10` and `xmm0`–`xmm5` hold the
+//!   data, so no flag tested by a branch and no address comes from the data.
 //! - They write no callee-saved register and store nothing to memory (not
-//!   even to the stack), so they need no prologue; the disassembly test
-//!   checks that too.
+//!   even to the stack), so they need no prologue.
 //! - Every loop head is aligned to 16 bytes (`.p2align 4, 0x90`, padded with
 //!   one-byte `nop`s), as FreeBSD's are, so that the instruction fetch of
 //!   each pass starts at a block boundary wherever the linker placed the
-//!   function (`docs/constant-time.md` has what that does, measured).
+//!   function.
 //!
 //! The length classes (`len` in `rdx`), and the loads each makes from each
 //! buffer:
 //!
-//! | length   | `scalar`                | `baseline`                | `avx2`            |
-//! |----------|-------------------------|---------------------------|-------------------|
-//! | 0        | none, returns 0         | as `scalar`               | as `scalar`       |
-//! | 1..=3    | bytes at 0, `len/2`, `len-1` | as `scalar`          | as `scalar`       |
-//! | 4..=16   | 32-bit words at 0, `4k`, `len-4-4k`, `len-4`, `k = len/8` | as `scalar` | as `scalar` |
-//! | 17..=32  | 64-bit words at 0, 8, `len-16`, `len-8` | 16-byte vectors at 0, `16k`, `len-16-16k`, `len-16`, `k = len/32` | as `baseline` |
-//! | 33..=64  | a loop of 32 bytes (4 words) while the cursor is below `len-32`, then the last 32 bytes | as above | as `baseline` |
-//! | 65..=128 | as above                | a loop of 64 bytes (4 vectors) while the cursor is below `len-64`, then the last 64 bytes | 32-byte vectors at 0, 32, `len-64`, `len-32` |
-//! | 129..    | as above                | as above                  | a loop of 128 bytes (4 vectors) while the cursor is below `len-128`, then the last 128 bytes |
+//! | length   | `scalar`                     | `baseline`                |
+//! |----------|------------------------------|---------------------------|
+//! | 0        | none, returns 0              | as `scalar`               |
+//! | 1..=3    | bytes at 0, `len/2`, `len-1` | as `scalar`               |
+//! | 4..=16   | 32-bit words at 0, `4k`, `len-4-4k`, `len-4`, `k = len/8` | as `scalar` |
+//! | 17..=32  | 64-bit words at 0, 8, `len-16`, `len-8` | 16-byte vectors at 0, `16k`, `len-16-16k`, `len-16`, `k = len/32` |
+//! | 33..=64  | a loop of 32 bytes (4 words) while the cursor is below `len-32`, then the last 32 bytes | as above |
+//! | 65..     | as above                     | a loop of 64 bytes (4 vectors) while the cursor is below `len-64`, then the last 64 bytes |
 //!
 //! The result is 0 if the bytes are equal and non-zero otherwise: the OR of
 //! all the XOR differences, folded to 32 bits (scalar), or the inverted
-//! `pcmpeqb` mask of that OR (baseline and avx2).
-//!
-//! The code shared by several functions (the short length classes) is
-//! written once, in the macros below, which expand to one assembly string
-//! each, so that the functions cannot drift apart.
+//! `pcmpeqb` mask of that OR (baseline).
 
-/// Lengths 0..=16, identical in all three functions: dispatch on the length
+/// Lengths 0..=16, identical in both functions: dispatch on the length
 /// (public), then the classes 0, 1..=3 and 4..=16, each ending in `ret`.
 /// Longer inputs jump to the caller's local label `5`, which must follow.
 macro_rules! lengths_up_to_16 {
@@ -110,53 +100,6 @@ macro_rules! lengths_up_to_16 {
     };
 }
 
-/// Lengths 17..=64 with SSE2, identical in `baseline` and `avx2`: the OR of
-/// the differences ends up in `xmm0`; the caller turns it into the result.
-macro_rules! sse2_lengths_17_to_64 {
-    () => {
-        concat!(
-            // Vectors at 0, 16k, len-16-16k and len-16 with k = len/32 (0,
-            // 1 or 2): they cover [0, 16+16k) and [len-16-16k, len), which
-            // meet because len <= 32+32k. Legacy SSE loads into registers
-            // (a legacy SSE memory operand would have to be aligned).
-            "mov rcx, rdx\n",
-            "shr rcx, 5\n",
-            "shl rcx, 4\n",
-            "movdqu xmm0, xmmword ptr [rdi]\n",
-            "movdqu xmm1, xmmword ptr [rsi]\n",
-            "movdqu xmm2, xmmword ptr [rdi + rdx - 16]\n",
-            "movdqu xmm3, xmmword ptr [rsi + rdx - 16]\n",
-            "pxor xmm0, xmm1\n",
-            "pxor xmm2, xmm3\n",
-            "movdqu xmm1, xmmword ptr [rdi + rcx]\n",
-            "movdqu xmm3, xmmword ptr [rsi + rcx]\n",
-            "sub rdx, rcx\n",
-            "movdqu xmm4, xmmword ptr [rdi + rdx - 16]\n",
-            "movdqu xmm5, xmmword ptr [rsi + rdx - 16]\n",
-            "pxor xmm1, xmm3\n",
-            "pxor xmm4, xmm5\n",
-            "por xmm0, xmm2\n",
-            "por xmm1, xmm4\n",
-            "por xmm0, xmm1\n",
-        )
-    };
-}
-
-/// `xmm0` holds the OR of all differences: return the mask of its non-zero
-/// bytes (`pcmpeqb` against zero gives 0xff for the zero bytes), shared by
-/// `baseline` and `avx2`.
-macro_rules! sse2_result {
-    () => {
-        concat!(
-            "pxor xmm1, xmm1\n",
-            "pcmpeqb xmm0, xmm1\n",
-            "pmovmskb eax, xmm0\n",
-            "xor eax, 0xffff\n",
-            "ret\n",
-        )
-    };
-}
-
 /// Declares a comparator: a naked function of the System V AMD64 ABI
 /// whose body is the length dispatch and the classes up to 16 bytes
 /// (`lengths_up_to_16`), then the given assembly from label `5`, where
@@ -168,10 +111,9 @@ macro_rules! comparator {
         // in the System V AMD64 ABI, by the rules of this module (checked
         // by the disassembly test): it reads its arguments from
         // rdi/rsi/rdx, writes only caller-saved registers (rax, rcx, rdx,
-        // rsi, rdi, r8-r10, xmm0-xmm5 or ymm0-ymm5, flags), never touches
-        // the stack and returns with `ret` (after `vzeroupper` on every path
-        // that wrote a ymm register); it reads memory only inside the two
-        // windows the caller vouches for.
+        // rsi, rdi, r8-r10, xmm0-xmm5, flags), never touches the stack and
+        // returns with `ret`; it reads memory only inside the two windows
+        // the caller vouches for.
         #[unsafe(naked)]
         unsafe extern "sysv64" fn $name(a: *const u8, b: *const u8, len: usize) -> i32 {
             core::arch::naked_asm!(lengths_up_to_16!(), "5:", $($longer),+)
@@ -266,7 +208,29 @@ comparator! {
     fn baseline_asm {
         "cmp rdx, 64",
         "ja 7f",
-        sse2_lengths_17_to_64!(),
+        // 17..=64: vectors at 0, 16k, len-16-16k and len-16 with k = len/32 (0,
+        // 1 or 2): they cover [0, 16+16k) and [len-16-16k, len), which
+        // meet because len <= 32+32k. Legacy SSE loads into registers
+        // (a legacy SSE memory operand would have to be aligned).
+        "mov rcx, rdx",
+        "shr rcx, 5",
+        "shl rcx, 4",
+        "movdqu xmm0, xmmword ptr [rdi]",
+        "movdqu xmm1, xmmword ptr [rsi]",
+        "movdqu xmm2, xmmword ptr [rdi + rdx - 16]",
+        "movdqu xmm3, xmmword ptr [rsi + rdx - 16]",
+        "pxor xmm0, xmm1",
+        "pxor xmm2, xmm3",
+        "movdqu xmm1, xmmword ptr [rdi + rcx]",
+        "movdqu xmm3, xmmword ptr [rsi + rcx]",
+        "sub rdx, rcx",
+        "movdqu xmm4, xmmword ptr [rdi + rdx - 16]",
+        "movdqu xmm5, xmmword ptr [rsi + rdx - 16]",
+        "pxor xmm1, xmm3",
+        "pxor xmm4, xmm5",
+        "por xmm0, xmm2",
+        "por xmm1, xmm4",
+        "por xmm0, xmm1",
         "jmp 9f",
         // 65..: 64 bytes per iteration while rdi < rcx = a + len - 64, then
         // the 64 bytes at rcx (overlapping the last iteration). rsi becomes
@@ -316,98 +280,13 @@ comparator! {
         "por xmm0, xmm2",
         "por xmm1, xmm4",
         "por xmm0, xmm1",
+        // xmm0 holds the OR of all differences: return the mask of its
+        // non-zero bytes (pcmpeqb against zero gives 0xff for zero bytes).
         "9:",
-        sse2_result!(),
-    }
-}
-
-comparator! {
-    /// Constant-time comparison with AVX2 (unaligned 32-byte loads), for
-    /// x86-64-v3 CPUs, in the length classes of the module's table.
-    ///
-    /// Up to 64 bytes the 32-byte vectors would gain little and cost a
-    /// `vzeroupper`, so the code is the SSE2 code of `baseline`. Beyond, the
-    /// differences are OR-ed in `ymm0`, compared with zero by `vpcmpeqb` and
-    /// returned as `vpmovmskb ^ 0xffffffff`, after a `vzeroupper` that spares
-    /// the caller's legacy SSE code the penalty of dirty upper halves.
-    ///
-    /// # Safety
-    ///
-    /// `a` and `b` must each be valid for reads of `len` bytes, and the CPU
-    /// must support AVX2.
-    fn avx2_asm {
-        "cmp rdx, 64",
-        "ja 6f",
-        sse2_lengths_17_to_64!(),
-        sse2_result!(),
-        "6:",
-        "cmp rdx, 128",
-        "ja 7f",
-        // 65..=128: vectors at 0, 32, len-64 and len-32: they cover
-        // [0, 64) and [len-64, len), which meet because len <= 128. VEX
-        // memory operands need no alignment, so b is XOR-ed from memory.
-        "vmovdqu ymm0, ymmword ptr [rdi]",
-        "vmovdqu ymm1, ymmword ptr [rdi + 32]",
-        "vmovdqu ymm2, ymmword ptr [rdi + rdx - 64]",
-        "vmovdqu ymm3, ymmword ptr [rdi + rdx - 32]",
-        "vpxor ymm0, ymm0, ymmword ptr [rsi]",
-        "vpxor ymm1, ymm1, ymmword ptr [rsi + 32]",
-        "vpxor ymm2, ymm2, ymmword ptr [rsi + rdx - 64]",
-        "vpxor ymm3, ymm3, ymmword ptr [rsi + rdx - 32]",
-        "vpor ymm0, ymm0, ymm1",
-        "vpor ymm2, ymm2, ymm3",
-        "vpor ymm0, ymm0, ymm2",
-        "jmp 9f",
-        // 129..: 128 bytes per iteration while rdi < rcx = a + len - 128,
-        // then the 128 bytes at rcx (overlapping the last iteration). rsi
-        // becomes b - a so that [rdi + rsi] addresses b. Two accumulators,
-        // each fed by a tree of two vectors, so no OR waits on the previous
-        // iteration's OR for more than one step.
-        "7:",
-        "lea rcx, [rdi + rdx - 128]",
-        "sub rsi, rdi",
-        "vpxor xmm0, xmm0, xmm0",
-        "vpxor xmm1, xmm1, xmm1",
-        // The loop head starts a 16-byte block (the nops before it run
-        // once), so that each pass is fetched from a block boundary.
-        ".p2align 4, 0x90",
-        "8:",
-        "vmovdqu ymm2, ymmword ptr [rdi]",
-        "vmovdqu ymm3, ymmword ptr [rdi + 32]",
-        "vmovdqu ymm4, ymmword ptr [rdi + 64]",
-        "vmovdqu ymm5, ymmword ptr [rdi + 96]",
-        "vpxor ymm2, ymm2, ymmword ptr [rdi + rsi]",
-        "vpxor ymm3, ymm3, ymmword ptr [rdi + rsi + 32]",
-        "vpxor ymm4, ymm4, ymmword ptr [rdi + rsi + 64]",
-        "vpxor ymm5, ymm5, ymmword ptr [rdi + rsi + 96]",
-        "vpor ymm2, ymm2, ymm3",
-        "vpor ymm4, ymm4, ymm5",
-        "vpor ymm0, ymm0, ymm2",
-        "vpor ymm1, ymm1, ymm4",
-        "add rdi, 128",
-        "cmp rdi, rcx",
-        "jb 8b",
-        "vmovdqu ymm2, ymmword ptr [rcx]",
-        "vmovdqu ymm3, ymmword ptr [rcx + 32]",
-        "vmovdqu ymm4, ymmword ptr [rcx + 64]",
-        "vmovdqu ymm5, ymmword ptr [rcx + 96]",
-        "vpxor ymm2, ymm2, ymmword ptr [rcx + rsi]",
-        "vpxor ymm3, ymm3, ymmword ptr [rcx + rsi + 32]",
-        "vpxor ymm4, ymm4, ymmword ptr [rcx + rsi + 64]",
-        "vpxor ymm5, ymm5, ymmword ptr [rcx + rsi + 96]",
-        "vpor ymm2, ymm2, ymm3",
-        "vpor ymm4, ymm4, ymm5",
-        "vpor ymm0, ymm0, ymm2",
-        "vpor ymm1, ymm1, ymm4",
-        "vpor ymm0, ymm0, ymm1",
-        // ymm0 holds the OR of all differences: the mask of its non-zero
-        // bytes, as in sse2_result but 32 bytes wide.
-        "9:",
-        "vpxor xmm1, xmm1, xmm1",
-        "vpcmpeqb ymm0, ymm0, ymm1",
-        "vpmovmskb eax, ymm0",
-        "xor eax, -1",
-        "vzeroupper",
+        "pxor xmm1, xmm1",
+        "pcmpeqb xmm0, xmm1",
+        "pmovmskb eax, xmm0",
+        "xor eax, 0xffff",
         "ret",
     }
 }
@@ -436,46 +315,4 @@ pub(super) fn baseline(a: &[u8], b: &[u8]) -> i32 {
     // SAFETY: both slices are valid for reads of `a.len()` bytes, the
     // length they share.
     unsafe { baseline_asm(a.as_ptr(), b.as_ptr(), a.len()) }
-}
-
-/// Whether this CPU (and operating system) can run [`avx2_asm`].
-/// `is_x86_feature_detected!` caches its answer, so this is a load and a
-/// bit test.
-#[inline]
-pub(super) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
-/// [`avx2_asm`] on two slices.
-///
-/// # Safety
-///
-/// The CPU must support AVX2 (see [`has_avx2`]): elsewhere the function
-/// would raise an invalid-opcode fault.
-///
-/// # Panics
-///
-/// If the lengths differ.
-#[inline]
-pub(super) unsafe fn avx2(a: &[u8], b: &[u8]) -> i32 {
-    assert!(a.len() == b.len());
-    // SAFETY: both slices are valid for reads of `a.len()` bytes, the
-    // length they share, and the caller vouches for AVX2.
-    unsafe { avx2_asm(a.as_ptr(), b.as_ptr(), a.len()) }
-}
-
-/// The address of the scalar function's first instruction.
-pub(super) fn scalar_address() -> usize {
-    scalar_asm as *const () as usize
-}
-
-/// The address of the SSE2 function's first instruction.
-pub(super) fn baseline_address() -> usize {
-    baseline_asm as *const () as usize
-}
-
-/// The address of the AVX2 function's first instruction (taking it is safe
-/// on any CPU; only calling the function needs AVX2).
-pub(super) fn avx2_address() -> usize {
-    avx2_asm as *const () as usize
 }

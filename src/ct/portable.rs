@@ -2,11 +2,11 @@
 //! for Miri), used where no assembly version exists or when
 //! `BT2SUM_ARCHLEVEL=portable` asks for it.
 //!
-//! It follows the same length classes as the assembly: bytes at 0, `len/2`
-//! and `len-1` for 1..=3 bytes, two overlapping 32-bit words for 4..=7, and
-//! from 8 bytes on 32-byte blocks (four native-endian `u64` XORs), then
-//! 64-bit words, the last one overlapping. All differences are OR-ed into
-//! one accumulator; it branches only on the length.
+//! It reads bytes at 0, `len/2` and `len-1` for 1..=3 bytes, two
+//! overlapping 32-bit words for 4..=7, and from 8 bytes on 32-byte blocks
+//! (four native-endian `u64` XORs), then 64-bit words, the last one
+//! overlapping. All differences are OR-ed into one accumulator; it branches
+//! only on the length.
 //!
 //! After each block the accumulator passes through
 //! [`core::hint::black_box`], so the compiler cannot know its value and
@@ -51,8 +51,8 @@ fn half_diff(a: &[u8], b: &[u8], at: usize) -> u32 {
 ///
 /// If the lengths differ.
 ///
-/// Never inlined: the code that runs is one function, the one the
-/// disassembly audit reads on arm64.
+/// Never inlined, so that every caller runs the one compiled body that the
+/// tests check, not a copy the compiler shaped to the call site.
 #[inline(never)]
 pub(super) fn timingsafe_bcmp(a: &[u8], b: &[u8]) -> i32 {
     assert_eq!(a.len(), b.len());
@@ -82,8 +82,4 @@ pub(super) fn timingsafe_bcmp(a: &[u8], b: &[u8]) -> i32 {
     let acc = black_box(acc);
     // Fold 64 bits into 32 without a branch: non-zero iff `acc` is.
     (acc | (acc >> 32)) as u32 as i32
-}
-/// The address of the function's first instruction.
-pub(super) fn address() -> usize {
-    timingsafe_bcmp as fn(&[u8], &[u8]) -> i32 as usize
 }

@@ -11,7 +11,6 @@ mod changing;
 mod check;
 mod cli;
 mod ct;
-mod ct_arm64;
 #[cfg(feature = "digest")]
 mod digest_traits;
 mod disk;
