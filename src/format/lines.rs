@@ -36,7 +36,7 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
         // Within the room made, so the standard library's search (fast)
         // never grows the line itself (infallibly).
         let read = reader.by_ref().take(room as u64).read_until(end, line)?;
-        if line.last() == Some(&end) || read == 0 && line.len() <= MAX_LINE {
+        if line.last() == Some(&end) || read == 0 {
             return Ok(if line.is_empty() {
                 Record::End
             } else {
@@ -44,11 +44,10 @@ pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io:
             });
         }
         if line.len() > MAX_LINE {
-            break;
+            reader.skip_until(end)?;
+            return Ok(Record::TooLong);
         }
     }
-    skip_past(reader, end)?;
-    Ok(Record::TooLong)
 }
 
 /// Makes room in `line` for more of a record, up to `MAX_LINE + 1` bytes in
@@ -64,30 +63,6 @@ fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
     let room =
         crate::memory::reserve_at_most(line, wanted).ok_or_else(crate::memory::out_of_memory)?;
     Ok(room.min(most))
-}
-
-/// Reads past the rest of a record that is too long, `end` included.
-fn skip_past(reader: &mut impl BufRead, end: u8) -> io::Result<()> {
-    loop {
-        let buffer = match reader.fill_buf() {
-            Ok(buffer) => buffer,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        if buffer.is_empty() {
-            return Ok(());
-        }
-        match buffer.iter().position(|&byte| byte == end) {
-            Some(at) => {
-                reader.consume(at + 1);
-                return Ok(());
-            }
-            None => {
-                let len = buffer.len();
-                reader.consume(len);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
