@@ -1,57 +1,33 @@
-//! The lines of a checksum list, as check mode reads them: every line is
-//! told apart here ([`classify`]) as one of bt2sum's, as another tool's
-//! (and which, by its shape), as a comment, or as junk.
-//!
-//! bt2sum's lines:
-//!
-//! ```text
-//! BLAKE2b-N (NAME) = HEX        a checksum line (see super::checksum)
-//! HEX  NAME, HEX *NAME          a GNU-style checksum line
-//! BLAKE2b-N = HEX               standard input's checksum line, with no name
-//! BLAKE2b-N leaf=I ... = HEX    a leaf line, or a count line (see super::leaf)
-//! BLAKE2b-N size=N mtime=...    a stat line (see super::stat)
-//! ```
-//!
-//! Lines may end in CRLF. Blank lines and lines starting with `#` are
-//! skipped and never counted. Everything else is improperly formatted; of
-//! those, the lines of other tools are named ([`OtherTool`]):
+//! The lines of a checksum list told apart ([`classify`]): bt2sum's
+//! checksum, leaf, count and stat lines, blank lines and `#` comments
+//! (skipped), and improperly formatted lines; of those, other tools' are
+//! named by their shape ([`OtherTool`]):
 //!
 //! ```text
 //! BLAKE2b (NAME) = HEX          GNU b2sum --tag: sequential BLAKE2b-512
 //! BLAKE2b-256 (NAME) = HEX      GNU b2sum --tag -l 256: the size in bits
 //! SHA256 (NAME) = HEX           sha256sum --tag, cksum, BSD's sha256
-//! BLAKE3 (NAME) = HEX           b3sum --tag
 //! SHA256(NAME)= HEX             OpenSSL
 //! ```
 //!
 //! A GNU-style line is bt2sum's whatever its tool, but the size of its
-//! digest may show another ([`Entry::sized_like`]): 64 hex digits are a
-//! BLAKE3 or SHA-256 digest's size.
+//! digest may show another ([`Entry::sized_like`]).
 
 use super::checksum::{Entry, parse_entry, parse_nameless};
 use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
 use super::stat::{StatLine, is_stat_line, parse_stat_line};
+use super::{canonical, prefixed, split};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
-/// What a list's lines are read with: the options of check mode that
-/// change how a line reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The options of check mode that change how a line reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Grammar {
     /// The algorithm of GNU-style `HEX  NAME` lines (`-a`).
     pub untagged_algorithm: Algorithm,
     /// Only digests of this many bytes are read (`-s N` with `-c`); a line
     /// of another size is improperly formatted. `None`: any size.
     pub digest_size: Option<usize>,
-}
-
-impl Default for Grammar {
-    fn default() -> Self {
-        Grammar {
-            untagged_algorithm: Algorithm::Blake2b,
-            digest_size: None,
-        }
-    }
 }
 
 /// One line of a list, told apart.
@@ -61,19 +37,17 @@ pub enum ListLine {
     Skip,
     /// A checksum line naming a file.
     Checksum(Entry),
-    /// The checksum line of standard input read because no FILE was given:
-    /// `BLAKE2b-64 = HEX`, without a name.
+    /// `BLAKE2b-64 = HEX`: the checksum line of standard input read because
+    /// no FILE was given.
     Nameless {
         /// The algorithm of its tag.
         algorithm: Algorithm,
         /// The listed checksum.
         expected: Digest,
     },
-    /// A leaf or count line of a listing (named, or nameless for standard
-    /// input).
+    /// A leaf or count line of a listing.
     Leaf(LeafLine),
-    /// The stat line that follows a checksum line: the file's size and
-    /// modification time when it was listed.
+    /// The stat line that follows a checksum line.
     Stat(StatLine),
     /// Anything else.
     Improper(Improper),
@@ -101,8 +75,7 @@ pub enum OtherTool {
     /// `BLAKE2b-N (NAME) = ` with N the size in bits, which bt2sum's tag
     /// counts in bytes. Its digests are sequential BLAKE2b.
     GnuB2sum,
-    /// A tagged line of another algorithm: its tag, such as `SHA256` or
-    /// `BLAKE3`.
+    /// A tagged line of another algorithm: its tag, such as `SHA256`.
     Tagged(&'static str),
     /// A GNU-style line whose digest has the size of another algorithm's,
     /// and not the default size of `-a`'s.
@@ -115,24 +88,14 @@ pub enum OtherTool {
 }
 
 impl OtherTool {
-    /// The tool that writes such lines, as a hint names it: `b2sum --tag`,
-    /// `sha256sum --tag`, `b3sum`.
-    pub fn writer(&self) -> String {
-        match self {
-            OtherTool::GnuB2sum => "GNU b2sum --tag".to_string(),
-            OtherTool::Tagged(tag) => TAGGED
-                .iter()
-                .find(|(known, _)| known == tag)
-                .map_or("another tool", |(_, tool)| tool)
-                .to_string(),
-            OtherTool::Sized { bytes, .. } => SIZES
-                .iter()
-                .find(|(known, _, _)| known == bytes)
-                .map_or_else(
-                    || "another tool".to_string(),
-                    |(_, _, tool)| tool.to_string(),
-                ),
-        }
+    /// The tool that writes such lines, as a hint names it.
+    pub fn writer(&self) -> &'static str {
+        let known = match self {
+            OtherTool::GnuB2sum => Some("GNU b2sum --tag"),
+            OtherTool::Tagged(tag) => TAGGED.iter().find(|(known, _)| known == tag).map(|t| t.1),
+            OtherTool::Sized { bytes, .. } => SIZES.iter().find(|s| s.0 == *bytes).map(|s| s.2),
+        };
+        known.unwrap_or("another tool")
     }
 }
 
@@ -183,46 +146,24 @@ impl Entry {
         if self.tagged || size == self.algorithm.max_digest_size() {
             return None;
         }
-        SIZES
-            .iter()
-            .find(|(bytes, _, _)| *bytes == size)
-            .map(|&(bytes, algorithm, _)| OtherTool::Sized { algorithm, bytes })
+        let &(bytes, algorithm, _) = SIZES.iter().find(|(bytes, ..)| *bytes == size)?;
+        Some(OtherTool::Sized { algorithm, bytes })
     }
 }
 
-/// Tells a line of a list apart (with or without its line ending), by the
-/// grammar of the module documentation. A pure function of its input: it
+/// Tells a line of a list apart (with or without its line ending). It
 /// never panics, whatever the bytes.
-///
-/// ```
-/// use bt2sum::format::list::{Grammar, Improper, ListLine, OtherTool, classify};
-///
-/// let grammar = Grammar::default();
-/// let line = format!("BLAKE2b-2 (f) = {}\n", "ab".repeat(2));
-/// assert!(matches!(classify(line.as_bytes(), &grammar), ListLine::Checksum(_)));
-/// assert!(matches!(classify(b"# comment", &grammar), ListLine::Skip));
-/// let sha = format!("SHA256 (f) = {}", "00".repeat(32));
-/// assert!(matches!(
-///     classify(sha.as_bytes(), &grammar),
-///     ListLine::Improper(Improper::OtherTool(OtherTool::Tagged(tag))) if tag == "SHA256"
-/// ));
-/// ```
 pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.is_empty() || line[0] == b'#' {
         return ListLine::Skip;
     }
+    let junk = ListLine::Improper(Improper::Junk);
     let read = if is_leaf_line(line) {
-        match parse_leaf_line(line) {
-            Ok(leaf) => ListLine::Leaf(leaf),
-            Err(_) => ListLine::Improper(Improper::Junk),
-        }
+        parse_leaf_line(line).map_or(junk, ListLine::Leaf)
     } else if is_stat_line(line) {
-        match parse_stat_line(line) {
-            Some(stat) => ListLine::Stat(stat),
-            None => ListLine::Improper(Improper::Junk),
-        }
+        parse_stat_line(line).map_or(junk, ListLine::Stat)
     } else if let Some(entry) = parse_entry(line, grammar.untagged_algorithm) {
         ListLine::Checksum(entry)
     } else if let Some((algorithm, expected)) = parse_nameless(line) {
@@ -231,28 +172,19 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
             expected,
         }
     } else {
-        let body = line.strip_prefix(b"\\").unwrap_or(line);
-        ListLine::Improper(match other_tool(body) {
-            Some(tool) => Improper::OtherTool(tool),
-            None => Improper::Junk,
-        })
+        other_tool(prefixed(line, b"\\").1)
+            .map_or(junk, |tool| ListLine::Improper(Improper::OtherTool(tool)))
     };
-    match (grammar.digest_size, digest_size(&read)) {
-        (Some(wanted), Some(size)) if size != wanted => {
-            ListLine::Improper(Improper::OtherSize(size))
-        }
+    let size = match &read {
+        ListLine::Checksum(entry) => entry.expected.as_bytes().len(),
+        ListLine::Nameless { expected, .. } => expected.as_bytes().len(),
+        ListLine::Leaf(leaf) => leaf.tree.digest_size(),
+        ListLine::Stat(stat) => stat.tree.digest_size(),
+        ListLine::Skip | ListLine::Improper(_) => return read,
+    };
+    match grammar.digest_size {
+        Some(wanted) if size != wanted => ListLine::Improper(Improper::OtherSize(size)),
         _ => read,
-    }
-}
-
-/// The digest size of one of bt2sum's lines.
-fn digest_size(line: &ListLine) -> Option<usize> {
-    match line {
-        ListLine::Checksum(entry) => Some(entry.expected.as_bytes().len()),
-        ListLine::Nameless { expected, .. } => Some(expected.as_bytes().len()),
-        ListLine::Leaf(leaf) => Some(leaf.tree.digest_size()),
-        ListLine::Stat(stat) => Some(stat.tree.digest_size()),
-        ListLine::Skip | ListLine::Improper(_) => None,
     }
 }
 
@@ -266,51 +198,34 @@ fn other_tool(body: &[u8]) -> Option<OtherTool> {
         .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
         .count();
     let (tag, rest) = body.split_at(tag_len);
-    let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-    let rest = rest.strip_prefix(b"(")?;
-    let close = rest
-        .windows(4)
-        .rposition(|window| window == b") = ")
-        .map(|at| at + 4)
-        .or_else(|| {
-            rest.windows(3)
-                .rposition(|window| window == b")= ")
-                .map(|at| at + 3)
-        })?;
-    let digest = &rest[close..];
+    let rest = prefixed(rest, b" ").1.strip_prefix(b"(")?;
+    let (_, digest) = split(rest, b") = ", true).or_else(|| split(rest, b")= ", true))?;
     let base64 = |b: &u8| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/';
     let unpadded = digest.iter().take_while(|b| base64(b)).count();
     if unpadded == 0 || digest[unpadded..].iter().any(|b| *b != b'=') {
         return None;
     }
-    let tag = std::str::from_utf8(tag).ok()?;
-    if let Some(size) = tag.strip_prefix("BLAKE2b") {
+    if let Some(size) = tag.strip_prefix(b"BLAKE2b") {
         return gnu_b2sum_size(size, digest.len()).then_some(OtherTool::GnuB2sum);
     }
-    TAGGED
-        .iter()
-        .find(|(known, _)| *known == tag)
-        .map(|(known, _)| OtherTool::Tagged(known))
+    let (known, _) = TAGGED.iter().find(|(known, _)| known.as_bytes() == tag)?;
+    Some(OtherTool::Tagged(known))
 }
 
 /// Whether what follows `BLAKE2b` in a tag, and a digest of `digest_len`
 /// characters, are what GNU b2sum writes: no size (512 bits), or `-N` with
 /// N bits, a multiple of 8 up to 512, the digest N/4 hex digits or its
-/// base64 (`cksum --base64`). A tag such as `BLAKE2b-65` no GNU tool writes.
-fn gnu_b2sum_size(size: &str, digest_len: usize) -> bool {
-    let bits = match size.strip_prefix('-') {
+/// base64 (`cksum --base64`).
+fn gnu_b2sum_size(size: &[u8], digest_len: usize) -> bool {
+    let bits = match size.strip_prefix(b"-") {
+        Some(digits) => canonical(digits).unwrap_or(0),
         None if size.is_empty() => 512,
-        Some(digits) if !digits.starts_with('0') => match digits.parse::<usize>() {
-            Ok(bits) => bits,
-            Err(_) => return false,
-        },
-        _ => return false,
+        None => return false,
     };
-    let hex = bits / 4;
-    let base64 = (bits / 8).div_ceil(3) * 4;
+    let (hex, base64) = (bits / 4, (bits / 8).div_ceil(3) * 4);
     bits.is_multiple_of(8)
         && (8..=512).contains(&bits)
-        && (digest_len == hex || digest_len == base64)
+        && [hex, base64].contains(&(digest_len as u64))
 }
 
 #[cfg(test)]
