@@ -181,27 +181,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_escape_and_unescape() {
-        let table: [(&[u8], &[u8]); 5] = [
-            (b"plain", b"plain"),
-            (b"a\\b", b"a\\\\b"),
-            (b"new\nline", b"new\\nline"),
-            (b"cr\r", b"cr\\r"),
-            (b"\\\n\r\\", b"\\\\\\n\\r\\\\"),
+    fn names_escape_in_lines_and_messages() {
+        // The name, as a line prints it, as messages show it.
+        #[rustfmt::skip]
+        let table: [(&[u8], &[u8], &str); 5] = [
+            (b"plain", b"plain", "plain"),
+            (b"\\\n\r", b"\\\\\\n\\r", "\\\\\\\\n\\r"),
+            (b"tab\t\x7f", b"tab\t\x7f", "\\tab\\x09\\x7f"),
+            (b"\xff", b"\xff", "\u{fffd}"),
+            (b"", b"", ""),
         ];
-        for (name, written) in table {
-            let mut out = Vec::new();
+        for (name, printed, shown) in table {
             let escaped = escaped_in(name, Ending::Newline);
-            push_printed(&mut out, name, escaped);
-            if escaped {
-                assert_eq!(out, written);
-                assert_eq!(read_back(written, true).as_deref(), Some(name));
-            } else {
-                assert_eq!(out, name);
-            }
+            let mut line = Vec::new();
+            push_printed(&mut line, name, escaped);
+            assert_eq!(line, printed);
+            assert_eq!(read_back(printed, escaped).as_deref(), Some(name));
+            assert!(!escaped_in(name, Ending::Nul));
+            assert_eq!(Name::listed(name).shown(), shown);
         }
-        for bad in [&b"\\"[..], b"a\\t", b"\\x41", b"a\\0"] {
-            assert_eq!(read_back(bad, true), None, "{}", bad.escape_ascii());
+        for bad in ["\\", "a\\t", "\\x41"] {
+            assert_eq!(read_back(bad.as_bytes(), true), None, "{bad}");
         }
     }
 }
