@@ -137,10 +137,8 @@ const SIZES: [(usize, &str, &str); 5] = [
 
 impl Entry {
     /// The other algorithm a GNU-style line's digest size points to, unless
-    /// it is the default size of the line's algorithm (what `bt2sum
-    /// --untagged` writes without `-s`): 64 hex digits under `-a blake2b`
-    /// are a BLAKE3 or SHA-256 digest's size, under `-a blake2s` BLAKE2s's
-    /// own. Tagged lines say what they are.
+    /// it is `-a`'s default size (what `bt2sum --untagged` writes): 64 hex
+    /// digits are BLAKE3's or SHA-256's under `-a blake2b`, not `blake2s`.
     pub fn sized_like(&self) -> Option<OtherTool> {
         let size = self.expected.as_bytes().len();
         if self.tagged || size == self.algorithm.max_digest_size() {
@@ -188,10 +186,9 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
     }
 }
 
-/// The tool whose tagged line this is (its leading `\` removed), if it has
-/// the shape of one: a tag of GNU b2sum's or one of [`TAGGED`], then
-/// ` (NAME) = DIGEST` (BSD, GNU) or `(NAME)= DIGEST` (OpenSSL), the digest
-/// in hex or base64.
+/// The tool whose tagged line this is (its `\` removed): GNU b2sum's tag or
+/// one of [`TAGGED`], then BSD's ` (NAME) = ` or OpenSSL's `(NAME)= `, and a
+/// digest in hex or base64.
 fn other_tool(body: &[u8]) -> Option<OtherTool> {
     let tag_len = body
         .iter()
@@ -212,10 +209,8 @@ fn other_tool(body: &[u8]) -> Option<OtherTool> {
     Some(OtherTool::Tagged(known))
 }
 
-/// Whether what follows `BLAKE2b` in a tag, and a digest of `digest_len`
-/// characters, are what GNU b2sum writes: no size (512 bits), or `-N` with
-/// N bits, a multiple of 8 up to 512, the digest N/4 hex digits or its
-/// base64 (`cksum --base64`).
+/// Whether GNU b2sum writes `BLAKE2b{size}` with a digest of `digest_len`
+/// characters: `-N` with N in bits (none: 512), in hex or base64.
 fn gnu_b2sum_size(size: &[u8], digest_len: usize) -> bool {
     let bits = match size.strip_prefix(b"-") {
         Some(digits) => canonical(digits).unwrap_or(0),

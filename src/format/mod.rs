@@ -137,9 +137,8 @@ fn split<'a>(text: &'a [u8], separator: &[u8], last: bool) -> Option<(&'a [u8], 
     Some((&text[..at], &text[at + separator.len()..]))
 }
 
-/// The fields after the tag of a line (CR/LF already removed) that starts
-/// with `BLAKE2` (after an optional `\`), well formed or not: what tells a
-/// leaf or stat line from a checksum line.
+/// What follows the first space of a line that starts with `BLAKE2`, well
+/// formed or not: the fields that tell a leaf or stat line apart.
 fn after_tag(line: &[u8]) -> Option<&[u8]> {
     let rest = prefixed(line, b"\\").1.strip_prefix(b"BLAKE2")?;
     Some(split(rest, b" ", false)?.1)

@@ -17,8 +17,7 @@ use super::name::read_back;
 use super::{InputLines, Tag, canonical, decimal, prefixed, split};
 use crate::params::TreeParams;
 
-/// A modification time as stat lines write it: whole seconds since 1970,
-/// and nanoseconds after them.
+/// A modification time as stat lines write it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mtime {
     /// Seconds since 1970-01-01 00:00:00 UTC, negative before.
