@@ -171,13 +171,13 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
         let index = leaf.ok_or(refused("no leaf="))?;
         let offset = offset.ok_or(refused("no offset="))?;
         let length = length.ok_or(refused("no length="))?;
-        let digest = match named {
+        let bad_digest = || refused("the digest is not 2N hex digits of one case");
+        let (name, hex) = match named {
             Some(named) => split(named, b") = ", true).map(|(name, hex)| (Some(name), hex)),
             None => nameless_hex.map(|hex| (None, hex)),
-        };
-        let (name, digest) = digest
-            .and_then(|(name, hex)| Some((name, decode_hex(hex, tree.digest_size())?)))
-            .ok_or(refused("the digest is not 2N hex digits of one case"))?;
+        }
+        .ok_or_else(bad_digest)?;
+        let digest = decode_hex(hex, tree.digest_size()).ok_or_else(bad_digest)?;
         let bytes = tree.leaf_bytes(index, total);
         if index >= tree.leaf_count(total)
             || (offset, length) != (bytes.start, bytes.end - bytes.start)
