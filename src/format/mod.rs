@@ -1,18 +1,12 @@
 //! Every line grammar of bt2sum, both directions in one place: what hashing
 //! writes and what check mode and `--combine` read back.
 //!
-//! - [`Tag`]: `BLAKE2b-64`, the algorithm and the digest size in bytes.
 //! - [`checksum`]: `TAG (NAME) = HEX`, `TAG = HEX` and GNU's `HEX  NAME`.
-//! - [`leaf`]: the leaf lines of a listing,
-//!   `TAG leaf=I offset=O length=N total=T tree=L (NAME) = HEX`; an
-//!   input's leaf, count and stat lines are written by [`InputLines`].
+//! - [`leaf`] and [`stat`]: the leaf, count and stat lines that follow a
+//!   checksum line, written by [`InputLines`].
 //! - [`list`]: every line of a checksum list told apart: bt2sum's, another
-//!   tool's (named by its shape), a comment, or junk; [`lines`] reads them
-//!   with bounded memory.
-//! - [`stat`]: the stat line after a checksum line, `TAG size=N mtime=S.NS
-//!   tree=L (NAME)`, which tells an edit from damage.
-//! - [`name`]: a file's name as lines print it and as verdicts and messages
-//!   show it, escaped where it must be.
+//!   tool's, a comment, or junk; [`lines`] reads them with bounded memory.
+//! - [`name`]: a file's name as lines print it and as messages show it.
 
 pub mod checksum;
 pub mod leaf;
@@ -33,23 +27,19 @@ pub enum Ending {
     /// is escaped, and its line starts with `\`, as GNU does.
     #[default]
     Newline,
-    /// In a NUL byte, names written as they are (`-z`, as GNU's
-    /// `--zero`): for reading with `xargs -0` or `sort -z`.
+    /// In a NUL byte, names written as they are (`-z`, GNU's `--zero`).
     Nul,
 }
 
 impl Ending {
     /// Ends a line.
     pub fn push(self, out: &mut Vec<u8>) {
-        out.push(match self {
-            Ending::Newline => b'\n',
-            Ending::Nul => 0,
-        });
+        out.push(if self == Ending::Nul { 0 } else { b'\n' });
     }
 }
 
 /// The head of every line: `BLAKE2b-N` or `BLAKE2s-N`, N the digest size in
-/// bytes, in decimal without leading zeros.
+/// bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tag {
     /// The algorithm.
@@ -67,37 +57,21 @@ impl Tag {
         }
     }
 
-    /// Reads a tag at the start of `line`; returns it and the rest of the
-    /// line. `None` unless the line starts with a valid tag (an algorithm
-    /// bt2sum knows, a size that algorithm has, no leading zeros).
+    /// Reads a valid tag at the start of `line`; returns it and the rest.
     pub fn parse(line: &[u8]) -> Option<(Tag, &[u8])> {
-        let rest = line.strip_prefix(b"BLAKE2")?;
-        let (algorithm, rest) = match rest.split_first()? {
-            (b'b', rest) => (Algorithm::Blake2b, rest),
-            (b's', rest) => (Algorithm::Blake2s, rest),
-            _ => return None,
-        };
-        let rest = rest.strip_prefix(b"-")?;
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits > 2 || rest[0] == b'0' {
-            return None;
-        }
-        let digest_size = rest[..digits]
-            .iter()
-            .fold(0, |size, digit| size * 10 + usize::from(digit - b'0'));
-        if digest_size > algorithm.max_digest_size() {
-            return None;
-        }
+        let (algorithm, rest) = Algorithm::ALL.into_iter().find_map(|algorithm| {
+            let rest = line.strip_prefix(algorithm.name().as_bytes())?;
+            Some((algorithm, rest.strip_prefix(b"-")?))
+        })?;
+        let (size, rest) = rest.split_at(rest.iter().take_while(|b| b.is_ascii_digit()).count());
+        let digest_size = usize::try_from(canonical(size)?).ok()?;
         let tag = Tag {
             algorithm,
             digest_size,
         };
-        Some((tag, &rest[digits..]))
-    }
-
-    /// Appends the tag to `out`.
-    pub fn push(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.to_string().as_bytes());
+        (1..=algorithm.max_digest_size())
+            .contains(&digest_size)
+            .then_some((tag, rest))
     }
 }
 
@@ -107,114 +81,95 @@ impl fmt::Display for Tag {
     }
 }
 
-/// What the leaf, count and stat lines of one input share: the tree
-/// parameters they name (their tag and `tree=` field), the input's name and
-/// the line ending. Its `push_…` methods write those lines (in
-/// [`leaf`] and [`stat`]).
+/// What the leaf, count and stat lines of one input share; its `push_…`
+/// methods (in [`leaf`] and [`stat`]) write them.
 #[derive(Clone, Copy, Debug)]
 pub struct InputLines<'a> {
-    /// The tree parameters of the input's checksum.
+    /// The tree parameters of the input's checksum: the lines' tag and
+    /// `tree=`.
     pub tree: &'a TreeParams,
-    /// The input's name, as listed; `None` for standard input read because
-    /// no FILE was given, whose lines have no name, as its checksum line has
-    /// none.
+    /// The input's name; `None` for standard input read because no FILE was
+    /// given, whose lines have no name, as its checksum line has none.
     pub name: Option<&'a [u8]>,
     /// How the lines end (and with it whether the name is escaped).
     pub ending: Ending,
 }
 
 impl InputLines<'_> {
-    /// The start of a line: `\` if the name is escaped, then the tag.
-    fn push_head(&self, out: &mut Vec<u8>) {
-        if self.escaped() {
-            out.push(b'\\');
-        }
-        Tag::of(self.tree).push(out);
-    }
-
-    /// ` (NAME)`, for a line with a name.
-    fn push_name(&self, out: &mut Vec<u8>) {
-        if let Some(name) = self.name {
-            out.extend_from_slice(b" (");
-            name::Name::listed(name).push_printed(out, self.escaped());
-            out.push(b')');
-        }
-    }
-
-    fn escaped(&self) -> bool {
-        self.name
-            .is_some_and(|name| name::Name::listed(name).escaped_in(self.ending))
+    fn push(&self, out: &mut Vec<u8>, fields: &str, tail: &str) {
+        let head = format!("{}{fields}", Tag::of(self.tree));
+        push_tagged(out, &head, self.name, tail, self.ending);
     }
 }
 
-/// The fields after the tag of a line (CR/LF already removed) that starts
-/// with `BLAKE2` (after an optional `\`), well formed or not: what tells a
-/// leaf or stat line from a checksum line.
-pub(super) fn after_tag(line: &[u8]) -> Option<&[u8]> {
-    let body = line.strip_prefix(b"\\").unwrap_or(line);
-    let rest = body.strip_prefix(b"BLAKE2")?;
-    let space = rest.iter().position(|&b| b == b' ')?;
-    Some(&rest[space + 1..])
+/// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line.
+fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, ending: Ending) {
+    let escaped = name.is_some_and(|name| name::escaped_in(name, ending));
+    if escaped {
+        out.push(b'\\');
+    }
+    out.extend_from_slice(head.as_bytes());
+    if let Some(name) = name {
+        out.extend_from_slice(b" (");
+        name::push_printed(out, name, escaped);
+        out.push(b')');
+    }
+    out.extend_from_slice(tail.as_bytes());
+    ending.push(out);
 }
 
-/// 2 to 128 hex digits, all lowercase or all uppercase, as a digest.
-pub(super) fn decode_hex(hex: &[u8]) -> Option<Digest> {
-    // One pass, into a buffer on the stack: lists of millions of lines
-    // decode a digest a line.
-    let mut bytes = [0; Digest::MAX_LEN];
-    let bytes = bytes
-        .get_mut(..hex.len() / 2)
-        .filter(|_| hex.len().is_multiple_of(2))?;
-    let (mut lower, mut upper) = (false, false);
-    let mut nibble = |digit: u8| match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => {
-            lower = true;
-            Some(digit - b'a' + 10)
-        }
-        b'A'..=b'F' => {
-            upper = true;
-            Some(digit - b'A' + 10)
-        }
-        _ => None,
+/// Whether `text` starts with `prefix`, and the text after it.
+fn prefixed<'a>(text: &'a [u8], prefix: &[u8]) -> (bool, &'a [u8]) {
+    match text.strip_prefix(prefix) {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    }
+}
+
+/// `text` around its first (or `last`) `separator`.
+fn split<'a>(text: &'a [u8], separator: &[u8], last: bool) -> Option<(&'a [u8], &'a [u8])> {
+    let mut windows = text.windows(separator.len());
+    let at = if last {
+        windows.rposition(|window| window == separator)?
+    } else {
+        windows.position(|window| window == separator)?
     };
-    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
-    }
-    if lower && upper {
+    Some((&text[..at], &text[at + separator.len()..]))
+}
+
+/// What follows the first space of a line that starts with `BLAKE2`, well
+/// formed or not: the fields that tell a leaf or stat line apart.
+fn after_tag(line: &[u8]) -> Option<&[u8]> {
+    let rest = prefixed(line, b"\\").1.strip_prefix(b"BLAKE2")?;
+    Some(split(rest, b" ", false)?.1)
+}
+
+/// The number `digits` (ASCII digits only, leading zeros allowed) writes.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// [`decimal`], written as bt2sum writes numbers: no leading zero but `0`.
+fn canonical(digits: &[u8]) -> Option<u64> {
+    decimal(digits).filter(|_| digits == b"0" || digits[0] != b'0')
+}
+
+/// A `size`-byte digest written as `2 * size` hex digits, all lowercase or
+/// all uppercase.
+fn decode_hex(hex: &[u8], size: usize) -> Option<Digest> {
+    let mut bytes = [0; Digest::MAX_LEN];
+    let bytes = bytes.get_mut(..size)?;
+    let mixed = hex.iter().any(u8::is_ascii_lowercase) && hex.iter().any(u8::is_ascii_uppercase);
+    hex::decode_to_slice(hex, bytes).ok().filter(|()| !mixed)?;
     Digest::from_slice(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hex_digests_decode_as_the_hex_crate_decodes_them() {
-        let bytes: Vec<u8> = (0..=255).collect();
-        for len in 1..=Digest::MAX_LEN {
-            let chunk = &bytes[len..len * 2];
-            for hex in [hex::encode(chunk), hex::encode_upper(chunk)] {
-                let decoded = decode_hex(hex.as_bytes()).expect("a digest");
-                assert_eq!(decoded.as_bytes(), chunk);
-            }
-        }
-        for refused in [
-            &b""[..],
-            b"a",
-            b"abc",
-            b"aB",
-            b"0g",
-            b"g0",
-            b" 0",
-            b"0x",
-            &[b'0'; 2 * Digest::MAX_LEN + 2],
-        ] {
-            assert_eq!(decode_hex(refused), None, "{refused:?}");
-        }
-    }
 
     #[test]
     fn tags_read_back_and_bad_ones_are_refused() {
@@ -224,29 +179,30 @@ mod tests {
                     algorithm,
                     digest_size,
                 };
-                let mut line = Vec::new();
-                tag.push(&mut line);
-                line.extend_from_slice(b" rest");
-                assert_eq!(Tag::parse(&line), Some((tag, &b" rest"[..])));
+                let line = format!("{tag}x");
+                assert_eq!(Tag::parse(line.as_bytes()), Some((tag, &b"x"[..])));
             }
         }
-        let table: [(&[u8], Option<&str>); 12] = [
-            (b"BLAKE2b-64", Some("BLAKE2b-64")),
-            (b"BLAKE2s-32 (", Some("BLAKE2s-32")),
-            (b"BLAKE2b-1x", Some("BLAKE2b-1")),
-            (b"BLAKE2s-33", None),
-            (b"BLAKE2b-65", None),
-            (b"BLAKE2b-0", None),
-            (b"BLAKE2b-064", None),
-            (b"BLAKE2b-100", None),
-            (b"BLAKE2b-", None),
-            (b"BLAKE2b", None),
-            (b"BLAKE2B-1", None),
-            (b"blake2b-1", None),
+        for bad in ["BLAKE2s-33", "BLAKE2b-0", "BLAKE2b-064", "BLAKE2B-1"] {
+            assert_eq!(Tag::parse(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn hex_digests_are_one_case_and_their_size() {
+        #[rustfmt::skip]
+        let table: [(&str, usize, Option<&[u8]>); 7] = [
+            ("00ff7f", 3, Some(&[0x00, 0xff, 0x7f])),
+            ("ABCD", 2, Some(&[0xab, 0xcd])),
+            ("aBcd", 2, None),
+            ("abcd", 1, None),
+            ("0g", 1, None),
+            ("", 0, None),
+            (&"00".repeat(65), 65, None),
         ];
-        for (line, expected) in table {
-            let parsed = Tag::parse(line).map(|(tag, _)| tag.to_string());
-            assert_eq!(parsed.as_deref(), expected, "{}", line.escape_ascii());
+        for (hex, size, bytes) in table {
+            let decoded = decode_hex(hex.as_bytes(), size);
+            assert_eq!(decoded.as_ref().map(Digest::as_bytes), bytes, "{hex}");
         }
     }
 }

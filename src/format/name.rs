@@ -4,10 +4,9 @@
 //! A name is bytes (non-UTF-8 names pass through). Lines print it as it is,
 //! or escaped the GNU way when it holds a newline, carriage return or
 //! backslash: the line starts with `\`, and in the name `\` is written
-//! `\\`, newline `\n`, carriage return `\r` ([`Name::push_printed`],
-//! [`unescape`]). Verdicts and messages show the other control bytes
-//! escaped too, as `\xHH` ([`Name::push_shown`]), so that a name cannot act
-//! on a terminal.
+//! `\\`, newline `\n`, carriage return `\r`. Verdicts and messages also
+//! show the other control bytes as `\xHH`, so that a name cannot act on a
+//! terminal.
 
 use std::borrow::Cow;
 use std::ffi::OsStr;
@@ -19,18 +18,6 @@ use super::Ending;
 /// Windows, where names are Unicode, its UTF-8 with every `\` written `/`
 /// (as b3sum prints them), so that lists made on Windows verify on Unix and
 /// the reverse.
-///
-/// ```
-/// use bt2sum::format::Ending;
-/// use bt2sum::format::name::Name;
-///
-/// let name = Name::listed(b"new\nline");
-/// assert!(name.escaped_in(Ending::Newline));
-/// let mut line = Vec::new();
-/// name.push_printed(&mut line, true);
-/// assert_eq!(line, b"new\\nline");
-/// assert_eq!(name.shown(), "\\new\\nline");
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Name<'a>(Cow<'a, [u8]>);
 
@@ -96,32 +83,15 @@ impl<'a> Name<'a> {
         }
     }
 
-    /// Whether lines ending in `ending` write the name escaped, and start
-    /// with `\`: a name holding a backslash, newline or carriage return, in
-    /// lines that end in a newline.
-    pub fn escaped_in(&self, ending: Ending) -> bool {
-        ending == Ending::Newline && Escapes::Listed.needed_by(&self.0)
-    }
-
-    /// Appends the name as a line prints it, escaped the GNU way if
-    /// `escaped` ([`escaped_in`](Name::escaped_in)).
-    pub fn push_printed(&self, out: &mut Vec<u8>, escaped: bool) {
-        if escaped {
-            Escapes::Listed.push(out, &self.0);
-        } else {
-            out.extend_from_slice(&self.0);
-        }
-    }
-
     /// Appends the name as verdicts and messages show it: when it holds a
-    /// backslash or a control byte, a leading `\` and the name escaped
-    /// ([`push_echoed`]), as GNU escapes the names of its verdicts; as it is
-    /// otherwise.
+    /// backslash or a control byte, a leading `\` and every such byte
+    /// escaped (`\xHH` beside GNU's three), as GNU escapes the names of its
+    /// verdicts; as it is otherwise.
     pub fn push_shown(&self, out: &mut Vec<u8>) {
-        if Escapes::Shown.needed_by(&self.0) {
+        if self.0.iter().any(|&byte| shown_escaped(byte)) {
             out.push(b'\\');
         }
-        push_echoed(out, &self.0);
+        push_escaped(out, &self.0, true);
     }
 
     /// [`push_shown`](Name::push_shown)'s bytes as text (bytes that are not
@@ -133,95 +103,77 @@ impl<'a> Name<'a> {
     }
 }
 
-/// Undoes [`Name::push_printed`]'s escape; `None` for any escape but `\\`,
-/// `\n`, `\r` (or a lone `\` at the end).
-pub fn unescape(written: &[u8]) -> Option<Vec<u8>> {
-    let mut name = Vec::with_capacity(written.len());
-    let mut bytes = written.iter();
-    while let Some(&byte) = bytes.next() {
-        if byte != b'\\' {
-            name.push(byte);
-            continue;
-        }
-        name.push(match bytes.next()? {
-            b'\\' => b'\\',
-            b'n' => b'\n',
-            b'r' => b'\r',
-            _ => return None,
-        });
-    }
-    Some(name)
+/// GNU's escapes: a backslash, newline and carriage return are written
+/// `\` and a letter.
+const ESCAPES: [(u8, u8); 3] = [(b'\\', b'\\'), (b'\n', b'n'), (b'\r', b'r')];
+
+/// Whether lines ending in `ending` escape `name`.
+pub(super) fn escaped_in(name: &[u8], ending: Ending) -> bool {
+    ending == Ending::Newline && name.iter().any(|&byte| letter(byte).is_some())
 }
 
-/// A name as a line writes it, read back: unescaped if the line is escaped;
-/// `None` if its escape is bad or the name is empty.
-pub fn read_back(written: &[u8], escaped: bool) -> Option<Vec<u8>> {
-    let name = if escaped {
-        unescape(written)?
-    } else {
-        written.to_vec()
-    };
-    (!name.is_empty()).then_some(name)
+fn letter(byte: u8) -> Option<u8> {
+    ESCAPES
+        .iter()
+        .find(|(raw, _)| *raw == byte)
+        .map(|(_, letter)| *letter)
 }
 
-/// Appends bytes of a list as a message echoes them: if they hold a
-/// backslash or a control byte, a backslash is written `\\`, newline `\n`,
-/// carriage return `\r`, and any other control byte `\xHH` (two lowercase
-/// hex digits); otherwise as they are.
-pub fn push_echoed(out: &mut Vec<u8>, bytes: &[u8]) {
-    if Escapes::Shown.needed_by(bytes) {
-        Escapes::Shown.push(out, bytes);
+/// Whether verdicts and messages escape a byte: a backslash or a control
+/// byte (C0 or DEL), which a terminal would act on.
+fn shown_escaped(byte: u8) -> bool {
+    byte == b'\\' || byte < 0x20 || byte == 0x7f
+}
+
+/// Appends `name` as a line prints it, escaped the GNU way if `escaped`.
+pub(super) fn push_printed(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
+    if escaped {
+        push_escaped(out, name, false);
     } else {
-        out.extend_from_slice(bytes);
+        out.extend_from_slice(name);
     }
 }
 
-/// [`push_echoed`]'s bytes as text: control bytes escaped, bytes that are
-/// not UTF-8 replaced.
-pub fn echoed(bytes: &[u8]) -> String {
+/// Bytes of a list as a message echoes them: escaped as
+/// [`Name::push_shown`] escapes a name, without its leading `\`.
+pub(super) fn echoed(bytes: &[u8]) -> String {
     let mut out = Vec::new();
-    push_echoed(&mut out, bytes);
+    push_escaped(&mut out, bytes, true);
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The bytes a name's escape covers. Both sets write a backslash `\\`,
-/// newline `\n` and carriage return `\r`; the shown set also writes every
-/// other control byte as `\xHH`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Escapes {
-    /// GNU's, in the lines bt2sum writes and reads back: backslash, newline
-    /// and carriage return.
-    Listed,
-    /// In verdicts and messages: a backslash and every control byte (C0 and
-    /// DEL), which a terminal would act on.
-    Shown,
+/// Appends `bytes` with GNU's escapes, and with `controls` the other
+/// control bytes as `\xHH`.
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8], controls: bool) {
+    for &byte in bytes {
+        match letter(byte) {
+            Some(letter) => out.extend_from_slice(&[b'\\', letter]),
+            None if controls && shown_escaped(byte) => {
+                out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+            }
+            None => out.push(byte),
+        }
+    }
 }
 
-impl Escapes {
-    fn covers(self, byte: u8) -> bool {
-        match self {
-            Escapes::Listed => matches!(byte, b'\\' | b'\n' | b'\r'),
-            Escapes::Shown => byte == b'\\' || byte < 0x20 || byte == 0x7f,
-        }
+/// A name as a line writes it, read back: unescaped if the line is escaped;
+/// `None` for an escape that is not GNU's.
+pub(super) fn read_back(written: &[u8], escaped: bool) -> Option<Vec<u8>> {
+    if !escaped {
+        return Some(written.to_vec());
     }
-
-    fn needed_by(self, name: &[u8]) -> bool {
-        name.iter().any(|&byte| self.covers(byte))
-    }
-
-    fn push(self, out: &mut Vec<u8>, name: &[u8]) {
-        for &byte in name {
-            match byte {
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                byte if self.covers(byte) => {
-                    out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
-                }
-                _ => out.push(byte),
+    let mut name = Vec::with_capacity(written.len());
+    let mut bytes = written.iter();
+    while let Some(&byte) = bytes.next() {
+        name.push(match byte {
+            b'\\' => {
+                let letter = bytes.next()?;
+                ESCAPES.iter().find(|(_, known)| known == letter)?.0
             }
-        }
+            byte => byte,
+        });
     }
+    Some(name)
 }
 
 #[cfg(test)]
@@ -229,27 +181,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_escape_and_unescape() {
-        let table: [(&[u8], &[u8]); 5] = [
-            (b"plain", b"plain"),
-            (b"a\\b", b"a\\\\b"),
-            (b"new\nline", b"new\\nline"),
-            (b"cr\r", b"cr\\r"),
-            (b"\\\n\r\\", b"\\\\\\n\\r\\\\"),
+    fn names_escape_in_lines_and_messages() {
+        // The name, as a line prints it, as messages show it.
+        #[rustfmt::skip]
+        let table: [(&[u8], &[u8], &str); 5] = [
+            (b"plain", b"plain", "plain"),
+            (b"\\\n\r", b"\\\\\\n\\r", "\\\\\\\\n\\r"),
+            (b"tab\t\x7f", b"tab\t\x7f", "\\tab\\x09\\x7f"),
+            (b"\xff", b"\xff", "\u{fffd}"),
+            (b"", b"", ""),
         ];
-        for (name, written) in table {
-            let mut out = Vec::new();
-            let escaped = Name::listed(name).escaped_in(Ending::Newline);
-            Name::listed(name).push_printed(&mut out, escaped);
-            if escaped {
-                assert_eq!(out, written);
-                assert_eq!(unescape(written).as_deref(), Some(name));
-            } else {
-                assert_eq!(out, name);
-            }
+        for (name, printed, shown) in table {
+            let escaped = escaped_in(name, Ending::Newline);
+            let mut line = Vec::new();
+            push_printed(&mut line, name, escaped);
+            assert_eq!(line, printed);
+            assert_eq!(read_back(printed, escaped).as_deref(), Some(name));
+            assert!(!escaped_in(name, Ending::Nul));
+            assert_eq!(Name::listed(name).shown(), shown);
         }
-        for bad in [&b"\\"[..], b"a\\t", b"\\x41", b"a\\0"] {
-            assert_eq!(unescape(bad), None, "{}", bad.escape_ascii());
+        for bad in ["\\", "a\\t", "\\x41"] {
+            assert_eq!(read_back(bad.as_bytes(), true), None, "{bad}");
         }
     }
 }
