@@ -4,7 +4,6 @@ use std::fmt;
 use std::io;
 use std::ops::Range;
 
-use crate::memory::out_of_memory;
 use crate::params::Algorithm;
 
 /// Why an input could not be hashed.
@@ -111,13 +110,6 @@ impl std::error::Error for Error {
     }
 }
 
-impl Error {
-    /// Memory was refused ([`out_of_memory`]).
-    pub(crate) fn out_of_memory() -> Error {
-        Error::Io(out_of_memory())
-    }
-}
-
 /// The system's message for an error, without Rust's ` (os error N)` suffix:
 /// `No such file or directory`, as other command-line tools print it.
 pub fn plain_message(error: &io::Error) -> String {
@@ -143,6 +135,7 @@ mod tests {
         );
         #[cfg(unix)]
         assert_eq!(plain_message(&error), "No such file or directory");
+        let out_of_memory = crate::memory::out_of_memory;
         assert_eq!(out_of_memory().kind(), io::ErrorKind::OutOfMemory);
         #[cfg(unix)]
         assert_eq!(plain_message(&out_of_memory()), "Cannot allocate memory");

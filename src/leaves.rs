@@ -11,9 +11,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
-use crate::engine::{LeafSink, Root, Sink};
+use crate::engine::{LeafSink, Root};
 use crate::format::InputLines;
 use crate::format::Tag;
 use crate::format::leaf::LeafLine;
@@ -61,8 +60,6 @@ pub struct LeafLog {
     count: u64,
     memory: Vec<u8>,
     spill: Option<File>,
-    /// The right to hold `spill`'s descriptor.
-    spill_descriptor: Option<Ticket>,
     error: Option<io::Error>,
 }
 
@@ -75,7 +72,6 @@ impl LeafLog {
             count: 0,
             memory: Vec::new(),
             spill: None,
-            spill_descriptor: None,
             error: None,
         }
     }
@@ -102,7 +98,7 @@ impl LeafLog {
     fn spill_memory(&mut self) -> io::Result<&mut File> {
         let file = match self.spill.take() {
             Some(file) => file,
-            None => temporary_file(&mut self.spill_descriptor)?,
+            None => tempfile::tempfile()?,
         };
         let file = self.spill.insert(file);
         file.write_all(&self.memory)?;
@@ -164,17 +160,6 @@ fn reserve(memory: &mut Vec<u8>, additional: usize) -> bool {
         return false;
     }
     crate::memory::reserve(memory, additional)
-}
-
-/// A temporary file for a log's digests, its descriptor's ticket left in
-/// `descriptor`. (One of those kept free may be taken: the input whose
-/// leaves spill is being hashed, and what is opened ahead leaves room for
-/// its file.)
-fn temporary_file(descriptor: &mut Option<Ticket>) -> io::Result<File> {
-    let ticket = descriptors::take(When::InTurn).ok_or_else(descriptors::too_many_open_files)?;
-    let file = tempfile::tempfile()?;
-    *descriptor = Some(ticket);
-    Ok(file)
 }
 
 impl Drop for LeafLog {
@@ -591,7 +576,7 @@ impl Combiner {
                 tree: line.tree,
                 name: line.name.clone(),
                 total: line.total,
-                root: Root::new(&line.tree, 0),
+                root: Root::new(&line.tree),
                 next: 0,
                 highest: None,
                 kept: Kept::Memory(HashMap::new()),
@@ -620,17 +605,15 @@ impl Combiner {
         file.highest = file.highest.max(Some(leaf.index));
         // Feed the root every leaf now in order: this one, and those listed
         // early that waited for it.
-        let size = file.tree.digest_size();
-        let mut sink = Sink::default();
         if leaf.index == file.next {
-            file.root.feed(leaf.digest.as_bytes(), size, &mut sink);
+            file.root.feed(leaf.digest.as_bytes());
             file.next += 1;
         }
         while file.highest.is_some_and(|highest| file.next <= highest) {
             let Some(digest) = file.kept.get(file.next)? else {
                 break;
             };
-            file.root.feed(digest.as_bytes(), size, &mut sink);
+            file.root.feed(digest.as_bytes());
             file.next += 1;
         }
         Ok(())

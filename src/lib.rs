@@ -47,7 +47,6 @@
 #![warn(missing_docs)]
 
 pub mod ct;
-mod descriptors;
 mod digest;
 mod engine;
 mod error;
@@ -97,11 +96,6 @@ pub struct ReadmeExample;
 /// any allocation that cannot return an error does. [`TreeHasher`] returns
 /// that as an error instead.
 pub fn hash(tree: &TreeParams, data: &[u8]) -> Digest {
-    let mut sink = engine::Sink::default();
-    match engine::hash(tree, engine::Source::Bytes(data), &mut sink) {
-        Ok(hashed) => hashed.digest,
-        // Nothing is read, and no slice has more leaves than a node offset
-        // can number: only memory can be refused.
-        Err(error) => panic!("hashing a slice: {error}"),
-    }
+    // (No slice has more leaves than a node offset can number.)
+    engine::hash_slice(tree, data).expect("a slice's leaves can be numbered")
 }

@@ -26,6 +26,10 @@ fn main() -> ExitCode {
         },
         _ => work(),
     };
+    // A stop signal that came as the work ended still ends the process.
+    if cli::system::stopping() {
+        cli::system::wait_to_be_stopped();
+    }
     // (A build with the schedule probe reports what it counted.)
     #[cfg(feature = "schedule-probe")]
     if let Err(error) = bt2sum::schedule_probe::write_report() {

@@ -9,8 +9,6 @@
 //! still be had after it.
 
 use std::io;
-#[cfg(unix)]
-use std::thread::JoinHandle;
 
 /// What stays free beside what grows with the input.
 pub const HEADROOM: usize = 1 << 20;
@@ -29,67 +27,6 @@ pub fn out_of_memory() -> io::Error {
     // ERROR_NOT_ENOUGH_MEMORY.
     #[cfg(windows)]
     return io::Error::from_raw_os_error(8);
-}
-
-/// Starts a thread named `name` with a stack of `stack` bytes, only while
-/// that stack and [`HEADROOM`] more can be had: [`out_of_memory`] if not.
-///
-/// The standard library maps a new thread's signal stack from inside the
-/// thread and aborts the process if it cannot, so a thread started at the
-/// very edge of an address-space limit would end the process; refused here,
-/// it is an error its caller can take (the work goes on with fewer threads,
-/// or without what the thread would have done). So that no other thread
-/// takes the room between the asking and the signal stack, this returns
-/// only once the thread has started, and memory grown meanwhile through
-/// [`reserve`] and its kin waits for it.
-#[cfg(unix)]
-pub fn spawn<T: Send + 'static>(
-    name: &str,
-    stack: usize,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> io::Result<JoinHandle<T>> {
-    spawn_leaving(name, stack, HEADROOM, work)
-}
-
-/// [`spawn`], only while `room` more than the stack can be had (at least
-/// [`HEADROOM`]).
-#[cfg(unix)]
-pub fn spawn_leaving<T: Send + 'static>(
-    name: &str,
-    stack: usize,
-    room: usize,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> io::Result<JoinHandle<T>> {
-    let _growing = lock_growth();
-    if !can_map(stack.saturating_add(room.max(HEADROOM))) {
-        return Err(out_of_memory());
-    }
-    let (started, has_started) = std::sync::mpsc::sync_channel(1);
-    // The one place threads start (clippy.toml refuses it elsewhere).
-    #[allow(clippy::disallowed_methods)]
-    let thread = std::thread::Builder::new()
-        .name(name.to_string())
-        .stack_size(stack)
-        .spawn(move || {
-            let _ = started.send(());
-            work()
-        })?;
-    // (An error: the thread ended before it said so, which it cannot.)
-    let _ = has_started.recv();
-    Ok(thread)
-}
-
-/// What `take` maps or allocates (an address-space mapping, say), only if
-/// [`HEADROOM`] is still free after it: else it is dropped at once, and
-/// `None`. Taken under the same lock as [`reserve`]'s growth.
-pub fn keeping_room<T>(take: impl FnOnce() -> Option<T>) -> Option<T> {
-    let _growing = lock_growth();
-    let taken = take()?;
-    if !room_left() {
-        drop(taken);
-        return None;
-    }
-    Some(taken)
 }
 
 /// Held while memory grows (in [`reserve`] and its kin) and while a thread
@@ -269,21 +206,5 @@ mod tests {
         assert!(reserve_map(&mut map, 10));
         assert!(!reserve_map(&mut map, usize::MAX / 64));
         assert_eq!(reserve_at_most(&mut Vec::new(), 8192), Some(8192));
-        assert!(keeping_room(|| Some(vec![0u8; 16])).is_some());
-    }
-
-    /// A thread is started where its stack and the headroom can be had,
-    /// and refused, as memory is, where they cannot.
-    #[cfg(unix)]
-    #[test]
-    fn threads_start_only_with_room_for_their_stacks() {
-        let started = spawn("small", 64 << 10, || 7).expect("a small thread starts");
-        assert_eq!(started.join().unwrap(), 7);
-        // Sizes no address space holds: half of one is not enough, as a
-        // 32-bit process on a 64-bit kernel can map 2 GiB at once.
-        for stack in [usize::MAX - HEADROOM, usize::MAX - 1] {
-            let refused = spawn("huge", stack, || ()).expect_err("no such stack");
-            assert_eq!(refused.kind(), io::ErrorKind::OutOfMemory, "{stack}");
-        }
     }
 }

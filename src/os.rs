@@ -1,32 +1,22 @@
-//! The system's calls that several layers make, written once: positional
-//! reads and writes, the same on every system (Unix's `pread` and
-//! `pwrite`, which leave the file offset alone; Windows' `seek_read` and
-//! `seek_write`, which move it, and nothing here reads such a handle in
-//! turn), and the size of a memory page.
+//! The system's calls that several places make, written once: positional
+//! reads (Unix's `pread`; Windows' `seek_read`, which moves the offset of a
+//! handle nothing here reads in turn), the page size, and the limits a
+//! budget is computed from.
 
 use std::fs::File;
 use std::io;
 
-/// Reads at most `buf.len()` bytes of `file` from `offset`.
-pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    #[cfg(unix)]
-    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
-    #[cfg(windows)]
-    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
-}
-
-/// Fills `buf` with reads at `offset` on (each `read_at(buf, offset)`, as
-/// [`read_at`] reads), until it is full or a read gives nothing (the end
-/// of the file); interrupted reads are retried. Returns how many bytes were
-/// read.
-pub fn fill_at(
-    buf: &mut [u8],
-    offset: u64,
-    mut read_at: impl FnMut(&mut [u8], u64) -> io::Result<usize>,
-) -> io::Result<usize> {
+/// Reads as much of `buf.len()` bytes of `file` from `offset` as it holds,
+/// retrying short and interrupted reads; returns how many.
+pub fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
-        match read_at(&mut buf[filled..], offset + filled as u64) {
+        let at = offset + filled as u64;
+        #[cfg(unix)]
+        let read = std::os::unix::fs::FileExt::read_at(file, &mut buf[filled..], at);
+        #[cfg(windows)]
+        let read = std::os::windows::fs::FileExt::seek_read(file, &mut buf[filled..], at);
+        match read {
             Ok(0) => break,
             Ok(count) => filled += count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
@@ -36,14 +26,7 @@ pub fn fill_at(
     Ok(filled)
 }
 
-/// Reads as much of `buf.len()` bytes of `file` from `offset` as it holds
-/// ([`fill_at`]); returns how many.
-pub fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    fill_at(buf, offset, |buf, offset| read_at(file, buf, offset))
-}
-
-/// Reads exactly `buf.len()` bytes of `file` from `offset`: fails with
-/// `UnexpectedEof` if the file ends first.
+/// Reads exactly `buf.len()` bytes of `file` from `offset`.
 pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     if read_full_at(file, buf, offset)? < buf.len() {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -51,8 +34,7 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()>
     Ok(())
 }
 
-/// Writes all of `buf` to `file` at `offset`, extending the file if it
-/// ends before.
+/// Writes all of `buf` to `file` at `offset`.
 pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
         #[cfg(unix)]
@@ -80,4 +62,49 @@ pub fn page_size() -> usize {
     *PAGE.get_or_init(|| {
         usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
     })
+}
+
+/// The address space a limit (`ulimit -v`) leaves now, if one is set
+/// (Linux; elsewhere `None`).
+pub fn address_space_left() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: fills `limit`.
+        let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+        if !known || limit.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: usize = statm.split_whitespace().next()?.parse().ok()?;
+        Some((limit.rlim_cur as usize).saturating_sub(pages * page_size()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// How many descriptors a low limit on open files (256 or less) leaves
+/// free now; `None` where it is higher (or Windows, which counts none).
+pub fn free_descriptors() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        // SAFETY: reads the limit into a zeroed struct.
+        let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+        if !known || limit.rlim_cur > 256 {
+            return None;
+        }
+        let limit = limit.rlim_cur as libc::c_int;
+        // SAFETY: F_GETFD reads a descriptor's flags; it fails on a closed one.
+        let held = (0..limit)
+            .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+            .count();
+        Some((limit as usize).saturating_sub(held))
+    }
+    #[cfg(not(unix))]
+    None
 }

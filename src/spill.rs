@@ -12,7 +12,6 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
-use crate::descriptors::{self, Ticket, When};
 use crate::memory;
 
 /// The memory one spool or sorter holds before it spills.
@@ -21,21 +20,17 @@ pub use crate::memory::IN_MEMORY;
 /// What reading a run back holds per run.
 const READ_BUFFER: usize = 64 << 10;
 
-/// A temporary file and the right to its descriptor.
+/// A temporary file.
 struct Spilled {
     file: BufWriter<File>,
-    _descriptor: Ticket,
     /// Bytes written so far.
     len: u64,
 }
 
 impl Spilled {
     fn new() -> io::Result<Spilled> {
-        let ticket =
-            descriptors::take(When::InTurn).ok_or_else(descriptors::too_many_open_files)?;
         Ok(Spilled {
             file: BufWriter::with_capacity(READ_BUFFER, tempfile::tempfile()?),
-            _descriptor: ticket,
             len: 0,
         })
     }
@@ -49,12 +44,10 @@ impl Spilled {
     }
 
     /// The file, written out, for reading at offsets.
-    fn into_file(self) -> io::Result<(File, Ticket)> {
-        let file = self
-            .file
+    fn into_file(self) -> io::Result<File> {
+        self.file
             .into_inner()
-            .map_err(io::IntoInnerError::into_error)?;
-        Ok((file, self._descriptor))
+            .map_err(io::IntoInnerError::into_error)
     }
 }
 
@@ -222,7 +215,7 @@ impl Sorter {
             self.spill_run()?;
         }
         let spilled = self.spilled.take().expect("spilled above");
-        let (file, ticket) = spilled.into_file()?;
+        let file = spilled.into_file()?;
         let mut runs = Vec::new();
         let mut heap = BinaryHeap::new();
         for (index, &(start, end)) in self.runs.iter().enumerate() {
@@ -232,12 +225,7 @@ impl Sorter {
             }
             runs.push(run);
         }
-        Ok(Sorted::Merged(Merge {
-            file,
-            _descriptor: ticket,
-            runs,
-            heap,
-        }))
+        Ok(Sorted::Merged(Merge { file, runs, heap }))
     }
 }
 
@@ -250,7 +238,6 @@ enum Sorted {
 /// Sorted runs merged: the least next record of any run, each time.
 struct Merge {
     file: File,
-    _descriptor: Ticket,
     runs: Vec<Run>,
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
 }

@@ -192,11 +192,15 @@ mod stop_signals {
             .into_iter()
             .filter(|&signal| !ignored(signal))
             .collect();
+        // The handler itself raises the flag (after checking it, for the
+        // second signal): no writer waits for the watcher to be scheduled.
         for &signal in &taken {
+            let flag = super::stopping_flag();
             let _ = signal_hook::flag::register_conditional_default(
                 signal,
-                std::sync::Arc::clone(super::stopping_flag()),
+                std::sync::Arc::clone(flag),
             );
+            let _ = signal_hook::flag::register(signal, std::sync::Arc::clone(flag));
         }
         let Ok(mut signals) = signal_hook::iterator::Signals::new(&taken) else {
             return;

@@ -1,56 +1,40 @@
-//! The hashing engine: every decision about how leaves are scheduled lives
-//! here, behind one entry point, [`hash`], which takes a [`Source`] (where
-//! the bytes come from) and a [`Sink`] (where leaf digests and progress go),
-//! and returns the root digest.
+//! The hashing engine: one scheduler for every leaf of every input.
 //!
-//! - **Batches**: whole leaves are hashed a batch at a time on the rayon
-//!   pool with the crates' multi-input SIMD API (`many::hash_many`: 4
-//!   BLAKE2b or 8 BLAKE2s leaves per call with AVX2), each pool task taking a
-//!   SIMD group or more.
-//! - **The ordered root feed**: a batch's digests go to the root, and to the
-//!   sink, in leaf order as soon as the batch is done, while later batches are
-//!   hashed; memory is bounded by the batches in flight, whatever the input
-//!   length.
-//! - **Sources**: bytes in memory are hashed in place; a [`RandomAccess`]
-//!   source (a regular file) is mapped a window of whole leaves at a time,
-//!   two windows in flight, or read at offsets if it cannot be mapped; a
-//!   stream is read into two batch buffers, one filling while the other is
-//!   hashed on all threads but one (the reader's).
-//! - **Big leaves** (over 8 MiB) are hashed incrementally: a stream's one at a
-//!   time as its bytes arrive, a file's one per thread, mapped a piece at a
-//!   time.
-//! - **Many inputs** ([`hash_each`]): several at once, those that fit one
-//!   leaf side by side in the SIMD lanes, reported in order as each input
-//!   and every one before it are done.
+//! An [`Engine`] holds a queue of [`Leaf`]s, from any inputs: the whole
+//! leaves of a big file's mapped window, the single leaf of a small file,
+//! the last leaf of any file, a stream's leaves as they are read. Workers
+//! on the rayon pool take them a task at a time (a SIMD group or more of
+//! one tree, `task`), hash them side by side in the kernel's lanes (lanes
+//! of unequal lengths refilled as they finish, see `kernel`), and leave
+//! each digest with its input ([`Done`]); the thread that owns the run
+//! feeds every input's root in leaf order ([`Feed`]), and hashes too while
+//! it waits. The bytes in flight (queued or being hashed) stay within a
+//! budget computed once per process ([`Budget`]), so memory is bounded by
+//! construction whatever the inputs; threads never wait for each other
+//! while leaves are queued.
 //!
-//! [`TreeHasher`] is the same stream machinery driven by writes instead of
-//! reads. The sizes and counts that shape the work are in `tuning`.
+//! A leaf too big to hash at once (`BIG_LEAF`) is hashed a piece at a time
+//! on one worker, from a [`Pieces`] source.
 
-mod batch;
 mod kernel;
-mod many;
-mod pipeline;
 #[cfg(feature = "schedule-probe")]
 pub mod probe;
 mod stream;
-pub(crate) mod tuning;
-mod windows;
 
-use std::io::Read;
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
-pub(crate) use batch::LeafBytes;
 pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
-pub use many::Event;
-pub(crate) use many::{Input, Shape, Step, hash_each};
+use kernel::{LeafJob, NodeState};
+pub(crate) use stream::Stream;
 pub use stream::TreeHasher;
-pub(crate) use windows::{Mapping, RandomAccess};
 
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::params::{LastNode, Node, TreeParams};
-use kernel::NodeState;
 
 /// Receives the digests of an input's leaves, in leaf order, as they are fed
 /// to the root: a leaf listing keeps them, a verifier compares them with
@@ -59,21 +43,11 @@ pub trait LeafSink {
     /// The digests of leaves `first`, `first + 1`, … concatenated
     /// (`digest_size` bytes each). Each call continues where the last ended.
     fn leaves(&mut self, first: u64, digests: &[u8]);
-
-    /// Whether the sink uses leaf digests at all. An input whose sink does
-    /// not may be hashed by a shortcut that never forms them separately.
-    fn wants_leaves(&self) -> bool {
-        true
-    }
 }
 
 /// No sink: leaf digests are only fed to the root.
 impl LeafSink for () {
     fn leaves(&mut self, _first: u64, _digests: &[u8]) {}
-
-    fn wants_leaves(&self) -> bool {
-        false
-    }
 }
 
 /// An optional sink.
@@ -83,73 +57,12 @@ impl<S: LeafSink> LeafSink for Option<S> {
             sink.leaves(first, digests);
         }
     }
-
-    fn wants_leaves(&self) -> bool {
-        self.as_ref().is_some_and(LeafSink::wants_leaves)
-    }
 }
 
 impl<S: LeafSink + ?Sized> LeafSink for &mut S {
     fn leaves(&mut self, first: u64, digests: &[u8]) {
         (**self).leaves(first, digests);
     }
-
-    fn wants_leaves(&self) -> bool {
-        (**self).wants_leaves()
-    }
-}
-
-/// Where the by-products of hashing go.
-#[derive(Default)]
-pub(crate) struct Sink<'a> {
-    /// The leaf digests, in leaf order.
-    pub leaves: Option<&'a mut dyn LeafSink>,
-    /// A counter of the input bytes hashed so far, for a progress display;
-    /// advanced as the work goes, possibly from worker threads.
-    pub progress: Option<&'a AtomicU64>,
-    /// Set when nobody waits for the digest any more (a run of many inputs
-    /// that its caller stopped): hashing stops at its next window or batch.
-    pub abandoned: Option<&'a AtomicBool>,
-}
-
-impl Sink<'_> {
-    fn count(&self, bytes: u64) {
-        if let Some(progress) = self.progress {
-            progress.fetch_add(bytes, Ordering::Relaxed);
-        }
-    }
-
-    /// Fails with [`Error::Abandoned`] once the digest is no longer wanted.
-    pub(crate) fn go_on(&self) -> Result<(), Error> {
-        match self.abandoned {
-            Some(abandoned) if abandoned.load(Ordering::Relaxed) => Err(Error::Abandoned),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Where an input's bytes come from.
-pub(crate) enum Source<'a> {
-    /// All of them, in memory.
-    Bytes(&'a [u8]),
-    /// Bytes that arrive in order until the end: pipes, FIFOs, terminals,
-    /// devices, and files that cannot be mapped.
-    Stream(&'a mut dyn Read),
-    /// A stream that holds exactly the bytes of leaves `leaves` (cut at the
-    /// last one) of a `total`-byte input, and nothing else: a ranged
-    /// download. A stream of another length is an error.
-    Excerpt {
-        reader: &'a mut dyn Read,
-        total: u64,
-        leaves: Range<u64>,
-    },
-    /// Leaves `leaves` of an input that can be read at any offset (a regular
-    /// file). The range is cut at the input's end (a range past it hashes
-    /// no leaf); the last-node flag goes to the input's final leaf only.
-    File {
-        file: &'a dyn RandomAccess,
-        leaves: Range<u64>,
-    },
 }
 
 /// What hashing one input gave.
@@ -162,66 +75,14 @@ pub struct Hashed {
     pub length: u64,
 }
 
-/// Hashes one input: the one way into the engine's scheduling.
-pub(crate) fn hash(
-    tree: &TreeParams,
-    source: Source<'_>,
-    sink: &mut Sink<'_>,
-) -> Result<Hashed, Error> {
-    match source {
-        Source::Bytes(data) => Ok(Hashed {
-            digest: batch::hash_in_memory(tree, data, sink)?,
-            length: data.len() as u64,
-        }),
-        Source::Stream(reader) => {
-            let mut stream = stream::Stream::new(tree);
-            let length = stream.update_reader(reader, sink)?;
-            Ok(Hashed {
-                digest: stream.finalize(sink)?,
-                length,
-            })
-        }
-        Source::Excerpt {
-            reader,
-            total,
-            leaves,
-        } => stream::hash_excerpt(tree, reader, total, leaves, sink),
-        Source::File { file, leaves } => windows::hash(tree, file, leaves, sink),
-    }
-}
-
-/// The root node, fed leaf digests in leaf order; passes them on to the sink.
-pub(crate) struct Root {
-    state: NodeState,
-    /// The index of the next leaf to be fed.
-    next: u64,
-}
-
-impl Root {
-    /// A root whose first leaf is number `first` (0 unless a leaf range).
-    pub(crate) fn new(tree: &TreeParams, first: u64) -> Self {
-        Root {
-            state: NodeState::new(tree, Node::Root),
-            next: first,
-        }
-    }
-
-    /// Feeds the digests of the next leaves, `digest_size` bytes each.
-    pub(crate) fn feed(&mut self, digests: &[u8], digest_size: usize, sink: &mut Sink<'_>) {
-        if digests.is_empty() {
-            return;
-        }
-        self.state.update(digests);
-        if let Some(leaves) = &mut sink.leaves {
-            leaves.leaves(self.next, digests);
-        }
-        self.next += (digests.len() / digest_size) as u64;
-    }
-
-    /// The root digest.
-    pub(crate) fn finalize(&self) -> Digest {
-        self.state.finalize()
-    }
+/// What a run of many inputs tells its caller.
+#[derive(Debug)]
+pub enum Event<O> {
+    /// The output of the next input, in input order.
+    Ready(O),
+    /// The next output is not ready and the engine is about to wait for it:
+    /// a good time to flush what was reported so far.
+    Waiting,
 }
 
 /// The digest of one leaf: leaf `index` of an input, its bytes `bytes`,
@@ -253,10 +114,516 @@ pub fn leaf_digest(tree: &TreeParams, index: u64, last: LastNode, bytes: &[u8]) 
 
 /// Fails for an input with more leaves than the node offset can number
 /// (BLAKE2s with tiny leaves on an input of hundreds of TiB).
-pub(crate) fn check_leaf_index(tree: &TreeParams, index: u64) -> Result<(), Error> {
-    if index < tree.algorithm().max_leaves() {
-        Ok(())
-    } else {
-        Err(Error::TooManyLeaves(tree.algorithm()))
+pub(crate) fn check_leaf_count(tree: &TreeParams, leaves: u64) -> Result<(), Error> {
+    match leaves <= tree.algorithm().max_leaves() {
+        true => Ok(()),
+        false => Err(Error::TooManyLeaves(tree.algorithm())),
     }
+}
+
+/// The root node, fed leaf digests in leaf order.
+pub(crate) struct Root(NodeState);
+
+impl Root {
+    pub(crate) fn new(tree: &TreeParams) -> Self {
+        Root(NodeState::new(tree, Node::Root))
+    }
+
+    pub(crate) fn feed(&mut self, digests: &[u8]) {
+        self.0.update(digests);
+    }
+
+    pub(crate) fn finalize(&self) -> Digest {
+        self.0.finalize()
+    }
+}
+
+/// The bytes of leaves in flight: a mapped window of a file, or a buffer;
+/// shared by the leaves it holds, and dropped (unmapped) with the last.
+pub(crate) trait Bytes: Send + Sync {
+    fn bytes(&self) -> &[u8];
+
+    /// Says that `range` of the bytes is hashed: its pages may be handed
+    /// back.
+    fn release(&self, _range: Range<usize>) {}
+
+    /// Whether a page of a mapping could not be read (the file shrank).
+    fn faulted(&self) -> bool {
+        false
+    }
+}
+
+impl Bytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+/// A leaf too big to hash at once, read a piece at a time.
+pub(crate) trait Pieces: Send + Sync {
+    /// Bytes `range` of the leaf.
+    fn piece(&self, range: Range<u64>) -> io::Result<Arc<dyn Bytes>>;
+}
+
+/// Where a leaf's bytes are.
+pub(crate) enum Source {
+    Bytes(Arc<dyn Bytes>, Range<usize>),
+    Pieces(Arc<dyn Pieces>, u64),
+}
+
+/// One leaf waiting to be hashed.
+pub(crate) struct Leaf {
+    pub source: Source,
+    pub index: u64,
+    pub last: bool,
+    /// Where its digest goes.
+    pub done: Arc<Done>,
+}
+
+impl Leaf {
+    /// What it counts against the budget while in flight.
+    fn weight(&self) -> usize {
+        match &self.source {
+            Source::Bytes(_, range) => range.end - range.start + LEAF_COST,
+            Source::Pieces(..) => PIECE + LEAF_COST,
+        }
+    }
+}
+
+/// The digests of one input's leaves as workers finish them, until the
+/// owner feeds them to the root.
+pub(crate) struct Done {
+    pub tree: TreeParams,
+    digests: Mutex<BTreeMap<u64, Digest>>,
+    /// Why a leaf could not be hashed (a piece could not be read).
+    error: Mutex<Option<io::Error>>,
+    faulted: AtomicBool,
+}
+
+impl Done {
+    pub(crate) fn new(tree: &TreeParams) -> Arc<Done> {
+        Arc::new(Done {
+            tree: *tree,
+            digests: Mutex::new(BTreeMap::new()),
+            error: Mutex::new(None),
+            faulted: AtomicBool::new(false),
+        })
+    }
+
+    fn put(&self, index: u64, digest: Digest) {
+        lock(&self.digests).insert(index, digest);
+    }
+
+    /// Says why a leaf could not be hashed: a file that ended early changed
+    /// (see [`Feed::finish`]); other errors are the input's.
+    pub(crate) fn fail(&self, error: io::Error) {
+        match error.kind() {
+            io::ErrorKind::UnexpectedEof => self.faulted.store(true, Ordering::Relaxed),
+            _ => *lock(&self.error) = Some(error),
+        }
+    }
+
+    /// Says that the input changed while it was hashed: its digest is
+    /// not reported.
+    pub(crate) fn changed(&self) {
+        self.faulted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a leaf failed or the input changed: no more of it is worth
+    /// hashing.
+    pub(crate) fn failed(&self) -> bool {
+        self.faulted.load(Ordering::Relaxed) || lock(&self.error).is_some()
+    }
+}
+
+/// Feeds one input's root (and sink) its leaf digests in leaf order.
+pub(crate) struct Feed {
+    pub done: Arc<Done>,
+    root: Root,
+    /// The next leaf to feed, and the end of those queued so far.
+    next: u64,
+    pub queued: u64,
+}
+
+impl Feed {
+    /// A feed of leaves from `first` on.
+    pub(crate) fn new(tree: &TreeParams, first: u64) -> Feed {
+        Feed {
+            done: Done::new(tree),
+            root: Root::new(tree),
+            next: first,
+            queued: first,
+        }
+    }
+
+    /// Feeds the digests that have come in order; whether every leaf
+    /// queued is fed.
+    pub(crate) fn drain(&mut self, sink: &mut dyn LeafSink) -> bool {
+        let ready: Vec<(u64, Digest)> = {
+            let mut digests = lock(&self.done.digests);
+            let mut ready = Vec::new();
+            while let Some(entry) = digests.first_entry() {
+                if *entry.key() != self.next + ready.len() as u64 {
+                    break;
+                }
+                ready.push(entry.remove_entry());
+            }
+            ready
+        };
+        for (index, digest) in &ready {
+            self.root.feed(digest.as_bytes());
+            sink.leaves(*index, digest.as_bytes());
+        }
+        self.next += ready.len() as u64;
+        self.next == self.queued
+    }
+
+    /// The next leaf to feed.
+    pub(crate) fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Whether every leaf queued is hashed (fed or not).
+    pub(crate) fn all_in(&self) -> bool {
+        let waiting = lock(&self.done.digests).len() as u64;
+        self.next + waiting == self.queued || self.done.failed()
+    }
+
+    /// The root digest, once every leaf is fed; or why a leaf could not
+    /// be hashed; [`Error::Changed`] for a mapping that faulted (the file
+    /// shrank while it was hashed).
+    pub(crate) fn finish(self) -> Result<Digest, Error> {
+        if let Some(error) = lock(&self.done.error).take() {
+            return Err(error.into());
+        }
+        if self.done.faulted.load(Ordering::Relaxed) {
+            return Err(Error::Changed);
+        }
+        Ok(self.root.finalize())
+    }
+}
+
+/// What a leaf in flight costs beside its bytes: its place in the queue
+/// and its digest until the owner takes it. (Tiny leaves are counted by
+/// this, not by their bytes.)
+pub(crate) const LEAF_COST: usize = 256;
+/// A leaf longer than this is hashed a piece at a time, on one worker.
+pub(crate) const BIG_LEAF: u64 = 64 << 20;
+/// The piece of a big leaf read at a time.
+const PIECE: usize = 8 << 20;
+/// The bytes a task takes at most, so that tasks go round the threads.
+const TASK_BYTES: usize = 16 << 20;
+
+/// The budgets of a process, computed once from the machine and its
+/// limits: the threads, the bytes in flight, the inputs open at once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    pub threads: usize,
+    pub bytes: usize,
+    pub inputs: usize,
+}
+
+impl Budget {
+    pub(crate) fn get() -> Budget {
+        static BUDGET: OnceLock<Budget> = OnceLock::new();
+        *BUDGET.get_or_init(|| {
+            let threads = rayon::current_num_threads();
+            // Two tasks of 8 leaves of 5 MiB a thread; at most a third of
+            // what an address-space limit leaves.
+            let mut bytes = (threads * 2 * 8 * (5 << 20)).clamp(64 << 20, 1 << 30);
+            if let Some(left) = crate::os::address_space_left() {
+                bytes = bytes.min(left / 3).max(PIECE);
+            }
+            let inputs = crate::os::free_descriptors()
+                .map_or(64, |free| free.saturating_sub(3).clamp(1, 64));
+            Budget {
+                threads,
+                bytes,
+                inputs,
+            }
+        })
+    }
+}
+
+/// The scheduler of one run (see the module documentation).
+#[derive(Clone)]
+pub(crate) struct Engine {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    kernel: LeafKernel,
+    budget: Budget,
+    queue: Mutex<Queue>,
+    /// The bytes queued or being hashed. (Outside the queue's lock: the
+    /// owner looks at it while it holds that lock, in `wait_until`.)
+    in_flight: AtomicUsize,
+    /// A leaf was queued or hashed.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    leaves: VecDeque<Leaf>,
+    /// The workers started and not yet ended.
+    workers: usize,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine {
+    pub(crate) fn new() -> Engine {
+        Engine {
+            shared: Arc::new(Shared {
+                kernel: LeafKernel::active(),
+                budget: Budget::get(),
+                queue: Mutex::new(Queue::default()),
+                in_flight: AtomicUsize::new(0),
+                changed: Condvar::new(),
+            }),
+        }
+    }
+
+    /// The budgets it works within.
+    pub(crate) fn budget(&self) -> Budget {
+        self.shared.budget
+    }
+
+    /// Whether `bytes` more may be queued now.
+    pub(crate) fn has_room(&self, bytes: usize) -> bool {
+        let in_flight = self.shared.in_flight.load(Ordering::Acquire);
+        in_flight == 0 || in_flight + bytes <= self.shared.budget.bytes
+    }
+
+    /// Queues leaves, hashing meanwhile until they fit in the budget.
+    pub(crate) fn push(&self, leaves: impl IntoIterator<Item = Leaf>) {
+        for leaf in leaves {
+            let weight = leaf.weight();
+            self.wait_until(|| self.has_room(weight));
+            self.shared.in_flight.fetch_add(weight, Ordering::AcqRel);
+            let mut queue = lock(&self.shared.queue);
+            queue.leaves.push_back(leaf);
+            #[cfg(feature = "schedule-probe")]
+            probe::handed();
+            if queue.workers < self.shared.budget.threads {
+                queue.workers += 1;
+                let shared = Arc::clone(&self.shared);
+                rayon::spawn(move || work(&shared));
+            }
+        }
+        #[cfg(feature = "schedule-probe")]
+        probe::sample();
+    }
+
+    /// Hashes queued leaves, or waits for the workers, until `ready`.
+    pub(crate) fn wait_until(&self, ready: impl Fn() -> bool) {
+        loop {
+            if ready() {
+                return;
+            }
+            let mut queue = lock(&self.shared.queue);
+            if let Some(task) = take_task(&self.shared, &mut queue) {
+                drop(queue);
+                hash_task(&self.shared, task);
+                continue;
+            }
+            if ready() {
+                return;
+            }
+            // (Woken by every leaf hashed: `ready` looks again.)
+            let _queue = self
+                .shared
+                .changed
+                .wait_timeout(queue, std::time::Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Drops the leaves not yet taken: nobody waits for their digests.
+    pub(crate) fn abandon(&self) {
+        let mut queue = lock(&self.shared.queue);
+        let dropped: usize = queue.leaves.drain(..).map(|leaf| leaf.weight()).sum();
+        self.shared.in_flight.fetch_sub(dropped, Ordering::AcqRel);
+    }
+}
+
+/// A worker: takes tasks until the queue is empty.
+fn work(shared: &Shared) {
+    loop {
+        let mut queue = lock(&shared.queue);
+        let Some(task) = take_task(shared, &mut queue) else {
+            queue.workers -= 1;
+            return;
+        };
+        drop(queue);
+        hash_task(shared, task);
+    }
+}
+
+/// The next task: the leaves at the front of the queue of one tree, a
+/// SIMD group or more, no more than a fair share of what is queued.
+fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
+    let first = queue.leaves.pop_front()?;
+    if let Source::Pieces(..) = first.source {
+        return Some(vec![first]);
+    }
+    let tree = first.done.tree;
+    let lanes = shared.kernel.lanes(tree.algorithm());
+    let share = queue
+        .leaves
+        .len()
+        .div_ceil(shared.budget.threads)
+        .max(lanes - 1);
+    let mut bytes = first.weight();
+    let mut task = vec![first];
+    while task.len() <= share
+        && bytes < TASK_BYTES
+        && let Some(next) = queue.leaves.front()
+        && next.done.tree == tree
+        && matches!(next.source, Source::Bytes(..))
+    {
+        bytes += next.weight();
+        task.extend(queue.leaves.pop_front());
+    }
+    Some(task)
+}
+
+/// Hashes a task's leaves, leaves their digests with their inputs, and
+/// gives their bytes back to the budget.
+fn hash_task(shared: &Shared, task: Vec<Leaf>) {
+    let weight = (task.iter().map(Leaf::weight).sum(), task.len());
+    let tree = task[0].done.tree;
+    let size = tree.digest_size();
+    let mut out = vec![0; task.len() * size];
+    if let [
+        Leaf {
+            source: Source::Pieces(pieces, len),
+            ..
+        },
+    ] = &task[..]
+    {
+        // (A big leaf is a task of its own.)
+        match hash_pieces(&tree, &task[0], pieces.as_ref(), *len) {
+            Ok(digest) => out.copy_from_slice(digest.as_bytes()),
+            Err(error) => return finish_task(shared, weight, || task[0].done.fail(error)),
+        }
+    } else {
+        let jobs: Vec<LeafJob<'_>> = task
+            .iter()
+            .map(|leaf| match &leaf.source {
+                Source::Bytes(bytes, range) => LeafJob {
+                    bytes: &bytes.bytes()[range.clone()],
+                    index: leaf.index,
+                    last: leaf.last,
+                },
+                Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
+            })
+            .collect();
+        kernel::hash_leaves(shared.kernel, &tree, &jobs, &mut out, &mut |job, range| {
+            if let Source::Bytes(bytes, at) = &task[job].source {
+                bytes.release(at.start + range.start..at.start + range.end);
+            }
+        });
+    }
+    // The digests, a lock per input.
+    let mut leaves = task.iter().zip(out.chunks(size)).peekable();
+    while let Some((leaf, digest)) = leaves.next() {
+        let mut digests = lock(&leaf.done.digests);
+        let mut put = |leaf: &Leaf, digest: &[u8]| {
+            if let Source::Bytes(bytes, _) = &leaf.source
+                && bytes.faulted()
+            {
+                leaf.done.faulted.store(true, Ordering::Relaxed);
+            }
+            digests.insert(leaf.index, Digest::from_slice(digest).expect("a digest"));
+        };
+        put(leaf, digest);
+        while let Some((next, digest)) =
+            leaves.next_if(|(next, _)| Arc::ptr_eq(&next.done, &leaf.done))
+        {
+            put(next, digest);
+        }
+    }
+    finish_task(shared, weight, || drop(task));
+}
+
+/// Gives a task's bytes back to the budget, after `done` (which drops the
+/// task's leaves: their windows are unmapped first).
+fn finish_task(shared: &Shared, (weight, leaves): (usize, usize), done: impl FnOnce()) {
+    done();
+    #[cfg(feature = "schedule-probe")]
+    probe::finished(leaves);
+    #[cfg(not(feature = "schedule-probe"))]
+    let _ = leaves;
+    shared.in_flight.fetch_sub(weight, Ordering::AcqRel);
+    // (Under the lock: an owner between its look and its wait sees this.)
+    let _queue = lock(&shared.queue);
+    shared.changed.notify_all();
+}
+
+/// A big leaf, hashed a piece at a time.
+fn hash_pieces(
+    tree: &TreeParams,
+    leaf: &Leaf,
+    pieces: &dyn Pieces,
+    len: u64,
+) -> io::Result<Digest> {
+    let last = if leaf.last {
+        LastNode::Yes
+    } else {
+        LastNode::No
+    };
+    let mut state = NodeState::new(
+        tree,
+        Node::Leaf {
+            offset: leaf.index,
+            last,
+        },
+    );
+    let mut at = 0;
+    while at < len {
+        let end = (at + PIECE as u64).min(len);
+        let piece = pieces.piece(at..end)?;
+        state.update(piece.bytes());
+        if piece.faulted() {
+            leaf.done.faulted.store(true, Ordering::Relaxed);
+        }
+        at = end;
+    }
+    Ok(state.finalize())
+}
+
+/// Hashes a byte slice on the current rayon pool: its leaves a batch at a
+/// time, each batch's SIMD groups side by side.
+pub(crate) fn hash_slice(tree: &TreeParams, data: &[u8]) -> Result<Digest, Error> {
+    use rayon::prelude::*;
+    let leaf = usize::try_from(tree.leaf_size()).unwrap_or(usize::MAX);
+    let count = tree.leaf_count(data.len() as u64);
+    check_leaf_count(tree, count)?;
+    let kernel = LeafKernel::active();
+    let lanes = kernel.lanes(tree.algorithm());
+    let size = tree.digest_size();
+    let mut root = Root::new(tree);
+    // (A batch of leaves whose digests stay a few MiB.)
+    let batch = (lanes * 64).max(1);
+    for (first, chunk) in data.chunks(leaf.saturating_mul(batch)).enumerate() {
+        let first = (first * batch) as u64;
+        let jobs: Vec<LeafJob<'_>> = chunk
+            .chunks(leaf)
+            .zip(first..)
+            .map(|(bytes, index)| LeafJob {
+                bytes,
+                index,
+                last: index + 1 == count,
+            })
+            .collect();
+        let mut out = vec![0; jobs.len() * size];
+        jobs.par_chunks(lanes)
+            .zip(out.par_chunks_mut(lanes * size))
+            .for_each(|(jobs, out)| kernel::hash_leaves(kernel, tree, jobs, out, &mut |_, _| {}));
+        root.feed(&out);
+    }
+    Ok(root.finalize())
 }

@@ -1,7 +1,7 @@
 //! The schedule probe (the `schedule-probe` feature): in a process asked
-//! for a report (`BT2SUM_SCHEDULE_PROBE`), counts the hashing tasks handed
-//! to the pool and those finished, and samples the tasks ready (handed
-//! over, not finished) each time a batch is handed over. The
+//! for a report (`BT2SUM_SCHEDULE_PROBE`), counts the leaves handed to the
+//! pool and those finished, and samples the leaves ready (handed over, not
+//! finished) each time a batch is handed over. The
 //! test of the schedule reads the samples: whenever the input still had N
 //! tasks to go, a batch handed over gave the pool at least N (its
 //! threads).
@@ -34,12 +34,19 @@ fn asked() -> bool {
     *ASKED.get_or_init(|| std::env::var_os("BT2SUM_SCHEDULE_PROBE").is_some())
 }
 
-/// A batch of `tasks` tasks is handed to the pool.
-pub(crate) fn handed(tasks: usize) {
+/// A leaf is handed to the pool.
+pub(crate) fn handed() {
+    if asked() {
+        SUBMITTED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A batch of leaves (a window) has been handed over: a sample.
+pub(crate) fn sample() {
     if !asked() {
         return;
     }
-    let submitted = SUBMITTED.fetch_add(tasks as u64, Ordering::SeqCst) + tasks as u64;
+    let submitted = SUBMITTED.load(Ordering::SeqCst);
     let finished = FINISHED.load(Ordering::SeqCst);
     let ready = submitted.saturating_sub(finished);
     let mut samples = SAMPLES
@@ -49,8 +56,8 @@ pub(crate) fn handed(tasks: usize) {
 }
 
 /// A task is finished.
-pub(crate) fn finished() {
-    FINISHED.fetch_add(1, Ordering::SeqCst);
+pub(crate) fn finished(count: usize) {
+    FINISHED.fetch_add(count as u64, Ordering::SeqCst);
 }
 
 /// The samples so far, and the tasks handed to the pool in all.

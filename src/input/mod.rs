@@ -1,16 +1,15 @@
 //! Where the bytes come from: files by name, open files, and standard input.
 //!
-//! An input is opened and `fstat`ed ([`Opened`]), then handed to the engine
-//! as the source that suits it:
+//! An input is opened and `fstat`ed ([`Opened`]), then its leaves are handed
+//! to the engine as the source that suits it:
 //!
-//! - a regular file of at least 1 MiB is mapped a window of whole leaves at
-//!   a time (see `mapped`), so resident memory stays at the leaves being
-//!   hashed, whatever the file size;
-//! - a smaller regular file is read whole into a reused buffer (in a run of
-//!   many, into an arena shared with its neighbours, whose single leaves are
-//!   then hashed side by side);
+//! - a regular file of up to 1 MiB is read whole, and closed, at once: its
+//!   leaves are hashed beside other files' in the SIMD lanes;
+//! - a larger one is mapped a window of whole leaves at a time (see
+//!   `mapped`), so resident memory stays at the leaves being hashed,
+//!   whatever the file size;
 //! - everything else — pipes, FIFOs, terminals, character devices, `/proc`
-//!   files whose size says 0 — is a stream, read to its end.
+//!   files whose size says 0 — is a stream, read to its end in its turn.
 //!
 //! Standard input that is a regular file is hashed as that file, from its
 //! current offset, and left at its end as reading it would. A regular file
@@ -25,11 +24,6 @@
 mod mapped;
 mod platform;
 #[cfg(unix)]
-mod readahead;
-#[cfg(not(unix))]
-#[path = "no_readahead.rs"]
-mod readahead;
-#[cfg(unix)]
 mod sigbus;
 #[cfg(not(unix))]
 #[path = "unguarded.rs"]
@@ -37,26 +31,45 @@ mod sigbus;
 #[cfg(windows)]
 mod win32;
 
+use std::collections::VecDeque;
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::ops::ControlFlow;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::descriptors::{self, Ticket, When};
 use crate::digest::Digest;
-use crate::engine::{self, Event, Hashed, Input, LeafSink, Shape, Sink, Source, Step, tuning};
+use crate::engine::{
+    BIG_LEAF, Engine, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink, Source, Stream,
+    check_leaf_count,
+};
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
-use mapped::{RegularFile, unchanged};
 pub use platform::Stamp;
+pub(crate) use platform::duplicate_stdin;
+
+/// A regular file up to this long is read whole, and closed, at once.
+const SMALL: u64 = 1 << 20;
+/// The most bytes of one file mapped at once; less where the budget of
+/// bytes in flight is small (an address-space limit), so that a window and
+/// the leaves in flight fit in it.
+fn window_size() -> u64 {
+    (64 << 20).min(crate::engine::Budget::get().bytes as u64 / 2)
+}
+/// The most leaves queued from one window: tiny leaves cost their place
+/// in the queue more than their bytes.
+const WINDOW_LEAVES: u64 = 1 << 16;
+/// The most inputs a run of many holds at once (hashed, or waiting for
+/// their turn to be reported).
+const IN_FLIGHT: usize = 1024;
+/// The bytes after an excerpt's end that are counted for its error message.
+const EXCESS_COUNTED: u64 = 64 << 20;
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
 ///
-/// A regular file of 1 MiB or more is mapped a window at a time; the first
-/// such file installs a SIGBUS handler for the process, which answers
+/// A regular file of more than 1 MiB is mapped a window at a time; the
+/// first such file installs a SIGBUS handler for the process, which answers
 /// faults in these windows only (a file cut short while it is hashed is then
 /// [`Error::Changed`], not a crash) and hands any other fault to the
 /// handler installed before it.
@@ -72,16 +85,17 @@ pub use platform::Stamp;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn hash_path(tree: &TreeParams, path: impl AsRef<Path>) -> Result<Digest, Error> {
-    let mut opened = Opened::path(path.as_ref(), When::InTurn)?;
-    let hashed = opened.hash(tree, None, &mut Sink::default())?;
-    Ok(hashed.digest)
+    hash_one(Job::path((), path.as_ref(), tree))
 }
 
 /// Hashes an open file of any kind from its current offset to its end.
 pub fn hash_file(tree: &TreeParams, file: File) -> Result<Digest, Error> {
-    let mut opened = Opened::file(file, Ticket::uncounted(), false)?;
-    let hashed = opened.hash(tree, None, &mut Sink::default())?;
-    Ok(hashed.digest)
+    hash_one(Job::new((), Target::File(Some(file)), tree))
+}
+
+/// Hashes standard input from its current offset to its end.
+pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, Error> {
+    hash_one(Job::stdin((), tree))
 }
 
 /// Hashes what `reader` reads, to its end, retrying short and interrupted
@@ -96,19 +110,27 @@ pub fn hash_file(tree: &TreeParams, file: File) -> Result<Digest, Error> {
 /// # Ok::<(), bt2sum::Error>(())
 /// ```
 pub fn hash_reader(tree: &TreeParams, reader: &mut dyn Read) -> Result<Digest, Error> {
-    let hashed = engine::hash(tree, Source::Stream(reader), &mut Sink::default())?;
-    Ok(hashed.digest)
+    let mut stream = Stream::new(&Engine::new(), tree, 0, None);
+    stream.read_from(reader, None, &mut ())?;
+    Ok(stream.finish(&mut ())?.0)
 }
 
-/// Hashes standard input from its current offset to its end.
-pub fn hash_stdin(tree: &TreeParams) -> Result<Digest, Error> {
-    let hashed = Opened::stdin(When::InTurn)?.hash(tree, None, &mut Sink::default())?;
-    Ok(hashed.digest)
+fn hash_one(job: Job<()>) -> Result<Digest, Error> {
+    let mut result = None;
+    hash_each([job], |event| {
+        if let Event::Ready(outcome) = event {
+            result = Some(outcome.result);
+        }
+        ControlFlow::Continue(())
+    });
+    result
+        .expect("every job has an outcome")
+        .map(|hashed| hashed.digest)
 }
 
 /// An input opened for hashing, with what `fstat` said of it then.
 pub(crate) struct Opened {
-    file: File,
+    file: Arc<File>,
     /// `None` for a stream that the system says nothing of (a pipe on
     /// Windows: see [`platform::metadata`]).
     before: Option<Metadata>,
@@ -120,41 +142,30 @@ pub(crate) struct Opened {
     /// Whether the offset is shared with other processes (standard input),
     /// and is to be left at the end as reading would leave it.
     shared_offset: bool,
-    /// The right to hold `file`'s descriptor, given back with it.
-    _descriptor: Ticket,
 }
 
 impl Opened {
     /// Opens the file at `path`, at its start, without waiting for a
-    /// FIFO's writer: that happens when it is hashed, on the thread that
-    /// reads it (see [`platform::open_for_reading`]). (Reads of a regular
-    /// file ignore the non-blocking flag, so only a stream's is cleared.)
-    /// Fails with `EMFILE` if no descriptor may be opened `when`.
-    pub(crate) fn path(path: &Path, when: When) -> Result<Opened, Error> {
-        let descriptor = descriptors::take(when).ok_or_else(descriptors::too_many_open_files)?;
+    /// FIFO's writer: that happens when it is read, in its turn (see
+    /// [`platform::open_for_reading`]).
+    fn path(path: &Path) -> Result<Opened, Error> {
         let file = platform::open_for_reading(path)?;
         let before = platform::metadata(&file)?;
         let stamp = stamp_of(&file, before.as_ref())?;
         Ok(Opened {
-            file,
+            file: Arc::new(file),
             before,
             stamp,
             start: 0,
             shared_offset: false,
-            _descriptor: descriptor,
         })
     }
 
-    /// Standard input, from its current offset: a duplicate of descriptor 0
-    /// shares that offset, so `bt2sum < FILE` after a partial read by a
-    /// parent shell hashes from where the shell left off.
-    pub(crate) fn stdin(when: When) -> Result<Opened, Error> {
-        let descriptor = descriptors::take(when).ok_or_else(descriptors::too_many_open_files)?;
-        Opened::file(platform::duplicate_stdin()?, descriptor, true)
-    }
-
     /// An open file, from its current offset if it is a regular file.
-    fn file(mut file: File, descriptor: Ticket, shared_offset: bool) -> Result<Opened, Error> {
+    /// (Standard input's duplicate shares its offset, so `bt2sum < FILE`
+    /// after a partial read by a parent shell hashes from where the shell
+    /// left off.)
+    fn file(mut file: File, shared_offset: bool) -> Result<Opened, Error> {
         let before = platform::metadata(&file)?;
         let stamp = stamp_of(&file, before.as_ref())?;
         let start = if stamp.is_some() {
@@ -163,45 +174,30 @@ impl Opened {
             0
         };
         Ok(Opened {
-            file,
+            file: Arc::new(file),
             before,
             stamp,
             start,
             shared_offset,
-            _descriptor: descriptor,
         })
     }
 
-    /// Whether the input is read until it ends, with no size known: a pipe,
-    /// a FIFO, a terminal, a device.
-    fn is_stream(&self) -> bool {
-        self.regular().is_none() && !self.is_dir()
-    }
-
-    /// Whether this is a directory.
     fn is_dir(&self) -> bool {
         self.before.as_ref().is_some_and(Metadata::is_dir)
     }
 
-    /// What a regular file was like when it was opened; `None` for
-    /// anything else.
-    fn regular(&self) -> Option<&Stamp> {
-        self.stamp.as_ref()
-    }
-
     /// The bytes from the start to the end, if this is a regular file.
     fn regular_length(&self) -> Option<u64> {
-        self.regular()
-            .map(|before| before.len.saturating_sub(self.start))
+        self.stamp.map(|stamp| stamp.len.saturating_sub(self.start))
     }
 
     /// Fails with [`Error::Changed`] if this is a regular file whose stamp
     /// (size, times, identity) changed since it was opened. (A pipe's
     /// times change with every write.)
     fn unchanged(&self) -> Result<(), Error> {
-        match self.regular() {
-            Some(before) => unchanged(&self.file, before),
-            None => Ok(()),
+        match &self.stamp {
+            Some(before) if Stamp::now(&self.file)? != *before => Err(Error::Changed),
+            _ => Ok(()),
         }
     }
 
@@ -223,138 +219,24 @@ impl Opened {
         }
     }
 
-    /// Reads a regular file of 1 to `most` bytes whole, appending it to
-    /// `arena`, and says where; `None` if it is not one, or holds more than it
-    /// said (a special file), in which case it is back at its start.
-    fn read_small(
-        &mut self,
-        most: u64,
-        arena: &mut Vec<u8>,
-    ) -> Result<Option<Range<usize>>, Error> {
-        let Some(expected) = self.regular_length().filter(|len| (1..=most).contains(len)) else {
-            return Ok(None);
-        };
-        let start = arena.len();
-        // Room for the whole file and the read that finds its end, so that
-        // reading takes one call and finding the end another. Refused, the
-        // file is hashed on its own, the way that needs the least memory.
-        if !crate::memory::reserve(arena, expected as usize + 1) {
-            return Ok(None);
+    /// Leaves the offset of standard input at the end, as reading would
+    /// have, when it was not read through the descriptor (mapped): a
+    /// second `-` then finds nothing left.
+    fn seek_to_end(&self) -> Result<(), Error> {
+        if self.shared_offset {
+            (&*self.file).seek(SeekFrom::End(0))?;
         }
-        // One byte more than expected: the read that finds the end.
-        let read = read_until(&mut self.file, arena, expected, expected + 1)?;
-        if read > expected {
-            arena.truncate(start);
-            self.file.seek(SeekFrom::Start(self.start))?;
-            return Ok(None);
-        }
-        Ok(Some(start..arena.len()))
+        Ok(())
     }
 
-    /// Hashes the input from its start to its end (or only the leaves
-    /// `leaves` selects, of a regular file), then checks that it has not
-    /// changed.
-    pub(crate) fn hash(
-        &mut self,
-        tree: &TreeParams,
-        leaves: Option<&Selection>,
-        sink: &mut Sink<'_>,
-    ) -> Result<Hashed, Error> {
-        if self.is_dir() {
-            return Err(is_a_directory());
+    /// Puts the offset of standard input back where hashing started, after
+    /// a selection of leaves was read through the descriptor: a selection
+    /// reads only its leaves, at their offsets, and leaves the offset be.
+    fn rewind(&self) -> Result<(), Error> {
+        if self.shared_offset {
+            (&*self.file).seek(SeekFrom::Start(self.start))?;
         }
-        let hashed = match (leaves, self.regular_length()) {
-            (Some(leaves), Some(length)) => {
-                let leaves = leaves.leaves(tree.leaf_count(length));
-                self.hash_mapped(tree, leaves, sink)?
-            }
-            (Some(_), None) => return Err(Error::NotRegularFile),
-            (None, None) => {
-                self.start_stream()?;
-                engine::hash(tree, Source::Stream(&mut self.file), sink)?
-            }
-            (None, Some(length)) if length >= tuning::MAP_MIN => {
-                let hashed = self.hash_mapped(tree, 0..u64::MAX, sink)?;
-                if self.shared_offset {
-                    // A mapped file was not read through the descriptor:
-                    // leave its offset at the end as reading would, so that
-                    // a second `-` finds nothing left.
-                    self.file.seek(SeekFrom::End(0))?;
-                }
-                hashed
-            }
-            (None, Some(length)) => {
-                let hashed = hash_small(tree, &mut self.file, length, sink)?;
-                self.held_whole(hashed.length)?;
-                hashed
-            }
-        };
-        self.unchanged()?;
-        Ok(hashed)
-    }
-
-    /// Hashes the input as an excerpt of a `total`-byte file: it holds
-    /// exactly the bytes of the leaves `leaves` selects of that file (all of
-    /// them if `None`). A regular file is hashed as a file is (mapped, read
-    /// ahead), once its length is found right; a stream is read to its end.
-    fn hash_excerpt(
-        &mut self,
-        tree: &TreeParams,
-        leaves: Option<&Selection>,
-        total: u64,
-        sink: &mut Sink<'_>,
-    ) -> Result<Hashed, Error> {
-        if self.is_dir() {
-            return Err(is_a_directory());
-        }
-        let count = tree.leaf_count(total);
-        let leaves = leaves.map_or(0..count, |leaves| leaves.leaves(count));
-        let bytes = tree.leaves_bytes(&leaves, total);
-        let expected = bytes.end - bytes.start;
-        let hashed = match (self.regular(), self.regular_length()) {
-            (Some(_), Some(found)) if found != expected => {
-                return Err(Error::ExcerptLength {
-                    leaves,
-                    total,
-                    expected,
-                    found,
-                    more: false,
-                });
-            }
-            // A regular file: its bytes are the input's from the first
-            // selected leaf on, mapped as a file's.
-            (Some(before), Some(_)) => {
-                let source =
-                    RegularFile::excerpt(&self.file, before, self.start, bytes.start, total);
-                let hashed = engine::hash(
-                    tree,
-                    Source::File {
-                        file: &source,
-                        leaves,
-                    },
-                    sink,
-                )?;
-                if self.shared_offset {
-                    self.file.seek(SeekFrom::End(0))?;
-                }
-                hashed
-            }
-            _ => {
-                self.start_stream()?;
-                let reader = &mut self.file;
-                engine::hash(
-                    tree,
-                    Source::Excerpt {
-                        reader,
-                        total,
-                        leaves,
-                    },
-                    sink,
-                )?
-            }
-        };
-        self.unchanged()?;
-        Ok(hashed)
+        Ok(())
     }
 
     /// Readies a stream for reading: waits for a FIFO's writer (and, where
@@ -364,27 +246,6 @@ impl Opened {
         platform::wait_when_reading(&self.file)?;
         platform::widen_pipe(&self.file);
         Ok(())
-    }
-
-    /// Hashes leaves of a regular file through mappings.
-    fn hash_mapped(
-        &mut self,
-        tree: &TreeParams,
-        leaves: Range<u64>,
-        sink: &mut Sink<'_>,
-    ) -> Result<Hashed, Error> {
-        let Some(before) = self.regular() else {
-            return Err(Error::NotRegularFile);
-        };
-        let source = RegularFile::new(&self.file, before, self.start);
-        engine::hash(
-            tree,
-            Source::File {
-                file: &source,
-                leaves,
-            },
-            sink,
-        )
     }
 }
 
@@ -396,44 +257,6 @@ fn stamp_of(file: &File, before: Option<&Metadata>) -> Result<Option<Stamp>, Err
     }
 }
 
-thread_local! {
-    /// The buffer small files are read into, kept for the next small file.
-    static SMALL_FILE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// Reads a small regular file whole into a reused buffer and hashes it in one
-/// go: the fewest system calls and no allocation per file, which is what
-/// matters when hashing thousands of small files. A file longer than it said
-/// (a `/proc` file whose size reads 0) is streamed past `tuning::MAP_MIN`
-/// bytes, and a file that grew is caught by the `fstat` comparison after.
-fn hash_small(
-    tree: &TreeParams,
-    file: &mut File,
-    expected: u64,
-    sink: &mut Sink<'_>,
-) -> Result<Hashed, Error> {
-    // Taken out of the thread-local, not borrowed: hashing may run other
-    // pool work on this thread, which may hash a small file too.
-    let mut buffer = SMALL_FILE.take();
-    buffer.clear();
-    if !crate::memory::reserve(&mut buffer, expected as usize + 1) {
-        // Memory is short: a stream holds no more than it can get.
-        return engine::hash(tree, Source::Stream(file), sink);
-    }
-    let read = read_until(file, &mut buffer, expected, tuning::MAP_MIN);
-    let hashed = match read {
-        Err(error) => Err(error.into()),
-        // More may follow: the general way, from the bytes read so far.
-        Ok(length) if length == tuning::MAP_MIN => {
-            let mut rest = buffer.as_slice().chain(file);
-            engine::hash(tree, Source::Stream(&mut rest), sink)
-        }
-        Ok(_) => engine::hash(tree, Source::Bytes(&buffer), sink),
-    };
-    SMALL_FILE.set(buffer);
-    hashed
-}
-
 /// Reads `file` from where it is to its end, appending to `buffer`, at most
 /// `most` bytes; an end met before `size` bytes is read past once more for
 /// each time reading goes on (a file system that answered a read short
@@ -441,10 +264,12 @@ fn hash_small(
 ///
 /// (Through `take`, because `File::read_to_end` would ask the size and
 /// offset again: two more system calls per file.)
-fn read_until(file: &mut File, buffer: &mut Vec<u8>, size: u64, most: u64) -> io::Result<u64> {
+fn read_until(mut file: &File, buffer: &mut Vec<u8>, size: u64, most: u64) -> io::Result<u64> {
     let mut read = 0;
     loop {
-        let more = Read::by_ref(file).take(most - read).read_to_end(buffer)? as u64;
+        let more = Read::by_ref(&mut file)
+            .take(most - read)
+            .read_to_end(buffer)? as u64;
         read += more;
         if more == 0 || read >= size.min(most) {
             return Ok(read);
@@ -475,27 +300,15 @@ pub struct Job<T, S = ()> {
     progress: Option<Arc<AtomicU64>>,
     /// Bytes the caller keeps for this job, counted as held while it is.
     held: usize,
-    state: State,
-}
-
-/// Where a [`Job`] is. (`Open` is the big one where `fstat` data is, on
-/// FreeBSD for one; boxing it would cost an allocation per input for the
-/// few dozen jobs in flight.)
-#[allow(clippy::large_enum_variant)]
-enum State {
-    /// Not opened yet, or not opened for want of a descriptor (then opened
-    /// when its turn comes); or read whole into a lane and closed again.
-    Closed,
-    /// Open, to be hashed whole.
-    Open(Opened),
-    /// It failed.
-    Failed(Error),
+    failed: Option<Error>,
 }
 
 /// What a [`Job`] names.
 enum Target {
     Path(PathBuf),
     Stdin,
+    /// An open file (taken when it is opened).
+    File(Option<File>),
 }
 
 /// What hashing a [`Job`] gave.
@@ -534,7 +347,7 @@ impl<T> Job<T> {
             sink: (),
             progress: None,
             held: 0,
-            state: State::Closed,
+            failed: None,
         }
     }
 }
@@ -544,7 +357,7 @@ impl<T, S: LeafSink> Job<T, S> {
     /// other jobs: an input known to be unusable (a file a walk could not
     /// look at, a standard input that was closed).
     pub fn failing(mut self, error: Error) -> Self {
-        self.state = State::Failed(error);
+        self.failed = Some(error);
         self
     }
 
@@ -559,15 +372,15 @@ impl<T, S: LeafSink> Job<T, S> {
             sink,
             progress: self.progress,
             held: self.held,
-            state: self.state,
+            failed: self.failed,
         }
     }
 
     /// Hashes only the leaves `leaves` selects of a regular file (a
-    /// [`Range`] of leaf indices, or a [`Part`](crate::params::Part) of the leaves;
-    /// cut at its end: a range past it hashes nothing), for their digests:
-    /// the outcome's digest then means nothing, but its length is the
-    /// file's.
+    /// [`Range`] of leaf indices, or a [`Part`](crate::params::Part) of the
+    /// leaves; cut at its end: a range past it hashes nothing), for their
+    /// digests: the outcome's digest then means nothing, but its length is
+    /// the file's.
     pub fn select(mut self, leaves: impl Into<Selection>) -> Self {
         self.leaves = Some(leaves.into());
         self
@@ -575,13 +388,13 @@ impl<T, S: LeafSink> Job<T, S> {
 
     /// Says that the input is an excerpt of a `total`-byte file: it holds
     /// exactly the bytes of the leaves selected with
-    /// [`select`](Self::select) (all of them if none are), and
-    /// nothing else, such as what a ranged download of the file gives (a
-    /// stream, or a regular file it was saved to). Its leaves get their
-    /// place in the file (node offsets, and the file's final leaf its
-    /// last-node flag), and the outcome's length is `total`. An input of
-    /// another length fails with [`Error::ExcerptLength`]; a regular file
-    /// does so before it is read.
+    /// [`select`](Self::select) (all of them if none are), and nothing
+    /// else, such as what a ranged download of the file gives (a stream, or
+    /// a regular file it was saved to). Its leaves get their place in the
+    /// file (node offsets, and the file's final leaf its last-node flag),
+    /// and the outcome's length is `total`. An input of another length
+    /// fails with [`Error::ExcerptLength`]; a regular file does so before
+    /// it is read.
     pub fn excerpt_of(mut self, total: u64) -> Self {
         self.excerpt_of = Some(total);
         self
@@ -601,22 +414,36 @@ impl<T, S: LeafSink> Job<T, S> {
         self
     }
 
-    fn outcome(self, result: Result<Hashed, Error>, stamp: Option<Stamp>) -> Outcome<T, S> {
-        Outcome {
-            tag: self.tag,
-            leaves: self.sink,
-            result,
-            stamp,
+    /// What the job holds in memory while in flight.
+    fn weight(&self) -> usize {
+        let name = match &self.target {
+            Target::Path(path) => path.as_os_str().len(),
+            _ => 0,
+        };
+        name + self.held
+    }
+
+    fn count(&self, bytes: u64) {
+        if let Some(progress) = &self.progress {
+            progress.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    fn open(&mut self) -> Result<Opened, Error> {
+        match &mut self.target {
+            Target::Path(path) => Opened::path(path),
+            Target::Stdin => Opened::file(duplicate_stdin()?, true),
+            Target::File(file) => Opened::file(file.take().expect("opened once"), false),
         }
     }
 }
 
 /// Hashes many inputs, several at once on the rayon pool, and hands each
 /// outcome to `report` in the order of `jobs`, as soon as it and every one
-/// before it are done. Small files are hashed side by side in the SIMD
-/// lanes. Jobs are taken from the iterator only as room frees up, so a long
-/// list is never held whole. When `report` answers
-/// [`ControlFlow::Break`], no further job is started.
+/// before it are done. The leaves of small and large files alike are hashed
+/// side by side in the SIMD lanes. Jobs are taken from the iterator only as
+/// room frees up, so a long list is never held whole. When `report`
+/// answers [`ControlFlow::Break`], no further job is started.
 ///
 /// ```
 /// use std::ops::ControlFlow;
@@ -644,151 +471,511 @@ impl<T, S: LeafSink> Job<T, S> {
 /// ```
 pub fn hash_each<T, S>(
     jobs: impl IntoIterator<Item = Job<T, S>>,
-    report: impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
+    mut report: impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
 ) where
-    T: Send,
-    S: LeafSink + Send,
+    S: LeafSink,
 {
-    engine::hash_each(jobs.into_iter(), report);
-}
-
-impl<T: Send, S: LeafSink + Send> Input for Job<T, S> {
-    type Output = Outcome<T, S>;
-    /// Its length and modification time, or why it did not read back as it
-    /// was.
-    type ReadWhole = Result<(u64, Option<Stamp>), Error>;
-
-    fn in_turn(&self) -> bool {
-        matches!(self.target, Target::Stdin)
-    }
-
-    fn held_bytes(&self) -> usize {
-        let name = match &self.target {
-            Target::Path(path) => path.as_os_str().len(),
-            Target::Stdin => 0,
-        };
-        name + self.held
-    }
-
-    fn prepare(&mut self, arena: &mut Vec<u8>) -> Step<Self::ReadWhole> {
-        if let State::Closed = self.state {
-            // Standard input is only ever prepared in turn.
-            let when = if self.in_turn() {
-                When::InTurn
-            } else {
-                When::Ahead
-            };
-            match self.open(when) {
-                Ok(opened) => self.state = State::Open(opened),
-                // Out of descriptors (or of those that may be opened
-                // ahead): opened when its turn comes, on the calling
-                // thread.
-                Err(Error::Io(error)) if out_of_descriptors(&error) => {
-                    return Step::Whole(Shape::Stream);
+    let engine = Engine::new();
+    let budget = engine.budget();
+    let mut jobs = jobs.into_iter();
+    let mut next_job: Option<Job<T, S>> = None;
+    let mut flight: VecDeque<Running<T, S>> = VecDeque::new();
+    // The bytes the jobs in flight hold, and the files they keep open.
+    let (mut held, mut open) = (0, 0);
+    // Whether an outcome was reported since the last `Waiting`.
+    let mut reported = false;
+    let flow = loop {
+        if let Some(front) = flight.front_mut() {
+            front.drain();
+            if front.ready() {
+                let running = flight.pop_front().expect("a front");
+                held -= running.job.weight();
+                open -= usize::from(running.opened.is_some());
+                reported = true;
+                match report(Event::Ready(running.finish())) {
+                    ControlFlow::Continue(()) => continue,
+                    stop => break stop,
                 }
-                Err(error) => self.state = State::Failed(error),
+            }
+            if let Work::Stream { .. } = front.work {
+                if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
+                    break ControlFlow::Break(());
+                }
+                front.read_stream(&engine);
+                continue;
             }
         }
-        let State::Open(file) = &mut self.state else {
-            return Step::Done;
-        };
-        let whole = Step::Whole(if file.is_stream() {
-            Shape::Stream
+        // Queue the next window of the first file with leaves left to
+        // queue; with none, take on the next job if there is room.
+        if let Some(running) = flight.iter_mut().find(|running| running.leaves_left()) {
+            if running.queue_window(&engine) {
+                continue;
+            }
         } else {
-            // (A directory has no leaves: hashing it fails at once. An
-            // excerpt's leaves are numbered in the file it is of.)
-            let length = self.excerpt_of.or(file.regular_length());
-            let count = self.tree.leaf_count(length.unwrap_or(0));
-            let leaves = match &self.leaves {
-                Some(selection) => {
-                    let leaves = selection.leaves(count);
-                    leaves.end - leaves.start
-                }
-                None => count,
-            };
-            Shape::File {
-                tree: self.tree,
-                leaves,
+            if next_job.is_none() {
+                next_job = jobs.next();
             }
-        });
-        // An input whose leaves are not wanted, of one leaf or less, is read
-        // now and hashed beside others; it is closed at once, the check that
-        // it did not change made (its bytes are in memory).
-        if self.leaves.is_some() || self.excerpt_of.is_some() || self.sink.wants_leaves() {
-            return whole;
-        }
-        let most = self.tree.leaf_size().min(tuning::MAP_MIN - 1);
-        match file.read_small(most, arena) {
-            Ok(Some(bytes)) => {
-                let length = (bytes.end - bytes.start) as u64;
-                let stamp = file.regular().copied();
-                let read = file
-                    .unchanged()
-                    .and_then(|()| file.held_whole(length))
-                    .map(|()| (length, stamp));
-                self.state = State::Closed;
-                Step::Small {
-                    tree: self.tree,
-                    bytes,
-                    read,
+            match next_job.take() {
+                None if flight.is_empty() => break ControlFlow::Continue(()),
+                None => {}
+                Some(job) => {
+                    // (Nothing is taken on past a stream, which is read in
+                    // its turn; standard input is opened in its turn too:
+                    // its offset is where the jobs before it left it.)
+                    let room = flight.len() < IN_FLIGHT
+                        && open < budget.inputs
+                        && (held == 0 || held + job.weight() <= budget.bytes)
+                        && !flight
+                            .iter()
+                            .any(|running| matches!(running.work, Work::Stream { .. }))
+                        && (flight.is_empty() || !matches!(job.target, Target::Stdin));
+                    if !room {
+                        next_job = Some(job);
+                    } else {
+                        match Running::start(job, &engine) {
+                            Ok(running) => {
+                                held += running.job.weight();
+                                open += usize::from(running.opened.is_some());
+                                flight.push_back(running);
+                            }
+                            // Out of descriptors: tried again once the
+                            // inputs in flight are done, or failed if none
+                            // are.
+                            Err(refused) if flight.is_empty() => {
+                                let (job, error) = *refused;
+                                flight.push_back(Running::failed(job, error.into()))
+                            }
+                            Err(refused) => next_job = Some(refused.0),
+                        }
+                        continue;
+                    }
                 }
-            }
-            Ok(None) => whole,
-            Err(error) => {
-                self.state = State::Failed(error);
-                Step::Done
             }
         }
-    }
-
-    fn small_done(self, read: Self::ReadWhole, digest: Digest) -> Outcome<T, S> {
-        let (result, stamp) = match read {
-            Ok((length, stamp)) => {
-                if let Some(progress) = &self.progress {
-                    progress.fetch_add(length, Ordering::Relaxed);
-                }
-                (Ok(Hashed { digest, length }), stamp)
-            }
-            Err(error) => (Err(error), None),
-        };
-        self.outcome(result, stamp)
-    }
-
-    fn hash_whole(mut self, abandoned: &AtomicBool) -> Outcome<T, S> {
-        let opened = match std::mem::replace(&mut self.state, State::Closed) {
-            State::Open(opened) => Ok(opened),
-            // (Put off in `prepare`: hashed whole on the calling thread,
-            // in turn.)
-            State::Closed => self.open(When::InTurn),
-            State::Failed(error) => Err(error),
-        };
-        let mut stamp = None;
-        let result = opened.and_then(|mut file| {
-            stamp = file.regular().copied();
-            let mut sink = Sink {
-                leaves: Some(&mut self.sink),
-                progress: self.progress.as_deref(),
-                abandoned: Some(abandoned),
-            };
-            match self.excerpt_of {
-                Some(total) => {
-                    file.hash_excerpt(&self.tree, self.leaves.as_ref(), total, &mut sink)
-                }
-                None => file.hash(&self.tree, self.leaves.as_ref(), &mut sink),
-            }
-        });
-        let stamp = result.is_ok().then_some(stamp).flatten();
-        self.outcome(result, stamp)
+        if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
+            break ControlFlow::Break(());
+        }
+        let front = flight.front().expect("inputs in flight");
+        let window = flight
+            .iter()
+            .find(|running| running.leaves_left())
+            .map(Running::window_bytes);
+        engine.wait_until(|| front.ready() || window.is_some_and(|bytes| engine.has_room(bytes)));
+    };
+    if flow.is_break() {
+        engine.abandon();
     }
 }
 
-impl<T, S> Job<T, S> {
-    fn open(&self, when: When) -> Result<Opened, Error> {
-        match &self.target {
-            Target::Path(path) => Opened::path(path, when),
-            Target::Stdin => Opened::stdin(when),
+/// A job given back for want of a file descriptor, and the error.
+type Refused<T, S> = Box<(Job<T, S>, io::Error)>;
+
+/// A job in flight.
+struct Running<T, S> {
+    job: Job<T, S>,
+    /// The input, while it is open.
+    opened: Option<Opened>,
+    stamp: Option<Stamp>,
+    work: Work,
+}
+
+enum Work {
+    /// Known before any leaf was hashed.
+    Over(Result<Hashed, Error>),
+    /// Leaves on the engine, `next..end` still to be queued.
+    Leaves {
+        feed: Box<Feed>,
+        next: u64,
+        end: u64,
+        /// The input's length: its leaves are cut from it.
+        length: u64,
+        /// The input's byte that the file holds at its start (an excerpt
+        /// holds the bytes from its first leaf on).
+        skip: u64,
+        /// The bytes read whole, if they were.
+        whole: Option<Arc<Vec<u8>>>,
+    },
+    /// A stream, read when it is the first in flight; the bytes of it read
+    /// already.
+    Stream { read: Vec<u8> },
+}
+
+impl<T, S: LeafSink> Running<T, S> {
+    fn failed(job: Job<T, S>, error: Error) -> Self {
+        Running {
+            job,
+            opened: None,
+            stamp: None,
+            work: Work::Over(Err(error)),
         }
     }
+
+    /// Opens a job's input and queues what it can; gives the job back if
+    /// no descriptor was free.
+    fn start(mut job: Job<T, S>, engine: &Engine) -> Result<Self, Refused<T, S>> {
+        if let Some(error) = job.failed.take() {
+            return Ok(Running::failed(job, error));
+        }
+        match job.open() {
+            Ok(opened) => {
+                let mut running = Running {
+                    job,
+                    stamp: opened.stamp,
+                    opened: Some(opened),
+                    work: Work::Stream { read: Vec::new() },
+                };
+                if let Err(error) = running.plan(engine) {
+                    running.opened = None;
+                    running.work = Work::Over(Err(error));
+                }
+                Ok(running)
+            }
+            Err(Error::Io(error)) if out_of_descriptors(&error) => Err(Box::new((job, error))),
+            Err(error) => Ok(Running::failed(job, error)),
+        }
+    }
+
+    /// Chooses how the opened input is read, and reads it if it is small.
+    fn plan(&mut self, engine: &Engine) -> Result<(), Error> {
+        let opened = self.opened.as_ref().expect("opened");
+        let tree = &self.job.tree;
+        if opened.is_dir() {
+            return Err(is_a_directory());
+        }
+        let Some(size) = opened.regular_length() else {
+            if self.job.leaves.is_some() && self.job.excerpt_of.is_none() {
+                return Err(Error::NotRegularFile);
+            }
+            self.work = Work::Stream { read: Vec::new() };
+            return Ok(());
+        };
+        let (length, skip, whole) = match self.job.excerpt_of {
+            Some(total) => {
+                let leaves = self.selected(total);
+                let bytes = tree.leaves_bytes(&leaves, total);
+                let expected = bytes.end - bytes.start;
+                if size != expected {
+                    return Err(Error::ExcerptLength {
+                        leaves,
+                        total,
+                        expected,
+                        found: size,
+                        more: false,
+                    });
+                }
+                (total, bytes.start, None)
+            }
+            None if size <= SMALL => {
+                let mut bytes = Vec::with_capacity(size as usize + 1);
+                let read = read_until(&opened.file, &mut bytes, size, SMALL + 1)?;
+                if read > SMALL {
+                    // Longer than it said (a `/proc` file): a stream.
+                    self.work = Work::Stream { read: bytes };
+                    return Ok(());
+                }
+                opened.unchanged()?;
+                opened.held_whole(read)?;
+                if self.job.leaves.is_some() {
+                    opened.rewind()?;
+                }
+                self.opened = None;
+                (read, 0, Some(Arc::new(bytes)))
+            }
+            None => (size, 0, None),
+        };
+        let leaves = self.selected(length);
+        check_leaf_count(tree, leaves.end)?;
+        self.work = Work::Leaves {
+            feed: Box::new(Feed::new(tree, leaves.start)),
+            next: leaves.start,
+            end: leaves.end,
+            length,
+            skip,
+            whole,
+        };
+        if let Work::Leaves { whole: Some(_), .. } = self.work {
+            self.queue_window(engine);
+        }
+        Ok(())
+    }
+
+    /// The leaves selected of an input of `length` bytes.
+    fn selected(&self, length: u64) -> Range<u64> {
+        let count = self.job.tree.leaf_count(length);
+        self.job
+            .leaves
+            .as_ref()
+            .map_or(0..count, |selection| selection.leaves(count))
+    }
+
+    fn leaves_left(&self) -> bool {
+        matches!(self.work, Work::Leaves { next, end, .. } if next < end)
+    }
+
+    /// The leaves the next window holds.
+    fn window(&self) -> Range<u64> {
+        let Work::Leaves { next, end, .. } = self.work else {
+            return 0..0;
+        };
+        let leaf = self.job.tree.leaf_size();
+        let most = if leaf > BIG_LEAF {
+            1
+        } else {
+            (window_size() / leaf).clamp(1, WINDOW_LEAVES)
+        };
+        next..end.min(next.saturating_add(most))
+    }
+
+    /// The bytes the next window counts on the engine.
+    fn window_bytes(&self) -> usize {
+        let Work::Leaves { length, .. } = self.work else {
+            return 0;
+        };
+        let leaves = self.window();
+        let bytes = self.job.tree.leaves_bytes(&leaves, length);
+        let bytes = usize::try_from(bytes.end - bytes.start)
+            .unwrap_or(usize::MAX)
+            .min(window_size() as usize);
+        bytes + (leaves.end - leaves.start) as usize * LEAF_COST
+    }
+
+    /// Queues the next window's leaves, if the engine has room for them;
+    /// whether it did.
+    fn queue_window(&mut self, engine: &Engine) -> bool {
+        if !engine.has_room(self.window_bytes()) {
+            return false;
+        }
+        let leaves = self.window();
+        let tree = self.job.tree;
+        let Work::Leaves {
+            feed,
+            next,
+            end,
+            length,
+            skip,
+            whole,
+        } = &mut self.work
+        else {
+            return false;
+        };
+        // A file that failed or changed is not read further: each mapped
+        // window is preceded by a look at the file's size and time.
+        if whole.is_none() {
+            match self
+                .opened
+                .as_ref()
+                .expect("a mapped file is open")
+                .unchanged()
+            {
+                Ok(()) => {}
+                Err(Error::Io(error)) => feed.done.fail(error),
+                Err(_) => feed.done.changed(),
+            }
+        }
+        if feed.done.failed() {
+            *next = *end;
+            return true;
+        }
+        let bytes = tree.leaves_bytes(&leaves, *length);
+        let count = tree.leaf_count(*length);
+        let leaf = |index, source| Leaf {
+            source,
+            index,
+            last: index + 1 == count,
+            done: Arc::clone(&feed.done),
+        };
+        if let Some(whole) = whole {
+            engine.push(leaves.clone().map(|index| {
+                let bytes = tree.leaf_bytes(index, *length);
+                leaf(
+                    index,
+                    Source::Bytes(
+                        Arc::clone(whole) as _,
+                        bytes.start as usize..bytes.end as usize,
+                    ),
+                )
+            }));
+        } else {
+            let opened = self.opened.as_ref().expect("a mapped file is open");
+            let offset = opened.start + bytes.start - *skip;
+            let mappable = platform::safe_to_map(&opened.file);
+            let len = bytes.end - bytes.start;
+            if tree.leaf_size() > BIG_LEAF {
+                let big = mapped::BigLeaf {
+                    file: Arc::clone(&opened.file),
+                    offset,
+                    mappable,
+                };
+                engine.push([leaf(leaves.start, Source::Pieces(Arc::new(big), len))]);
+            } else {
+                match mapped::bytes_of(&opened.file, offset, len as usize, mappable) {
+                    Ok(window) => engine.push(leaves.clone().map(|index| {
+                        let at = tree.leaf_bytes(index, *length);
+                        let at = (at.start - bytes.start) as usize..(at.end - bytes.start) as usize;
+                        leaf(index, Source::Bytes(Arc::clone(&window), at))
+                    })),
+                    Err(error) => {
+                        feed.done.fail(error);
+                        *next = *end;
+                        return true;
+                    }
+                }
+            }
+        }
+        feed.queued = leaves.end;
+        *next = leaves.end;
+        true
+    }
+
+    /// Feeds the root the digests that came in, in order.
+    fn drain(&mut self) {
+        if let Work::Leaves { feed, length, .. } = &mut self.work {
+            let before = feed.next();
+            feed.drain(&mut self.job.sink);
+            let bytes = self.job.tree.leaves_bytes(&(before..feed.next()), *length);
+            self.job.count(bytes.end - bytes.start);
+        }
+    }
+
+    /// Whether its outcome can be reported.
+    fn ready(&self) -> bool {
+        match &self.work {
+            Work::Over(_) => true,
+            Work::Leaves {
+                feed, next, end, ..
+            } => next == end && feed.all_in(),
+            Work::Stream { .. } => false,
+        }
+    }
+
+    /// Reads a stream to its end, hashing it on the engine.
+    fn read_stream(&mut self, engine: &Engine) {
+        let Work::Stream { read } =
+            std::mem::replace(&mut self.work, Work::Over(Err(Error::NotRegularFile)))
+        else {
+            return;
+        };
+        let result = self.hash_stream(engine, read);
+        self.work = Work::Over(result);
+    }
+
+    fn hash_stream(&mut self, engine: &Engine, read: Vec<u8>) -> Result<Hashed, Error> {
+        let opened = self.opened.as_ref().expect("a stream is open");
+        let job = &mut self.job;
+        let mut reader = Counted {
+            inner: &opened.file,
+            job_progress: job.progress.as_deref(),
+        };
+        let Some(total) = job.excerpt_of else {
+            opened.start_stream()?;
+            let mut stream = Stream::new(engine, &job.tree, 0, None);
+            stream.write(&read, &mut job.sink)?;
+            job.count(read.len() as u64);
+            stream.read_from(&mut reader, None, &mut job.sink)?;
+            let (digest, length) = stream.finish(&mut job.sink)?;
+            opened.held_whole(length)?;
+            opened.unchanged()?;
+            return Ok(Hashed { digest, length });
+        };
+        let count = job.tree.leaf_count(total);
+        let leaves = job
+            .leaves
+            .as_ref()
+            .map_or(0..count, |selection| selection.leaves(count));
+        let bytes = job.tree.leaves_bytes(&leaves, total);
+        let expected = bytes.end - bytes.start;
+        let wrong_length = |found, more| Error::ExcerptLength {
+            leaves: leaves.clone(),
+            total,
+            expected,
+            found,
+            more,
+        };
+        opened.start_stream()?;
+        let mut stream = Stream::new(engine, &job.tree, leaves.start, count.checked_sub(1));
+        let found = stream.read_from(&mut reader, Some(expected), &mut job.sink)?;
+        if found < expected {
+            return Err(wrong_length(found, false));
+        }
+        // Nothing may follow (the stream read a byte past what it expected,
+        // if there was one).
+        let excess = found - expected
+            + io::copy(&mut (&*opened.file).take(EXCESS_COUNTED), &mut io::sink())?;
+        if excess > 0 {
+            return Err(wrong_length(
+                expected + excess.min(EXCESS_COUNTED),
+                excess > EXCESS_COUNTED,
+            ));
+        }
+        let (digest, _) = stream.finish(&mut job.sink)?;
+        Ok(Hashed {
+            digest,
+            length: total,
+        })
+    }
+
+    /// The outcome, once [`ready`](Self::ready).
+    fn finish(mut self) -> Outcome<T, S> {
+        let result = match std::mem::replace(&mut self.work, Work::Over(Err(Error::NotRegularFile)))
+        {
+            Work::Over(result) => result,
+            Work::Leaves {
+                mut feed, length, ..
+            } => {
+                feed.drain(&mut self.job.sink);
+                let digest = feed.finish();
+                match &self.opened {
+                    Some(opened) => opened
+                        .unchanged()
+                        .and_then(|()| match self.job.leaves {
+                            // A selection reads only its leaves, at their offsets:
+                            // standard input stays where it was, for the next `-`.
+                            Some(_) => Ok(()),
+                            None => opened.seek_to_end(),
+                        })
+                        .and(digest.map_err(|error| match error {
+                            // A page that could not be read while the file looks
+                            // as it did: the device failed.
+                            Error::Changed => device_failed(),
+                            error => error,
+                        })),
+                    None => digest,
+                }
+                .map(|digest| Hashed { digest, length })
+            }
+            Work::Stream { .. } => unreachable!("a stream is read before it is ready"),
+        };
+        let stamp = if result.is_ok() { self.stamp } else { None };
+        Outcome {
+            tag: self.job.tag,
+            leaves: self.job.sink,
+            result,
+            stamp,
+        }
+    }
+}
+
+/// A reader that counts what it reads toward a job's progress.
+struct Counted<'a> {
+    inner: &'a File,
+    job_progress: Option<&'a AtomicU64>,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buf)?;
+        if let Some(progress) = self.job_progress {
+            progress.fetch_add(count as u64, Ordering::Relaxed);
+        }
+        Ok(count)
+    }
+}
+
+fn device_failed() -> Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::EIO).into();
+    #[cfg(not(unix))]
+    return io::Error::other("Input/output error").into();
 }
 
 /// Whether opening failed for want of a file descriptor (`EMFILE`,
@@ -821,30 +1008,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_small_file_longer_than_a_leaf_read_is_streamed_whole() {
-        // Like a /proc file whose size reads 0: more than the small-file
-        // limit follows.
+    fn a_small_file_longer_than_it_said_is_read_as_a_stream() {
+        // Like a /proc file whose size reads 0: more than a small file
+        // follows.
         let data: Vec<u8> = (0..3 << 20).map(|i| (i % 251) as u8).collect();
-        let (_dir, path) = crate::input::temp_file("long", &data);
+        let (_dir, path) = temp_file("long", &data);
         let tree = TreeParams::default();
-        let mut file = File::open(&path).unwrap();
-        let hashed = hash_small(&tree, &mut file, 100, &mut Sink::default()).unwrap();
-        assert_eq!(hashed.length, 3 << 20);
-        assert_eq!(hashed.digest, crate::hash(&tree, &data));
+        let mut job = Job::path((), &path, &tree);
+        let mut opened = job.open().unwrap();
+        opened.stamp.as_mut().unwrap().len = 100;
+        let mut running = Running {
+            job,
+            stamp: None,
+            opened: Some(opened),
+            work: Work::Stream { read: Vec::new() },
+        };
+        let engine = Engine::new();
+        running.plan(&engine).unwrap();
+        assert!(matches!(&running.work, Work::Stream { read } if read.len() as u64 == SMALL + 1));
+        running.read_stream(&engine);
+        // (Its stamp no longer says 100 bytes: it "changed".)
+        let outcome = running.finish();
+        assert!(matches!(outcome.result, Err(Error::Changed)));
     }
 
     #[test]
-    fn a_small_file_longer_than_it_said_is_not_read_into_a_lane() {
-        let (_dir, path) = crate::input::temp_file("growing", b"1234");
-        let mut opened = Opened::path(&path, When::InTurn).unwrap();
+    fn a_small_file_that_grew_is_changed() {
+        let (_dir, path) = temp_file("growing", b"1234");
+        let tree = TreeParams::default();
+        let mut job = Job::path((), &path, &tree);
+        let opened = job.open().unwrap();
         // It grows after its size was taken.
         std::fs::write(&path, b"12345678").unwrap();
-        let mut arena = b"neighbour".to_vec();
-        assert_eq!(opened.read_small(100, &mut arena).unwrap(), None);
-        assert_eq!(arena, b"neighbour");
-        // Read again from its start, it is found to have changed.
-        let tree = TreeParams::default();
-        let hashed = opened.hash(&tree, None, &mut Sink::default());
-        assert!(matches!(hashed, Err(Error::Changed)), "{hashed:?}");
+        let mut running = Running {
+            job,
+            stamp: None,
+            opened: Some(opened),
+            work: Work::Stream { read: Vec::new() },
+        };
+        assert!(matches!(running.plan(&Engine::new()), Err(Error::Changed)));
     }
 }

@@ -466,18 +466,16 @@ impl Passes<'_> {
                             next_index: 0,
                             in_order: true,
                             size: whole_size(&pass),
-                            root: crate::engine::Root::new(&pass.tree, 0),
+                            root: crate::engine::Root::new(&pass.tree),
                             expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
                         });
                     }
                     let mut bytes = 0u64;
-                    let size = pass.tree.digest_size();
                     for (index, digest) in listed.listed() {
                         if let Some(listing) = &mut listing {
                             listing.in_order &= index == listing.next_index;
                             listing.next_index = index + 1;
-                            let mut sink = crate::engine::Sink::default();
-                            listing.root.feed(digest.as_bytes(), size, &mut sink);
+                            listing.root.feed(digest.as_bytes());
                         }
                         let leaf = pass.tree.leaf_bytes(index, length);
                         bytes = bytes.saturating_add(leaf.end - leaf.start);

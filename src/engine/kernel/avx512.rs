@@ -5,37 +5,38 @@
 //! the lanes per instruction, and a rotation is one `vprorq`/`vprord`
 //! instead of two shifts and an OR. Each block's message words are loaded
 //! from every lane's leaf with plain unaligned loads and transposed in
-//! registers (gathers measured slower). The lanes' parameter words differ
-//! only in the node offset, which goes into the state.
+//! registers (gathers measured slower).
 //!
-//! They take whole leaves that are not the last node, of any length from 1
-//! byte; everything else (a short final leaf, the last leaf, big leaves
-//! hashed a piece at a time) stays on the crates. Results are proved equal
-//! to the crates' by the differential tests below and in
-//! `tests/integration/vectors.rs`.
+//! Every lane has its own leaf: its bytes (any length), its node offset,
+//! whether it is its input's last node, and its own byte counter. All lanes
+//! compress their ordinary blocks together, as many as the lane with the
+//! fewest left has; a lane at its final block is finished in a step of its
+//! own (the others' results there are not kept) and takes the next leaf,
+//! as `blake2_simd`'s `many` does. Results are proved equal to the crates'
+//! by the differential tests in `kernel` and `tests/integration/vectors.rs`.
 //!
 //! # Bounds of `unsafe`
 //!
-//! Miri cannot run these intrinsics, so the memory safety rests on two
-//! rules. Every load reads 64 bytes at `lane.as_ptr().add(offset)` where
-//! `offset + 64 <= lane.len()` (`load_rows`, an `unsafe fn` whose callers
-//! assert every lane's length, a whole number of blocks, before their loop),
-//! or a 64-byte row of the state; every store writes a 64-byte row of the
-//! state, through the exclusive borrow of it. And the AVX-512 code runs only
-//! once [`available`] said the CPU has AVX-512F: the safe entry points
-//! assert it.
+//! Every load reads 64 bytes at `lane.as_ptr().add(offset)` where
+//! `offset + 64 <= lane.len()` (`load_rows`, whose callers assert every
+//! lane's length, a whole number of blocks), or a 64-byte row of the state;
+//! every store writes a 64-byte row of the state, through the exclusive
+//! borrow of it. And the AVX-512 code runs only once [`available`] said the
+//! CPU has AVX-512F: the entry points assert it.
 
 use core::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{LANES_B, LANES_S};
+use super::{LANES_B, LANES_S, LeafJob};
 use crate::params::{LastNode, Node, TreeParams};
 
-/// The bytes of each lane hashed between two hand-backs of the pages read
-/// (`release`): a chunk is handed back once the next one is hashed, so that
-/// 16 lanes of 5 MiB leaves keep at most 32 MiB resident per thread, not
-/// 80. A multiple of both block sizes.
+/// The most bytes of each lane compressed between two hand-backs of the
+/// pages hashed (`release`), so that a thread keeps at most 8 or 16 MiB of
+/// its leaves resident. A multiple of both block sizes.
 pub(super) const CHUNK: usize = 1 << 20;
+
+/// What a finished or empty lane reads: never hashed into a result.
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 /// Whether this CPU runs these kernels (checked once, then cached by the
 /// standard library); never under Miri, which cannot run the intrinsics.
@@ -74,183 +75,168 @@ const SIGMA: [[usize; 16]; 12] = [
     [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
 ];
 
-/// Hashes `data`, `n` whole leaves of `tree` (1 <= n <= `lanes`, each
-/// `tree.leaf_size()` bytes, none of them the last node) numbered from
-/// `first`, into `out`, one digest a leaf. Lanes beyond `n` hash leaf 0
-/// again and are dropped. Each lane is hashed `chunk` bytes at a time (a
-/// multiple of the block size; [`CHUNK`] but in tests), and `release` is
-/// told of each range of `data` once it is hashed.
-macro_rules! hash_leaves {
+/// Hashes `jobs` (leaves of `tree`) into `out`, one digest a job in order,
+/// `lanes` at a time with lane refill (see the module documentation);
+/// `release(job, bytes)` is told of each job's bytes once hashed.
+macro_rules! hash_jobs {
     (
-        $tree:expr, $first:expr, $data:expr, $out:expr, $chunk:expr, $release:expr,
+        $tree:expr, $jobs:expr, $out:expr, $release:expr,
         lanes: $lanes:expr, word: $word:ty, block: $block:expr,
         state: $state:ident, compress: $compress:ident
     ) => {{
         assert!(available(), "the AVX-512 kernels need AVX-512F");
-        let tree: &TreeParams = $tree;
-        let data: &[u8] = $data;
-        let chunk: usize = $chunk;
-        assert!(
-            chunk > 0 && chunk.is_multiple_of($block),
-            "chunks of whole blocks"
-        );
-        let leaf = tree.leaf_size() as usize;
-        let count = data.len() / leaf;
-        assert!(
-            (1..=$lanes).contains(&count) && data.len() == count * leaf,
-            "whole leaves for the lanes"
-        );
+        let (tree, jobs): (&TreeParams, &[LeafJob<'_>]) = ($tree, $jobs);
         let size = tree.digest_size();
-        assert_eq!($out.len(), count * size, "one digest a leaf");
-        // As the crates assert: a node offset past the algorithm's range
-        // (48 bits for BLAKE2s) would be cut to fit, and name another leaf.
-        let first: u64 = $first;
-        assert!(
-            first
-                .checked_add(count as u64 - 1)
-                .is_some_and(|last| last < tree.algorithm().max_leaves()),
-            "node offsets past the algorithm's range"
-        );
-        let lane = |k: usize| {
-            let k = if k < count { k } else { 0 };
-            &data[k * leaf..(k + 1) * leaf]
-        };
-        let mut h = $state(tree, first);
-        // Every block but the final one, a chunk at a time; each chunk is
-        // handed back once the next is hashed (the last one with the final
-        // block), so that no page is handed back twice or kept.
-        let blocks = leaf.div_ceil($block);
-        let whole = (blocks - 1) * $block;
-        let (mut done, mut kept) = (0, 0);
-        while done < whole {
-            let end = (done + chunk).min(whole);
-            let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| &lane(k)[done..end]);
-            // SAFETY: `available()` said the CPU has AVX-512F (asserted above).
-            unsafe { $compress(&mut h, lanes, done as u64 + $block, 0) };
-            if kept < done {
-                for k in 0..count {
-                    $release(k * leaf + kept..k * leaf + done);
+        assert_eq!($out.len(), jobs.len() * size, "one digest a job");
+        for job in jobs {
+            // As the crates assert: a node offset past the algorithm's
+            // range would be cut to fit, and name another leaf.
+            assert!(
+                job.index < tree.algorithm().max_leaves(),
+                "node offset out of range"
+            );
+            assert!(job.bytes.len() as u64 <= tree.leaf_size(), "a leaf's bytes");
+        }
+        let mut h = [[0 as $word; $lanes]; 8];
+        // Per lane: the job it hashes and the bytes compressed so far.
+        let mut slots: [Option<(usize, usize)>; $lanes] = [None; $lanes];
+        let mut next = 0;
+        // The ordinary blocks a job has: all but its final one.
+        let ordinary = |job: &LeafJob<'_>| job.bytes.len().saturating_sub(1) / $block * $block;
+        loop {
+            for (k, slot) in slots.iter_mut().enumerate() {
+                if slot.is_none() && next < jobs.len() {
+                    $state(tree, &jobs[next], k, &mut h);
+                    *slot = Some((next, 0));
+                    next += 1;
                 }
             }
-            (kept, done) = (done, end);
-        }
-        // The final block, zero-padded, with the finalisation flag.
-        let finals: [[u8; $block]; $lanes] = std::array::from_fn(|k| {
-            let mut padded = [0u8; $block];
-            padded[..leaf - whole].copy_from_slice(&lane(k)[whole..]);
-            padded
-        });
-        let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| &finals[k][..]);
-        // SAFETY: as above.
-        unsafe { $compress(&mut h, lanes, leaf as u64, <$word>::MAX) };
-        if kept == 0 {
-            // Leaves of one chunk: the group's bytes in one range, so that
-            // pages shared by neighbouring small leaves are handed back too.
-            $release(0..count * leaf);
-        } else {
-            for k in 0..count {
-                $release(k * leaf + kept..(k + 1) * leaf);
+            let busy =
+                |slot: &Option<(usize, usize)>| slot.map(|(job, done)| ordinary(&jobs[job]) - done);
+            let Some(step) = slots.iter().filter_map(busy).min() else {
+                break;
+            };
+            let step = step.min(CHUNK);
+            if step > 0 {
+                let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| match slots[k] {
+                    Some((job, done)) => &jobs[job].bytes[done..done + step],
+                    None => &ZEROS[..step],
+                });
+                let t: [u64; $lanes] =
+                    std::array::from_fn(|k| slots[k].map_or(0, |(_, done)| done as u64));
+                // SAFETY: `available()` said the CPU has AVX-512F (asserted above).
+                unsafe { $compress(&mut h, lanes, t, [0; $lanes], [0; $lanes], !0) };
+                for (job, done) in slots.iter_mut().flatten() {
+                    $release(*job, *done..*done + step);
+                    *done += step;
+                }
+                continue;
             }
-        }
-        for (k, out) in $out.chunks_mut(size).enumerate() {
-            let mut bytes = [0u8; 8 * size_of::<$word>()];
-            for (word, bytes) in h.iter().zip(bytes.chunks_mut(size_of::<$word>())) {
-                bytes.copy_from_slice(&word[k].to_le_bytes());
+            // Lanes at their final block: that block, zero-padded, with the
+            // finalisation flags; the other lanes' results are not kept.
+            let mut finals = [[0u8; $block]; $lanes];
+            let (mut t, mut f0, mut f1, mut keep) = ([0u64; $lanes], [0; $lanes], [0; $lanes], 0);
+            for (k, slot) in slots.iter().enumerate() {
+                if let Some((job, done)) = *slot
+                    && ordinary(&jobs[job]) == done
+                {
+                    let bytes = &jobs[job].bytes[done..];
+                    finals[k][..bytes.len()].copy_from_slice(bytes);
+                    // (The counter is the leaf's length: `compress` adds
+                    // the block to the count before it, wrapping.)
+                    t[k] = (jobs[job].bytes.len() as u64).wrapping_sub($block);
+                    f0[k] = <$word>::MAX;
+                    f1[k] = if jobs[job].last { <$word>::MAX } else { 0 };
+                    keep |= 1 << k;
+                }
             }
-            out.copy_from_slice(&bytes[..size]);
+            let lanes: [&[u8]; $lanes] = std::array::from_fn(|k| &finals[k][..]);
+            // SAFETY: as above.
+            unsafe { $compress(&mut h, lanes, t, f0, f1, keep) };
+            for (k, slot) in slots.iter_mut().enumerate() {
+                if keep & (1 << k) == 0 {
+                    continue;
+                }
+                let (job, done) = slot.take().expect("a kept lane has a job");
+                $release(job, done..jobs[job].bytes.len());
+                let mut bytes = [0u8; 8 * size_of::<$word>()];
+                for (word, bytes) in h.iter().zip(bytes.chunks_mut(size_of::<$word>())) {
+                    bytes.copy_from_slice(&word[k].to_le_bytes());
+                }
+                $out[job * size..(job + 1) * size].copy_from_slice(&bytes[..size]);
+            }
         }
     }};
 }
 
-/// The signature of [`hash_leaves_b`] and [`hash_leaves_s`].
-pub(super) type HashLeaves =
-    fn(&TreeParams, u64, &[u8], &mut [u8], usize, &mut dyn FnMut(Range<usize>));
-
-/// BLAKE2b: see [`hash_leaves!`]. `out` holds `data.len() / leaf` digests.
-pub(super) fn hash_leaves_b(
+/// BLAKE2b: see [`hash_jobs!`].
+pub(super) fn hash_jobs_b(
     tree: &TreeParams,
-    first: u64,
-    data: &[u8],
+    jobs: &[LeafJob<'_>],
     out: &mut [u8],
-    chunk: usize,
-    release: &mut dyn FnMut(Range<usize>),
+    release: &mut dyn FnMut(usize, Range<usize>),
 ) {
-    hash_leaves!(
-        tree, first, data, out, chunk, release,
+    hash_jobs!(
+        tree, jobs, out, release,
         lanes: LANES_B, word: u64, block: 128,
         state: state_b, compress: compress_b
     );
 }
 
-/// BLAKE2s: see [`hash_leaves!`]. `out` holds `data.len() / leaf` digests.
-pub(super) fn hash_leaves_s(
+/// BLAKE2s: see [`hash_jobs!`].
+pub(super) fn hash_jobs_s(
     tree: &TreeParams,
-    first: u64,
-    data: &[u8],
+    jobs: &[LeafJob<'_>],
     out: &mut [u8],
-    chunk: usize,
-    release: &mut dyn FnMut(Range<usize>),
+    release: &mut dyn FnMut(usize, Range<usize>),
 ) {
-    hash_leaves!(
-        tree, first, data, out, chunk, release,
+    hash_jobs!(
+        tree, jobs, out, release,
         lanes: LANES_S, word: u32, block: 64,
         state: state_s, compress: compress_s
     );
 }
 
-/// The BLAKE2b state of leaves `first..first + 8`, word by word, lane by
-/// lane: the IV xor the parameter block (`TreeParams::node`), whose only
-/// per-lane word is the node offset, word 1.
-fn state_b(tree: &TreeParams, first: u64) -> [[u64; LANES_B]; 8] {
+/// Sets lane `k` of the BLAKE2b state to a leaf's start: the IV xor its
+/// parameter block (`TreeParams::node`).
+fn state_b(tree: &TreeParams, job: &LeafJob<'_>, k: usize, h: &mut [[u64; LANES_B]; 8]) {
     let node = tree.node(Node::Leaf {
-        offset: first,
+        offset: job.index,
         last: LastNode::No,
     });
-    let p0 = u64::from(node.digest_length)
-        | u64::from(node.fanout) << 16
-        | u64::from(node.max_depth) << 24
-        | u64::from(node.leaf_length) << 32;
-    let p2 = u64::from(node.node_depth) | u64::from(node.inner_length) << 8;
-    std::array::from_fn(|word| {
-        std::array::from_fn(|k| {
-            IV_B[word]
-                ^ match word {
-                    0 => p0,
-                    1 => first.wrapping_add(k as u64),
-                    2 => p2,
-                    _ => 0,
-                }
-        })
-    })
+    let words = [
+        u64::from(node.digest_length)
+            | u64::from(node.fanout) << 16
+            | u64::from(node.max_depth) << 24
+            | u64::from(node.leaf_length) << 32,
+        node.node_offset,
+        u64::from(node.node_depth) | u64::from(node.inner_length) << 8,
+    ];
+    for (word, h) in h.iter_mut().enumerate() {
+        h[k] = IV_B[word] ^ words.get(word).copied().unwrap_or(0);
+    }
 }
 
-/// The BLAKE2s state of leaves `first..first + 16`, as [`state_b`]: the
-/// 48-bit node offset spans words 2 and 3.
-fn state_s(tree: &TreeParams, first: u64) -> [[u32; LANES_S]; 8] {
+/// Sets lane `k` of the BLAKE2s state to a leaf's start, as [`state_b`]:
+/// the 48-bit node offset spans words 2 and 3.
+fn state_s(tree: &TreeParams, job: &LeafJob<'_>, k: usize, h: &mut [[u32; LANES_S]; 8]) {
     let node = tree.node(Node::Leaf {
-        offset: first,
+        offset: job.index,
         last: LastNode::No,
     });
-    let p0 = u32::from(node.digest_length)
-        | u32::from(node.fanout) << 16
-        | u32::from(node.max_depth) << 24;
-    std::array::from_fn(|word| {
-        std::array::from_fn(|k| {
-            let offset = first.wrapping_add(k as u64);
-            IV_S[word]
-                ^ match word {
-                    0 => p0,
-                    1 => node.leaf_length,
-                    2 => offset as u32,
-                    3 => {
-                        (offset >> 32) as u32 & 0xffff
-                            | u32::from(node.node_depth) << 16
-                            | u32::from(node.inner_length) << 24
-                    }
-                    _ => 0,
-                }
-        })
-    })
+    let words = [
+        u32::from(node.digest_length)
+            | u32::from(node.fanout) << 16
+            | u32::from(node.max_depth) << 24,
+        node.leaf_length,
+        node.node_offset as u32,
+        (node.node_offset >> 32) as u32 & 0xffff
+            | u32::from(node.node_depth) << 16
+            | u32::from(node.inner_length) << 24,
+    ];
+    for (word, h) in h.iter_mut().enumerate() {
+        h[k] = IV_S[word] ^ words.get(word).copied().unwrap_or(0);
+    }
 }
 
 /// One BLAKE2 round on the 16 state vectors `v` with message vectors `m`
@@ -380,15 +366,21 @@ fn load_state<W, const N: usize>(h: &[[W; N]; 8]) -> [__m512i; 8] {
     std::array::from_fn(|i| unsafe { _mm512_loadu_si512(h[i].as_ptr().cast()) })
 }
 
-/// Stores the state back, as [`load_state`] loaded it.
+/// Stores the lanes set in `keep` back, as [`load_state`] loaded them.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn store_state<W, const N: usize>(v: &[__m512i; 8], h: &mut [[W; N]; 8]) {
+fn store_state<W, const N: usize>(v: &[__m512i; 8], h: &mut [[W; N]; 8], keep: u16) {
     const { assert!(N * size_of::<W>() == 64) };
     for (row, v) in h.iter_mut().zip(v) {
+        let row = row.as_mut_ptr();
         // SAFETY: each row is exactly 64 bytes (asserted above), and the
         // exclusive borrow means nothing else refers to it.
-        unsafe { _mm512_storeu_si512(row.as_mut_ptr().cast(), *v) };
+        unsafe {
+            match N {
+                8 => _mm512_mask_storeu_epi64(row.cast(), keep as u8, *v),
+                _ => _mm512_mask_storeu_epi32(row.cast(), keep, *v),
+            }
+        }
     }
 }
 
@@ -407,28 +399,43 @@ unsafe fn load_rows<const N: usize>(lanes: &[&[u8]; N], offset: usize) -> [__m51
     })
 }
 
-/// Compresses every 128-byte block of the lanes (equal lengths, whole
-/// blocks) into `h`: block `j` at byte count `counter + 128 j`, with the
-/// finalisation flag `f0` (all ones for a leaf's final block, then the only
-/// block). The block function is written out here, not called, so that the
-/// state and message stay in registers.
+/// Compresses the lanes' blocks (equal lengths, whole blocks) into `h`:
+/// lane `k`'s counter starts at `t[k]` (the bytes before its first block)
+/// and grows a block at a time (wrapping), with the finalisation flags `f0[k]` and
+/// `f1[k]` (the last node's); only the lanes set in `keep` get the result.
+/// The block function is written out here, not called, so that the state
+/// and message stay in registers.
 ///
 /// # Safety
 ///
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-unsafe fn compress_b(h: &mut [[u64; LANES_B]; 8], lanes: [&[u8]; LANES_B], counter: u64, f0: u64) {
+unsafe fn compress_b(
+    h: &mut [[u64; LANES_B]; 8],
+    lanes: [&[u8]; LANES_B],
+    t: [u64; LANES_B],
+    f0: [u64; LANES_B],
+    f1: [u64; LANES_B],
+    keep: u16,
+) {
     let length = lanes[0].len();
     assert!(length.is_multiple_of(128) && lanes.iter().all(|lane| lane.len() == length));
     let mut state = load_state(h);
     let iv = |i: usize| _mm512_set1_epi64(IV_B[i] as i64);
-    for block in (0..length).step_by(128) {
+    let per_lane = |words: [u64; LANES_B]| {
+        // SAFETY: 8 u64 are 64 bytes.
+        unsafe { _mm512_loadu_si512(words.as_ptr().cast()) }
+    };
+    let block = _mm512_set1_epi64(128);
+    let mut counter = per_lane(t);
+    let (f0, f1) = (per_lane(f0), per_lane(f1));
+    for at in (0..length).step_by(128) {
         // SAFETY: every lane is `length` bytes (asserted above) and
-        // `block + 128 <= length`.
-        let (low, high) = unsafe { (load_rows(&lanes, block), load_rows(&lanes, block + 64)) };
+        // `at + 128 <= length`.
+        let (low, high) = unsafe { (load_rows(&lanes, at), load_rows(&lanes, at + 64)) };
         let (low, high) = (transpose_8x8(low), transpose_8x8(high));
         let m: [__m512i; 16] = std::array::from_fn(|j| if j < 8 { low[j] } else { high[j - 8] });
-        let t = counter + block as u64;
+        counter = _mm512_add_epi64(counter, block);
         let mut v = [
             state[0],
             state[1],
@@ -442,10 +449,10 @@ unsafe fn compress_b(h: &mut [[u64; LANES_B]; 8], lanes: [&[u8]; LANES_B], count
             iv(1),
             iv(2),
             iv(3),
-            _mm512_set1_epi64((IV_B[4] ^ t) as i64),
+            _mm512_xor_si512(iv(4), counter),
             iv(5),
-            _mm512_set1_epi64((IV_B[6] ^ f0) as i64),
-            iv(7),
+            _mm512_xor_si512(iv(6), f0),
+            _mm512_xor_si512(iv(7), f1),
         ];
         rounds!(
             _mm512_add_epi64,
@@ -459,26 +466,41 @@ unsafe fn compress_b(h: &mut [[u64; LANES_B]; 8], lanes: [&[u8]; LANES_B], count
             state[i] = _mm512_xor_si512(state[i], _mm512_xor_si512(v[i], v[i + 8]));
         }
     }
-    store_state(&state, h);
+    store_state(&state, h, keep);
 }
 
-/// [`compress_b`] for BLAKE2s: 64-byte blocks, a 64-bit byte count over
-/// words 12 and 13.
+/// [`compress_b`] for BLAKE2s: 64-byte blocks. A leaf's counter stays
+/// below 2^32 (leaves are at most 2^32 - 1 bytes): its high word is 0, and
+/// `t` counts modulo 2^32.
 ///
 /// # Safety
 ///
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-unsafe fn compress_s(h: &mut [[u32; LANES_S]; 8], lanes: [&[u8]; LANES_S], counter: u64, f0: u32) {
+unsafe fn compress_s(
+    h: &mut [[u32; LANES_S]; 8],
+    lanes: [&[u8]; LANES_S],
+    t: [u64; LANES_S],
+    f0: [u32; LANES_S],
+    f1: [u32; LANES_S],
+    keep: u16,
+) {
     let length = lanes[0].len();
     assert!(length.is_multiple_of(64) && lanes.iter().all(|lane| lane.len() == length));
     let mut state = load_state(h);
     let iv = |i: usize| _mm512_set1_epi32(IV_S[i] as i32);
-    for block in (0..length).step_by(64) {
+    let per_lane = |words: [u32; LANES_S]| {
+        // SAFETY: 16 u32 are 64 bytes.
+        unsafe { _mm512_loadu_si512(words.as_ptr().cast()) }
+    };
+    let block = _mm512_set1_epi32(64);
+    let mut counter = per_lane(t.map(|t| t as u32));
+    let (f0, f1) = (per_lane(f0), per_lane(f1));
+    for at in (0..length).step_by(64) {
         // SAFETY: every lane is `length` bytes (asserted above) and
-        // `block + 64 <= length`.
-        let m = transpose_16x16(unsafe { load_rows(&lanes, block) });
-        let t = counter + block as u64;
+        // `at + 64 <= length`.
+        let m = transpose_16x16(unsafe { load_rows(&lanes, at) });
+        counter = _mm512_add_epi32(counter, block);
         let mut v = [
             state[0],
             state[1],
@@ -492,10 +514,10 @@ unsafe fn compress_s(h: &mut [[u32; LANES_S]; 8], lanes: [&[u8]; LANES_S], count
             iv(1),
             iv(2),
             iv(3),
-            _mm512_set1_epi32((IV_S[4] ^ t as u32) as i32),
-            _mm512_set1_epi32((IV_S[5] ^ (t >> 32) as u32) as i32),
-            _mm512_set1_epi32((IV_S[6] ^ f0) as i32),
-            iv(7),
+            _mm512_xor_si512(iv(4), counter),
+            iv(5),
+            _mm512_xor_si512(iv(6), f0),
+            _mm512_xor_si512(iv(7), f1),
         ];
         rounds!(
             _mm512_add_epi32,
@@ -509,5 +531,5 @@ unsafe fn compress_s(h: &mut [[u32; LANES_S]; 8], lanes: [&[u8]; LANES_S], count
             state[i] = _mm512_xor_si512(state[i], _mm512_xor_si512(v[i], v[i + 8]));
         }
     }
-    store_state(&state, h);
+    store_state(&state, h, keep);
 }
