@@ -259,23 +259,28 @@ impl Feed {
     /// Feeds the digests that have come in order; whether every leaf
     /// queued is fed.
     pub(crate) fn drain(&mut self, sink: &mut dyn LeafSink) -> bool {
-        let ready: Vec<(u64, Digest)> = {
-            let mut digests = lock(&self.done.digests);
-            let mut ready = Vec::new();
-            while let Some(entry) = digests.first_entry() {
-                if *entry.key() != self.next + ready.len() as u64 {
-                    break;
+        // (A few hundred at a time: the workers wait for the lock meanwhile,
+        // and the batch stays small.)
+        let mut ready = Vec::with_capacity(256);
+        loop {
+            {
+                let mut digests = lock(&self.done.digests);
+                while ready.len() < ready.capacity()
+                    && let Some(entry) = digests.first_entry()
+                    && *entry.key() == self.next + ready.len() as u64
+                {
+                    ready.push(entry.remove_entry());
                 }
-                ready.push(entry.remove_entry());
             }
-            ready
-        };
-        for (index, digest) in &ready {
-            self.root.feed(digest.as_bytes());
-            sink.leaves(*index, digest.as_bytes());
+            if ready.is_empty() {
+                return self.next == self.queued;
+            }
+            for (index, digest) in ready.drain(..) {
+                self.root.feed(digest.as_bytes());
+                sink.leaves(index, digest.as_bytes());
+                self.next += 1;
+            }
         }
-        self.next += ready.len() as u64;
-        self.next == self.queued
     }
 
     /// The next leaf to feed.
@@ -313,6 +318,8 @@ pub(crate) const BIG_LEAF: u64 = 64 << 20;
 const PIECE: usize = 8 << 20;
 /// The bytes a task takes at most, so that tasks go round the threads.
 const TASK_BYTES: usize = 16 << 20;
+/// The most leaves a task takes: its digests stay in a small buffer.
+const TASK_LEAVES: usize = 1 << 14;
 
 /// The budgets of a process, computed once from the machine and its
 /// limits: the threads, the bytes in flight, the inputs open at once.
@@ -480,6 +487,7 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
     let mut task = vec![first];
     while task.len() <= share
         && bytes < TASK_BYTES
+        && task.len() < TASK_LEAVES
         && let Some(next) = queue.leaves.front()
         && next.done.tree == tree
         && matches!(next.source, Source::Bytes(..))

@@ -69,8 +69,13 @@ impl Stream {
                 bytes = self.write_big(bytes)?;
                 continue;
             }
-            if self.chunk.capacity() == 0 {
-                self.chunk = Vec::with_capacity((CHUNK / self.leaf).max(1) * self.leaf);
+            if self.chunk.capacity() == 0
+                && !crate::memory::reserve_exact(
+                    &mut self.chunk,
+                    (CHUNK / self.leaf).max(1) * self.leaf,
+                )
+            {
+                return Err(crate::memory::out_of_memory().into());
             }
             let room = self.chunk.capacity() - self.chunk.len();
             let (now, rest) = bytes.split_at(room.min(bytes.len()));

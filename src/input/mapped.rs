@@ -102,7 +102,11 @@ pub(super) fn bytes_of(
     if mappable && len > 0 {
         return Ok(Arc::new(Window::map(file, offset, len)?));
     }
-    let mut buffer = vec![0; len];
+    let mut buffer = Vec::new();
+    if !crate::memory::reserve_exact(&mut buffer, len) {
+        return Err(crate::memory::out_of_memory());
+    }
+    buffer.resize(len, 0);
     if crate::os::read_full_at(file, &mut buffer, offset)? < len {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
