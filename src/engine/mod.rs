@@ -485,8 +485,9 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
         .max(lanes - 1);
     let mut bytes = first.weight();
     let mut task = vec![first];
-    while task.len() <= share
-        && bytes < TASK_BYTES
+    // (A whole lane group first, whatever its bytes: a lane left empty is
+    // a share of the kernel's work lost.)
+    while (task.len() < lanes || (task.len() <= share && bytes < TASK_BYTES))
         && task.len() < TASK_LEAVES
         && let Some(next) = queue.leaves.front()
         && next.done.tree == tree

@@ -3,7 +3,7 @@
 //! An input is opened and `fstat`ed ([`Opened`]), then its leaves are handed
 //! to the engine as the source that suits it:
 //!
-//! - a regular file of up to 1 MiB is read whole, and closed, at once: its
+//! - a regular file of up to 256 KiB is read whole, and closed, at once: its
 //!   leaves are hashed beside other files' in the SIMD lanes;
 //! - a larger one is mapped a window of whole leaves at a time (see
 //!   `mapped`), so resident memory stays at the leaves being hashed,
@@ -50,7 +50,7 @@ pub use platform::Stamp;
 pub(crate) use platform::duplicate_stdin;
 
 /// A regular file up to this long is read whole, and closed, at once.
-const SMALL: u64 = 1 << 20;
+const SMALL: u64 = 256 << 10;
 /// The most bytes of one file mapped at once; less where the budget of
 /// bytes in flight is small (an address-space limit), so that a window and
 /// the leaves in flight fit in it.
@@ -68,7 +68,7 @@ const EXCESS_COUNTED: u64 = 64 << 20;
 
 /// Hashes the file at `path` (or whatever it names: a FIFO, a device, …).
 ///
-/// A regular file of more than 1 MiB is mapped a window at a time; the
+/// A regular file of more than 256 KiB is mapped a window at a time; the
 /// first such file installs a SIGBUS handler for the process, which answers
 /// faults in these windows only (a file cut short while it is hashed is then
 /// [`Error::Changed`], not a crash) and hands any other fault to the
@@ -721,7 +721,13 @@ impl<T, S: LeafSink> Running<T, S> {
         let most = if leaf > BIG_LEAF {
             1
         } else {
-            (window_size() / leaf).clamp(1, WINDOW_LEAVES)
+            // Whole lane groups (16 leaves: BLAKE2s's group, two of
+            // BLAKE2b's) where they fit half the budget.
+            let fit = window_size() / leaf;
+            let groups = fit.max(1).next_multiple_of(16);
+            let half = crate::engine::Budget::get().bytes as u64 / 2;
+            let most = if groups * leaf <= half { groups } else { fit };
+            most.clamp(1, WINDOW_LEAVES)
         };
         next..end.min(next.saturating_add(most))
     }
@@ -733,9 +739,7 @@ impl<T, S: LeafSink> Running<T, S> {
         };
         let leaves = self.window();
         let bytes = self.job.tree.leaves_bytes(&leaves, length);
-        let bytes = usize::try_from(bytes.end - bytes.start)
-            .unwrap_or(usize::MAX)
-            .min(window_size() as usize);
+        let bytes = usize::try_from(bytes.end - bytes.start).unwrap_or(usize::MAX);
         bytes + (leaves.end - leaves.start) as usize * LEAF_COST
     }
 
