@@ -410,11 +410,19 @@ impl Engine {
             let weight = leaf.weight();
             self.wait_until(|| self.has_room(weight));
             self.shared.in_flight.fetch_add(weight, Ordering::AcqRel);
+            // A worker is woken for a whole lane group of leaves, or a big
+            // leaf: woken for each small file, the workers would spend
+            // more time waking than hashing. (Fewer are hashed by the
+            // owner as it waits.)
+            let lanes = self.shared.kernel.lanes(leaf.done.tree.algorithm());
+            let big = matches!(leaf.source, Source::Pieces(..));
             let mut queue = lock(&self.shared.queue);
             queue.leaves.push_back(leaf);
             #[cfg(feature = "schedule-probe")]
             probe::handed();
-            if queue.workers < self.shared.budget.threads {
+            if queue.workers < self.shared.budget.threads
+                && (big || queue.leaves.len() >= lanes * (queue.workers + 1))
+            {
                 queue.workers += 1;
                 let shared = Arc::clone(&self.shared);
                 rayon::spawn(move || work(&shared));

@@ -36,7 +36,19 @@ impl Window {
         let map = unsafe { MmapOptions::new().offset(offset).len(len).map(file)? };
         let guard = sigbus::Registration::new(map.as_ptr(), map.len())
             .ok_or_else(|| io::Error::other("the SIGBUS guard could not be installed"))?;
-        #[cfg(unix)]
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+        {
+            bring_in(file, offset, len);
+            // The bytes after it, meanwhile: the next window finds them read
+            // or coming.
+            if let Ok(file) = file.try_clone() {
+                let next = offset + len as u64;
+                let _ = std::thread::Builder::new()
+                    .stack_size(64 << 10)
+                    .spawn(move || bring_in(&file, next, len));
+            }
+        }
+        #[cfg(all(unix, not(all(target_os = "linux", target_pointer_width = "64"))))]
         let _ = map.advise(memmap2::Advice::WillNeed);
         #[cfg(windows)]
         prefetch(&map);
@@ -76,6 +88,69 @@ impl Bytes for Window {
     fn faulted(&self) -> bool {
         self.guard.faulted()
     }
+}
+
+/// Brings bytes `offset..offset + len` of `file` into the page cache front
+/// to back, as `cat` would read them, unless they are there already: left
+/// to the faults of the threads that hash it, a window would reach the
+/// storage as small requests from all over it. (`sendfile` to `/dev/null`
+/// reads with the kernel's sequential read-ahead, in the device's largest
+/// requests, and copies nothing out; an error leaves the rest to the
+/// faults.)
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn bring_in(file: &File, offset: u64, len: usize) {
+    use std::os::fd::AsRawFd;
+    static NULL: std::sync::OnceLock<Option<File>> = std::sync::OnceLock::new();
+    if cached(file, offset, len) {
+        return;
+    }
+    let Some(null) = NULL.get_or_init(|| File::options().write(true).open("/dev/null").ok()) else {
+        return;
+    };
+    let end = offset + len as u64;
+    let mut at = offset as libc::off_t;
+    while (at as u64) < end {
+        let count = (end - at as u64).min(8 << 20) as usize;
+        // SAFETY: sendfile reads `file` from `at` (which it advances) into
+        // /dev/null; of this process's memory it writes only `at`.
+        if unsafe { libc::sendfile(null.as_raw_fd(), file.as_raw_fd(), &mut at, count) } <= 0 {
+            return;
+        }
+    }
+}
+
+/// Whether every page of bytes `offset..offset + len` of `file` is in the
+/// page cache (`cachestat`, Linux 6.5 and later; earlier kernels say no).
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn cached(file: &File, offset: u64, len: usize) -> bool {
+    use std::os::fd::AsRawFd;
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        offset: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        cache: u64,
+        dirty: u64,
+        writeback: u64,
+        evicted: u64,
+        recently_evicted: u64,
+    }
+    let range = Range {
+        offset,
+        len: len as u64,
+    };
+    let mut stat = Stat::default();
+    // SAFETY: cachestat only reads `range` and writes `stat`, both live
+    // for the call; a kernel without it answers ENOSYS.
+    let asked =
+        unsafe { libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range, &mut stat, 0) } == 0;
+    let page = crate::os::page_size() as u64;
+    let pages = (offset + len as u64).div_ceil(page) - offset / page;
+    asked && stat.cache >= pages
 }
 
 #[cfg(windows)]

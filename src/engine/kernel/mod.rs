@@ -191,14 +191,17 @@ pub(crate) fn hash_leaves(
     out: &mut [u8],
     release: &mut dyn FnMut(usize, Range<usize>),
 ) {
+    // Fewer leaves than the crates' lane group take less time there: the
+    // AVX-512 kernels compress every lane, busy or not.
+    let crates_lanes = LeafKernel::Crates.lanes(tree.algorithm());
     #[cfg(target_arch = "x86_64")]
-    if kernel == LeafKernel::Avx512 {
+    if kernel == LeafKernel::Avx512 && jobs.len() > crates_lanes {
         return match tree.algorithm() {
             Algorithm::Blake2b => avx512::hash_jobs_b(tree, jobs, out, release),
             Algorithm::Blake2s => avx512::hash_jobs_s(tree, jobs, out, release),
         };
     }
-    let _ = kernel;
+    let _ = (kernel, crates_lanes);
     match tree.algorithm() {
         Algorithm::Blake2b => hash_many!(blake2b_simd, tree, jobs, out),
         Algorithm::Blake2s => hash_many!(blake2s_simd, tree, jobs, out),
