@@ -23,9 +23,10 @@ pub(super) struct Window {
 
 impl Window {
     /// Maps `len` bytes of `file` from `offset`, and asks the storage for
-    /// them at once, front to back: the pool then finds its pages read, or
-    /// coming, in large requests, however it hashes them.
-    fn map(file: &File, offset: u64, len: usize) -> io::Result<Window> {
+    /// them at once, front to back, and for the `ahead` bytes after them
+    /// meanwhile: the pool then finds its pages read, or coming, in large
+    /// requests, however it hashes them.
+    fn map(file: &File, offset: u64, len: usize, ahead: usize) -> io::Result<Window> {
         // SAFETY: the mapping is shared and read-only. The one way another
         // process can break Rust's rules through it is to shrink the file,
         // which would raise SIGBUS on access: the window is registered with
@@ -41,15 +42,19 @@ impl Window {
             bring_in(file, offset, len);
             // The bytes after it, meanwhile: the next window finds them read
             // or coming.
-            if let Ok(file) = file.try_clone() {
+            if ahead > 0
+                && let Ok(file) = file.try_clone()
+            {
                 let next = offset + len as u64;
                 let _ = std::thread::Builder::new()
                     .stack_size(64 << 10)
-                    .spawn(move || bring_in(&file, next, len));
+                    .spawn(move || bring_in(&file, next, ahead));
             }
         }
         #[cfg(all(unix, not(all(target_os = "linux", target_pointer_width = "64"))))]
         let _ = map.advise(memmap2::Advice::WillNeed);
+        #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+        let _ = ahead;
         #[cfg(windows)]
         prefetch(&map);
         Ok(Window { guard, map })
@@ -167,15 +172,17 @@ fn prefetch(map: &Mmap) {
 }
 
 /// Bytes `offset..offset + len` of `file`: mapped, or read where mapping is
-/// not safe (`mappable` false: a network or removable drive on Windows).
+/// not safe (`mappable` false: a network or removable drive on Windows);
+/// the `ahead` bytes after them will be asked for next.
 pub(super) fn bytes_of(
     file: &File,
     offset: u64,
     len: usize,
+    ahead: usize,
     mappable: bool,
 ) -> io::Result<Arc<dyn Bytes>> {
     if mappable && len > 0 {
-        return Ok(Arc::new(Window::map(file, offset, len)?));
+        return Ok(Arc::new(Window::map(file, offset, len, ahead)?));
     }
     let mut buffer = Vec::new();
     if !crate::memory::reserve_exact(&mut buffer, len) {
@@ -192,12 +199,21 @@ pub(super) fn bytes_of(
 pub(super) struct BigLeaf {
     pub file: Arc<File>,
     pub offset: u64,
+    pub len: u64,
     pub mappable: bool,
 }
 
 impl Pieces for BigLeaf {
     fn piece(&self, range: Range<u64>) -> io::Result<Arc<dyn Bytes>> {
         let len = usize::try_from(range.end - range.start).map_err(io::Error::other)?;
-        bytes_of(&self.file, self.offset + range.start, len, self.mappable)
+        // (The next piece, of the same size, within the leaf.)
+        let ahead = (self.len - range.end).min(len as u64) as usize;
+        bytes_of(
+            &self.file,
+            self.offset + range.start,
+            len,
+            ahead,
+            self.mappable,
+        )
     }
 }

@@ -808,11 +808,18 @@ impl<T, S: LeafSink> Running<T, S> {
                 let big = mapped::BigLeaf {
                     file: Arc::clone(&opened.file),
                     offset,
+                    len,
                     mappable,
                 };
                 engine.push([leaf(leaves.start, Source::Pieces(Arc::new(big), len))]);
             } else {
-                match mapped::bytes_of(&opened.file, offset, len as usize, mappable) {
+                // (The next window's bytes, if it has leaves, are read
+                // ahead meanwhile.)
+                let following =
+                    leaves.end..(*end).min(leaves.end.saturating_add(leaves.end - leaves.start));
+                let ahead = tree.leaves_bytes(&following, *length);
+                let ahead = (ahead.end - ahead.start) as usize;
+                match mapped::bytes_of(&opened.file, offset, len as usize, ahead, mappable) {
                     Ok(window) => engine.push(leaves.clone().map(|index| {
                         let at = tree.leaf_bytes(index, *length);
                         let at = (at.start - bytes.start) as usize..(at.end - bytes.start) as usize;

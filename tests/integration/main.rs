@@ -96,13 +96,6 @@ pub fn evict(path: &Path) {
     let _ = path;
 }
 
-/// The schedule's test needs a build with the probe: said here, not
-/// passed over in silence.
-#[cfg(not(feature = "schedule-probe"))]
-#[test]
-#[ignore = "needs a build with the schedule probe: cargo test --features schedule-probe --test integration schedule"]
-fn schedule_every_thread_has_work() {}
-
 /// A command running the built `bt2sum` binary.
 pub fn bt2sum() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bt2sum"))
