@@ -211,7 +211,8 @@ impl Config {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
-        let mut args = Args::try_parse_from(go_spellings(args))?;
+        let args = go_spellings(args);
+        let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
         let progress = match (args.progress, args.no_progress) {
             (true, _) => BarMode::Always,
             (_, true) => BarMode::Never,
@@ -421,4 +422,53 @@ fn hashing(
         stat: args.stat,
         json: args.json,
     })
+}
+
+/// A tip for an error that a habit from another tool led to, in place of
+/// clap's own (which, for `--verify`, suggests `--version`).
+fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let given = |flag: &str| {
+        args.iter()
+            .skip(1)
+            .take_while(|arg| *arg != "--")
+            .any(|arg| {
+                arg.to_str()
+                    .is_some_and(|arg| arg == flag || arg.starts_with(&format!("{flag}=")))
+            })
+    };
+    let checking_only = [
+        "--quiet",
+        "--status",
+        "--strict",
+        "-w",
+        "--warn",
+        "--ignore-missing",
+    ];
+    let tip = match error.kind() {
+        ErrorKind::UnknownArgument if given("-l") || given("--bits") => {
+            "GNU b2sum's -l counts bits; bt2sum counts the digest size in bytes: -s/--length BYTES (-l 256 is -s 32)"
+        }
+        ErrorKind::UnknownArgument if given("--verify") => {
+            "to verify a list of checksums, use -c/--check LIST"
+        }
+        ErrorKind::MissingRequiredArgument if checking_only.iter().any(|flag| given(flag)) => {
+            "--quiet, --status, --strict, --warn and --ignore-missing are options of -c/--check, which verifies a list"
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given("-t") => {
+            "-t is the leaf size here (-t 1m); sha256sum's -t/--text is accepted as --text"
+        }
+        ErrorKind::ArgumentConflict
+            if (given("-c") || given("--check")) && (given("-r") || given("--recursive")) =>
+        {
+            "to walk a tree and check it against a list, use -c --audit DIR LIST"
+        }
+        _ => return error,
+    };
+    error.remove(ContextKind::SuggestedArg);
+    error.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![tip.into()]),
+    );
+    error
 }

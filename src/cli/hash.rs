@@ -230,6 +230,10 @@ impl Report<'_, '_> {
                     .map(Mtime::of);
                 return self.write(name, &hashed, mtime, outcome.leaves);
             }
+            // (As `ls` would not: a user who came from it meant `-r`.)
+            Err(bt2sum::Error::Io(error)) if error.kind() == io::ErrorKind::IsADirectory => {
+                format!("{}; -r hashes the files in it", plain_message(&error))
+            }
             Err(error) => error.to_string(),
         };
         self.status = Status::Failure;

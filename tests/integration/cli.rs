@@ -225,11 +225,48 @@ fn errors_are_reported_per_file_and_the_rest_is_hashed() {
         stdout(&out),
         format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (hello.txt) = {HELLO_B64}\n")
     );
+    // (Where the system says the name is a directory, `-r` is named.)
+    let hint = if directory == "Is a directory" {
+        "; -r hashes the files in it"
+    } else {
+        ""
+    };
     assert_eq!(
         stderr(&out),
-        format!("bt2sum: missing: {missing}\nbt2sum: subdir: {directory}\n")
+        format!("bt2sum: missing: {missing}\nbt2sum: subdir: {directory}{hint}\n")
     );
     assert_eq!(status(&out), 1);
+}
+
+/// Habits from other tools meet a tip that says what bt2sum does instead.
+#[test]
+fn other_tools_habits_get_a_tip() {
+    for (args, tip) in [
+        (
+            &["-l", "256", "f"][..],
+            "-s/--length BYTES (-l 256 is -s 32)",
+        ),
+        (
+            &["--verify"],
+            "to verify a list of checksums, use -c/--check LIST",
+        ),
+        (&["--quiet", "f"], "are options of -c/--check"),
+        (&["--status", "f"], "are options of -c/--check"),
+        (
+            &["-t", "f"],
+            "-t is the leaf size here (-t 1m); sha256sum's -t/--text is accepted as --text",
+        ),
+        (&["-c", "-r", "LIST"], "use -c --audit DIR LIST"),
+    ] {
+        let out = run(args.iter().copied(), b"");
+        assert_eq!(status(&out), 2, "{args:?}");
+        let said = stderr(&out);
+        assert!(
+            said.contains("tip: ") && said.contains(tip),
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("--version"), "{args:?}: {said}");
+    }
 }
 
 /// (Unix: file modes and uids.)

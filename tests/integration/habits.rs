@@ -329,13 +329,22 @@ fn the_hint_names_every_likely_cause() {
                     .to_string(),
             ],
         ),
+        // md5sum's, with the article its name takes.
+        (
+            format!("{}  f\n", hex(16)),
+            vec![
+                "bt2sum: hint: 1 line holds 32 hex digits, the size of an MD5 digest, and \
+                 failed: a list made by md5sum never matches a tree hash"
+                    .to_string(),
+            ],
+        ),
     ];
     let mut checked = 0;
     for (list, expected) in &cases {
         assert_eq!(&check(list), expected, "{list}");
         checked += 1;
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 11);
     // Not with --status.
     let out = run_in(dir.path(), ["-c", "--status"], cases[4].0.as_bytes());
     assert_eq!(stderr(&out), "");

@@ -108,9 +108,15 @@ impl Hints {
             } else {
                 ""
             };
+            // ("an MD5": said "em-dee".)
+            let article = if algorithm.starts_with("MD") {
+                "an"
+            } else {
+                "a"
+            };
             warn(&format!(
-                "hint: {} {} hex digits, the size of a {algorithm} digest, and failed: a \
-                 list made by {} never matches a tree hash{blake2s}",
+                "hint: {} {} hex digits, the size of {article} {algorithm} digest, and failed: \
+                 a list made by {} never matches a tree hash{blake2s}",
                 lines(*count, "holds", "hold"),
                 2 * bytes,
                 tool.writer()
