@@ -192,27 +192,38 @@ mod stop_signals {
             .into_iter()
             .filter(|&signal| !ignored(signal))
             .collect();
-        // The handler itself raises the flag (after checking it, for the
-        // second signal): no writer waits for the watcher to be scheduled.
+        // The handler itself raises the flag, after checking it for the
+        // second signal: no writer waits for the watcher to be scheduled.
+        // (These run before the watcher's own handler, registered after
+        // them: the watcher, woken, raises the flag too.)
+        let mut raising = Vec::new();
         for &signal in &taken {
             let flag = super::stopping_flag();
             let _ = signal_hook::flag::register_conditional_default(
                 signal,
                 std::sync::Arc::clone(flag),
             );
-            let _ = signal_hook::flag::register(signal, std::sync::Arc::clone(flag));
+            raising.extend(signal_hook::flag::register(
+                signal,
+                std::sync::Arc::clone(flag),
+            ));
         }
-        let Ok(mut signals) = signal_hook::iterator::Signals::new(&taken) else {
-            return;
-        };
-        let _ = std::thread::Builder::new()
-            .name("stop signals".into())
-            .spawn(move || {
-                if let Some(signal) = signals.forever().next() {
-                    super::speak_last_words();
-                    let _ = signal_hook::low_level::emulate_default_handler(signal);
-                }
-            });
+        let watcher = signal_hook::iterator::Signals::new(&taken).and_then(|mut signals| {
+            std::thread::Builder::new()
+                .name("stop signals".into())
+                .spawn(move || {
+                    if let Some(signal) = signals.forever().next() {
+                        super::speak_last_words();
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    }
+                })
+        });
+        if watcher.is_err() {
+            // No flag then: no writer waits for a watcher that is not there.
+            for id in raising {
+                signal_hook::low_level::unregister(id);
+            }
+        }
     }
 }
 
