@@ -1,26 +1,25 @@
 //! The schedule probe (the `schedule-probe` feature): in a process asked
 //! for a report (`BT2SUM_SCHEDULE_PROBE`), counts the leaves handed to the
 //! pool and those finished, and samples the leaves ready (handed over, not
-//! finished) each time a batch is handed over. The
-//! test of the schedule reads the samples: whenever the input still had N
-//! tasks to go, a batch handed over gave the pool at least N (its
-//! threads).
+//! finished) each time a window is handed over. The test of the schedule
+//! reads the samples: whenever the input still had N leaves to go, a
+//! window handed over gave the pool at least N (its threads).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Tasks handed to the pool (counted only when a report is asked for), and
-/// tasks finished, over the process's life.
+/// Leaves handed to the pool (counted only when a report is asked for),
+/// and leaves finished, over the process's life.
 static SUBMITTED: AtomicU64 = AtomicU64::new(0);
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 
-/// One sample: the tasks ready (handed to the pool, not finished) and the
-/// tasks finished, as a batch is handed over.
+/// One sample: the leaves ready (handed to the pool, not finished) and the
+/// leaves finished, as a window is handed over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
-    /// Tasks handed to the pool and not finished.
+    /// Leaves handed to the pool and not finished.
     pub ready: u64,
-    /// Tasks finished.
+    /// Leaves finished.
     pub finished: u64,
 }
 
@@ -60,7 +59,7 @@ pub(crate) fn finished(count: usize) {
     FINISHED.fetch_add(count as u64, Ordering::SeqCst);
 }
 
-/// The samples so far, and the tasks handed to the pool in all.
+/// The samples so far, and the leaves handed to the pool in all.
 pub fn samples() -> (Vec<Sample>, u64) {
     let samples = SAMPLES
         .lock()
@@ -69,7 +68,7 @@ pub fn samples() -> (Vec<Sample>, u64) {
 }
 
 /// Writes the samples to the file `BT2SUM_SCHEDULE_PROBE` names, if it is
-/// set: the pool's threads, the tasks in all, then a sample a line (`ready
+/// set: the pool's threads, the leaves in all, then a sample a line (`ready
 /// finished`).
 pub fn write_report() -> std::io::Result<()> {
     use std::io::Write;
@@ -79,7 +78,7 @@ pub fn write_report() -> std::io::Result<()> {
     let (samples, total) = samples();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(out, "threads {}", rayon::current_num_threads())?;
-    writeln!(out, "tasks {total}")?;
+    writeln!(out, "leaves {total}")?;
     for Sample { ready, finished } in samples {
         writeln!(out, "{ready} {finished}")?;
     }

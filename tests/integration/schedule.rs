@@ -3,7 +3,7 @@
 //! hashing a big file, by name or from `<`, on pools of 16, 64 and 256
 //! threads (on any machine, 2 cores will do), the engine has work for
 //! every thread. Each time it hands the pool a window of leaves, the pool
-//! has at least as many tasks ready as it has threads, unless fewer are
+//! has at least as many leaves ready as it has threads, unless fewer are
 //! left in the whole input.
 
 use std::fs;
@@ -11,11 +11,11 @@ use std::process::Stdio;
 
 use super::{Retried, bt2sum, pattern};
 
-/// What the probe counted: the pool's threads, the tasks in all, and each
-/// sample (tasks ready, tasks finished).
+/// What the probe counted: the pool's threads, the leaves in all, and each
+/// sample (leaves ready, leaves finished).
 struct Report {
     threads: u64,
-    tasks: u64,
+    leaves: u64,
     samples: Vec<(u64, u64)>,
 }
 
@@ -39,7 +39,7 @@ fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
         let line = lines.next().unwrap();
         line.strip_prefix(name).unwrap().trim().parse().unwrap()
     };
-    let (threads, tasks) = (field("threads"), field("tasks"));
+    let (threads, leaves) = (field("threads"), field("leaves"));
     let samples = lines
         .map(|line| {
             let (ready, finished) = line.split_once(' ').unwrap();
@@ -48,7 +48,7 @@ fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
         .collect();
     Report {
         threads,
-        tasks,
+        leaves,
         samples,
     }
 }
@@ -73,9 +73,9 @@ fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
             let report = probe(&args, stdin);
             assert_eq!(report.threads, threads);
             assert!(
-                report.tasks >= 4 * threads,
-                "{how}, {threads}: {} tasks",
-                report.tasks
+                report.leaves >= 4 * threads,
+                "{how}, {threads}: {} leaves",
+                report.leaves
             );
             assert!(
                 report.samples.len() >= 3,
@@ -83,10 +83,10 @@ fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
                 report.samples
             );
             for &(ready, finished) in &report.samples {
-                let left = report.tasks - finished;
+                let left = report.leaves - finished;
                 assert!(
                     ready >= threads.min(left),
-                    "{how}, {threads} threads: {ready} tasks ready, {left} left: {:?}",
+                    "{how}, {threads} threads: {ready} leaves ready, {left} left: {:?}",
                     report.samples
                 );
             }
