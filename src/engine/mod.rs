@@ -288,6 +288,11 @@ impl Feed {
         self.next
     }
 
+    /// Whether the next leaf to feed is hashed.
+    pub(crate) fn next_arrived(&self) -> bool {
+        lock(&self.done.digests).contains_key(&self.next) || self.done.failed()
+    }
+
     /// Whether every leaf queued is hashed (fed or not).
     pub(crate) fn all_in(&self) -> bool {
         let waiting = lock(&self.done.digests).len() as u64;
@@ -312,6 +317,10 @@ impl Feed {
 /// and its digest until the owner takes it. (Tiny leaves are counted by
 /// this, not by their bytes.)
 pub(crate) const LEAF_COST: usize = 256;
+/// The most leaves queued at once from one window of a file or chunk of a
+/// stream: tiny leaves cost their place in the queue more than their
+/// bytes. A stream has at most two such batches in flight.
+pub(crate) const BATCH_LEAVES: u64 = 1 << 16;
 /// A leaf longer than this is hashed a piece at a time, on one worker.
 pub(crate) const BIG_LEAF: u64 = 64 << 20;
 /// The piece of a big leaf read at a time.
@@ -404,29 +413,38 @@ impl Engine {
         in_flight == 0 || in_flight + bytes <= self.shared.budget.bytes
     }
 
-    /// Queues leaves, hashing meanwhile until they fit in the budget.
-    pub(crate) fn push(&self, leaves: impl IntoIterator<Item = Leaf>) {
-        for leaf in leaves {
-            let weight = leaf.weight();
-            self.wait_until(|| self.has_room(weight));
-            self.shared.in_flight.fetch_add(weight, Ordering::AcqRel);
-            // A worker is woken for a whole lane group of leaves, or a big
-            // leaf: woken for each small file, the workers would spend
-            // more time waking than hashing. (Fewer are hashed by the
-            // owner as it waits.)
-            let lanes = self.shared.kernel.lanes(leaf.done.tree.algorithm());
-            let big = matches!(leaf.source, Source::Pieces(..));
-            let mut queue = lock(&self.shared.queue);
-            queue.leaves.push_back(leaf);
-            #[cfg(feature = "schedule-probe")]
-            probe::handed();
-            if queue.workers < self.shared.budget.threads
-                && (big || queue.leaves.len() >= lanes * (queue.workers + 1))
-            {
-                queue.workers += 1;
-                let shared = Arc::clone(&self.shared);
-                rayon::spawn(move || work(&shared));
-            }
+    /// Queues a batch of leaves of one tree (a window, a small file, a
+    /// stream's chunk) at once, hashing meanwhile until they fit in the
+    /// budget. The batch is handed over under one lock: the workers see all
+    /// of it or none, and never wait on the queue while it is filled a leaf
+    /// at a time.
+    pub(crate) fn push(&self, leaves: Vec<Leaf>) {
+        let Some(first) = leaves.first() else {
+            return;
+        };
+        let lanes = self.shared.kernel.lanes(first.done.tree.algorithm());
+        let weight = leaves.iter().map(Leaf::weight).sum();
+        let mut big = leaves
+            .iter()
+            .filter(|leaf| matches!(leaf.source, Source::Pieces(..)))
+            .count();
+        self.wait_until(|| self.has_room(weight));
+        self.shared.in_flight.fetch_add(weight, Ordering::AcqRel);
+        let mut queue = lock(&self.shared.queue);
+        #[cfg(feature = "schedule-probe")]
+        probe::handed(leaves.len());
+        queue.leaves.extend(leaves);
+        // A worker is started for a whole lane group of leaves, or a big
+        // leaf: started for each small file, the workers would spend more
+        // time waking than hashing. (Fewer are hashed by the owner as it
+        // waits.)
+        while queue.workers < self.shared.budget.threads
+            && (big > 0 || queue.leaves.len() >= lanes * (queue.workers + 1))
+        {
+            big = big.saturating_sub(1);
+            queue.workers += 1;
+            let shared = Arc::clone(&self.shared);
+            rayon::spawn(move || work(&shared));
         }
         #[cfg(feature = "schedule-probe")]
         probe::sample();

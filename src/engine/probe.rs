@@ -33,14 +33,15 @@ fn asked() -> bool {
     *ASKED.get_or_init(|| std::env::var_os("BT2SUM_SCHEDULE_PROBE").is_some())
 }
 
-/// A leaf is handed to the pool.
-pub(crate) fn handed() {
+/// A batch of leaves is handed to the pool.
+pub(crate) fn handed(count: usize) {
     if asked() {
-        SUBMITTED.fetch_add(1, Ordering::SeqCst);
+        SUBMITTED.fetch_add(count as u64, Ordering::SeqCst);
     }
 }
 
-/// A batch of leaves (a window) has been handed over: a sample.
+/// A batch of leaves (a window) has been handed over: a sample, taken
+/// under the queue's lock, so that it counts the batch whole.
 pub(crate) fn sample() {
     if !asked() {
         return;

@@ -1,14 +1,20 @@
 //! Streams: bytes that arrive in order until their end (pipes, FIFOs,
 //! terminals, a writer's bytes), cut into leaves as they come. The bytes
-//! are gathered in chunks of whole leaves; a chunk's leaves are queued on
-//! the engine once the byte after them shows which is the input's last. A
-//! leaf too big to gather (`BIG_LEAF`) is hashed as it arrives, on the
-//! thread that reads.
+//! are gathered in chunks of whole leaves (1 MiB, or one leaf if bigger,
+//! and never more than `BATCH_LEAVES` leaves); a chunk's leaves are queued
+//! on the engine at once, but its last, held until the byte after it shows
+//! whether it is the input's last. A stream keeps at most two chunks' worth
+//! of leaves in flight (queued, hashed, or waiting for the root), so that
+//! tiny leaves cost bounded memory as a file's windows do. A leaf too big
+//! to gather (`BIG_LEAF`) is hashed as it arrives, on the thread that
+//! reads.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use super::{BIG_LEAF, Engine, Feed, Leaf, LeafSink, NodeState, Source, check_leaf_count};
+use super::{
+    BATCH_LEAVES, BIG_LEAF, Engine, Feed, Leaf, LeafSink, NodeState, Source, check_leaf_count,
+};
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::params::{LastNode, Node, TreeParams};
@@ -69,22 +75,20 @@ impl Stream {
                 bytes = self.write_big(bytes)?;
                 continue;
             }
+            let leaves = (CHUNK / self.leaf).clamp(1, BATCH_LEAVES as usize);
             if self.chunk.capacity() == 0
-                && !crate::memory::reserve_exact(
-                    &mut self.chunk,
-                    (CHUNK / self.leaf).max(1) * self.leaf,
-                )
+                && !crate::memory::reserve_exact(&mut self.chunk, leaves * self.leaf)
             {
                 return Err(crate::memory::out_of_memory().into());
             }
             let room = self.chunk.capacity() - self.chunk.len();
             let (now, rest) = bytes.split_at(room.min(bytes.len()));
             // (Bytes after the leaf held: it is not the last.)
-            self.release_held(false);
+            self.release_held(false, sink);
             self.chunk.extend_from_slice(now);
             bytes = rest;
             if self.chunk.len() == self.chunk.capacity() {
-                self.seal();
+                self.seal(sink);
             }
         }
         self.feed.drain(sink);
@@ -92,40 +96,64 @@ impl Stream {
     }
 
     /// Queues the full chunk's leaves but its last, which is held.
-    fn seal(&mut self) {
+    fn seal(&mut self, sink: &mut dyn LeafSink) {
         let chunk = Arc::new(std::mem::take(&mut self.chunk));
-        let leaves = chunk.len().div_ceil(self.leaf);
-        for leaf in 0..leaves {
-            let range = leaf * self.leaf..((leaf + 1) * self.leaf).min(chunk.len());
-            if leaf + 1 == leaves {
+        let count = chunk.len().div_ceil(self.leaf);
+        let size = self.leaf;
+        let mut leaves = Vec::with_capacity(count);
+        for at in 0..count {
+            let range = at * size..((at + 1) * size).min(chunk.len());
+            if at + 1 == count {
                 self.held = Some((Arc::clone(&chunk), range));
             } else {
-                self.queue(Arc::clone(&chunk), range, false);
+                leaves.push(self.leaf_of(Arc::clone(&chunk), range, false));
             }
         }
+        self.queue(leaves, sink);
     }
 
     /// Queues the held leaf, `last` or not.
-    fn release_held(&mut self, last: bool) {
+    fn release_held(&mut self, last: bool, sink: &mut dyn LeafSink) {
         if let Some((chunk, range)) = self.held.take() {
-            self.queue(chunk, range, last);
+            let leaf = self.leaf_of(chunk, range, last);
+            self.queue(vec![leaf], sink);
         }
     }
 
-    fn queue(&mut self, chunk: Arc<Vec<u8>>, range: std::ops::Range<usize>, last: bool) {
+    /// The next leaf, at `range` of `chunk`.
+    fn leaf_of(&mut self, chunk: Arc<Vec<u8>>, range: std::ops::Range<usize>, last: bool) -> Leaf {
         let index = self.next;
         self.next += 1;
-        self.feed.queued = self.next;
         let last = match self.last_of {
             Some(last_of) => index == last_of,
             None => last,
         };
-        self.engine.push([Leaf {
+        Leaf {
             source: Source::Bytes(chunk, range),
             index,
             last,
             done: Arc::clone(&self.feed.done),
-        }]);
+        }
+    }
+
+    /// Queues leaves on the engine once the stream's leaves in flight leave
+    /// room for them (feeding the root meanwhile).
+    fn queue(&mut self, leaves: Vec<Leaf>, sink: &mut dyn LeafSink) {
+        let Some(last) = leaves.last() else {
+            return;
+        };
+        let end = last.index + 1;
+        loop {
+            self.feed.drain(sink);
+            let in_flight = end - leaves[0].index + (self.feed.queued - self.feed.next());
+            if in_flight <= 2 * BATCH_LEAVES || self.feed.done.failed() {
+                break;
+            }
+            let feed = &self.feed;
+            self.engine.wait_until(|| feed.next_arrived());
+        }
+        self.feed.queued = end;
+        self.engine.push(leaves);
     }
 
     /// Takes bytes into a big leaf; what is left after it.
@@ -202,11 +230,11 @@ impl Stream {
             self.finish_big(state, true)?;
         }
         if self.chunk.is_empty() {
-            self.release_held(true);
+            self.release_held(true, sink);
         } else {
-            self.release_held(false);
-            self.seal();
-            self.release_held(true);
+            self.release_held(false, sink);
+            self.seal(sink);
+            self.release_held(true, sink);
         }
         check_leaf_count(&self.tree, self.next)?;
         let feed = &mut self.feed;

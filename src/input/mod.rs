@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::digest::Digest;
 use crate::engine::{
-    BIG_LEAF, Engine, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink, Source, Stream,
+    BATCH_LEAVES, BIG_LEAF, Engine, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink, Source, Stream,
     check_leaf_count,
 };
 use crate::error::Error;
@@ -57,9 +57,6 @@ const SMALL: u64 = 256 << 10;
 fn window_size() -> u64 {
     (64 << 20).min(crate::engine::Budget::get().bytes as u64 / 2)
 }
-/// The most leaves queued from one window: tiny leaves cost their place
-/// in the queue more than their bytes.
-const WINDOW_LEAVES: u64 = 1 << 16;
 /// The most inputs a run of many holds at once (hashed, or waiting for
 /// their turn to be reported).
 const IN_FLIGHT: usize = 1024;
@@ -727,7 +724,7 @@ impl<T, S: LeafSink> Running<T, S> {
             let groups = fit.max(1).next_multiple_of(16);
             let half = crate::engine::Budget::get().bytes as u64 / 2;
             let most = if groups * leaf <= half { groups } else { fit };
-            most.clamp(1, WINDOW_LEAVES)
+            most.clamp(1, BATCH_LEAVES)
         };
         next..end.min(next.saturating_add(most))
     }
@@ -789,16 +786,21 @@ impl<T, S: LeafSink> Running<T, S> {
             done: Arc::clone(&feed.done),
         };
         if let Some(whole) = whole {
-            engine.push(leaves.clone().map(|index| {
-                let bytes = tree.leaf_bytes(index, *length);
-                leaf(
-                    index,
-                    Source::Bytes(
-                        Arc::clone(whole) as _,
-                        bytes.start as usize..bytes.end as usize,
-                    ),
-                )
-            }));
+            engine.push(
+                leaves
+                    .clone()
+                    .map(|index| {
+                        let bytes = tree.leaf_bytes(index, *length);
+                        leaf(
+                            index,
+                            Source::Bytes(
+                                Arc::clone(whole) as _,
+                                bytes.start as usize..bytes.end as usize,
+                            ),
+                        )
+                    })
+                    .collect(),
+            );
         } else {
             let opened = self.opened.as_ref().expect("a mapped file is open");
             let offset = opened.start + bytes.start - *skip;
@@ -811,7 +813,7 @@ impl<T, S: LeafSink> Running<T, S> {
                     len,
                     mappable,
                 };
-                engine.push([leaf(leaves.start, Source::Pieces(Arc::new(big), len))]);
+                engine.push(vec![leaf(leaves.start, Source::Pieces(Arc::new(big), len))]);
             } else {
                 // (The next window's bytes, if it has leaves, are read
                 // ahead meanwhile.)
@@ -820,11 +822,17 @@ impl<T, S: LeafSink> Running<T, S> {
                 let ahead = tree.leaves_bytes(&following, *length);
                 let ahead = (ahead.end - ahead.start) as usize;
                 match mapped::bytes_of(&opened.file, offset, len as usize, ahead, mappable) {
-                    Ok(window) => engine.push(leaves.clone().map(|index| {
-                        let at = tree.leaf_bytes(index, *length);
-                        let at = (at.start - bytes.start) as usize..(at.end - bytes.start) as usize;
-                        leaf(index, Source::Bytes(Arc::clone(&window), at))
-                    })),
+                    Ok(window) => engine.push(
+                        leaves
+                            .clone()
+                            .map(|index| {
+                                let at = tree.leaf_bytes(index, *length);
+                                let at = (at.start - bytes.start) as usize
+                                    ..(at.end - bytes.start) as usize;
+                                leaf(index, Source::Bytes(Arc::clone(&window), at))
+                            })
+                            .collect(),
+                    ),
                     Err(error) => {
                         feed.done.fail(error);
                         *next = *end;
