@@ -72,16 +72,22 @@ pub fn run(config: Config) -> Status {
         ));
         return Status::Failure;
     }
-    if let Err(error) = process::start_workers(config.threads.unwrap_or(0)) {
-        // The system's own words, as for any error (no `(os error 11)`).
-        let reason = match std::error::Error::source(&error)
-            .and_then(|source| source.downcast_ref::<io::Error>())
-        {
-            Some(io_error) => bt2sum::plain_message(io_error),
-            None => error.to_string(),
-        };
-        warn(&format!("cannot start worker threads: {reason}"));
-        return Status::Failure;
+    match process::start_workers(config.threads.unwrap_or(0)) {
+        Ok((started, wanted)) if started < wanted => warn(&format!(
+            "started {started} of the {wanted} threads asked for: the system grants no more"
+        )),
+        Ok(_) => {}
+        Err(error) => {
+            // The system's own words, as for any error (no `(os error 11)`).
+            let reason = match std::error::Error::source(&error)
+                .and_then(|source| source.downcast_ref::<io::Error>())
+            {
+                Some(io_error) => bt2sum::plain_message(io_error),
+                None => error.to_string(),
+            };
+            warn(&format!("cannot start worker threads: {reason}"));
+            return Status::Failure;
+        }
     }
     if system::stdout_closed() {
         // Lines would vanish into the /dev/null the runtime put there.

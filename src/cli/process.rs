@@ -8,13 +8,46 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{memory, system};
 
-/// Starts the worker threads: `threads` of them (0: one per processor), no
-/// more than the address space left holds.
-pub fn start_workers(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(memory::threads(threads))
-        .stack_size(memory::STACK)
-        .build_global()
+/// Starts the worker threads: `wanted` of them (0: one per processor), no
+/// more than the address space left holds, and no more than the system
+/// grants (a task limit, `ulimit -u`, a container's pids limit). Each
+/// thread is started before the pool is built, and the pool is built on
+/// those that started; with none, the calling thread is the pool's one.
+/// Returns how many started, and how many were asked for.
+pub fn start_workers(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
+    let wanted = memory::threads(wanted);
+    let mut started = Vec::with_capacity(wanted);
+    for _ in 0..wanted {
+        let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
+        let thread = std::thread::Builder::new()
+            .stack_size(memory::STACK)
+            .spawn(move || {
+                if let Ok(worker) = receive.recv() {
+                    worker.run();
+                }
+            });
+        match thread {
+            Ok(_) => started.push(hand_over),
+            Err(_) => break,
+        }
+    }
+    let count = started.len();
+    let builder = rayon::ThreadPoolBuilder::new();
+    if count == 0 {
+        builder.num_threads(1).use_current_thread().build_global()?;
+        return Ok((1, wanted));
+    }
+    let mut started = started.into_iter();
+    builder
+        .num_threads(count)
+        .spawn_handler(move |worker| {
+            let hand_over = started.next().expect("a thread started for each worker");
+            hand_over
+                .send(worker)
+                .map_err(|_| io::Error::other("a worker thread ended before its start"))
+        })
+        .build_global()?;
+    Ok((count, wanted))
 }
 
 /// Standard output as a buffer shared with the stop signals' watcher.

@@ -792,3 +792,123 @@ fn a_recursive_walk_holds_one_directory_at_a_time() {
     );
     assert_eq!(stdout(&out).trim(), "400000", "{}", stderr(&out));
 }
+
+/// A stream cut into tiny leaves keeps the memory bound a file by name
+/// keeps: a pipe of 16 MiB in leaves of 1 byte (16 million leaves) peaks
+/// under 100 MiB resident, and gives the file's digest.
+#[cfg(target_os = "linux")]
+#[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
+fn a_stream_of_tiny_leaves_stays_within_the_memory_bound() {
+    let test = "a_stream_of_tiny_leaves_stays_within_the_memory_bound";
+    if super::emulated_too_slow(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = super::noise(16 << 20, 3);
+    fs::write(dir.path().join("f"), &data).unwrap();
+    let by_name = super::run_in(dir.path(), ["-t", "1", "f"], b"");
+    let (out, peak) = peak_resident(dir.path(), &["-t", "1"], data);
+    eprintln!("a pipe in leaves of 1 byte: {} KiB at most", peak >> 10);
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let digest = |out: &std::process::Output| stdout(out).split(" = ").nth(1).map(str::to_owned);
+    assert_eq!(digest(&out), digest(&by_name));
+    assert!(
+        peak <= 100 << 20,
+        "a pipe in leaves of 1 byte peaked at {} KiB",
+        peak >> 10
+    );
+}
+
+/// Runs bt2sum with `args` and `input` written to its standard input
+/// through a pipe; its output, and its peak resident memory in bytes (the
+/// kernel's own count, `ru_maxrss`). The count is taken by a small
+/// Python process that forks and waits for bt2sum: a process this test
+/// started directly would count the test's own memory, which its `exec`
+/// replaced.
+#[cfg(target_os = "linux")]
+fn peak_resident(dir: &Path, args: &[&str], input: Vec<u8>) -> (std::process::Output, u64) {
+    use std::io::Write;
+    const WAIT4: &str = "import os, sys\n\
+        pid = os.fork()\n\
+        if pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n\
+        _, status, usage = os.wait4(pid, 0)\n\
+        sys.stderr.write('peak %d\\n' % usage.ru_maxrss)\n\
+        sys.exit(os.waitstatus_to_exitcode(status))\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", WAIT4, env!("CARGO_BIN_EXE_bt2sum")])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/test-deps installs it)");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let text = String::from_utf8(output.stderr.clone()).unwrap();
+    let (before, peak) = text.rsplit_once("peak ").expect("the peak is said");
+    output.stderr = before.as_bytes().to_vec();
+    (output, peak.trim().parse::<u64>().unwrap() * 1024)
+}
+
+/// Where the system grants fewer threads than asked (a task limit, as a
+/// container's pids limit sets), bt2sum hashes with those that started,
+/// and says how many once: never a refusal. (Run as `nobody`, whom no other
+/// process counts against; root ignores the limit.)
+#[cfg(target_os = "linux")]
+#[test]
+fn fewer_threads_than_asked_still_hash() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let test = "fewer_threads_than_asked_still_hash";
+    if emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let data = pattern(3 << 20);
+    fs::write(dir.path().join("f"), &data).unwrap();
+    let user = match super::ux::unprivileged(dir.path(), "f") {
+        Ok(Some(user)) => user,
+        Ok(None) => return super::skip(test, "needs root, to set a task limit as another user"),
+        Err(why) => return super::skip(test, &why),
+    };
+    let expected = stdout(&super::run_in(dir.path(), ["f"], b""));
+    let warning = regex::Regex::new(
+        r"^bt2sum: started ([0-9]+) of the ([0-9]+) threads asked for: the system grants no more\n$",
+    )
+    .unwrap();
+    for (tasks, cpus) in [(1, "7"), (3, "7"), (4, "7"), (3, "0")] {
+        let script = format!(r#"ulimit -u {tasks} && exec "$BT2SUM" --cpus {cpus} f"#);
+        let script = script.replace("--cpus 0 ", "");
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .env("BT2SUM", env!("CARGO_BIN_EXE_bt2sum"))
+            .uid(user)
+            .gid(user)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(status(&out), 0, "ulimit -u {tasks}, --cpus {cpus}: {err}");
+        assert_eq!(stdout(&out), expected, "ulimit -u {tasks}");
+        let default_fits =
+            cpus == "0" && std::thread::available_parallelism().map_or(1, usize::from) + 1 < tasks;
+        if default_fits {
+            continue;
+        }
+        let said = warning
+            .captures(&err)
+            .unwrap_or_else(|| panic!("ulimit -u {tasks}: {err}"));
+        let started: usize = said[1].parse().unwrap();
+        assert!(started >= 1 && started < said[2].parse().unwrap(), "{err}");
+    }
+}
