@@ -147,6 +147,9 @@ impl<'a> Passes<'a> {
                     self.ended = true;
                     return None;
                 }
+                // (A comment of any length is skipped: its first bytes say
+                // what it is.)
+                Ok(Record::TooLong) if self.line.first() == Some(&b'#') => ListLine::Skip,
                 Ok(Record::TooLong) => ListLine::Improper(Improper::TooLong),
                 Ok(Record::Line) => classify(&self.line, &self.verifier.settings.grammar),
                 Err(error) => {

@@ -798,6 +798,15 @@ fn an_overlong_line_is_improperly_formatted_and_the_next_is_read() {
 }
 
 #[test]
+fn an_overlong_comment_is_skipped_as_any_comment() {
+    let dir = dir_with(&[("h", HELLO)]);
+    let comment = format!("# {}\n", "x".repeat(17 << 20));
+    let list = format!("{comment}{HELLO_B64}  h\n");
+    let out = run_in(dir.path(), ["-c", "-w", "--strict"], list.as_bytes());
+    assert_run(&out, "h: OK\n", "", 0);
+}
+
+#[test]
 fn dash_in_a_list_is_standard_input() {
     let dir = dir_with(&[("h", HELLO)]);
     let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
