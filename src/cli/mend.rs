@@ -27,8 +27,10 @@
 //! [`Rules::setid`] allows it); and only if it is still the file the check
 //! saw ([`Mender::open`] compares its [`Stamp`]). Every write goes through
 //! that one descriptor. The file keeps its mode and owner, and its access
-//! time; its modification and change times are those of any write. A
-//! set-id bit the system clears on a write is not set again.
+//! time; its change time is that of any write, and once it verifies whole
+//! the caller puts its modification time back ([`set_modified`]), so that
+//! its stat line holds. A set-id bit the system clears on a write is not
+//! set again.
 //!
 //! ```
 //! use bt2sum::repair::{Length, Mender, Names, Rules};
@@ -65,6 +67,7 @@ use std::path::{Path, PathBuf};
 pub use crate::cli::beneath::{Names, Refusal};
 use bt2sum::Digest;
 use bt2sum::Stamp;
+use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
 use bt2sum::spill::{IN_MEMORY, Spool};
@@ -350,6 +353,11 @@ pub struct Damaged {
     pub last_pass: bool,
     /// The file as the pass saw it: what it must still be when mended.
     pub stamp: Stamp,
+    /// The modification time to put back once the file verifies whole:
+    /// its stat line's, or, without one, the one the check saw.
+    pub mtime: Option<Mtime>,
+    /// Whether `mtime` is a stat line's.
+    pub mtime_listed: bool,
 }
 
 /// Damaged files waiting to be mended. A check mends only once every file
@@ -413,9 +421,18 @@ fn encode(damaged: &Damaged) -> Vec<u8> {
     bytes.push(tree.digest_size() as u8);
     bytes.extend((tree.leaf_size() as u32).to_le_bytes());
     bytes.extend(damaged.listed_length.to_le_bytes());
-    bytes.push(u8::from(damaged.whole.is_some()) | u8::from(damaged.last_pass) << 1);
+    bytes.push(
+        u8::from(damaged.whole.is_some())
+            | u8::from(damaged.last_pass) << 1
+            | u8::from(damaged.mtime.is_some()) << 2
+            | u8::from(damaged.mtime_listed) << 3,
+    );
     if let Some(whole) = &damaged.whole {
         bytes.extend(whole.as_bytes());
+    }
+    if let Some(mtime) = &damaged.mtime {
+        bytes.extend(mtime.seconds.to_le_bytes());
+        bytes.extend(mtime.nanoseconds.to_le_bytes());
     }
     bytes.extend((damaged.failing.len() as u64).to_le_bytes());
     for (index, digest) in &damaged.failing {
@@ -452,6 +469,13 @@ fn decode(bytes: &[u8]) -> Option<Damaged> {
         0 => None,
         _ => Some(Digest::from_slice(take(digest_size)?)?),
     };
+    let mtime = match flags & 4 {
+        0 => None,
+        _ => Some(Mtime {
+            seconds: u64_at(take(8)?) as i64,
+            nanoseconds: u32_at(take(4)?),
+        }),
+    };
     let count = u64_at(take(8)?);
     let mut failing = Vec::new();
     for _ in 0..count {
@@ -466,6 +490,8 @@ fn decode(bytes: &[u8]) -> Option<Damaged> {
         whole,
         last_pass: flags & 2 != 0,
         stamp,
+        mtime,
+        mtime_listed: flags & 8 != 0,
     })
 }
 
@@ -526,6 +552,16 @@ impl Leaf<'_> {
             Err(error) => Mend::WriteFailed(error),
         }
     }
+}
+
+/// Sets a file's modification time (its access time left as it is),
+/// through its descriptor.
+pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
+    let time = mtime
+        .to_system_time()
+        .ok_or_else(|| io::Error::other("the time is out of the system's range"))?;
+    file.set_times(std::fs::FileTimes::new().set_modified(time))?;
+    file.sync_all()
 }
 
 /// Reads exactly `buf.len()` bytes of `file` at `offset`.
@@ -596,6 +632,11 @@ mod tests {
                 whole: Some(digest(3)),
                 last_pass: false,
                 stamp,
+                mtime: Some(Mtime {
+                    seconds: -5,
+                    nanoseconds: 999_999_999,
+                }),
+                mtime_listed: true,
             },
             Damaged {
                 name: Vec::new(),
@@ -605,6 +646,8 @@ mod tests {
                 whole: None,
                 last_pass: true,
                 stamp,
+                mtime: None,
+                mtime_listed: false,
             },
         ];
         let mut pending = Pending::new();

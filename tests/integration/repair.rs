@@ -364,6 +364,122 @@ fn an_edited_file_is_not_reverted() {
     assert_eq!(fs::read(dir.path().join("f")).unwrap(), edited);
 }
 
+/// Flips a bit of byte `at` of the file at `path`, keeping its
+/// modification time: rot, which no write call made.
+fn rot(path: &Path, at: usize) {
+    let mtime = fs::metadata(path).unwrap().modified().unwrap();
+    let mut bytes = fs::read(path).unwrap();
+    bytes[at] ^= 0x04;
+    fs::write(path, bytes).unwrap();
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(mtime).unwrap();
+}
+
+/// A repaired file gets its stat line's modification time back: the next
+/// rot in it is damage again (FAILED, repaired again), never an edit that
+/// an update would take into the list.
+#[test]
+fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = noise(3 * LEAF + 100, 9);
+    for tree in ["tree", "backup"] {
+        fs::create_dir(dir.path().join(tree)).unwrap();
+        fs::write(dir.path().join(tree).join("v.mp4"), &good).unwrap();
+    }
+    let made = run_in(
+        dir.path(),
+        ["-C", "tree", "-r", "--stat", "--leaves", "-t", "4k", "."],
+        b"",
+    );
+    assert_eq!(status(&made), 0, "{}", stderr(&made));
+    fs::write(dir.path().join("SUMS"), &made.stdout).unwrap();
+    let path = dir.path().join("tree/v.mp4");
+    let listed = fs::metadata(&path).unwrap().modified().unwrap();
+    let repair = [
+        "-C",
+        "tree",
+        "-c",
+        "--quiet",
+        "--repair-from",
+        "../backup",
+        "../SUMS",
+    ];
+    let audit = ["-C", "tree", "-c", "--quiet", "--audit", ".", "../SUMS"];
+
+    rot(&path, 10);
+    let out = run_in(dir.path(), repair, b"");
+    assert_eq!(
+        stdout(&out),
+        "./v.mp4: FAILED\n./v.mp4: leaf 0: FAILED\n./v.mp4: leaf 0: REPAIRED\n"
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), listed);
+
+    rot(&path, 2 * LEAF + 7);
+    let out = run_in(dir.path(), audit, b"");
+    assert_eq!(stdout(&out), "./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n");
+    assert_eq!(status(&out), 1);
+    let mut update = audit.to_vec();
+    update.insert(4, "--update");
+    let out = run_in(dir.path(), &update, b"");
+    assert_eq!(status(&out), 1, "{}", stderr(&out));
+    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), made.stdout);
+    let out = run_in(dir.path(), repair, b"");
+    assert!(
+        stdout(&out).ends_with("./v.mp4: leaf 2: REPAIRED\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(fs::read(&path).unwrap(), good);
+    assert_eq!(run_in(dir.path(), audit, b"").status.code(), Some(0));
+}
+
+/// Where the system refuses to set the time back (a file the user may
+/// write but does not own), the repair says that the stat line is stale,
+/// and how to renew it.
+#[test]
+fn a_time_that_cannot_be_set_back_is_said() {
+    use std::os::unix::process::CommandExt;
+    let test = "a_time_that_cannot_be_set_back_is_said";
+    let (dir, good) = listed_file("f", 3 * LEAF);
+    let stat = run_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"], b"");
+    fs::write(dir.path().join("LEAVES"), &stat.stdout).unwrap();
+    for (path, mode) in [
+        ("", 0o777),
+        ("f", 0o666),
+        ("LEAVES", 0o644),
+        ("copy", 0o755),
+    ] {
+        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(mode)).unwrap();
+    }
+    fs::set_permissions(dir.path().join("copy/f"), fs::Permissions::from_mode(0o644)).unwrap();
+    let user = match super::ux::unprivileged(dir.path(), "LEAVES") {
+        Ok(Some(user)) => user,
+        Ok(None) => return super::skip(test, "needs root, to run bt2sum as another user"),
+        Err(why) => return super::skip(test, &why),
+    };
+    rot(&dir.path().join("f"), 5);
+    let out = bt2sum()
+        .current_dir(dir.path())
+        .args(["-c", "--quiet", "--repair-from", "copy", "LEAVES"])
+        .uid(user)
+        .gid(user)
+        .output()
+        .unwrap();
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "bt2sum: f: is repaired, but its modification time cannot be set back to its stat \
+             line's (Operation not permitted): that stat line is stale until an audit with \
+             --update writes it anew (bt2sum -c --audit DIR --update LIST)\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read(dir.path().join("f")).unwrap(), good);
+}
+
 /// Killed at any moment while it mends, a repair leaves each byte either
 /// as it was or as the copy has it; a second run finishes the job. (Each
 /// leaf is synced as it is written, so mending 2000 leaves takes long

@@ -16,8 +16,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
-use crate::cli::mend::{Damaged, Length, Mend, Mender, Pending, Rules};
+use crate::cli::mend::{Damaged, Length, Mend, Mender, Pending, Rules, set_modified};
 use bt2sum::format::name::Name;
+use bt2sum::format::stat::Mtime;
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
@@ -46,6 +47,9 @@ pub struct Repairs {
     /// The checksum the file being checked must have once mended, if its
     /// checksum line failed and its leaf lines leave some bytes out.
     whole: Option<Digest>,
+    /// The modification time the file being checked gets back once
+    /// mended, and whether its stat line lists it.
+    mtime: (Option<Mtime>, bool),
 }
 
 impl Repairs {
@@ -66,6 +70,7 @@ impl Repairs {
             mendable: true,
             noted: false,
             whole: None,
+            mtime: (None, false),
         })
     }
 
@@ -77,6 +82,11 @@ impl Repairs {
         if checked.is_first_pass() {
             (self.mendable, self.noted, self.whole) = (true, false, None);
             self.claim = DefaultHasher::new();
+            // (A stat line is on the first pass, with the checksum line.)
+            self.mtime = match checked.listed_stat() {
+                Some((_, mtime)) => (Some(mtime), true),
+                None => (checked.modified().map(Mtime::of), false),
+            };
         }
         self.keep_claim(checked);
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
@@ -115,6 +125,8 @@ impl Repairs {
             whole: None,
             last_pass,
             stamp,
+            mtime: self.mtime.0,
+            mtime_listed: self.mtime.1,
         };
         if !failing.is_empty() {
             self.pending.push(&damaged(failing, false))?;
@@ -248,6 +260,7 @@ impl Repairs {
             }
             if file_mended {
                 tally.mended_files += 1;
+                put_time_back(target, &damaged, printer)?;
             }
             if let Ok(now) = Stamp::now(target) {
                 mended_here.insert(damaged.stamp, now);
@@ -340,6 +353,29 @@ fn mend_leaves(
         return Ok(false);
     }
     Ok(all_good)
+}
+
+/// Gives a file that verifies whole again its modification time back: its
+/// stat line's, which then holds, so that a later change of its bytes
+/// reads as damage (FAILED), never as an edit. Where the system refuses,
+/// says that the stat line is stale, and how to renew it.
+fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> io::Result<()> {
+    let Some(mtime) = damaged.mtime else {
+        return Ok(());
+    };
+    match set_modified(file, mtime) {
+        Ok(()) => Ok(()),
+        Err(_) if !damaged.mtime_listed => Ok(()),
+        Err(error) => {
+            let message = format!(
+                "is repaired, but its modification time cannot be set back to its stat \
+                 line's ({}): that stat line is stale until an audit with --update writes it \
+                 anew (bt2sum -c --audit DIR --update LIST)",
+                bt2sum::plain_message(&error)
+            );
+            printer.error(&damaged.name, &message)
+        }
+    }
 }
 
 /// Sees to a mended file's length; whether it is as listed now.
