@@ -1,6 +1,6 @@
-//! Opening a file that bt2sum is to write, as `tar` and `rsync` open what
-//! they extract: from the directory bt2sum works in, one component at a
-//! time, never through a symbolic link, and only a regular file.
+//! Opening what bt2sum is to write, as `tar` and `rsync` open what they
+//! extract: from the directory bt2sum works in, one component at a time,
+//! never through a symbolic link, and only a regular file.
 //!
 //! A list names the files a repair writes, and a list may come from
 //! anywhere; a tree may hold links that a user who can write in it made.
@@ -14,16 +14,22 @@
 //! what it checked (its `Stamp`), through the descriptor it writes
 //! with.
 //!
-//! On Windows, where no such call exists, each directory on the way is
-//! looked at first (a junction or link is refused) and the file is opened
-//! without following a reparse point; a link swapped in between the look
-//! and the open is not caught there, but the identity comparison that
-//! follows catches a file swapped for another.
+//! A [`Directory`] is one such directory held open: `--update` reads,
+//! creates, renames and removes its list's files by name in it, so that
+//! no step goes through the list's path again.
+//!
+//! On Windows, where no `openat` exists, each directory on the way is
+//! opened in turn and held open without sharing the right to delete it
+//! (no directory held can be renamed or removed meanwhile), a junction or
+//! link is refused, and the file is opened without following a reparse
+//! point.
 
-use std::fmt;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
+
+pub use platform::Directory;
 
 /// Which names a list may give a file to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,79 +43,70 @@ pub enum Names {
 }
 
 /// Why a file was not opened to be written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Refusal {
-    /// The name is absolute.
+    #[error(
+        "its name is absolute, and bt2sum writes only inside the directory it works in \
+         (--absolute-names allows it)"
+    )]
     Absolute,
-    /// The name climbs out of a directory with `..`.
+    #[error(
+        "its name climbs out with '..', and bt2sum writes only inside the directory it works \
+         in (--absolute-names allows it)"
+    )]
     Climbs,
-    /// A component of the name, shown, is a symbolic link (or, on Windows,
-    /// a junction or other reparse point).
+    /// A component of the name, shown (empty: the file itself), is a
+    /// symbolic link (or, on Windows, a junction or other reparse point).
+    #[error("{}", link_message(.0))]
     Link(String),
-    /// The file is not a regular file.
+    #[error("it is not a regular file")]
     NotRegular,
-    /// The file has this many hard links.
+    #[error(
+        "it has {0} hard links, and writing it would change the file of every one, some \
+         perhaps outside the directory bt2sum works in (--absolute-names allows it)"
+    )]
     Linked(u64),
-    /// The file is set-user-ID or set-group-ID.
+    #[error(
+        "it is set-user-ID or set-group-ID, which bt2sum does not write (--repair-setid \
+         allows it)"
+    )]
     SetId,
-    /// Opening failed.
+    #[error("cannot be written: {}", bt2sum::plain_message(.0))]
     Io(io::Error),
 }
 
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::Absolute => f.write_str(
-                "its name is absolute, and bt2sum writes only inside the directory it works in \
-                 (--absolute-names allows it)",
-            ),
-            Refusal::Climbs => f.write_str(
-                "its name climbs out with '..', and bt2sum writes only inside the directory it \
-                 works in (--absolute-names allows it)",
-            ),
-            Refusal::Link(at) if at.is_empty() => {
-                f.write_str("it is a symbolic link, which bt2sum does not write through")
-            }
-            Refusal::Link(at) => write!(
-                f,
-                "{at} is a symbolic link on its way, which bt2sum does not write through"
-            ),
-            Refusal::NotRegular => f.write_str("it is not a regular file"),
-            Refusal::Linked(links) => write!(
-                f,
-                "it has {links} hard links, and writing it would change the file of every one, \
-                 some perhaps outside the directory bt2sum works in (--absolute-names allows it)"
-            ),
-            Refusal::SetId => f.write_str(
-                "it is set-user-ID or set-group-ID, which bt2sum does not write \
-                 (--repair-setid allows it)",
-            ),
-            Refusal::Io(error) => {
-                write!(f, "cannot be written: {}", bt2sum::plain_message(error))
-            }
-        }
+fn link_message(at: &str) -> String {
+    match at {
+        "" => "it is a symbolic link, which bt2sum does not write through".into(),
+        at => format!("{at} is a symbolic link on its way, which bt2sum does not write through"),
     }
 }
 
-impl std::error::Error for Refusal {}
+/// Why one step of a walk failed: a link met, or the system's error.
+enum Failed {
+    Link,
+    Io(io::Error),
+}
 
 /// Opens the file at `path`, relative to the current directory, for reading
 /// and writing, as the module documentation says: refused if `names` does
 /// not allow the name, if a component is a link, if it is not a regular
 /// file, or if it is set-id and `setid` is false.
 pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Refusal> {
-    let mut parts = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir if names == Names::Inside => {
-                return Err(Refusal::Absolute);
+    if names == Names::Inside {
+        for component in path.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
+                Component::ParentDir => return Err(Refusal::Climbs),
+                _ => {}
             }
-            Component::ParentDir if names == Names::Inside => return Err(Refusal::Climbs),
-            Component::CurDir => {}
-            component => parts.push(component),
         }
     }
-    let file = platform::open(&parts)?;
+    let (directory, name) = Directory::holding(None, path)?;
+    let file = directory.open(&name, true).map_err(|failed| match failed {
+        Failed::Link => Refusal::Link(String::new()),
+        Failed::Io(error) => Refusal::Io(error),
+    })?;
     let metadata = file.metadata().map_err(Refusal::Io)?;
     if !metadata.is_file() {
         return Err(Refusal::NotRegular);
@@ -124,6 +121,99 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
     Ok(file)
 }
 
+/// A list to rewrite in place (`--update`): the directory it is in, its
+/// name there, and the list, open for reading. A symbolic link to a list
+/// is followed to its target (each step again without following a link
+/// on the way); a list that is not a regular file is refused before it is
+/// read (a FIFO would wait for a writer).
+pub struct ListFile {
+    pub directory: Directory,
+    /// The directory's path, as the list's path (and links) give it, for
+    /// messages.
+    pub directory_path: PathBuf,
+    pub name: OsString,
+    pub file: File,
+}
+
+impl ListFile {
+    /// Opens the list at `path`.
+    pub fn open(path: &Path) -> Result<ListFile, Refusal> {
+        let (mut directory, mut name) = Directory::holding(None, path)?;
+        let parent = |path: &Path| match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut directory_path = parent(path);
+        // (As the system follows links: forty at most.)
+        for _ in 0..40 {
+            match directory.open(&name, false) {
+                Ok(file) => {
+                    let metadata = file.metadata().map_err(Refusal::Io)?;
+                    if !metadata.is_file() {
+                        return Err(Refusal::NotRegular);
+                    }
+                    return Ok(ListFile {
+                        directory,
+                        directory_path,
+                        name,
+                        file,
+                    });
+                }
+                Err(Failed::Io(error)) => return Err(Refusal::Io(error)),
+                Err(Failed::Link) => {
+                    let target = directory.read_link(&name).map_err(Refusal::Io)?;
+                    (directory, name) = Directory::holding(Some(&directory), &target)?;
+                    directory_path = parent(&directory_path.join(target));
+                }
+            }
+        }
+        Err(Refusal::Io(io::Error::other(
+            "Too many levels of symbolic links",
+        )))
+    }
+}
+
+impl Directory {
+    /// The file `name` in this directory, for reading, not through a link.
+    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
+        self.open(name, false).map_err(|failed| match failed {
+            Failed::Link => io::Error::other("it is a symbolic link"),
+            Failed::Io(error) => error,
+        })
+    }
+
+    /// The directory holding the file `path` names, walked from `from`
+    /// (the working directory if `None`, the root for an absolute path),
+    /// and the file's name in it.
+    fn holding(from: Option<&Directory>, path: &Path) -> Result<(Directory, OsString), Refusal> {
+        let parts: Vec<Component<'_>> = path
+            .components()
+            .filter(|part| *part != Component::CurDir)
+            .collect();
+        let Some((Component::Normal(name), way)) = parts.split_last() else {
+            return Err(Refusal::NotRegular);
+        };
+        let mut directory = match (way.first(), from) {
+            (Some(Component::Prefix(_) | Component::RootDir), _) => Directory::root(way),
+            (_, Some(from)) => from.try_clone(),
+            (_, None) => Directory::working(),
+        }
+        .map_err(Refusal::Io)?;
+        for (index, part) in way.iter().enumerate() {
+            let name = match part {
+                Component::Normal(name) => *name,
+                Component::ParentDir => OsStr::new(".."),
+                _ => continue,
+            };
+            directory = directory.child(name).map_err(|failed| match failed {
+                Failed::Link => Refusal::Link(shown(way, index + 1)),
+                Failed::Io(error) => Refusal::Io(error),
+            })?;
+        }
+        Ok((directory, name.to_os_string()))
+    }
+}
+
 /// How many hard links a file has.
 pub(crate) fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
     platform::links(file, metadata)
@@ -131,20 +221,21 @@ pub(crate) fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64
 
 /// The components shown up to the `count`-th, for a message.
 fn shown(parts: &[Component<'_>], count: usize) -> String {
-    let path: std::path::PathBuf = parts[..count].iter().collect();
+    let path: PathBuf = parts[..count].iter().collect();
     bt2sum::format::name::Name::of_path_lossy(path.as_os_str()).shown()
 }
 
 #[cfg(unix)]
 mod platform {
-    use std::ffi::CString;
+    use std::ffi::{CStr, CString, OsStr};
     use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    use std::path::Component;
+    use std::path::{Component, PathBuf};
 
-    use super::{Refusal, shown};
+    use super::Failed;
+    use crate::cli::system::FileId;
 
     /// Whether a file is set-user-ID or set-group-ID.
     pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
@@ -158,61 +249,157 @@ mod platform {
         Ok(metadata.nlink())
     }
 
-    /// Opens the file the components name, each directory relative to the
-    /// one before, none through a link.
-    pub(super) fn open(parts: &[Component<'_>]) -> Result<File, Refusal> {
-        let mut directory =
-            open_at(libc::AT_FDCWD, c".", libc::O_DIRECTORY).map_err(Refusal::Io)?;
-        for (index, part) in parts.iter().enumerate() {
-            let name: &[u8] = match part {
-                Component::RootDir => b"/",
-                Component::ParentDir => b"..",
-                Component::Normal(name) => name.as_bytes(),
-                Component::CurDir | Component::Prefix(_) => continue,
-            };
-            let name =
-                CString::new(name).map_err(|_| Refusal::Io(io::ErrorKind::InvalidInput.into()))?;
-            let last = index + 1 == parts.len();
-            // (A FIFO is opened without waiting for a writer, then refused
-            // as not regular.)
-            let flags = if last {
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_NOCTTY
-            } else {
-                libc::O_DIRECTORY
-            };
-            let opened = match part {
-                Component::RootDir => open_at(libc::AT_FDCWD, c"/", flags),
-                _ => open_at(directory.as_raw_fd(), &name, flags | libc::O_NOFOLLOW),
-            };
-            directory = match opened {
-                Ok(fd) => fd,
-                Err(error) if is_link(&directory, &name) => {
-                    drop(error);
-                    return Err(Refusal::Link(match last {
-                        true => String::new(),
-                        false => shown(parts, index + 1),
-                    }));
-                }
-                Err(error) => return Err(Refusal::Io(error)),
-            };
-        }
-        if parts.is_empty() {
-            return Err(Refusal::NotRegular);
-        }
-        let file = File::from(directory);
-        // SAFETY: `fcntl` on a descriptor this function owns; clearing
-        // `O_NONBLOCK` changes nothing for a regular file, and keeps any
-        // other from surprising its reader.
-        unsafe {
-            let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-            if flags >= 0 {
-                libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-            }
-        }
-        Ok(file)
+    /// A directory, held open by its descriptor.
+    pub struct Directory(OwnedFd);
+
+    fn c_name(name: &OsStr) -> io::Result<CString> {
+        CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
     }
 
-    fn open_at(at: libc::c_int, name: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    impl Directory {
+        pub(super) fn working() -> io::Result<Directory> {
+            open_at(libc::AT_FDCWD, c".", libc::O_DIRECTORY).map(Directory)
+        }
+
+        pub(super) fn root(_: &[Component<'_>]) -> io::Result<Directory> {
+            open_at(libc::AT_FDCWD, c"/", libc::O_DIRECTORY).map(Directory)
+        }
+
+        pub fn try_clone(&self) -> io::Result<Directory> {
+            self.0.try_clone().map(Directory)
+        }
+
+        /// The directory `name` in this one, not through a link.
+        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
+            self.open_entry(name, libc::O_DIRECTORY).map(Directory)
+        }
+
+        /// The file `name` in this one, not through a link, for reading
+        /// (and writing, if `write`). A FIFO is opened without waiting
+        /// for a writer (and left for the caller to refuse).
+        pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
+            let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+            let fd = self.open_entry(name, access | libc::O_NONBLOCK | libc::O_NOCTTY)?;
+            // SAFETY: `fcntl` on a descriptor this function owns; clearing
+            // `O_NONBLOCK` changes nothing for a regular file, and keeps
+            // any other from surprising its reader.
+            unsafe {
+                let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+                if flags >= 0 {
+                    libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+                }
+            }
+            Ok(File::from(fd))
+        }
+
+        fn open_entry(&self, name: &OsStr, flags: libc::c_int) -> Result<OwnedFd, Failed> {
+            let c_name = c_name(name).map_err(Failed::Io)?;
+            match open_at(self.0.as_raw_fd(), &c_name, flags | libc::O_NOFOLLOW) {
+                Ok(fd) => Ok(fd),
+                Err(_) if self.is_link(&c_name) => Err(Failed::Link),
+                Err(error) => Err(Failed::Io(error)),
+            }
+        }
+
+        /// What the link `name` points to.
+        pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+            let c_name = c_name(name)?;
+            let mut target = vec![0u8; libc::PATH_MAX as usize + 1];
+            // SAFETY: `target` has room for the answer's bytes; `c_name`
+            // is NUL-terminated; the descriptor is open.
+            let read = unsafe {
+                libc::readlinkat(
+                    self.0.as_raw_fd(),
+                    c_name.as_ptr(),
+                    target.as_mut_ptr().cast(),
+                    target.len(),
+                )
+            };
+            if read < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            target.truncate(read as usize);
+            Ok(PathBuf::from(OsStr::from_bytes(&target)))
+        }
+
+        /// A new file `name`, readable and writable by its owner only.
+        pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
+            let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            let c_name = c_name(name)?;
+            loop {
+                // SAFETY: as in `open_at`; the mode is the one argument
+                // O_CREAT reads.
+                let fd = unsafe {
+                    libc::openat(
+                        self.0.as_raw_fd(),
+                        c_name.as_ptr(),
+                        flags | libc::O_CLOEXEC,
+                        0o600 as libc::c_uint,
+                    )
+                };
+                if fd >= 0 {
+                    // SAFETY: `openat` returned a new descriptor that
+                    // nothing else owns.
+                    return Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
+                }
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+
+        /// Renames `from` over `to`, both in this directory.
+        pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            let (from, to) = (c_name(from)?, c_name(to)?);
+            let fd = self.0.as_raw_fd();
+            // SAFETY: both names are NUL-terminated; the descriptor is open.
+            match unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } {
+                0 => Ok(()),
+                _ => Err(io::Error::last_os_error()),
+            }
+        }
+
+        /// Removes the file `name`.
+        pub fn remove(&self, name: &OsStr) -> io::Result<()> {
+            let name = c_name(name)?;
+            // SAFETY: the name is NUL-terminated; the descriptor is open.
+            match unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), 0) } {
+                0 => Ok(()),
+                _ => Err(io::Error::last_os_error()),
+            }
+        }
+
+        /// Flushes the directory's entries to the disk, so that a rename
+        /// in it survives a crash.
+        pub fn sync(&self) -> io::Result<()> {
+            File::from(self.0.try_clone()?).sync_all()
+        }
+
+        /// Which directory this is.
+        pub fn id(&self) -> io::Result<FileId> {
+            FileId::of_file(&File::from(self.0.try_clone()?))
+        }
+
+        /// Whether `name` in this directory is a symbolic link.
+        fn is_link(&self, name: &CStr) -> bool {
+            let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+            // SAFETY: `stat` has room for the answer, `name` is
+            // NUL-terminated, and the descriptor is open.
+            let done = unsafe {
+                libc::fstatat(
+                    self.0.as_raw_fd(),
+                    name.as_ptr(),
+                    stat.as_mut_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            // SAFETY: `fstatat` succeeded, so it filled `stat` in.
+            done == 0 && unsafe { stat.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK
+        }
+    }
+
+    fn open_at(at: libc::c_int, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
         loop {
             // SAFETY: `name` is a NUL-terminated string that lives for the
             // call; `at` is a directory descriptor the caller holds open, or
@@ -229,34 +416,26 @@ mod platform {
             }
         }
     }
-
-    /// Whether `name` in `directory` is a symbolic link.
-    fn is_link(directory: &OwnedFd, name: &std::ffi::CStr) -> bool {
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: `stat` has room for the answer, `name` is NUL-terminated,
-        // and the descriptor is open.
-        let done = unsafe {
-            libc::fstatat(
-                directory.as_raw_fd(),
-                name.as_ptr(),
-                stat.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        // SAFETY: `fstatat` succeeded, so it filled `stat` in.
-        done == 0 && unsafe { stat.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK
-    }
 }
 
 #[cfg(windows)]
 mod platform {
+    use std::ffi::OsStr;
     use std::fs::{File, OpenOptions};
+    use std::io;
     use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
     use std::path::{Component, PathBuf};
+    use std::sync::Arc;
 
-    use super::{Refusal, shown};
+    use super::Failed;
+    use crate::cli::system::FileId;
 
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    const FILE_FLAG_BACKUP_SEMANTICS: u32 = 0x0200_0000;
+    const FILE_SHARE_READ: u32 = 1;
+    const FILE_SHARE_WRITE: u32 = 2;
+    const FILE_SHARE_DELETE: u32 = 4;
 
     /// Windows has no set-id bits.
     pub(super) fn is_setid(_: &std::fs::Metadata) -> bool {
@@ -264,38 +443,119 @@ mod platform {
     }
 
     /// How many hard links a file has.
-    pub(super) fn links(file: &File, _: &std::fs::Metadata) -> std::io::Result<u64> {
+    pub(super) fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
     }
-    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 
-    /// Opens the file the components name, refusing a reparse point on the
-    /// way (each directory looked at before the next is opened).
-    pub(super) fn open(parts: &[Component<'_>]) -> Result<File, Refusal> {
-        let mut path = PathBuf::new();
-        for (index, part) in parts.iter().enumerate() {
-            path.push(part);
-            if matches!(part, Component::Prefix(_) | Component::RootDir) {
-                continue;
-            }
-            let metadata = std::fs::symlink_metadata(&path).map_err(Refusal::Io)?;
+    /// A directory, by its path, with every directory on the way held
+    /// open without the right to delete shared: none can be renamed or
+    /// removed while it is held.
+    pub struct Directory {
+        path: PathBuf,
+        held: Arc<Held>,
+    }
+
+    /// A directory's handle, and those of the directories on its way.
+    struct Held {
+        _handle: File,
+        _up: Option<Arc<Held>>,
+    }
+
+    impl Directory {
+        pub(super) fn working() -> io::Result<Directory> {
+            Directory::at(PathBuf::from("."), None)
+        }
+
+        pub(super) fn root(way: &[Component<'_>]) -> io::Result<Directory> {
+            let start: PathBuf = way
+                .iter()
+                .take_while(|part| matches!(part, Component::Prefix(_) | Component::RootDir))
+                .collect();
+            Directory::at(start, None)
+        }
+
+        fn at(path: PathBuf, up: Option<Arc<Held>>) -> io::Result<Directory> {
+            let held = Held {
+                _handle: hold(&path)?,
+                _up: up,
+            };
+            Ok(Directory {
+                path,
+                held: Arc::new(held),
+            })
+        }
+
+        pub fn try_clone(&self) -> io::Result<Directory> {
+            Ok(Directory {
+                path: self.path.clone(),
+                held: Arc::clone(&self.held),
+            })
+        }
+
+        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
+            let path = self.path.join(name);
+            let metadata = std::fs::symlink_metadata(&path).map_err(Failed::Io)?;
             if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-                return Err(Refusal::Link(match index + 1 == parts.len() {
-                    true => String::new(),
-                    false => shown(parts, index + 1),
-                }));
+                return Err(Failed::Link);
             }
+            Directory::at(path, Some(Arc::clone(&self.held))).map_err(Failed::Io)
         }
-        let file = OpenOptions::new()
+
+        pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(write)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+                .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(self.path.join(name))
+                .map_err(Failed::Io)?;
+            let metadata = file.metadata().map_err(Failed::Io)?;
+            if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+                return Err(Failed::Link);
+            }
+            Ok(file)
+        }
+
+        pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+            std::fs::read_link(self.path.join(name))
+        }
+
+        /// A new file `name`.
+        pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(self.path.join(name))
+        }
+
+        /// Renames `from` over `to`, both in this directory.
+        pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            std::fs::rename(self.path.join(from), self.path.join(to))
+        }
+
+        /// Removes the file `name`.
+        pub fn remove(&self, name: &OsStr) -> io::Result<()> {
+            std::fs::remove_file(self.path.join(name))
+        }
+
+        /// A rename is as durable as the system makes it.
+        pub fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+
+        /// Which directory this is.
+        pub fn id(&self) -> io::Result<FileId> {
+            FileId::of(&self.path, &std::fs::metadata(&self.path)?)
+        }
+    }
+
+    /// A directory opened to be held, not to be read.
+    fn hold(path: &std::path::Path) -> io::Result<File> {
+        OpenOptions::new()
             .read(true)
-            .write(true)
-            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
-            .open(&path)
-            .map_err(Refusal::Io)?;
-        let metadata = file.metadata().map_err(Refusal::Io)?;
-        if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-            return Err(Refusal::Link(String::new()));
-        }
-        Ok(file)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)
     }
 }

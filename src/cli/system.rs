@@ -291,6 +291,14 @@ impl FileId {
         }
     }
 
+    /// The open file `file`.
+    pub fn of_file(file: &File) -> io::Result<FileId> {
+        #[cfg(unix)]
+        return FileId::of(Path::new(""), &file.metadata()?);
+        #[cfg(windows)]
+        return same_file::Handle::from_file(file.try_clone()?).map(FileId);
+    }
+
     /// The regular file standard output writes to, if it is one.
     pub fn of_stdout() -> Option<FileId> {
         let stdout = duplicate_stdout().ok()?;
@@ -315,20 +323,6 @@ impl FileId {
             let _ = entry;
             true
         }
-    }
-}
-
-/// How many hard links an open file has (`metadata`: its `fstat`).
-pub fn hard_links(file: &File, metadata: &Metadata) -> io::Result<u64> {
-    #[cfg(unix)]
-    {
-        let _ = file;
-        Ok(std::os::unix::fs::MetadataExt::nlink(metadata))
-    }
-    #[cfg(windows)]
-    {
-        let _ = metadata;
-        winapi_util::file::information(file).map(|information| information.number_of_links())
     }
 }
 

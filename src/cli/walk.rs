@@ -57,7 +57,13 @@ pub struct Options {
     pub skip: Vec<FileId>,
     /// What is left out.
     pub excludes: Excludes,
+    /// Directories (by identity) whose entries of a form are passed over
+    /// (an update's temporary files, in its lists' directories).
+    pub passed_over: Option<(Vec<FileId>, NameTest)>,
 }
+
+/// Whether a name is of a form.
+pub type NameTest = fn(&OsStr) -> bool;
 
 /// The files under `roots`, walked one at a time.
 pub struct Walk {
@@ -133,6 +139,10 @@ impl Walk {
             Ok(entries) => entries,
             Err(error) => return Some(Walked::Error { path, error }),
         };
+        let passed_over = match &self.options.passed_over {
+            Some((directories, passed_over)) if directories.contains(&id) => Some(passed_over),
+            _ => None,
+        };
         let mut names = Vec::new();
         let mut children: Vec<Child> = Vec::new();
         let mut failed = None;
@@ -144,6 +154,9 @@ impl Walk {
                     break;
                 }
             };
+            if passed_over.is_some_and(|passed_over| passed_over(&entry.file_name())) {
+                continue;
+            }
             let Some(kind) = self.child(&path, &entry) else {
                 continue;
             };
@@ -330,8 +343,6 @@ fn join(directory: &OsStr, name: &OsStr) -> OsString {
 /// ```
 #[derive(Clone, Default)]
 pub struct Excludes {
-    /// The patterns as given, to add one more to.
-    given: Vec<String>,
     /// What they match; `None` when there is none.
     matcher: Option<ignore::gitignore::Gitignore>,
 }
@@ -361,10 +372,8 @@ impl Excludes {
         patterns: impl IntoIterator<Item = S>,
     ) -> Result<Excludes, ExcludeError> {
         let mut builder = ignore::gitignore::GitignoreBuilder::new("");
-        let mut given = Vec::new();
         for pattern in patterns {
             let pattern = pattern.as_ref();
-            given.push(pattern.to_string());
             let bad = |reason: String| ExcludeError {
                 pattern: pattern.to_string(),
                 reason,
@@ -381,14 +390,8 @@ impl Excludes {
             reason: glob_reason(&error),
         })?;
         Ok(Excludes {
-            given,
             matcher: (matcher.num_ignores() + matcher.num_whitelists() > 0).then_some(matcher),
         })
-    }
-
-    /// These excludes and one more pattern, the last.
-    pub fn with(&self, pattern: &str) -> Result<Excludes, ExcludeError> {
-        Excludes::new(self.given.iter().map(String::as_str).chain([pattern]))
     }
 
     /// Whether `relative` (a path below the root being walked) is left out;
@@ -454,6 +457,7 @@ impl Roots {
             follow_links,
             skip: FileId::of_stdout().into_iter().collect(),
             excludes,
+            passed_over: None,
         };
         Roots {
             roots,

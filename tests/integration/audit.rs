@@ -342,10 +342,21 @@ fn the_lists_are_never_new() {
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), err.as_str(), code), ("./a: OK\n", "", 0));
-    // Nor what an update left behind when it was killed.
-    fs::write(dir.path().join(".bt2sum-update-x1y2z3"), b"half a list").unwrap();
+    // Nor what an update left behind when it was killed, beside the list;
+    // but a file named like one anywhere else, or of another form, is.
+    fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
     let (out, _, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), code), ("./a: OK\n", 0));
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    for name in [".bt2sum-update-evil.sh", "sub/.bt2sum-update-123-456"] {
+        fs::write(dir.path().join(name), b"#!/bin/sh\n").unwrap();
+    }
+    let expected = "./a: OK\n./.bt2sum-update-evil.sh: NEW\n./sub/.bt2sum-update-123-456: NEW\n";
+    let (out, _, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    assert_eq!((out.as_str(), code), (expected, 1));
+    let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "--update", "SUMS"]);
+    assert_eq!((out.as_str(), code), (expected, 0), "{err}");
+    assert!(err.contains("SUMS: updated: 2 files added"), "{err}");
 }
 
 #[test]

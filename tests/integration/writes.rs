@@ -764,3 +764,150 @@ fn no_byte_is_written_outside_what_is_reported() {
             .contains("(./new)")
     );
 }
+
+/// A list that is a FIFO is refused before anything is read or written:
+/// the update never waits for a writer.
+#[test]
+fn an_update_refuses_a_list_that_is_not_a_regular_file() {
+    let dir = archive();
+    mkfifo(&dir.path().join("FIFO"));
+    let child = bt2sum()
+        .args(["-c", "--audit", ".", "--update", "../FIFO"])
+        .current_dir(dir.path().join("t"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = output_within(child, Duration::from_secs(20));
+    assert_eq!(
+        (stdout(&out).as_str(), stderr(&out).as_str(), status(&out)),
+        (
+            "",
+            "bt2sum: ../FIFO: not updated: it is not a regular file\n",
+            1
+        )
+    );
+}
+
+/// While another thread swaps the list's parent directory with a symbolic
+/// link to another directory (`renameat2` with `RENAME_EXCHANGE`, again and
+/// again), hundreds of updates each either rewrite the list they read, in
+/// its own directory, or are refused: the other directory's list never
+/// changes, no temporary file is left anywhere, and the list is whole.
+/// (Linux: `renameat2`.)
+#[cfg(target_os = "linux")]
+#[test]
+fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let test = "an_update_never_writes_through_a_directory_swapped_for_a_link";
+    if super::emulated_too_slow(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    for directory in ["parent/dir", "victim/dir", "t"] {
+        fs::create_dir_all(base.join(directory)).unwrap();
+    }
+    fs::write(base.join("t/a"), b"file a\n").unwrap();
+    let list = run_in(base, ["-r", "--stat", "t"], b"").stdout;
+    fs::write(base.join("parent/dir/SUMS"), &list).unwrap();
+    let victim = b"the other directory's list\n";
+    fs::write(base.join("victim/dir/SUMS"), victim).unwrap();
+    symlink("victim", base.join("link")).unwrap();
+    let exchange = |base: &Path| -> std::io::Result<()> {
+        let c = |name: &str| {
+            std::ffi::CString::new(base.join(name).into_os_string().into_encoded_bytes()).unwrap()
+        };
+        let (parent, link) = (c("parent"), c("link"));
+        // SAFETY: both paths are NUL-terminated and live for the call.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                parent.as_ptr(),
+                libc::AT_FDCWD,
+                link.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    if let Err(error) = exchange(base).and_then(|()| exchange(base)) {
+        return super::skip(test, &format!("renameat2 cannot exchange here: {error}"));
+    }
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, base) = (std::sync::Arc::clone(&stop), base.to_path_buf());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                exchange(&base).unwrap();
+                swaps += 1;
+            }
+            // Left with the real directory at `parent`.
+            if swaps % 2 == 1 {
+                exchange(&base).unwrap();
+            }
+            swaps
+        })
+    };
+    let (mut updated, mut refused) = (0, 0);
+    for round in 0..300 {
+        fs::write(base.join(format!("t/new{round}")), format!("{round}\n")).unwrap();
+        let out = run_in(
+            base,
+            [
+                "-c",
+                "--quiet",
+                "--audit",
+                "t",
+                "--update",
+                "parent/dir/SUMS",
+            ],
+            b"",
+        );
+        let err = stderr(&out);
+        match status(&out) {
+            0 => updated += 1,
+            _ if err.contains("parent/dir/SUMS: not updated: ") => refused += 1,
+            _ => panic!("round {round}: {}{err}", stdout(&out)),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!("{updated} updated, {refused} refused, {swaps} swaps");
+    assert!(updated > 0);
+    let other = fs::read(base.join("victim/dir/SUMS")).unwrap();
+    assert!(
+        other == victim,
+        "the other directory's list was replaced: {} bytes",
+        other.len()
+    );
+    for directory in ["parent/dir", "victim/dir", "victim", "parent", "t", ""] {
+        for entry in fs::read_dir(base.join(directory)).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(
+                !name.to_string_lossy().starts_with(".bt2sum-update-"),
+                "{directory}: {name:?}"
+            );
+        }
+    }
+    // The list is whole: one more update takes in what the refused ones
+    // did not, and an audit then finds every file as listed.
+    let last = [
+        "-c",
+        "--quiet",
+        "--audit",
+        "t",
+        "--update",
+        "parent/dir/SUMS",
+    ];
+    assert_eq!(status(&run_in(base, last, b"")), 0);
+    let audit = run_in(base, ["-c", "--audit", "t", "parent/dir/SUMS"], b"");
+    assert_eq!((stderr(&audit).as_str(), status(&audit)), ("", 0));
+    assert_eq!(stdout(&audit).lines().count(), 301);
+}

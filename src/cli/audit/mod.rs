@@ -42,9 +42,11 @@ use bt2sum::{Job, hash_each};
 use join::Joined;
 use rewrite::Shape;
 pub use rewrite::{Rewrite, Rewritten};
+pub use update::{UpdatedList, is_temporary, report_updated};
 
 mod join;
 mod rewrite;
+mod update;
 
 /// What an audit finds once the lists are checked, in order.
 #[derive(Debug)]

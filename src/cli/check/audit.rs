@@ -3,21 +3,18 @@
 //! missing files, printed after the lists' verdicts with a summary of
 //! their own.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use std::fs::File;
-
-use crate::cli::audit::{Auditor, Finding, Rewrite, Rewritten};
-use crate::cli::system;
+use crate::cli::audit::{Auditor, Finding, UpdatedList, is_temporary, report_updated};
 use crate::cli::system::FileId;
 use crate::cli::walk;
+use bt2sum::TreeParams;
 use bt2sum::format::name::Name;
 use bt2sum::verify::{Report, Verifier};
-use bt2sum::{Stamp, TreeParams};
 
 use super::super::config::{Checking, Verbosity};
 use super::super::output::{Status, report_listed, warn};
@@ -25,10 +22,10 @@ use super::super::records::{JsonName, Record};
 use super::Printer;
 
 /// What checks the lists: the verifier alone, or an audit around it (with
-/// `--update`, the list as it was when the audit began).
+/// `--update`, the list it rewrites).
 pub enum Checker<'v> {
     Lists(&'v Verifier<'v>),
-    Audit(Box<Auditor<'v>>, Option<Stamp>),
+    Audit(Box<Auditor<'v>>, Option<&'v UpdatedList>),
 }
 
 impl<'v> Checker<'v> {
@@ -39,43 +36,54 @@ impl<'v> Checker<'v> {
         config: &Checking,
         verifier: &'v Verifier<'v>,
         progress: Option<&Arc<AtomicU64>>,
+        updated: Option<&'v UpdatedList>,
     ) -> Checker<'v> {
         // (Checked in slices, only the first audits.)
         let first_slice = config.slice.is_none_or(|part| part.part() == 1);
         if config.audit.is_empty() || !first_slice {
             return Checker::Lists(verifier);
         }
-        // The lists, and the file standard output writes to, are never new.
+        // The lists, and the file standard output writes to, are never new;
+        // nor are an update's temporary files in a list's directory (a run
+        // that was killed may have left one behind).
         let mut skip: Vec<FileId> = FileId::of_stdout().into_iter().collect();
+        let mut directories = Vec::new();
         for list in &config.lists {
             if let Ok(metadata) = std::fs::metadata(list)
                 && let Ok(id) = FileId::of(Path::new(list), &metadata)
             {
                 skip.push(id);
             }
+            let directory = std::fs::canonicalize(list)
+                .ok()
+                .and_then(|list| Some(list.parent()?.to_path_buf()));
+            if let Some(directory) = directory
+                && let Ok(metadata) = std::fs::metadata(&directory)
+                && let Ok(id) = FileId::of(&directory, &metadata)
+            {
+                directories.push(id);
+            }
         }
-        // Nor is a temporary file an update that was killed left behind.
-        let excludes = config
-            .excludes
-            .with(&format!("{UPDATE_PREFIX}*"))
-            .expect("a valid pattern");
+        if let Some((list, directory)) = updated.and_then(|list| list.ids().ok()) {
+            skip.push(list);
+            directories.push(directory);
+        }
+        let passed_over = Some((directories, is_temporary as walk::NameTest));
         let options = walk::Options {
             follow_links: config.follow_links,
             skip,
-            excludes,
+            excludes: config.excludes.clone(),
+            passed_over,
         };
         let mut auditor = Auditor::new(verifier, config.audit.clone(), options);
         if let Some(counter) = progress {
             auditor = auditor.progress(Arc::clone(counter));
         }
-        let (auditor, list) = match config.update {
-            Some(stat) => {
-                let list = File::open(&config.lists[0]).and_then(|list| Stamp::now(&list));
-                (auditor.updating(stat), list.ok())
-            }
-            None => (auditor, None),
+        let auditor = match config.update {
+            Some(stat) => auditor.updating(stat),
+            None => auditor,
         };
-        Checker::Audit(Box::new(auditor), list)
+        Checker::Audit(Box::new(auditor), updated)
     }
 
     /// Whether missing files wait for the audit's end (to be MISSING, or
@@ -102,7 +110,7 @@ impl<'v> Checker<'v> {
     /// audit (Success for a plain check). `Err` only when writing to
     /// standard output fails.
     pub fn finish(self, printer: &mut Printer<'_>, counts: &mut Counts) -> io::Result<Status> {
-        let Checker::Audit(auditor, list_stamp) = self else {
+        let Checker::Audit(auditor, updated) = self else {
             return Ok(Status::Success);
         };
         let mut written = Ok(());
@@ -137,13 +145,19 @@ impl<'v> Checker<'v> {
         };
         // Updated, the list holds the new, moved and changed files: only
         // what it keeps as it was (missing files) still fails the run.
-        let list = Path::new(&config.lists[0]);
-        match update(list, list_stamp, rewrite, config) {
+        let list = &config.lists[0];
+        let updated = updated.expect("an update opens its list first");
+        let rewritten = default_tree(config).and_then(|tree| {
+            updated.rewrite(rewrite, &tree, |name, error| {
+                report_listed(name, &error.to_string());
+            })
+        });
+        match rewritten {
             Ok(done) => {
                 if config.verbosity != Verbosity::Status {
                     report_updated(list, &done);
                     if config.json {
-                        let list = Name::of_path_lossy(list.as_os_str());
+                        let list = Name::of_path_lossy(list);
                         printer.out.emit(&Record::Update {
                             list: JsonName(Some(list.printed())),
                             added: done.added,
@@ -161,7 +175,7 @@ impl<'v> Checker<'v> {
                 })
             }
             Err(why) => {
-                let shown = Name::of_path_lossy(list.as_os_str()).shown();
+                let shown = Name::of_path_lossy(list).shown();
                 warn(&format!("{shown}: not updated: {why}"));
                 Ok(Status::Failure)
             }
@@ -169,207 +183,13 @@ impl<'v> Checker<'v> {
     }
 }
 
-/// Rewrites `list` as the audit found the tree, atomically: a temporary
-/// file in the list's directory (a symbolic link's target's), written,
-/// flushed to the disk, given the list's owner, group and permissions, then
-/// renamed over it (and the directory flushed, so that the rename itself
-/// survives a crash). Until the rename, the list is as it was; after it,
-/// whole and new. Refused, with nothing written, when the list is not what
-/// the audit read (`seen`: it changed since, or is another file now), when
-/// it has other hard links (which the rename would split), or when its
-/// owner cannot be kept. A stop signal removes the temporary file. Files
-/// that cannot be hashed are reported.
-fn update(
-    list: &Path,
-    seen: Option<Stamp>,
-    rewrite: Rewrite,
-    config: &Checking,
-) -> Result<Rewritten, String> {
-    let plain = |error: io::Error| bt2sum::plain_message(&error);
-    let changed = || "it changed while the audit ran (audit it again)".to_string();
-    let target = std::fs::canonicalize(list).map_err(plain)?;
-    let directory = target.parent().unwrap_or(Path::new("/"));
-    let file = File::open(&target).map_err(plain)?;
-    let metadata = file.metadata().map_err(plain)?;
-    if seen != Some(Stamp::now(&file).map_err(plain)?) {
-        return Err(changed());
-    }
-    let links = system::hard_links(&file, &metadata).map_err(plain)?;
-    if links > 1 {
-        return Err(format!(
-            "it has {links} hard links, which replacing it would split (update a copy of it)"
-        ));
-    }
-    let settings = config.settings;
-    let default_tree = TreeParams::new(
-        settings.grammar.untagged_algorithm,
-        settings
-            .grammar
-            .digest_size
-            .unwrap_or(settings.grammar.untagged_algorithm.max_digest_size()),
-        settings.leaf_size,
-    )
-    .map_err(|error| error.to_string())?;
-    let temporary = Temporary::create(directory).map_err(|error| {
-        // (Where the list is named, unless it is a link.)
-        let named = match std::fs::symlink_metadata(list) {
-            Ok(metadata) if !metadata.is_symlink() => list.parent(),
-            _ => Some(directory),
-        };
-        let named = named.filter(|named| !named.as_os_str().is_empty());
-        let shown = Name::of_path_lossy(named.unwrap_or(Path::new(".")).as_os_str()).shown();
-        format!(
-            "cannot create a temporary file in {shown}: {}",
-            plain(error)
-        )
-    })?;
-    let mut reader = io::BufReader::with_capacity(64 << 10, &file);
-    let done = {
-        let mut out = io::BufWriter::with_capacity(64 << 10, temporary.file());
-        let done = rewrite
-            .write(&mut reader, &mut out, &default_tree, |name, error| {
-                report_listed(name, &error.to_string());
-            })
-            .map_err(plain)?;
-        out.flush().map_err(plain)?;
-        done
-    };
-    system::keep_owner(temporary.file(), &metadata)
-        .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
-    let new = temporary.file();
-    new.set_permissions(metadata.permissions()).map_err(plain)?;
-    new.sync_all().map_err(plain)?;
-    // The list read is still the list there (no other update came first).
-    let now = File::open(&target).and_then(|file| Stamp::now(&file));
-    if seen != now.ok() {
-        return Err(changed());
-    }
-    temporary.persist(&target).map_err(plain)?;
-    flush_directory(directory).map_err(plain)?;
-    Ok(done)
-}
-
-/// `--update`'s temporary file, removed on a stop signal, and when dropped
-/// unless renamed over the list.
-struct Temporary {
-    /// Open until renamed (Windows renames no open file).
-    file: Option<File>,
-    /// Its path while it is to be removed.
-    path: std::sync::Arc<std::sync::Mutex<Option<PathBuf>>>,
-}
-
-impl Temporary {
-    /// A new file in `directory`, readable by its owner only until the
-    /// list's permissions are given to it.
-    fn create(directory: &Path) -> io::Result<Temporary> {
-        let path = std::sync::Arc::new(std::sync::Mutex::new(None::<PathBuf>));
-        let on_stop = std::sync::Arc::clone(&path);
-        system::on_stop_signal(move || {
-            if let Some(path) = lock(&on_stop).take() {
-                let _ = std::fs::remove_file(path);
-            }
-        });
-        // (Made with the lock held: a signal meanwhile waits for the path.)
-        let mut held = lock(&path);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
-        let mut attempt = 0u32;
-        let (file, name) = loop {
-            let name = format!(
-                "{UPDATE_PREFIX}{}-{}",
-                std::process::id(),
-                since.subsec_nanos().wrapping_add(attempt)
-            );
-            match options.open(directory.join(&name)) {
-                Ok(file) => break (file, name),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
-                    attempt += 1;
-                }
-                Err(error) => return Err(error),
-            }
-        };
-        *held = Some(directory.join(name));
-        drop(held);
-        Ok(Temporary {
-            file: Some(file),
-            path,
-        })
-    }
-
-    fn file(&self) -> &File {
-        self.file.as_ref().expect("open until renamed")
-    }
-
-    /// Renames it over `target`.
-    fn persist(mut self, target: &Path) -> io::Result<()> {
-        self.file = None;
-        let mut held = lock(&self.path);
-        if let Some(path) = held.as_ref() {
-            std::fs::rename(path, target)?;
-        }
-        *held = None;
-        Ok(())
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        self.file = None;
-        if let Some(path) = lock(&self.path).take() {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The start of the name of `--update`'s temporary file, which no audit
-/// takes for a new file (a run that was killed may leave one behind).
-pub const UPDATE_PREFIX: &str = ".bt2sum-update-";
-
-/// Flushes a directory's entries to the disk (Unix; elsewhere the rename is
-/// as durable as the system makes it).
-fn flush_directory(directory: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    return std::fs::File::open(directory)?.sync_all();
-    #[cfg(not(unix))]
-    {
-        let _ = directory;
-        Ok(())
-    }
-}
-
-/// Says what the update changed in the list, on standard error.
-fn report_updated(list: &Path, done: &Rewritten) {
-    let mut parts = Vec::new();
-    for (count, one, many) in [
-        (done.added, "file added", "files added"),
-        (done.renamed, "renamed", "renamed"),
-        (done.rehashed, "hashed again", "hashed again"),
-        (
-            done.restated,
-            "stat line written anew",
-            "stat lines written anew",
-        ),
-    ] {
-        match count {
-            0 => {}
-            1 => parts.push(format!("1 {one}")),
-            _ => parts.push(format!("{count} {many}")),
-        }
-    }
-    if parts.is_empty() {
-        parts.push("nothing changed".to_string());
-    }
-    let shown = Name::of_path_lossy(list.as_os_str()).shown();
-    warn(&format!("{shown}: updated: {}", parts.join(", ")));
+/// The tree new files are listed with where the list has no checksum line
+/// to take the shape of: the check's settings.
+fn default_tree(config: &Checking) -> Result<TreeParams, String> {
+    let grammar = &config.settings.grammar;
+    let algorithm = grammar.untagged_algorithm;
+    let size = grammar.digest_size.unwrap_or(algorithm.max_digest_size());
+    TreeParams::new(algorithm, size, config.settings.leaf_size).map_err(|error| error.to_string())
 }
 
 /// What an audit found, counted.

@@ -26,6 +26,9 @@ use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 
+use std::path::Path;
+
+use crate::cli::audit::UpdatedList;
 use crate::cli::system;
 use bt2sum::format::name::Name;
 use bt2sum::plain_message;
@@ -56,6 +59,19 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     if let Some(counter) = progress.counter() {
         verifier = verifier.progress(counter.clone());
     }
+    // The list an update rewrites is opened first, and read through that
+    // descriptor only.
+    let updated = match config.update {
+        Some(_) => match UpdatedList::open(Path::new(&config.lists[0])) {
+            Ok(list) => Some(list),
+            Err(why) => {
+                let shown = Name::of_path_lossy(&config.lists[0]).shown();
+                warn(&format!("{shown}: not updated: {why}"));
+                return Status::Failure;
+            }
+        },
+        None => None,
+    };
     let stdin_only = [OsStr::new("-").to_os_string()];
     let lists = if config.lists.is_empty() {
         &stdin_only[..]
@@ -67,7 +83,7 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         // be read is reported when it is checked.
         let mut total = 0u64;
         for list in lists {
-            if let Ok(mut reader) = system::open_list(list)
+            if let Ok(mut reader) = open_list(list, updated.as_ref())
                 && let Ok(bytes) = verifier.total_bytes(&mut reader)
             {
                 total = total.saturating_add(bytes);
@@ -89,14 +105,22 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     };
     let mut hints = Hints::default();
     let mut status = Status::Success;
-    let mut checker = Checker::new(config, &verifier, progress.counter());
+    let mut checker = Checker::new(config, &verifier, progress.counter(), updated.as_ref());
     let mut totals = Tally::default();
     let mut repairs = Repairs::new(config);
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
         }
-        match check_list(&mut checker, list, &mut printer, &mut hints, &mut repairs) {
+        let reader = open_list(list, updated.as_ref());
+        match check_list(
+            &mut checker,
+            list,
+            reader,
+            &mut printer,
+            &mut hints,
+            &mut repairs,
+        ) {
             Ok((passed, tally)) => {
                 totals.add(&tally);
                 if !passed {
@@ -126,6 +150,18 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     status
 }
 
+/// The list `list`, to read from its start: through the update's
+/// descriptor if it is the list an update rewrites.
+fn open_list<'a>(
+    list: &OsStr,
+    updated: Option<&'a UpdatedList>,
+) -> io::Result<Box<dyn io::BufRead + 'a>> {
+    match updated {
+        Some(updated) => Ok(Box::new(updated.reader()?)),
+        None => system::open_list(list),
+    }
+}
+
 /// What a failed write to standard output means for a check: the check
 /// did not finish, so the status is a failure, whether the reader has gone
 /// (quietly, as GNU's tools end on SIGPIPE) or the write failed (with the
@@ -142,6 +178,7 @@ fn write_failed(error: &io::Error) -> Status {
 fn check_list(
     checker: &mut Checker<'_>,
     list: &OsStr,
+    reader: io::Result<Box<dyn io::BufRead + '_>>,
     printer: &mut Printer<'_>,
     hints: &mut Hints,
     repairs: &mut Option<Repairs>,
@@ -152,7 +189,7 @@ fn check_list(
     } else {
         list
     };
-    let mut reader = match system::open_list(list) {
+    let mut reader = match reader {
         Ok(reader) => reader,
         Err(error) => {
             printer.list_error(list_name, &plain_message(&error))?;

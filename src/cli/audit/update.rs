@@ -1,0 +1,264 @@
+//! `--update`: the one list an audit read, rewritten as the audit found
+//! the tree ([`Rewrite`]), atomically: a temporary file beside it,
+//! written, given the list's owner, group and permissions, flushed to the
+//! disk, then renamed over it (and the directory flushed, so that the
+//! rename itself survives a crash). Until the rename, the list is as it
+//! was; after it, whole and new.
+//!
+//! The list is opened once, before the audit reads it ([`UpdatedList`]):
+//! its directory is opened component by component without following a
+//! link (`beneath`), the list in it without following one either (a link
+//! to a list is followed to its target, the same way), and refused if it
+//! is not a regular file or has other hard links (which the rename would
+//! split). The audit reads the list through that descriptor, the rewrite
+//! reads it again through the same one, and the temporary file is
+//! created, renamed and, if anything fails (or a stop signal comes),
+//! removed by name in that directory: no step goes through the list's
+//! path again. The rename is refused, with nothing written, if the list
+//! changed since the audit began, or another file took its name.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Seek, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::{Rewrite, Rewritten};
+use crate::cli::beneath::{Directory, ListFile};
+use crate::cli::system::{self, FileId};
+use bt2sum::format::name::Name;
+use bt2sum::{Error, Stamp, TreeParams};
+
+/// The start of the name of `--update`'s temporary files.
+const PREFIX: &str = ".bt2sum-update-";
+
+/// Whether `name` has the exact form of an update's temporary file
+/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over in the
+/// list's directory: a run that was killed may have left one behind.
+pub fn is_temporary(name: &OsStr) -> bool {
+    let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
+        return false;
+    };
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
+    rest.split_once('-')
+        .is_some_and(|(pid, number)| digits(pid) && digits(number))
+}
+
+/// The list an update rewrites, opened before the audit reads it.
+pub struct UpdatedList {
+    list: ListFile,
+    /// The list as the audit began.
+    stamp: Stamp,
+    /// The list's metadata then: its owner and permissions, to keep.
+    metadata: std::fs::Metadata,
+}
+
+impl UpdatedList {
+    /// Opens the list at `path` to update it; why not, as a message.
+    pub fn open(path: &Path) -> Result<UpdatedList, String> {
+        let plain = |error: io::Error| bt2sum::plain_message(&error);
+        let list = ListFile::open(path).map_err(|refusal| refusal.to_string())?;
+        let metadata = list.file.metadata().map_err(plain)?;
+        let links = crate::cli::beneath::links(&list.file, &metadata).map_err(plain)?;
+        if links > 1 {
+            return Err(format!(
+                "it has {links} hard links, which replacing it would split (update a copy of it)"
+            ));
+        }
+        let stamp = Stamp::now(&list.file).map_err(plain)?;
+        Ok(UpdatedList {
+            list,
+            stamp,
+            metadata,
+        })
+    }
+
+    /// The list, read from its start.
+    pub fn reader(&self) -> io::Result<io::BufReader<&File>> {
+        (&self.list.file).rewind()?;
+        Ok(io::BufReader::with_capacity(64 << 10, &self.list.file))
+    }
+
+    /// Which file the list is, and the directory it is in (where an
+    /// audit passes over the update's temporary files).
+    pub fn ids(&self) -> io::Result<(FileId, FileId)> {
+        Ok((FileId::of_file(&self.list.file)?, self.list.directory.id()?))
+    }
+
+    /// Whether the list is still as the audit began, and still the file
+    /// its name gives in its directory.
+    fn unchanged(&self) -> bool {
+        let here = self.list.directory.open_file(&self.list.name);
+        Stamp::now(&self.list.file).ok() == Some(self.stamp)
+            && here.and_then(|file| Stamp::now(&file)).ok() == Some(self.stamp)
+    }
+
+    /// Rewrites the list as `rewrite` says; `default_tree` lists new files
+    /// when the list has no checksum line to take the shape of. Each file
+    /// that cannot be hashed is handed to `unreadable`. Why it could not
+    /// be rewritten, as a message, with the list as it was.
+    pub fn rewrite(
+        &self,
+        rewrite: Rewrite,
+        default_tree: &TreeParams,
+        unreadable: impl FnMut(&[u8], &Error),
+    ) -> Result<Rewritten, String> {
+        let plain = |error: io::Error| bt2sum::plain_message(&error);
+        let changed = || "it changed while the audit ran (audit it again)".to_string();
+        if !self.unchanged() {
+            return Err(changed());
+        }
+        let directory = &self.list.directory;
+        let temporary = Temporary::create(directory).map_err(|error| {
+            let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
+            format!(
+                "cannot create a temporary file in {shown}: {}",
+                plain(error)
+            )
+        })?;
+        let done = {
+            let mut out = io::BufWriter::with_capacity(64 << 10, temporary.file());
+            let mut reader = self.reader().map_err(plain)?;
+            let done = rewrite
+                .write(&mut reader, &mut out, default_tree, unreadable)
+                .map_err(plain)?;
+            out.flush().map_err(plain)?;
+            done
+        };
+        let new = temporary.file();
+        system::keep_owner(new, &self.metadata)
+            .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
+        new.set_permissions(self.metadata.permissions())
+            .map_err(plain)?;
+        new.sync_all().map_err(plain)?;
+        // The list read is still the list there (no other update came first).
+        if !self.unchanged() {
+            return Err(changed());
+        }
+        temporary.persist(&self.list.name).map_err(plain)?;
+        directory.sync().map_err(plain)?;
+        Ok(done)
+    }
+}
+
+/// `--update`'s temporary file in the list's directory: removed on a stop
+/// signal, and when dropped, unless renamed over the list.
+struct Temporary {
+    /// Open until renamed (Windows renames no open file).
+    file: Option<File>,
+    /// Its directory, and its name there while it is to be removed.
+    place: Arc<Mutex<Option<(Directory, OsString)>>>,
+}
+
+impl Temporary {
+    /// A new file in `directory`, readable by its owner only until the
+    /// list's permissions are given to it.
+    fn create(directory: &Directory) -> io::Result<Temporary> {
+        let place = Arc::new(Mutex::new(None::<(Directory, OsString)>));
+        let on_stop = Arc::clone(&place);
+        system::on_stop_signal(move || {
+            if let Some((directory, name)) = lock(&on_stop).take() {
+                let _ = directory.remove(&name);
+            }
+        });
+        // (Made with the lock held: a signal meanwhile waits for the name.)
+        let mut held = lock(&place);
+        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+        let mut attempt = 0u32;
+        let (file, name) = loop {
+            let number = since.subsec_nanos().wrapping_add(attempt);
+            let name = OsString::from(format!("{PREFIX}{}-{number}", std::process::id()));
+            match directory.create_new(&name) {
+                Ok(file) => break (file, name),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        *held = Some((directory.try_clone()?, name));
+        drop(held);
+        Ok(Temporary {
+            file: Some(file),
+            place,
+        })
+    }
+
+    fn file(&self) -> &File {
+        self.file.as_ref().expect("open until renamed")
+    }
+
+    /// Renames it over `target`, in its directory.
+    fn persist(mut self, target: &OsStr) -> io::Result<()> {
+        self.file = None;
+        let mut held = lock(&self.place);
+        if let Some((directory, name)) = held.as_ref() {
+            directory.rename(name, target)?;
+        }
+        *held = None;
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        self.file = None;
+        if let Some((directory, name)) = lock(&self.place).take() {
+            let _ = directory.remove(&name);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Says what the update changed in the list, on standard error.
+pub fn report_updated(list: &OsStr, done: &Rewritten) {
+    let mut parts = Vec::new();
+    for (count, one, many) in [
+        (done.added, "file added", "files added"),
+        (done.renamed, "renamed", "renamed"),
+        (done.rehashed, "hashed again", "hashed again"),
+        (
+            done.restated,
+            "stat line written anew",
+            "stat lines written anew",
+        ),
+    ] {
+        match count {
+            0 => {}
+            1 => parts.push(format!("1 {one}")),
+            _ => parts.push(format!("{count} {many}")),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("nothing changed".to_string());
+    }
+    let shown = Name::of_path_lossy(list).shown();
+    crate::cli::output::warn(&format!("{shown}: updated: {}", parts.join(", ")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_form_is_a_temporary_file() {
+        for (name, temporary) in [
+            (".bt2sum-update-123-456", true),
+            (".bt2sum-update-1-0", true),
+            (".bt2sum-update-", false),
+            (".bt2sum-update-123", false),
+            (".bt2sum-update-123-", false),
+            (".bt2sum-update--4", false),
+            (".bt2sum-update-evil.sh", false),
+            (".bt2sum-update-12-34.sh", false),
+            ("x.bt2sum-update-1-2", false),
+        ] {
+            assert_eq!(is_temporary(OsStr::new(name)), temporary, "{name}");
+        }
+    }
+}
