@@ -65,6 +65,21 @@ impl PartialEq<[u8]> for Digest {
     }
 }
 
+/// Kept as its bytes (in a spill store, say), and read back only if they
+/// are a digest's length.
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.as_bytes())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = serde_bytes::ByteBuf::deserialize(deserializer)?;
+        Digest::from_slice(&bytes).ok_or_else(|| serde::de::Error::custom("not a digest's length"))
+    }
+}
+
 impl fmt::Debug for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Digest({})", self.to_hex())

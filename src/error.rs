@@ -1,29 +1,44 @@
 //! [`Error`]: why an input has no digest.
 
-use std::fmt;
 use std::io;
 use std::ops::Range;
 
 use crate::params::Algorithm;
 
-/// Why an input could not be hashed.
-#[derive(Debug)]
+/// Why an input could not be hashed. (Its `Display` is the message the
+/// command prints after `bt2sum: NAME: `.)
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Opening or reading the input failed.
-    Io(io::Error),
+    #[error("{}", plain_message(.0))]
+    Io(#[from] io::Error),
     /// The file changed while it was hashed (its size, modification or
     /// change time, or which file it is), or a mapped page of it vanished
     /// (the file shrank).
+    #[error("file changed while being read")]
     Changed,
     /// The input has more leaves than the algorithm's node offset can
     /// number (BLAKE2s: 2^48; only with tiny leaves on huge inputs).
+    #[error(
+        "input too long: {} numbers at most {} leaves; use a larger leaf size",
+        .0.name(),
+        .0.max_leaves()
+    )]
     TooManyLeaves(Algorithm),
     /// A leaf range or count was asked of an input that cannot be read at
     /// any offset (a pipe, a FIFO, a device).
+    #[error("a leaf range or count needs a regular file (one that can be read at any offset)")]
     NotRegularFile,
     /// An input said to hold only some leaves' bytes of a longer file (a
     /// ranged download: see `Job::excerpt_of`)
     /// holds another number of bytes. No leaf of it is reported.
+    #[error(
+        "the input holds {}{found} bytes, but leaves {}..{} of a {total}-byte file are \
+         {expected} bytes",
+        if *more { "more than " } else { "" },
+        leaves.start,
+        leaves.end
+    )]
     ExcerptLength {
         /// The leaves it was to hold (cut at the file's last leaf).
         leaves: Range<u64>,
@@ -38,11 +53,13 @@ pub enum Error {
     },
     /// A name that lines cannot print: on Windows, one that is not valid
     /// Unicode (see `format::name::Name::of_path`).
+    #[error("the name is not valid Unicode, so it cannot be printed")]
     NotUnicode,
     /// A regular file ended before the size the system gave for it, and
     /// read again, still did, while nothing else about it changed: a file
     /// system that misreports sizes or answers reads short. Hashing the
     /// bytes read would give a digest of less than the file.
+    #[error("the file ended after {held} of the {size} bytes its size says")]
     EndedEarly {
         /// The bytes it held.
         held: u64,
@@ -52,62 +69,8 @@ pub enum Error {
     /// Hashing stopped before the end, because the run of many inputs it
     /// was part of ended (the report of `hash_each` asked to stop). Such an
     /// outcome is never reported.
+    #[error("hashing stopped: its outcome was no longer wanted")]
     Abandoned,
-}
-
-impl From<io::Error> for Error {
-    fn from(error: io::Error) -> Self {
-        Error::Io(error)
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Io(error) => f.write_str(&plain_message(error)),
-            Error::Changed => f.write_str("file changed while being read"),
-            Error::TooManyLeaves(algorithm) => write!(
-                f,
-                "input too long: {} numbers at most {} leaves; use a larger leaf size",
-                algorithm.name(),
-                algorithm.max_leaves()
-            ),
-            Error::NotRegularFile => f.write_str(
-                "a leaf range or count needs a regular file (one that can be read at any offset)",
-            ),
-            Error::ExcerptLength {
-                leaves,
-                total,
-                expected,
-                found,
-                more,
-            } => write!(
-                f,
-                "the input holds {}{found} bytes, but leaves {}..{} of a {total}-byte file \
-                 are {expected} bytes",
-                if *more { "more than " } else { "" },
-                leaves.start,
-                leaves.end
-            ),
-            Error::NotUnicode => {
-                f.write_str("the name is not valid Unicode, so it cannot be printed")
-            }
-            Error::EndedEarly { held, size } => write!(
-                f,
-                "the file ended after {held} of the {size} bytes its size says"
-            ),
-            Error::Abandoned => f.write_str("hashing stopped: its outcome was no longer wanted"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// The system's message for an error, without Rust's ` (os error N)` suffix:
@@ -135,10 +98,6 @@ mod tests {
         );
         #[cfg(unix)]
         assert_eq!(plain_message(&error), "No such file or directory");
-        let out_of_memory = crate::memory::out_of_memory;
-        assert_eq!(out_of_memory().kind(), io::ErrorKind::OutOfMemory);
-        #[cfg(unix)]
-        assert_eq!(plain_message(&out_of_memory()), "Cannot allocate memory");
         let custom = io::Error::other("file changed (os error 5) oddly");
         assert_eq!(plain_message(&custom), "file changed (os error 5) oddly");
     }

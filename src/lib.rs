@@ -46,6 +46,9 @@
 
 #![warn(missing_docs)]
 
+/// (The command's; no API of the library.)
+#[doc(hidden)]
+pub mod budget;
 pub mod ct;
 mod digest;
 mod engine;
@@ -54,7 +57,6 @@ pub mod format;
 mod input;
 pub mod leaves;
 mod memory;
-mod os;
 mod params;
 #[cfg(feature = "digest")]
 mod rustcrypto;
@@ -62,6 +64,9 @@ mod rustcrypto;
 #[path = "../tests/integration/skip.rs"]
 mod skip;
 pub mod spill;
+/// (The command's; no API of the library.)
+#[doc(hidden)]
+pub mod sys;
 pub mod verify;
 
 pub use digest::Digest;

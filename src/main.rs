@@ -6,9 +6,9 @@ mod cli;
 use std::process::ExitCode;
 
 /// The system's allocator; a refusal ends the process with a message, not
-/// an abort (see `cli::memory`).
+/// an abort (see `cli::sys`).
 #[global_allocator]
-static ALLOCATOR: cli::memory::ReportingAllocator = cli::memory::ReportingAllocator;
+static ALLOCATOR: cli::sys::ReportingAllocator = cli::sys::ReportingAllocator;
 
 /// The work runs on a thread of its own, with a stack of a size bt2sum
 /// chooses: the main thread's is whatever `ulimit -s` left it, which can
@@ -16,7 +16,7 @@ static ALLOCATOR: cli::memory::ReportingAllocator = cli::memory::ReportingAlloca
 /// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
     cli::prepare_process();
-    let room = cli::memory::address_space_left().is_none_or(|left| left > 16 << 20);
+    let room = cli::sys::room_for_threads();
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {
         Some(Ok(thread)) => match thread.join() {
@@ -27,8 +27,8 @@ fn main() -> ExitCode {
         _ => work(),
     };
     // A stop signal that came as the work ended still ends the process.
-    if cli::system::stopping() {
-        cli::system::wait_to_be_stopped();
+    if cli::sys::stopping() {
+        cli::sys::wait_to_be_stopped();
     }
     // (A build with the schedule probe reports what it counted.)
     #[cfg(feature = "schedule-probe")]
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
 }
 
 fn work() -> cli::Status {
-    match cli::Config::from_args(cli::system::args_os()) {
+    match cli::Config::from_args(cli::sys::args_os()) {
         Ok(config) => cli::run(config),
         Err(error) => cli::refused(&error),
     }

@@ -13,7 +13,9 @@
 use std::fmt;
 
 /// Which BLAKE2 function every node of the tree uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum Algorithm {
     /// BLAKE2b: 64-bit words, 128-byte blocks, digests of 1 to 64 bytes.
     #[default]
@@ -73,9 +75,13 @@ impl fmt::Display for Algorithm {
 }
 
 /// Why a set of tree parameters was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParamsError {
     /// The digest size is 0 or above the algorithm's maximum.
+    #[error(
+        "digest size {size} is out of range for {algorithm}: allowed 1 to {}",
+        algorithm.max_digest_size()
+    )]
     DigestSize {
         /// The algorithm asked for.
         algorithm: Algorithm,
@@ -83,34 +89,34 @@ pub enum ParamsError {
         size: usize,
     },
     /// The leaf size is 0 or above 2^32 - 1 (the leaf-length field is 32 bits).
+    #[error("leaf size {0} is out of range: allowed 1 to {max}", max = TreeParams::MAX_LEAF_SIZE)]
     LeafSize(u64),
 }
 
-impl fmt::Display for ParamsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamsError::DigestSize { algorithm, size } => write!(
-                f,
-                "digest size {size} is out of range for {algorithm}: allowed 1 to {}",
-                algorithm.max_digest_size()
-            ),
-            ParamsError::LeafSize(size) => write!(
-                f,
-                "leaf size {size} is out of range: allowed 1 to {}",
-                TreeParams::MAX_LEAF_SIZE
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ParamsError {}
-
-/// Everything the checksum depends on besides the bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Everything the checksum depends on besides the bytes. (Read back from
+/// its serde form only if valid, as [`TreeParams::new`] checks.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "(Algorithm, usize, u64)", into = "(Algorithm, usize, u64)")]
 pub struct TreeParams {
     algorithm: Algorithm,
     digest_size: u8,
     leaf_size: u32,
+}
+
+impl From<TreeParams> for (Algorithm, usize, u64) {
+    fn from(tree: TreeParams) -> Self {
+        (tree.algorithm(), tree.digest_size(), tree.leaf_size())
+    }
+}
+
+impl TryFrom<(Algorithm, usize, u64)> for TreeParams {
+    type Error = ParamsError;
+
+    fn try_from(
+        (algorithm, size, leaf_size): (Algorithm, usize, u64),
+    ) -> Result<Self, Self::Error> {
+        TreeParams::new(algorithm, size, leaf_size)
+    }
 }
 
 impl Default for TreeParams {

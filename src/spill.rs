@@ -1,329 +1,326 @@
-//! Records kept in bounded memory: what outgrows the memory set aside goes
-//! to an anonymous temporary file. A [`Spool`] gives its records back in
-//! the order they came; a [`Sorter`] gives them back sorted, bytewise, from
-//! sorted runs merged as they are read. Audits hold the names of a list of
-//! millions of files this way, and the files that are new or missing.
+//! What outgrows memory: one store for records of any serde type, kept in
+//! memory up to a capacity and beyond it in an anonymous temporary file,
+//! read back in the order they were pushed or sorted.
 //!
-//! A record is any bytes, up to 4 GiB; in the file each is its length (4
-//! bytes, little-endian) and its bytes.
+//! A store holds its records encoded one after another in one buffer (each
+//! after its length), so that a record costs its bytes and nothing more.
+//! The codec is memcomparable's: two records' bytes compare as the records
+//! do (`Ord`, as derived: field by field, enum variants in order; byte
+//! strings kept with `serde_bytes` stay compact), so a sorted store sorts
+//! its bytes, never decoding a record to order it. When the buffer would
+//! pass the store's capacity, or the memory all stores of the process hold
+//! together would pass theirs, it goes to the file: as it is, for a store
+//! read in the order pushed; sorted, as one run, for a sorted store, whose
+//! runs are merged as they are read back. Memory stays bounded whatever the
+//! input, and a store that never fills never touches the disk.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::memory;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-/// The memory one spool or sorter holds before it spills.
-pub use crate::memory::IN_MEMORY;
+/// What one store holds in memory before it spills, at most (less where
+/// the address space is limited: `budget`).
+pub const IN_MEMORY: usize = 16 << 20;
 
-/// What reading a run back holds per run.
+/// The bytes all stores hold in memory now.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes read from the file at a time, per run (less when many runs are
+/// merged: their buffers share one store's memory).
 const READ_BUFFER: usize = 64 << 10;
 
-/// A temporary file.
-struct Spilled {
-    file: BufWriter<File>,
-    /// Bytes written so far.
+/// Records of type `T`, in memory up to a capacity and then in a temporary
+/// file (see the module documentation).
+pub struct Spill<T> {
+    sorted: bool,
+    capacity: usize,
+    /// Encoded records: each a 4-byte length and its bytes.
+    buffer: Vec<u8>,
+    file: Option<BufWriter<File>>,
+    /// The bytes written to the file, and (sorted) the runs there.
+    written: u64,
+    runs: Vec<Range<u64>>,
     len: u64,
+    records: PhantomData<fn() -> T>,
 }
 
-impl Spilled {
-    fn new() -> io::Result<Spilled> {
-        Ok(Spilled {
-            file: BufWriter::with_capacity(READ_BUFFER, tempfile::tempfile()?),
+impl<T: Serialize + DeserializeOwned> Spill<T> {
+    /// A store read back in the order pushed, holding up to `capacity`
+    /// bytes in memory.
+    pub fn new(capacity: usize) -> Self {
+        Spill {
+            sorted: false,
+            capacity: capacity.min(crate::budget::memory().per_structure),
+            buffer: Vec::new(),
+            file: None,
+            written: 0,
+            runs: Vec::new(),
             len: 0,
-        })
-    }
-
-    fn write_record(&mut self, record: &[u8]) -> io::Result<()> {
-        let len = u32::try_from(record.len()).map_err(|_| io::Error::other("record too long"))?;
-        self.file.write_all(&len.to_le_bytes())?;
-        self.file.write_all(record)?;
-        self.len += 4 + u64::from(len);
-        Ok(())
-    }
-
-    /// The file, written out, for reading at offsets.
-    fn into_file(self) -> io::Result<File> {
-        self.file
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)
-    }
-}
-
-/// Records given back in the order they came.
-pub struct Spool {
-    memory: Vec<Vec<u8>>,
-    held: usize,
-    budget: usize,
-    spilled: Option<Spilled>,
-    count: u64,
-}
-
-impl Spool {
-    /// An empty spool holding up to `budget` bytes in memory.
-    pub fn new(budget: usize) -> Spool {
-        Spool {
-            memory: Vec::new(),
-            held: 0,
-            budget,
-            spilled: None,
-            count: 0,
+            records: PhantomData,
         }
     }
 
     /// How many records it holds.
     pub fn len(&self) -> u64 {
-        self.count
+        self.len
     }
 
-    /// Whether no record was pushed.
+    /// Whether it holds no record.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     /// Adds a record.
-    /// Where memory for it is refused (`ulimit -v`), what is in memory
-    /// spills now.
-    pub fn push(&mut self, record: &[u8]) -> io::Result<()> {
-        self.count += 1;
-        if self.spilled.is_none() {
-            let copy = (self.held + record.len() <= self.budget)
-                .then(|| kept(record))
-                .flatten();
-            if let Some(copy) = copy.filter(|_| memory::reserve(&mut self.memory, 1)) {
-                self.held += record.len() + std::mem::size_of::<Vec<u8>>();
-                self.memory.push(copy);
-                return Ok(());
-            }
-            let mut spilled = Spilled::new()?;
-            for held in self.memory.drain(..) {
-                spilled.write_record(&held)?;
-            }
-            self.memory = Vec::new();
-            self.held = 0;
-            self.spilled = Some(spilled);
+    pub fn push(&mut self, record: &T) -> io::Result<()> {
+        let encoded = memcomparable::to_vec(record).map_err(io::Error::other)?;
+        let size = 4 + encoded.len();
+        let full = self.buffer.len() + size > self.capacity
+            || HELD.load(Ordering::Relaxed) + size > crate::budget::memory().spilled_together;
+        if full && !self.buffer.is_empty() {
+            self.spill()?;
         }
-        self.spilled
-            .as_mut()
-            .expect("spilled above")
-            .write_record(record)
-    }
-
-    /// The records, in the order they came (as often as asked).
-    pub fn records(&mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>> + '_> {
-        Ok(match &mut self.spilled {
-            None => Records::Memory(self.memory.iter()),
-            Some(spilled) => {
-                spilled.file.flush()?;
-                Records::File(Run::new(0, spilled.len), spilled.file.get_ref())
-            }
-        })
-    }
-}
-
-/// A spool's records, read back.
-enum Records<'a> {
-    Memory(std::slice::Iter<'a, Vec<u8>>),
-    File(Run, &'a File),
-}
-
-impl Iterator for Records<'_> {
-    type Item = io::Result<Vec<u8>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Records::Memory(records) => records.next().cloned().map(Ok),
-            Records::File(run, file) => run.next(file).transpose(),
+        // (Grown by half at a time, never past the capacity, so that the
+        // buffer's room stays near its bytes.)
+        if self.buffer.capacity() - self.buffer.len() < size {
+            let half = (self.buffer.len() / 2).max(64 << 10);
+            self.buffer.reserve_exact(half.min(self.capacity).max(size));
         }
-    }
-}
-
-/// A copy of `record`, if memory for it is granted.
-fn kept(record: &[u8]) -> Option<Vec<u8>> {
-    let mut copy = Vec::new();
-    memory::reserve_exact(&mut copy, record.len()).then(|| {
-        copy.extend_from_slice(record);
-        copy
-    })
-}
-
-/// Records given back sorted, bytewise; equal ones all given.
-pub struct Sorter {
-    memory: Vec<Vec<u8>>,
-    held: usize,
-    budget: usize,
-    spilled: Option<Spilled>,
-    /// The sorted runs in the file: where each starts and ends.
-    runs: Vec<(u64, u64)>,
-}
-
-impl Sorter {
-    /// An empty sorter holding up to `budget` bytes in memory.
-    pub fn new(budget: usize) -> Sorter {
-        Sorter {
-            memory: Vec::new(),
-            held: 0,
-            budget,
-            spilled: None,
-            runs: Vec::new(),
-        }
-    }
-
-    /// Adds a record.
-    /// Where memory for it is refused (`ulimit -v`), the records in memory
-    /// spill as a run, and the memory is tried again.
-    pub fn push(&mut self, record: Vec<u8>) -> io::Result<()> {
-        if !self.memory.is_empty() && self.held + record.len() > self.budget {
-            self.spill_run()?;
-        }
-        if !memory::reserve(&mut self.memory, 1) {
-            self.spill_run()?;
-            if !memory::reserve(&mut self.memory, 1) {
-                return Err(memory::out_of_memory());
-            }
-        }
-        self.held += record.len() + std::mem::size_of::<Vec<u8>>();
-        self.memory.push(record);
+        let len = u32::try_from(encoded.len())
+            .map_err(|_| io::Error::other("a record of 4 GiB or more"))?;
+        self.buffer.extend_from_slice(&len.to_le_bytes());
+        self.buffer.extend_from_slice(&encoded);
+        HELD.fetch_add(size, Ordering::Relaxed);
+        self.len += 1;
         Ok(())
     }
 
-    /// Writes the records in memory to the file as one sorted run.
-    fn spill_run(&mut self) -> io::Result<()> {
-        self.memory.sort_unstable();
-        let spilled = match &mut self.spilled {
-            Some(spilled) => spilled,
-            None => self.spilled.insert(Spilled::new()?),
+    /// Moves the buffer to the file (sorted, as one run, for a sorted
+    /// store).
+    fn spill(&mut self) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self
+                .file
+                .insert(BufWriter::with_capacity(READ_BUFFER, tempfile::tempfile()?)),
         };
-        let start = spilled.len;
-        for record in self.memory.drain(..) {
-            spilled.write_record(&record)?;
+        if self.sorted {
+            for record in sorted_records(&self.buffer) {
+                file.write_all(&self.buffer[record])?;
+            }
+        } else {
+            file.write_all(&self.buffer)?;
         }
-        self.runs.push((start, spilled.len));
-        self.memory = Vec::new();
-        self.held = 0;
+        let start = self.written;
+        self.written += self.buffer.len() as u64;
+        self.runs.push(start..self.written);
+        HELD.fetch_sub(self.buffer.len(), Ordering::Relaxed);
+        self.buffer = Vec::new();
         Ok(())
     }
 
-    /// The records, sorted.
-    pub fn into_sorted(mut self) -> io::Result<impl Iterator<Item = io::Result<Vec<u8>>>> {
-        if self.spilled.is_none() {
-            self.memory.sort_unstable();
-            return Ok(Sorted::Memory(self.memory.into_iter()));
-        }
-        if !self.memory.is_empty() {
-            self.spill_run()?;
-        }
-        let spilled = self.spilled.take().expect("spilled above");
-        let file = spilled.into_file()?;
-        let mut runs = Vec::new();
-        let mut heap = BinaryHeap::new();
-        for (index, &(start, end)) in self.runs.iter().enumerate() {
-            let mut run = Run::new(start, end);
-            if let Some(record) = run.next(&file)? {
-                heap.push(Reverse((record, index)));
+    /// The records of a store made with [`new`](Self::new), from the first
+    /// pushed; they can be read again.
+    pub fn iter(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
+        debug_assert!(!self.sorted, "a sorted store is read with into_sorted");
+        let file = match &mut self.file {
+            Some(file) => {
+                file.flush()?;
+                Some(file.get_ref())
             }
-            runs.push(run);
-        }
-        Ok(Sorted::Merged(Merge { file, runs, heap }))
-    }
-}
-
-/// A sorter's records, read back.
-enum Sorted {
-    Memory(std::vec::IntoIter<Vec<u8>>),
-    Merged(Merge),
-}
-
-/// Sorted runs merged: the least next record of any run, each time.
-struct Merge {
-    file: File,
-    runs: Vec<Run>,
-    heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
-}
-
-impl Iterator for Sorted {
-    type Item = io::Result<Vec<u8>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let merge = match self {
-            Sorted::Memory(records) => return records.next().map(Ok),
-            Sorted::Merged(merge) => merge,
+            None => None,
         };
-        let Reverse((record, index)) = merge.heap.pop()?;
-        match merge.runs[index].next(&merge.file) {
-            Ok(Some(next)) => merge.heap.push(Reverse((next, index))),
-            Ok(None) => {}
-            Err(error) => return Some(Err(error)),
-        }
-        Some(Ok(record))
+        let mut runs = [
+            Run::new(0..self.written, READ_BUFFER),
+            Run::memory(&self.buffer),
+        ]
+        .into_iter();
+        let mut run = runs.next().expect("two runs");
+        Ok(std::iter::from_fn(move || {
+            loop {
+                match run.next(file) {
+                    Ok(Some(bytes)) => return Some(decode(&bytes)),
+                    Ok(None) => run = runs.next()?,
+                    Err(error) => return Some(Err(error)),
+                }
+            }
+        }))
     }
 }
 
-/// The records of `start..end` of a file, read a buffer at a time at
-/// offsets (runs of one file are read side by side).
-struct Run {
-    buffer: Vec<u8>,
-    /// The unread part of `buffer`.
+impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
+    /// A store read back sorted (in `T`'s order, which its encoding keeps),
+    /// holding up to `capacity` bytes in memory.
+    pub fn sorted(capacity: usize) -> Self {
+        let mut spill = Spill::new(capacity);
+        spill.sorted = true;
+        spill
+    }
+
+    /// The records of a store made [`sorted`](Self::sorted), sorted: in
+    /// memory, by sorting the buffer's records; spilled, by merging the
+    /// sorted runs.
+    pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
+        debug_assert!(self.sorted, "a store read in the order pushed");
+        let Some(file) = self.file.take() else {
+            let order = sorted_records(&self.buffer);
+            let buffer = std::mem::take(&mut self.buffer);
+            HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
+            let records = order.into_iter();
+            return Ok(Box::new(
+                records.map(move |record| decode(&buffer[record][4..])),
+            ));
+        };
+        self.file = Some(file);
+        if !self.buffer.is_empty() {
+            self.spill()?;
+        }
+        let file = self.file.take().expect("spilled");
+        let chunk = (self.capacity / self.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
+        let mut merge = Merge {
+            file: file.into_inner().map_err(io::IntoInnerError::into_error)?,
+            runs: self
+                .runs
+                .drain(..)
+                .map(|run| Run::new(run, chunk))
+                .collect(),
+            heap: BinaryHeap::new(),
+            records: PhantomData,
+        };
+        for run in 0..merge.runs.len() {
+            merge.refill(run)?;
+        }
+        Ok(Box::new(merge))
+    }
+}
+
+impl<T> Drop for Spill<T> {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.buffer.len(), Ordering::Relaxed);
+    }
+}
+
+/// The records of a buffer (each with its length), in the order of their
+/// bytes.
+fn sorted_records(buffer: &[u8]) -> Vec<Range<usize>> {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < buffer.len() {
+        let len = u32::from_le_bytes(buffer[at..at + 4].try_into().expect("4 bytes")) as usize;
+        records.push(at..at + 4 + len);
+        at += 4 + len;
+    }
+    records.sort_unstable_by(|a, b| buffer[a.start + 4..a.end].cmp(&buffer[b.start + 4..b.end]));
+    records
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> io::Result<T> {
+    memcomparable::from_slice(bytes).map_err(io::Error::other)
+}
+
+/// Encoded records, from memory or from a range of the file, read a buffer
+/// at a time (the runs of one file side by side).
+struct Run<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    /// How many bytes are read from the file at a time.
+    chunk: usize,
+    /// The unread part of `bytes`.
     at: usize,
-    /// Where the bytes after `buffer` start in the file.
+    /// Where the file's bytes after `bytes` start, and end.
     offset: u64,
     end: u64,
 }
 
-impl Run {
-    fn new(start: u64, end: u64) -> Run {
+impl<'a> Run<'a> {
+    fn new(range: Range<u64>, chunk: usize) -> Run<'a> {
         Run {
-            buffer: Vec::new(),
+            bytes: std::borrow::Cow::Owned(Vec::new()),
+            chunk,
             at: 0,
-            offset: start,
-            end,
+            offset: range.start,
+            end: range.end,
         }
     }
 
-    /// Makes at least `wanted` unread bytes be in the buffer; `false` if the
-    /// run has fewer left.
-    fn fill(&mut self, file: &File, wanted: usize) -> io::Result<bool> {
-        let unread = self.buffer.len() - self.at;
+    fn memory(bytes: &'a [u8]) -> Run<'a> {
+        Run {
+            bytes: std::borrow::Cow::Borrowed(bytes),
+            chunk: READ_BUFFER,
+            at: 0,
+            offset: 0,
+            end: 0,
+        }
+    }
+
+    /// The next record's bytes; `None` at the run's end.
+    fn next(&mut self, file: Option<&File>) -> io::Result<Option<Vec<u8>>> {
+        if !self.fill(file, 4)? {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes(self.bytes[self.at..self.at + 4].try_into().expect("4"));
+        let len = len as usize;
+        if !self.fill(file, 4 + len)? {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let record = self.bytes[self.at + 4..self.at + 4 + len].to_vec();
+        self.at += 4 + len;
+        Ok(Some(record))
+    }
+
+    /// Makes `wanted` unread bytes be at hand; `false` if the run has fewer
+    /// left.
+    fn fill(&mut self, file: Option<&File>, wanted: usize) -> io::Result<bool> {
+        let unread = self.bytes.len() - self.at;
         if unread >= wanted {
             return Ok(true);
         }
         let left = self.end - self.offset;
-        if (unread as u64) + left < wanted as u64 {
+        let Some(file) = file.filter(|_| (unread as u64) + left >= wanted as u64) else {
             return Ok(false);
-        }
-        self.buffer.drain(..self.at);
+        };
+        let bytes = self.bytes.to_mut();
+        bytes.drain(..self.at);
         self.at = 0;
-        let more = wanted.saturating_sub(unread).max(READ_BUFFER);
-        let more = usize::try_from(left).map_or(more, |left| left.min(more));
-        let start = self.buffer.len();
-        if !memory::reserve_exact(&mut self.buffer, more) {
-            return Err(memory::out_of_memory());
-        }
-        self.buffer.resize(start + more, 0);
-        crate::os::read_exact_at(file, &mut self.buffer[start..], self.offset)?;
+        let more = ((wanted - unread).max(self.chunk) as u64).min(left) as usize;
+        let start = bytes.len();
+        bytes.resize(start + more, 0);
+        crate::sys::read_exact_at(file, &mut bytes[start..], self.offset)?;
         self.offset += more as u64;
         Ok(true)
     }
+}
 
-    /// The next record, or `None` at the run's end.
-    fn next(&mut self, file: &File) -> io::Result<Option<Vec<u8>>> {
-        if !self.fill(file, 4)? {
-            return Ok(None);
+/// A sorted store's runs, merged: the least next record of any run, each
+/// time.
+struct Merge<T> {
+    file: File,
+    runs: Vec<Run<'static>>,
+    heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
+    records: PhantomData<fn() -> T>,
+}
+
+impl<T> Merge<T> {
+    /// Puts the next record of `run` in the heap, if it has one.
+    fn refill(&mut self, run: usize) -> io::Result<()> {
+        if let Some(record) = self.runs[run].next(Some(&self.file))? {
+            self.heap.push(Reverse((record, run)));
         }
-        let len_bytes: [u8; 4] = self.buffer[self.at..self.at + 4]
-            .try_into()
-            .expect("4 bytes");
-        let len = u32::from_le_bytes(len_bytes) as usize;
-        if !self.fill(file, 4 + len)? {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "a temporary file ended early",
-            ));
-        }
-        let record = self.buffer[self.at + 4..self.at + 4 + len].to_vec();
-        self.at += 4 + len;
-        Ok(Some(record))
+        Ok(())
+    }
+}
+
+impl<T: DeserializeOwned> Iterator for Merge<T> {
+    type Item = io::Result<T>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Reverse((record, run)) = self.heap.pop()?;
+        Some(self.refill(run).and_then(|()| decode(&record)))
     }
 }
 
@@ -331,51 +328,50 @@ impl Run {
 mod tests {
     use super::*;
 
-    /// Pseudo-random records of 0 to 40 bytes.
-    fn records(count: usize, seed: u64) -> Vec<Vec<u8>> {
-        let mut state = seed | 1;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        (0..count)
-            .map(|_| {
-                (0..next() % 41)
-                    .map(|_| (next() % 7) as u8 + b'a')
-                    .collect()
+    /// Whatever its capacity, a store gives every record back: in the
+    /// order pushed (read twice), or sorted as `Ord` sorts them.
+    #[test]
+    fn records_come_back_in_order_or_sorted_from_memory_and_file() {
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+        enum Kind {
+            First(i64),
+            Second(#[serde(with = "serde_bytes")] Vec<u8>, Option<(u64, u32)>),
+        }
+        let records: Vec<(u64, Kind)> = (0..5000u64)
+            .map(|i| {
+                let kind = match i % 3 {
+                    0 => Kind::First(i as i64 - 2500),
+                    _ => Kind::Second(
+                        vec![i as u8; (i % 37) as usize],
+                        (i % 5 == 0).then_some((i, 7)),
+                    ),
+                };
+                ((i * 7919) % 1013, kind)
             })
-            .collect()
-    }
-
-    #[test]
-    fn spools_give_back_what_came_in_order_from_memory_or_file_as_often_as_asked() {
-        for (count, budget) in [(0, 1 << 20), (1000, 1 << 20), (1000, 100), (50_000, 4096)] {
-            let given = records(count, count as u64 + 7);
-            let mut spool = Spool::new(budget);
-            for record in &given {
-                spool.push(record).unwrap();
+            .collect();
+        let mut sorted_records = records.clone();
+        sorted_records.sort();
+        for capacity in [0, 1, 100, 10_000, usize::MAX] {
+            let mut pushed = Spill::new(capacity);
+            let mut sorted = Spill::sorted(capacity);
+            for record in &records {
+                pushed.push(record).unwrap();
+                sorted.push(record).unwrap();
             }
-            assert_eq!(spool.len(), count as u64);
+            assert_eq!(pushed.len(), 5000);
             for _ in 0..2 {
-                let back: Vec<Vec<u8>> = spool.records().unwrap().map(Result::unwrap).collect();
-                assert!(back == given, "{count} records, budget {budget}");
+                let back: Vec<_> = pushed.iter().unwrap().map(Result::unwrap).collect();
+                assert!(back == records, "capacity {capacity}");
             }
+            let back: Vec<_> = sorted.into_sorted().unwrap().map(Result::unwrap).collect();
+            assert!(back == sorted_records, "capacity {capacity}, sorted");
         }
-    }
-
-    #[test]
-    fn sorters_give_back_every_record_sorted_from_memory_or_runs() {
-        for (count, budget) in [(0, 1 << 20), (1000, 1 << 20), (1000, 100), (50_000, 4096)] {
-            let mut given = records(count, count as u64 + 3);
-            let mut sorter = Sorter::new(budget);
-            for record in &given {
-                sorter.push(record.clone()).unwrap();
-            }
-            let back: Vec<Vec<u8>> = sorter.into_sorted().unwrap().map(Result::unwrap).collect();
-            given.sort();
-            assert!(back == given, "{count} records, budget {budget}");
-        }
+        assert!(
+            Spill::<u64>::sorted(0)
+                .into_sorted()
+                .unwrap()
+                .next()
+                .is_none()
+        );
     }
 }

@@ -31,16 +31,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use platform::Directory;
 
-/// Which names a list may give a file to write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Names {
-    /// Relative names that stay inside the tree (no `..`), of files with
-    /// one hard link.
-    Inside,
-    /// Absolute names and `..` too (`--absolute-names`, as tar's), and
-    /// files with several hard links.
-    AnyPath,
-}
+use super::plan::Names;
 
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
@@ -215,7 +206,7 @@ impl Directory {
 }
 
 /// How many hard links a file has.
-pub(crate) fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
+pub fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
     platform::links(file, metadata)
 }
 
@@ -235,7 +226,7 @@ mod platform {
     use std::path::{Component, PathBuf};
 
     use super::Failed;
-    use crate::cli::system::FileId;
+    use bt2sum::sys::FileId;
 
     /// Whether a file is set-user-ID or set-group-ID.
     pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
@@ -378,7 +369,8 @@ mod platform {
 
         /// Which directory this is.
         pub fn id(&self) -> io::Result<FileId> {
-            FileId::of_file(&File::from(self.0.try_clone()?))
+            let file = File::from(self.0.try_clone()?);
+            FileId::of(&file, &file.metadata()?)
         }
 
         /// Whether `name` in this directory is a symbolic link.
@@ -428,7 +420,7 @@ mod platform {
     use std::sync::Arc;
 
     use super::Failed;
-    use crate::cli::system::FileId;
+    use bt2sum::sys::FileId;
 
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
     const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
@@ -546,7 +538,7 @@ mod platform {
 
         /// Which directory this is.
         pub fn id(&self) -> io::Result<FileId> {
-            FileId::of(&self.path, &std::fs::metadata(&self.path)?)
+            FileId::of_path(&self.path)
         }
     }
 

@@ -14,55 +14,70 @@
 //! improperly formatted. The first problem is reported (`LISTING: LINE: …`,
 //! or the first gap) and the exit status is 1. Memory stays bounded: lines
 //! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
+//! The lines are the one printer's, as every mode's.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 
-use crate::cli::system;
-use bt2sum::format::InputLines;
-use bt2sum::format::checksum::{Style, push_line};
+use bt2sum::format::checksum::Style;
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
-use bt2sum::format::lines::{MAX_LINE, Record, read_line};
+use bt2sum::format::lines::{MAX_LINE, Record as Line, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
-use bt2sum::leaves::Combiner;
+use bt2sum::leaves::{CombineError, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
-use super::config::Combining;
-use super::output::{Status, output_failed, report, warn};
+use super::output::{
+    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed, report, warn,
+};
+use super::plan::Combining;
+use super::sys;
 
 /// Combines the listings (standard input when none is given), writing the
 /// checksum line to `out`; returns the exit status.
 pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     let stdin_only = [OsString::from("-")];
-    let listings = if config.listings.is_empty() {
-        &stdin_only[..]
-    } else {
-        &config.listings[..]
+    let listings = match config.listings.is_empty() {
+        true => &stdin_only[..],
+        false => &config.listings[..],
     };
     let mut combiner = Combiner::default();
-    for listing in listings {
-        if let Err((place, message)) = add_listing(&mut combiner, listing) {
+    for (number, listing) in listings.iter().enumerate() {
+        if let Err((place, message)) = add_listing(&mut combiner, listing, number as u32) {
             report(&place, &message);
             return Status::Failure;
         }
     }
     let combined = match combiner.finish() {
         Ok(combined) => combined,
+        Err(CombineError::Clash {
+            index,
+            at: (listing, line),
+        }) => {
+            let place = at_line(&listings[listing as usize], line);
+            report(
+                &place,
+                &format!("leaf {index} is listed twice with different digests"),
+            );
+            return Status::Failure;
+        }
         Err(error) => {
             warn(&error.to_string());
             return Status::Failure;
         }
     };
+    let layout = Layout {
+        style: config.style,
+        ending: config.ending,
+    };
+    let mut printer = Printer::new(out, false, layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());
-    let mut line = Vec::new();
-    push_line(
-        &mut line,
-        config.style,
-        tree.algorithm(),
-        &combined.digest,
-        name,
-        config.ending,
-    );
+    let mut written = printer.emit(&Record::Checksum {
+        tree: Tree(tree),
+        name: JsonName(name),
+        digest: Hex(combined.digest.as_bytes()),
+        length: combined.total,
+        mtime: None,
+    });
     if tree.leaf_size() != TreeParams::default().leaf_size() {
         // Named as the checksum line names it: an untagged line names
         // nameless standard input `-`.
@@ -70,48 +85,64 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             (Style::Untagged, None) => Some(&b"-"[..]),
             _ => name,
         };
-        let input = InputLines {
-            tree,
-            name: shown,
-            ending: config.ending,
-        };
-        input.push_count(&mut line, combined.total);
+        written = written.and_then(|()| {
+            printer.emit(&Record::Count {
+                tree: Tree(tree),
+                name: JsonName(shown),
+                leaves: tree.leaf_count(combined.total),
+                total: combined.total,
+                offset: None,
+                length: None,
+                selected: None,
+            })
+        });
     }
-    match out.write_all(&line).and_then(|()| out.flush()) {
+    match written.and_then(|()| printer.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }
 }
 
-/// Adds every leaf line of one listing; on failure, where and what.
-fn add_listing(combiner: &mut Combiner, listing: &OsStr) -> Result<(), (OsString, String)> {
-    let shown = if listing == "-" {
-        OsStr::new("standard input")
-    } else {
-        listing
-    };
-    let failed = |message: String| (shown.to_os_string(), message);
-    let mut reader = system::open_list(listing).map_err(|error| failed(plain_message(&error)))?;
+/// A listing's name as messages show it.
+fn shown(listing: &OsStr) -> &OsStr {
+    match listing == "-" {
+        true => OsStr::new("standard input"),
+        false => listing,
+    }
+}
+
+/// `LISTING: LINE`, where messages say a line is.
+fn at_line(listing: &OsStr, number: u64) -> OsString {
+    let mut place = shown(listing).to_os_string();
+    place.push(format!(": {number}"));
+    place
+}
+
+/// Adds every leaf line of one listing (the `number`-th); on failure,
+/// where and what.
+fn add_listing(
+    combiner: &mut Combiner,
+    listing: &OsStr,
+    number: u32,
+) -> Result<(), (OsString, String)> {
+    let failed = |message: String| (shown(listing).to_os_string(), message);
+    let mut reader = sys::open_list(listing).map_err(|error| failed(plain_message(&error)))?;
     let mut line = Vec::new();
-    for number in 1.. {
-        let at_line = |message: String| {
-            let mut place = shown.to_os_string();
-            place.push(format!(": {number}"));
-            (place, message)
-        };
+    for line_number in 1.. {
+        let at_line = |message: String| (at_line(listing, line_number), message);
         match read_line(&mut reader, &mut line).map_err(|error| failed(plain_message(&error)))? {
-            Record::End => return Ok(()),
-            Record::TooLong => {
+            Line::End => return Ok(()),
+            Line::TooLong => {
                 return Err(at_line(format!("line longer than {} MiB", MAX_LINE >> 20)));
             }
-            Record::Line => {}
+            Line::Line => {}
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
         if is_leaf_line(text) {
             let parsed = parse_leaf_line(text).map_err(|error| at_line(error.to_string()))?;
             combiner
-                .add(parsed)
+                .add(parsed, (number, line_number))
                 .map_err(|error| at_line(error.to_string()))?;
             continue;
         }

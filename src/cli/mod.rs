@@ -7,31 +7,28 @@ mod audit;
 mod beneath;
 mod check;
 mod combine;
-mod config;
-mod files0;
 mod hash;
 mod man;
-pub mod memory;
-mod mend;
 mod output;
-mod process;
+mod plan;
 mod progress;
-mod records;
-pub mod system;
+mod repair;
+pub mod sys;
+mod tally;
 mod walk;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 
-pub use config::Config;
-use config::Mode;
 pub use output::Status;
 use output::{output_failed, warn};
+pub use plan::Config;
+use plan::Mode;
 
 /// Sets up the process before anything else runs.
 pub fn prepare_process() {
-    system::one_allocator_arena();
-    system::raise_descriptor_limit();
-    system::file_size_limit_is_an_error();
+    sys::one_allocator_arena();
+    sys::raise_descriptor_limit();
+    sys::file_size_limit_is_an_error();
 }
 
 /// Runs a resolved configuration; returns the exit status.
@@ -62,17 +59,17 @@ pub fn run(config: Config) -> Status {
         warn(&format!("-C: cannot change to {shown}: {reason}"));
         return Status::Usage;
     }
-    if let Some((limit, free)) = system::free_descriptors()
-        && free < system::DESCRIPTORS_NEEDED
+    if let Some((limit, free)) = bt2sum::sys::descriptors()
+        && free < sys::DESCRIPTORS_NEEDED
     {
         // Below this, inputs would be lost to `Too many open files`.
-        let needed = limit as usize - free + system::DESCRIPTORS_NEEDED;
+        let needed = limit as usize - free + sys::DESCRIPTORS_NEEDED;
         warn(&format!(
             "too few file descriptors: the limit is {limit} (ulimit -n), and bt2sum needs {needed}"
         ));
         return Status::Failure;
     }
-    match process::start_workers(config.threads.unwrap_or(0)) {
+    match sys::start_workers(config.threads.unwrap_or(0)) {
         Ok((started, wanted)) if started < wanted => warn(&format!(
             "started {started} of the {wanted} threads asked for: the system grants no more"
         )),
@@ -89,7 +86,7 @@ pub fn run(config: Config) -> Status {
             return Status::Failure;
         }
     }
-    if system::stdout_closed() {
+    if sys::stdout_closed() {
         // Lines would vanish into the /dev/null the runtime put there.
         return drive(&config, &mut output::Closed);
     }
@@ -99,7 +96,7 @@ pub fn run(config: Config) -> Status {
     if stdout.is_terminal() {
         return drive(&config, &mut progress::AboveBar(stdout));
     }
-    match process::buffered_stdout() {
+    match sys::buffered_stdout() {
         Ok(mut shared) => drive(&config, &mut shared),
         Err(_) => drive(&config, &mut BufWriter::with_capacity(64 << 10, stdout)),
     }
@@ -122,8 +119,8 @@ pub fn refused(error: &clap::Error) -> Status {
         let _ = error.print();
         return Status::Usage;
     }
-    if system::stdout_closed() {
-        return output_failed(&system::closed_stream());
+    if sys::stdout_closed() {
+        return output_failed(&sys::closed_stream());
     }
     match error.print().and_then(|()| io::stdout().flush()) {
         Ok(()) => Status::Success,
@@ -133,8 +130,8 @@ pub fn refused(error: &clap::Error) -> Status {
 
 /// Writes generated text (help, a manual page) to standard output.
 fn print(text: &[u8]) -> Status {
-    if system::stdout_closed() {
-        return output_failed(&system::closed_stream());
+    if sys::stdout_closed() {
+        return output_failed(&sys::closed_stream());
     }
     let mut stdout = io::stdout().lock();
     match stdout.write_all(text).and_then(|()| stdout.flush()) {

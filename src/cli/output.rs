@@ -1,12 +1,25 @@
-//! The exit statuses, and the one way messages reach standard error.
+//! What bt2sum prints: the exit statuses, the one way messages reach
+//! standard error, and the one printer of standard output, which writes
+//! typed records as lines (the grammars are the library's `format`) or,
+//! with `--json`, as one JSON object a line (docs/json.md is the schema).
+//! A record with no line of its own (an error, a summary) is written only
+//! as JSON.
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use base64::Engine;
+use serde::{Serialize, Serializer};
+
+use bt2sum::TreeParams;
+use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::name::Name;
+use bt2sum::format::stat::Mtime;
+use bt2sum::format::{Ending, InputLines};
 use bt2sum::plain_message;
+use bt2sum::verify::Verdict;
 
 use super::progress;
 
@@ -99,10 +112,485 @@ pub struct Closed;
 
 impl Write for Closed {
     fn write(&mut self, _buf: &[u8]) -> io::Result<usize> {
-        Err(crate::cli::system::closed_stream())
+        Err(crate::cli::sys::closed_stream())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A name as lines print it: `{"text": …}` in JSON, or `{"bytes": BASE64}`
+/// where it is not UTF-8 (ripgrep's convention); `None` (`null`) for
+/// standard input read because no FILE was given.
+#[derive(Clone, Copy)]
+pub struct JsonName<'a>(pub Option<&'a [u8]>);
+
+impl Serialize for JsonName<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(bytes) = self.0 else {
+            return serializer.serialize_none();
+        };
+        let mut map = serializer.serialize_map(Some(1))?;
+        match std::str::from_utf8(bytes) {
+            Ok(text) => map.serialize_entry("text", text)?,
+            Err(_) => {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+                map.serialize_entry("bytes", &encoded)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Tree parameters as objects carry them: `algorithm`, `size`, `tree`.
+#[derive(Clone, Copy)]
+pub struct Tree<'a>(pub &'a TreeParams);
+
+impl Serialize for Tree<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("algorithm", self.0.algorithm().name())?;
+        map.serialize_entry("size", &self.0.digest_size())?;
+        map.serialize_entry("tree", &self.0.leaf_size())?;
+        map.end()
+    }
+}
+
+/// A digest, serialized as lowercase hex.
+#[derive(Clone, Copy)]
+pub struct Hex<'a>(pub &'a [u8]);
+
+impl Serialize for Hex<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&hex::encode(self.0))
+    }
+}
+
+/// Serializes a verdict as the words check mode prints.
+fn verdict_words<S: Serializer>(verdict: &Verdict, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(verdict.text())
+}
+
+/// One thing bt2sum reports.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Record<'a> {
+    /// An input's checksum line, and with a modification time its stat line.
+    Checksum {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        digest: Hex<'a>,
+        length: u64,
+        #[serde(skip_serializing_if = "Option::is_none", serialize_with = "some_mtime")]
+        mtime: Option<Mtime>,
+    },
+    /// One leaf of a listing.
+    Leaf {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        index: u64,
+        offset: u64,
+        length: u64,
+        total: u64,
+        digest: Hex<'a>,
+    },
+    /// How many leaves an input has; with a selection, its bytes.
+    Count {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        leaves: u64,
+        total: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        length: Option<u64>,
+        #[serde(skip)]
+        selected: Option<std::ops::Range<u64>>,
+    },
+    /// The verdict on a listed file (its checksum line).
+    Verdict {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        #[serde(serialize_with = "verdict_words")]
+        verdict: Verdict,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected: Option<Hex<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        digest: Option<Hex<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        length: Option<u64>,
+    },
+    /// What an audit says of a file no checksum line verifies.
+    #[serde(rename = "verdict")]
+    Class {
+        name: JsonName<'a>,
+        verdict: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        from: Option<JsonName<'a>>,
+    },
+    /// The verdict on one leaf of a listed file.
+    LeafVerdict {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        #[serde(serialize_with = "verdict_words")]
+        verdict: Verdict,
+        index: u64,
+        offset: u64,
+        length: u64,
+    },
+    /// The verdict on a count line: the listed file's length.
+    CountVerdict {
+        #[serde(flatten)]
+        tree: Tree<'a>,
+        name: JsonName<'a>,
+        #[serde(serialize_with = "verdict_words")]
+        verdict: Verdict,
+        total: Option<u64>,
+    },
+    /// What mending one failing leaf did.
+    Repair {
+        name: JsonName<'a>,
+        index: u64,
+        offset: u64,
+        length: u64,
+        verdict: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
+    /// An improperly formatted line of a list.
+    BadLine { list: JsonName<'a>, line: u64 },
+    /// An input or a list that could not be read.
+    Error {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<JsonName<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        list: Option<JsonName<'a>>,
+        message: &'a str,
+    },
+    /// What `--update` changed in its list.
+    Update {
+        list: JsonName<'a>,
+        added: u64,
+        renamed: u64,
+        rehashed: u64,
+        restated: u64,
+    },
+    /// The counts of a run, last.
+    Summary(Summary),
+}
+
+/// The counts of a run, as its last record gives them.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Summary {
+    /// Of hashing: inputs hashed, and those that failed.
+    Hash { files: u64, errors: u64, status: u8 },
+    /// Of a check: the lists, and every class of file over all of them.
+    Check {
+        lists: usize,
+        improperly_formatted: u64,
+        ok: u64,
+        failed: u64,
+        changed: u64,
+        unreadable: u64,
+        unverified: u64,
+        new: u64,
+        moved: u64,
+        missing: u64,
+        errors: u64,
+        repaired: u64,
+        unrepaired: u64,
+        status: u8,
+    },
+}
+
+fn some_mtime<S: Serializer>(mtime: &Option<Mtime>, serializer: S) -> Result<S::Ok, S::Error> {
+    match mtime {
+        Some(mtime) => serializer.serialize_str(&mtime.to_string()),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// How lines are laid out: the checksum line's style and every line's end.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    pub style: Style,
+    pub ending: Ending,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            style: Style::Tagged,
+            ending: Ending::Newline,
+        }
+    }
+}
+
+/// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
+/// which the last one given wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Nothing on stdout, no summary counts.
+    Status,
+    /// No `OK` lines.
+    Quiet,
+    /// Every verdict and the summary counts.
+    Normal,
+    /// As normal, plus a line for each improperly formatted line.
+    Warn,
+}
+
+/// Writes records to standard output as lines or JSON objects, and errors
+/// to standard error (with `--json`, as objects too).
+pub struct Printer<'o> {
+    pub out: &'o mut dyn Write,
+    pub json: bool,
+    pub layout: Layout,
+    pub verbosity: Verbosity,
+    line: Vec<u8>,
+}
+
+impl<'o> Printer<'o> {
+    pub fn new(out: &'o mut dyn Write, json: bool, layout: Layout, verbosity: Verbosity) -> Self {
+        Printer {
+            out,
+            json,
+            layout,
+            verbosity,
+            line: Vec::new(),
+        }
+    }
+
+    /// Says why `name` (as a list gives it, or lines print it) could not
+    /// be read or hashed: on standard error, after what standard output
+    /// holds so far, and with `--json` as an object.
+    pub fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
+        if self.json {
+            let name = Some(JsonName(Some(name)));
+            self.emit(&Record::Error {
+                name,
+                list: None,
+                message,
+            })?;
+        }
+        self.out.flush()?;
+        report_listed(name, message);
+        Ok(())
+    }
+
+    /// Says why a list could not be opened or read on: on standard error,
+    /// and with `--json` as an object.
+    pub fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
+        if self.json {
+            let list = Name::of_path_lossy(list_name);
+            let list = Some(JsonName(Some(list.printed())));
+            self.emit(&Record::Error {
+                name: None,
+                list,
+                message,
+            })?;
+        }
+        self.out.flush()?;
+        report(list_name, message);
+        Ok(())
+    }
+
+    /// Writes one record: its object with `--json`, else its lines (a
+    /// record without lines writes nothing).
+    pub fn emit(&mut self, record: &Record<'_>) -> io::Result<()> {
+        self.line.clear();
+        if self.json {
+            let value = serde_json::to_value(record).map_err(io::Error::other)?;
+            serde_json::to_writer(&mut self.line, &value).map_err(io::Error::other)?;
+            self.line.push(b'\n');
+        } else {
+            record.push_text(&mut self.line, self.layout);
+        }
+        self.out.write_all(&self.line)
+    }
+
+    /// Flushes what was written, so that standard error follows it.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Record<'_> {
+    /// Appends the record's lines, if it has any.
+    fn push_text(&self, out: &mut Vec<u8>, layout: Layout) {
+        let ending = layout.ending;
+        fn input<'a>(tree: &Tree<'a>, name: &JsonName<'a>, ending: Ending) -> InputLines<'a> {
+            let (tree, name) = (tree.0, name.0);
+            InputLines { tree, name, ending }
+        }
+        match self {
+            Record::Checksum {
+                tree,
+                name,
+                digest,
+                length,
+                mtime,
+            } => {
+                let checksum = bt2sum::Digest::from_slice(digest.0).expect("a digest");
+                push_line(
+                    out,
+                    layout.style,
+                    tree.0.algorithm(),
+                    &checksum,
+                    name.0,
+                    ending,
+                );
+                if let (Some(mtime), Some(_)) = (mtime, name.0) {
+                    input(tree, name, ending).push_stat(out, *length, *mtime);
+                }
+            }
+            Record::Leaf {
+                tree,
+                name,
+                index,
+                total,
+                digest,
+                ..
+            } => input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
+            Record::Count {
+                tree,
+                name,
+                total,
+                selected,
+                ..
+            } => match selected {
+                Some(leaves) => input(tree, name, ending).push_selection_count(out, *total, leaves),
+                None => input(tree, name, ending).push_count(out, *total),
+            },
+            Record::Verdict { name, verdict, .. } => {
+                push_shown(out, name);
+                out.extend_from_slice(format!(": {}\n", verdict.text()).as_bytes());
+            }
+            Record::Class {
+                name,
+                verdict,
+                from,
+            } => {
+                push_shown(out, name);
+                out.extend_from_slice(format!(": {verdict}").as_bytes());
+                if let Some(from) = from {
+                    out.extend_from_slice(b" from ");
+                    push_shown(out, from);
+                }
+                out.push(b'\n');
+            }
+            Record::LeafVerdict {
+                name,
+                verdict,
+                index,
+                ..
+            } => {
+                push_shown(out, name);
+                out.extend_from_slice(format!(": leaf {index}: {}\n", verdict.text()).as_bytes());
+            }
+            Record::CountVerdict { name, verdict, .. } => {
+                push_shown(out, name);
+                out.extend_from_slice(format!(": leaf count: {}\n", verdict.text()).as_bytes());
+            }
+            Record::Repair {
+                name,
+                index,
+                reason,
+                ..
+            } => {
+                push_shown(out, name);
+                let line = match reason {
+                    None => format!(": leaf {index}: REPAIRED\n"),
+                    Some(why) => format!(": leaf {index}: FAILED ({why})\n"),
+                };
+                out.extend_from_slice(line.as_bytes());
+            }
+            Record::BadLine { .. }
+            | Record::Error { .. }
+            | Record::Update { .. }
+            | Record::Summary(_) => {}
+        }
+    }
+}
+
+/// A name as verdicts show it (escaped where it holds a backslash or a
+/// control byte).
+fn push_shown(out: &mut Vec<u8>, name: &JsonName<'_>) {
+    Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_lines_show_names_escaped() {
+        let tree = TreeParams::default();
+        let mut out = Vec::new();
+        let mut printer = Printer::new(&mut out, false, Layout::default(), Verbosity::Normal);
+        let verdict = |name: &'static [u8], verdict| Record::Verdict {
+            tree: Tree(&tree),
+            name: JsonName(Some(name)),
+            verdict,
+            expected: None,
+            digest: None,
+            length: None,
+        };
+        let leaf = |name: &'static [u8], index, verdict| Record::LeafVerdict {
+            tree: Tree(&tree),
+            name: JsonName(Some(name)),
+            verdict,
+            index,
+            offset: 0,
+            length: 0,
+        };
+        let repair = |reason| Record::Repair {
+            name: JsonName(Some(b"big\n")),
+            index: 4,
+            offset: 0,
+            length: 0,
+            verdict: "FAILED",
+            reason,
+        };
+        for record in [
+            verdict(b"a b", Verdict::Ok),
+            verdict(b"new\nline", Verdict::Failed),
+            verdict(b"back\\slash", Verdict::Unreadable),
+            verdict(b"\xff", Verdict::Ok),
+            verdict(b"evil.iso: OK\x1b[8m", Verdict::Failed),
+            leaf(b"tab\tdel\x7f", 7, Verdict::Ok),
+            leaf(b"f", 57, Verdict::Missing),
+            repair(None),
+            repair(Some("the copy's leaf does not match either")),
+            Record::CountVerdict {
+                tree: Tree(&tree),
+                name: JsonName(Some(b"f")),
+                verdict: Verdict::Failed,
+                total: None,
+            },
+            Record::Class {
+                name: JsonName(Some(b"n\x01")),
+                verdict: "MOVED",
+                from: Some(JsonName(Some(b"o"))),
+            },
+        ] {
+            printer.emit(&record).unwrap();
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "a b: OK\n\\new\\nline: FAILED\n\\back\\\\slash: FAILED open or read\n\u{fffd}: OK\n\
+             \\evil.iso: OK\\x1b[8m: FAILED\n\\tab\\x09del\\x7f: leaf 7: OK\nf: leaf 57: FAILED missing\n\
+             \\big\\n: leaf 4: REPAIRED\n\\big\\n: leaf 4: FAILED (the copy's leaf does not match either)\n\
+             f: leaf count: FAILED\n\\n\\x01: MOVED from o\n"
+        );
     }
 }

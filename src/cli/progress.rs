@@ -89,7 +89,7 @@ impl Progress {
         let counter = Arc::new(AtomicU64::new(0));
         // A terminal that takes cursor movements (indicatif draws nothing
         // on one whose `TERM` is unset or `dumb`).
-        let terminal = crate::cli::system::stderr_draws_bars();
+        let terminal = crate::cli::sys::stderr_draws_bars();
         let target = match when {
             BarMode::Never => None,
             BarMode::Auto if !terminal => None,
@@ -125,7 +125,7 @@ impl Progress {
 
         let (stop, stopped) = mpsc::channel::<()>();
         let silenced = Arc::new(AtomicBool::new(false));
-        let poller = {
+        let poller = crate::cli::sys::room_for_threads().then(|| {
             let bar = bar.clone();
             let counter = Arc::clone(&counter);
             let delayed = when == BarMode::Auto;
@@ -135,7 +135,7 @@ impl Progress {
                 .stack_size(64 << 10)
                 .spawn(move || poll(&bar, &counter, &stopped, delayed, &silenced))
                 .ok()
-        };
+        });
         Progress {
             counter,
             shown: Some(Shown {
@@ -144,7 +144,7 @@ impl Progress {
                 auto: when == BarMode::Auto,
                 silenced,
                 stop: Some(stop),
-                poller,
+                poller: poller.flatten(),
             }),
         }
     }
@@ -273,7 +273,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 fn clear_on_stop_signal() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
-        crate::cli::system::on_stop_signal(|| {
+        crate::cli::sys::on_stop_signal(|| {
             INTERRUPTED.store(true, Ordering::Relaxed);
             if let Some(bar) = lock_active().take() {
                 bar.finish_and_clear();

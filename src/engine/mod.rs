@@ -347,10 +347,11 @@ impl Budget {
             // Two tasks of 8 leaves of 5 MiB a thread; at most a third of
             // what an address-space limit leaves.
             let mut bytes = (threads * 2 * 8 * (5 << 20)).clamp(64 << 20, 1 << 30);
-            if let Some(left) = crate::os::address_space_left() {
+            if let Some(left) = crate::sys::address_space_left() {
                 bytes = bytes.min(left / 3).max(PIECE);
             }
-            let inputs = crate::os::free_descriptors()
+            let inputs = crate::sys::descriptors()
+                .map(|(_, free)| free)
                 .map_or(64, |free| free.saturating_sub(3).clamp(1, 64));
             Budget {
                 threads,

@@ -13,7 +13,6 @@
 //! written as in checksum lines; standard input's lines may have no name.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::ops::Range;
 
 use super::name::{echoed, read_back};
@@ -88,16 +87,9 @@ pub fn is_leaf_line(line: &[u8]) -> bool {
 }
 
 /// Why a listing line was refused: what `--combine` reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed leaf line: {0}")]
 pub struct LeafLineError(Cow<'static, str>);
-
-impl fmt::Display for LeafLineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "malformed leaf line: {}", self.0)
-    }
-}
-
-impl std::error::Error for LeafLineError {}
 
 fn refused(reason: impl Into<Cow<'static, str>>) -> LeafLineError {
     LeafLineError(reason.into())

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Read};
 
 /// A list line longer than this (16 MiB, thousands of times `PATH_MAX`) is
 /// improperly formatted, and skipped without being held in memory.
-pub const MAX_LINE: usize = crate::memory::IN_MEMORY;
+pub const MAX_LINE: usize = 16 << 20;
 
 /// One line read from a list.
 pub enum Record {
@@ -25,44 +25,26 @@ pub fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Re
 }
 
 /// Reads the next record of a list, up to and with `end` (a line's `\n`, a
-/// name's NUL), into `line`, as [`read_line`] reads lines. The line grows
-/// only while memory is granted (see `crate::memory`): where it is
-/// refused, the list cannot be read on, and that is the error (`Cannot
-/// allocate memory`), never an abort.
+/// name's NUL), into `line`, as [`read_line`] reads lines.
 pub fn read_until(reader: &mut impl BufRead, line: &mut Vec<u8>, end: u8) -> io::Result<Record> {
     line.clear();
-    loop {
-        let room = make_room(line)?;
-        // Within the room made, so the standard library's search (fast)
-        // never grows the line itself (infallibly).
-        let read = reader.by_ref().take(room as u64).read_until(end, line)?;
-        if line.last() == Some(&end) || read == 0 {
-            return Ok(if line.is_empty() {
-                Record::End
-            } else {
-                Record::Line
-            });
-        }
-        if line.len() > MAX_LINE {
+    // (The longest and its end, or one byte more: what tells a record that
+    // is too long.)
+    reader
+        .by_ref()
+        .take(MAX_LINE as u64 + 2)
+        .read_until(end, line)?;
+    let ended = line.last() == Some(&end);
+    if line.len() - usize::from(ended) > MAX_LINE {
+        if !ended {
             reader.skip_until(end)?;
-            return Ok(Record::TooLong);
         }
+        return Ok(Record::TooLong);
     }
-}
-
-/// Makes room in `line` for more of a record, up to `MAX_LINE + 1` bytes in
-/// all (which tells a record that is too long): doubling, as a Vec grows,
-/// or where that is refused less, down to 4 KiB; the room there is.
-fn make_room(line: &mut Vec<u8>) -> io::Result<usize> {
-    let most = MAX_LINE + 1 - line.len();
-    let spare = line.capacity() - line.len();
-    if spare > 0 {
-        return Ok(spare.min(most));
-    }
-    let wanted = line.len().max(256).min(most);
-    let room =
-        crate::memory::reserve_at_most(line, wanted).ok_or_else(crate::memory::out_of_memory)?;
-    Ok(room.min(most))
+    Ok(match line.is_empty() {
+        true => Record::End,
+        false => Record::Line,
+    })
 }
 
 #[cfg(test)]

@@ -27,6 +27,34 @@ impl<'a> Name<'a> {
         Name(Cow::Borrowed(bytes))
     }
 
+    /// A listed name as names are compared, one file one key: `.` and empty
+    /// components left out, so that `./a/b`, `a//b` and `a/./b` are `a/b`
+    /// (a leading `/` kept).
+    ///
+    /// ```
+    /// use bt2sum::format::name::Name;
+    /// assert_eq!(Name::normalized(b"./a/b"), b"a/b");
+    /// assert_eq!(Name::normalized(b"a//./b/"), b"a/b");
+    /// assert_eq!(Name::normalized(b"/x/./y"), b"/x/y");
+    /// assert_eq!(Name::normalized(b"../a"), b"../a");
+    /// ```
+    pub fn normalized(name: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(name.len());
+        if name.starts_with(b"/") {
+            out.push(b'/');
+        }
+        for part in name.split(|&b| b == b'/') {
+            if part.is_empty() || part == b"." {
+                continue;
+            }
+            if !out.is_empty() && out != b"/" {
+                out.push(b'/');
+            }
+            out.extend_from_slice(part);
+        }
+        out
+    }
+
     /// The name lines print for `path`; `None` if it cannot be printed (on
     /// Windows, a path that is not valid Unicode).
     pub fn of_path(path: &'a OsStr) -> Option<Self> {

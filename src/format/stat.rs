@@ -18,7 +18,9 @@ use super::{InputLines, Tag, canonical, decimal, prefixed, split};
 use crate::params::TreeParams;
 
 /// A modification time as stat lines write it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Mtime {
     /// Seconds since 1970-01-01 00:00:00 UTC, negative before.
     pub seconds: i64,

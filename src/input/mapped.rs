@@ -43,6 +43,7 @@ impl Window {
             // The bytes after it, meanwhile: the next window finds them read
             // or coming.
             if ahead > 0
+                && crate::budget::memory().threads_beside_workers
                 && let Ok(file) = file.try_clone()
             {
                 let next = offset + len as u64;
@@ -69,7 +70,7 @@ impl Bytes for Window {
     #[cfg(unix)]
     fn release(&self, range: Range<usize>) {
         use memmap2::UncheckedAdvice;
-        let page = crate::os::page_size();
+        let page = crate::sys::page_size();
         let base = self.map.as_ptr() as usize;
         // Whole pages inside the range only: a page shared with a neighbour
         // leaf may still be being read.
@@ -153,7 +154,7 @@ fn cached(file: &File, offset: u64, len: usize) -> bool {
     // for the call; a kernel without it answers ENOSYS.
     let asked =
         unsafe { libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range, &mut stat, 0) } == 0;
-    let page = crate::os::page_size() as u64;
+    let page = crate::sys::page_size() as u64;
     let pages = (offset + len as u64).div_ceil(page) - offset / page;
     asked && stat.cache >= pages
 }
@@ -189,7 +190,7 @@ pub(super) fn bytes_of(
         return Err(crate::memory::out_of_memory());
     }
     buffer.resize(len, 0);
-    if crate::os::read_full_at(file, &mut buffer, offset)? < len {
+    if crate::sys::read_full_at(file, &mut buffer, offset)? < len {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Ok(Arc::new(buffer))

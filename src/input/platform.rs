@@ -61,7 +61,7 @@ pub(crate) fn duplicate_stdin() -> io::Result<File> {
 /// `futimens` restores), and which file it is. A file hashed is stamped
 /// before and after; a file written after a check (a repair) must still
 /// have the stamp the check saw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     pub(super) len: u64,
     modified: Option<std::time::SystemTime>,
@@ -106,55 +106,6 @@ impl Stamp {
     /// The file's size.
     pub fn size(&self) -> u64 {
         self.len
-    }
-
-    /// The stamp as bytes, for a spool ([`from_bytes`](Self::from_bytes)
-    /// reads it back): size, change time and identity, then the
-    /// modification time in nanoseconds from 1970 (`i128::MIN`: none).
-    pub fn to_bytes(self) -> Vec<u8> {
-        let modified = self.modified.map_or(i128::MIN, |modified| {
-            match modified.duration_since(std::time::UNIX_EPOCH) {
-                Ok(after) => after.as_nanos() as i128,
-                Err(before) => -(before.duration().as_nanos() as i128),
-            }
-        });
-        let (changed, identity) = (self.changed, self.identity);
-        let mut bytes = Vec::with_capacity(56);
-        for number in [
-            self.len,
-            changed.0 as u64,
-            changed.1 as u64,
-            identity.0,
-            identity.1,
-        ] {
-            bytes.extend(number.to_le_bytes());
-        }
-        bytes.extend(modified.to_le_bytes());
-        bytes
-    }
-
-    /// The stamp [`to_bytes`](Self::to_bytes) made `bytes` of.
-    pub fn from_bytes(bytes: &[u8]) -> Option<Stamp> {
-        let number = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
-        let modified = i128::from_le_bytes(bytes.get(40..56)?.try_into().ok()?);
-        let since = |nanoseconds: u128| {
-            let seconds = u64::try_from(nanoseconds / 1_000_000_000).ok()?;
-            Some(std::time::Duration::new(
-                seconds,
-                (nanoseconds % 1_000_000_000) as u32,
-            ))
-        };
-        let modified = match modified {
-            i128::MIN => None,
-            after if after >= 0 => std::time::UNIX_EPOCH.checked_add(since(after as u128)?),
-            before => std::time::UNIX_EPOCH.checked_sub(since(before.unsigned_abs())?),
-        };
-        Some(Stamp {
-            len: number(0)?,
-            modified,
-            changed: (number(8)? as i64, number(16)? as i64),
-            identity: (number(24)?, number(32)?),
-        })
     }
 
     /// The stamp of an open regular file now.

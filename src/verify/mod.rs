@@ -51,14 +51,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use crate::engine::Event;
-use crate::error::Error;
 use crate::format::list::{Grammar, Improper};
 use crate::format::name::Name;
 use crate::input::{self, hash_each};
 use crate::params::{Part, TreeParams};
 pub use pass::{Checked, Subject};
 use pass::{Pass, worse};
-use passes::{Budget, PassOutcome, Passes, Queued};
+use passes::{PassOutcome, Passes, Queued};
 
 /// What check mode found out about one listed file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,9 +199,6 @@ pub struct Verifier<'a> {
     /// Those among them that list every leaf, and whose leaves do not make
     /// the digest of their checksum line (the list contradicts itself).
     contradicted: RefCell<std::collections::VecDeque<u64>>,
-    /// The memory a pass may hold, shrunk for all the lists after a
-    /// refusal.
-    budget: RefCell<Budget>,
     progress: Option<Arc<AtomicU64>>,
     before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
@@ -218,7 +214,6 @@ impl<'a> Verifier<'a> {
             listings_checked: std::cell::Cell::new(0),
             incomplete: RefCell::new(std::collections::VecDeque::new()),
             contradicted: RefCell::new(std::collections::VecDeque::new()),
-            budget: RefCell::new(Budget::new()),
             progress: None,
             before_stdin: Box::new(|| Ok(())),
         }
@@ -243,7 +238,7 @@ impl<'a> Verifier<'a> {
     /// the list to its end (lists to slice are read twice: not from
     /// standard input).
     pub fn total_bytes(&self, list: &mut dyn BufRead) -> io::Result<u64> {
-        let mut passes = Passes::new(list, false, self, &self.budget);
+        let mut passes = Passes::new(list, false, self);
         let total = passes.total_bytes();
         match passes.error.take() {
             Some(error) => Err(error),
@@ -274,7 +269,7 @@ impl<'a> Verifier<'a> {
         list_is_stdin: bool,
         mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
-        let mut passes = Passes::new(list, list_is_stdin, self, &self.budget);
+        let mut passes = Passes::new(list, list_is_stdin, self);
         // The worst verdict so far on the lines of the file checked last,
         // and its first line.
         let mut file_worst = (None, 0);
@@ -318,14 +313,6 @@ impl<'a> Verifier<'a> {
             report(Report::BadLine { line: *line, why })?;
         }
         let listed = outcome.leaves;
-        if let Err(Error::Io(error)) = &outcome.result
-            && error.kind() == io::ErrorKind::OutOfMemory
-        {
-            // Too big a pass to hash: the passes after it are smaller.
-            self.budget
-                .borrow_mut()
-                .refused(pass.lines(listed.as_ref()));
-        }
         let checksum_matched = !pass.probe
             && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
         let mut checked = Checked {

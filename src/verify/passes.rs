@@ -2,7 +2,6 @@
 //! hashing the listed file, whole or only the listed leaves, with a
 //! [`ListedLeaves`] sink that compares the leaves as they are hashed.
 
-use std::cell::RefCell;
 use std::io::{self, BufRead};
 
 use super::pass::{ListedChecksum, Pass};
@@ -14,43 +13,14 @@ use crate::format::name::Name;
 use crate::format::stat::StatLine;
 use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
-use crate::memory;
 use crate::params::TreeParams;
 
 /// The most leaf and count lines of one file checked in one pass over it
-/// (what their listed digests take: 16 MiB). A longer run of them is checked
-/// a part at a time, each part hashing only its own leaves.
-const PASS_LINES: usize = memory::IN_MEMORY / ListedLeaves::BYTES_PER_LEAF;
-
-/// How many lines one pass may hold: the memory budget of a check, for
-/// every list of a run. A pass grows only with memory granted; the first
-/// time more is refused, the spare memory set aside at the start is given
-/// back (so that the pass can still be hashed and reported), and the passes
-/// after it hold at most half as many lines (so that they leave room too).
-pub(super) struct Budget {
-    lines: usize,
-    spare: Vec<u8>,
-}
-
-impl Budget {
-    pub fn new() -> Self {
-        let mut spare = Vec::new();
-        // (Refused, there is no spare: nothing more can be done about it.
-        // The spare is room kept free itself, so not taken through
-        // `memory::reserve_exact`, which would keep more beside it.)
-        #[allow(clippy::disallowed_methods)]
-        let _ = spare.try_reserve_exact(memory::HEADROOM);
-        Budget {
-            lines: PASS_LINES,
-            spare,
-        }
-    }
-
-    /// Memory was refused for a pass of `lines` lines.
-    pub fn refused(&mut self, lines: usize) {
-        self.spare = Vec::new();
-        self.lines = self.lines.min(lines / 2).max(1);
-    }
+/// (what their listed digests take: 16 MiB, or less where the address space
+/// is limited). A longer run of them is checked a part at a time, each part
+/// hashing only its own leaves.
+fn pass_lines() -> usize {
+    crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF
 }
 
 /// A pass as a job carries it: with the improperly formatted lines just
@@ -92,7 +62,6 @@ pub(super) struct Passes<'a> {
     /// there.
     nameless_is_stdin: bool,
     verifier: &'a Verifier<'a>,
-    budget: &'a RefCell<Budget>,
 }
 
 /// Whether a line joined a pass.
@@ -111,7 +80,6 @@ impl<'a> Passes<'a> {
         reader: &'a mut dyn BufRead,
         list_is_stdin: bool,
         verifier: &'a Verifier<'a>,
-        budget: &'a RefCell<Budget>,
     ) -> Self {
         Passes {
             reader,
@@ -128,7 +96,6 @@ impl<'a> Passes<'a> {
             cut: false,
             nameless_is_stdin: !list_is_stdin,
             verifier,
-            budget,
         }
     }
 
@@ -204,11 +171,7 @@ impl<'a> Passes<'a> {
             ListLine::Leaf(leaf) => {
                 let name = leaf.name.clone().ok_or(BadLine::StdinInStdin)?;
                 let mut started = (Pass::new(name, leaf.tree, None), None);
-                if let Joined::Cut = self.join(&mut started.0, &mut started.1, leaf) {
-                    // Not even one leaf line fits: the list cannot be
-                    // checked.
-                    self.error = Some(memory::out_of_memory());
-                }
+                self.join(&mut started.0, &mut started.1, leaf);
                 started
             }
             ListLine::Nameless { .. } => return Err(BadLine::StdinInStdin),
@@ -275,51 +238,28 @@ impl<'a> Passes<'a> {
     /// Adds a leaf or count line to `pass` if it goes on with it: it names
     /// the same file with the same algorithm and digest size, the same leaf
     /// size and length as the pass's other leaf lines, a leaf after theirs,
-    /// and there is room in the budget. A checksum line takes the leaf size
-    /// of the first leaf line joining it.
+    /// and the pass holds fewer than [`pass_lines()`] lines. A checksum line
+    /// takes the leaf size of the first leaf line joining it.
     ///
-    /// Where memory for the line is refused, the budget shrinks and the
-    /// pass is cut before it. The pass still takes the line's leaf size
-    /// and length (the line is of its listing, and starts the next pass,
-    /// which goes on with it), so that its checksum line is checked with
-    /// the right leaf size.
+    /// A pass cut before the line still takes its leaf size and length (the
+    /// line is of its listing, and starts the next pass, which goes on with
+    /// it), so that its checksum line is checked with the right leaf size.
     fn join(&self, pass: &mut Pass, listed: &mut Option<ListedLeaves>, leaf: LeafLine) -> Joined {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
         let held = listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
-        if held >= self.budget.borrow().lines {
+        if held >= pass_lines() {
             return Joined::Cut;
         }
         pass.tree = leaf.tree;
         pass.total = Some(leaf.total);
         let listed = listed.get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
-        let refused = || {
-            self.budget.borrow_mut().refused(held);
-            Joined::Cut
-        };
         match leaf.leaf {
-            Some(listed_leaf) => {
-                let capacity = listed.capacity();
-                match listed.push(listed_leaf.index, listed_leaf.digest) {
-                    Err(_) => return refused(),
-                    // Not after the pass's leaves: checked in the next pass.
-                    Ok(false) => return Joined::Cut,
-                    Ok(true) => {}
-                }
-                // Grown: is there still room to hash the pass? (One that
-                // takes all the memory there is leaves none for the rest of
-                // the work.) If not, this line ends it.
-                if listed.capacity() > capacity && !memory::room_left() {
-                    self.budget.borrow_mut().refused(held + 1);
-                }
-            }
-            None => {
-                if !memory::reserve(&mut pass.count_lines, 1) {
-                    return refused();
-                }
-                pass.count_lines.push(listed.len());
-            }
+            // Not after the pass's leaves: checked in the next pass.
+            Some(leaf) if !listed.push(leaf.index, leaf.digest) => return Joined::Cut,
+            Some(_) => {}
+            None => pass.count_lines.push(listed.len()),
         }
         Joined::Yes
     }

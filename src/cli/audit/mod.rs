@@ -1,11 +1,12 @@
-//! Auditing a tree against checksum lists: every file under the roots is
-//! classed, not only the listed ones.
+//! `--check --audit DIR`: every file under the roots classed against the
+//! lists, not only the listed ones.
 //!
-//! The lists are checked by a [`Verifier`] as check mode checks them (a
-//! listed file is OK, FAILED, CHANGED, or cannot be read); the auditor
-//! keeps, in bounded memory (see `spill`), the name of every listed file
-//! and the listed files that are missing. Then [`Auditor::finish`] walks
-//! the roots as `-r` does and classes what the lists said nothing of:
+//! The check driver checks the lists as check mode does (a listed file is
+//! OK, FAILED, CHANGED, or cannot be read) and hands every pass to
+//! [`Audit::keep`], which keeps, in bounded memory (see `bt2sum::spill`),
+//! the name of every listed file and the listed files that are missing.
+//! Then [`Audit::finish`] walks the roots as `-r` does and classes what the
+//! lists said nothing of:
 //!
 //! - a file under a root that no list names is **NEW**;
 //! - a new file whose digest is that of exactly one missing entry, and of
@@ -16,7 +17,7 @@
 //!   **MISSING**.
 //!
 //! Names match as the lists spell them, relative to the current directory:
-//! `./a/b`, `a//b` and `a/b` are one file ([`normalized`]). New files are
+//! `./a/b`, `a//b` and `a/b` are one file (`Name::normalized`). New files are
 //! hashed only when some missing entry could have moved to them, with that
 //! entry's parameters (those of the first missing entry with a checksum
 //! line: a list's entries share them, and an entry of other parameters
@@ -24,161 +25,84 @@
 //!
 //! The findings come in a fixed order: the lists' verdicts as they are
 //! checked, then NEW and MOVED in the order of the walk, then MISSING in
-//! list order.
+//! list order, then the counts; with `--update`, the list is rewritten
+//! last ([`update`]).
 
 use std::ffi::OsString;
 use std::io;
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::cli::walk::{self, Walk, Walked};
-use bt2sum::Event;
-use bt2sum::TreeParams;
 use bt2sum::format::name::Name;
-use bt2sum::spill::{IN_MEMORY, Sorter, Spool};
-use bt2sum::verify::{Checked, Report, Verifier};
-use bt2sum::{Job, hash_each};
-use join::Joined;
-use rewrite::Shape;
-pub use rewrite::{Rewrite, Rewritten};
-pub use update::{UpdatedList, is_temporary, report_updated};
+use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::sys::FileId;
+use bt2sum::verify::Checked;
+use bt2sum::{Event, Job, TreeParams, hash_each};
+use moves::{Joined, NewFile};
+use rewrite::{Rewrite, Shape};
+use serde_bytes::ByteBuf;
+pub use update::UpdatedList;
 
-mod join;
+use super::output::{JsonName, Printer, Record, Status, Verbosity, warn};
+use super::plan::{Auditing, Checking};
+use super::tally::Tally;
+use super::walk::{Skipped, Walked, walk};
+
+mod moves;
 mod rewrite;
 mod update;
 
-/// What an audit finds once the lists are checked, in order.
-#[derive(Debug)]
-pub enum Finding {
-    /// A file under a root that no list names.
-    New {
-        /// Its path, as the walk built it.
-        name: Vec<u8>,
-    },
-    /// A new file that is a missing entry, renamed.
-    Moved {
-        /// Its path, as the walk built it.
-        name: Vec<u8>,
-        /// The missing entry's name, as its list gives it.
-        from: Vec<u8>,
-    },
-    /// A listed file that no longer exists, and was not moved.
-    Missing {
-        /// Its name, as its list gives it.
-        name: Vec<u8>,
-    },
-    /// A directory of a root that could not be read, an entry that could
-    /// not be examined, or a new file that could not be hashed (it is new
-    /// all the same).
-    Error {
-        /// Where.
-        name: Vec<u8>,
-        /// Why.
-        error: bt2sum::Error,
-    },
-    /// The next finding is not ready: a good time to flush.
-    Waiting,
-}
-
-/// Audits lists against the trees under some roots.
-pub struct Auditor<'a> {
-    verifier: &'a Verifier<'a>,
-    roots: Vec<OsString>,
-    options: walk::Options,
+/// An audit of the files under some roots against the lists checked.
+pub struct Audit<'a> {
+    plan: &'a Auditing,
+    /// The list an update rewrites, opened before the check read it.
+    updated: Option<&'a UpdatedList>,
+    skipped: Arc<Skipped>,
     progress: Option<Arc<AtomicU64>>,
     /// Every listed name, normalized.
-    listed: Sorter,
+    listed: Spill<ByteBuf>,
     /// The missing entries' names, in list order.
-    missing: Spool,
+    missing: Spill<ByteBuf>,
     /// The parameters of the missing entries a new file may be: the first
     /// such entry's.
     tree: Option<TreeParams>,
     /// Digests of missing entries and of new files, to find the moves.
-    joined: Sorter,
-    /// What rewriting the list needs, if it is to be rewritten.
-    update: Option<Updating>,
-}
-
-/// What an audit keeps to rewrite its list (`--update`).
-struct Updating {
-    /// Whether every entry written anew, and every OK one, gets a stat
-    /// line (`--stat`).
-    stat: bool,
-    /// Per listed file, in list order: its lines and what becomes of them
-    /// ([`rewrite::Entry`]).
-    entries: Spool,
-    /// How new files are listed: as the list's first checksum line is.
+    joined: Spill<Joined>,
+    /// Per listed file, in list order, what becomes of its lines
+    /// (`--update`); and how new files are listed: as the list's first
+    /// checksum line is.
+    entries: Spill<rewrite::Entry>,
     shape: Option<Shape>,
 }
 
-impl<'a> Auditor<'a> {
-    /// An audit of the files under `roots`, walked with `options`, against
-    /// the lists `verifier` checks (given to [`check`](Self::check)).
-    pub fn new(verifier: &'a Verifier<'a>, roots: Vec<OsString>, options: walk::Options) -> Self {
-        Auditor {
-            verifier,
-            roots,
-            options,
-            progress: None,
-            listed: Sorter::new(IN_MEMORY),
-            missing: Spool::new(IN_MEMORY),
+impl<'a> Audit<'a> {
+    /// An audit as `plan` asks, adding the bytes of the new files it hashes
+    /// to `progress`; `updated`: the list an update rewrites.
+    pub fn new(
+        check: &Checking,
+        plan: &'a Auditing,
+        updated: Option<&'a UpdatedList>,
+        progress: Option<&Arc<AtomicU64>>,
+    ) -> Audit<'a> {
+        Audit {
+            plan,
+            updated,
+            skipped: Arc::new(skipped(check, updated)),
+            progress: progress.cloned(),
+            listed: Spill::sorted(IN_MEMORY),
+            missing: Spill::new(IN_MEMORY),
             tree: None,
-            joined: Sorter::new(IN_MEMORY),
-            update: None,
+            joined: Spill::sorted(IN_MEMORY),
+            entries: Spill::new(IN_MEMORY),
+            shape: None,
         }
     }
 
-    /// Adds the bytes of the new files hashed to `counter` as the work goes.
-    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
-        self.progress = Some(counter);
-        self
-    }
-
-    /// Keeps what rewriting the one list audited needs ([`Rewrite`]);
-    /// `stat`: every entry written anew, and every entry that verifies,
-    /// gets a stat line.
-    pub fn updating(mut self, stat: bool) -> Self {
-        self.update = Some(Updating {
-            stat,
-            entries: Spool::new(IN_MEMORY),
-            shape: None,
-        });
-        self
-    }
-
-    /// Checks one list as [`Verifier::check`] does, handing on its reports
-    /// (those of missing files too: what they are is known only once the
-    /// walk is done, and comes then as a [`Finding`]). Fails if the list
-    /// cannot be read on, or what the audit keeps of it cannot be kept.
-    pub fn check(
-        &mut self,
-        list: &mut dyn io::BufRead,
-        list_is_stdin: bool,
-        mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
-    ) -> io::Result<ControlFlow<()>> {
-        let mut kept = Ok(());
-        let verifier = self.verifier;
-        let flow = verifier.check(list, list_is_stdin, |event| {
-            if let Report::Checked(checked) = &event {
-                kept = self.keep(checked);
-                if kept.is_err() {
-                    return ControlFlow::Break(());
-                }
-                if checked.is_probe() {
-                    // Only looked for, for the audit: another slice's.
-                    return ControlFlow::Continue(());
-                }
-            }
-            report(event)
-        });
-        kept?;
-        flow
-    }
-
     /// Keeps what the audit needs of a checked file: its name, and, if it
-    /// is missing, what finds where it moved; what the rewrite needs.
-    fn keep(&mut self, checked: &Checked) -> io::Result<()> {
+    /// is missing, what finds where it moved; what the update needs.
+    pub fn keep(&mut self, checked: &Checked) -> io::Result<()> {
         let missing = checked.is_missing() && checked.is_last_pass();
         let index = self.missing.len();
         if missing {
@@ -189,13 +113,13 @@ impl<'a> Auditor<'a> {
             });
             if let Some(digest) = movable {
                 self.joined
-                    .push(Joined::missing(digest, index, checked.name()))?;
+                    .push(&Joined::missing(digest, index, checked.name()))?;
             }
-            self.missing.push(checked.name())?;
+            self.missing.push(&ByteBuf::from(checked.name()))?;
         }
-        if let Some(update) = &mut self.update {
-            if update.shape.is_none() && checked.tagged().is_some() {
-                update.shape = Some(Shape {
+        if let Some(update) = self.plan.update {
+            if self.shape.is_none() && checked.tagged().is_some() {
+                self.shape = Some(Shape {
                     tree: *checked.tree(),
                     tagged: checked.tagged() == Some(true),
                     leaves: checked.listed_length().is_some(),
@@ -204,54 +128,102 @@ impl<'a> Auditor<'a> {
             }
             if checked.is_last_pass() {
                 let fate = rewrite::fate(checked, missing.then_some(index), update.stat);
-                update
-                    .entries
-                    .push(&rewrite::Entry::encode(checked.file_lines(), fate))?;
+                let lines = checked.file_lines();
+                let entry = rewrite::Entry {
+                    lines: (*lines.start(), *lines.end()),
+                    fate,
+                };
+                self.entries.push(&entry)?;
             }
         }
-        self.listed.push(normalized(checked.name()))
+        self.listed
+            .push(&ByteBuf::from(Name::normalized(checked.name())))
+    }
+
+    /// Walks the roots and prints what the lists said nothing of, counting
+    /// it in `tally`; then (`summarize`) the lists' summaries, its own, and
+    /// with `--update` rewrites the list. The audit's status. `Err` only
+    /// when writing to standard output fails.
+    pub fn finish(
+        self,
+        check: &Checking,
+        printer: &mut Printer<'_>,
+        tally: &mut Tally,
+        summarize: impl FnOnce(),
+    ) -> io::Result<Status> {
+        let mut written = Ok(());
+        let updated = self.updated;
+        let finished = self.classify(|finding| {
+            written = finding.print(printer, tally, check.ignore_missing);
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            }
+        });
+        written?;
+        printer.flush()?;
+        summarize();
+        if printer.verbosity != Verbosity::Status {
+            for warning in tally.audit_warnings(check.ignore_missing) {
+                warn(&warning);
+            }
+        }
+        let rewrite = match finished {
+            Ok(Some(rewrite)) => rewrite,
+            Ok(None) => return Ok(tally.audit_status()),
+            Err(error) => {
+                let reason = bt2sum::plain_message(&error);
+                warn(&format!("cannot keep what the audit found: {reason}"));
+                return Ok(Status::Failure);
+            }
+        };
+        let updated = updated.expect("an update opens its list first");
+        update::update(updated, rewrite, check, printer, tally)
     }
 
     /// Walks the roots and classes what the lists said nothing of, handing
     /// each finding to `report` in order (see the module documentation).
-    /// Returns what rewriting the list needs, if the audit is
-    /// [`updating`](Self::updating) (and was not stopped). Fails if what
-    /// the audit keeps cannot be written or read back.
-    pub fn finish(
+    /// Returns what rewriting the list needs, if the audit updates it (and
+    /// was not stopped). Fails if what the audit keeps cannot be written or
+    /// read back.
+    fn classify(
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<Option<Rewrite>> {
-        let mut listed = Spool::new(IN_MEMORY);
-        for name in std::mem::replace(&mut self.listed, Sorter::new(0)).into_sorted()? {
+        let mut listed = Spill::new(IN_MEMORY);
+        for name in std::mem::replace(&mut self.listed, Spill::sorted(0)).into_sorted()? {
             listed.push(&name?)?;
         }
         // The new files, in walk order.
-        let mut new = Spool::new(IN_MEMORY);
-        let options = std::sync::Arc::new(std::mem::take(&mut self.options));
-        for root in std::mem::take(&mut self.roots) {
+        let mut new = Spill::new(IN_MEMORY);
+        for root in &self.plan.roots {
             let unlisted = Unlisted {
-                walk: Walk::new(vec![root], std::sync::Arc::clone(&options)),
-                listed: (Box::new(listed.records()?) as Box<dyn Iterator<Item = _>>).peekable(),
+                walk: Box::new(walk(
+                    vec![root.clone()],
+                    Arc::new(self.plan.walk.clone()),
+                    Arc::clone(&self.skipped),
+                )),
+                listed: (Box::new(listed.iter()?) as Box<dyn Iterator<Item = _>>).peekable(),
             };
             if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
                 return Ok(None);
             }
         }
-        let mut moves = join::moves(std::mem::replace(&mut self.joined, Sorter::new(0)))?;
+        let mut moves = moves::moves(std::mem::replace(&mut self.joined, Spill::sorted(0)))?;
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.
-        let new_or_moved = |name, moved: Option<Vec<u8>>| {
+        let new_or_moved = |name, moved: Option<ByteBuf>| {
             Some(match moved {
-                Some(record) => Finding::Moved {
+                Some(from) => Finding::Moved {
                     name,
-                    from: record[8..].to_vec(),
+                    from: from.into_vec(),
                 },
                 None => Finding::New { name },
             })
         };
         let missing =
-            |name, moved: Option<Vec<u8>>| moved.is_none().then_some(Finding::Missing { name });
+            |name, moved: Option<NewFile>| moved.is_none().then_some(Finding::Missing { name });
         if report_paired(&mut new, &mut moves.by_new, &mut report, new_or_moved)?.is_break()
             || report_paired(
                 &mut self.missing,
@@ -263,11 +235,11 @@ impl<'a> Auditor<'a> {
         {
             return Ok(None);
         }
-        Ok(self.update.map(|update| Rewrite {
-            entries: update.entries,
+        Ok(self.plan.update.map(|update| Rewrite {
+            entries: self.entries,
             moves,
             new,
-            shape: update.shape,
+            shape: self.shape,
             stat: update.stat,
         }))
     }
@@ -279,13 +251,15 @@ impl<'a> Auditor<'a> {
     fn walk_new(
         &mut self,
         unlisted: Unlisted<'_>,
-        new: &mut Spool,
+        new: &mut Spill<ByteBuf>,
         report: &mut impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let Some(tree) = self.tree else {
             for found in unlisted {
                 match found? {
-                    Ok(name) => new.push(&Name::of_path_lossy(&name).into_bytes())?,
+                    Ok(name) => {
+                        new.push(&ByteBuf::from(Name::of_path_lossy(&name).into_bytes()))?
+                    }
                     Err((name, error)) => {
                         let name = Name::of_path_lossy(&name).into_bytes();
                         if report(Finding::Error { name, error }).is_break() {
@@ -328,17 +302,14 @@ impl<'a> Auditor<'a> {
                     let (file, name) = outcome.tag;
                     let index = new.len();
                     if file {
-                        kept = new.push(&name);
+                        kept = new.push(&ByteBuf::from(name.clone()));
                     }
                     match outcome.result {
                         Ok(hashed) => {
                             if kept.is_ok() {
-                                let file = join::NewFile::encode(&name, outcome.stamp.as_ref());
-                                kept = self.joined.push(Joined::new_file(
-                                    &hashed.digest,
-                                    index,
-                                    &file,
-                                ));
+                                let file = NewFile::of(&name, outcome.stamp.as_ref());
+                                let joined = Joined::new_file(&hashed.digest, index, file);
+                                kept = self.joined.push(&joined);
                             }
                             ControlFlow::Continue(())
                         }
@@ -359,22 +330,103 @@ impl<'a> Auditor<'a> {
     }
 }
 
+/// What a walk passes over in an audit: the lists, and the file standard
+/// output writes to, are never new; nor are an update's temporary files in
+/// a list's directory (a run that was killed may have left one behind).
+fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
+    let mut skipped = Skipped {
+        files: super::sys::stdout_file().into_iter().collect(),
+        names_in: Vec::new(),
+        name_form: Some(update::is_temporary),
+    };
+    for list in &check.lists {
+        skipped.files.extend(FileId::of_path(Path::new(list)));
+        let directory = std::fs::canonicalize(list)
+            .ok()
+            .and_then(|list| Some(list.parent()?.to_path_buf()));
+        skipped
+            .names_in
+            .extend(directory.and_then(|directory| FileId::of_path(&directory).ok()));
+    }
+    if let Some((list, directory)) = updated.and_then(|list| list.ids().ok()) {
+        skipped.files.push(list);
+        skipped.names_in.push(directory);
+    }
+    skipped
+}
+
+/// What an audit finds once the lists are checked, in order.
+enum Finding {
+    /// A file under a root that no list names, by the path the walk built.
+    New { name: Vec<u8> },
+    /// A new file that is a missing entry (its name as its list gives it),
+    /// renamed.
+    Moved { name: Vec<u8>, from: Vec<u8> },
+    /// A listed file that no longer exists, and was not moved.
+    Missing { name: Vec<u8> },
+    /// A directory of a root that could not be read, an entry that could
+    /// not be examined, or a new file that could not be hashed (it is new
+    /// all the same).
+    Error { name: Vec<u8>, error: bt2sum::Error },
+    /// The next finding is not ready: a good time to flush.
+    Waiting,
+}
+
+impl Finding {
+    /// Prints and counts the finding.
+    fn print(
+        &self,
+        printer: &mut Printer<'_>,
+        tally: &mut Tally,
+        ignore_missing: bool,
+    ) -> io::Result<()> {
+        let (name, class, from) = match self {
+            Finding::Waiting => return printer.flush(),
+            Finding::Error { name, error } => {
+                tally.errors += 1;
+                return printer.error(name, &error.to_string());
+            }
+            Finding::New { name } => (name, "NEW", None),
+            Finding::Moved { name, from } => (name, "MOVED", Some(from)),
+            Finding::Missing { .. } if ignore_missing => return Ok(()),
+            Finding::Missing { name } => (name, "MISSING", None),
+        };
+        match class {
+            "NEW" => tally.new += 1,
+            "MOVED" => tally.moved += 1,
+            _ => tally.missing += 1,
+        }
+        if printer.verbosity == Verbosity::Status {
+            return Ok(());
+        }
+        let (name, from) = (JsonName(Some(name)), from.map(|from| JsonName(Some(from))));
+        printer.emit(&Record::Class {
+            name,
+            verdict: class,
+            from,
+        })
+    }
+}
+
 /// The digest of empty input: every empty file's.
 fn empty_digest(tree: &TreeParams) -> Option<bt2sum::Digest> {
     bt2sum::TreeHasher::new(tree).finalize().ok()
 }
 
 /// Reports what `finding` makes of each name of `names` and the move that
-/// pairs it ([`with_moves`]), until `report` says to stop.
-fn report_paired(
-    names: &mut Spool,
-    moves: &mut Spool,
+/// pairs it (by the name's index), until `report` says to stop.
+fn report_paired<M: serde::Serialize + serde::de::DeserializeOwned>(
+    names: &mut Spill<ByteBuf>,
+    moves: &mut Spill<(u64, M)>,
     report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-    finding: impl Fn(Vec<u8>, Option<Vec<u8>>) -> Option<Finding>,
+    finding: impl Fn(Vec<u8>, Option<M>) -> Option<Finding>,
 ) -> io::Result<ControlFlow<()>> {
-    for paired in with_moves(names, moves)? {
-        let (name, moved) = paired?;
-        if let Some(finding) = finding(name, moved)
+    let mut moves = moves.iter()?.peekable();
+    for (index, name) in names.iter()?.enumerate() {
+        let moved = moves
+            .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
+            .transpose()?;
+        if let Some(finding) = finding(name?.into_vec(), moved.map(|(_, moved)| moved))
             && report(finding).is_break()
         {
             return Ok(ControlFlow::Break(()));
@@ -383,30 +435,11 @@ fn report_paired(
     Ok(ControlFlow::Continue(()))
 }
 
-/// A name, and the record of a move that pairs it, if one does.
-type Paired = (Vec<u8>, Option<Vec<u8>>);
-
-/// The names of `names`, in order, each with the record of `moves` (sorted
-/// by the index of the name it pairs) that pairs it, if one does.
-fn with_moves<'a>(
-    names: &'a mut Spool,
-    moves: &'a mut Spool,
-) -> io::Result<impl Iterator<Item = io::Result<Paired>> + 'a> {
-    let mut moves = moves.records()?.peekable();
-    let names = names.records()?.enumerate();
-    Ok(names.map(move |(index, name)| {
-        let moved = moves.next_if(
-            |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
-        );
-        Ok((name?, moved.transpose()?))
-    }))
-}
-
 /// The files of a walk that no list names, in walk order, or the walk's
 /// errors; `Err` if the listed names cannot be read back.
 struct Unlisted<'a> {
-    walk: Walk,
-    listed: std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Vec<u8>>> + 'a>>,
+    walk: Box<dyn Iterator<Item = Walked> + 'a>,
+    listed: std::iter::Peekable<Box<dyn Iterator<Item = io::Result<ByteBuf>> + 'a>>,
 }
 
 /// A path, or where the walk failed and why.
@@ -421,13 +454,13 @@ impl Iterator for Unlisted<'_> {
                 Walked::File(path) => path,
                 Walked::Error { path, error } => return Some(Ok(Err((path, error.into())))),
             };
-            let key = normalized(&Name::of_path_lossy(&path).into_bytes());
+            let key = Name::normalized(&Name::of_path_lossy(&path).into_bytes());
             let known = loop {
                 match self.listed.peek() {
-                    Some(Ok(next)) if *next < key => {
+                    Some(Ok(next)) if **next < key => {
                         self.listed.next();
                     }
-                    Some(Ok(next)) => break *next == key,
+                    Some(Ok(next)) => break **next == key,
                     Some(Err(_)) => return self.listed.next().map(|error| error.map(|_| Ok(path))),
                     None => break false,
                 }
@@ -437,31 +470,4 @@ impl Iterator for Unlisted<'_> {
             }
         }
     }
-}
-
-/// A name as the audit compares it: `.` and empty components left out, so
-/// that `./a/b`, `a//b` and `a/./b` are `a/b` (a leading `/` kept).
-///
-/// ```
-/// use crate::cli::audit::normalized;
-/// assert_eq!(normalized(b"./a/b"), b"a/b");
-/// assert_eq!(normalized(b"a//./b/"), b"a/b");
-/// assert_eq!(normalized(b"/x/./y"), b"/x/y");
-/// assert_eq!(normalized(b"../a"), b"../a");
-/// ```
-pub fn normalized(name: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(name.len());
-    if name.starts_with(b"/") {
-        out.push(b'/');
-    }
-    for part in name.split(|&b| b == b'/') {
-        if part.is_empty() || part == b"." {
-            continue;
-        }
-        if !out.is_empty() && out != b"/" {
-            out.push(b'/');
-        }
-        out.extend_from_slice(part);
-    }
-    out
 }

@@ -20,11 +20,14 @@
 //! goes with the digest beside it.
 
 use std::io::{self, BufRead, Write};
-use std::ops::{ControlFlow, RangeInclusive};
+use std::ops::ControlFlow;
 
-use super::join::{self, Moves};
+use serde::{Deserialize, Serialize};
+
+use super::moves::{Moves, NewFile};
 use bt2sum::Error;
 use bt2sum::Event;
+use bt2sum::TreeParams;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::lines::{Record, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
@@ -32,15 +35,14 @@ use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::format::{Ending, InputLines};
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::spill::Spool;
+use bt2sum::spill::Spill;
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
-use bt2sum::{Algorithm, TreeParams};
 use bt2sum::{Job, hash_each};
 
 /// How a file's lines are written: its tree parameters, tagged or
 /// GNU-style, with leaf lines, with a stat line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub(super) struct Shape {
     pub tree: TreeParams,
     pub tagged: bool,
@@ -49,7 +51,7 @@ pub(super) struct Shape {
 }
 
 /// What becomes of a listed file's lines.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
     /// Copied as they are.
     Keep,
@@ -98,103 +100,19 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, stat: bool) -> Fate 
     }
 }
 
-/// A listed file's lines and their fate, as kept in a spool: its first and
-/// last line (8 bytes each, big-endian), then the fate.
+/// A listed file's lines (its first and last, by number) and their fate.
+#[derive(Serialize, Deserialize)]
 pub(super) struct Entry {
-    lines: RangeInclusive<u64>,
-    fate: Fate,
-}
-
-impl Entry {
-    pub(super) fn encode(lines: RangeInclusive<u64>, fate: Fate) -> Vec<u8> {
-        let mut record = Vec::with_capacity(64);
-        record.extend_from_slice(&lines.start().to_be_bytes());
-        record.extend_from_slice(&lines.end().to_be_bytes());
-        match fate {
-            Fate::Keep => record.push(0),
-            Fate::Missing(index) => {
-                record.push(1);
-                record.extend_from_slice(&index.to_be_bytes());
-            }
-            Fate::Changed(shape) => {
-                record.push(2);
-                push_shape(&mut record, &shape);
-            }
-            Fate::Restat(tree, size, mtime) => {
-                record.push(3);
-                push_tree(&mut record, &tree);
-                record.extend_from_slice(&size.to_be_bytes());
-                record.extend_from_slice(&mtime.seconds.to_be_bytes());
-                record.extend_from_slice(&mtime.nanoseconds.to_be_bytes());
-            }
-        }
-        record
-    }
-
-    fn decode(record: &[u8]) -> Entry {
-        let number = |at: usize| u64::from_be_bytes(record[at..at + 8].try_into().expect("8"));
-        let fate = match record[16] {
-            0 => Fate::Keep,
-            1 => Fate::Missing(number(17)),
-            2 => Fate::Changed(read_shape(&record[17..])),
-            _ => {
-                let tree = read_tree(&record[17..]);
-                Fate::Restat(
-                    tree,
-                    number(27),
-                    Mtime {
-                        seconds: number(35) as i64,
-                        nanoseconds: u32::from_be_bytes(
-                            record[43..47].try_into().expect("4 bytes"),
-                        ),
-                    },
-                )
-            }
-        };
-        Entry {
-            lines: number(0)..=number(8),
-            fate,
-        }
-    }
-}
-
-/// A tree's parameters in 10 bytes: algorithm, digest size, leaf size.
-fn push_tree(record: &mut Vec<u8>, tree: &TreeParams) {
-    record.push(u8::from(tree.algorithm() == Algorithm::Blake2s));
-    record.push(tree.digest_size() as u8);
-    record.extend_from_slice(&tree.leaf_size().to_be_bytes());
-}
-
-fn read_tree(bytes: &[u8]) -> TreeParams {
-    let algorithm = if bytes[0] == 1 {
-        Algorithm::Blake2s
-    } else {
-        Algorithm::Blake2b
-    };
-    let leaf_size = u64::from_be_bytes(bytes[2..10].try_into().expect("8 bytes"));
-    TreeParams::new(algorithm, usize::from(bytes[1]), leaf_size).expect("valid when kept")
-}
-
-fn push_shape(record: &mut Vec<u8>, shape: &Shape) {
-    push_tree(record, &shape.tree);
-    record.push(u8::from(shape.tagged) | u8::from(shape.leaves) << 1 | u8::from(shape.stat) << 2);
-}
-
-fn read_shape(bytes: &[u8]) -> Shape {
-    Shape {
-        tree: read_tree(bytes),
-        tagged: bytes[10] & 1 != 0,
-        leaves: bytes[10] & 2 != 0,
-        stat: bytes[10] & 4 != 0,
-    }
+    pub lines: (u64, u64),
+    pub fate: Fate,
 }
 
 /// What an audit kept to rewrite its list: see the module documentation.
 pub struct Rewrite {
-    pub(super) entries: Spool,
+    pub(super) entries: Spill<Entry>,
     pub(super) moves: Moves,
     /// The new files, in walk order.
-    pub(super) new: Spool,
+    pub(super) new: Spill<serde_bytes::ByteBuf>,
     /// How new files are listed; `None` when the list has no checksum line
     /// (they are then listed with the verifier's settings).
     pub(super) shape: Option<Shape>,
@@ -260,8 +178,8 @@ impl Rewrite {
         mut unreadable: impl FnMut(&[u8], &Error),
     ) -> io::Result<Rewritten> {
         let mut done = Rewritten::default();
-        let mut entries = self.entries.records()?.peekable();
-        let mut moved = self.moves.by_missing.records()?.peekable();
+        let mut entries = self.entries.iter()?.peekable();
+        let mut moved = self.moves.by_missing.iter()?.peekable();
         let mut current: Option<Entry> = None;
         let mut state = State::default();
         let mut line = Vec::new();
@@ -280,45 +198,31 @@ impl Rewrite {
                 // The list's last line: lines may follow it now.
                 line.push(b'\n');
             }
-            if current
-                .as_ref()
-                .is_some_and(|entry| number > *entry.lines.end())
-            {
-                if let Some(Entry {
-                    fate: Fate::Missing(_),
-                    ..
-                }) = &current
-                    && state.renamed.is_some()
-                {
-                    moved.next();
-                }
+            if current.as_ref().is_some_and(|entry| number > entry.lines.1) {
                 current = None;
                 state = State::default();
             }
             if current.is_none()
-                && let Some(Ok(next)) = entries.peek()
-                && Entry::decode(next).lines.start() == &number
+                && matches!(entries.peek(), Some(Ok(next)) if next.lines.0 == number)
             {
-                current = entries
-                    .next()
-                    .transpose()?
-                    .map(|record| Entry::decode(&record));
+                current = entries.next().transpose()?;
             }
             let Some(entry) = &current else {
                 out.write_all(&line)?;
                 continue;
             };
-            let first = number == *entry.lines.start();
+            let first = number == entry.lines.0;
             match &entry.fate {
                 Fate::Keep => out.write_all(&line)?,
                 Fate::Missing(index) => {
                     if first {
-                        state.renamed = match moved.peek() {
-                            Some(Ok(record)) if join::index_of(record) == *index => {
+                        let pair = |moved: &io::Result<(u64, NewFile)>| matches!(moved, Ok((at, _)) if at == index);
+                        state.renamed = match moved.next_if(pair) {
+                            Some(moved) => {
                                 done.renamed += 1;
-                                Some(join::NewFile::decode(&record[8..]))
+                                Some(moved?.1)
                             }
-                            _ => None,
+                            None => None,
                         };
                     }
                     match &state.renamed {
@@ -368,16 +272,14 @@ impl Rewrite {
         done: &mut Rewritten,
         unreadable: &mut impl FnMut(&[u8], &Error),
     ) -> io::Result<()> {
-        let mut moves = self.moves.by_new.records()?.peekable();
+        let mut moves = self.moves.by_new.iter()?.peekable();
         let mut failed = Ok(());
-        let names = self.new.records()?.enumerate().filter_map(|(index, name)| {
+        let names = self.new.iter()?.enumerate().filter_map(|(index, name)| {
             let moved = moves
-                .next_if(
-                    |record| matches!(record, Ok(record) if join::index_of(record) == index as u64),
-                )
+                .next_if(|moved| matches!(moved, Ok((at, _)) if *at == index as u64))
                 .is_some();
             match name {
-                Ok(name) if !moved => Some(name),
+                Ok(name) if !moved => Some(name.into_vec()),
                 Ok(_) => None,
                 Err(error) => {
                     failed = Err(error);
@@ -426,7 +328,7 @@ impl Rewrite {
 #[derive(Default)]
 struct State {
     /// The file it moved to, if it moved.
-    renamed: Option<join::NewFile>,
+    renamed: Option<NewFile>,
     /// Whether its lines were written anew (the old ones are then left
     /// out).
     written: bool,
@@ -529,7 +431,7 @@ fn rehash(
 
 /// Writes a line of a moved file again, with the name of the file it moved
 /// to; a stat line with that file's size and time when it was hashed.
-fn renamed(out: &mut dyn Write, line: &[u8], file: &join::NewFile) -> io::Result<()> {
+fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let name = &file.name[..];
     let mut again = Vec::new();
     let grammar = Grammar::default();
@@ -609,39 +511,4 @@ fn named(line: &[u8]) -> Option<Vec<u8>> {
 /// Whether a line is a stat line.
 fn is_stat(line: &[u8]) -> bool {
     matches!(classify(line, &Grammar::default()), ListLine::Stat(_))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entries_read_back() {
-        let tree = TreeParams::new(Algorithm::Blake2s, 7, 4096).unwrap();
-        let fates = [
-            Fate::Keep,
-            Fate::Missing(u64::MAX - 3),
-            Fate::Changed(Shape {
-                tree,
-                tagged: false,
-                leaves: true,
-                stat: true,
-            }),
-            Fate::Restat(
-                tree,
-                12345,
-                Mtime {
-                    seconds: -5,
-                    nanoseconds: 999_999_999,
-                },
-            ),
-        ];
-        for fate in fates {
-            let shown = format!("{fate:?}");
-            let record = Entry::encode(3..=7, fate);
-            let entry = Entry::decode(&record);
-            assert_eq!(entry.lines, 3..=7);
-            assert_eq!(format!("{:?}", entry.fate), shown);
-        }
-    }
 }

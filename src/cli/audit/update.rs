@@ -23,10 +23,14 @@ use std::io::{self, Seek, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::{Rewrite, Rewritten};
+use super::rewrite::{Rewrite, Rewritten};
 use crate::cli::beneath::{Directory, ListFile};
-use crate::cli::system::{self, FileId};
+use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, report_listed, warn};
+use crate::cli::plan::Checking;
+use crate::cli::sys;
+use crate::cli::tally::Tally;
 use bt2sum::format::name::Name;
+use bt2sum::sys::{FileId, lock};
 use bt2sum::{Error, Stamp, TreeParams};
 
 /// The start of the name of `--update`'s temporary files.
@@ -82,7 +86,8 @@ impl UpdatedList {
     /// Which file the list is, and the directory it is in (where an
     /// audit passes over the update's temporary files).
     pub fn ids(&self) -> io::Result<(FileId, FileId)> {
-        Ok((FileId::of_file(&self.list.file)?, self.list.directory.id()?))
+        let file = FileId::of(&self.list.file, &self.metadata)?;
+        Ok((file, self.list.directory.id()?))
     }
 
     /// Whether the list is still as the audit began, and still the file
@@ -126,7 +131,7 @@ impl UpdatedList {
             done
         };
         let new = temporary.file();
-        system::keep_owner(new, &self.metadata)
+        sys::keep_owner(new, &self.metadata)
             .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
         new.set_permissions(self.metadata.permissions())
             .map_err(plain)?;
@@ -156,7 +161,7 @@ impl Temporary {
     fn create(directory: &Directory) -> io::Result<Temporary> {
         let place = Arc::new(Mutex::new(None::<(Directory, OsString)>));
         let on_stop = Arc::clone(&place);
-        system::on_stop_signal(move || {
+        sys::on_stop_signal(move || {
             if let Some((directory, name)) = lock(&on_stop).take() {
                 let _ = directory.remove(&name);
             }
@@ -209,14 +214,61 @@ impl Drop for Temporary {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Rewrites the list an audit read (`updated`) as it found the tree; the
+/// run's status: with the list updated, only what it keeps as it was
+/// (missing and unreadable files) still fails it. `Err` only when writing
+/// to standard output fails.
+pub fn update(
+    updated: &UpdatedList,
+    rewrite: Rewrite,
+    check: &Checking,
+    printer: &mut Printer<'_>,
+    tally: &Tally,
+) -> io::Result<Status> {
+    let list = &check.lists[0];
+    let grammar = &check.settings.grammar;
+    let algorithm = grammar.untagged_algorithm;
+    let size = grammar.digest_size.unwrap_or(algorithm.max_digest_size());
+    // (New files are listed with the check's settings where the list has
+    // no checksum line to take the shape of.)
+    let rewritten = TreeParams::new(algorithm, size, check.settings.leaf_size)
+        .map_err(|error| error.to_string())
+        .and_then(|tree| {
+            updated.rewrite(rewrite, &tree, |name, error| {
+                report_listed(name, &error.to_string());
+            })
+        });
+    let shown = Name::of_path_lossy(list).shown();
+    let done = match rewritten {
+        Ok(done) => done,
+        Err(why) => {
+            warn(&format!("{shown}: not updated: {why}"));
+            return Ok(Status::Failure);
+        }
+    };
+    if printer.verbosity != Verbosity::Status {
+        warn(&format!("{shown}: updated: {}", said(&done)));
+        if printer.json {
+            let list = Name::of_path_lossy(list);
+            printer.emit(&Record::Update {
+                list: JsonName(Some(list.printed())),
+                added: done.added,
+                renamed: done.renamed,
+                rehashed: done.rehashed,
+                restated: done.restated,
+            })?;
+        }
+    }
+    let failed = tally.missing + tally.errors + done.unreadable > 0;
+    Ok(if failed {
+        Status::Failure
+    } else {
+        Status::Success
+    })
 }
 
-/// Says what the update changed in the list, on standard error.
-pub fn report_updated(list: &OsStr, done: &Rewritten) {
+/// What an update changed in the list, in words.
+fn said(done: &Rewritten) -> String {
     let mut parts = Vec::new();
     for (count, one, many) in [
         (done.added, "file added", "files added"),
@@ -237,8 +289,7 @@ pub fn report_updated(list: &OsStr, done: &Rewritten) {
     if parts.is_empty() {
         parts.push("nothing changed".to_string());
     }
-    let shown = Name::of_path_lossy(list).shown();
-    crate::cli::output::warn(&format!("{shown}: updated: {}", parts.join(", ")));
+    parts.join(", ")
 }
 
 #[cfg(test)]

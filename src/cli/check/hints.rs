@@ -7,8 +7,8 @@
 use bt2sum::format::list::{Improper, OtherTool};
 use bt2sum::verify::{BadLine, Checked};
 
-use super::super::args::shown_leaf_size;
-use super::super::output::warn;
+use crate::cli::args::shown_leaf_size;
+use crate::cli::output::warn;
 
 /// What a run found that a hint may explain.
 #[derive(Default)]

@@ -17,68 +17,63 @@
 //! reasons a file or list could not be read, nor `no properly formatted
 //! checksum lines found`. The hints come last, once for the run.
 
-mod audit;
 mod hints;
-mod repair;
-mod tally;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
-
 use std::path::Path;
 
-use crate::cli::audit::UpdatedList;
-use crate::cli::system;
 use bt2sum::format::name::Name;
 use bt2sum::plain_message;
-use bt2sum::verify::Verdict;
-use bt2sum::verify::{Checked, Report, Slice, Subject, Verifier};
+use bt2sum::verify::{Checked, Report, Slice, Subject, Verdict, Verifier};
 
-use super::config::{Checking, Verbosity};
-use super::output::{Status, output_failed, report, report_listed, warn};
+use super::audit::{Audit, UpdatedList};
+use super::output::{
+    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed, report,
+    report_listed, warn,
+};
+use super::plan::Checking;
 use super::progress::{BarMode, Progress};
-use super::records::{self, Hex, JsonName, Record, Tree};
-use audit::Checker;
+use super::repair::Repairs;
+use super::sys;
+use super::tally::Tally;
 use hints::Hints;
-use repair::Repairs;
-use tally::Tally;
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
-pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
+pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
+    // The list an update rewrites is opened first, and read through that
+    // descriptor only.
+    let update = plan.audit.as_ref().and_then(|audit| audit.update);
+    let updated = match update.map(|_| UpdatedList::open(Path::new(&plan.lists[0]))) {
+        Some(Err(why)) => {
+            let shown = Name::of_path_lossy(&plan.lists[0]).shown();
+            warn(&format!("{shown}: not updated: {why}"));
+            return Status::Failure;
+        }
+        opened => opened.transpose().ok().flatten(),
+    };
     // The lists are read as they are checked: the total is unknown.
     let progress = Progress::start(when, || None);
-    let mut verifier = Verifier::new(config.settings).before_reading_stdin(|| {
+    let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
         progress.reading_stdin();
-        match system::stdin_closed() {
-            true => Err(system::closed_stream()),
+        match sys::stdin_closed() {
+            true => Err(sys::closed_stream()),
             false => Ok(()),
         }
     });
     if let Some(counter) = progress.counter() {
         verifier = verifier.progress(counter.clone());
     }
-    // The list an update rewrites is opened first, and read through that
-    // descriptor only.
-    let updated = match config.update {
-        Some(_) => match UpdatedList::open(Path::new(&config.lists[0])) {
-            Ok(list) => Some(list),
-            Err(why) => {
-                let shown = Name::of_path_lossy(&config.lists[0]).shown();
-                warn(&format!("{shown}: not updated: {why}"));
-                return Status::Failure;
-            }
-        },
-        None => None,
+    let stdin_only = [OsString::from("-")];
+    let lists = match plan.lists.is_empty() {
+        true => &stdin_only[..],
+        false => &plan.lists[..],
     };
-    let stdin_only = [OsStr::new("-").to_os_string()];
-    let lists = if config.lists.is_empty() {
-        &stdin_only[..]
-    } else {
-        &config.lists[..]
-    };
-    if let Some(part) = config.slice {
+    // (Checked in slices, only the first audits.)
+    let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
+    if let Some(part) = plan.slice {
         // What the lists describe, to cut into slices; a list that cannot
         // be read is reported when it is checked.
         let mut total = 0u64;
@@ -91,63 +86,39 @@ pub fn run(config: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         }
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
-        let probe_others = !config.audit.is_empty() && part.part() == 1;
+        let probe_others = plan.audit.is_some() && part.part() == 1;
         verifier = verifier.slicing(Slice {
             part,
             total,
             probe_others,
         });
     }
-    let mut printer = Printer {
-        config,
-        out: records::Printer::new(out, config.json, records::Layout::default()),
+    let audit = (plan.audit.as_ref())
+        .filter(|_| first_slice)
+        .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter()));
+    let mut check = Check {
+        plan,
+        printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
+        hints: Hints::default(),
+        totals: Tally::default(),
         summaries: Vec::new(),
+        audit,
+        repairs: plan.repair.as_ref().map(Repairs::new),
+        status: Status::Success,
     };
-    let mut hints = Hints::default();
-    let mut status = Status::Success;
-    let mut checker = Checker::new(config, &verifier, progress.counter(), updated.as_ref());
-    let mut totals = Tally::default();
-    let mut repairs = Repairs::new(config);
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
         }
         let reader = open_list(list, updated.as_ref());
-        match check_list(
-            &mut checker,
-            list,
-            reader,
-            &mut printer,
-            &mut hints,
-            &mut repairs,
-        ) {
-            Ok((passed, tally)) => {
-                totals.add(&tally);
-                if !passed {
-                    status = Status::Failure;
-                }
-            }
-            Err(error) => return status.max(write_failed(&error)),
+        if let Err(error) = check.list(&verifier, list, reader) {
+            return check.status.max(write_failed(&error));
         }
     }
-    let mut audited = audit::Counts::default();
-    match checker.finish(&mut printer, &mut audited) {
-        Ok(audit_status) => status = status.max(audit_status),
-        Err(error) => return status.max(write_failed(&error)),
+    match check.finish(lists.len()) {
+        Ok(status) => status,
+        Err(error) => write_failed(&error),
     }
-    if config.json && config.verbosity != Verbosity::Status {
-        let summary = summary_object(lists.len(), &totals, &audited, status);
-        if let Err(error) = printer.out.emit(&summary) {
-            return status.max(write_failed(&error));
-        }
-    }
-    if let Err(error) = printer.out.flush() {
-        return status.max(write_failed(&error));
-    }
-    if config.verbosity != Verbosity::Status {
-        hints.show(config.settings.leaf_size);
-    }
-    status
 }
 
 /// The list `list`, to read from its start: through the update's
@@ -158,7 +129,7 @@ fn open_list<'a>(
 ) -> io::Result<Box<dyn io::BufRead + 'a>> {
     match updated {
         Some(updated) => Ok(Box::new(updated.reader()?)),
-        None => system::open_list(list),
+        None => sys::open_list(list),
     }
 }
 
@@ -173,127 +144,169 @@ fn write_failed(error: &io::Error) -> Status {
     }
 }
 
-/// Verifies one list; whether it passes (`false` if it cannot be read) and
-/// its counts; `Err` only when writing to standard output fails.
-fn check_list(
-    checker: &mut Checker<'_>,
-    list: &OsStr,
-    reader: io::Result<Box<dyn io::BufRead + '_>>,
-    printer: &mut Printer<'_>,
-    hints: &mut Hints,
-    repairs: &mut Option<Repairs>,
-) -> io::Result<(bool, Tally)> {
-    let list_is_stdin = list == "-";
-    let list_name = if list_is_stdin {
-        OsStr::new("standard input")
-    } else {
-        list
-    };
-    let mut reader = match reader {
-        Ok(reader) => reader,
-        Err(error) => {
-            printer.list_error(list_name, &plain_message(&error))?;
-            return Ok((false, Tally::default()));
-        }
-    };
-    let mut tally = Tally::default();
-    let mut written = Ok(());
-    // Missing files an audit classes at its end (in its first slice, when
-    // checked in slices); --ignore-missing skips.
-    let config = printer.config;
-    let deferred = config.ignore_missing || !config.audit.is_empty();
-    let checked = checker.check(&mut reader, list_is_stdin, |report| {
-        written = match report {
-            Report::Waiting => printer.out.flush(),
-            Report::OutsideSlice { lines } => {
-                tally.entries += lines;
-                tally.outside_slice += lines;
-                Ok(())
-            }
-            Report::BadLine { line, why } => {
-                tally.improperly_formatted += 1;
-                hints.bad_line(why);
-                printer.bad_line(list_name, line)
-            }
-            Report::Checked(checked) => {
-                let skipped = deferred && checked.is_missing();
-                tally.count_checked(checked, skipped);
-                hints.checked(checked);
-                printer
-                    .checked(checked, skipped)
-                    .and_then(|()| match repairs {
-                        Some(repairs) => repairs.note(checked, printer),
-                        None => Ok(()),
-                    })
+/// A check under way: where verdicts go, what is counted, and what goes
+/// with verifying (an audit, repairs).
+struct Check<'a, 'o> {
+    plan: &'a Checking,
+    printer: Printer<'o>,
+    hints: Hints,
+    totals: Tally,
+    /// The lists' names and counts, summed up after an audit's findings.
+    summaries: Vec<(OsString, Tally)>,
+    audit: Option<Audit<'a>>,
+    repairs: Option<Repairs>,
+    status: Status,
+}
+
+impl Check<'_, '_> {
+    /// Verifies one list, printing and counting; `Err` only when writing
+    /// to standard output fails.
+    fn list(
+        &mut self,
+        verifier: &Verifier<'_>,
+        list: &OsStr,
+        reader: io::Result<Box<dyn io::BufRead + '_>>,
+    ) -> io::Result<()> {
+        let list_is_stdin = list == "-";
+        let list_name = match list_is_stdin {
+            true => OsStr::new("standard input"),
+            false => list,
+        };
+        let mut reader = match reader {
+            Ok(reader) => reader,
+            Err(error) => {
+                self.status = Status::Failure;
+                return self.printer.list_error(list_name, &plain_message(&error));
             }
         };
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
+        let mut tally = Tally::default();
+        let mut written = Ok(());
+        let mut kept = Ok(());
+        // Missing files an audit classes at its end (in its first slice,
+        // when checked in slices); --ignore-missing skips.
+        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
+        let checked = verifier.check(&mut reader, list_is_stdin, |report| {
+            written = match report {
+                Report::Waiting => self.printer.flush(),
+                Report::OutsideSlice { lines } => {
+                    tally.entries += lines;
+                    tally.outside_slice += lines;
+                    Ok(())
+                }
+                Report::BadLine { line, why } => {
+                    tally.improperly_formatted += 1;
+                    self.hints.bad_line(why);
+                    self.printer.bad_line(list_name, line)
+                }
+                Report::Checked(checked) => {
+                    if let Some(audit) = &mut self.audit {
+                        kept = audit.keep(checked);
+                    }
+                    // (Only looked for, for the audit: another slice's.)
+                    if checked.is_probe() || kept.is_err() {
+                        return kept
+                            .as_ref()
+                            .map_or(ControlFlow::Break(()), |_| ControlFlow::Continue(()));
+                    }
+                    let skipped = deferred && checked.is_missing();
+                    tally.count_checked(checked, skipped);
+                    self.hints.checked(checked);
+                    self.printer
+                        .checked(checked, skipped, self.plan.every_line)
+                        .and_then(|()| match &mut self.repairs {
+                            Some(repairs) => repairs.note(checked, &mut self.printer),
+                            None => Ok(()),
+                        })
+                }
+            };
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            }
+        });
+        written?;
+        if let Some(repairs) = &mut self.repairs {
+            repairs.mend(&mut self.printer, &mut tally)?;
         }
-    });
-    written?;
-    if let Some(repairs) = repairs {
-        repairs.mend(printer, &mut tally)?;
+        self.hints.list_ended();
+        self.printer.flush()?;
+        self.totals.add(&tally);
+        if let Err(error) = kept.and(checked) {
+            // As GNU: what was read is reported, then the list fails
+            // without a summary.
+            self.status = Status::Failure;
+            return self.printer.list_error(list_name, &plain_message(&error));
+        }
+        if self.audit.is_some() {
+            // An audit's lists are summed up after what the audit finds.
+            self.summaries.push((list_name.to_os_string(), tally));
+        } else {
+            summarize(self.plan, list_name, &tally);
+        }
+        let plan = self.plan;
+        let updating = plan
+            .audit
+            .as_ref()
+            .is_some_and(|audit| audit.update.is_some());
+        if !tally.passed(plan.strict, updating, plan.ignore_missing) {
+            self.status = Status::Failure;
+        }
+        Ok(())
     }
-    hints.list_ended();
-    printer.out.flush()?;
-    if let Err(error) = checked {
-        // As GNU: what was read is reported, then the list fails without a
-        // summary.
-        printer.list_error(list_name, &plain_message(&error))?;
-        return Ok((false, tally));
+
+    /// Ends the check: an audit's findings and update, the summaries, the
+    /// hints; the run's status.
+    fn finish(mut self, lists: usize) -> io::Result<Status> {
+        if let Some(audit) = self.audit.take() {
+            let (plan, summaries) = (self.plan, std::mem::take(&mut self.summaries));
+            let summarize = || {
+                for (list_name, tally) in &summaries {
+                    summarize(plan, list_name, tally);
+                }
+            };
+            let audited = audit.finish(plan, &mut self.printer, &mut self.totals, summarize)?;
+            self.status = self.status.max(audited);
+        }
+        if self.plan.json && self.plan.verbosity != Verbosity::Status {
+            let summary = self.totals.summary(lists, self.status);
+            self.printer.emit(&Record::Summary(summary))?;
+        }
+        self.printer.flush()?;
+        if self.plan.verbosity != Verbosity::Status {
+            self.hints.show(self.plan.settings.leaf_size);
+        }
+        Ok(self.status)
     }
-    if checker.defers_missing() {
-        // An audit's lists are summed up after what the audit finds.
-        printer.summaries.push((list_name.to_os_string(), tally));
-    } else {
-        summarize(printer.config, list_name, &tally);
-    }
-    let passed = tally.passed(
-        config.strict,
-        config.update.is_some(),
-        config.ignore_missing,
-    );
-    Ok((passed, tally))
 }
 
 /// The end-of-list messages on standard error, in GNU's order.
-fn summarize(config: &Checking, list_name: &OsStr, tally: &Tally) {
+fn summarize(plan: &Checking, list_name: &OsStr, tally: &Tally) {
     if tally.entries == 0 {
         report(list_name, "no properly formatted checksum lines found");
         return;
     }
-    if config.verbosity == Verbosity::Status {
+    if plan.verbosity == Verbosity::Status {
         return;
     }
     for warning in tally.warnings() {
         warn(&warning);
     }
-    if tally.may_verify_none(config.ignore_missing) && tally.verified_none() {
+    if tally.may_verify_none(plan.ignore_missing) && tally.verified_none() {
         report(list_name, "no file was verified");
     }
-}
-
-/// Where verdicts are written, and how many.
-pub struct Printer<'a> {
-    config: &'a Checking,
-    out: records::Printer<'a>,
-    /// The lists' names and counts, summed up after an audit's findings.
-    summaries: Vec<(std::ffi::OsString, Tally)>,
 }
 
 impl Printer<'_> {
     /// With `--warn`, says that line `line` is improperly formatted (with
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
-        if self.config.json && self.config.verbosity != Verbosity::Status {
+        if self.json && self.verbosity != Verbosity::Status {
             let list = Name::of_path_lossy(list_name);
             let list = JsonName(Some(list.printed()));
-            self.out.emit(&Record::BadLine { list, line })?;
+            self.emit(&Record::BadLine { list, line })?;
         }
-        if self.config.verbosity == Verbosity::Warn {
-            self.out.flush()?;
+        if self.verbosity == Verbosity::Warn {
+            self.flush()?;
             report(
                 list_name,
                 &format!("{line}: improperly formatted BLAKE2 checksum line"),
@@ -304,8 +317,9 @@ impl Printer<'_> {
 
     /// Prints what one pass over a file found: why it could not be read or
     /// how its length changed (standard error, once per file), then its
-    /// verdicts. `skipped`: it is missing, and `--ignore-missing` was given.
-    fn checked(&mut self, checked: &Checked, skipped: bool) -> io::Result<()> {
+    /// verdicts (with `every_line`, one for each of its lines). `skipped`:
+    /// it is missing, and `--ignore-missing` was given.
+    fn checked(&mut self, checked: &Checked, skipped: bool, every_line: bool) -> io::Result<()> {
         if skipped {
             return Ok(());
         }
@@ -318,11 +332,11 @@ impl Printer<'_> {
             self.error(checked.name(), message)?;
         }
         if let Some((found, listed)) = checked.length_change() {
-            self.out.flush()?;
+            self.flush()?;
             let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
             report_listed(checked.name(), &message);
         }
-        if self.config.every_line {
+        if every_line {
             for (subject, verdict) in checked.lines() {
                 self.verdict(checked, subject, verdict)?;
             }
@@ -354,65 +368,18 @@ impl Printer<'_> {
         Ok(())
     }
 
-    /// Says why `name` could not be read or hashed: on standard error, and
-    /// with `--json` as an object.
-    fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
-        if self.config.json {
-            let name = Some(JsonName(Some(name)));
-            self.out.emit(&Record::Error {
-                name,
-                list: None,
-                message,
-            })?;
-        }
-        self.out.flush()?;
-        report_listed(name, message);
-        Ok(())
-    }
-
-    /// Says why a list could not be opened or read on: on standard error,
-    /// and with `--json` as an object.
-    fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
-        if self.config.json {
-            let list = Name::of_path_lossy(list_name);
-            let list = Some(JsonName(Some(list.printed())));
-            self.out.emit(&Record::Error {
-                name: None,
-                list,
-                message,
-            })?;
-        }
-        self.out.flush()?;
-        report(list_name, message);
-        Ok(())
-    }
-
-    /// Prints what an audit says of a file no checksum line verifies,
-    /// unless `--status` hides it.
-    fn class(&mut self, name: &[u8], verdict: &'static str, from: Option<&[u8]>) -> io::Result<()> {
-        if self.config.verbosity == Verbosity::Status {
-            return Ok(());
-        }
-        let (name, from) = (JsonName(Some(name)), from.map(|from| JsonName(Some(from))));
-        self.out.emit(&Record::Class {
-            name,
-            verdict,
-            from,
-        })
-    }
-
     /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the
     /// file, or its checksum line), `NAME: leaf I: OK`, `NAME: leaf count:
     /// OK`.
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
         let printed = match verdict {
-            Verdict::Ok => matches!(self.config.verbosity, Verbosity::Normal | Verbosity::Warn),
-            _ => self.config.verbosity != Verbosity::Status,
+            Verdict::Ok => matches!(self.verbosity, Verbosity::Normal | Verbosity::Warn),
+            _ => self.verbosity != Verbosity::Status,
         };
         if !printed {
             return Ok(());
         }
-        self.out.emit(&verdict_record(checked, subject, verdict))
+        self.emit(&verdict_record(checked, subject, verdict))
     }
 }
 
@@ -454,30 +421,4 @@ fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Reco
             total: checked.listed_length(),
         },
     }
-}
-
-/// The summary of a check: the lists, the counts of every class of file
-/// over all of them, and the status.
-fn summary_object(
-    lists: usize,
-    totals: &Tally,
-    audited: &audit::Counts,
-    status: Status,
-) -> Record<'static> {
-    Record::Summary(serde_json::json!({
-        "lists": lists,
-        "improperly_formatted": totals.improperly_formatted,
-        "ok": totals.matched,
-        "failed": totals.mismatched,
-        "changed": totals.changed,
-        "unreadable": totals.unreadable,
-        "unverified": totals.unverified,
-        "new": audited.new,
-        "moved": audited.moved,
-        "missing": audited.missing,
-        "errors": audited.errors,
-        "repaired": totals.repaired_leaves,
-        "unrepaired": totals.unrepaired_leaves,
-        "status": status as u8,
-    }))
 }

@@ -12,7 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead};
 
-use crate::cli::system;
+use crate::cli::sys;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::plain_message;
 
@@ -42,7 +42,7 @@ pub struct Names {
 pub fn open(list: &OsStr) -> io::Result<Names> {
     let from_stdin = list == "-";
     Ok(Names {
-        reader: system::open_list(list)?,
+        reader: sys::open_list(list)?,
         list: list.to_os_string(),
         from_stdin,
         number: 0,

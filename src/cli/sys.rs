@@ -1,12 +1,15 @@
-//! What the command needs of the operating system beyond reading inputs,
-//! the same on every platform: the arguments, the standard streams closed
-//! at start, the stop signals, terminals, and which file a path is.
+//! What the command needs of the process and the operating system, beyond
+//! reading inputs (the library's): the arguments, the standard streams
+//! closed at start, standard output shared with the stop signals' watcher,
+//! the worker threads, the allocator, and the limits the run starts under.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
-use std::io;
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::io::{self, BufWriter, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bt2sum::sys::{FileId, descriptors, lock};
 
 /// The arguments, the program's name first. On Windows, where the shell
 /// does not expand wildcards, `*.iso` is expanded here as b3sum does (the
@@ -129,10 +132,6 @@ fn stopping_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
     STOPPING.get_or_init(Default::default)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Runs `last_words` when the process is asked to stop (Ctrl-C, SIGTERM,
 /// SIGHUP), after those given later (as `atexit` does: a progress bar is
 /// cleared before the output under it is flushed); the process then ends
@@ -144,7 +143,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     lock(&LAST_WORDS).push(Box::new(last_words));
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
-    if free_descriptors().is_none_or(|(_, free)| free >= DESCRIPTORS_NEEDED + 2) {
+    if descriptors().is_none_or(|(_, free)| free >= DESCRIPTORS_NEEDED + 2) && room_for_threads() {
         INSTALLED.call_once(stop_signals::install);
     }
 }
@@ -267,63 +266,14 @@ pub fn stderr_draws_bars() -> bool {
     terminal && (cfg!(windows) || std::env::var_os("TERM").is_some_and(|term| term != "dumb"))
 }
 
-/// Which file a path names, whatever the path (a link, `.`, a full path):
-/// on Unix its device and inode, from metadata already at hand (nothing
-/// is opened, so a walk holds no directory open); on Windows its volume
-/// and index, through a handle (`same-file`) kept with the id.
-#[derive(PartialEq, Eq)]
-pub struct FileId(#[cfg(unix)] (u64, u64), #[cfg(windows)] same_file::Handle);
-
-impl FileId {
-    /// The file at `path`, of which `fs::metadata` (or `symlink_metadata`)
-    /// said `metadata` just now.
-    pub fn of(path: &Path, metadata: &Metadata) -> io::Result<FileId> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let _ = path;
-            Ok(FileId((metadata.dev(), metadata.ino())))
-        }
-        #[cfg(windows)]
-        {
-            let _ = metadata;
-            same_file::Handle::from_path(path).map(FileId)
-        }
-    }
-
-    /// The open file `file`.
-    pub fn of_file(file: &File) -> io::Result<FileId> {
-        #[cfg(unix)]
-        return FileId::of(Path::new(""), &file.metadata()?);
-        #[cfg(windows)]
-        return same_file::Handle::from_file(file.try_clone()?).map(FileId);
-    }
-
-    /// The regular file standard output writes to, if it is one.
-    pub fn of_stdout() -> Option<FileId> {
-        let stdout = duplicate_stdout().ok()?;
-        let metadata = stdout.metadata().ok()?;
-        if !metadata.is_file() {
-            return None;
-        }
-        #[cfg(unix)]
-        return FileId::of(Path::new(""), &metadata).ok();
-        #[cfg(windows)]
-        return same_file::Handle::from_file(stdout).ok().map(FileId);
-    }
-
-    /// Whether the file a directory lists as `entry` may be this one: the
-    /// inode the listing gives rules most out without a lookup (Windows
-    /// gives nothing that tells).
-    pub fn may_be(&self, entry: &std::fs::DirEntry) -> bool {
-        #[cfg(unix)]
-        return std::os::unix::fs::DirEntryExt::ino(entry) == self.0.1;
-        #[cfg(windows)]
-        {
-            let _ = entry;
-            true
-        }
-    }
+/// The regular file standard output writes to, if it is one: never hashed
+/// by a walk.
+pub fn stdout_file() -> Option<FileId> {
+    let stdout = duplicate_stdout().ok()?;
+    let metadata = stdout.metadata().ok()?;
+    metadata
+        .is_file()
+        .then(|| FileId::of(&stdout, &metadata).ok())?
 }
 
 /// Gives `file` (a new file bt2sum made) the owner and group `like` (the
@@ -348,29 +298,6 @@ pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
 /// its leaf digests.
 pub const DESCRIPTORS_NEEDED: usize = 3;
 
-/// Under a low limit on open files (256 or less), the limit and how many
-/// descriptors it leaves free now; `None` where it is higher (or Windows).
-pub fn free_descriptors() -> Option<(u64, usize)> {
-    #[cfg(unix)]
-    {
-        // SAFETY: reads the limit into a zeroed struct.
-        let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur > 256
-        {
-            return None;
-        }
-        let limit = limit.rlim_cur as u64;
-        // SAFETY: F_GETFD reads a descriptor's flags; it fails on a closed one.
-        let held = (0..limit as libc::c_int)
-            .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
-            .count();
-        Some((limit, (limit as usize).saturating_sub(held)))
-    }
-    #[cfg(not(unix))]
-    None
-}
-
 /// Raises the soft limit on open files to the hard one, as Go programs do:
 /// what a run may hold open is then all the system allows.
 pub fn raise_descriptor_limit() {
@@ -383,5 +310,181 @@ pub fn raise_descriptor_limit() {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
+    }
+}
+
+/// Starts the worker threads: `wanted` of them (0: one per processor), no
+/// more than the address space left holds, and no more than the system
+/// grants (a task limit, `ulimit -u`, a container's pids limit). Each
+/// thread is started before the pool is built, and the pool is built on
+/// those that started; with none, the calling thread is the pool's one.
+/// Returns how many the pool has, and how many the system was asked for.
+pub fn start_workers(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
+    let wanted = threads(wanted);
+    let mut started = Vec::with_capacity(wanted);
+    for _ in 0..wanted {
+        let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
+        let thread = std::thread::Builder::new()
+            .stack_size(STACK)
+            .spawn(move || {
+                if let Ok(worker) = receive.recv() {
+                    worker.run();
+                }
+            });
+        match thread {
+            Ok(_) => started.push(hand_over),
+            Err(_) => break,
+        }
+    }
+    let count = started.len();
+    let builder = rayon::ThreadPoolBuilder::new();
+    if count == 0 {
+        builder.num_threads(1).use_current_thread().build_global()?;
+        return Ok((1, wanted.max(1)));
+    }
+    let mut started = started.into_iter();
+    builder
+        .num_threads(count)
+        .spawn_handler(move |worker| {
+            let hand_over = started.next().expect("a thread started for each worker");
+            hand_over
+                .send(worker)
+                .map_err(|_| io::Error::other("a worker thread ended before its start"))
+        })
+        .build_global()?;
+    Ok((count, wanted))
+}
+
+/// Standard output as a buffer shared with the stop signals' watcher.
+pub struct SharedOutput(Arc<Mutex<BufWriter<File>>>);
+
+impl SharedOutput {
+    /// The buffer, to write to; once a stop signal has come, never: the
+    /// process is about to end with what was written before it.
+    fn writer(&self) -> MutexGuard<'_, BufWriter<File>> {
+        if stopping() {
+            wait_to_be_stopped();
+        }
+        lock(&self.0)
+    }
+}
+
+impl Write for SharedOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.writer().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer().flush()
+    }
+}
+
+/// Standard output, buffered in big writes, written out on a stop signal
+/// before the process ends by it. Lines reach the buffer whole and it is
+/// written out whole, and the lock is kept while the signal ends the
+/// process: the output never ends inside a line.
+pub fn buffered_stdout() -> io::Result<SharedOutput> {
+    // (Its descriptor, and the watcher's two, only where the work keeps
+    // what it needs.)
+    if let Some((_, free)) = descriptors()
+        && free < DESCRIPTORS_NEEDED + 3
+    {
+        return Err(io::Error::other("too few file descriptors to spare"));
+    }
+    let stdout = duplicate_stdout()?;
+    let shared = Arc::new(Mutex::new(BufWriter::with_capacity(64 << 10, stdout)));
+    let output = Arc::clone(&shared);
+    on_stop_signal(move || {
+        let mut output = lock(&output);
+        let _ = output.flush();
+        // Held until the process ends.
+        std::mem::forget(output);
+    });
+    Ok(SharedOutput(shared))
+}
+
+/// The system's allocator; a refusal ends the process cleanly.
+pub struct ReportingAllocator;
+
+// SAFETY: every call is the system allocator's, with the same arguments;
+// a null answer never returns to the caller.
+unsafe impl GlobalAlloc for ReportingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as the caller promised for `layout`.
+        refused_ends(unsafe { System.alloc(layout) })
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as above.
+        refused_ends(unsafe { System.alloc_zeroed(layout) })
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as the caller promised for `ptr`, `layout` and `new_size`.
+        refused_ends(unsafe { System.realloc(ptr, layout, new_size) })
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as the caller promised.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+/// The block, or, where it was refused, the end of the process: the
+/// message, without allocating, and status 1.
+fn refused_ends(block: *mut u8) -> *mut u8 {
+    if block.is_null() {
+        const MESSAGE: &[u8] = b"bt2sum: out of memory\n";
+        #[cfg(unix)]
+        // SAFETY: writes a static message to descriptor 2, then ends the
+        // process at once, running nothing that could allocate.
+        unsafe {
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(1);
+        }
+        #[cfg(windows)]
+        {
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(MESSAGE);
+            std::process::exit(1);
+        }
+    }
+    block
+}
+
+/// The stack of the threads bt2sum starts: hashing needs little.
+pub const STACK: usize = 1 << 20;
+
+/// What one worker thread is counted for against an address-space limit:
+/// its stack and a share of the work.
+const PER_THREAD: usize = STACK + (1 << 20);
+
+/// What the process needs besides its workers.
+const BASE: usize = 24 << 20;
+
+/// Whether the address space left when first asked (at the start) has room
+/// for the threads beside the workers (the work's own, the stop signals'
+/// watcher, the progress bar's): under a tighter limit (`ulimit -v`), a
+/// thread that starts may find no room for its signal stack, which ends
+/// the process, so none is started and the work goes on without them.
+pub fn room_for_threads() -> bool {
+    bt2sum::budget::memory().threads_beside_workers
+}
+
+/// How many worker threads to start: `wanted` (0: one per processor), as
+/// many as the address space left holds (none: the calling thread hashes
+/// alone).
+fn threads(wanted: usize) -> usize {
+    let wanted = match wanted {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        wanted => wanted,
+    };
+    match bt2sum::sys::address_space_left() {
+        Some(left) => wanted.min(left.saturating_sub(BASE) / PER_THREAD),
+        None => wanted,
     }
 }

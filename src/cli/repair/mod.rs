@@ -1,5 +1,5 @@
 //! `--repair-from`: the damaged files a check finds are noted as it goes,
-//! and mended from a good copy by the library's [`Mender`] once every file
+//! and mended from a good copy by [`Mender`] (`mend`) once every file
 //! of the list is checked (so that no file is written while a pass over it
 //! is still being hashed, and so that a list that names a file twice is
 //! known before it is written); each leaf's fate is printed (`NAME: leaf
@@ -16,17 +16,18 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
-use crate::cli::mend::{Damaged, Length, Mend, Mender, Pending, Rules, set_modified};
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
+use mend::{Damaged, Length, Mend, Mender, Pending, Rules, set_modified};
 
-use super::super::config::{Checking, Verbosity};
-use super::super::records::{JsonName, Record};
-use super::Printer;
+use super::output::{JsonName, Printer, Record, Verbosity};
+use super::plan::Repair;
 use super::tally::Tally;
+
+mod mend;
 
 /// Mends the files a check finds damaged.
 pub struct Repairs {
@@ -53,15 +54,14 @@ pub struct Repairs {
 }
 
 impl Repairs {
-    /// The repairs `config` asks for, if any.
-    pub fn new(config: &Checking) -> Option<Repairs> {
-        let repair = config.repair.as_ref()?;
+    /// The repairs `repair` asks for.
+    pub fn new(repair: &Repair) -> Repairs {
         let rules = Rules {
             truncate: repair.truncate,
             names: repair.names,
             setid: repair.setid,
         };
-        Some(Repairs {
+        Repairs {
             mender: Mender::new(repair.copy.clone(), rules),
             pending: Pending::new(),
             claims: HashMap::new(),
@@ -71,7 +71,7 @@ impl Repairs {
             noted: false,
             whole: None,
             mtime: (None, false),
-        })
+        }
     }
 
     /// Notes the failing leaves one pass over a file found, to be mended at
@@ -180,7 +180,7 @@ impl Repairs {
             return;
         }
         let mut name = DefaultHasher::new();
-        crate::cli::audit::normalized(checked.name()).hash(&mut name);
+        Name::normalized(checked.name()).hash(&mut name);
         let (name, claim) = (name.finish(), claim.finish());
         let line = *checked.file_lines().start();
         match self.claims.get(&name) {
@@ -281,7 +281,7 @@ fn open(
     contradicted: &HashMap<u64, (u64, u64)>,
 ) -> Result<File, String> {
     let mut hashed = DefaultHasher::new();
-    crate::cli::audit::normalized(name).hash(&mut hashed);
+    Name::normalized(name).hash(&mut hashed);
     if let Some((first, second)) = contradicted.get(&hashed.finish()) {
         return Err(format!(
             "the list gives it two different contents (lines {first} and {second}): not written"
@@ -430,7 +430,7 @@ impl Printer<'_> {
         bytes: std::ops::Range<u64>,
         mend: &Mend,
     ) -> io::Result<()> {
-        if self.config.verbosity == Verbosity::Status {
+        if self.verbosity == Verbosity::Status {
             return Ok(());
         }
         let why = match mend {
@@ -457,17 +457,17 @@ impl Printer<'_> {
             verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
             reason: why.as_deref(),
         };
-        self.out.emit(&record)
+        self.emit(&record)
     }
 
     /// Says what was done to a file's length (standard error), unless
     /// `--status` hides it.
     fn note(&mut self, name: &[u8], message: &str) -> io::Result<()> {
-        if self.config.verbosity == Verbosity::Status {
+        if self.verbosity == Verbosity::Status {
             return Ok(());
         }
-        self.out.flush()?;
-        super::super::output::report_listed(name, message);
+        self.flush()?;
+        super::output::report_listed(name, message);
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
-//! The parsed flags resolved once into what the drivers need: a mode and
-//! its settings, typed. No driver sees clap.
+//! The parsed flags resolved once into a plan: a mode and its settings,
+//! typed and validated here (what clap's declarative rules in `args` cannot
+//! say, and the tips for habits from other tools). No driver sees clap.
 
 use std::ffi::OsString;
 
@@ -7,7 +8,8 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
-use crate::cli::walk::Excludes;
+use crate::cli::output::Verbosity;
+use crate::cli::walk::{Excludes, WalkPlan};
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
@@ -74,12 +76,7 @@ pub enum Inputs {
     /// is standard input).
     ListedIn(OsString),
     /// Every regular file under the directories (`--recursive`).
-    Walk {
-        roots: Roots,
-        follow_links: bool,
-        /// What the walk leaves out (`--exclude`, `--exclude-from`).
-        excludes: Excludes,
-    },
+    Walk { roots: Roots, walk: WalkPlan },
     /// None: the count line of a file of `total` bytes (of its selected
     /// leaves) is printed without reading anything (`--leaf-count --total
     /// T`).
@@ -121,24 +118,33 @@ pub struct Checking {
     /// Whether every line of a leaf listing gets a verdict (`--verbose`),
     /// not only a file's line and its failing leaves.
     pub every_line: bool,
-    /// The directories to audit against the lists (`--audit`).
-    pub audit: Vec<OsString>,
-    /// Whether their walk follows symbolic links (`-L`).
-    pub follow_links: bool,
-    /// What their walk leaves out.
-    pub excludes: Excludes,
-    /// Whether the one list is rewritten to describe the tree (`--update`),
-    /// and with stat lines (`--stat`).
-    pub update: Option<bool>,
     /// Whether JSON objects are printed instead of lines (`--json`).
     pub json: bool,
+    pub strict: bool,
+    pub ignore_missing: bool,
     /// The slice of the lists to check, if only one (`--part`).
     pub slice: Option<Part>,
+    /// The trees to audit against the lists (`--audit`).
+    pub audit: Option<Auditing>,
     /// Where good copies of damaged files are, and what mending may do
     /// (`--repair-from` and the options that go with it).
     pub repair: Option<Repair>,
-    pub strict: bool,
-    pub ignore_missing: bool,
+}
+
+/// An audit: the directories walked and classed against the lists
+/// (`--audit`), how they are walked, and whether the one list is rewritten
+/// to describe the tree (`--update`).
+pub struct Auditing {
+    pub roots: Vec<OsString>,
+    pub walk: WalkPlan,
+    pub update: Option<Update>,
+}
+
+/// `--update`: every entry written anew, and every one that verifies, gets
+/// a stat line if `stat` (`--stat`).
+#[derive(Clone, Copy)]
+pub struct Update {
+    pub stat: bool,
 }
 
 /// Where good copies of damaged files are (`--repair-from`), and what
@@ -148,22 +154,19 @@ pub struct Checking {
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,
-    pub names: crate::cli::beneath::Names,
+    pub names: Names,
     pub setid: bool,
 }
 
-/// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
-/// which the last one given wins.
+/// Which names a list may give a file to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verbosity {
-    /// Nothing on stdout, no summary counts.
-    Status,
-    /// No `OK` lines.
-    Quiet,
-    /// Every verdict and the summary counts.
-    Normal,
-    /// As normal, plus a line for each improperly formatted line.
-    Warn,
+pub enum Names {
+    /// Relative names that stay inside the tree (no `..`), of files with
+    /// one hard link.
+    Inside,
+    /// Absolute names and `..` too (`--absolute-names`, as tar's), and
+    /// files with several hard links.
+    AnyPath,
 }
 
 /// The settings of `--combine`.
@@ -237,14 +240,17 @@ impl Config {
             ));
         }
         let algorithm = bt2sum::Algorithm::from(args.algorithm);
-        let walk_excludes = excludes(&args)?;
+        let walk = WalkPlan {
+            follow_links: args.dereference,
+            excludes: excludes(&args)?,
+        };
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if let Some(shell) = args.completions {
             Mode::Completions(shell)
         } else if args.man {
             Mode::Man
         } else if args.check {
-            Mode::Check(checking(args, algorithm, walk_excludes)?)
+            Mode::Check(checking(args, algorithm, walk)?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
@@ -252,7 +258,7 @@ impl Config {
                 ending,
             })
         } else {
-            Mode::Hash(hashing(args, algorithm, style, ending, walk_excludes)?)
+            Mode::Hash(hashing(args, algorithm, style, ending, walk)?)
         };
         Ok(Config {
             directory,
@@ -267,7 +273,7 @@ impl Config {
 fn checking(
     args: Args,
     algorithm: bt2sum::Algorithm,
-    walk_excludes: Excludes,
+    walk: WalkPlan,
 ) -> Result<Checking, clap::Error> {
     let verbosity = if args.status {
         Verbosity::Status
@@ -306,6 +312,11 @@ fn checking(
         TreeParams::new(algorithm, size, args.leaf_size)
             .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
     }
+    let audit = (!args.audit.is_empty()).then(|| Auditing {
+        roots: args.audit,
+        walk,
+        update: args.update.then_some(Update { stat: args.stat }),
+    });
     Ok(Checking {
         lists: args.files,
         settings: Settings {
@@ -314,23 +325,20 @@ fn checking(
         },
         verbosity,
         every_line: args.verbose || args.leaves,
-        excludes: walk_excludes,
-        audit: args.audit,
-        follow_links: args.dereference,
-        update: args.update.then_some(args.stat),
         json: args.json,
+        strict: args.strict,
+        ignore_missing: args.ignore_missing,
         slice: args.part,
+        audit,
         repair: args.repair_from.as_ref().map(|copy| Repair {
             copy: copy.into(),
             truncate: args.repair_truncate,
             names: match args.absolute_names {
-                true => crate::cli::beneath::Names::AnyPath,
-                false => crate::cli::beneath::Names::Inside,
+                true => Names::AnyPath,
+                false => Names::Inside,
             },
             setid: args.repair_setid,
         }),
-        strict: args.strict,
-        ignore_missing: args.ignore_missing,
     })
 }
 
@@ -340,7 +348,7 @@ fn hashing(
     algorithm: bt2sum::Algorithm,
     style: Style,
     ending: Ending,
-    walk_excludes: Excludes,
+    walk: WalkPlan,
 ) -> Result<Hashing, clap::Error> {
     let size = match args.size {
         0 => algorithm.max_digest_size(),
@@ -374,11 +382,7 @@ fn hashing(
             Some(list) => Roots::ListedIn(list),
             None => Roots::Given(args.files),
         };
-        Inputs::Walk {
-            roots,
-            follow_links: args.dereference,
-            excludes: walk_excludes,
-        }
+        Inputs::Walk { roots, walk }
     } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
         if !args.files.is_empty() || args.files0_from.is_some() {
             return Err(usage(

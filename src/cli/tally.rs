@@ -1,7 +1,19 @@
-//! The counts of one checked list, and GNU's summary of them.
+//! The counts of a check, per list and over all of them with what an audit
+//! found, and GNU's summary of them.
 
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
+
+use crate::cli::output::{Status, Summary};
+
+/// `WARNING: 1 ONE` or `WARNING: COUNT MANY`, unless the count is 0.
+fn counted(warnings: &mut Vec<String>, count: u64, one: &str, many: &str) {
+    match count {
+        0 => {}
+        1 => warnings.push(format!("WARNING: 1 {one}")),
+        _ => warnings.push(format!("WARNING: {count} {many}")),
+    }
+}
 
 /// The counts of one checked list. Files are counted, not lines: a file
 /// listed with its leaves counts once, by its worst line.
@@ -31,6 +43,13 @@ pub struct Tally {
     pub unrepaired_leaves: u64,
     /// Files that failed and verify now, mended.
     pub mended_files: u64,
+    /// What an audit found besides the lists' verdicts: files under its
+    /// roots no list names, files moved, listed files missing, and errors
+    /// of its walk.
+    pub new: u64,
+    pub moved: u64,
+    pub missing: u64,
+    pub errors: u64,
 }
 
 impl Tally {
@@ -47,6 +66,52 @@ impl Tally {
         self.repaired_leaves += other.repaired_leaves;
         self.unrepaired_leaves += other.unrepaired_leaves;
         self.mended_files += other.mended_files;
+    }
+
+    /// The status of an audit: a failure if anything but OK was found.
+    pub fn audit_status(&self) -> Status {
+        match self.new + self.moved + self.missing + self.errors {
+            0 => Status::Success,
+            _ => Status::Failure,
+        }
+    }
+
+    /// An audit's summary, in GNU's words and style, each to follow
+    /// `bt2sum: `.
+    pub fn audit_warnings(&self, ignore_missing: bool) -> Vec<String> {
+        let mut warnings = Vec::new();
+        counted(&mut warnings, self.new, "file is new", "files are new");
+        counted(
+            &mut warnings,
+            self.moved,
+            "file was moved",
+            "files were moved",
+        );
+        if !ignore_missing {
+            let (one, many) = ("listed file is missing", "listed files are missing");
+            counted(&mut warnings, self.missing, one, many);
+        }
+        warnings
+    }
+
+    /// The run's summary record (`--json`).
+    pub fn summary(&self, lists: usize, status: Status) -> Summary {
+        Summary::Check {
+            lists,
+            improperly_formatted: self.improperly_formatted,
+            ok: self.matched,
+            failed: self.mismatched,
+            changed: self.changed,
+            unreadable: self.unreadable,
+            unverified: self.unverified,
+            new: self.new,
+            moved: self.moved,
+            missing: self.missing,
+            errors: self.errors,
+            repaired: self.repaired_leaves,
+            unrepaired: self.unrepaired_leaves,
+            status: status as u8,
+        }
     }
 
     /// Whether no file was verified, although some were for the list to
@@ -90,11 +155,7 @@ impl Tally {
     /// wording, each to follow `bt2sum: `.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
-        let mut warn = |count: u64, one: &str, many: &str| match count {
-            0 => {}
-            1 => warnings.push(format!("WARNING: 1 {one}")),
-            _ => warnings.push(format!("WARNING: {count} {many}")),
-        };
+        let mut warn = |count: u64, one: &str, many: &str| counted(&mut warnings, count, one, many);
         warn(
             self.improperly_formatted,
             "line is improperly formatted",

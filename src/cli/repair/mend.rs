@@ -32,46 +32,22 @@
 //! its stat line holds. A set-id bit the system clears on a write is not
 //! set again.
 //!
-//! ```
-//! use bt2sum::repair::{Length, Mender, Names, Rules};
-//! use bt2sum::{Algorithm, LastNode, Stamp, TreeParams, leaf_digest};
-//!
-//! // A file of two leaves of 4 bytes, the second damaged, and a good copy.
-//! let dir = tempfile::tempdir()?;
-//! std::env::set_current_dir(dir.path())?;
-//! std::fs::write("copy", b"goodleaf")?;
-//! std::fs::write("file", b"goodLEAF")?;
-//! let tree = TreeParams::new(Algorithm::Blake2b, 32, 4)?;
-//! // What the file's leaf listing says of leaf 1, and what a check saw.
-//! let listed = leaf_digest(&tree, 1, LastNode::Yes, b"leaf");
-//! let checked = Stamp::now(&std::fs::File::open("file")?)?;
-//! let rules = Rules { truncate: false, names: Names::Inside, setid: false };
-//! let mender = Mender::new("copy".into(), rules);
-//! let path = std::path::Path::new("file");
-//! let file = mender.open(path, &checked)?;
-//! let mut mended = Vec::new();
-//! mender.mend(&file, path, &tree, 8, &[(1, listed)], |index, mend| {
-//!     mended.push((index, mend.is_good()))
-//! })?;
-//! assert_eq!(mended, [(1, true)]);
-//! assert!(matches!(mender.settle_length(&file, 8)?, Length::AsListed));
-//! assert_eq!(std::fs::read("file")?, b"goodleaf");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use crate::cli::beneath::{Names, Refusal};
-use bt2sum::Digest;
-use bt2sum::Stamp;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::beneath::Refusal;
+use crate::cli::plan::Names;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
-use bt2sum::spill::{IN_MEMORY, Spool};
-use bt2sum::{Algorithm, LastNode, TreeParams};
+use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::sys::{FileId, read_exact_at, write_all_at};
+use bt2sum::{Digest, LastNode, Stamp, TreeParams};
 
 /// Where the good copies are, and what mending may do.
 pub struct Mender {
@@ -157,16 +133,20 @@ pub enum Length {
 }
 
 /// Why a file could not be mended at all (none of its leaves was written).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
     /// The file's length cannot be read or set.
+    #[error("cannot be written: {}", plain_message(.0))]
     File(io::Error),
     /// The file is not opened to be written ([`Refusal`]).
+    #[error(transparent)]
     Refused(Refusal),
     /// The file is not the one the check saw, or changed since (its
     /// identity, size or times differ).
+    #[error("it changed since it was checked (or was replaced): not written; check it again")]
     Changed,
     /// The copy cannot be opened.
+    #[error("its copy {} cannot be read: {}", path.display(), plain_message(error))]
     Copy {
         /// Where the copy was looked for.
         path: PathBuf,
@@ -174,47 +154,22 @@ pub enum Unmendable {
         error: io::Error,
     },
     /// The copy is the file itself.
+    #[error("its copy {} is the file itself", path.display())]
     CopyIsTheFile {
         /// The copy's path.
         path: PathBuf,
     },
     /// The copy named is one file, and it was taken for another file
     /// already.
+    #[error(
+        "the copy given is one file, the copy of {}: give a directory of copies",
+        first.display()
+    )]
     CopyIsOneFile {
         /// The file it is the copy of.
         first: PathBuf,
     },
 }
-
-impl std::fmt::Display for Unmendable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unmendable::File(error) => {
-                write!(f, "cannot be written: {}", plain_message(error))
-            }
-            Unmendable::Refused(refusal) => write!(f, "{refusal}"),
-            Unmendable::Changed => f.write_str(
-                "it changed since it was checked (or was replaced): not written; check it again",
-            ),
-            Unmendable::Copy { path, error } => write!(
-                f,
-                "its copy {} cannot be read: {}",
-                path.display(),
-                plain_message(error)
-            ),
-            Unmendable::CopyIsTheFile { path } => {
-                write!(f, "its copy {} is the file itself", path.display())
-            }
-            Unmendable::CopyIsOneFile { first } => write!(
-                f,
-                "the copy given is one file, the copy of {}: give a directory of copies",
-                first.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Unmendable {}
 
 impl Mender {
     /// Mends from `copy`: a directory holding the copies under the names
@@ -334,9 +289,10 @@ impl Mender {
 
 /// A damaged file's failing leaves, as one pass of a check found them,
 /// waiting to be mended ([`Pending`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Damaged {
     /// The file's name, as its list gives it (unescaped).
+    #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
     /// The tree its leaf lines were made with.
     pub tree: TreeParams,
@@ -364,139 +320,29 @@ pub struct Damaged {
 /// of its list is checked, so that no file is written while a pass over it
 /// is still being hashed. Kept in memory up to 16 MiB, then in a temporary
 /// file.
-pub struct Pending {
-    spool: Spool,
-}
-
-impl Default for Pending {
-    fn default() -> Self {
-        Pending::new()
-    }
-}
+pub struct Pending(Spill<Damaged>);
 
 impl Pending {
     /// An empty queue.
     pub fn new() -> Pending {
-        Pending {
-            spool: Spool::new(IN_MEMORY),
-        }
+        Pending(Spill::new(IN_MEMORY))
     }
 
     /// Adds a damaged file's pass.
     pub fn push(&mut self, damaged: &Damaged) -> io::Result<()> {
-        self.spool.push(&encode(damaged))
+        self.0.push(damaged)
     }
 
     /// Hands each file's passes to `each`, in the order they came, and
     /// empties the queue; stops at the first error of `each`'s.
     pub fn drain(&mut self, mut each: impl FnMut(Damaged) -> io::Result<()>) -> io::Result<()> {
-        let mut spool = std::mem::replace(&mut self.spool, Spool::new(IN_MEMORY));
-        for record in spool.records()? {
-            let damaged = decode(&record?).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "a damaged file's record is garbled",
-                )
-            })?;
-            each(damaged)?;
+        let mut spill = std::mem::replace(&mut self.0, Spill::new(IN_MEMORY));
+        for damaged in spill.iter()? {
+            each(damaged?)?;
         }
         Ok(())
     }
 }
-
-/// A [`Damaged`] as bytes: its stamp; the name's length (4 bytes) and the
-/// name; the algorithm, digest size, leaf size (4) and listed length (8);
-/// whether a whole checksum follows and whether it is the last pass, then
-/// that checksum; the number of failing leaves (8), and each one's index
-/// (8) and digest. Numbers little-endian.
-fn encode(damaged: &Damaged) -> Vec<u8> {
-    let tree = &damaged.tree;
-    let mut bytes = damaged.stamp.to_bytes();
-    bytes.extend((damaged.name.len() as u32).to_le_bytes());
-    bytes.extend(&damaged.name);
-    bytes.push(match tree.algorithm() {
-        Algorithm::Blake2b => 0,
-        Algorithm::Blake2s => 1,
-    });
-    bytes.push(tree.digest_size() as u8);
-    bytes.extend((tree.leaf_size() as u32).to_le_bytes());
-    bytes.extend(damaged.listed_length.to_le_bytes());
-    bytes.push(
-        u8::from(damaged.whole.is_some())
-            | u8::from(damaged.last_pass) << 1
-            | u8::from(damaged.mtime.is_some()) << 2
-            | u8::from(damaged.mtime_listed) << 3,
-    );
-    if let Some(whole) = &damaged.whole {
-        bytes.extend(whole.as_bytes());
-    }
-    if let Some(mtime) = &damaged.mtime {
-        bytes.extend(mtime.seconds.to_le_bytes());
-        bytes.extend(mtime.nanoseconds.to_le_bytes());
-    }
-    bytes.extend((damaged.failing.len() as u64).to_le_bytes());
-    for (index, digest) in &damaged.failing {
-        bytes.extend(index.to_le_bytes());
-        bytes.extend(digest.as_bytes());
-    }
-    bytes
-}
-
-/// The [`Damaged`] [`encode`] made `bytes` of.
-fn decode(bytes: &[u8]) -> Option<Damaged> {
-    let mut rest = bytes;
-    let mut take = |count: usize| -> Option<&[u8]> {
-        let (taken, after) = rest.split_at_checked(count)?;
-        rest = after;
-        Some(taken)
-    };
-    let u32_at = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-    let u64_at = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
-    let stamp = Stamp::from_bytes(take(STAMP_BYTES)?)?;
-    let name_len = u32_at(take(4)?) as usize;
-    let name = take(name_len)?.to_vec();
-    let algorithm = match take(1)?[0] {
-        0 => Algorithm::Blake2b,
-        1 => Algorithm::Blake2s,
-        _ => return None,
-    };
-    let digest_size = usize::from(take(1)?[0]);
-    let leaf_size = u64::from(u32_at(take(4)?));
-    let tree = TreeParams::new(algorithm, digest_size, leaf_size).ok()?;
-    let listed_length = u64_at(take(8)?);
-    let flags = take(1)?[0];
-    let whole = match flags & 1 {
-        0 => None,
-        _ => Some(Digest::from_slice(take(digest_size)?)?),
-    };
-    let mtime = match flags & 4 {
-        0 => None,
-        _ => Some(Mtime {
-            seconds: u64_at(take(8)?) as i64,
-            nanoseconds: u32_at(take(4)?),
-        }),
-    };
-    let count = u64_at(take(8)?);
-    let mut failing = Vec::new();
-    for _ in 0..count {
-        let index = u64_at(take(8)?);
-        failing.push((index, Digest::from_slice(take(digest_size)?)?));
-    }
-    Some(Damaged {
-        name,
-        tree,
-        listed_length,
-        failing,
-        whole,
-        last_pass: flags & 2 != 0,
-        stamp,
-        mtime,
-        mtime_listed: flags & 8 != 0,
-    })
-}
-
-/// The bytes of a [`Stamp`] in a record.
-const STAMP_BYTES: usize = 56;
 
 /// One failing leaf, as the listing places it.
 struct Leaf<'a> {
@@ -564,108 +410,11 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Reads exactly `buf.len()` bytes of `file` at `offset`.
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
-    #[cfg(windows)]
-    {
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            match std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], at)? {
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                read => done += read,
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Writes all of `buf` to `file` at `offset`.
-fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    return std::os::unix::fs::FileExt::write_all_at(file, buf, offset);
-    #[cfg(windows)]
-    {
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            done += std::os::windows::fs::FileExt::seek_write(file, &buf[done..], at)?;
-        }
-        Ok(())
-    }
-}
-
 /// Whether two open files are one.
 fn same_file(a: &File, b: &File) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (a.metadata(), b.metadata()) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn damaged_files_wait_and_come_back_as_they_were() {
-        let tree = TreeParams::new(Algorithm::Blake2s, 20, 4096).unwrap();
-        let digest = |byte: u8| Digest::from_slice(&[byte; 20]).unwrap();
-        let stamp = Stamp::now(&tempfile::tempfile().unwrap()).unwrap();
-        let files = [
-            Damaged {
-                name: b"a\nname \xff".to_vec(),
-                tree,
-                listed_length: 123_456_789,
-                failing: vec![(0, digest(1)), (u64::MAX - 1, digest(2))],
-                whole: Some(digest(3)),
-                last_pass: false,
-                stamp,
-                mtime: Some(Mtime {
-                    seconds: -5,
-                    nanoseconds: 999_999_999,
-                }),
-                mtime_listed: true,
-            },
-            Damaged {
-                name: Vec::new(),
-                tree: TreeParams::default(),
-                listed_length: 0,
-                failing: Vec::new(),
-                whole: None,
-                last_pass: true,
-                stamp,
-                mtime: None,
-                mtime_listed: false,
-            },
-        ];
-        let mut pending = Pending::new();
-        for file in &files {
-            pending.push(file).unwrap();
-        }
-        let mut back = Vec::new();
-        pending
-            .drain(|damaged| {
-                back.push(damaged);
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(back, files);
-        // Drained, it is empty.
-        pending.drain(|_| panic!("nothing is left")).unwrap();
-        for cut in 0..encode(&files[0]).len() {
-            assert_eq!(decode(&encode(&files[0])[..cut]), None);
-        }
-    }
+    let id = |file: &File| {
+        file.metadata()
+            .and_then(|metadata| FileId::of(file, &metadata))
+    };
+    matches!((id(a), id(b)), (Ok(a), Ok(b)) if a == b)
 }

@@ -10,19 +10,24 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
+pub use files0::Entry;
 
-use super::config::{Hashing, Inputs, Listing, Roots};
-use super::files0::{self, Entry};
-use super::output::{Status, output_failed, report, report_listed};
+use super::output::{
+    Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
+    report, report_listed,
+};
+use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
-use super::records::{Hex, JsonName, Layout, Printer, Record, Tree};
-use super::walk;
-use crate::cli::system;
+use super::sys;
+use super::walk::{Skipped, WalkPlan, Walked, walk};
+
+mod files0;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
@@ -30,7 +35,7 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
         style: config.style,
         ending: config.ending,
     };
-    let mut printer = Printer::new(out, config.json, layout);
+    let mut printer = Printer::new(out, config.json, layout, Verbosity::Normal);
     let mut status = Status::Success;
     let names = match names(config, &mut printer, &mut status) {
         Ok(names) => names,
@@ -71,7 +76,7 @@ struct Names {
 
 enum Source {
     Given(Vec<OsString>),
-    Walked(walk::Roots),
+    Walked(Walk),
     Listed(files0::Names),
 }
 
@@ -121,11 +126,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                 return Err(Status::Failure);
             }
         },
-        Inputs::Walk {
-            roots,
-            follow_links,
-            excludes,
-        } => {
+        Inputs::Walk { roots, walk } => {
             let roots = match roots {
                 Roots::Given(roots) => roots.clone(),
                 Roots::ListedIn(list) => {
@@ -137,7 +138,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                 }
             };
             Names {
-                source: Source::Walked(walk::Roots::new(&roots, *follow_links, excludes.clone())),
+                source: Source::Walked(Walk::new(&roots, walk.clone())),
                 named: true,
             }
         }
@@ -170,8 +171,8 @@ fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<L
     };
     let job = if let Some(error) = unprintable {
         job.failing(error)
-    } else if is_stdin && system::stdin_closed() {
-        job.failing(system::closed_stream().into())
+    } else if is_stdin && sys::stdin_closed() {
+        job.failing(sys::closed_stream().into())
     } else {
         if is_stdin {
             progress.reading_stdin();
@@ -329,11 +330,11 @@ impl Report<'_, '_> {
     /// output could not be written.
     fn finish(mut self, mut written: io::Result<()>) -> Status {
         if self.printer.json && written.is_ok() {
-            written = self.printer.emit(&Record::Summary(serde_json::json!({
-                "files": self.files,
-                "errors": self.errors,
-                "status": self.status as u8,
-            })));
+            written = self.printer.emit(&Record::Summary(Summary::Hash {
+                files: self.files,
+                errors: self.errors,
+                status: self.status as u8,
+            }));
         }
         match written.and_then(|()| self.printer.flush()) {
             Ok(()) => self.status,
@@ -363,6 +364,55 @@ fn count_record<'a>(
         offset: bytes.as_ref().map(|bytes| bytes.start),
         length: bytes.map(|bytes| bytes.end - bytes.start),
         selected,
+    }
+}
+
+/// The walk of the arguments of `--recursive` (`.` when there are none).
+struct Walk {
+    roots: Vec<OsString>,
+    plan: Arc<WalkPlan>,
+    skipped: Arc<Skipped>,
+}
+
+impl Walk {
+    fn new(arguments: &[OsString], plan: WalkPlan) -> Walk {
+        let roots = match arguments.is_empty() {
+            true => vec![OsString::from(".")],
+            false => arguments.to_vec(),
+        };
+        let skipped = Skipped {
+            files: sys::stdout_file().into_iter().collect(),
+            ..Skipped::default()
+        };
+        Walk {
+            roots,
+            plan: Arc::new(plan),
+            skipped: Arc::new(skipped),
+        }
+    }
+
+    /// The inputs, as they are walked.
+    fn entries(&self) -> impl Iterator<Item = Entry> + 'static {
+        let (plan, skipped) = (Arc::clone(&self.plan), Arc::clone(&self.skipped));
+        walk(self.roots.clone(), plan, skipped).map(|walked| match walked {
+            Walked::File(path) => Entry::Name(path),
+            Walked::Error { path, error } => Entry::Bad {
+                place: path,
+                message: plain_message(&error),
+            },
+        })
+    }
+
+    /// The bytes of the regular files the walk gives (walked once more),
+    /// for a progress bar's total.
+    fn total_bytes(&self) -> u64 {
+        self.entries()
+            .filter_map(|entry| match entry {
+                Entry::Name(path) => std::fs::metadata(path).ok(),
+                Entry::Bad { .. } => None,
+            })
+            .filter(std::fs::Metadata::is_file)
+            .fold(0u64, |total, metadata| total.saturating_add(metadata.len()))
     }
 }
 
@@ -419,7 +469,7 @@ fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
     let mut total = 0u64;
     for name in names {
         let metadata = if name == "-" {
-            system::stdin_metadata()
+            sys::stdin_metadata()
         } else {
             std::fs::metadata(name).map(Some)
         };

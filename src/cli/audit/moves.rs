@@ -1,0 +1,168 @@
+//! Finding moves: the digests of the missing entries and of the new files,
+//! sorted together, and each digest that exactly one of each has.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+use bt2sum::Digest;
+use bt2sum::Stamp;
+use bt2sum::format::stat::Mtime;
+use bt2sum::spill::{IN_MEMORY, Spill};
+
+/// A missing entry or a new file, by digest: sorted, a digest's missing
+/// entries come first, then its new files.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(super) struct Joined {
+    #[serde(with = "serde_bytes")]
+    digest: Vec<u8>,
+    which: Which,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+enum Which {
+    /// Missing entry `index`, named as its list gives it.
+    Missing(u64, ByteBuf),
+    /// New file `index`.
+    New(u64, NewFile),
+}
+
+/// A new file as a move keeps it: its name, and its size and modification
+/// time when it was hashed (`None`: not a regular file).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(super) struct NewFile {
+    #[serde(with = "serde_bytes")]
+    pub name: Vec<u8>,
+    pub stat: Option<(u64, Mtime)>,
+}
+
+impl NewFile {
+    /// The new file `name`, as it was (`stamp`) when it was hashed.
+    pub(super) fn of(name: &[u8], stamp: Option<&Stamp>) -> NewFile {
+        let stat = stamp.and_then(|stamp| Some((stamp.size(), Mtime::of(stamp.modified()?))));
+        NewFile {
+            name: name.to_vec(),
+            stat,
+        }
+    }
+}
+
+impl Joined {
+    /// Missing entry `index`, named `name`.
+    pub(super) fn missing(digest: &Digest, index: u64, name: &[u8]) -> Joined {
+        Joined {
+            digest: digest.as_bytes().to_vec(),
+            which: Which::Missing(index, ByteBuf::from(name)),
+        }
+    }
+
+    /// New file `index`.
+    pub(super) fn new_file(digest: &Digest, index: u64, file: NewFile) -> Joined {
+        Joined {
+            digest: digest.as_bytes().to_vec(),
+            which: Which::New(index, file),
+        }
+    }
+}
+
+/// The moves an audit found, each a missing entry and a new file, sorted
+/// by the index of each: by new file, the missing entry's name; by missing
+/// entry, the new file.
+pub(super) struct Moves {
+    pub by_new: Spill<(u64, ByteBuf)>,
+    pub by_missing: Spill<(u64, NewFile)>,
+}
+
+/// The moves among the joined records: each digest that exactly one
+/// missing entry and exactly one new file have.
+pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
+    let mut by_new = Spill::sorted(IN_MEMORY);
+    let mut by_missing = Spill::sorted(IN_MEMORY);
+    let mut group: Vec<Joined> = Vec::new();
+    let mut pair = |group: &mut Vec<Joined>| -> io::Result<()> {
+        if let [entry, file] = &mut group[..]
+            && let Which::Missing(missing, name) = &mut entry.which
+            && let Which::New(new, file) = &mut file.which
+        {
+            by_new.push(&(*new, std::mem::take(name)))?;
+            let file = std::mem::replace(file, NewFile::of(b"", None));
+            by_missing.push(&(*missing, file))?;
+        }
+        group.clear();
+        Ok(())
+    };
+    for record in joined.into_sorted()? {
+        let record = record?;
+        // (Digests compared in constant time, as every digest is.)
+        if group
+            .first()
+            .is_some_and(|first| !bt2sum::ct::eq(&first.digest, &record.digest))
+        {
+            pair(&mut group)?;
+        }
+        // (A group of more than two is no move: only its size matters.)
+        if group.len() < 3 {
+            group.push(record);
+        }
+    }
+    pair(&mut group)?;
+    Ok(Moves {
+        by_new: resorted(by_new)?,
+        by_missing: resorted(by_missing)?,
+    })
+}
+
+/// A sorted store's records, sorted, in a store that can be read again.
+fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
+    sorted: Spill<T>,
+) -> io::Result<Spill<T>> {
+    let mut again = Spill::new(IN_MEMORY);
+    for record in sorted.into_sorted()? {
+        again.push(&record?)?;
+    }
+    Ok(again)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_digest_one_missing_entry_and_one_new_file_share_is_a_move() {
+        let digest = |byte: u8| Digest::from_slice(&[byte; 8]).unwrap();
+        let new = |name: &[u8]| NewFile::of(name, None);
+        let mut joined = Spill::sorted(IN_MEMORY);
+        // Digest 1: one of each, a move. 2: two missing entries, 3: two new
+        // files, 4: a missing entry alone, 5: a new file alone; 6: one of
+        // each again.
+        let records = [
+            Joined::new_file(&digest(1), 0, new(b"new-a")),
+            Joined::missing(&digest(1), 3, b"old-a"),
+            Joined::missing(&digest(2), 0, b"old-b"),
+            Joined::missing(&digest(2), 1, b"old-c"),
+            Joined::new_file(&digest(2), 1, new(b"new-b")),
+            Joined::new_file(&digest(3), 2, new(b"new-c")),
+            Joined::new_file(&digest(3), 3, new(b"new-d")),
+            Joined::missing(&digest(3), 2, b"old-d"),
+            Joined::missing(&digest(4), 4, b"old-e"),
+            Joined::new_file(&digest(5), 4, new(b"new-e")),
+            Joined::new_file(&digest(6), 5, new(b"new-f")),
+            Joined::missing(&digest(6), 5, b"old-f"),
+        ];
+        for record in &records {
+            joined.push(record).unwrap();
+        }
+        let mut moves = moves(joined).unwrap();
+        let by_new: Vec<_> = moves.by_new.iter().unwrap().map(Result::unwrap).collect();
+        let by_missing: Vec<_> = moves
+            .by_missing
+            .iter()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let named = |index, name: &[u8]| (index, ByteBuf::from(name));
+        assert_eq!(by_new, [named(0, b"old-a"), named(5, b"old-f")]);
+        assert_eq!(by_missing, [(3, new(b"new-a")), (5, new(b"new-f"))]);
+    }
+}
