@@ -126,7 +126,7 @@ impl LeafLog {
     /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
     /// bytes to `out`, after what `lines` holds already (its checksum
     /// line, say), which is written first. The lines are gathered up to
-    /// [`LEAF_LINES_ROOM`] and written out then: a listing has as many lines
+    /// 64 KiB and written out then: a listing has as many lines
     /// as the input has leaves.
     pub fn write_lines(
         self,
