@@ -218,15 +218,16 @@ fn shown(parts: &[Component<'_>], count: usize) -> String {
 
 #[cfg(unix)]
 mod platform {
-    use std::ffi::{CStr, CString, OsStr};
+    use std::ffi::OsStr;
     use std::fs::File;
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
+    use std::os::fd::{AsFd, OwnedFd};
     use std::path::{Component, PathBuf};
 
-    use super::Failed;
     use bt2sum::sys::FileId;
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
+
+    use super::Failed;
 
     /// Whether a file is set-user-ID or set-group-ID.
     pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
@@ -243,17 +244,23 @@ mod platform {
     /// A directory, held open by its descriptor.
     pub struct Directory(OwnedFd);
 
-    fn c_name(name: &OsStr) -> io::Result<CString> {
-        CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
-    }
-
     impl Directory {
         pub(super) fn working() -> io::Result<Directory> {
-            open_at(libc::AT_FDCWD, c".", libc::O_DIRECTORY).map(Directory)
+            Ok(Directory(rustix::fs::openat(
+                CWD,
+                ".",
+                OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?))
         }
 
         pub(super) fn root(_: &[Component<'_>]) -> io::Result<Directory> {
-            open_at(libc::AT_FDCWD, c"/", libc::O_DIRECTORY).map(Directory)
+            Ok(Directory(rustix::fs::openat(
+                CWD,
+                "/",
+                OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?))
         }
 
         pub fn try_clone(&self) -> io::Result<Directory> {
@@ -262,109 +269,66 @@ mod platform {
 
         /// The directory `name` in this one, not through a link.
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
-            self.open_entry(name, libc::O_DIRECTORY).map(Directory)
+            self.open_entry(name, OFlags::DIRECTORY).map(Directory)
         }
 
         /// The file `name` in this one, not through a link, for reading
         /// (and writing, if `write`). A FIFO is opened without waiting
         /// for a writer (and left for the caller to refuse).
         pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
-            let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
-            let fd = self.open_entry(name, access | libc::O_NONBLOCK | libc::O_NOCTTY)?;
-            // SAFETY: `fcntl` on a descriptor this function owns; clearing
-            // `O_NONBLOCK` changes nothing for a regular file, and keeps
-            // any other from surprising its reader.
-            unsafe {
-                let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-                if flags >= 0 {
-                    libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-                }
-            }
+            let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
+            let fd = self.open_entry(name, access | OFlags::NONBLOCK | OFlags::NOCTTY)?;
+            // (Clearing `O_NONBLOCK` changes nothing for a regular file, and
+            // keeps any other from surprising its reader.)
+            let flags = rustix::fs::fcntl_getfl(&fd).map_err(|error| Failed::Io(error.into()))?;
+            let _ = rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK);
             Ok(File::from(fd))
         }
 
-        fn open_entry(&self, name: &OsStr, flags: libc::c_int) -> Result<OwnedFd, Failed> {
-            let c_name = c_name(name).map_err(Failed::Io)?;
-            match open_at(self.0.as_raw_fd(), &c_name, flags | libc::O_NOFOLLOW) {
+        fn open_entry(&self, name: &OsStr, flags: OFlags) -> Result<OwnedFd, Failed> {
+            let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            match rustix::fs::openat(&self.0, name, flags, Mode::empty()) {
                 Ok(fd) => Ok(fd),
-                Err(_) if self.is_link(&c_name) => Err(Failed::Link),
-                Err(error) => Err(Failed::Io(error)),
+                Err(_) if self.is_link(name) => Err(Failed::Link),
+                Err(error) => Err(Failed::Io(error.into())),
             }
         }
 
         /// What the link `name` points to.
         pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
-            let c_name = c_name(name)?;
-            let mut target = vec![0u8; libc::PATH_MAX as usize + 1];
-            // SAFETY: `target` has room for the answer's bytes; `c_name`
-            // is NUL-terminated; the descriptor is open.
-            let read = unsafe {
-                libc::readlinkat(
-                    self.0.as_raw_fd(),
-                    c_name.as_ptr(),
-                    target.as_mut_ptr().cast(),
-                    target.len(),
-                )
-            };
-            if read < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            target.truncate(read as usize);
-            Ok(PathBuf::from(OsStr::from_bytes(&target)))
+            use std::os::unix::ffi::OsStringExt;
+            let target = rustix::fs::readlinkat(&self.0, name, Vec::new())?;
+            Ok(PathBuf::from(std::ffi::OsString::from_vec(
+                target.into_bytes(),
+            )))
         }
 
         /// A new file `name`, readable and writable by its owner only.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
-            let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-            let c_name = c_name(name)?;
-            loop {
-                // SAFETY: as in `open_at`; the mode is the one argument
-                // O_CREAT reads.
-                let fd = unsafe {
-                    libc::openat(
-                        self.0.as_raw_fd(),
-                        c_name.as_ptr(),
-                        flags | libc::O_CLOEXEC,
-                        0o600 as libc::c_uint,
-                    )
-                };
-                if fd >= 0 {
-                    // SAFETY: `openat` returned a new descriptor that
-                    // nothing else owns.
-                    return Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
-                }
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::Interrupted {
-                    return Err(error);
-                }
-            }
+            let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
+            let mode = Mode::RUSR | Mode::WUSR;
+            Ok(File::from(rustix::fs::openat(
+                &self.0,
+                name,
+                flags | OFlags::CLOEXEC,
+                mode,
+            )?))
         }
 
         /// Renames `from` over `to`, both in this directory.
         pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-            let (from, to) = (c_name(from)?, c_name(to)?);
-            let fd = self.0.as_raw_fd();
-            // SAFETY: both names are NUL-terminated; the descriptor is open.
-            match unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } {
-                0 => Ok(()),
-                _ => Err(io::Error::last_os_error()),
-            }
+            Ok(rustix::fs::renameat(&self.0, from, &self.0, to)?)
         }
 
         /// Removes the file `name`.
         pub fn remove(&self, name: &OsStr) -> io::Result<()> {
-            let name = c_name(name)?;
-            // SAFETY: the name is NUL-terminated; the descriptor is open.
-            match unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), 0) } {
-                0 => Ok(()),
-                _ => Err(io::Error::last_os_error()),
-            }
+            Ok(rustix::fs::unlinkat(&self.0, name, AtFlags::empty())?)
         }
 
         /// Flushes the directory's entries to the disk, so that a rename
         /// in it survives a crash.
         pub fn sync(&self) -> io::Result<()> {
-            File::from(self.0.try_clone()?).sync_all()
+            Ok(rustix::fs::fsync(&self.0)?)
         }
 
         /// Which directory this is.
@@ -374,38 +338,9 @@ mod platform {
         }
 
         /// Whether `name` in this directory is a symbolic link.
-        fn is_link(&self, name: &CStr) -> bool {
-            let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-            // SAFETY: `stat` has room for the answer, `name` is
-            // NUL-terminated, and the descriptor is open.
-            let done = unsafe {
-                libc::fstatat(
-                    self.0.as_raw_fd(),
-                    name.as_ptr(),
-                    stat.as_mut_ptr(),
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            // SAFETY: `fstatat` succeeded, so it filled `stat` in.
-            done == 0 && unsafe { stat.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK
-        }
-    }
-
-    fn open_at(at: libc::c_int, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-        loop {
-            // SAFETY: `name` is a NUL-terminated string that lives for the
-            // call; `at` is a directory descriptor the caller holds open, or
-            // AT_FDCWD.
-            let fd = unsafe { libc::openat(at, name.as_ptr(), flags | libc::O_CLOEXEC) };
-            if fd >= 0 {
-                // SAFETY: `openat` returned a new descriptor that nothing
-                // else owns.
-                return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
-            }
+        fn is_link(&self, name: &OsStr) -> bool {
+            rustix::fs::statat(self.0.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink)
         }
     }
 }

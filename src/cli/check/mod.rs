@@ -111,7 +111,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
             progress.reading_stdin();
         }
         let reader = open_list(list, updated.as_ref());
-        if let Err(error) = check.list(&verifier, list, reader) {
+        if let Err(error) = check.list(&verifier, &progress, list, reader) {
             return check.status.max(write_failed(&error));
         }
     }
@@ -164,6 +164,7 @@ impl Check<'_, '_> {
     fn list(
         &mut self,
         verifier: &Verifier<'_>,
+        progress: &Progress,
         list: &OsStr,
         reader: io::Result<Box<dyn io::BufRead + '_>>,
     ) -> io::Result<()> {
@@ -207,6 +208,9 @@ impl Check<'_, '_> {
                         return kept
                             .as_ref()
                             .map_or(ControlFlow::Break(()), |_| ControlFlow::Continue(()));
+                    }
+                    if checked.is_last_pass() {
+                        progress.file_done();
                     }
                     let skipped = deferred && checked.is_missing();
                     tally.count_checked(checked, skipped);

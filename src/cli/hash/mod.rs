@@ -55,7 +55,10 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     hash_each(jobs, |event| {
         written = match event {
             Event::Waiting => report.printer.flush(),
-            Event::Ready(outcome) => report.outcome(outcome),
+            Event::Ready(outcome) => {
+                progress.file_done();
+                report.outcome(outcome)
+            }
         };
         match written {
             Ok(()) => ControlFlow::Continue(()),
