@@ -240,7 +240,9 @@ struct Narrower(console::Term);
 
 impl indicatif::TermLike for Narrower {
     fn width(&self) -> u16 {
-        indicatif::TermLike::width(&self.0).saturating_sub(ECHO_ROOM).max(1)
+        indicatif::TermLike::width(&self.0)
+            .saturating_sub(ECHO_ROOM)
+            .max(1)
     }
 
     fn height(&self) -> u16 {

@@ -183,20 +183,6 @@ fn walk_error(error: walkdir::Error) -> Option<Walked> {
 ///   last pattern that matches decides;
 /// - an excluded directory is not entered, so nothing under it is walked,
 ///   whatever a later `!` says (as in git).
-///
-/// ```
-/// use std::path::Path;
-/// use crate::cli::walk::Excludes;
-///
-/// let excludes = Excludes::new(["*.tmp", ".s3git/", "!keep.tmp", "/top.txt"])?;
-/// assert!(excludes.excludes(Path::new("a/b/c.tmp"), false));
-/// assert!(!excludes.excludes(Path::new("a/keep.tmp"), false));
-/// assert!(excludes.excludes(Path::new("x/.s3git"), true));
-/// assert!(!excludes.excludes(Path::new("x/.s3git"), false));
-/// assert!(excludes.excludes(Path::new("top.txt"), false));
-/// assert!(!excludes.excludes(Path::new("sub/top.txt"), false));
-/// # Ok::<(), crate::cli::walk::ExcludeError>(())
-/// ```
 #[derive(Clone, Default)]
 pub struct Excludes {
     /// What they match; `None` when there is none.
