@@ -379,6 +379,18 @@ pub struct Args {
     #[arg(long, requires = "audit")]
     pub update: bool,
 
+    /// With --audit: take a listed file whose size and modification time
+    /// are its stat line's as unchanged, and do not read it (`NAME: OK (not
+    /// read)`)
+    ///
+    /// An audit then costs what changed: new files are read (to find
+    /// moves), edited ones too (with --update, hashed again). The list needs
+    /// stat lines (`-r --stat`). Damage that leaves size and time as they
+    /// were (bit rot) goes unseen: a check without --quick, or a scrub
+    /// (--max-duration, --part), reads every byte.
+    #[arg(long, requires = "audit")]
+    pub quick: bool,
+
     /// With --check: mend each failing leaf of a leaf listing from a good
     /// copy, PATH (the copy of the one file to mend, or a directory holding
     /// the copies under the names the lists give)

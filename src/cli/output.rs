@@ -302,6 +302,7 @@ pub enum Summary {
         changed: u64,
         unreadable: u64,
         unverified: u64,
+        unread: u64,
         new: u64,
         moved: u64,
         missing: u64,

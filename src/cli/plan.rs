@@ -138,6 +138,9 @@ pub struct Auditing {
     pub roots: Vec<OsString>,
     pub walk: WalkPlan,
     pub update: Option<Update>,
+    /// Whether listed files whose stat lines say they are unchanged go
+    /// unread (`--quick`).
+    pub quick: bool,
 }
 
 /// `--update`: every entry written anew, and every one that verifies, gets
@@ -316,6 +319,7 @@ fn checking(
         roots: args.audit,
         walk,
         update: args.update.then_some(Update { stat: args.stat }),
+        quick: args.quick,
     });
     Ok(Checking {
         lists: args.files,

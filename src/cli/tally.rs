@@ -35,6 +35,8 @@ pub struct Tally {
     /// Files listed without a digest (count lines only) whose length
     /// matched: nothing of their bytes was verified.
     pub unverified: u64,
+    /// Files taken as unchanged and not read (`--quick`).
+    pub unread: u64,
     /// Properly formatted lines left to other slices (`--part`).
     pub outside_slice: u64,
     /// Failing leaves mended from a good copy (`--repair-from`).
@@ -62,6 +64,7 @@ impl Tally {
         self.changed += other.changed;
         self.unreadable += other.unreadable;
         self.unverified += other.unverified;
+        self.unread += other.unread;
         self.outside_slice += other.outside_slice;
         self.repaired_leaves += other.repaired_leaves;
         self.unrepaired_leaves += other.unrepaired_leaves;
@@ -104,6 +107,7 @@ impl Tally {
             changed: self.changed,
             unreadable: self.unreadable,
             unverified: self.unverified,
+            unread: self.unread,
             new: self.new,
             moved: self.moved,
             missing: self.missing,
@@ -120,7 +124,7 @@ impl Tally {
     /// verifies nothing of it, and fails nothing.)
     pub fn verified_none(&self) -> bool {
         let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
-        self.matched == 0 && self.mended_files == 0 && held_some
+        self.matched + self.unread == 0 && self.mended_files == 0 && held_some
     }
 
     /// Whether the list may have verified no file although its lines were
@@ -148,6 +152,7 @@ impl Tally {
             Verdict::Failed | Verdict::Missing => self.mismatched += 1,
             Verdict::Changed => self.changed += 1,
             Verdict::Unreadable => self.unreadable += 1,
+            Verdict::Unread => self.unread += 1,
         }
     }
 
@@ -181,6 +186,13 @@ impl Tally {
             "listed file has no digest in the list: only its length was checked",
             "listed files have no digest in the list: only their length was checked",
         );
+        match self.unread {
+            0 => {}
+            1 => warnings.push("1 listed file was not read: its stat line says it is unchanged (--quick)".into()),
+            count => warnings.push(format!(
+                "{count} listed files were not read: their stat lines say they are unchanged (--quick)"
+            )),
+        }
         // What mending did: the repaired leaves (news, not a warning), then
         // those that are still damaged.
         match self.repaired_leaves {

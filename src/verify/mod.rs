@@ -70,6 +70,9 @@ pub enum Verdict {
     Unreadable,
     /// A listed leaf is no longer in the file (it got shorter).
     Missing,
+    /// Not read: its size and modification time are those of its stat
+    /// line ([`Verifier::quick`]), so it is taken as unchanged.
+    Unread,
     /// The computed checksum differs, and so do the file's size or
     /// modification time from its stat line's: an edit, not damage.
     Changed,
@@ -84,6 +87,7 @@ impl Verdict {
             Verdict::Unreadable => "FAILED open or read",
             Verdict::Missing => "FAILED missing",
             Verdict::Changed => "CHANGED",
+            Verdict::Unread => "OK (not read)",
         }
     }
 }
@@ -200,6 +204,8 @@ pub struct Verifier<'a> {
     /// the digest of their checksum line (the list contradicts itself).
     contradicted: RefCell<std::collections::VecDeque<u64>>,
     progress: Option<Arc<AtomicU64>>,
+    /// Whether files whose stat lines say they are unchanged go unread.
+    quick: bool,
     before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
 
@@ -215,6 +221,7 @@ impl<'a> Verifier<'a> {
             incomplete: RefCell::new(std::collections::VecDeque::new()),
             contradicted: RefCell::new(std::collections::VecDeque::new()),
             progress: None,
+            quick: false,
             before_stdin: Box::new(|| Ok(())),
         }
     }
@@ -222,6 +229,15 @@ impl<'a> Verifier<'a> {
     /// Adds the bytes hashed to `counter` as the work goes.
     pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
         self.progress = Some(counter);
+        self
+    }
+
+    /// Takes a listed file whose size and modification time are those its
+    /// stat line lists as unchanged: it is opened, not read, and its
+    /// verdict is [`Verdict::Unread`] (`--quick`). Damage that left both as
+    /// they were (bit rot) goes unseen: a scrub finds it.
+    pub fn quick(mut self) -> Self {
+        self.quick = true;
         self
     }
 
@@ -272,7 +288,7 @@ impl<'a> Verifier<'a> {
         let mut passes = Passes::new(list, list_is_stdin, self);
         // The worst verdict so far on the lines of the file checked last,
         // and its first line.
-        let mut file_worst = (None, 0);
+        let mut file_worst = (None, 0, false);
         let mut flow = ControlFlow::Continue(());
         hash_each(&mut passes, |event| {
             flow = match event {
@@ -305,7 +321,7 @@ impl<'a> Verifier<'a> {
     fn report_pass(
         &self,
         outcome: PassOutcome,
-        (file_worst, first_line): &mut (Option<Verdict>, u64),
+        (file_worst, first_line, edited): &mut (Option<Verdict>, u64, bool),
         report: &mut impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let Queued { bad_lines, pass } = outcome.tag;
@@ -314,6 +330,7 @@ impl<'a> Verifier<'a> {
         }
         let listed = outcome.leaves;
         let checksum_matched = !pass.probe
+            && !pass.unread
             && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
         let mut checked = Checked {
             pass,
@@ -324,20 +341,24 @@ impl<'a> Verifier<'a> {
             worst: Verdict::Ok,
             unreadable_before: false,
             first_line: 0,
+            edited: false,
         };
         if !checked.pass.continues {
             *file_worst = None;
             *first_line = *checked.pass.lines.start();
+            // (A stat line is on the first pass.)
+            *edited = checked.changed();
         }
         checked.first_line = *first_line;
+        checked.edited = *edited;
         checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
         *file_worst = checked
             .lines()
             .map(|(_, verdict)| verdict)
             .chain(*file_worst)
             .reduce(worse);
-        if checked.pass.checksum_elsewhere && checked.changed() {
-            // Its leaves failing, a file whose stat line says it was edited
+        if *edited {
+            // Its lines failing, a file whose stat line says it was edited
             // is CHANGED, as its checksum line would have said.
             *file_worst = file_worst.map(|worst| match worst {
                 Verdict::Failed | Verdict::Missing => Verdict::Changed,

@@ -57,6 +57,9 @@ pub(super) struct Pass {
     /// Whether the file is only looked for (opened, not read): it is not in
     /// the slice being checked, but an audit needs to know if it is there.
     pub probe: bool,
+    /// Whether the file is taken as unchanged, and only opened: its size
+    /// and modification time are its stat line's (`Verifier::quick`).
+    pub unread: bool,
     /// Whether the file's listing is complete and its leaves do not make
     /// its checksum line's digest: the checksum line fails, whatever the
     /// file holds (known without reading it, in a slice).
@@ -105,6 +108,7 @@ impl Pass {
             continued: false,
             lines: 0..=0,
             probe: false,
+            unread: false,
             contradicts_leaves: false,
             checksum_elsewhere: false,
         }
@@ -146,6 +150,8 @@ impl Pass {
         };
         let checksum = self.judged_checksum().map(|_| {
             let verdict = match judged(checksum_matched) {
+                // (Taken as unchanged: changed since, it is an edit.)
+                Verdict::Failed if self.unread && !changed => Verdict::Unread,
                 Verdict::Failed if changed => Verdict::Changed,
                 verdict => verdict,
             };
@@ -183,7 +189,7 @@ impl Pass {
 /// (or missing, or changed), then OK.
 pub(super) fn worse(a: Verdict, b: Verdict) -> Verdict {
     let rank = |verdict| match verdict {
-        Verdict::Ok => 0,
+        Verdict::Ok | Verdict::Unread => 0,
         Verdict::Failed | Verdict::Missing | Verdict::Changed => 1,
         Verdict::Unreadable => 2,
     };
@@ -205,6 +211,9 @@ pub struct Checked {
     pub(super) unreadable_before: bool,
     /// The number of the first line about the file, in its first pass.
     pub(super) first_line: u64,
+    /// Whether the file's size or modification time differ from its stat
+    /// line's, as its first pass found.
+    pub(super) edited: bool,
 }
 
 impl Checked {
@@ -337,6 +346,13 @@ impl Checked {
             return false;
         };
         hashed.length != size || self.modified().map(Mtime::of) != Some(mtime)
+    }
+
+    /// Whether the file was edited since it was listed: its size or
+    /// modification time differ from its stat line's (its first pass
+    /// found). Its failing lines then say CHANGED, not damage.
+    pub fn edited(&self) -> bool {
+        self.edited
     }
 
     /// A regular file's modification time while it was hashed.

@@ -10,7 +10,7 @@ use crate::format::leaf::LeafLine;
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Improper, ListLine, classify};
 use crate::format::name::Name;
-use crate::format::stat::StatLine;
+use crate::format::stat::{Mtime, StatLine};
 use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
@@ -54,6 +54,9 @@ pub(super) struct Passes<'a> {
     reports_bad_lines: bool,
     /// When slicing: what became of the pass before.
     previous: Disposition,
+    /// Whether the passes that go on with the file of the last one are
+    /// dropped: it was taken as unchanged, unread.
+    unread_file: bool,
 
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
@@ -92,6 +95,7 @@ impl<'a> Passes<'a> {
             outside_slice: 0,
             reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
             previous: Disposition::Skipped,
+            unread_file: false,
 
             cut: false,
             nameless_is_stdin: !list_is_stdin,
@@ -448,6 +452,78 @@ impl Passes<'_> {
     }
 }
 
+impl Passes<'_> {
+    /// The next pass in the slice being checked, if there is one (a pass
+    /// outside it is dropped, or made a probe: see [`super::Slice`]).
+    fn next_sliced(&mut self) -> Option<(Pass, Option<ListedLeaves>)> {
+        loop {
+            let (mut pass, mut listed) = self.next_pass()?;
+            let Some(slice) = self.verifier.slice.as_ref() else {
+                return Some((pass, listed));
+            };
+            let lines = pass.lines(listed.as_ref());
+            let in_slice = self.slice_pass(slice, &mut pass, &mut listed);
+            let kept = match in_slice {
+                InSlice::Yes => pass.lines(listed.as_ref()),
+                InSlice::No => 0,
+            };
+            self.outside_slice += (lines - kept) as u64;
+            match in_slice {
+                InSlice::Yes => {
+                    self.previous = Disposition::Reported;
+                    return Some((pass, listed));
+                }
+                // A file's first pass outside the slice is looked for, for
+                // the whole file; the passes that go on with it are not.
+                // (Probes are only the first slice's, whose passes of a
+                // file all come before those outside it.)
+                InSlice::No if slice.probe_others && !pass.continues => {
+                    self.previous = Disposition::Probed;
+                    pass.probe = true;
+                    pass.continued = false;
+                    return Some((pass, None));
+                }
+                InSlice::No => self.previous = Disposition::Skipped,
+            }
+        }
+    }
+
+    /// With `--quick`, marks the first pass of a file whose size and
+    /// modification time are its stat line's as unread (opened, not read:
+    /// its only verdict is the file's), and drops the passes that go on
+    /// with such a file (`None`).
+    fn take_unread(
+        &mut self,
+        mut pass: Pass,
+        listed: Option<ListedLeaves>,
+    ) -> Option<(Pass, Option<ListedLeaves>)> {
+        if pass.continues && self.unread_file {
+            self.outside_slice += pass.lines(listed.as_ref()) as u64;
+            return None;
+        }
+        self.unread_file = false;
+        let Some((size, mtime)) = pass.stat.filter(|_| self.verifier.quick && !pass.probe) else {
+            return Some((pass, listed));
+        };
+        let path = Name::listed(&pass.name)
+            .path()
+            .filter(|_| pass.name != b"-");
+        let unchanged = path
+            .and_then(|path| std::fs::metadata(path).ok())
+            .is_some_and(|now| {
+                now.is_file()
+                    && now.len() == size
+                    && now.modified().ok().map(Mtime::of) == Some(mtime)
+            });
+        if unchanged {
+            (pass.unread, self.unread_file) = (true, pass.continued);
+            pass.continued = false;
+            return Some((pass, None));
+        }
+        Some((pass, listed))
+    }
+}
+
 /// The size of a file checked whole: as its stat line lists it, or its
 /// leaf or count lines, or else as the system says now (0 for a file that
 /// is not there).
@@ -470,38 +546,14 @@ impl<'a> Iterator for Passes<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let (mut pass, listed) = loop {
-            let (mut pass, mut listed) = self.next_pass()?;
-            let Some(slice) = self.verifier.slice.as_ref() else {
-                break (pass, listed);
-            };
-            let lines = pass.lines(listed.as_ref());
-            let in_slice = self.slice_pass(slice, &mut pass, &mut listed);
-            let kept = match in_slice {
-                InSlice::Yes => pass.lines(listed.as_ref()),
-                InSlice::No => 0,
-            };
-            self.outside_slice += (lines - kept) as u64;
-            match in_slice {
-                InSlice::Yes => {
-                    self.previous = Disposition::Reported;
-                    break (pass, listed);
-                }
-                // A file's first pass outside the slice is looked for, for
-                // the whole file; the passes that go on with it are not.
-                // (Probes are only the first slice's, whose passes of a
-                // file all come before those outside it.)
-                InSlice::No if slice.probe_others && !pass.continues => {
-                    self.previous = Disposition::Probed;
-                    pass.probe = true;
-                    pass.continued = false;
-                    break (pass, None);
-                }
-                InSlice::No => self.previous = Disposition::Skipped,
+            let (pass, listed) = self.next_sliced()?;
+            if let Some(kept) = self.take_unread(pass, listed) {
+                break kept;
             }
         };
         let bad_lines = std::mem::take(&mut self.bad_lines);
         let listed = listed.filter(|listed| !listed.is_empty());
-        if pass.probe {
+        if pass.probe || pass.unread {
             // Opened, not read: whether it is there.
             pass.count_lines.clear();
             let path = Name::listed(&pass.name).path().unwrap_or_default();

@@ -43,6 +43,14 @@ use hints::Hints;
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
 pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
+    // An audit of a directory that is not there would find nothing but
+    // MISSING files: said before anything is read.
+    for root in plan.audit.iter().flat_map(|audit| &audit.roots) {
+        if let Err(error) = std::fs::metadata(root) {
+            report(root, &plain_message(&error));
+            return Status::Failure;
+        }
+    }
     // The list an update rewrites is opened first, and read through that
     // descriptor only.
     let update = plan.audit.as_ref().and_then(|audit| audit.update);
@@ -65,6 +73,10 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     });
     if let Some(counter) = progress.counter() {
         verifier = verifier.progress(counter.clone());
+    }
+    let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
+    if quick {
+        verifier = verifier.quick();
     }
     let stdin_only = [OsString::from("-")];
     let lists = match plan.lists.is_empty() {
@@ -105,10 +117,19 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         audit,
         repairs: plan.repair.as_ref().map(Repairs::new),
         status: Status::Success,
+        unusable_list: false,
     };
     for list in lists {
         if list == "-" {
             progress.reading_stdin();
+        }
+        if quick && list != "-" && !has_stat_line(open_list(list, updated.as_ref())) {
+            // (Every file would be read: the user meant otherwise.)
+            let message = "--quick needs stat lines, and the list has none: make it with --stat \
+                           (bt2sum -r --stat DIR > LIST), or audit without --quick";
+            report(list, message);
+            (check.status, check.unusable_list) = (Status::Failure, true);
+            continue;
         }
         let reader = open_list(list, updated.as_ref());
         if let Err(error) = check.list(&verifier, &progress, list, reader) {
@@ -130,6 +151,27 @@ fn open_list<'a>(
     match updated {
         Some(updated) => Ok(Box::new(updated.reader()?)),
         None => sys::open_list(list),
+    }
+}
+
+/// Whether a list has a stat line (a list that cannot be read says yes:
+/// checking it says why it cannot).
+fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
+    let Ok(mut list) = list else {
+        return true;
+    };
+    let mut line = Vec::new();
+    loop {
+        match bt2sum::format::lines::read_line(&mut list, &mut line) {
+            Ok(bt2sum::format::lines::Record::Line) => {}
+            Ok(bt2sum::format::lines::Record::TooLong) => continue,
+            Ok(bt2sum::format::lines::Record::End) => return false,
+            Err(_) => return true,
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if bt2sum::format::stat::is_stat_line(text.strip_suffix(b"\r").unwrap_or(text)) {
+            return true;
+        }
     }
 }
 
@@ -156,6 +198,9 @@ struct Check<'a, 'o> {
     audit: Option<Audit<'a>>,
     repairs: Option<Repairs>,
     status: Status,
+    /// Whether a list could not be read, or held no valid line: an audit
+    /// then stops before it walks (every file would look new).
+    unusable_list: bool,
 }
 
 impl Check<'_, '_> {
@@ -176,7 +221,7 @@ impl Check<'_, '_> {
         let mut reader = match reader {
             Ok(reader) => reader,
             Err(error) => {
-                self.status = Status::Failure;
+                (self.status, self.unusable_list) = (Status::Failure, true);
                 return self.printer.list_error(list_name, &plain_message(&error));
             }
         };
@@ -238,7 +283,7 @@ impl Check<'_, '_> {
         if let Err(error) = kept.and(checked) {
             // As GNU: what was read is reported, then the list fails
             // without a summary.
-            self.status = Status::Failure;
+            (self.status, self.unusable_list) = (Status::Failure, true);
             return self.printer.list_error(list_name, &plain_message(&error));
         }
         if self.audit.is_some() {
@@ -247,6 +292,7 @@ impl Check<'_, '_> {
         } else {
             summarize(self.plan, list_name, &tally);
         }
+        self.unusable_list |= tally.entries == 0;
         let plan = self.plan;
         let updating = plan
             .audit
@@ -261,15 +307,22 @@ impl Check<'_, '_> {
     /// Ends the check: an audit's findings and update, the summaries, the
     /// hints; the run's status.
     fn finish(mut self, lists: usize) -> io::Result<Status> {
-        if let Some(audit) = self.audit.take() {
-            let (plan, summaries) = (self.plan, std::mem::take(&mut self.summaries));
-            let summarize = || {
-                for (list_name, tally) in &summaries {
-                    summarize(plan, list_name, tally);
-                }
-            };
-            let audited = audit.finish(plan, &mut self.printer, &mut self.totals, summarize)?;
-            self.status = self.status.max(audited);
+        let (plan, summaries) = (self.plan, std::mem::take(&mut self.summaries));
+        let summarize = || {
+            for (list_name, tally) in &summaries {
+                summarize(plan, list_name, tally);
+            }
+        };
+        match self.audit.take() {
+            Some(audit) if !self.unusable_list => {
+                let audited = audit.finish(plan, &mut self.printer, &mut self.totals, summarize)?;
+                self.status = self.status.max(audited);
+            }
+            Some(_) => {
+                summarize();
+                warn("the tree is not audited: a list could not be read or held no checksum line");
+            }
+            None => {}
         }
         if self.plan.json && self.plan.verbosity != Verbosity::Status {
             let summary = self.totals.summary(lists, self.status);
@@ -335,7 +388,7 @@ impl Printer<'_> {
                            contradicts itself";
             self.error(checked.name(), message)?;
         }
-        if let Some((found, listed)) = checked.length_change() {
+        if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited()) {
             self.flush()?;
             let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
             report_listed(checked.name(), &message);
@@ -362,7 +415,9 @@ impl Printer<'_> {
                 verdict,
                 Verdict::Failed | Verdict::Missing | Verdict::Changed
             );
-            if subject != Subject::Checksum && failed {
+            // (An edited file is CHANGED once: its leaves speak of no
+            // damage.)
+            if subject != Subject::Checksum && failed && !checked.edited() {
                 self.verdict(checked, subject, verdict)?;
             }
         }
@@ -377,7 +432,9 @@ impl Printer<'_> {
     /// OK`.
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
         let printed = match verdict {
-            Verdict::Ok => matches!(self.verbosity, Verbosity::Normal | Verbosity::Warn),
+            Verdict::Ok | Verdict::Unread => {
+                matches!(self.verbosity, Verbosity::Normal | Verbosity::Warn)
+            }
             _ => self.verbosity != Verbosity::Status,
         };
         if !printed {
