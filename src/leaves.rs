@@ -268,9 +268,10 @@ impl ListedLeaves {
             .map(|listed| (listed.index, &listed.digest))
     }
 
-    /// Keeps only the listed leaves `keep` says yes to (by index).
-    pub fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
-        self.listed.retain(|listed| keep(listed.index));
+    /// Keeps only the listed leaves `keep` says yes to (by index and
+    /// listed digest).
+    pub fn retain(&mut self, mut keep: impl FnMut(u64, &Digest) -> bool) {
+        self.listed.retain(|listed| keep(listed.index, &listed.digest));
         self.next = 0;
     }
 

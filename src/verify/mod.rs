@@ -185,12 +185,40 @@ impl Slice {
     }
 }
 
+/// A unit of the lists, as [`Slice`] counts them, handed to a caller that
+/// chooses the units to check itself ([`Verifier::choosing`]): a file
+/// checked whole (`leaf` is `None`, `digest` its checksum line's) or one
+/// listed leaf.
+#[derive(Clone, Copy, Debug)]
+pub struct Unit<'u> {
+    /// The file's name, as the list gives it.
+    pub name: &'u [u8],
+    /// The tree the unit is checked with.
+    pub tree: &'u TreeParams,
+    /// The leaf's index, for a leaf.
+    pub leaf: Option<u64>,
+    /// The listed digest: the file's checksum, or the leaf's.
+    pub digest: &'u crate::digest::Digest,
+    /// The bytes it covers.
+    pub bytes: u64,
+}
+
+/// Says whether the unit starting `start` bytes into the lists (see
+/// [`Slice`]) is checked; the unit is `None` where only the start is
+/// asked about (whether the next unit is, to know where a file's report
+/// ends).
+pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
+
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool.
 pub struct Verifier<'a> {
     settings: Settings,
     /// The slice checked, if only one is.
     slice: Option<Slice>,
+    /// What chooses the units checked, if the caller does.
+    chooser: Option<Chooser<'a>>,
+    /// The bytes of leaves one pass holds at most, if it is bounded.
+    pass_bytes: Option<u64>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: std::cell::Cell<u64>,
     /// The leaf listings with a checksum line that the lists counted by
@@ -215,6 +243,8 @@ impl<'a> Verifier<'a> {
         Verifier {
             settings,
             slice: None,
+            chooser: None,
+            pass_bytes: None,
             offset: std::cell::Cell::new(0),
             listings_counted: std::cell::Cell::new(0),
             listings_checked: std::cell::Cell::new(0),
@@ -247,6 +277,36 @@ impl<'a> Verifier<'a> {
     pub fn slicing(mut self, slice: Slice) -> Self {
         self.slice = Some(slice);
         self
+    }
+
+    /// Checks only the units `chooser` chooses (see [`Unit`]), as a slice
+    /// checks its own: with the lists counted by
+    /// [`total_bytes`](Self::total_bytes) first, each time they are checked.
+    pub fn choosing(mut self, chooser: Chooser<'a>) -> Self {
+        self.chooser = Some(chooser);
+        self
+    }
+
+    /// Cuts a file's leaf listing into passes of at most `bytes` of leaves,
+    /// so that each pass is checked, and reported, on its own: a run that
+    /// stops midway loses at most one pass of a file.
+    pub fn pass_bytes(mut self, bytes: u64) -> Self {
+        self.pass_bytes = Some(bytes);
+        self
+    }
+
+    /// Whether only some units of the lists are checked.
+    fn selects(&self) -> bool {
+        self.slice.is_some() || self.chooser.is_some()
+    }
+
+    /// Whether the unit starting `start` bytes into the lists is checked.
+    fn holds(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
+        match (&self.slice, &self.chooser) {
+            (Some(slice), _) => slice.holds(start),
+            (None, Some(chooser)) => chooser(start, unit),
+            (None, None) => true,
+        }
     }
 
     /// The bytes a list describes, for slicing ([`Slice`]): each file
@@ -305,7 +365,7 @@ impl<'a> Verifier<'a> {
                 return Ok(ControlFlow::Break(()));
             }
         }
-        if self.slice.is_some() {
+        if self.selects() {
             let lines = passes.outside_slice;
             if report(Report::OutsideSlice { lines }).is_break() {
                 return Ok(ControlFlow::Break(()));

@@ -5,7 +5,7 @@
 use std::io::{self, BufRead};
 
 use super::pass::{ListedChecksum, Pass};
-use super::{BadLine, Verifier};
+use super::{BadLine, Unit, Verifier};
 use crate::format::leaf::LeafLine;
 use crate::format::lines::{Record, read_line};
 use crate::format::list::{Improper, ListLine, classify};
@@ -319,27 +319,29 @@ impl Passes<'_> {
     /// checked (see [`super::Slice`]), moving on the offset of the bytes
     /// the lists describe; whether any is left. A pass that goes on with a
     /// file reported here, or is gone on with by one, says so only then.
-    fn slice_pass(
-        &mut self,
-        slice: &super::Slice,
-        pass: &mut Pass,
-        listed: &mut Option<ListedLeaves>,
-    ) -> InSlice {
+    fn slice_pass(&mut self, pass: &mut Pass, listed: &mut Option<ListedLeaves>) -> InSlice {
         let verifier = self.verifier;
         let offset = &verifier.offset;
-        let in_slice = |start: u64| slice.holds(start);
-        let starts_in = in_slice(offset.get());
+        // Moves the offset past a unit of `bytes`, and says whether the
+        // unit is checked here.
+        let unit = |leaf: Option<u64>, digest: &crate::digest::Digest, bytes: u64| {
+            let start = offset.get();
+            offset.set(start.saturating_add(bytes));
+            let unit = Unit {
+                name: &pass.name,
+                tree: &pass.tree,
+                leaf,
+                digest,
+                bytes,
+            };
+            verifier.holds(start, Some(&unit))
+        };
+        // (Count lines go with the pass's first unit.)
+        let starts_in = verifier.holds(offset.get(), None);
         let mut checksum_in = false;
         let in_this = match listed.as_mut().filter(|listed| !listed.is_empty()) {
-            None => {
-                if pass.checksum.is_some() {
-                    offset.set(offset.get().saturating_add(whole_size(pass)));
-                }
-                // (Count lines alone: nothing to read.)
-                starts_in
-            }
             Some(leaves) => {
-                if pass.checksum.is_some() && !pass.continues {
+                if let (Some(checksum), false) = (&pass.checksum, pass.continues) {
                     // A listing's first pass: is it complete, and do its
                     // leaves make its checksum?
                     let ordinal = verifier.listings_checked.get();
@@ -353,19 +355,15 @@ impl Passes<'_> {
                     if incomplete.front() == Some(&ordinal) {
                         incomplete.pop_front();
                         // Its checksum line is a unit of the file's size.
-                        checksum_in = starts_in;
-                        offset.set(offset.get().saturating_add(whole_size(pass)));
+                        checksum_in = unit(None, &checksum.expected, whole_size(pass));
                     }
                 }
                 let total = pass.total.unwrap_or(0);
                 let tree = pass.tree;
-                leaves.retain(|index| {
+                leaves.retain(|index, digest| {
                     let bytes = tree.leaf_bytes(index, total);
-                    let start = offset.get();
-                    offset.set(start.saturating_add(bytes.end - bytes.start));
-                    in_slice(start)
+                    unit(Some(index), digest, bytes.end - bytes.start)
                 });
-                // Count lines go with the pass's first unit.
                 if !starts_in {
                     pass.count_lines.clear();
                 }
@@ -381,6 +379,11 @@ impl Passes<'_> {
                     false
                 }
             }
+            None => match &pass.checksum {
+                Some(checksum) => unit(None, &checksum.expected, whole_size(pass)),
+                // (Count lines alone: nothing to read.)
+                None => starts_in,
+            },
         };
         if !in_this {
             return InSlice::No;
@@ -390,7 +393,7 @@ impl Passes<'_> {
         if pass.continues && self.previous != Disposition::Reported {
             pass.continues = false;
         }
-        if pass.continued && !in_slice(offset.get()) {
+        if pass.continued && !verifier.holds(offset.get(), None) {
             pass.continued = false;
         }
         InSlice::Yes
@@ -458,11 +461,12 @@ impl Passes<'_> {
     fn next_sliced(&mut self) -> Option<(Pass, Option<ListedLeaves>)> {
         loop {
             let (mut pass, mut listed) = self.next_pass()?;
-            let Some(slice) = self.verifier.slice.as_ref() else {
+            if !self.verifier.selects() {
                 return Some((pass, listed));
-            };
+            }
+            let probe_others = self.verifier.slice.is_some_and(|slice| slice.probe_others);
             let lines = pass.lines(listed.as_ref());
-            let in_slice = self.slice_pass(slice, &mut pass, &mut listed);
+            let in_slice = self.slice_pass(&mut pass, &mut listed);
             let kept = match in_slice {
                 InSlice::Yes => pass.lines(listed.as_ref()),
                 InSlice::No => 0,
@@ -477,7 +481,7 @@ impl Passes<'_> {
                 // the whole file; the passes that go on with it are not.
                 // (Probes are only the first slice's, whose passes of a
                 // file all come before those outside it.)
-                InSlice::No if slice.probe_others && !pass.continues => {
+                InSlice::No if probe_others && !pass.continues => {
                     self.previous = Disposition::Probed;
                     pass.probe = true;
                     pass.continued = false;
