@@ -271,7 +271,8 @@ impl ListedLeaves {
     /// Keeps only the listed leaves `keep` says yes to (by index and
     /// listed digest).
     pub fn retain(&mut self, mut keep: impl FnMut(u64, &Digest) -> bool) {
-        self.listed.retain(|listed| keep(listed.index, &listed.digest));
+        self.listed
+            .retain(|listed| keep(listed.index, &listed.digest));
         self.next = 0;
     }
 

@@ -391,6 +391,33 @@ pub struct Args {
     #[arg(long, requires = "audit")]
     pub quick: bool,
 
+    /// With --check: keep in FILE when each file, and each leaf of a leaf
+    /// listing, was last verified to match (default: LIST.ledger beside
+    /// the one LIST, used when it exists or with --max-duration)
+    ///
+    /// The list itself never changes for it. Only what matched is recorded:
+    /// the ledger orders a scrub's work and reports its coverage, and never
+    /// makes a file pass. Each check with a ledger ends with the bytes by
+    /// the age of their last proof.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check")]
+    pub ledger: Option<OsString>,
+
+    /// With --check: start the ledger afresh (one that is damaged, or was
+    /// made for another list)
+    #[arg(long, requires = "check")]
+    pub ledger_reset: bool,
+
+    /// With --check: verify what the ledger says was least recently
+    /// verified first, and stop after DURATION (`90m`, `2h`, `3600s`, `1d`,
+    /// plain seconds); `0` verifies nothing and reports the coverage
+    ///
+    /// A nightly scrub: `bt2sum -c --max-duration 1h SUMS` goes on each
+    /// night where the last one stopped, inside a big file too where the
+    /// list has its leaf lines. A file listed whole is verified whole.
+    #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other, requires = "check",
+          conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
+    pub max_duration: Option<std::time::Duration>,
+
     /// With --check: mend each failing leaf of a leaf listing from a good
     /// copy, PATH (the copy of the one file to mend, or a directory holding
     /// the copies under the names the lists give)
@@ -492,6 +519,26 @@ pub fn parse_part(text: &str) -> Result<Part, String> {
     let part = decimal(part).ok_or(allowed)?;
     let parts = decimal(parts).ok_or(allowed)?;
     Part::new(part, parts).ok_or_else(|| allowed.to_string())
+}
+
+/// Parses a duration: a number (decimals allowed) with an optional `ms`,
+/// `s`, `m`, `h` or `d`, seconds without one.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.');
+    let (number, unit) = text.split_at(split.unwrap_or(text.len()));
+    let seconds = match unit {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => f64::NAN,
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .and_then(|number| std::time::Duration::try_from_secs_f64(number * seconds).ok())
+        .ok_or_else(|| "expected a duration: a number with ms, s, m, h or d (90m, 2h, 3600)".into())
 }
 
 /// Digits only, as a number that fits in 64 bits.

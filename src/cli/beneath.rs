@@ -112,6 +112,18 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
     Ok(file)
 }
 
+/// Opens the file at `path` as [`open_to_write`] does any name, creating
+/// it where it is not there (the ledger).
+pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
+    match open_to_write(path, Names::AnyPath, false) {
+        Err(Refusal::Io(error)) if error.kind() == io::ErrorKind::NotFound => {
+            let (directory, name) = Directory::holding(None, path)?;
+            directory.create_new(&name).map_err(Refusal::Io)
+        }
+        opened => opened,
+    }
+}
+
 /// A list to rewrite in place (`--update`): the directory it is in, its
 /// name there, and the list, open for reading. A symbolic link to a list
 /// is followed to its target (each step again without following a link

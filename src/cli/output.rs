@@ -310,7 +310,22 @@ pub enum Summary {
         repaired: u64,
         unrepaired: u64,
         status: u8,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ledger: Option<Coverage>,
     },
+}
+
+/// The bytes of the lists by the age of their last proof, as a check's
+/// ledger says at its end.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Coverage {
+    pub total_bytes: u64,
+    pub never_verified_bytes: u64,
+    pub verified_within_1_day_bytes: u64,
+    pub verified_within_7_days_bytes: u64,
+    pub verified_within_30_days_bytes: u64,
+    /// The oldest last proof of a unit, in seconds since 1970.
+    pub oldest_verification: Option<u64>,
 }
 
 fn some_mtime<S: Serializer>(mtime: &Option<Mtime>, serializer: S) -> Result<S::Ok, S::Error> {

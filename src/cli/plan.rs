@@ -129,6 +129,19 @@ pub struct Checking {
     /// Where good copies of damaged files are, and what mending may do
     /// (`--repair-from` and the options that go with it).
     pub repair: Option<Repair>,
+    /// The ledger of verifications, if one is named or may be used.
+    pub ledger: Option<Ledgering>,
+}
+
+/// The ledger of a check: `--ledger FILE`, else `LIST.ledger` beside the
+/// one list (used when it exists, or when `reset` or `max_duration` ask
+/// for it); what it is asked to do.
+pub struct Ledgering {
+    pub file: std::path::PathBuf,
+    /// Whether the ledger is used only if it is there already.
+    pub if_there: bool,
+    pub reset: bool,
+    pub max_duration: Option<std::time::Duration>,
 }
 
 /// An audit: the directories walked and classed against the lists
@@ -315,6 +328,34 @@ fn checking(
         TreeParams::new(algorithm, size, args.leaf_size)
             .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
     }
+    let asked = args.ledger_reset || args.max_duration.is_some();
+    let one_list = (args.files.len() == 1 && args.files[0] != "-").then(|| &args.files[0]);
+    let ledger = match (args.ledger, one_list) {
+        (Some(file), _) => Some((file.into(), false)),
+        (None, Some(list)) => {
+            let mut file = list.clone();
+            file.push(".ledger");
+            Some((file.into(), !asked))
+        }
+        (None, None) if asked => {
+            return Err(usage(
+                "--max-duration and --ledger-reset keep a ledger beside the one LIST: name it \
+                 with --ledger FILE for standard input or several lists",
+            ));
+        }
+        (None, None) => None,
+    };
+    if ledger.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-")) {
+        return Err(usage(
+            "--ledger reads its lists twice: give them as files, not standard input",
+        ));
+    }
+    let ledger = ledger.map(|(file, if_there)| Ledgering {
+        file,
+        if_there,
+        reset: args.ledger_reset,
+        max_duration: args.max_duration,
+    });
     let audit = (!args.audit.is_empty()).then(|| Auditing {
         roots: args.audit,
         walk,
@@ -343,6 +384,7 @@ fn checking(
             },
             setid: args.repair_setid,
         }),
+        ledger,
     })
 }
 

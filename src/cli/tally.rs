@@ -4,7 +4,7 @@
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
 
-use crate::cli::output::{Status, Summary};
+use crate::cli::output::{Coverage, Status, Summary};
 
 /// `WARNING: 1 ONE` or `WARNING: COUNT MANY`, unless the count is 0.
 fn counted(warnings: &mut Vec<String>, count: u64, one: &str, many: &str) {
@@ -98,7 +98,7 @@ impl Tally {
     }
 
     /// The run's summary record (`--json`).
-    pub fn summary(&self, lists: usize, status: Status) -> Summary {
+    pub fn summary(&self, lists: usize, status: Status, ledger: Option<Coverage>) -> Summary {
         Summary::Check {
             lists,
             improperly_formatted: self.improperly_formatted,
@@ -115,6 +115,7 @@ impl Tally {
             repaired: self.repaired_leaves,
             unrepaired: self.unrepaired_leaves,
             status: status as u8,
+            ledger,
         }
     }
 
@@ -146,7 +147,7 @@ impl Tally {
     }
 
     /// Counts one file, by its worst line.
-    fn count(&mut self, verdict: Verdict) {
+    pub fn count(&mut self, verdict: Verdict) {
         match verdict {
             Verdict::Ok => self.matched += 1,
             Verdict::Failed | Verdict::Missing => self.mismatched += 1,

@@ -295,6 +295,17 @@ impl<'a> Verifier<'a> {
         self
     }
 
+    /// Starts the lists over: checking them again after
+    /// [`total_bytes`](Self::total_bytes) counts them again, as a caller
+    /// that chooses its units does in rounds.
+    pub fn restart(&self) {
+        self.offset.set(0);
+        self.listings_counted.set(0);
+        self.listings_checked.set(0);
+        self.incomplete.borrow_mut().clear();
+        self.contradicted.borrow_mut().clear();
+    }
+
     /// Whether only some units of the lists are checked.
     fn selects(&self) -> bool {
         self.slice.is_some() || self.chooser.is_some()

@@ -383,6 +383,13 @@ impl Checked {
         self.is_last_pass().then_some(self.worst)
     }
 
+    /// The verdict on the file so far: the worst verdict on any of its
+    /// lines in this pass and those before (for a check that stops before
+    /// the file's last pass).
+    pub fn verdict_so_far(&self) -> Verdict {
+        self.worst
+    }
+
     /// Why the file could not be read, when this is the first pass to find
     /// out (so that the reason is told once per file).
     pub fn new_error(&self) -> Option<&Error> {

@@ -15,12 +15,15 @@ use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
 
-/// The most leaf and count lines of one file checked in one pass over it
-/// (what their listed digests take: 16 MiB, or less where the address space
-/// is limited). A longer run of them is checked a part at a time, each part
-/// hashing only its own leaves.
-fn pass_lines() -> usize {
-    crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF
+/// The most leaf and count lines of one file checked in one pass over it:
+/// what their listed digests take in 16 MiB (less where the address space
+/// is limited), and at most `pass_bytes` of leaves of `tree` where the
+/// verifier bounds them. A longer run of them is checked a part at a time,
+/// each part hashing only its own leaves.
+fn pass_lines(pass_bytes: Option<u64>, tree: &TreeParams) -> usize {
+    let by_memory = crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF;
+    let by_bytes = pass_bytes.map_or(u64::MAX, |bytes| (bytes / tree.leaf_size()).max(1));
+    by_memory.min(usize::try_from(by_bytes).unwrap_or(usize::MAX))
 }
 
 /// A pass as a job carries it: with the improperly formatted lines just
@@ -242,7 +245,7 @@ impl<'a> Passes<'a> {
     /// Adds a leaf or count line to `pass` if it goes on with it: it names
     /// the same file with the same algorithm and digest size, the same leaf
     /// size and length as the pass's other leaf lines, a leaf after theirs,
-    /// and the pass holds fewer than [`pass_lines()`] lines. A checksum line
+    /// and the pass holds fewer than [`pass_lines`] lines. A checksum line
     /// takes the leaf size of the first leaf line joining it.
     ///
     /// A pass cut before the line still takes its leaf size and length (the
@@ -253,7 +256,7 @@ impl<'a> Passes<'a> {
             return Joined::No;
         }
         let held = listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
-        if held >= pass_lines() {
+        if held >= pass_lines(self.verifier.pass_bytes, &leaf.tree) {
             return Joined::Cut;
         }
         pass.tree = leaf.tree;

@@ -18,6 +18,10 @@
 //! checksum lines found`. The hints come last, once for the run.
 
 mod hints;
+mod ledger;
+
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
@@ -30,15 +34,16 @@ use bt2sum::verify::{Checked, Report, Slice, Subject, Verdict, Verifier};
 
 use super::audit::{Audit, UpdatedList};
 use super::output::{
-    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed, report,
-    report_listed, warn,
+    Coverage, Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed,
+    report, report_listed, warn,
 };
-use super::plan::Checking;
+use super::plan::{Checking, Ledgering};
 use super::progress::{BarMode, Progress};
 use super::repair::Repairs;
 use super::sys;
 use super::tally::Tally;
 use hints::Hints;
+use ledger::{Ledger, Schedule};
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
@@ -62,6 +67,23 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         }
         opened => opened.transpose().ok().flatten(),
     };
+    let stdin_only = [OsString::from("-")];
+    let lists = match plan.lists.is_empty() {
+        true => &stdin_only[..],
+        false => &plan.lists[..],
+    };
+    let ledger = match plan.ledger.as_ref().map(open_ledger).transpose() {
+        Ok(ledger) => ledger.flatten(),
+        Err(status) => return status,
+    };
+    // The units of the lists, with a ledger: listed as the lists are read
+    // the first time, then chosen a round at a time with --max-duration.
+    let schedule = ledger
+        .as_ref()
+        .map(|ledger| RefCell::new(Schedule::new(ledger)));
+    let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
+    let listing = Cell::new(true);
+    let deadline = max_duration.map(|duration| Instant::now() + duration);
     // The lists are read as they are checked: the total is unknown.
     let progress = Progress::start(when, || None);
     let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
@@ -78,27 +100,28 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     if quick {
         verifier = verifier.quick();
     }
-    let stdin_only = [OsString::from("-")];
-    let lists = match plan.lists.is_empty() {
-        true => &stdin_only[..],
-        false => &plan.lists[..],
-    };
+    if let Some(schedule) = &schedule {
+        // Listing, every unit is noted (and checked, without a time
+        // budget); then a round checks those it chose, until the deadline.
+        verifier = verifier
+            .pass_bytes(PASS_BYTES)
+            .choosing(Box::new(|start, unit| {
+                if listing.get() {
+                    if let Some(unit) = unit {
+                        schedule.borrow_mut().add(start, unit);
+                    }
+                    return max_duration.is_none();
+                }
+                schedule.borrow().round.binary_search(&start).is_ok()
+            }));
+    }
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
     if let Some(part) = plan.slice {
-        // What the lists describe, to cut into slices; a list that cannot
-        // be read is reported when it is checked.
-        let mut total = 0u64;
-        for list in lists {
-            if let Ok(mut reader) = open_list(list, updated.as_ref())
-                && let Ok(bytes) = verifier.total_bytes(&mut reader)
-            {
-                total = total.saturating_add(bytes);
-            }
-        }
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
         let probe_others = plan.audit.is_some() && part.part() == 1;
+        let total = total_bytes(&verifier, lists, updated.as_ref());
         verifier = verifier.slicing(Slice {
             part,
             total,
@@ -116,30 +139,146 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         summaries: Vec::new(),
         audit,
         repairs: plan.repair.as_ref().map(Repairs::new),
+        ledger,
+        deadline,
         status: Status::Success,
         unusable_list: false,
     };
-    for list in lists {
-        if list == "-" {
-            progress.reading_stdin();
+    let mut tallies: Vec<_> = lists.iter().map(|_| (Tally::default(), Ok(()))).collect();
+    let mut rounds = Rounds::default();
+    loop {
+        if schedule.is_some() {
+            verifier.restart();
+            total_bytes(&verifier, lists, updated.as_ref());
         }
-        if quick && list != "-" && !has_stat_line(open_list(list, updated.as_ref())) {
-            // (Every file would be read: the user meant otherwise.)
-            let message = "--quick needs stat lines, and the list has none: make it with --stat \
-                           (bt2sum -r --stat DIR > LIST), or audit without --quick";
-            report(list, message);
-            (check.status, check.unusable_list) = (Status::Failure, true);
-            continue;
+        for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
+            if list == "-" {
+                progress.reading_stdin();
+            }
+            let out_of_time = deadline.is_some_and(|at| Instant::now() >= at);
+            if read.is_err() || out_of_time && !listing.get() {
+                continue;
+            }
+            if quick && list != "-" && !has_stat_line(open_list(list, updated.as_ref())) {
+                // (Every file would be read: the user meant otherwise.)
+                let message = "--quick needs stat lines, and the list has none: make it with \
+                               --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
+                report(list, message);
+                (check.status, check.unusable_list) = (Status::Failure, true);
+                *read = Err(None);
+                continue;
+            }
+            let reader = open_list(list, updated.as_ref());
+            match check.list(&verifier, &progress, list, reader, tally, !rounds.first()) {
+                Ok(result) => *read = result.map_err(Some),
+                Err(error) => return check.status.max(write_failed(&error)),
+            }
         }
-        let reader = open_list(list, updated.as_ref());
-        if let Err(error) = check.list(&verifier, &progress, list, reader) {
+        let (Some(schedule), Some(deadline)) = (&schedule, deadline) else {
+            break;
+        };
+        if listing.replace(false) && schedule.borrow().foreign() {
+            let ledger = check.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
+            report(ledger, &ledger::Unusable::Foreign.to_string());
+            return Status::Failure;
+        }
+        if let Err(error) = rounds.next(&mut schedule.borrow_mut(), deadline) {
+            check.ledger_failed(&error);
+            break;
+        }
+        if schedule.borrow().round.is_empty() {
+            break;
+        }
+    }
+    for (list, (tally, read)) in lists.iter().zip(tallies) {
+        if let Err(error) = check.end_list(list, tally, read) {
             return check.status.max(write_failed(&error));
         }
     }
-    match check.finish(lists.len()) {
+    drop(verifier);
+    let coverage = schedule
+        .map(RefCell::into_inner)
+        .and_then(|schedule| check.coverage(schedule));
+    match check.finish(lists.len(), coverage) {
         Ok(status) => status,
         Err(error) => write_failed(&error),
     }
+}
+
+/// The most bytes of leaves of one file a pass checks with a ledger: what
+/// a kill or a deadline leaves unrecorded of a big file at most.
+const PASS_BYTES: u64 = 64 << 20;
+
+/// The bytes of the first round of a scrub with a time budget, before its
+/// speed is known.
+const FIRST_ROUND: u64 = 256 << 20;
+
+/// The rounds of a check with a time budget (`--max-duration`): each
+/// chooses the least recently verified units that the time left and the
+/// speed so far can verify (a round too big is cut at the deadline).
+#[derive(Default)]
+struct Rounds {
+    chosen: u64,
+    /// The bytes the rounds so far chose, and when the first started.
+    started: Option<Instant>,
+    bytes: u64,
+}
+
+impl Rounds {
+    /// Whether no round was chosen yet (the lists are being listed).
+    fn first(&self) -> bool {
+        self.chosen == 0
+    }
+
+    /// Chooses the next round, if there is time left.
+    fn next(&mut self, schedule: &mut Schedule, deadline: Instant) -> io::Result<()> {
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        let started = *self.started.get_or_insert(now);
+        let elapsed = now.duration_since(started).as_secs_f64();
+        let bytes = match self.bytes {
+            _ if left.is_zero() => 0,
+            0 => FIRST_ROUND,
+            done => (done as f64 / elapsed.max(0.001) * left.as_secs_f64() * 1.5) as u64,
+        };
+        if let Some(error) = schedule.error.take() {
+            return Err(error);
+        }
+        match bytes {
+            0 => schedule.round.clear(),
+            bytes => self.bytes += schedule.choose(bytes)?,
+        }
+        self.chosen += 1;
+        Ok(())
+    }
+}
+
+/// The bytes the lists describe (see [`Slice`]); a list that cannot be
+/// read is reported when it is checked.
+fn total_bytes(verifier: &Verifier<'_>, lists: &[OsString], updated: Option<&UpdatedList>) -> u64 {
+    let mut total = 0u64;
+    for list in lists {
+        if let Ok(mut reader) = open_list(list, updated)
+            && let Ok(bytes) = verifier.total_bytes(&mut reader)
+        {
+            total = total.saturating_add(bytes);
+        }
+    }
+    total
+}
+
+/// The check's ledger, open, if it is to be used; else the run's status,
+/// said why.
+fn open_ledger(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
+    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+        return Ok(None);
+    }
+    Ledger::open(&ledgering.file, ledgering.reset)
+        .map(Some)
+        .map_err(|why| {
+            report(ledgering.file.as_os_str(), &why.to_string());
+            Status::Failure
+        })
 }
 
 /// The list `list`, to read from its start: through the update's
@@ -197,6 +336,9 @@ struct Check<'a, 'o> {
     summaries: Vec<(OsString, Tally)>,
     audit: Option<Audit<'a>>,
     repairs: Option<Repairs>,
+    ledger: Option<Ledger>,
+    /// When a check with a time budget stops (`--max-duration`).
+    deadline: Option<Instant>,
     status: Status,
     /// Whether a list could not be read, or held no valid line: an audit
     /// then stops before it walks (every file would look new).
@@ -204,36 +346,35 @@ struct Check<'a, 'o> {
 }
 
 impl Check<'_, '_> {
-    /// Verifies one list, printing and counting; `Err` only when writing
-    /// to standard output fails.
+    /// Reads one list through the verifier, printing and counting into
+    /// `tally` (`again`: a later round of a check with a ledger, whose
+    /// lines were counted when it was listed); `Ok(Err)` when the list
+    /// could not be read on, `Err` only when writing to standard output
+    /// fails.
     fn list(
         &mut self,
         verifier: &Verifier<'_>,
         progress: &Progress,
         list: &OsStr,
         reader: io::Result<Box<dyn io::BufRead + '_>>,
-    ) -> io::Result<()> {
+        tally: &mut Tally,
+        again: bool,
+    ) -> io::Result<io::Result<()>> {
         let list_is_stdin = list == "-";
-        let list_name = match list_is_stdin {
-            true => OsStr::new("standard input"),
-            false => list,
-        };
         let mut reader = match reader {
             Ok(reader) => reader,
-            Err(error) => {
-                (self.status, self.unusable_list) = (Status::Failure, true);
-                return self.printer.list_error(list_name, &plain_message(&error));
-            }
+            Err(error) => return Ok(Err(error)),
         };
-        let mut tally = Tally::default();
         let mut written = Ok(());
         let mut kept = Ok(());
+        let mut out_of_time = false;
         // Missing files an audit classes at its end (in its first slice,
         // when checked in slices); --ignore-missing skips.
         let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
         let checked = verifier.check(&mut reader, list_is_stdin, |report| {
             written = match report {
                 Report::Waiting => self.printer.flush(),
+                Report::OutsideSlice { .. } | Report::BadLine { .. } if again => Ok(()),
                 Report::OutsideSlice { lines } => {
                     tally.entries += lines;
                     tally.outside_slice += lines;
@@ -242,7 +383,7 @@ impl Check<'_, '_> {
                 Report::BadLine { line, why } => {
                     tally.improperly_formatted += 1;
                     self.hints.bad_line(why);
-                    self.printer.bad_line(list_name, line)
+                    self.printer.bad_line(list_name(list), line)
                 }
                 Report::Checked(checked) => {
                     if let Some(audit) = &mut self.audit {
@@ -257,34 +398,66 @@ impl Check<'_, '_> {
                     if checked.is_last_pass() {
                         progress.file_done();
                     }
+                    if let Some(ledger) = &mut self.ledger {
+                        ledger.note(checked);
+                    }
                     let skipped = deferred && checked.is_missing();
                     tally.count_checked(checked, skipped);
+                    if again {
+                        // (Its lines were counted as others' when listed.)
+                        let lines = checked.lines().count() as u64;
+                        tally.entries -= lines;
+                        tally.outside_slice -= lines;
+                    }
                     self.hints.checked(checked);
+                    out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
                     self.printer
                         .checked(checked, skipped, self.plan.every_line)
                         .and_then(|()| match &mut self.repairs {
                             Some(repairs) => repairs.note(checked, &mut self.printer),
                             None => Ok(()),
                         })
+                        .and_then(|()| match out_of_time && !checked.is_last_pass() {
+                            // The file's report ends where the time did.
+                            true => self.end_file(checked, tally),
+                            false => Ok(()),
+                        })
                 }
             };
             match written {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(_) => ControlFlow::Break(()),
+                Ok(()) if !out_of_time => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
             }
         });
         written?;
         if let Some(repairs) = &mut self.repairs {
-            repairs.mend(&mut self.printer, &mut tally)?;
+            repairs.mend(&mut self.printer, tally)?;
         }
         self.hints.list_ended();
         self.printer.flush()?;
+        Ok(kept.and(checked.map(drop)))
+    }
+
+    /// Ends one list once it is checked: its summary (after an audit's
+    /// findings, for an audit), or why it could not be read (`None`: said
+    /// already).
+    fn end_list(
+        &mut self,
+        list: &OsStr,
+        tally: Tally,
+        read: Result<(), Option<io::Error>>,
+    ) -> io::Result<()> {
+        let list_name = list_name(list);
         self.totals.add(&tally);
-        if let Err(error) = kept.and(checked) {
-            // As GNU: what was read is reported, then the list fails
-            // without a summary.
-            (self.status, self.unusable_list) = (Status::Failure, true);
-            return self.printer.list_error(list_name, &plain_message(&error));
+        match read {
+            Ok(()) => {}
+            Err(None) => return Ok(()),
+            Err(Some(error)) => {
+                // As GNU: what was read is reported, then the list fails
+                // without a summary.
+                (self.status, self.unusable_list) = (Status::Failure, true);
+                return self.printer.list_error(list_name, &plain_message(&error));
+            }
         }
         if self.audit.is_some() {
             // An audit's lists are summed up after what the audit finds.
@@ -304,9 +477,50 @@ impl Check<'_, '_> {
         Ok(())
     }
 
+    /// Ends the report of a file checked in several passes after `checked`,
+    /// which is not its last: its verdict so far, printed and counted.
+    fn end_file(&mut self, checked: &Checked, tally: &mut Tally) -> io::Result<()> {
+        let verdict = checked.verdict_so_far();
+        tally.count(verdict);
+        match self.plan.every_line {
+            true => Ok(()),
+            false => self.printer.verdict(checked, Subject::Checksum, verdict),
+        }
+    }
+
+    /// Says that the ledger could not be kept: the run fails.
+    fn ledger_failed(&mut self, error: &dyn std::fmt::Display) {
+        let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
+        report(ledger, &format!("the ledger cannot be kept: {error}"));
+        self.status = Status::Failure;
+    }
+
+    /// What the ledger says at the end of the check, said on standard error
+    /// (but with --status).
+    fn coverage(&mut self, schedule: Schedule) -> Option<Coverage> {
+        let ledger = self.ledger.as_mut()?;
+        let failed = ledger.failed.take();
+        let coverage = schedule.coverage(ledger);
+        if let Some(error) = failed {
+            self.ledger_failed(&error);
+        }
+        let coverage = match coverage {
+            Ok(coverage) => coverage,
+            Err(error) => {
+                self.ledger_failed(&error);
+                return None;
+            }
+        };
+        if self.plan.verbosity != Verbosity::Status {
+            let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
+            coverage.show(ledger);
+        }
+        Some(coverage)
+    }
+
     /// Ends the check: an audit's findings and update, the summaries, the
     /// hints; the run's status.
-    fn finish(mut self, lists: usize) -> io::Result<Status> {
+    fn finish(mut self, lists: usize, coverage: Option<Coverage>) -> io::Result<Status> {
         let (plan, summaries) = (self.plan, std::mem::take(&mut self.summaries));
         let summarize = || {
             for (list_name, tally) in &summaries {
@@ -325,7 +539,7 @@ impl Check<'_, '_> {
             None => {}
         }
         if self.plan.json && self.plan.verbosity != Verbosity::Status {
-            let summary = self.totals.summary(lists, self.status);
+            let summary = self.totals.summary(lists, self.status, coverage);
             self.printer.emit(&Record::Summary(summary))?;
         }
         self.printer.flush()?;
@@ -333,6 +547,14 @@ impl Check<'_, '_> {
             self.hints.show(self.plan.settings.leaf_size);
         }
         Ok(self.status)
+    }
+}
+
+/// How a list is named in messages.
+fn list_name(list: &OsStr) -> &OsStr {
+    match list == "-" {
+        true => OsStr::new("standard input"),
+        false => list,
     }
 }
 

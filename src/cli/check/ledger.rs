@@ -1,0 +1,451 @@
+//! The ledger of verifications (`--ledger`, `--max-duration`): when each
+//! unit of a list (a file checked whole, or one listed leaf: the units
+//! `--part` counts) was last verified to match.
+//!
+//! It is a redb database (transactions, so that a kill or a power cut
+//! loses at most the last second of progress, never the ledger) beside the
+//! list, which itself never changes for it. A unit is known by a hash of
+//! its name, tree, leaf index and listed digest: a line `--update` keeps
+//! keeps its record, an edited line is a new unit, and a ledger made for
+//! another list knows none of the list's units. The ledger only orders a
+//! check's work and reports its coverage: it never makes a file pass, and
+//! only a unit that matched is recorded.
+
+use std::ffi::OsStr;
+use std::io::{self, IsTerminal};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use bt2sum::spill::Spill;
+use bt2sum::verify::{Checked, Subject, Unit, Verdict};
+use bt2sum::{Digest, TreeParams};
+use indicatif::{BinaryBytes, HumanDuration};
+use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition, WriteTransaction};
+use serde::Serialize;
+
+use super::super::beneath;
+use super::super::output::{Coverage, report};
+
+/// When each unit was last verified to match (seconds since 1970), by the
+/// unit's key.
+const VERIFIED: TableDefinition<[u8; 16], u64> = TableDefinition::new("verified");
+/// What the ledger is: its `format`.
+const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
+/// The format this bt2sum writes and reads; a newer one is refused.
+const FORMAT: u64 = 1;
+
+/// How often what was verified is committed.
+const COMMIT_EVERY: Duration = Duration::from_secs(1);
+
+/// A unit's key in the ledger.
+pub type Key = [u8; 16];
+
+/// The key of a unit: a hash of what makes it (see the module
+/// documentation).
+pub fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Key {
+    let mut state = blake2b_simd::Params::new().hash_length(16).to_state();
+    state.update(&(name.len() as u64).to_le_bytes());
+    state.update(name);
+    state.update(&[tree.algorithm() as u8, tree.digest_size() as u8]);
+    state.update(&tree.leaf_size().to_le_bytes());
+    state.update(&leaf.unwrap_or(u64::MAX).to_le_bytes());
+    state.update(digest.as_bytes());
+    let mut key = [0; 16];
+    key.copy_from_slice(state.finalize().as_bytes());
+    key
+}
+
+/// The ledger of a check, open.
+pub struct Ledger {
+    database: Database,
+    /// Its name, for messages.
+    shown: std::ffi::OsString,
+    /// What was verified since the last commit.
+    pending: Option<WriteTransaction>,
+    last_commit: Instant,
+    /// Why it could not be written, once it could not: nothing more is
+    /// recorded.
+    pub failed: Option<String>,
+}
+
+/// Why a ledger cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error("cannot open the ledger: {0}")]
+    Open(#[from] beneath::Refusal),
+    #[error("the ledger is in use by another bt2sum")]
+    InUse,
+    #[error("the ledger is damaged ({0}): --ledger-reset starts it afresh")]
+    Damaged(String),
+    #[error("the ledger was made by a newer bt2sum (format {0})")]
+    Newer(u64),
+    #[error(
+        "the ledger records none of this list's entries: it was made for another list \
+         (--ledger-reset starts it afresh for this one)"
+    )]
+    Foreign,
+}
+
+impl From<redb::Error> for Unusable {
+    fn from(error: redb::Error) -> Unusable {
+        match error {
+            redb::Error::DatabaseAlreadyOpen => Unusable::InUse,
+            error => Unusable::Damaged(error.to_string()),
+        }
+    }
+}
+
+impl Ledger {
+    /// Opens the ledger at `path`, creating it if it is not there (emptied
+    /// first if `reset`): a regular file, reached without following a link.
+    pub fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
+        let file = beneath::open_or_create(path)?;
+        if reset {
+            file.set_len(0).map_err(beneath::Refusal::Io)?;
+        }
+        let database = redb::Builder::new()
+            // (Its cache is one of the run's growing structures.)
+            .set_cache_size(bt2sum::budget::memory().per_structure)
+            .create_file(file)
+            .map_err(redb::Error::from)?;
+        let format = database
+            .begin_read()
+            .map_err(redb::Error::from)?
+            .open_table(ABOUT)
+            .ok()
+            .and_then(|about| about.get("format").ok().flatten().map(|v| v.value()));
+        match format {
+            Some(format) if format > FORMAT => return Err(Unusable::Newer(format)),
+            Some(_) => {}
+            None => {
+                let about = |write: redb::WriteTransaction| -> Result<(), redb::Error> {
+                    write.open_table(ABOUT)?.insert("format", FORMAT)?;
+                    Ok(write.commit()?)
+                };
+                about(database.begin_write().map_err(redb::Error::from)?)?;
+            }
+        }
+        Ok(Ledger {
+            database,
+            shown: path.as_os_str().to_os_string(),
+            pending: None,
+            last_commit: Instant::now(),
+            failed: None,
+        })
+    }
+
+    /// The ledger's name, for messages.
+    pub fn shown(&self) -> &OsStr {
+        &self.shown
+    }
+
+    /// What the ledger records now, to look units up in.
+    fn reader(&self) -> Reader {
+        let table = self.database.begin_read().ok();
+        Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
+    }
+
+    /// Records what a pass verified: each of its units that matched, now.
+    /// (A file that failed anywhere has its failing units left as they
+    /// were, and an unread or edited one none.)
+    pub fn note(&mut self, checked: &Checked) {
+        if self.failed.is_some() || checked.edited() {
+            return;
+        }
+        let matched = |wanted: Subject| {
+            checked
+                .lines()
+                .any(|(subject, verdict)| subject == wanted && verdict == Verdict::Ok)
+        };
+        let (name, tree) = (checked.name(), checked.tree());
+        let mut keys: Vec<Key> = checked
+            .listed_leaves()
+            .filter(|(index, _)| matched(Subject::Leaf(*index)))
+            .map(|(index, digest)| key(name, tree, Some(index), digest))
+            .collect();
+        if let Some(expected) = checked.expected().filter(|_| matched(Subject::Checksum)) {
+            keys.push(key(name, tree, None, expected));
+        }
+        if let Err(error) = self.record(&keys) {
+            self.failed = Some(error.to_string());
+        }
+    }
+
+    fn record(&mut self, keys: &[Key]) -> Result<(), redb::Error> {
+        let now = seconds(SystemTime::now());
+        if self.pending.is_none() {
+            let mut write = self.database.begin_write()?;
+            // (A power cut keeps what was committed; the next commit comes
+            // a second later.)
+            write.set_durability(redb::Durability::Immediate)?;
+            self.pending = Some(write);
+        }
+        if let Some(write) = &self.pending {
+            let mut table = write.open_table(VERIFIED)?;
+            for key in keys {
+                table.insert(key, now)?;
+            }
+        }
+        if self.last_commit.elapsed() >= COMMIT_EVERY {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Commits what was verified so far.
+    pub fn commit(&mut self) -> Result<(), redb::Error> {
+        self.last_commit = Instant::now();
+        match self.pending.take() {
+            Some(write) => Ok(write.commit()?),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the records of units no longer listed: every key not in
+    /// `listed`, in key order.
+    fn forget_others(&mut self, listed: impl Iterator<Item = io::Result<Key>>) -> io::Result<()> {
+        self.commit().map_err(io::Error::other)?;
+        let write = self.database.begin_write().map_err(io::Error::other)?;
+        {
+            let mut table = write.open_table(VERIFIED).map_err(io::Error::other)?;
+            let mut listed = listed.peekable();
+            table
+                .retain(|key, _| {
+                    while listed
+                        .next_if(|next| next.as_ref().is_ok_and(|next| next < &key))
+                        .is_some()
+                    {}
+                    matches!(listed.peek(), Some(Ok(next)) if *next == key)
+                })
+                .map_err(io::Error::other)?;
+        }
+        write.commit().map_err(io::Error::other)
+    }
+}
+
+/// A ledger as it was when read (a new ledger has no table yet).
+struct Reader(Option<redb::ReadOnlyTable<Key, u64>>);
+
+impl Reader {
+    /// When the unit `key` was last verified (`None`: never).
+    fn verified(&self, key: &Key) -> Option<u64> {
+        let table = self.0.as_ref()?;
+        table.get(key).ok().flatten().map(|time| time.value())
+    }
+
+    /// How many units it records.
+    fn len(&self) -> u64 {
+        self.0
+            .as_ref()
+            .and_then(|table| table.len().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// Seconds since 1970.
+fn seconds(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// A unit as a schedule keeps it, ordered least recently verified first
+/// (never verified: 0), then by where it starts in the lists.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+struct Planned {
+    verified: u64,
+    start: u64,
+    bytes: u64,
+    key: Key,
+}
+
+/// The units of the lists, as a check with a ledger finds them, and
+/// which of them each round verifies.
+pub struct Schedule {
+    /// The ledger as it was before the check.
+    before: Reader,
+    /// The units not chosen yet, least recently verified first (sorted
+    /// when the first round is chosen).
+    units: Spill<Planned>,
+    left: Option<Box<dyn Iterator<Item = io::Result<Planned>>>>,
+    /// The units chosen so far.
+    chosen: Spill<Planned>,
+    /// Every unit's key, to drop the records of units no longer listed.
+    keys: Spill<Key>,
+    /// Whether the ledger knew any unit.
+    known: bool,
+    /// The starts of the units of the round under way, in order.
+    pub round: Vec<u64>,
+    /// Why a unit could not be kept (the disk under the spill store).
+    pub error: Option<io::Error>,
+}
+
+impl Schedule {
+    pub fn new(ledger: &Ledger) -> Schedule {
+        let capacity = bt2sum::spill::IN_MEMORY;
+        Schedule {
+            before: ledger.reader(),
+            units: Spill::sorted(capacity),
+            left: None,
+            chosen: Spill::new(capacity),
+            keys: Spill::sorted(capacity),
+            known: false,
+            round: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Notes a unit the lists hold, starting `start` bytes into them.
+    pub fn add(&mut self, start: u64, unit: &Unit<'_>) {
+        let key = key(unit.name, unit.tree, unit.leaf, unit.digest);
+        let verified = self.before.verified(&key);
+        self.known |= verified.is_some();
+        let planned = Planned {
+            verified: verified.unwrap_or(0),
+            start,
+            bytes: unit.bytes,
+            key,
+        };
+        if let Err(error) = self.units.push(&planned).and(self.keys.push(&key)) {
+            self.error.get_or_insert(error);
+        }
+    }
+
+    /// Whether the ledger held records, none of them of these lists.
+    pub fn foreign(&self) -> bool {
+        !self.known && !self.keys.is_empty() && self.before.len() > 0
+    }
+
+    /// Chooses the next round: the units least recently verified, `bytes`
+    /// of them (at least one; none when every unit was chosen); the bytes
+    /// chosen.
+    pub fn choose(&mut self, bytes: u64) -> io::Result<u64> {
+        if self.left.is_none() {
+            let units = std::mem::replace(&mut self.units, Spill::new(0));
+            self.left = Some(units.into_sorted()?);
+        }
+        self.round.clear();
+        let mut taken = 0u64;
+        while taken < bytes.max(1) {
+            let Some(planned) = self.left.as_mut().and_then(Iterator::next) else {
+                break;
+            };
+            let planned = planned?;
+            self.chosen.push(&planned)?;
+            self.round.push(planned.start);
+            taken = taken.saturating_add(planned.bytes.max(1));
+        }
+        self.round.sort_unstable();
+        Ok(taken)
+    }
+
+    /// The bytes each age of last proof covers, as the ledger says now;
+    /// the records of units no longer listed are dropped from it.
+    pub fn coverage(mut self, ledger: &mut Ledger) -> io::Result<Coverage> {
+        ledger.commit().map_err(io::Error::other)?;
+        let (now, after) = (seconds(SystemTime::now()), ledger.reader());
+        let mut coverage = Coverage::default();
+        let left = match self.left.take() {
+            Some(left) => left,
+            None => self.units.into_sorted()?,
+        };
+        for planned in self.chosen.iter()?.chain(left) {
+            let planned = planned?;
+            coverage.add(now, after.verified(&planned.key), planned.bytes);
+        }
+        drop(after);
+        ledger.forget_others(self.keys.into_sorted()?)?;
+        Ok(coverage)
+    }
+}
+
+const DAY: u64 = 24 * 60 * 60;
+
+impl Coverage {
+    fn add(&mut self, now: u64, verified: Option<u64>, bytes: u64) {
+        self.total_bytes += bytes;
+        let Some(verified) = verified else {
+            self.never_verified_bytes += bytes;
+            return;
+        };
+        let age = now.saturating_sub(verified);
+        for (within, days) in [
+            (&mut self.verified_within_1_day_bytes, 1),
+            (&mut self.verified_within_7_days_bytes, 7),
+            (&mut self.verified_within_30_days_bytes, 30),
+        ] {
+            if age < days * DAY {
+                *within += bytes;
+            }
+        }
+        self.oldest_verification = Some(
+            self.oldest_verification
+                .map_or(verified, |o| o.min(verified)),
+        );
+    }
+
+    /// The bytes of each age, youngest first, with its words and its
+    /// shade on the bar.
+    fn ages(&self) -> [(u64, &'static str, char); 5] {
+        let older =
+            self.total_bytes - self.never_verified_bytes - self.verified_within_30_days_bytes;
+        [
+            (self.verified_within_1_day_bytes, "under a day", '█'),
+            (
+                self.verified_within_7_days_bytes - self.verified_within_1_day_bytes,
+                "1-7 days",
+                '▓',
+            ),
+            (
+                self.verified_within_30_days_bytes - self.verified_within_7_days_bytes,
+                "7-30 days",
+                '▒',
+            ),
+            (older, "over 30 days", '░'),
+            (self.never_verified_bytes, "never", ' '),
+        ]
+    }
+
+    /// Says the coverage on standard error: a bar of the bytes by age of
+    /// their last proof on a terminal, the same in words elsewhere.
+    pub fn show(&self, ledger: &OsStr) {
+        let percent = |bytes: u64| match self.total_bytes {
+            0 => 0,
+            total => (u128::from(bytes) * 100 / u128::from(total)) as u64,
+        };
+        let ages = self.ages();
+        let words: Vec<String> = ages
+            .iter()
+            .filter(|(bytes, ..)| *bytes > 0)
+            .map(|(bytes, age, _)| match *age {
+                "never" => format!("{}% never verified", percent(*bytes)),
+                age => format!("{}% verified {age} ago", percent(*bytes)),
+            })
+            .collect();
+        let mut line = format!("{} listed", BinaryBytes(self.total_bytes));
+        if io::stderr().is_terminal() {
+            const WIDTH: u64 = 30;
+            let bar: String = ages
+                .iter()
+                .flat_map(|(bytes, _, shade)| {
+                    std::iter::repeat_n(
+                        *shade,
+                        (bytes * WIDTH).div_ceil(self.total_bytes.max(1)) as usize,
+                    )
+                })
+                .take(WIDTH as usize)
+                .collect();
+            line = format!("[{bar:<30}] {line}");
+        }
+        if !words.is_empty() {
+            line += &format!(": {}", words.join(", "));
+        }
+        if let Some(oldest) = self.oldest_verification {
+            let age = seconds(SystemTime::now()).saturating_sub(oldest);
+            line += &format!(
+                "; the oldest proof is {} old",
+                HumanDuration(Duration::from_secs(age))
+            );
+        }
+        report(ledger, &line);
+    }
+}
