@@ -329,6 +329,7 @@ fn checking(
             .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
     }
     let asked = args.ledger_reset || args.max_duration.is_some();
+    // (A list from standard input has no place for one.)
     let one_list = (args.files.len() == 1 && args.files[0] != "-").then(|| &args.files[0]);
     let ledger = match (args.ledger, one_list) {
         (Some(file), _) => Some((file.into(), false)),
@@ -345,11 +346,6 @@ fn checking(
         }
         (None, None) => None,
     };
-    if ledger.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-")) {
-        return Err(usage(
-            "--ledger reads its lists twice: give them as files, not standard input",
-        ));
-    }
     let ledger = ledger.map(|(file, if_there)| Ledgering {
         file,
         if_there,

@@ -67,7 +67,7 @@ const BINARY: [(&str, &[&str]); 14] = [
     (
         "check",
         &[
-            "args", "audit", "output", "plan", "progress", "repair", "sys", "tally",
+            "args", "audit", "beneath", "output", "plan", "progress", "repair", "sys", "tally",
         ],
     ),
 ];

@@ -22,6 +22,7 @@ mod habits;
 mod json;
 mod layers;
 mod leaves;
+mod ledger;
 mod parts;
 #[cfg(unix)]
 mod repair;

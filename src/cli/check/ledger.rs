@@ -316,16 +316,19 @@ impl Schedule {
     }
 
     /// Chooses the next round: the units least recently verified, `bytes`
-    /// of them (at least one; none when every unit was chosen); the bytes
-    /// chosen.
+    /// of them (at least one; none when every unit was chosen; fewer when
+    /// their starts would outgrow memory); the bytes chosen.
     pub fn choose(&mut self, bytes: u64) -> io::Result<u64> {
         if self.left.is_none() {
             let units = std::mem::replace(&mut self.units, Spill::new(0));
             self.left = Some(units.into_sorted()?);
         }
         self.round.clear();
+        // (A round's starts are held in memory: at most a structure's
+        // worth of them.)
+        let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
         let mut taken = 0u64;
-        while taken < bytes.max(1) {
+        while taken < bytes.max(1) && self.round.len() < most {
             let Some(planned) = self.left.as_mut().and_then(Iterator::next) else {
                 break;
             };

@@ -21,12 +21,11 @@ mod hints;
 mod ledger;
 
 use std::cell::{Cell, RefCell};
-use std::time::Instant;
-
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::time::Instant;
 
 use bt2sum::format::name::Name;
 use bt2sum::plain_message;
@@ -76,8 +75,20 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         Ok(ledger) => ledger.flatten(),
         Err(status) => return status,
     };
+    let mut sources = Lists {
+        updated: updated.as_ref(),
+        stdin: None,
+    };
+    if ledger.is_some()
+        && lists.iter().any(|list| list == "-")
+        && let Err(error) = sources.keep_stdin()
+    {
+        report(OsStr::new("standard input"), &plain_message(&error));
+        return Status::Failure;
+    }
     // The units of the lists, with a ledger: listed as the lists are read
-    // the first time, then chosen a round at a time with --max-duration.
+    // the first time, then checked in rounds, the least recently verified
+    // first, until every one is or the time (--max-duration) is up.
     let schedule = ledger
         .as_ref()
         .map(|ledger| RefCell::new(Schedule::new(ledger)));
@@ -101,8 +112,6 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         verifier = verifier.quick();
     }
     if let Some(schedule) = &schedule {
-        // Listing, every unit is noted (and checked, without a time
-        // budget); then a round checks those it chose, until the deadline.
         verifier = verifier
             .pass_bytes(PASS_BYTES)
             .choosing(Box::new(|start, unit| {
@@ -110,7 +119,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
                     if let Some(unit) = unit {
                         schedule.borrow_mut().add(start, unit);
                     }
-                    return max_duration.is_none();
+                    return false;
                 }
                 schedule.borrow().round.binary_search(&start).is_ok()
             }));
@@ -121,7 +130,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
         let probe_others = plan.audit.is_some() && part.part() == 1;
-        let total = total_bytes(&verifier, lists, updated.as_ref());
+        let total = sources.total_bytes(&verifier, lists);
         verifier = verifier.slicing(Slice {
             part,
             total,
@@ -149,7 +158,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     loop {
         if schedule.is_some() {
             verifier.restart();
-            total_bytes(&verifier, lists, updated.as_ref());
+            sources.total_bytes(&verifier, lists);
         }
         for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
             if list == "-" {
@@ -159,7 +168,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
             if read.is_err() || out_of_time && !listing.get() {
                 continue;
             }
-            if quick && list != "-" && !has_stat_line(open_list(list, updated.as_ref())) {
+            if quick && list != "-" && !has_stat_line(sources.open(list)) {
                 // (Every file would be read: the user meant otherwise.)
                 let message = "--quick needs stat lines, and the list has none: make it with \
                                --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
@@ -168,13 +177,20 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
                 *read = Err(None);
                 continue;
             }
-            let reader = open_list(list, updated.as_ref());
+            let reader = sources.open(list);
             match check.list(&verifier, &progress, list, reader, tally, !rounds.first()) {
                 Ok(result) => *read = result.map_err(Some),
                 Err(error) => return check.status.max(write_failed(&error)),
             }
+            if schedule.is_none() {
+                // (Read once: each list is summed up as it ends.)
+                let ended = std::mem::replace(read, Err(None));
+                if let Err(error) = check.end_list(list, std::mem::take(tally), ended) {
+                    return check.status.max(write_failed(&error));
+                }
+            }
         }
-        let (Some(schedule), Some(deadline)) = (&schedule, deadline) else {
+        let Some(schedule) = &schedule else {
             break;
         };
         if listing.replace(false) && schedule.borrow().foreign() {
@@ -190,7 +206,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
             break;
         }
     }
-    for (list, (tally, read)) in lists.iter().zip(tallies) {
+    for (list, (tally, read)) in lists.iter().zip(tallies).filter(|_| schedule.is_some()) {
         if let Err(error) = check.end_list(list, tally, read) {
             return check.status.max(write_failed(&error));
         }
@@ -213,13 +229,14 @@ const PASS_BYTES: u64 = 64 << 20;
 /// speed is known.
 const FIRST_ROUND: u64 = 256 << 20;
 
-/// The rounds of a check with a time budget (`--max-duration`): each
-/// chooses the least recently verified units that the time left and the
-/// speed so far can verify (a round too big is cut at the deadline).
+/// The rounds of a check with a ledger: each chooses the least recently
+/// verified units left, as many as the time left (`--max-duration`) and
+/// the speed so far can verify (a round too big is cut at the deadline),
+/// or all of them without a time budget.
 #[derive(Default)]
 struct Rounds {
     chosen: u64,
-    /// The bytes the rounds so far chose, and when the first started.
+    /// When the first round started, and the bytes the rounds chose.
     started: Option<Instant>,
     bytes: u64,
 }
@@ -230,20 +247,22 @@ impl Rounds {
         self.chosen == 0
     }
 
-    /// Chooses the next round, if there is time left.
-    fn next(&mut self, schedule: &mut Schedule, deadline: Instant) -> io::Result<()> {
-        let now = Instant::now();
-        let left = deadline.saturating_duration_since(now);
-        let started = *self.started.get_or_insert(now);
-        let elapsed = now.duration_since(started).as_secs_f64();
-        let bytes = match self.bytes {
-            _ if left.is_zero() => 0,
-            0 => FIRST_ROUND,
-            done => (done as f64 / elapsed.max(0.001) * left.as_secs_f64() * 1.5) as u64,
-        };
+    /// Chooses the next round (none when the time is up).
+    fn next(&mut self, schedule: &mut Schedule, deadline: Option<Instant>) -> io::Result<()> {
         if let Some(error) = schedule.error.take() {
             return Err(error);
         }
+        let now = Instant::now();
+        let elapsed = now.duration_since(*self.started.get_or_insert(now));
+        let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
+            None => u64::MAX,
+            Some(left) if left.is_zero() => 0,
+            Some(_) if self.bytes == 0 => FIRST_ROUND,
+            Some(left) => {
+                let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
+                (rate * left.as_secs_f64() * 1.5) as u64
+            }
+        };
         match bytes {
             0 => schedule.round.clear(),
             bytes => self.bytes += schedule.choose(bytes)?,
@@ -251,20 +270,6 @@ impl Rounds {
         self.chosen += 1;
         Ok(())
     }
-}
-
-/// The bytes the lists describe (see [`Slice`]); a list that cannot be
-/// read is reported when it is checked.
-fn total_bytes(verifier: &Verifier<'_>, lists: &[OsString], updated: Option<&UpdatedList>) -> u64 {
-    let mut total = 0u64;
-    for list in lists {
-        if let Ok(mut reader) = open_list(list, updated)
-            && let Ok(bytes) = verifier.total_bytes(&mut reader)
-        {
-            total = total.saturating_add(bytes);
-        }
-    }
-    total
 }
 
 /// The check's ledger, open, if it is to be used; else the run's status,
@@ -281,15 +286,49 @@ fn open_ledger(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
         })
 }
 
-/// The list `list`, to read from its start: through the update's
-/// descriptor if it is the list an update rewrites.
-fn open_list<'a>(
-    list: &OsStr,
+/// The lists of a check, each to read from its start as often as needed:
+/// the list an update rewrites through the update's descriptor, and
+/// standard input, where it is read more than once, from a temporary
+/// copy.
+struct Lists<'a> {
     updated: Option<&'a UpdatedList>,
-) -> io::Result<Box<dyn io::BufRead + 'a>> {
-    match updated {
-        Some(updated) => Ok(Box::new(updated.reader()?)),
-        None => sys::open_list(list),
+    stdin: Option<std::fs::File>,
+}
+
+impl Lists<'_> {
+    /// The list `list`, from its start.
+    fn open(&self, list: &OsStr) -> io::Result<Box<dyn io::BufRead + '_>> {
+        match (self.updated, &self.stdin) {
+            (Some(updated), _) => Ok(Box::new(updated.reader()?)),
+            (None, Some(copy)) if list == "-" => {
+                let mut copy = copy.try_clone()?;
+                copy.rewind()?;
+                Ok(Box::new(io::BufReader::new(copy)))
+            }
+            (None, _) => sys::open_list(list),
+        }
+    }
+
+    /// Keeps standard input in a temporary file, to read it again.
+    fn keep_stdin(&mut self) -> io::Result<()> {
+        let mut copy = tempfile::tempfile()?;
+        io::copy(&mut io::stdin().lock(), &mut copy)?;
+        self.stdin = Some(copy);
+        Ok(())
+    }
+
+    /// The bytes `lists` describe (see [`Slice`]); a list that cannot be
+    /// read is reported when it is checked.
+    fn total_bytes(&self, verifier: &Verifier<'_>, lists: &[OsString]) -> u64 {
+        let mut total = 0u64;
+        for list in lists {
+            if let Ok(mut reader) = self.open(list)
+                && let Ok(bytes) = verifier.total_bytes(&mut reader)
+            {
+                total = total.saturating_add(bytes);
+            }
+        }
+        total
     }
 }
 

@@ -1,0 +1,290 @@
+//! The ledger of verifications (`--ledger`, `--max-duration`,
+//! `--ledger-reset`): only what matched is recorded, at the grain of a
+//! listed leaf; a scrub with a time budget goes on where the last stopped;
+//! a ledger that is damaged, foreign, newer, in use or out of reach is
+//! said and never makes a file pass; a kill loses no ledger.
+
+use std::fs;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{bt2sum, mkfifo, noise, run_in, status, stderr, stdout};
+
+/// A tree of three small files and one of 40 leaves of 4 KiB, listed with
+/// its leaves in `SUMS`.
+fn archive() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, len) in [("a", 1000), ("b", 2000), ("c", 3000)] {
+        fs::write(dir.path().join(name), noise(len, len as u64)).unwrap();
+    }
+    fs::write(dir.path().join("big"), noise(40 << 12, 7)).unwrap();
+    let out = run_in(
+        dir.path(),
+        ["-t", "4k", "--leaves", "a", "b", "c", "big"],
+        b"",
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    fs::write(dir.path().join("SUMS"), out.stdout).unwrap();
+    dir
+}
+
+/// Checks `SUMS` in `dir` with `args` and `--json`: the status, the
+/// records, and the summary's ledger object.
+fn check(dir: &Path, args: &[&str]) -> (i32, Vec<Value>, Value) {
+    let mut all = vec!["-c", "--json"];
+    all.extend(args);
+    all.push("SUMS");
+    let out = run_in(dir, &all, b"");
+    let records: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let summary = records.last().cloned().unwrap_or(Value::Null);
+    (status(&out), records, summary["ledger"].clone())
+}
+
+/// The bytes the ledger says were never verified.
+fn never(ledger: &Value) -> u64 {
+    ledger["never_verified_bytes"].as_u64().unwrap()
+}
+
+const LISTED: u64 = 1000 + 2000 + 3000 + (40 << 12);
+
+#[test]
+fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
+    let dir = archive();
+    let (code, _, ledger) = check(dir.path(), &[]);
+    assert_eq!((code, ledger), (0, Value::Null));
+    assert!(!dir.path().join("SUMS.ledger").exists());
+    // --max-duration 0 makes the ledger and verifies nothing.
+    let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("SUMS.ledger: 165.86 KiB listed: 100% never verified"),
+        "{}",
+        stderr(&out)
+    );
+    // From now on, a plain check records what it verifies.
+    let (code, _, ledger) = check(dir.path(), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(ledger["total_bytes"], LISTED);
+    assert_eq!(never(&ledger), 0);
+    assert_eq!(ledger["verified_within_1_day_bytes"], LISTED);
+    let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
+    assert!(
+        stderr(&out).contains(": 100% verified under a day ago; the oldest proof is"),
+        "{}",
+        stderr(&out)
+    );
+    // --status says nothing, the ledger is still kept.
+    let out = run_in(dir.path(), ["-c", "--status", "SUMS"], b"");
+    assert_eq!((status(&out), stderr(&out).as_str()), (0, ""));
+}
+
+#[test]
+fn damage_is_never_recorded_and_a_leaf_is_its_own_unit() {
+    let dir = archive();
+    // Leaf 3 of big, and all of b, damaged.
+    let flip = |name: &str, at: usize| {
+        let path = dir.path().join(name);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[at] ^= 1;
+        fs::write(&path, bytes).unwrap();
+    };
+    flip("big", 3 * 4096 + 5);
+    flip("b", 0);
+    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
+    assert_eq!(status, 1);
+    assert_eq!(never(&ledger), 2000 + 4096);
+    // Mended, they are recorded at the next check.
+    flip("big", 3 * 4096 + 5);
+    flip("b", 0);
+    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
+    assert_eq!((status, never(&ledger)), (0, 0));
+}
+
+#[test]
+fn a_scrub_with_a_time_budget_verifies_what_was_never_verified_first() {
+    let dir = archive();
+    check(dir.path(), &["--ledger-reset"]);
+    // A file added to the list is the one unit never verified.
+    fs::write(dir.path().join("d"), b"new").unwrap();
+    let out = run_in(dir.path(), ["d"], b"");
+    let mut sums = fs::read(dir.path().join("SUMS")).unwrap();
+    sums.extend(out.stdout);
+    fs::write(dir.path().join("SUMS"), sums).unwrap();
+    let (status, records, ledger) = check(dir.path(), &["--max-duration", "0"]);
+    assert_eq!((status, records.len(), never(&ledger)), (0, 1, 3));
+    // A budget that covers everything verifies it all, each unit once,
+    // with its verdict.
+    let (status, records, ledger) = check(dir.path(), &["--max-duration", "1h", "--verbose"]);
+    assert_eq!((status, never(&ledger)), (0, 0));
+    assert_eq!(ledger["total_bytes"], LISTED + 3);
+    let verdicts: Vec<_> = records
+        .iter()
+        .filter(|record| record["type"] != "summary")
+        .map(|record| (record["name"].clone(), record["leaf"].clone()))
+        .collect();
+    assert_eq!(verdicts.len(), 4 + 40, "{records:?}");
+    let (status, _, ledger) = check(dir.path(), &["--max-duration", "0"]);
+    assert_eq!((status, never(&ledger)), (0, 0));
+}
+
+#[test]
+fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
+    let dir = archive();
+    let path = dir.path().join("SUMS.ledger");
+    let refused = |args: &[&str], why: &str| {
+        let (status, records, _) = check(dir.path(), args);
+        assert_eq!(status, 1, "{args:?}");
+        // (No verdict: the run stops before it checks.)
+        assert!(records.is_empty(), "{records:?}");
+        let mut all = vec!["-c"];
+        all.extend(args);
+        all.push("SUMS");
+        let out = run_in(dir.path(), &all, b"");
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+    };
+    // Damaged.
+    fs::write(&path, b"not a ledger at all, not even close").unwrap();
+    refused(&[], "the ledger is damaged");
+    assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
+    // Made for another list.
+    let other = tempfile::tempdir().unwrap();
+    fs::write(other.path().join("x"), b"x").unwrap();
+    let out = run_in(other.path(), ["x"], b"");
+    fs::write(other.path().join("SUMS"), out.stdout).unwrap();
+    fs::copy(&path, other.path().join("SUMS.ledger")).unwrap();
+    let (status, _, _) = check(other.path(), &[]);
+    assert_eq!(status, 1);
+    let out = run_in(other.path(), ["-c", "SUMS"], b"");
+    assert!(
+        stderr(&out).contains("made for another list"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(check(other.path(), &["--ledger-reset"]).0, 0);
+    // From a newer bt2sum.
+    {
+        const ABOUT: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("about");
+        let database = redb::Database::create(&path).unwrap();
+        let write = database.begin_write().unwrap();
+        write
+            .open_table(ABOUT)
+            .unwrap()
+            .insert("format", 99)
+            .unwrap();
+        write.commit().unwrap();
+    }
+    refused(&[], "made by a newer bt2sum (format 99)");
+    // A link is not followed, and a ledger out of reach is said.
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("elsewhere", &path).unwrap();
+    refused(&["--max-duration", "0"], "cannot open the ledger");
+    assert!(!dir.path().join("elsewhere").exists());
+    refused(&["--ledger", "no/such/dir/L"], "cannot open the ledger");
+}
+
+#[test]
+fn a_ledger_in_use_is_said() {
+    let dir = archive();
+    mkfifo(&dir.path().join("fifo"));
+    let out = run_in(dir.path(), ["-a", "blake2b", "/dev/null"], b"");
+    // A list naming a FIFO keeps the first check waiting, its ledger open.
+    let line = stdout(&out).replace("/dev/null", "fifo");
+    fs::write(dir.path().join("WAIT"), line).unwrap();
+    let mut first = bt2sum()
+        .current_dir(dir.path())
+        .args(["-c", "--ledger", "L", "WAIT"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(50));
+        let out = run_in(dir.path(), ["-c", "--ledger", "L", "SUMS"], b"");
+        said = stderr(&out);
+        if status(&out) == 1 && said.contains("in use by another bt2sum") {
+            break;
+        }
+    }
+    // The FIFO opened and closed lets the first end.
+    drop(
+        fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("fifo")),
+    );
+    first.wait().unwrap();
+    assert!(
+        said.contains("L: the ledger is in use by another bt2sum"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
+    let dir = archive();
+    let sums = fs::read(dir.path().join("SUMS")).unwrap();
+    let out = run_in(dir.path(), ["-c", "--max-duration", "0"], &sums);
+    assert_eq!(status(&out), 2);
+    assert!(stderr(&out).contains("--ledger FILE"), "{}", stderr(&out));
+    // Named, it is kept for standard input, read again in each round.
+    let args = ["-c", "--ledger", "L", "--max-duration", "1h", "--json", "-"];
+    let out = run_in(dir.path(), args, &sums);
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let summary: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(summary["ledger"]["total_bytes"], LISTED);
+    assert_eq!(never(&summary["ledger"]), 0);
+    fs::copy(dir.path().join("SUMS"), dir.path().join("SUMS2")).unwrap();
+    let out = run_in(
+        dir.path(),
+        ["-c", "--max-duration", "0", "SUMS", "SUMS2"],
+        b"",
+    );
+    assert_eq!(status(&out), 2);
+    let out = run_in(
+        dir.path(),
+        ["-c", "--ledger", "L", "--ledger-reset", "SUMS", "SUMS2"],
+        b"",
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+}
+
+/// Kills a scrub at several points: the ledger is never lost, and what it
+/// says was verified never shrinks.
+#[test]
+fn a_kill_loses_at_most_the_last_moments() {
+    let dir = tempfile::tempdir().unwrap();
+    // 96 MiB in leaves of 1 MiB: passes of 64 MiB of leaves.
+    let file = dir.path().join("big");
+    let chunk = noise(1 << 20, 3);
+    fs::write(&file, chunk.repeat(96)).unwrap();
+    let out = run_in(dir.path(), ["-t", "1m", "--leaves", "big"], b"");
+    fs::write(dir.path().join("SUMS"), out.stdout).unwrap();
+    let mut verified = 0;
+    for delay in [50, 300, 800, 1500] {
+        let mut child = bt2sum()
+            .current_dir(dir.path())
+            .env("BT2SUM_HASH_KERNEL", "crate")
+            .args(["-c", "--cpus", "1", "--max-duration", "1h", "SUMS"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (status, _, ledger) = check(dir.path(), &["--max-duration", "0"]);
+        assert_eq!(status, 0, "after a kill at {delay} ms");
+        let now = (96 << 20) - never(&ledger);
+        assert!(now >= verified, "{now} after {verified}");
+        verified = now;
+    }
+    let (status, _, ledger) = check(dir.path(), &["--max-duration", "1h"]);
+    assert_eq!((status, never(&ledger)), (0, 0));
+}
