@@ -330,8 +330,8 @@ impl<'a> Audit<'a> {
     }
 }
 
-/// What a walk passes over in an audit: the lists, and the file standard
-/// output writes to, are never new; nor are an update's temporary files in
+/// What a walk passes over in an audit: the lists, their ledger, and the
+/// file standard output writes to, are never new; nor are an update's temporary files in
 /// a list's directory (a run that was killed may have left one behind).
 fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
     let mut skipped = Skipped {
@@ -347,6 +347,9 @@ fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
         skipped
             .names_in
             .extend(directory.and_then(|directory| FileId::of_path(&directory).ok()));
+    }
+    if let Some(ledger) = &check.ledger {
+        skipped.files.extend(FileId::of_path(&ledger.file));
     }
     if let Some((list, directory)) = updated.and_then(|list| list.ids().ok()) {
         skipped.files.push(list);

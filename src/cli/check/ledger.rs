@@ -9,7 +9,8 @@
 //! keeps its record, an edited line is a new unit, and a ledger made for
 //! another list knows none of the list's units. The ledger only orders a
 //! check's work and reports its coverage: it never makes a file pass, and
-//! only a unit that matched is recorded.
+//! only a unit that matched is recorded (one found failing loses its
+//! record).
 
 use std::ffi::OsStr;
 use std::io::{self, IsTerminal};
@@ -145,33 +146,43 @@ impl Ledger {
         Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
     }
 
-    /// Records what a pass verified: each of its units that matched, now.
-    /// (A file that failed anywhere has its failing units left as they
-    /// were, and an unread or edited one none.)
+    /// Records what a pass verified: each of its units that matched is
+    /// verified now; one that did not (damaged, missing, edited) loses its
+    /// record, so that it counts as never verified and comes first in the
+    /// next scrub; one not read (`--quick`) keeps its record.
     pub fn note(&mut self, checked: &Checked) {
-        if self.failed.is_some() || checked.edited() {
+        if self.failed.is_some() {
             return;
         }
-        let matched = |wanted: Subject| {
-            checked
-                .lines()
-                .any(|(subject, verdict)| subject == wanted && verdict == Verdict::Ok)
+        let (mut whole, mut leaves) = (None, Vec::new());
+        for (subject, verdict) in checked.lines() {
+            match subject {
+                Subject::Checksum => whole = Some(verdict),
+                Subject::Leaf(index) => leaves.push((index, verdict)),
+                Subject::Length => {}
+            }
+        }
+        leaves.sort_unstable_by_key(|(index, _)| *index);
+        let leaf = |index| {
+            let at = leaves.binary_search_by_key(&index, |(index, _)| *index);
+            at.ok().map(|at| leaves[at].1)
         };
         let (name, tree) = (checked.name(), checked.tree());
-        let mut keys: Vec<Key> = checked
+        let mut units: Vec<(Key, Verdict)> = checked
             .listed_leaves()
-            .filter(|(index, _)| matched(Subject::Leaf(*index)))
-            .map(|(index, digest)| key(name, tree, Some(index), digest))
+            .filter_map(|(index, digest)| {
+                Some((key(name, tree, Some(index), digest), leaf(index)?))
+            })
             .collect();
-        if let Some(expected) = checked.expected().filter(|_| matched(Subject::Checksum)) {
-            keys.push(key(name, tree, None, expected));
+        if let (Some(expected), Some(verdict)) = (checked.expected(), whole) {
+            units.push((key(name, tree, None, expected), verdict));
         }
-        if let Err(error) = self.record(&keys) {
+        if let Err(error) = self.record(&units) {
             self.failed = Some(error.to_string());
         }
     }
 
-    fn record(&mut self, keys: &[Key]) -> Result<(), redb::Error> {
+    fn record(&mut self, units: &[(Key, Verdict)]) -> Result<(), redb::Error> {
         let now = seconds(SystemTime::now());
         if self.pending.is_none() {
             let mut write = self.database.begin_write()?;
@@ -182,8 +193,12 @@ impl Ledger {
         }
         if let Some(write) = &self.pending {
             let mut table = write.open_table(VERIFIED)?;
-            for key in keys {
-                table.insert(key, now)?;
+            for (key, verdict) in units {
+                match verdict {
+                    Verdict::Ok => drop(table.insert(key, now)?),
+                    Verdict::Unread => {}
+                    _ => drop(table.remove(key)?),
+                }
             }
         }
         if self.last_commit.elapsed() >= COMMIT_EVERY {
@@ -411,9 +426,11 @@ impl Coverage {
     /// Says the coverage on standard error: a bar of the bytes by age of
     /// their last proof on a terminal, the same in words elsewhere.
     pub fn show(&self, ledger: &OsStr) {
-        let percent = |bytes: u64| match self.total_bytes {
-            0 => 0,
-            total => (u128::from(bytes) * 100 / u128::from(total)) as u64,
+        // (A part too small for a whole percent is not said to be none.)
+        let total = u128::from(self.total_bytes);
+        let percent = |bytes: u64| match (u128::from(bytes) * 100 + total / 2) / total {
+            0 => "<1".to_string(),
+            percent => percent.to_string(),
         };
         let ages = self.ages();
         let words: Vec<String> = ages
