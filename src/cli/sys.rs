@@ -191,22 +191,8 @@ mod stop_signals {
             .into_iter()
             .filter(|&signal| !ignored(signal))
             .collect();
-        // The handler itself raises the flag, after checking it for the
-        // second signal: no writer waits for the watcher to be scheduled.
-        // (These run before the watcher's own handler, registered after
-        // them: the watcher, woken, raises the flag too.)
-        let mut raising = Vec::new();
-        for &signal in &taken {
-            let flag = super::stopping_flag();
-            let _ = signal_hook::flag::register_conditional_default(
-                signal,
-                std::sync::Arc::clone(flag),
-            );
-            raising.extend(signal_hook::flag::register(
-                signal,
-                std::sync::Arc::clone(flag),
-            ));
-        }
+        // The watcher first: a flag raised while no watcher is there would
+        // leave a writer waiting forever for the end it brings.
         let watcher = signal_hook::iterator::Signals::new(&taken).and_then(|mut signals| {
             std::thread::Builder::new()
                 .name("stop signals".into())
@@ -218,10 +204,21 @@ mod stop_signals {
                 })
         });
         if watcher.is_err() {
-            // No flag then: no writer waits for a watcher that is not there.
-            for id in raising {
-                signal_hook::low_level::unregister(id);
-            }
+            return;
+        }
+        // Then the handler itself raises the flag, so that no writer waits
+        // for the watcher to be scheduled. A second signal has its default
+        // action: the handler knows it by a flag of its own, which only
+        // handlers raise (the watcher, woken, raises the writers' flag).
+        let signalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for &signal in &taken {
+            let _ = signal_hook::flag::register_conditional_default(
+                signal,
+                std::sync::Arc::clone(&signalled),
+            );
+            let _ = signal_hook::flag::register(signal, std::sync::Arc::clone(&signalled));
+            let _ =
+                signal_hook::flag::register(signal, std::sync::Arc::clone(super::stopping_flag()));
         }
     }
 }
