@@ -372,8 +372,8 @@ pub struct Args {
     ///
     /// NEW files are added (in walk order), MOVED ones renamed and CHANGED
     /// ones (edits, as stat lines tell) hashed again; FAILED (damaged) and
-    /// MISSING entries are kept as they are, and the status is 1 while any
-    /// remain. The list is replaced atomically: a temporary file beside it,
+    /// MISSING entries are kept as they are (unless named with --accept or
+    /// --forget-missing), and the status is 1 while any remain. The list is replaced atomically: a temporary file beside it,
     /// flushed to the disk, then renamed over it. With --stat, every entry
     /// written anew, and every one that verifies, gets a stat line.
     #[arg(long, requires = "audit")]
@@ -390,6 +390,22 @@ pub struct Args {
     /// (--max-duration, --part), reads every byte.
     #[arg(long, requires = "audit")]
     pub quick: bool,
+
+    /// With --update: drop the lines of MISSING files from the list (they
+    /// were deleted on purpose)
+    #[arg(long, requires = "update")]
+    pub forget_missing: bool,
+
+    /// With --update: take what the files PATTERN matches hold now as
+    /// meant, damaged or not (an edit in a list without stat lines, a file
+    /// replaced on purpose): a FAILED one is hashed again (repeatable)
+    ///
+    /// PATTERN is read as --exclude's are (gitignore's rules), against the
+    /// names as the list spells them, without a leading `./`; a directory
+    /// matched takes in every file under it. No other damage is ever taken
+    /// into the list.
+    #[arg(long, value_name = "PATTERN", requires = "update")]
+    pub accept: Vec<String>,
 
     /// With --check: keep in FILE when each file, and each leaf of a leaf
     /// listing, was last verified to match (default: LIST.ledger beside

@@ -282,6 +282,7 @@ pub enum Record<'a> {
         renamed: u64,
         rehashed: u64,
         restated: u64,
+        forgotten: u64,
     },
     /// The counts of a run, last.
     Summary(Summary),

@@ -157,10 +157,13 @@ pub struct Auditing {
 }
 
 /// `--update`: every entry written anew, and every one that verifies, gets
-/// a stat line if `stat` (`--stat`).
-#[derive(Clone, Copy)]
+/// a stat line if `stat` (`--stat`); the lines of missing files are dropped
+/// if `forget_missing`; damaged files `accept` matches are hashed again.
+#[derive(Clone)]
 pub struct Update {
     pub stat: bool,
+    pub forget_missing: bool,
+    pub accept: Box<Excludes>,
 }
 
 /// Where good copies of damaged files are (`--repair-from`), and what
@@ -352,10 +355,21 @@ fn checking(
         reset: args.ledger_reset,
         max_duration: args.max_duration,
     });
+    let update = match args.update {
+        true => Some(Update {
+            stat: args.stat,
+            forget_missing: args.forget_missing,
+            accept: Box::new(
+                Excludes::new(&args.accept)
+                    .map_err(|error| usage(&format!("--accept: {error}")))?,
+            ),
+        }),
+        false => None,
+    };
     let audit = (!args.audit.is_empty()).then(|| Auditing {
         roots: args.audit,
         walk,
-        update: args.update.then_some(Update { stat: args.stat }),
+        update,
         quick: args.quick,
     });
     Ok(Checking {

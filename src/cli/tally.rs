@@ -45,6 +45,8 @@ pub struct Tally {
     pub unrepaired_leaves: u64,
     /// Files that failed and verify now, mended.
     pub mended_files: u64,
+    /// Files that failed and an update takes in as they are (`--accept`).
+    pub accepted: u64,
     /// What an audit found besides the lists' verdicts: files under its
     /// roots no list names, files moved, listed files missing, and errors
     /// of its walk.
@@ -69,6 +71,7 @@ impl Tally {
         self.repaired_leaves += other.repaired_leaves;
         self.unrepaired_leaves += other.unrepaired_leaves;
         self.mended_files += other.mended_files;
+        self.accepted += other.accepted;
     }
 
     /// The status of an audit: a failure if anything but OK was found.
@@ -95,6 +98,34 @@ impl Tally {
             counted(&mut warnings, self.missing, one, many);
         }
         warnings
+    }
+
+    /// An audit's last line, counting the files of every class found (OK
+    /// always), as hashdeep's audit ends; to follow `bt2sum: `.
+    pub fn audit_line(&self, ignore_missing: bool) -> String {
+        let missing = if ignore_missing { 0 } else { self.missing };
+        let classes = [
+            (self.matched, "OK"),
+            (self.unread, "OK (not read)"),
+            (self.unverified, "OK (length only)"),
+            (self.mismatched, "FAILED"),
+            (self.changed, "CHANGED"),
+            (self.unreadable, "FAILED open or read"),
+            (self.new, "NEW"),
+            (self.moved, "MOVED"),
+            (missing, "MISSING"),
+        ];
+        let files: u64 = classes.iter().map(|(count, _)| count).sum();
+        let counted: Vec<String> = classes
+            .iter()
+            .filter(|&&(count, class)| count > 0 || class == "OK")
+            .map(|(count, class)| format!("{count} {class}"))
+            .collect();
+        let files = match files {
+            1 => "1 file".to_string(),
+            _ => format!("{files} files"),
+        };
+        format!("audited {files}: {}", counted.join(", "))
     }
 
     /// The run's summary record (`--json`).
@@ -212,7 +243,7 @@ impl Tally {
     }
 
     /// Whether the list verifies: it has a properly formatted line, none
-    /// of its files failed (but those mended) or was unreadable, none
+    /// of its files failed (but those mended or accepted) or was unreadable, none
     /// changed unless `updated` (the update lists it as it is now), with
     /// `strict` no line was improperly formatted, and with
     /// `ignore_missing` some file was verified (or, being `updated`,
@@ -224,7 +255,7 @@ impl Tally {
         let verified_nothing = self.may_verify_none(ignore_missing) && self.verified_none();
         self.entries > 0
             && (!verified_nothing || updated && self.changed > 0)
-            && self.mismatched == self.mended_files
+            && self.mismatched == self.mended_files + self.accepted
             && changed_ok
             && self.unreadable == 0
             && !(strict && self.improperly_formatted > 0)

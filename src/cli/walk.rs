@@ -229,6 +229,20 @@ impl Excludes {
         })
     }
 
+    /// Whether a listed file's `name` (as the list spells it), or a
+    /// directory above it, is matched; a name from the root never is.
+    pub fn matches_listed(&self, name: &[u8]) -> bool {
+        let Some(path) = bt2sum::format::name::Name::listed(name).path() else {
+            return false;
+        };
+        let path = path.strip_prefix(".").unwrap_or(&path);
+        self.matcher.as_ref().is_some_and(|matcher| {
+            !path.has_root()
+                && !path.as_os_str().is_empty()
+                && matcher.matched_path_or_any_parents(path, false).is_ignore()
+        })
+    }
+
     /// Whether `relative` (a path below the root being walked) is left out;
     /// `is_dir`: it is a directory.
     pub fn excludes(&self, relative: &Path, is_dir: bool) -> bool {

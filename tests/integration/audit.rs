@@ -120,7 +120,8 @@ fn an_audit_classes_every_file_in_the_tree() {
         "bt2sum: WARNING: 2 computed checksums did NOT match\n\
          bt2sum: WARNING: 3 files are new\n\
          bt2sum: WARNING: 1 file was moved\n\
-         bt2sum: WARNING: 3 listed files are missing\n"
+         bt2sum: WARNING: 3 listed files are missing\n\
+         bt2sum: audited 14 files: 5 OK, 2 FAILED, 3 NEW, 1 MOVED, 3 MISSING\n"
     );
     assert_eq!(code, 1);
     // --quiet leaves out the OK lines; --status every line; and
@@ -225,7 +226,11 @@ fn names_match_however_the_list_spells_them() {
     for root in ["d", "./d", "d/", "."] {
         let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", root, "SUMS"]);
         assert_eq!(out, "d/a: OK\n./d//b: OK\nd/./c: OK\n", "{root}");
-        assert_eq!((err.as_str(), code), ("", 0), "{root}");
+        assert_eq!(
+            (err.as_str(), code),
+            ("bt2sum: audited 3 files: 3 OK\n", 0),
+            "{root}"
+        );
     }
 }
 
@@ -341,7 +346,8 @@ fn the_lists_are_never_new() {
     let list = run_in(dir.path(), ["-r", "."], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let (out, err, code) = bt2sum_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
-    assert_eq!((out.as_str(), err.as_str(), code), ("./a: OK\n", "", 0));
+    let clean = ("./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
+    assert_eq!((out.as_str(), err.as_str(), code), clean);
     // Nor what an update left behind when it was killed, beside the list;
     // but a file named like one anywhere else, or of another form, is.
     fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
@@ -407,6 +413,64 @@ fn an_update_follows_deliberate_changes_only() {
         &["-c", "--ignore-missing", "--audit", ".", "../SUMS"],
     );
     assert_eq!(code, 0);
+}
+
+/// What the user names is taken in, and nothing else: `--forget-missing`
+/// drops the missing files' lines, `--accept PATTERN` hashes again the
+/// damaged (or, without stat lines, edited) files it matches.
+#[test]
+fn an_update_takes_in_what_is_named_and_nothing_else() {
+    let dir = changed_archive(false);
+    let root = dir.path().join("t");
+    let list = dir.path().join("SUMS");
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["-c", "--quiet", "--audit", ".", "--update"];
+        args.extend(extra);
+        args.push("../SUMS");
+        bt2sum_in(&root, &args)
+    };
+    // A pattern that matches nothing accepts nothing.
+    let (_, err, code) = audit(&["--accept", "nothing/"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("updated: 3 files added, 1 renamed\n"), "{err}");
+    // Edited without a stat line, the edit is FAILED until named.
+    let (out, _, _) = audit(&[]);
+    assert!(out.contains("./edit: FAILED\n"), "{out}");
+    let read = || String::from_utf8_lossy(&fs::read(&list).unwrap()).into_owned();
+    let kept = read();
+    let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
+    assert!(
+        err.ends_with("updated: 1 hashed again, 3 missing files forgotten\n"),
+        "{err}"
+    );
+    // The damage, not named, still fails the run, and keeps its line.
+    assert_eq!(code, 1);
+    let now = read();
+    let line = |list: &str, name: &str| {
+        list.lines()
+            .find(|line| line.contains(&format!("({name})")))
+            .map(str::to_string)
+    };
+    assert_eq!(line(&now, "./damage"), line(&kept, "./damage"));
+    assert_ne!(line(&now, "./edit"), line(&kept, "./edit"));
+    for gone in ["./gone", "./dup1", "./empty1"] {
+        assert_eq!(line(&now, gone), None, "{now}");
+    }
+    // Named, the damage is taken in too: all is well.
+    let (_, err, code) = audit(&["--accept", "/damage"]);
+    assert_eq!(code, 0, "{err}");
+    let (out, err, code) = bt2sum_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    assert_eq!((out.as_str(), err.as_str(), code), ("", "", 0));
+    // Both need --update; a bad pattern is a usage error.
+    for extra in [["--forget-missing", "-q"], ["--accept", "x"]] {
+        let mut args = vec!["-c", "--audit", "."];
+        args.extend(extra);
+        args.push("../SUMS");
+        assert_eq!(bt2sum_in(&root, &args).2, 2, "{extra:?}");
+    }
+    let (_, err, code) = audit(&["--accept", "[z-a]"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--accept: bad pattern \"[z-a]\""), "{err}");
 }
 
 #[test]
@@ -483,7 +547,11 @@ fn an_update_keeps_each_entrys_shape() {
     let (out, err, code) = bt2sum_in(&root, &["-c", "--audit", ".", "../SUMS"]);
     assert_eq!(
         (out.as_str(), err.as_str(), code),
-        ("./a: OK\n./b2: OK\n./c: OK\n./d: OK\n", "", 0)
+        (
+            "./a: OK\n./b2: OK\n./c: OK\n./d: OK\n",
+            "bt2sum: audited 4 files: 4 OK\n",
+            0
+        )
     );
 }
 

@@ -157,6 +157,9 @@ fn objects_printed() -> Vec<Value> {
     fs::write(at.join("t/new"), b"new\n").unwrap();
     json(&["-c", "--audit", "t", "SUMS"], b"");
     json(&["-c", "--audit", "t", "--update", "SUMS"], b"");
+    // Files not read (--quick), and a ledger's coverage.
+    json(&["-c", "--audit", "t", "--quick", "SUMS"], b"");
+    json(&["-c", "--max-duration", "1h", "SUMS"], b"");
     // Leaves mended from a good copy, and one the copy cannot give.
     fs::create_dir(at.join("copy")).unwrap();
     fs::write(at.join("copy/big"), vec![7u8; 40]).unwrap();
@@ -190,6 +193,9 @@ fn every_object_printed_is_one_the_schema_allows() {
         let kind = object["type"].as_str().unwrap().to_string();
         // (Two summaries: hashing's and checking's.)
         let kind = match (kind.as_str(), object.get("lists")) {
+            ("summary", Some(_)) if object.get("ledger").is_some() => {
+                "summary with a ledger".to_string()
+            }
             ("summary", Some(_)) => "summary of a check".to_string(),
             _ => kind,
         };
@@ -214,7 +220,9 @@ fn every_object_printed_is_one_the_schema_allows() {
         "repair FAILED",
         "summary",
         "summary of a check",
+        "summary with a ledger",
         "verdict OK",
+        "verdict OK (not read)",
         "verdict FAILED",
         "verdict CHANGED",
         "verdict NEW",

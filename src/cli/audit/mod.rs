@@ -38,7 +38,7 @@ use std::sync::atomic::AtomicU64;
 use bt2sum::format::name::Name;
 use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::sys::FileId;
-use bt2sum::verify::Checked;
+use bt2sum::verify::{Checked, Verdict};
 use bt2sum::{Event, Job, TreeParams, hash_each};
 use moves::{Joined, NewFile};
 use rewrite::{Rewrite, Shape};
@@ -102,7 +102,9 @@ impl<'a> Audit<'a> {
 
     /// Keeps what the audit needs of a checked file: its name, and, if it
     /// is missing, what finds where it moved; what the update needs.
-    pub fn keep(&mut self, checked: &Checked) -> io::Result<()> {
+    /// Whether the file failed and the update takes it in (`--accept`).
+    pub fn keep(&mut self, checked: &Checked) -> io::Result<bool> {
+        let mut accepted = false;
         let missing = checked.is_missing() && checked.is_last_pass();
         let index = self.missing.len();
         if missing {
@@ -117,7 +119,7 @@ impl<'a> Audit<'a> {
             }
             self.missing.push(&ByteBuf::from(checked.name()))?;
         }
-        if let Some(update) = self.plan.update {
+        if let Some(update) = &self.plan.update {
             if self.shape.is_none() && checked.tagged().is_some() {
                 self.shape = Some(Shape {
                     tree: *checked.tree(),
@@ -127,7 +129,9 @@ impl<'a> Audit<'a> {
                 });
             }
             if checked.is_last_pass() {
-                let fate = rewrite::fate(checked, missing.then_some(index), update.stat);
+                let fate = rewrite::fate(checked, missing.then_some(index), update);
+                accepted = matches!(fate, rewrite::Fate::Changed(_))
+                    && checked.file_verdict() == Some(Verdict::Failed);
                 let lines = checked.file_lines();
                 let entry = rewrite::Entry {
                     lines: (*lines.start(), *lines.end()),
@@ -137,7 +141,8 @@ impl<'a> Audit<'a> {
             }
         }
         self.listed
-            .push(&ByteBuf::from(Name::normalized(checked.name())))
+            .push(&ByteBuf::from(Name::normalized(checked.name())))?;
+        Ok(accepted)
     }
 
     /// Walks the roots and prints what the lists said nothing of, counting
@@ -166,6 +171,9 @@ impl<'a> Audit<'a> {
         if printer.verbosity != Verbosity::Status {
             for warning in tally.audit_warnings(check.ignore_missing) {
                 warn(&warning);
+            }
+            if !matches!(printer.verbosity, Verbosity::Quiet) {
+                warn(&tally.audit_line(check.ignore_missing));
             }
         }
         let rewrite = match finished {
@@ -235,7 +243,7 @@ impl<'a> Audit<'a> {
         {
             return Ok(None);
         }
-        Ok(self.plan.update.map(|update| Rewrite {
+        Ok(self.plan.update.as_ref().map(|update| Rewrite {
             entries: self.entries,
             moves,
             new,

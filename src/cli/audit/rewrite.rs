@@ -10,7 +10,9 @@
 //! - a NEW file's lines are added at the end, in walk order, in the shape
 //!   of the list's first checksum line;
 //! - FAILED (damaged), unreadable and MISSING files keep their lines as
-//!   they were: damage is never absorbed into the list.
+//!   they were: damage is never absorbed into the list, unless the user
+//!   names the file (`--accept`: it is hashed again, as an edit is) or
+//!   forgets the missing (`--forget-missing`: their lines are dropped).
 //!
 //! Everything else in the list (comments, blank and improperly formatted
 //! lines, those among a file's lines too) is copied as it is, and a last
@@ -25,6 +27,7 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 
 use super::moves::{Moves, NewFile};
+use crate::cli::plan::Update;
 use bt2sum::Error;
 use bt2sum::Event;
 use bt2sum::TreeParams;
@@ -55,8 +58,9 @@ pub(super) struct Shape {
 pub(super) enum Fate {
     /// Copied as they are.
     Keep,
-    /// Missing entry `index`: renamed if it moved, else copied.
-    Missing(u64),
+    /// Missing entry `index`: renamed if it moved, else copied (or, when
+    /// `true`, dropped).
+    Missing(u64, bool),
     /// Written anew from the file as it is now, in this shape.
     Changed(Shape),
     /// Copied, with a stat line saying this size and time.
@@ -64,11 +68,11 @@ pub(super) enum Fate {
 }
 
 /// What becomes of a listed file's lines, given what checking it found:
-/// `missing`, its index among the missing entries; `stat`, whether every
-/// file that verifies gets a stat line.
-pub(super) fn fate(checked: &Checked, missing: Option<u64>, stat: bool) -> Fate {
+/// `missing`, its index among the missing entries; `update`, what the user
+/// asked of the update.
+pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Fate {
     if let Some(index) = missing {
-        return Fate::Missing(index);
+        return Fate::Missing(index, update.forget_missing);
     }
     let Some(tagged) = checked.tagged() else {
         // Leaf lines alone: nothing to write anew.
@@ -87,10 +91,18 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, stat: bool) -> Fate 
             leaves: checked.listed_length().is_some(),
             stat: true,
         }),
+        (Some(Verdict::Failed), _, _) if update.accept.matches_listed(checked.name()) => {
+            Fate::Changed(Shape {
+                tree: *checked.tree(),
+                tagged,
+                leaves: checked.listed_length().is_some(),
+                stat: update.stat || checked.listed_stat().is_some(),
+            })
+        }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
             let listed = checked.listed_stat();
-            if (stat || listed.is_some()) && listed != Some(now) {
+            if (update.stat || listed.is_some()) && listed != Some(now) {
                 Fate::Restat(*checked.tree(), now.0, now.1)
             } else {
                 Fate::Keep
@@ -130,6 +142,8 @@ pub struct Rewritten {
     pub rehashed: u64,
     /// Files whose stat line was written anew.
     pub restated: u64,
+    /// Missing files whose lines were dropped.
+    pub forgotten: u64,
     /// Files that could not be hashed (their lines are kept, or, new, left
     /// out); each reported.
     pub unreadable: u64,
@@ -214,7 +228,7 @@ impl Rewrite {
             let first = number == entry.lines.0;
             match &entry.fate {
                 Fate::Keep => out.write_all(&line)?,
-                Fate::Missing(index) => {
+                Fate::Missing(index, forget) => {
                     if first {
                         let pair = |moved: &io::Result<(u64, NewFile)>| matches!(moved, Ok((at, _)) if at == index);
                         state.renamed = match moved.next_if(pair) {
@@ -227,6 +241,10 @@ impl Rewrite {
                     }
                     match &state.renamed {
                         Some(file) => renamed(out, &line, file)?,
+                        // (Its comments and blank lines are kept.)
+                        None if *forget && named(&line).is_some() => {
+                            done.forgotten += u64::from(first);
+                        }
                         None => out.write_all(&line)?,
                     }
                 }

@@ -256,10 +256,12 @@ pub fn update(
                 renamed: done.renamed,
                 rehashed: done.rehashed,
                 restated: done.restated,
+                forgotten: done.forgotten,
             })?;
         }
     }
-    let failed = tally.missing + tally.errors + done.unreadable > 0;
+    let missing = tally.missing - done.forgotten;
+    let failed = missing + tally.errors + done.unreadable > 0;
     Ok(if failed {
         Status::Failure
     } else {
@@ -278,6 +280,11 @@ fn said(done: &Rewritten) -> String {
             done.restated,
             "stat line written anew",
             "stat lines written anew",
+        ),
+        (
+            done.forgotten,
+            "missing file forgotten",
+            "missing files forgotten",
         ),
     ] {
         match count {

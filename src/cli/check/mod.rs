@@ -57,7 +57,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     }
     // The list an update rewrites is opened first, and read through that
     // descriptor only.
-    let update = plan.audit.as_ref().and_then(|audit| audit.update);
+    let update = plan.audit.as_ref().and_then(|audit| audit.update.as_ref());
     let updated = match update.map(|_| UpdatedList::open(Path::new(&plan.lists[0]))) {
         Some(Err(why)) => {
             let shown = Name::of_path_lossy(&plan.lists[0]).shown();
@@ -426,7 +426,9 @@ impl Check<'_, '_> {
                 }
                 Report::Checked(checked) => {
                     if let Some(audit) = &mut self.audit {
-                        kept = audit.keep(checked);
+                        kept = audit.keep(checked).map(|accepted| {
+                            tally.accepted += u64::from(accepted);
+                        });
                     }
                     // (Only looked for, for the audit: another slice's.)
                     if checked.is_probe() || kept.is_err() {
