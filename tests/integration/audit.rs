@@ -415,6 +415,50 @@ fn an_update_follows_deliberate_changes_only() {
     assert_eq!(code, 0);
 }
 
+/// A list read from the wrong directory: every file missing where the list
+/// says, and found beside the list, or under one prefix more or less, gets
+/// a hint that names the base.
+#[test]
+fn the_wrong_base_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
+    let inside = run_in(&dir.path().join("photos"), ["a", "b"], b"");
+    fs::write(dir.path().join("photos/SUMS"), &inside.stdout).unwrap();
+    let above = run_in(dir.path(), ["-r", "photos"], b"");
+    fs::write(dir.path().join("ABOVE"), &above.stdout).unwrap();
+    // Checked from above: the files are beside the list.
+    let (_, err, code) = bt2sum_in(dir.path(), &["-c", "photos/SUMS"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("hint: no listed file is here, and they are in photos, beside the list"),
+        "{err}"
+    );
+    // Audited from above, or the list made above audited from inside.
+    let (_, err, _) = bt2sum_in(dir.path(), &["-c", "--audit", "photos", "photos/SUMS"]);
+    assert!(
+        err.contains("hint: every listed file was found under photos/: the list's names are relative to photos"),
+        "{err}"
+    );
+    let (_, err, _) = bt2sum_in(
+        &dir.path().join("photos"),
+        &["-c", "--audit", ".", "../ABOVE"],
+    );
+    assert!(
+        err.contains(
+            "hint: the list names every file under photos/, and the audit found them without it"
+        ),
+        "{err}"
+    );
+    // A file here, or a real move, is no sign of the wrong base.
+    let (_, err, _) = bt2sum_in(dir.path(), &["-c", "--audit", "photos", "ABOVE"]);
+    assert!(!err.contains("hint"), "{err}");
+    fs::rename(dir.path().join("photos/a"), dir.path().join("photos/c")).unwrap();
+    let (_, err, _) = bt2sum_in(dir.path(), &["-c", "--audit", "photos", "ABOVE"]);
+    assert!(!err.contains("hint"), "{err}");
+    let (_, err, _) = bt2sum_in(dir.path(), &["-c", "ABOVE"]);
+    assert!(!err.contains("hint"), "{err}");
+}
+
 /// What the user names is taken in, and nothing else: `--forget-missing`
 /// drops the missing files' lines, `--accept PATTERN` hashes again the
 /// damaged (or, without stat lines, edited) files it matches.

@@ -158,7 +158,11 @@ impl<'a> Audit<'a> {
     ) -> io::Result<Status> {
         let mut written = Ok(());
         let updated = self.updated;
+        let mut base = Base::default();
         let finished = self.classify(|finding| {
+            if let Finding::Moved { name, from } = &finding {
+                base.moved(name, from);
+            }
             written = finding.print(printer, tally, check.ignore_missing);
             match written {
                 Ok(()) => ControlFlow::Continue(()),
@@ -174,6 +178,10 @@ impl<'a> Audit<'a> {
             }
             if !matches!(printer.verbosity, Verbosity::Quiet) {
                 warn(&tally.audit_line(check.ignore_missing));
+            }
+            let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
+            if let (0, Some(hint)) = (found_here, base.hint()) {
+                warn(&hint);
             }
         }
         let rewrite = match finished {
@@ -415,6 +423,62 @@ impl Finding {
             name,
             verdict: class,
             from,
+        })
+    }
+}
+
+/// Whether every file that moved moved by one prefix, added or taken away:
+/// then the audit, or the list, started from another directory.
+#[derive(Default)]
+enum Base {
+    #[default]
+    NoMove,
+    /// Every new name is `PREFIX/` and the listed one (`true`), or every
+    /// listed name is `PREFIX/` and the new one (`false`).
+    Prefix(Vec<u8>, bool),
+    Other,
+}
+
+impl Base {
+    /// Notes a move from the listed name `from` to `name`.
+    fn moved(&mut self, name: &[u8], from: &[u8]) {
+        let (name, from) = (Name::normalized(name), Name::normalized(from));
+        let under = |long: &[u8], short: &[u8]| {
+            let cut = long.len().checked_sub(short.len() + 1)?;
+            (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
+        };
+        let this = match (under(&name, &from), under(&from, &name)) {
+            (Some(prefix), _) => Base::Prefix(prefix, true),
+            (None, Some(prefix)) => Base::Prefix(prefix, false),
+            (None, None) => Base::Other,
+        };
+        *self = match (std::mem::take(self), this) {
+            (Base::NoMove, this) => this,
+            (Base::Prefix(was, deeper), Base::Prefix(prefix, now))
+                if was == prefix && deeper == now =>
+            {
+                Base::Prefix(prefix, now)
+            }
+            _ => Base::Other,
+        };
+    }
+
+    /// The hint, where every move says the same.
+    fn hint(&self) -> Option<String> {
+        let Base::Prefix(prefix, deeper) = self else {
+            return None;
+        };
+        let prefix = Name::listed(prefix).shown();
+        Some(match deeper {
+            true => format!(
+                "hint: every listed file was found under {prefix}/: the list's names are \
+                 relative to {prefix}; audit from there (-C {prefix}, the list's path from there)"
+            ),
+            false => format!(
+                "hint: the list names every file under {prefix}/, and the audit found them \
+                 without it: the list's names are relative to the directory that holds \
+                 {prefix}; audit {prefix} from there"
+            ),
         })
     }
 }

@@ -7,6 +7,8 @@
 use bt2sum::format::list::{Improper, OtherTool};
 use bt2sum::verify::{BadLine, Checked};
 
+use bt2sum::format::name::Name;
+
 use crate::cli::args::shown_leaf_size;
 use crate::cli::output::warn;
 
@@ -27,6 +29,14 @@ pub struct Hints {
     last_failed: Vec<u8>,
     /// Whether a list of several such lines failed in every one.
     every_line_failed: bool,
+    /// In the list being checked: the files, those missing, and the first
+    /// missing one's name.
+    files: u64,
+    missing: u64,
+    first_missing: Vec<u8>,
+    /// The directories of lists whose every file is missing and whose first
+    /// file is there, beside the list.
+    beside_list: Vec<std::path::PathBuf>,
 }
 
 /// Adds one to the count of `tool`.
@@ -49,6 +59,15 @@ impl Hints {
 
     /// Notes a checked pass.
     pub fn checked(&mut self, checked: &Checked) {
+        if checked.is_last_pass() {
+            self.files += 1;
+            if checked.is_missing() {
+                self.missing += 1;
+                if self.first_missing.is_empty() {
+                    self.first_missing.extend_from_slice(checked.name());
+                }
+            }
+        }
         if let Some(tool) = checked.failed_like() {
             add(&mut self.failed_like, tool);
         }
@@ -63,8 +82,25 @@ impl Hints {
         }
     }
 
-    /// Notes the end of a list.
-    pub fn list_ended(&mut self) {
+    /// Notes the end of `list`; `look`: whether to look beside it for
+    /// files that are all missing here.
+    pub fn list_ended(&mut self, list: &std::ffi::OsStr, look: bool) {
+        let (files, missing) = (
+            std::mem::take(&mut self.files),
+            std::mem::take(&mut self.missing),
+        );
+        let first = std::mem::take(&mut self.first_missing);
+        let directory = std::path::Path::new(list).parent();
+        if let (true, Some(directory), Some(name)) = (
+            look && files > 0 && missing == files && list != "-",
+            directory.filter(|directory| !directory.as_os_str().is_empty()),
+            Name::listed(&first)
+                .path()
+                .filter(|name| name.is_relative()),
+        ) && directory.join(name).symlink_metadata().is_ok()
+        {
+            self.beside_list.push(directory.to_path_buf());
+        }
         self.last_failed.clear();
         let (matched, failed) = std::mem::take(&mut self.by_option);
         if matched == 0 && failed >= 2 {
@@ -74,6 +110,15 @@ impl Hints {
 
     /// Writes the hints on standard error; `leaf_size` is `-t`'s.
     pub fn show(&self, leaf_size: u64) {
+        for directory in &self.beside_list {
+            let directory = Name::of_path_lossy(directory.as_os_str()).shown();
+            warn(&format!(
+                "hint: no listed file is here, and they are in {directory}, beside the list: \
+                 a list's names are read from the directory bt2sum runs in, not from the \
+                 list's; run bt2sum in {directory}, or give -C {directory} (and the list's \
+                 path from there)"
+            ));
+        }
         for (tool, count) in &self.other_tools {
             warn(&match tool {
                 OtherTool::GnuB2sum => format!(

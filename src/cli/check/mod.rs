@@ -474,7 +474,8 @@ impl Check<'_, '_> {
         if let Some(repairs) = &mut self.repairs {
             repairs.mend(&mut self.printer, tally)?;
         }
-        self.hints.list_ended();
+        // (An audit says where its missing files are.)
+        self.hints.list_ended(list, self.audit.is_none());
         self.printer.flush()?;
         Ok(kept.and(checked.map(drop)))
     }
