@@ -444,7 +444,9 @@ pub struct Args {
     /// are never written (`NAME: leaf I: FAILED (the copy's leaf does not
     /// match either)`), nor are good leaves. Only the failing leaves' bytes
     /// are read from the copy. A file listed without leaf lines cannot be
-    /// mended leaf by leaf. The status is 0 only if every file now
+    /// mended leaf by leaf. A missing file is restored whole from a copy
+    /// that matches its checksum line (`NAME: RESTORED`; not with --audit,
+    /// where it may have moved). The status is 0 only if every file now
     /// verifies.
     #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
           conflicts_with = "update")]

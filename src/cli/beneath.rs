@@ -84,16 +84,7 @@ enum Failed {
 /// not allow the name, if a component is a link, if it is not a regular
 /// file, or if it is set-id and `setid` is false.
 pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Refusal> {
-    if names == Names::Inside {
-        for component in path.components() {
-            match component {
-                Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
-                Component::ParentDir => return Err(Refusal::Climbs),
-                _ => {}
-            }
-        }
-    }
-    let (directory, name) = Directory::holding(None, path)?;
+    let (directory, name) = directory_of(path, names, false)?;
     let file = directory.open(&name, true).map_err(|failed| match failed {
         Failed::Link => Refusal::Link(String::new()),
         Failed::Io(error) => Refusal::Io(error),
@@ -112,12 +103,33 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
     Ok(file)
 }
 
+/// The directory that holds the file at `path`, reached as
+/// [`open_to_write`] reaches it (refused as it refuses a name `names` does
+/// not allow), and the file's name in it: to create the file there. With
+/// `make`, directories not there are made on the way.
+pub fn directory_of(
+    path: &Path,
+    names: Names,
+    make: bool,
+) -> Result<(Directory, OsString), Refusal> {
+    if names == Names::Inside {
+        for component in path.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
+                Component::ParentDir => return Err(Refusal::Climbs),
+                _ => {}
+            }
+        }
+    }
+    Directory::holding(None, path, make)
+}
+
 /// Opens the file at `path` as [`open_to_write`] does any name, creating
 /// it where it is not there (the ledger).
 pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
     match open_to_write(path, Names::AnyPath, false) {
         Err(Refusal::Io(error)) if error.kind() == io::ErrorKind::NotFound => {
-            let (directory, name) = Directory::holding(None, path)?;
+            let (directory, name) = Directory::holding(None, path, false)?;
             directory.create_new(&name).map_err(Refusal::Io)
         }
         opened => opened,
@@ -141,7 +153,7 @@ pub struct ListFile {
 impl ListFile {
     /// Opens the list at `path`.
     pub fn open(path: &Path) -> Result<ListFile, Refusal> {
-        let (mut directory, mut name) = Directory::holding(None, path)?;
+        let (mut directory, mut name) = Directory::holding(None, path, false)?;
         let parent = |path: &Path| match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
@@ -165,7 +177,7 @@ impl ListFile {
                 Err(Failed::Io(error)) => return Err(Refusal::Io(error)),
                 Err(Failed::Link) => {
                     let target = directory.read_link(&name).map_err(Refusal::Io)?;
-                    (directory, name) = Directory::holding(Some(&directory), &target)?;
+                    (directory, name) = Directory::holding(Some(&directory), &target, false)?;
                     directory_path = parent(&directory_path.join(target));
                 }
             }
@@ -187,8 +199,13 @@ impl Directory {
 
     /// The directory holding the file `path` names, walked from `from`
     /// (the working directory if `None`, the root for an absolute path),
-    /// and the file's name in it.
-    fn holding(from: Option<&Directory>, path: &Path) -> Result<(Directory, OsString), Refusal> {
+    /// and the file's name in it; with `make`, directories not there are
+    /// made on the way.
+    fn holding(
+        from: Option<&Directory>,
+        path: &Path,
+        make: bool,
+    ) -> Result<(Directory, OsString), Refusal> {
         let parts: Vec<Component<'_>> = path
             .components()
             .filter(|part| *part != Component::CurDir)
@@ -208,7 +225,14 @@ impl Directory {
                 Component::ParentDir => OsStr::new(".."),
                 _ => continue,
             };
-            directory = directory.child(name).map_err(|failed| match failed {
+            let child = match directory.child(name) {
+                Err(Failed::Io(error)) if make && error.kind() == io::ErrorKind::NotFound => {
+                    directory.make_child(name).map_err(Refusal::Io)?;
+                    directory.child(name)
+                }
+                child => child,
+            };
+            directory = child.map_err(|failed| match failed {
                 Failed::Link => Refusal::Link(shown(way, index + 1)),
                 Failed::Io(error) => Refusal::Io(error),
             })?;
@@ -284,6 +308,15 @@ mod platform {
             self.open_entry(name, OFlags::DIRECTORY).map(Directory)
         }
 
+        /// Makes the directory `name` in this one (the umask applies).
+        pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
+            Ok(rustix::fs::mkdirat(
+                &self.0,
+                name,
+                Mode::from_bits_truncate(0o777),
+            )?)
+        }
+
         /// The file `name` in this one, not through a link, for reading
         /// (and writing, if `write`). A FIFO is opened without waiting
         /// for a writer (and left for the caller to refuse).
@@ -335,6 +368,15 @@ mod platform {
         /// Removes the file `name`.
         pub fn remove(&self, name: &OsStr) -> io::Result<()> {
             Ok(rustix::fs::unlinkat(&self.0, name, AtFlags::empty())?)
+        }
+
+        /// Gives the file `from` the name `to`, both in this directory,
+        /// unless `to` is there: then nothing changes.
+        pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            // (A second name, then the first removed: no system call of
+            // every Unix renames without replacing.)
+            rustix::fs::linkat(&self.0, from, &self.0, to, AtFlags::empty())?;
+            self.remove(from)
         }
 
         /// Flushes the directory's entries to the disk, so that a rename
@@ -440,6 +482,10 @@ mod platform {
             Directory::at(path, Some(Arc::clone(&self.held))).map_err(Failed::Io)
         }
 
+        pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
+            std::fs::create_dir(self.path.join(name))
+        }
+
         pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
             let file = OpenOptions::new()
                 .read(true)
@@ -476,6 +522,13 @@ mod platform {
         /// Removes the file `name`.
         pub fn remove(&self, name: &OsStr) -> io::Result<()> {
             std::fs::remove_file(self.path.join(name))
+        }
+
+        /// Gives the file `from` the name `to`, both in this directory,
+        /// unless `to` is there: then nothing changes.
+        pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            std::fs::hard_link(self.path.join(from), self.path.join(to))?;
+            self.remove(from)
         }
 
         /// A rename is as durable as the system makes it.

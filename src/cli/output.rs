@@ -265,6 +265,13 @@ pub enum Record<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<&'a str>,
     },
+    /// What restoring a missing file did.
+    Restore {
+        name: JsonName<'a>,
+        verdict: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
     /// An improperly formatted line of a list.
     BadLine { list: JsonName<'a>, line: u64 },
     /// An input or a list that could not be read.
@@ -310,6 +317,8 @@ pub enum Summary {
         errors: u64,
         repaired: u64,
         unrepaired: u64,
+        restored: u64,
+        unrestored: u64,
         status: u8,
         #[serde(skip_serializing_if = "Option::is_none")]
         ledger: Option<Coverage>,
@@ -528,6 +537,14 @@ impl Record<'_> {
                 let line = match reason {
                     None => format!(": leaf {index}: REPAIRED\n"),
                     Some(why) => format!(": leaf {index}: FAILED ({why})\n"),
+                };
+                out.extend_from_slice(line.as_bytes());
+            }
+            Record::Restore { name, reason, .. } => {
+                push_shown(out, name);
+                let line = match reason {
+                    None => ": RESTORED\n".to_string(),
+                    Some(why) => format!(": FAILED to restore ({why})\n"),
                 };
                 out.extend_from_slice(line.as_bytes());
             }

@@ -45,6 +45,10 @@ pub struct Tally {
     pub unrepaired_leaves: u64,
     /// Files that failed and verify now, mended.
     pub mended_files: u64,
+    /// Missing files restored from their copies, and those that could not
+    /// be (`--repair-from`).
+    pub restored: u64,
+    pub unrestored: u64,
     /// Files that failed and an update takes in as they are (`--accept`).
     pub accepted: u64,
     /// What an audit found besides the lists' verdicts: files under its
@@ -72,6 +76,8 @@ impl Tally {
         self.unrepaired_leaves += other.unrepaired_leaves;
         self.mended_files += other.mended_files;
         self.accepted += other.accepted;
+        self.restored += other.restored;
+        self.unrestored += other.unrestored;
     }
 
     /// The status of an audit: a failure if anything but OK was found.
@@ -145,6 +151,8 @@ impl Tally {
             errors: self.errors,
             repaired: self.repaired_leaves,
             unrepaired: self.unrepaired_leaves,
+            restored: self.restored,
+            unrestored: self.unrestored,
             status: status as u8,
             ledger,
         }
@@ -156,7 +164,7 @@ impl Tally {
     /// verifies nothing of it, and fails nothing.)
     pub fn verified_none(&self) -> bool {
         let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
-        self.matched + self.unread == 0 && self.mended_files == 0 && held_some
+        self.matched + self.unread == 0 && self.mended_files + self.restored == 0 && held_some
     }
 
     /// Whether the list may have verified no file although its lines were
@@ -232,6 +240,18 @@ impl Tally {
             1 => warnings.push("1 damaged leaf was repaired".to_string()),
             count => warnings.push(format!("{count} damaged leaves were repaired")),
         }
+        match self.restored {
+            0 => {}
+            1 => warnings.push("1 missing file was restored".to_string()),
+            count => warnings.push(format!("{count} missing files were restored")),
+        }
+        match self.unrestored {
+            0 => {}
+            1 => warnings.push("WARNING: 1 missing file could not be restored".to_string()),
+            count => warnings.push(format!(
+                "WARNING: {count} missing files could not be restored"
+            )),
+        }
         match self.unrepaired_leaves {
             0 => {}
             1 => warnings.push("WARNING: 1 damaged leaf could not be repaired".to_string()),
@@ -243,7 +263,8 @@ impl Tally {
     }
 
     /// Whether the list verifies: it has a properly formatted line, none
-    /// of its files failed (but those mended or accepted) or was unreadable, none
+    /// of its files failed (but those mended or accepted) or was unreadable
+    /// (but those restored), none
     /// changed unless `updated` (the update lists it as it is now), with
     /// `strict` no line was improperly formatted, and with
     /// `ignore_missing` some file was verified (or, being `updated`,
@@ -257,7 +278,7 @@ impl Tally {
             && (!verified_nothing || updated && self.changed > 0)
             && self.mismatched == self.mended_files + self.accepted
             && changed_ok
-            && self.unreadable == 0
+            && self.unreadable == self.restored
             && !(strict && self.improperly_formatted > 0)
     }
 }

@@ -173,6 +173,11 @@ fn objects_printed() -> Vec<Value> {
     copy[21] = 0;
     fs::write(at.join("copy/big"), &copy).unwrap();
     json(&["-c", "--repair-from", "copy", "BIG"], b"");
+    // A missing file, restored from its copy once the copy matches.
+    fs::remove_file(at.join("big")).unwrap();
+    json(&["-c", "--repair-from", "copy", "BIG"], b"");
+    fs::write(at.join("copy/big"), vec![7u8; 40]).unwrap();
+    json(&["-c", "--repair-from", "copy", "BIG"], b"");
     // An entry that cannot be read.
     fs::create_dir(at.join("t/dir")).unwrap();
     fs::write(at.join("UNREADABLE"), b"00  t/dir\n").unwrap();
@@ -218,6 +223,8 @@ fn every_object_printed_is_one_the_schema_allows() {
         "update",
         "repair REPAIRED",
         "repair FAILED",
+        "restore RESTORED",
+        "restore FAILED",
         "summary",
         "summary of a check",
         "summary with a ledger",

@@ -810,3 +810,86 @@ fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
     assert_eq!(code, 1);
     assert!(!verifies(dir.path()));
 }
+
+/// A missing file is restored whole from a copy that matches its checksum
+/// line: with its directories, the copy's permissions and its stat line's
+/// time, through no link, never over a file, never in an audit (where it
+/// may have moved) or with --ignore-missing.
+#[test]
+fn a_missing_file_is_restored_from_a_copy_that_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let copy = dir.path().join("copy");
+    let good = noise(5 * LEAF + 7, 5);
+    for root in [&tree, &copy] {
+        fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        fs::write(root.join("sub/deeper/v"), &good).unwrap();
+        fs::write(root.join("a"), b"alpha\n").unwrap();
+    }
+    fs::set_permissions(copy.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
+    let list = run_in(&tree, ["-r", "--stat", "--leaves", "-t", "4096", "."], b"");
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let listed_time = fs::metadata(tree.join("a")).unwrap().modified().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["-c"];
+        all.extend(args);
+        all.push("../SUMS");
+        let out = run_in(&tree, &all, b"");
+        (stdout(&out), stderr(&out), status(&out))
+    };
+    fs::remove_dir_all(tree.join("sub")).unwrap();
+    fs::remove_file(tree.join("a")).unwrap();
+    // Not in an audit, nor with --ignore-missing.
+    for args in [&["--audit", "."][..], &["--ignore-missing"]] {
+        let mut all = args.to_vec();
+        all.extend(["--repair-from", "../copy"]);
+        let (out, _, code) = run(&all);
+        assert!(!out.contains("RESTORED"), "{out}");
+        assert_eq!(code, 1);
+        assert!(!tree.join("a").exists());
+    }
+    // A copy that does not match is not written, and leaves nothing.
+    fs::write(copy.join("a"), b"alphA\n").unwrap();
+    let (out, err, code) = run(&["--repair-from", "../copy"]);
+    let differs = "./a: FAILED to restore (its copy ../copy/a does not match its checksum line: \
+                   not written)\n";
+    assert!(out.contains(differs), "{out}");
+    assert!(out.ends_with("./sub/deeper/v: RESTORED\n"), "{out}");
+    assert!(
+        err.ends_with(
+            "bt2sum: 1 missing file was restored\nbt2sum: WARNING: 1 missing file could not be restored\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(tree.join("sub/deeper/v")).unwrap(), good);
+    let names: Vec<_> = fs::read_dir(&tree)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["sub"], "nothing else is left");
+    // The right copy: restored with its permissions and the listed time.
+    fs::write(copy.join("a"), b"alpha\n").unwrap();
+    let (out, _, code) = run(&["--repair-from", "../copy"]);
+    assert_eq!(
+        out,
+        "./a: FAILED open or read\n./sub/deeper/v: OK\n./a: RESTORED\n"
+    );
+    assert_eq!(code, 0);
+    let restored = fs::metadata(tree.join("a")).unwrap();
+    assert_eq!(restored.permissions().mode() & 0o7777, 0o640);
+    assert_eq!(restored.modified().unwrap(), listed_time);
+    assert_eq!(run(&[]).2, 0);
+    // A link on the way is not followed.
+    fs::remove_dir_all(tree.join("sub")).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, tree.join("sub")).unwrap();
+    let (out, _, code) = run(&["--repair-from", "../copy"]);
+    assert!(
+        out.contains("./sub/deeper/v: FAILED to restore (sub is a symbolic link on its way"),
+        "{out}"
+    );
+    assert_eq!(code, 1);
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

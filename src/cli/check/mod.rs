@@ -147,7 +147,11 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         totals: Tally::default(),
         summaries: Vec::new(),
         audit,
-        repairs: plan.repair.as_ref().map(Repairs::new),
+        // (In an audit, a missing file may have moved.)
+        repairs: plan
+            .repair
+            .as_ref()
+            .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
         ledger,
         deadline,
         status: Status::Success,

@@ -169,6 +169,15 @@ pub enum Unmendable {
         /// The file it is the copy of.
         first: PathBuf,
     },
+    /// A missing file's copy is not what its checksum line says.
+    #[error("its copy {} does not match its checksum line: not written", path.display())]
+    CopyDiffers {
+        /// The copy's path.
+        path: PathBuf,
+    },
+    /// A file of its name appeared while it was restored.
+    #[error("a file of its name appeared meanwhile: left as it is")]
+    Appeared,
 }
 
 impl Mender {
@@ -269,6 +278,74 @@ impl Mender {
         Ok(())
     }
 
+    /// Restores the missing file at `path` from its copy, if the copy
+    /// matches its entry: written to a new file beside it (bt2sum's own
+    /// name, its owner's only), synced, verified whole, given the copy's
+    /// permissions (no set-id bit) and the listed time, then named `path`
+    /// unless a file of that name appeared meanwhile. Directories missing
+    /// on its way are made, as `tar` makes them.
+    pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
+        // (The copy is opened first: no directory is made for a file that
+        // has none.)
+        let copy_path = self.copy_of(path)?;
+        let copy_error = |error| Unmendable::Copy {
+            path: copy_path.clone(),
+            error,
+        };
+        let mut copy = File::open(&copy_path).map_err(copy_error)?;
+        let permissions = copy.metadata().map_err(copy_error)?.permissions();
+        let (directory, name) = crate::cli::beneath::directory_of(path, self.rules.names, true)
+            .map_err(Unmendable::Refused)?;
+        let temporary = std::ffi::OsString::from(format!(
+            ".bt2sum-restore-{}-{}",
+            std::process::id(),
+            std::time::UNIX_EPOCH
+                .elapsed()
+                .unwrap_or_default()
+                .subsec_nanos()
+        ));
+        let file = directory
+            .create_new(&temporary)
+            .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;
+        let written = (|| {
+            let mut writer = &file;
+            io::copy(&mut copy, &mut writer).map_err(copy_error)?;
+            file.sync_all().map_err(Unmendable::File)?;
+            let length = file.metadata().map_err(Unmendable::File)?.len();
+            // (Hashed from its start: the copy left the offset at its end.)
+            let hashed = file
+                .try_clone()
+                .and_then(|mut reader| {
+                    io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
+                    bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
+                })
+                .map_err(Unmendable::File)?;
+            // (`==` on digests is constant-time.)
+            if hashed != lost.digest || lost.length.is_some_and(|listed| listed != length) {
+                return Err(Unmendable::CopyDiffers {
+                    path: copy_path.clone(),
+                });
+            }
+            file.set_permissions(without_setid(permissions))
+                .map_err(Unmendable::File)?;
+            if let Some(mtime) = lost.mtime {
+                set_modified(&file, mtime).map_err(Unmendable::File)?;
+            }
+            drop(file);
+            directory
+                .rename_new(&temporary, &name)
+                .map_err(|error| match error.kind() {
+                    io::ErrorKind::AlreadyExists => Unmendable::Appeared,
+                    _ => Unmendable::File(error),
+                })?;
+            directory.sync().map_err(Unmendable::File)
+        })();
+        if written.is_err() {
+            let _ = directory.remove(&temporary);
+        }
+        written
+    }
+
     /// Once a file's leaves are mended, sees to its length: cut to
     /// `listed_length` if it is longer and cutting was asked for.
     pub fn settle_length(&self, file: &File, listed_length: u64) -> Result<Length, Unmendable> {
@@ -314,6 +391,21 @@ pub struct Damaged {
     pub mtime: Option<Mtime>,
     /// Whether `mtime` is a stat line's.
     pub mtime_listed: bool,
+}
+
+/// A missing file, as its entry lists it, to restore whole from its copy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lost {
+    /// Its name, as its list gives it (unescaped).
+    #[serde(with = "serde_bytes")]
+    pub name: Vec<u8>,
+    /// The tree of its checksum line, and that line's digest.
+    pub tree: TreeParams,
+    pub digest: Digest,
+    /// Its length, where leaf lines or a stat line list it.
+    pub length: Option<u64>,
+    /// Its stat line's modification time, given back to it.
+    pub mtime: Option<Mtime>,
 }
 
 /// Damaged files waiting to be mended. A check mends only once every file
@@ -408,6 +500,17 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
         .ok_or_else(|| io::Error::other("the time is out of the system's range"))?;
     file.set_times(std::fs::FileTimes::new().set_modified(time))?;
     file.sync_all()
+}
+
+/// Permissions without a set-user-ID or set-group-ID bit.
+fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(permissions.mode() & 0o1777)
+    }
+    #[cfg(not(unix))]
+    permissions
 }
 
 /// Whether two open files are one.

@@ -9,6 +9,10 @@
 //! the file the check saw, inside the tree, not through a link. A list
 //! that names one file with two different contents (two entries whose
 //! digests differ) says nothing sure of it: it is never repaired.
+//!
+//! A missing file whose entry has a checksum line is restored whole from
+//! its copy, once the copy is proved to match it ([`Mender::restore`]);
+//! not in an audit, where it may have moved, nor with `--ignore-missing`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -18,10 +22,11 @@ use std::path::Path;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
+use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Length, Mend, Mender, Pending, Rules, set_modified};
+use mend::{Damaged, Length, Lost, Mend, Mender, Pending, Rules, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -51,11 +56,17 @@ pub struct Repairs {
     /// The modification time the file being checked gets back once
     /// mended, and whether its stat line lists it.
     mtime: (Option<Mtime>, bool),
+    /// Whether missing files are restored; those to restore, and what the
+    /// one being checked would be restored as (its checksum line's).
+    restore: bool,
+    lost: Spill<Lost>,
+    lost_here: Option<Lost>,
 }
 
 impl Repairs {
-    /// The repairs `repair` asks for.
-    pub fn new(repair: &Repair) -> Repairs {
+    /// The repairs `repair` asks for; `restore`: whether missing files are
+    /// restored too.
+    pub fn new(repair: &Repair, restore: bool) -> Repairs {
         let rules = Rules {
             truncate: repair.truncate,
             names: repair.names,
@@ -71,6 +82,9 @@ impl Repairs {
             noted: false,
             whole: None,
             mtime: (None, false),
+            restore,
+            lost: Spill::new(IN_MEMORY),
+            lost_here: None,
         }
     }
 
@@ -87,8 +101,31 @@ impl Repairs {
                 Some((_, mtime)) => (Some(mtime), true),
                 None => (checked.modified().map(Mtime::of), false),
             };
+            self.lost_here = checked.expected().map(|digest| Lost {
+                name: checked.name().to_vec(),
+                tree: *checked.tree(),
+                digest: *digest,
+                length: checked.listed_stat().map(|(size, _)| size),
+                mtime: checked.listed_stat().map(|(_, mtime)| mtime),
+            });
         }
         self.keep_claim(checked);
+        if checked.is_missing() {
+            if let Some(lost) = self.lost_here.as_mut() {
+                lost.length = lost.length.or(checked.listed_length());
+            }
+            if !checked.is_last_pass() || !self.restore {
+                return Ok(());
+            }
+            return match self.lost_here.take() {
+                Some(lost) => self.lost.push(&lost),
+                None => printer.error(
+                    checked.name(),
+                    "cannot be restored: only an entry with a checksum line is restored from \
+                     its copy",
+                ),
+            };
+        }
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
         let mut lines = checked.lines();
         if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
@@ -267,7 +304,36 @@ impl Repairs {
             }
             (file, file_mended, ends) = (None, true, false);
             Ok(())
-        })
+        })?;
+        self.restore_lost(printer, tally)
+    }
+
+    /// Restores the missing files noted in the list just checked, printing
+    /// and counting in `tally` what became of each.
+    fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
+        let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
+        for lost in lost.iter()? {
+            let lost = lost?;
+            let path = Name::listed(&lost.name).path().unwrap_or_default();
+            let restored = self.mender.restore(&path, &lost);
+            let reason = restored.as_ref().err().map(ToString::to_string);
+            match reason {
+                None => tally.restored += 1,
+                Some(_) => tally.unrestored += 1,
+            }
+            if printer.verbosity != Verbosity::Status {
+                printer.emit(&Record::Restore {
+                    name: JsonName(Some(&lost.name)),
+                    verdict: if reason.is_none() {
+                        "RESTORED"
+                    } else {
+                        "FAILED"
+                    },
+                    reason: reason.as_deref(),
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 
