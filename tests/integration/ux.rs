@@ -879,8 +879,33 @@ fn check_mode_shows_progress_when_forced() {
     );
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(stdout(&forced), "data: OK\n");
-    assert!(stderr(&forced).contains("2.00 MiB"), "{}", stderr(&forced));
+    // The total, from the file system (a checksum line alone).
+    assert!(
+        stderr(&forced).contains("2.00 MiB / 2.00 MiB"),
+        "{}",
+        stderr(&forced)
+    );
     assert_eq!(status(&forced), 0);
+    // From the stat and leaf lines (the file system's length, of a file
+    // grown since, not asked); none for a list on standard input, or a
+    // slice.
+    let lines = run_in(dir.path(), ["--stat", "--leaves", "data"]);
+    fs::write(dir.path().join("LISTED"), &lines.stdout).unwrap();
+    fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
+    let forced = run_in(dir.path(), ["--progress", "-c", "LISTED"]);
+    assert!(
+        stderr(&forced).contains("3.00 MiB / 2.00 MiB"),
+        "{}",
+        stderr(&forced)
+    );
+    for args in [&["-c", "-"][..], &["-c", "--part", "1/1", "LISTED"]] {
+        let forced = run_in(dir.path(), [&["--progress"][..], args].concat());
+        assert!(
+            !stderr(&forced).contains(" / "),
+            "{args:?}: {}",
+            stderr(&forced)
+        );
+    }
 }
 
 /// A private tmux server, killed when dropped: its socket is a file in a

@@ -19,6 +19,7 @@
 
 mod hints;
 mod ledger;
+mod sizes;
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{OsStr, OsString};
@@ -95,8 +96,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
     let listing = Cell::new(true);
     let deadline = max_duration.map(|duration| Instant::now() + duration);
-    // The lists are read as they are checked: the total is unknown.
-    let progress = Progress::start(when, || None);
+    let progress = Progress::start(when, || sizes::listed_bytes(plan));
     let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
         progress.reading_stdin();
         match sys::stdin_closed() {
