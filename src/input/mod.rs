@@ -662,7 +662,11 @@ impl<T, S: LeafSink> Running<T, S> {
                 }
                 (total, bytes.start, None)
             }
-            None if size <= SMALL => {
+            // (A selection of no leaf reads nothing: a file opened only to
+            // see whether it is there.)
+            None if size <= SMALL
+                && (self.job.leaves.is_none() || !self.selected(size).is_empty()) =>
+            {
                 let mut bytes = Vec::with_capacity(size as usize + 1);
                 let read = read_until(&opened.file, &mut bytes, size, SMALL + 1)?;
                 if read > SMALL {

@@ -524,7 +524,9 @@ impl Passes<'_> {
             });
         if unchanged {
             (pass.unread, self.unread_file) = (true, pass.continued);
-            pass.continued = false;
+            // (Its one verdict is its checksum line's, wherever a slice or a
+            // round placed that line.)
+            (pass.continued, pass.checksum_elsewhere) = (false, false);
             return Some((pass, None));
         }
         Some((pass, listed))

@@ -948,3 +948,63 @@ fn excludes_leave_out_what_git_ignores() {
         assert_eq!(excluded, ignored, "{patterns:?}");
     }
 }
+
+/// A quick audit of an unchanged tree on the spinning-disk model reads no
+/// byte of its files (the model counts what it serves), where a full one
+/// reads them all: small files too, which are otherwise read whole when
+/// opened.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
+    let test = "a_quick_audit_reads_no_byte_of_an_unchanged_file";
+    if super::emulated(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    let mut files: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+        .map(|index| {
+            (
+                format!("small{index}").into_bytes(),
+                super::noise(1000, index),
+            )
+        })
+        .collect();
+    files.push((b"sub/big".to_vec(), super::noise(3 << 20, 99)));
+    let borrowed: Vec<(&[u8], &[u8])> = files
+        .iter()
+        .map(|(name, data)| (&name[..], &data[..]))
+        .collect();
+    tree(&source, &borrowed);
+    let list = run_in(&source, ["-r", "--stat", "."], b"");
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let mountpoint = dir.path().join("disk");
+    let model = "scripts/spinning-disk";
+    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+        return;
+    };
+    let served = || super::served_by_model(&mountpoint);
+    let audit = |extra: &[&str]| {
+        for (name, _) in &files {
+            super::evict(&mountpoint.join(String::from_utf8_lossy(name).as_ref()));
+        }
+        let before = served();
+        // (The model's counters are a file of the mount.)
+        let mut args = vec![
+            "-c",
+            "--quiet",
+            "--audit",
+            ".",
+            "--exclude",
+            ".spinning-disk",
+        ];
+        args.extend(extra);
+        args.push("../SUMS");
+        let out = run_in(&mountpoint, &args, b"");
+        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        served() - before
+    };
+    assert_eq!(audit(&["--quick"]), 0);
+    assert!(audit(&[]) >= 20 * 1000 + (3 << 20));
+}
