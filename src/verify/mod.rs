@@ -227,10 +227,10 @@ pub struct Verifier<'a> {
     /// whose checksum line is a unit of its own.
     listings_counted: std::cell::Cell<u64>,
     listings_checked: std::cell::Cell<u64>,
-    incomplete: RefCell<std::collections::VecDeque<u64>>,
+    incomplete: RefCell<Vec<u64>>,
     /// Those among them that list every leaf, and whose leaves do not make
     /// the digest of their checksum line (the list contradicts itself).
-    contradicted: RefCell<std::collections::VecDeque<u64>>,
+    contradicted: RefCell<Vec<u64>>,
     progress: Option<Arc<AtomicU64>>,
     /// Whether files whose stat lines say they are unchanged go unread.
     quick: bool,
@@ -248,8 +248,8 @@ impl<'a> Verifier<'a> {
             offset: std::cell::Cell::new(0),
             listings_counted: std::cell::Cell::new(0),
             listings_checked: std::cell::Cell::new(0),
-            incomplete: RefCell::new(std::collections::VecDeque::new()),
-            contradicted: RefCell::new(std::collections::VecDeque::new()),
+            incomplete: RefCell::new(Vec::new()),
+            contradicted: RefCell::new(Vec::new()),
             progress: None,
             quick: false,
             before_stdin: Box::new(|| Ok(())),
@@ -295,15 +295,12 @@ impl<'a> Verifier<'a> {
         self
     }
 
-    /// Starts the lists over: checking them again after
-    /// [`total_bytes`](Self::total_bytes) counts them again, as a caller
-    /// that chooses its units does in rounds.
+    /// Starts the lists over, to check them again as
+    /// [`total_bytes`](Self::total_bytes) counted them: as a caller that
+    /// chooses its units does in rounds.
     pub fn restart(&self) {
         self.offset.set(0);
-        self.listings_counted.set(0);
         self.listings_checked.set(0);
-        self.incomplete.borrow_mut().clear();
-        self.contradicted.borrow_mut().clear();
     }
 
     /// Whether only some units of the lists are checked.

@@ -349,14 +349,15 @@ impl Passes<'_> {
                     // leaves make its checksum?
                     let ordinal = verifier.listings_checked.get();
                     verifier.listings_checked.set(ordinal + 1);
-                    let mut contradicted = verifier.contradicted.borrow_mut();
-                    if contradicted.front() == Some(&ordinal) {
-                        contradicted.pop_front();
+                    if verifier
+                        .contradicted
+                        .borrow()
+                        .binary_search(&ordinal)
+                        .is_ok()
+                    {
                         pass.contradicts_leaves = true;
                     }
-                    let mut incomplete = verifier.incomplete.borrow_mut();
-                    if incomplete.front() == Some(&ordinal) {
-                        incomplete.pop_front();
+                    if verifier.incomplete.borrow().binary_search(&ordinal).is_ok() {
                         // Its checksum line is a unit of the file's size.
                         checksum_in = unit(None, &checksum.expected, whole_size(pass));
                     }
@@ -441,10 +442,10 @@ impl Passes<'_> {
                         let complete =
                             done.in_order && done.next_index == pass.tree.leaf_count(length);
                         if !complete {
-                            verifier.incomplete.borrow_mut().push_back(ordinal);
+                            verifier.incomplete.borrow_mut().push(ordinal);
                             bytes = bytes.saturating_add(done.size);
                         } else if done.expected != Some(done.root.finalize()) {
-                            verifier.contradicted.borrow_mut().push_back(ordinal);
+                            verifier.contradicted.borrow_mut().push(ordinal);
                         }
                     }
                     bytes

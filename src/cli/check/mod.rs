@@ -160,10 +160,11 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     let mut tallies: Vec<_> = lists.iter().map(|_| (Tally::default(), Ok(()))).collect();
     let mut rounds = Rounds::default();
     loop {
-        if schedule.is_some() {
-            verifier.restart();
+        // (The lists are counted once: each round starts them over.)
+        if schedule.is_some() && rounds.first() {
             sources.total_bytes(&verifier, lists);
         }
+        verifier.restart();
         for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
             if list == "-" {
                 progress.reading_stdin();
@@ -230,8 +231,11 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
 const PASS_BYTES: u64 = 64 << 20;
 
 /// The bytes of the first round of a scrub with a time budget, before its
-/// speed is known.
-const FIRST_ROUND: u64 = 256 << 20;
+/// speed is known: what a spinning disk reads in the time (a round checks
+/// its units in list order, so one too big would pass over older ones),
+/// from 4 MiB up to 256 MiB.
+const FIRST_ROUND_RATE: f64 = 100e6;
+const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
 
 /// The rounds of a check with a ledger: each chooses the least recently
 /// verified units left, as many as the time left (`--max-duration`) and
@@ -261,7 +265,8 @@ impl Rounds {
         let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
             None => u64::MAX,
             Some(left) if left.is_zero() => 0,
-            Some(_) if self.bytes == 0 => FIRST_ROUND,
+            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
+                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
             Some(left) => {
                 let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
                 (rate * left.as_secs_f64() * 1.5) as u64
