@@ -273,6 +273,15 @@ struct Planned {
     key: Key,
 }
 
+/// Whether units verified at `first` and at `next` (seconds since 1970, 0
+/// for never, `next` no older) share a round. A round checks its units in
+/// list order: one that held units never verified and others verified
+/// last night, or last week, would pass over older ones for newer ones
+/// until it ends.
+fn same_age(first: u64, next: u64) -> bool {
+    (first == 0) == (next == 0) && next - first <= 3600
+}
+
 /// The units of the lists, as a check with a ledger finds them, and
 /// which of them each round verifies.
 pub struct Schedule {
@@ -281,7 +290,7 @@ pub struct Schedule {
     /// The units not chosen yet, least recently verified first (sorted
     /// when the first round is chosen).
     units: Spill<Planned>,
-    left: Option<Box<dyn Iterator<Item = io::Result<Planned>>>>,
+    left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
     /// The units chosen so far.
     chosen: Spill<Planned>,
     /// Every unit's key, to drop the records of units no longer listed.
@@ -332,22 +341,31 @@ impl Schedule {
 
     /// Chooses the next round: the units least recently verified, `bytes`
     /// of them (at least one; none when every unit was chosen; fewer when
-    /// their starts would outgrow memory); the bytes chosen.
+    /// their starts would outgrow memory, or when the next were verified at
+    /// another time: see [`same_age`]); the bytes chosen.
     pub fn choose(&mut self, bytes: u64) -> io::Result<u64> {
         if self.left.is_none() {
             let units = std::mem::replace(&mut self.units, Spill::new(0));
-            self.left = Some(units.into_sorted()?);
+            self.left = Some(units.into_sorted()?.peekable());
         }
         self.round.clear();
         // (A round's starts are held in memory: at most a structure's
         // worth of them.)
         let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
         let mut taken = 0u64;
+        let mut first = None;
         while taken < bytes.max(1) && self.round.len() < most {
-            let Some(planned) = self.left.as_mut().and_then(Iterator::next) else {
+            let next = self.left.as_mut().and_then(|left| {
+                left.next_if(|next| match (next, first) {
+                    (Ok(next), Some(first)) => same_age(first, next.verified),
+                    _ => true,
+                })
+            });
+            let Some(planned) = next else {
                 break;
             };
             let planned = planned?;
+            first.get_or_insert(planned.verified);
             self.chosen.push(&planned)?;
             self.round.push(planned.start);
             taken = taken.saturating_add(planned.bytes.max(1));
@@ -364,7 +382,7 @@ impl Schedule {
         let mut coverage = Coverage::default();
         let left = match self.left.take() {
             Some(left) => left,
-            None => self.units.into_sorted()?,
+            None => self.units.into_sorted()?.peekable(),
         };
         for planned in self.chosen.iter()?.chain(left) {
             let planned = planned?;
@@ -426,10 +444,12 @@ impl Coverage {
     /// Says the coverage on standard error: a bar of the bytes by age of
     /// their last proof on a terminal, the same in words elsewhere.
     pub fn show(&self, ledger: &OsStr) {
-        // (A part too small for a whole percent is not said to be none.)
+        // (A part too small for a whole percent is not said to be none, nor
+        // one short of the whole to be all.)
         let total = u128::from(self.total_bytes);
         let percent = |bytes: u64| match (u128::from(bytes) * 100 + total / 2) / total {
             0 => "<1".to_string(),
+            100 if u128::from(bytes) < total => ">99".to_string(),
             percent => percent.to_string(),
         };
         let ages = self.ages();
