@@ -26,7 +26,14 @@ Examples:
   bt2sum --leaves --leaf-range 0..100 F     leaves 0-99
   bt2sum --leaf-count --part 2/8 --total T  where part 2/8 of a T-byte file is
   curl -r X-Z URL | bt2sum --leaves --part 2/8 --total T --name F -
-                                       part 2/8 of F, from a ranged GET";
+                                       part 2/8 of F, from a ranged GET
+
+An archive's life (run in it, or give -C DIR):
+  bt2sum -r --stat --leaves . > ../SUMS         list it once
+  bt2sum -c --quiet --max-duration 1h ../SUMS   nightly: an hour of scrub
+  bt2sum -c --audit . --quick --update ../SUMS  take in what was added
+  bt2sum -c --audit . ../SUMS                   read all: NEW, FAILED...
+  bt2sum -c --repair-from ../copy ../SUMS       mend from a copy";
 
 // Which options go together. An option that only means something in one
 // mode requires that mode's flag, and also conflicts with everything that
@@ -436,7 +443,8 @@ pub struct Args {
 
     /// With --check: mend each failing leaf of a leaf listing from a good
     /// copy, PATH (the copy of the one file to mend, or a directory holding
-    /// the copies under the names the lists give)
+    /// the copies under the names the lists give; relative to -C's
+    /// directory, as the lists are)
     ///
     /// Each leaf is read from the copy and verified against its listed
     /// digest; only then is it written in place, synced, read back and

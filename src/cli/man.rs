@@ -67,7 +67,15 @@ fn code_in_bold(roff: &[u8]) -> Vec<u8> {
 /// lines as written.
 fn section(roff: &mut Roff, title: &str, body: &str) {
     roff.control("SH", [title]);
-    for block in body.split("\n\n") {
+    for mut block in body.split("\n\n") {
+        // (A line that heads an indented block is a paragraph of its own.)
+        if let Some((head, rest)) = block.split_once("\n")
+            && !head.starts_with("  ")
+            && rest.lines().all(|line| line.starts_with("  "))
+        {
+            roff.control("PP", []).text([roman(head)]);
+            block = rest;
+        }
         if block.lines().all(|line| line.starts_with("  ")) {
             roff.control("PP", []).control("RS", []).control("nf", []);
             let text: Vec<&str> = block.lines().map(|line| &line[2..]).collect();
@@ -207,18 +215,22 @@ which tells check mode the leaf size.",
         "bt2sum -c --audit DIR LIST walks DIR as -r does (excludes and -L too) and \
 classes every file under it against the lists: NAME: OK and NAME: FAILED (or \
 CHANGED, with stat lines) for a listed file, then, in walk order, NAME: NEW \
-for a file no list names and NEW: MOVED from OLD for a new file whose digest \
+for a file no list names and NAME: MOVED from OLD for a new file whose digest \
 is that of exactly one missing entry and no other new file (never an empty \
 file), then NAME: MISSING for a listed file that is gone. Names match as the \
 lists spell them, relative to the current directory (./a and a are one \
 file); -C DIR acts as if started in DIR. The lists are never new. Counts on \
 standard error after the lists' summaries: N files are new, N files were \
-moved, N listed files are missing.
+moved, N listed files are missing; then one line counting every class \
+(audited N files: N OK, ...). With --quick, a listed file whose size and \
+modification time are its stat line's is not read: NAME: OK (not read).
 
 --update (with one LIST) rewrites it atomically for deliberate changes only: \
 NEW files added, MOVED ones renamed, CHANGED ones hashed again; FAILED and \
-MISSING entries kept as they were. Memory stays bounded: what the audit \
-keeps beyond 16 MiB a kind goes to temporary files.",
+MISSING entries kept as they were, unless named: --accept PATTERN hashes \
+again the failing files it matches, --forget-missing drops the lines of \
+missing files. Memory stays bounded: what the audit keeps beyond 16 MiB a \
+kind goes to temporary files.",
     ),
     (
         "SCRUB AND REPAIR",
@@ -231,6 +243,14 @@ twice). With --audit, slice 1 walks the directories and reports NEW, MOVED \
 and MISSING files. A nightly scrub that covers a list once a week: \
 --part \"$(date +%u)/7\".
 
+bt2sum -c --max-duration DURATION keeps a ledger beside the list \
+(LIST.ledger, or --ledger FILE): when each unit was last verified to match. \
+Each run verifies the units least recently verified first, those never \
+verified before all, stops when the time is up, and ends with the bytes by \
+the age of their last proof; the next run goes on from there, inside a big \
+file too. Only what matched is recorded; a damaged, foreign or newer ledger \
+is refused (--ledger-reset starts it afresh).
+
 bt2sum -c --repair-from PATH mends each failing leaf of a leaf listing from \
 a good copy (PATH, or the file of the same name under the directory PATH): \
 the leaf is read from the copy and verified, written in place and synced, \
@@ -240,8 +260,10 @@ verify are never written (NAME: leaf I: FAILED (the copy's leaf does not \
 match either)); good leaves are never written; a file cut short is \
 extended only with leaves that verify; a longer file is cut to its listed \
 length only with --repair-truncate. Counts on standard error: N damaged \
-leaves were repaired, N damaged leaves could not be repaired. The status is \
-0 only if every file now verifies.",
+leaves were repaired, N damaged leaves could not be repaired. A missing \
+file is restored whole from a copy that matches its checksum line: NAME: \
+RESTORED (not with --audit, where it may have moved). The status is 0 only \
+if every file now verifies.",
     ),
     (
         "ENVIRONMENT",

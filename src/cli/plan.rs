@@ -109,6 +109,9 @@ pub enum Listing {
 
 /// The settings of a check run.
 pub struct Checking {
+    /// The directory `-C` named, which the lists' paths are read from too
+    /// (for a tip when one is not there).
+    pub directory: Option<OsString>,
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
     /// How lines read (`-a`, `-s`) and the leaf size of checksum lines
@@ -269,7 +272,7 @@ impl Config {
         } else if args.man {
             Mode::Man
         } else if args.check {
-            Mode::Check(checking(args, algorithm, walk)?)
+            Mode::Check(checking(args, algorithm, walk, directory.clone())?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
@@ -293,6 +296,7 @@ fn checking(
     args: Args,
     algorithm: bt2sum::Algorithm,
     walk: WalkPlan,
+    directory: Option<OsString>,
 ) -> Result<Checking, clap::Error> {
     let verbosity = if args.status {
         Verbosity::Status
@@ -373,6 +377,7 @@ fn checking(
         quick: args.quick,
     });
     Ok(Checking {
+        directory,
         lists: args.files,
         settings: Settings {
             grammar,

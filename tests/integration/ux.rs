@@ -759,6 +759,111 @@ fn man_page_is_roff() {
     }
 }
 
+/// The archive's life that `--help` ends with runs as written, one command
+/// after another, in an archive with a copy beside it: a file added before
+/// the quick update, damage and a deletion before the repair.
+#[cfg(unix)]
+#[test]
+fn the_archive_recipe_of_the_help_runs_as_written() {
+    let help = stdout(&run(["--help"], b""));
+    let recipe: Vec<String> = help
+        .split("An archive's life")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| line.trim().split("  ").next().unwrap().to_string())
+        .collect();
+    assert_eq!(recipe.len(), 5, "{recipe:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
+    let both = |name: &str, data: &[u8]| {
+        for root in [&tree, &copy] {
+            fs::create_dir_all(root).unwrap();
+            fs::write(root.join(name), data).unwrap();
+        }
+    };
+    both("a.jpg", &pattern(3 << 20));
+    both("b.jpg", b"b\n");
+    let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (step, command) in recipe.iter().enumerate() {
+        match step {
+            2 => both("c.jpg", b"c\n"),
+            4 => {
+                let time = fs::metadata(tree.join("a.jpg"))
+                    .unwrap()
+                    .modified()
+                    .unwrap();
+                let mut bytes = fs::read(tree.join("a.jpg")).unwrap();
+                bytes[1 << 20] ^= 1;
+                fs::write(tree.join("a.jpg"), bytes).unwrap();
+                let file = fs::File::options()
+                    .write(true)
+                    .open(tree.join("a.jpg"))
+                    .unwrap();
+                file.set_modified(time).unwrap();
+                fs::remove_file(tree.join("b.jpg")).unwrap();
+            }
+            _ => {}
+        }
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&tree)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(status(&out), 0, "{command}: {}", stderr(&out));
+    }
+    let out = run_in(&tree, ["-c", "--quiet", "../SUMS"]);
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 0));
+    assert_eq!(
+        fs::read(tree.join("a.jpg")).unwrap(),
+        fs::read(copy.join("a.jpg")).unwrap()
+    );
+}
+
+/// Where `-C` sends the lists and the copies, the messages say: a list
+/// outside the directory gets a tip, and copies that are not there are
+/// said once, with where they were looked for.
+#[test]
+fn dash_c_and_missing_copies_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    fs::write(tree.join("a"), b"a").unwrap();
+    fs::write(tree.join("b"), b"b").unwrap();
+    let list = run_in(&tree, ["--leaves", "a", "b"]);
+    fs::write(dir.path().join("sums.txt"), &list.stdout).unwrap();
+    let out = run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"]);
+    assert_eq!(status(&out), 1);
+    assert!(
+        stderr(&out).contains(
+            "bt2sum: tip: -C tree applies to the lists too: sums.txt was looked for in tree; \
+             give its path from there, or an absolute one"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_in(
+        dir.path(),
+        ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"],
+    );
+    assert_eq!(status(&out), 1);
+    assert_eq!(stdout(&out), "");
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("bt2sum: backup: the copies given to --repair-from: ")
+            && said.contains("(looked for from ")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+}
+
 #[test]
 fn help_has_examples_and_defaults() {
     let out = run(["--help"], b"");

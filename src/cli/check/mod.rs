@@ -56,6 +56,20 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
             return Status::Failure;
         }
     }
+    // Copies that are not there would fail every repair alike: said once,
+    // with where they were looked for.
+    if let Some(repair) = &plan.repair
+        && let Err(error) = std::fs::metadata(&repair.copy)
+    {
+        let here = std::env::current_dir().unwrap_or_default();
+        let message = format!(
+            "the copies given to --repair-from: {} (looked for from {})",
+            plain_message(&error),
+            Name::of_path_lossy(here.as_os_str()).shown()
+        );
+        report(repair.copy.as_os_str(), &message);
+        return Status::Failure;
+    }
     // The list an update rewrites is opened first, and read through that
     // descriptor only.
     let update = plan.audit.as_ref().and_then(|audit| audit.update.as_ref());
@@ -507,7 +521,19 @@ impl Check<'_, '_> {
                 // As GNU: what was read is reported, then the list fails
                 // without a summary.
                 (self.status, self.unusable_list) = (Status::Failure, true);
-                return self.printer.list_error(list_name, &plain_message(&error));
+                self.printer.list_error(list_name, &plain_message(&error))?;
+                if let (io::ErrorKind::NotFound, Some(directory)) =
+                    (error.kind(), &self.plan.directory)
+                    && Path::new(list).is_relative()
+                {
+                    let directory = Name::of_path_lossy(directory).shown();
+                    warn(&format!(
+                        "tip: -C {directory} applies to the lists too: {} was looked for in \
+                         {directory}; give its path from there, or an absolute one",
+                        Name::of_path_lossy(list).shown()
+                    ));
+                }
+                return Ok(());
             }
         }
         if self.audit.is_some() {
