@@ -280,6 +280,19 @@ pub struct Args {
     #[arg(short = 'L', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub dereference: bool,
 
+    /// With --recursive or --audit: stay on the file system of each
+    /// directory walked (as find -xdev, du -x and rsync -x); an audit
+    /// leaves listed files on others out too
+    #[arg(short = 'x', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
+    pub one_file_system: bool,
+
+    /// With --recursive or --audit: walk at most N levels below each
+    /// directory (1: its own files only, as find -maxdepth 1); an audit
+    /// leaves listed files deeper out too
+    #[arg(long, value_name = "N", requires = "walking", conflicts_with_all = NOT_WITH_WALKING,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_depth: Option<u16>,
+
     /// With --check: walk DIR as -r does and class every file under it
     /// against the lists (repeatable)
     ///
@@ -287,7 +300,10 @@ pub struct Args {
     /// a listed file that is gone NAME: MISSING, and a new file whose digest
     /// is a missing entry's NAME: MOVED from OLD. With stat lines (--stat),
     /// an edited file is NAME: CHANGED. Names match as the lists spell them,
-    /// relative to the current directory (./a and a are one file).
+    /// relative to the current directory (./a and a are one file). Listed
+    /// files the walk would not meet (under no DIR, excluded, deeper than
+    /// --max-depth, on another file system with -x) are out of scope:
+    /// neither read nor missing, only counted.
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
     pub audit: Vec<OsString>,
 

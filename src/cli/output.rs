@@ -319,6 +319,7 @@ pub enum Summary {
         unrepaired: u64,
         restored: u64,
         unrestored: u64,
+        out_of_scope: u64,
         status: u8,
         #[serde(skip_serializing_if = "Option::is_none")]
         ledger: Option<Coverage>,

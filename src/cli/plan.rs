@@ -265,6 +265,8 @@ impl Config {
         let walk = WalkPlan {
             follow_links: args.dereference,
             excludes: excludes(&args)?,
+            one_file_system: args.one_file_system,
+            max_depth: args.max_depth.map(usize::from),
         };
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if let Some(shell) = args.completions {

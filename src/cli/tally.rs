@@ -49,6 +49,8 @@ pub struct Tally {
     /// be (`--repair-from`).
     pub restored: u64,
     pub unrestored: u64,
+    /// Listed files an audit leaves out (`Scope`): neither read nor missing.
+    pub out_of_scope: u64,
     /// Files that failed and an update takes in as they are (`--accept`).
     pub accepted: u64,
     /// What an audit found besides the lists' verdicts: files under its
@@ -103,6 +105,18 @@ impl Tally {
             let (one, many) = ("listed file is missing", "listed files are missing");
             counted(&mut warnings, self.missing, one, many);
         }
+        match self.out_of_scope {
+            0 => {}
+            1 => warnings.push(
+                "1 listed file was out of the audit's scope (under no directory audited, \
+                 excluded, deeper than --max-depth, or on another file system): not read"
+                    .into(),
+            ),
+            count => warnings.push(format!(
+                "{count} listed files were out of the audit's scope (under no directory \
+                 audited, excluded, deeper than --max-depth, or on another file system): not read"
+            )),
+        }
         warnings
     }
 
@@ -153,6 +167,7 @@ impl Tally {
             unrepaired: self.unrepaired_leaves,
             restored: self.restored,
             unrestored: self.unrestored,
+            out_of_scope: self.out_of_scope,
             status: status as u8,
             ledger,
         }

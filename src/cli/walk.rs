@@ -47,13 +47,18 @@ pub enum Walked {
     },
 }
 
-/// How to walk, as the options say (`-L`, `--exclude`).
+/// How to walk, as the options say (`-L`, `--exclude`, `-x`,
+/// `--max-depth`).
 #[derive(Clone, Default)]
 pub struct WalkPlan {
     /// Whether symbolic links met in the walk are followed (`-L`).
     pub follow_links: bool,
     /// What is left out.
     pub excludes: Excludes,
+    /// Whether the walk stays on each root's file system (`-x`).
+    pub one_file_system: bool,
+    /// How many levels below each root are walked at most (`--max-depth`).
+    pub max_depth: Option<usize>,
 }
 
 /// What a walk passes over besides its plan's excludes.
@@ -92,6 +97,8 @@ fn walk_root(
     let (within, among) = (Arc::clone(&plan), Arc::clone(&skipped));
     let entries = WalkDir::new(&root)
         .min_depth(1)
+        .max_depth(plan.max_depth.unwrap_or(usize::MAX))
+        .same_file_system(plan.one_file_system)
         .follow_links(plan.follow_links)
         .sort_by(|a, b| sort_key(a).cmp(sort_key(b)))
         .into_iter()
@@ -200,6 +207,11 @@ pub struct ExcludeError {
 }
 
 impl Excludes {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.matcher.is_none()
+    }
+
     /// The excludes of `patterns`, in order (blank lines and `#` comments
     /// are skipped, as in a `.gitignore`); an error names the first pattern
     /// that is not one.

@@ -1008,3 +1008,113 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     assert_eq!(audit(&["--quick"]), 0);
     assert!(audit(&[]) >= 20 * 1000 + (3 << 20));
 }
+
+/// An audit covers what its walk meets: a folder audited alone, the
+/// excludes, --max-depth and (where a tmpfs can be mounted) -x leave the
+/// other listed files out, neither read nor missing, and counted; an
+/// update keeps their lines.
+#[test]
+fn an_audit_covers_what_its_walk_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    tree(
+        &root,
+        &[
+            (b"Photos/2020/a", b"a\n"),
+            (b"Photos/2020/b", b"b\n"),
+            (b"Photos/2021/c", b"c\n"),
+            (b"cache/x", b"x\n"),
+            (b"top", b"top\n"),
+        ],
+    );
+    let list = run_in(&root, ["-r", "."], b"");
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let before = fs::read(dir.path().join("SUMS")).unwrap();
+    // The cache is gone, a photo of 2021 damaged: neither is in 2020.
+    fs::remove_dir_all(root.join("cache")).unwrap();
+    fs::write(root.join("Photos/2021/c"), b"C\n").unwrap();
+    fs::write(root.join("Photos/2020/new"), b"new\n").unwrap();
+    let scope = "bt2sum: 3 listed files were out of the audit's scope (under no directory \
+                 audited, excluded, deeper than --max-depth, or on another file system): not read";
+    let (out, err, code) = bt2sum_in(&root, &["-c", "--audit", "Photos/2020", "../SUMS"]);
+    assert_eq!(
+        out,
+        "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n"
+    );
+    assert!(err.contains(scope), "{err}");
+    assert_eq!(code, 1);
+    // The excludes leave listed files out as walked ones.
+    let (out, _, _) = bt2sum_in(
+        &root,
+        &[
+            "-c",
+            "--audit",
+            ".",
+            "--exclude",
+            "cache/",
+            "--exclude",
+            "2021",
+            "../SUMS",
+        ],
+    );
+    assert!(!out.contains("cache") && !out.contains("2021"), "{out}");
+    // --max-depth 1: the files of the top directory alone.
+    let (out, err, _) = bt2sum_in(
+        &root,
+        &["-c", "--audit", ".", "--max-depth", "1", "../SUMS"],
+    );
+    assert_eq!(out, "./top: OK\n");
+    assert!(
+        err.contains("4 listed files were out of the audit's scope"),
+        "{err}"
+    );
+    // An update takes in the new file of the folder, and keeps the lines
+    // of the files out of scope, missing or damaged as they are.
+    let args = [
+        "-c",
+        "--audit",
+        "Photos/2020",
+        "--update",
+        "--forget-missing",
+        "../SUMS",
+    ];
+    let (_, err, code) = bt2sum_in(&root, &args);
+    assert!(err.ends_with("updated: 1 file added\n"), "{err}");
+    assert_eq!(code, 0);
+    let after = fs::read(dir.path().join("SUMS")).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "{}",
+        String::from_utf8_lossy(&after)
+    );
+    assert!(String::from_utf8_lossy(&after[before.len()..]).contains("(Photos/2020/new)"));
+    // A file system mounted inside the tree, with -x: neither walked nor read.
+    let mount = root.join("mnt");
+    fs::create_dir(&mount).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(&mount)
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !mounted {
+        super::skip::skip(
+            "an_audit_covers_what_its_walk_meets",
+            "-x: a tmpfs cannot be mounted here (it needs root)",
+        );
+        return;
+    }
+    fs::write(mount.join("inside"), b"inside\n").unwrap();
+    let walked = run_in(&root, ["-r", "-x", "."], b"");
+    let all = run_in(&root, ["-r", "."], b"");
+    fs::write(dir.path().join("ALL"), &all.stdout).unwrap();
+    let audited = run_in(&root, ["-c", "--audit", ".", "-x", "../ALL"], b"");
+    let _ = std::process::Command::new("umount").arg(&mount).status();
+    assert!(!stdout(&walked).contains("inside"), "{}", stdout(&walked));
+    assert!(stdout(&all).contains("(./mnt/inside)"), "{}", stdout(&all));
+    assert!(!stdout(&audited).contains("inside"), "{}", stdout(&audited));
+    assert!(
+        stderr(&audited).contains("1 listed file was out of the audit's scope"),
+        "{}",
+        stderr(&audited)
+    );
+}

@@ -42,6 +42,7 @@ use bt2sum::verify::{Checked, Verdict};
 use bt2sum::{Event, Job, TreeParams, hash_each};
 use moves::{Joined, NewFile};
 use rewrite::{Rewrite, Shape};
+pub use scope::Scope;
 use serde_bytes::ByteBuf;
 pub use update::UpdatedList;
 
@@ -52,6 +53,7 @@ use super::walk::{Skipped, Walked, walk};
 
 mod moves;
 mod rewrite;
+mod scope;
 mod update;
 
 /// An audit of the files under some roots against the lists checked.
@@ -75,6 +77,9 @@ pub struct Audit<'a> {
     /// checksum line is.
     entries: Spill<rewrite::Entry>,
     shape: Option<Shape>,
+    /// The first listed file out of the audit's scope, normalized: a list
+    /// read from the wrong directory may have every file out of it.
+    pub first_outside: Option<Vec<u8>>,
 }
 
 impl<'a> Audit<'a> {
@@ -97,6 +102,7 @@ impl<'a> Audit<'a> {
             joined: Spill::sorted(IN_MEMORY),
             entries: Spill::new(IN_MEMORY),
             shape: None,
+            first_outside: None,
         }
     }
 
@@ -159,9 +165,24 @@ impl<'a> Audit<'a> {
         let mut written = Ok(());
         let updated = self.updated;
         let mut base = Base::default();
+        let outside = self.first_outside.clone();
+        let mut deeper = None;
         let finished = self.classify(|finding| {
-            if let Finding::Moved { name, from } = &finding {
-                base.moved(name, from);
+            match &finding {
+                Finding::Moved { name, from } => base.moved(name, from),
+                // (A new file that is the first listed file out of scope,
+                // one directory deeper: the walk began above the list's.)
+                Finding::New { name } if deeper.is_none() => {
+                    let name = Name::normalized(name);
+                    if let Some(outside) = &outside
+                        && name.len() > outside.len()
+                        && name.ends_with(outside)
+                        && name[name.len() - outside.len() - 1] == b'/'
+                    {
+                        deeper = Some((name, outside.clone()));
+                    }
+                }
+                _ => {}
             }
             written = finding.print(printer, tally, check.ignore_missing);
             match written {
@@ -180,6 +201,9 @@ impl<'a> Audit<'a> {
                 warn(&tally.audit_line(check.ignore_missing));
             }
             let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
+            if let (0, Some((name, from))) = (found_here + tally.moved, &deeper) {
+                base.moved(name, from);
+            }
             if let (0, Some(hint)) = (found_here, base.hint()) {
                 warn(&hint);
             }

@@ -32,7 +32,7 @@ use bt2sum::format::name::Name;
 use bt2sum::plain_message;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Verdict, Verifier};
 
-use super::audit::{Audit, UpdatedList};
+use super::audit::{Audit, Scope, UpdatedList};
 use super::output::{
     Coverage, Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed,
     report, report_listed, warn,
@@ -109,6 +109,13 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         .map(|ledger| RefCell::new(Schedule::new(ledger)));
     let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
     let listing = Cell::new(true);
+    // An audit checks only the listed files its walk would meet. (Not in
+    // slices, which hold every file.)
+    let scope = plan
+        .audit
+        .as_ref()
+        .filter(|_| plan.slice.is_none())
+        .and_then(Scope::new);
     let deadline = max_duration.map(|duration| Instant::now() + duration);
     let progress = Progress::start(when, || sizes::listed_bytes(plan));
     let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
@@ -125,18 +132,27 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     if quick {
         verifier = verifier.quick();
     }
-    if let Some(schedule) = &schedule {
-        verifier = verifier
-            .pass_bytes(PASS_BYTES)
-            .choosing(Box::new(|start, unit| {
-                if listing.get() {
-                    if let Some(unit) = unit {
-                        schedule.borrow_mut().add(start, unit);
-                    }
-                    return false;
+    if schedule.is_some() {
+        verifier = verifier.pass_bytes(PASS_BYTES);
+    }
+    if schedule.is_some() || scope.is_some() {
+        verifier = verifier.choosing(Box::new(|start, unit| {
+            if let (Some(scope), Some(unit)) = (&scope, unit)
+                && !scope.holds(unit.name)
+            {
+                return false;
+            }
+            let Some(schedule) = &schedule else {
+                return true;
+            };
+            if listing.get() {
+                if let Some(unit) = unit {
+                    schedule.borrow_mut().add(start, unit);
                 }
-                schedule.borrow().round.binary_search(&start).is_ok()
-            }));
+                return false;
+            }
+            schedule.borrow().round.binary_search(&start).is_ok()
+        }));
     }
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
@@ -175,7 +191,7 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     let mut rounds = Rounds::default();
     loop {
         // (The lists are counted once: each round starts them over.)
-        if schedule.is_some() && rounds.first() {
+        if (schedule.is_some() || scope.is_some()) && rounds.first() {
             sources.total_bytes(&verifier, lists);
         }
         verifier.restart();
@@ -209,6 +225,9 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
                 }
             }
         }
+        if let Some(scope) = &scope {
+            scope.counted();
+        }
         let Some(schedule) = &schedule else {
             break;
         };
@@ -231,6 +250,10 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         }
     }
     drop(verifier);
+    check.totals.out_of_scope = scope.as_ref().map_or(0, Scope::outside);
+    if let (Some(audit), Some(scope)) = (&mut check.audit, &scope) {
+        audit.first_outside = scope.first_outside();
+    }
     let coverage = schedule
         .map(RefCell::into_inner)
         .and_then(|schedule| check.coverage(schedule));
