@@ -939,6 +939,45 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
 }
 
+/// Off a terminal, forced progress is a plain line at most every few
+/// seconds, each whole: no carriage return, no escape code, no padding.
+#[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: cargo test --features slow-tests"
+)]
+fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
+    use std::io::Write;
+    let mut child = bt2sum()
+        .arg("--progress")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_retried();
+    let mut input = child.stdin.take().unwrap();
+    // About 11 seconds of input, a little at a time.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(11) {
+        input.write_all(&pattern(1 << 16)).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let log = stderr(&out);
+    assert!(!log.contains(['\r', '\x1b']), "{log:?}");
+    let lines: Vec<&str> = log.lines().collect();
+    // A line each 5 seconds, and the last, whole.
+    assert!((2..=4).contains(&lines.len()), "{log}");
+    for line in &lines {
+        assert!(
+            line.starts_with("bt2sum: progress: ") && !line.ends_with(' '),
+            "{line:?}"
+        );
+        assert!(line.contains("B/s"), "{line}");
+    }
+    assert!(lines.last().unwrap().ends_with(", done"), "{log}");
+}
+
 #[test]
 fn progress_options_override_each_other() {
     let data = pattern(1000);
