@@ -153,8 +153,8 @@ impl Serialize for Tree<'_> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(3))?;
         map.serialize_entry("algorithm", self.0.algorithm().name())?;
-        map.serialize_entry("size", &self.0.digest_size())?;
-        map.serialize_entry("tree", &self.0.leaf_size())?;
+        map.serialize_entry("digest_size", &self.0.digest_size())?;
+        map.serialize_entry("leaf_size", &self.0.leaf_size())?;
         map.end()
     }
 }
