@@ -143,9 +143,12 @@ pub struct Args {
     #[arg(short = 'C', long = "directory", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub directory: Option<OsString>,
 
-    /// Worker threads, 1 to 1024 [default: the number of processors]
+    /// Threads that hash, 1 to 1024 [default: the number of processors]
     ///
-    /// --num-threads is b3sum's spelling; -cpus N the original's.
+    /// At most N threads hash at once, the one that reads the inputs
+    /// counted (it hashes as the N-th, beside N − 1 workers): --cpus 1
+    /// keeps to one core. --num-threads is b3sum's spelling; -cpus N the
+    /// original's.
     #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,

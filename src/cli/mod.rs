@@ -69,7 +69,7 @@ pub fn run(config: Config) -> Status {
         ));
         return Status::Failure;
     }
-    match sys::start_workers(config.threads.unwrap_or(0)) {
+    match sys::start_workers(config.threads) {
         Ok((started, wanted)) if started < wanted => warn(&format!(
             "started {started} of the {wanted} threads asked for: the system grants no more"
         )),

@@ -310,14 +310,24 @@ pub fn raise_descriptor_limit() {
     }
 }
 
-/// Starts the worker threads: `wanted` of them (0: one per processor), no
-/// more than the address space left holds, and no more than the system
-/// grants (a task limit, `ulimit -u`, a container's pids limit). Each
-/// thread is started before the pool is built, and the pool is built on
-/// those that started; with none, the calling thread is the pool's one.
-/// Returns how many the pool has, and how many the system was asked for.
-pub fn start_workers(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
-    let wanted = threads(wanted);
+/// Starts the worker threads: one per processor, or, with `cpus` (`--cpus
+/// N`), N − 1 of them, the thread that owns the run hashing as the N-th
+/// (so that at most N hash at once); no more than the address space left
+/// holds, and no more than the system grants (a task limit, `ulimit -u`, a
+/// container's pids limit). Each thread is started before the pool is
+/// built, and the pool is built on those that started; with none, the
+/// calling thread is the pool's one. Returns how many threads hash at
+/// most, and how many were asked for.
+pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
+    let owner = usize::from(cpus.is_some());
+    let (hashing, wanted) = start_pool(threads(cpus.unwrap_or(0)).saturating_sub(owner))?;
+    // (With no worker, the calling thread hashes alone.)
+    Ok(((hashing + owner).max(1), wanted + owner))
+}
+
+/// Starts a pool of `wanted` workers (with none, the calling thread is the
+/// pool's one); how many started, and how many were asked for.
+fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let mut started = Vec::with_capacity(wanted);
     for _ in 0..wanted {
         let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
@@ -337,7 +347,7 @@ pub fn start_workers(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolB
     let builder = rayon::ThreadPoolBuilder::new();
     if count == 0 {
         builder.num_threads(1).use_current_thread().build_global()?;
-        return Ok((1, wanted.max(1)));
+        return Ok((0, wanted));
     }
     let mut started = started.into_iter();
     builder

@@ -344,9 +344,12 @@ impl Budget {
         static BUDGET: OnceLock<Budget> = OnceLock::new();
         *BUDGET.get_or_init(|| {
             let threads = rayon::current_num_threads();
-            // Two tasks of 8 leaves of 5 MiB a thread; at most a third of
-            // what an address-space limit leaves.
-            let mut bytes = (threads * 2 * 8 * (5 << 20)).clamp(64 << 20, 1 << 30);
+            // Two tasks of 8 leaves of 5 MiB a thread, their cost in the
+            // queue counted (so that two windows of a task fit: one for a
+            // worker, one for the owner); at most a third of what an
+            // address-space limit leaves.
+            let task = 8 * ((5 << 20) + LEAF_COST);
+            let mut bytes = (threads * 2 * task).clamp(64 << 20, 1 << 30);
             if let Some(left) = crate::sys::address_space_left() {
                 bytes = bytes.min(left / 3).max(PIECE);
             }
@@ -435,6 +438,21 @@ impl Engine {
         #[cfg(feature = "schedule-probe")]
         probe::handed(leaves.len());
         queue.leaves.extend(leaves);
+        // The owner is the pool's one thread (`--cpus 1`): nothing hashes
+        // beside it, so it hashes the whole lane groups it queues, as it
+        // goes (else it would read the whole budget ahead first).
+        if rayon::current_thread_index().is_some() {
+            #[cfg(feature = "schedule-probe")]
+            probe::sample();
+            while queue.leaves.len() >= lanes
+                && let Some(task) = take_task(&self.shared, &mut queue)
+            {
+                drop(queue);
+                hash_task(&self.shared, task);
+                queue = lock(&self.shared.queue);
+            }
+            return;
+        }
         // A worker is started for a whole lane group of leaves, or a big
         // leaf: started for each small file, the workers would spend more
         // time waking than hashing. (Fewer are hashed by the owner as it
@@ -505,10 +523,12 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
     }
     let tree = first.done.tree;
     let lanes = shared.kernel.lanes(tree.algorithm());
+    // (A share for each worker, and for the owner, which hashes as it
+    // waits.)
     let share = queue
         .leaves
         .len()
-        .div_ceil(shared.budget.threads)
+        .div_ceil(shared.budget.threads + 1)
         .max(lanes - 1);
     let mut bytes = first.weight();
     let mut task = vec![first];
@@ -529,6 +549,8 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
 /// Hashes a task's leaves, leaves their digests with their inputs, and
 /// gives their bytes back to the budget.
 fn hash_task(shared: &Shared, task: Vec<Leaf>) {
+    #[cfg(feature = "schedule-probe")]
+    probe::hashing();
     let weight = (task.iter().map(Leaf::weight).sum(), task.len());
     let tree = task[0].done.tree;
     let size = tree.digest_size();
@@ -590,7 +612,10 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
 fn finish_task(shared: &Shared, (weight, leaves): (usize, usize), done: impl FnOnce()) {
     done();
     #[cfg(feature = "schedule-probe")]
-    probe::finished(leaves);
+    {
+        probe::finished(leaves);
+        probe::hashed();
+    }
     #[cfg(not(feature = "schedule-probe"))]
     let _ = leaves;
     shared.in_flight.fetch_sub(weight, Ordering::AcqRel);

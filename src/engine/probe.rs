@@ -13,6 +13,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static SUBMITTED: AtomicU64 = AtomicU64::new(0);
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 
+/// Threads hashing a task now, and the most that ever did at once.
+static HASHING: AtomicU64 = AtomicU64::new(0);
+static MOST_HASHING: AtomicU64 = AtomicU64::new(0);
+
+/// A thread starts hashing a task.
+pub(crate) fn hashing() {
+    let now = HASHING.fetch_add(1, Ordering::SeqCst) + 1;
+    MOST_HASHING.fetch_max(now, Ordering::SeqCst);
+}
+
+/// A thread is done hashing its task.
+pub(crate) fn hashed() {
+    HASHING.fetch_sub(1, Ordering::SeqCst);
+}
+
 /// One sample: the leaves ready (handed to the pool, not finished) and the
 /// leaves finished, as a window is handed over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +84,8 @@ pub fn samples() -> (Vec<Sample>, u64) {
 }
 
 /// Writes the samples to the file `BT2SUM_SCHEDULE_PROBE` names, if it is
-/// set: the pool's threads, the leaves in all, then a sample a line (`ready
+/// set: the pool's threads, the leaves in all, the most threads that ever
+/// hashed at once (the owner counted), then a sample a line (`ready
 /// finished`).
 pub fn write_report() -> std::io::Result<()> {
     use std::io::Write;
@@ -80,6 +96,7 @@ pub fn write_report() -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(out, "threads {}", rayon::current_num_threads())?;
     writeln!(out, "leaves {total}")?;
+    writeln!(out, "most_hashing {}", MOST_HASHING.load(Ordering::SeqCst))?;
     for Sample { ready, finished } in samples {
         writeln!(out, "{ready} {finished}")?;
     }

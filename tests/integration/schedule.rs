@@ -4,18 +4,21 @@
 //! threads (on any machine, 2 cores will do), the engine has work for
 //! every thread. Each time it hands the pool a window of leaves, the pool
 //! has at least as many leaves ready as it has threads, unless fewer are
-//! left in the whole input.
+//! left in the whole input. And `--cpus N` keeps to N: at most N threads
+//! hash at once, the run's own counted.
 
 use std::fs;
 use std::process::Stdio;
 
 use super::{Retried, bt2sum, pattern};
 
-/// What the probe counted: the pool's threads, the leaves in all, and each
-/// sample (leaves ready, leaves finished).
+/// What the probe counted: the pool's threads, the leaves in all, the most
+/// threads that hashed at once, and each sample (leaves ready, leaves
+/// finished).
 struct Report {
     threads: u64,
     leaves: u64,
+    most_hashing: u64,
     samples: Vec<(u64, u64)>,
 }
 
@@ -39,7 +42,8 @@ fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
         let line = lines.next().unwrap();
         line.strip_prefix(name).unwrap().trim().parse().unwrap()
     };
-    let (threads, leaves) = (field("threads"), field("leaves"));
+    let (threads, leaves, most_hashing) =
+        (field("threads"), field("leaves"), field("most_hashing"));
     let samples = lines
         .map(|line| {
             let (ready, finished) = line.split_once(' ').unwrap();
@@ -49,6 +53,7 @@ fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
     Report {
         threads,
         leaves,
+        most_hashing,
         samples,
     }
 }
@@ -71,7 +76,9 @@ fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
             ),
         ] {
             let report = probe(&args, stdin);
-            assert_eq!(report.threads, threads);
+            // (The run's own thread hashes as the N-th.)
+            assert_eq!(report.threads, threads - 1);
+            let threads = report.threads;
             assert!(
                 report.leaves >= 4 * threads,
                 "{how}, {threads}: {} leaves",
@@ -90,6 +97,34 @@ fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
                     report.samples
                 );
             }
+        }
+    }
+}
+
+/// `--cpus N` means at most N threads hash at once, the thread that owns
+/// the run counted: by name and from a pipe, on a file of many leaves.
+#[test]
+fn cpus_n_keeps_to_n_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big");
+    fs::write(&path, pattern(64 << 20)).unwrap();
+    let name = path.to_str().unwrap();
+    for cpus in [1u64, 2, 3] {
+        let n = cpus.to_string();
+        for (how, args, stdin) in [
+            ("by name", vec!["--cpus", &n, "-t", "16k", name], None),
+            (
+                "from <",
+                vec!["--cpus", &n, "-t", "16k"],
+                Some(path.as_path()),
+            ),
+        ] {
+            let report = probe(&args, stdin);
+            assert!(
+                (1..=cpus).contains(&report.most_hashing),
+                "{how}, --cpus {cpus}: {} threads hashed at once",
+                report.most_hashing
+            );
         }
     }
 }
