@@ -956,7 +956,7 @@ fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
         .spawn_retried();
     let mut input = child.stdin.take().unwrap();
     // About 11 seconds of input, a little at a time.
-    let started = Instant::now();
+    let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_secs(11) {
         input.write_all(&pattern(1 << 16)).unwrap();
         std::thread::sleep(Duration::from_millis(200));
