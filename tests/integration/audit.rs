@@ -979,9 +979,7 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     let list = run_in(&source, ["-r", "--stat", "."], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let mountpoint = dir.path().join("disk");
-    let model = "scripts/spinning-disk";
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let served = || super::served_by_model(&mountpoint);

@@ -217,10 +217,7 @@ fn a_ledger_that_cannot_be_written_is_said() {
     let dir = archive();
     assert_eq!(check(dir.path(), &["--max-duration", "1h"]).0, 0);
     let mountpoint = tempfile::tempdir().unwrap();
-    let model = "scripts/spinning-disk";
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let Some(_mounted) = super::Mounted::fuse(test, model, dir.path(), mountpoint.path(), &args)
-    else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, dir.path(), mountpoint.path()) else {
         return;
     };
     let out = run_in(

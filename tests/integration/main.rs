@@ -342,6 +342,14 @@ pub struct Mounted {
 
 #[cfg(target_os = "linux")]
 impl Mounted {
+    /// The spinning-disk model over `source`, with no seek time and no
+    /// speed limit: a FUSE file system that counts what it serves
+    /// ([`served_by_model`]) and answers as a disk does.
+    pub fn counting_disk(test: &str, source: &Path, mountpoint: &Path) -> Option<Mounted> {
+        let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
+        Mounted::fuse(test, "scripts/spinning-disk", source, mountpoint, &args)
+    }
+
     pub fn fuse(
         test: &str,
         program: &str,

@@ -325,9 +325,7 @@ fn a_file_on_a_read_only_mount_is_told_so() {
     damage(&source.join("f"), &[1]);
     let damaged = fs::read(source.join("f")).unwrap();
     let mountpoint = dir.path().join("mounted");
-    let model = "scripts/spinning-disk";
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let out = run_in(
@@ -563,9 +561,7 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
     }
     fs::write(dir.path().join("f"), &bytes).unwrap();
     let mountpoint = dir.path().join("disk");
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let model = "scripts/spinning-disk";
-    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let served = || super::served_by_model(&mountpoint);

@@ -339,9 +339,7 @@ fn a_slice_reads_only_its_own_bytes() {
     let sums = listed(&source, &["-t", "1048576", "--leaves", "big"]);
     write(dir.path(), "SUMS", &sums);
     let mountpoint = dir.path().join("disk");
-    let model = "scripts/spinning-disk";
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let Some(_mounted) = super::Mounted::fuse(test, model, &source, &mountpoint, &args) else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let served = || super::served_by_model(&mountpoint);

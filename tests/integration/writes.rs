@@ -625,10 +625,7 @@ fn an_update_in_a_read_only_directory_says_so_plainly() {
     fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let mountpoint = dir.path().join("mounted");
-    let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
-    let Some(_mounted) =
-        super::Mounted::fuse(test, "scripts/spinning-disk", &source, &mountpoint, &args)
-    else {
+    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let (_, err, code) = update(dir.path(), "../mounted/SUMS", &[]);
