@@ -56,7 +56,6 @@ mod error;
 pub mod format;
 mod input;
 pub mod leaves;
-mod memory;
 mod params;
 #[cfg(feature = "digest")]
 mod rustcrypto;

@@ -76,10 +76,9 @@ impl Stream {
                 continue;
             }
             let leaves = (CHUNK / self.leaf).clamp(1, BATCH_LEAVES as usize);
-            if self.chunk.capacity() == 0
-                && !crate::memory::reserve_exact(&mut self.chunk, leaves * self.leaf)
-            {
-                return Err(crate::memory::out_of_memory().into());
+            if self.chunk.capacity() == 0 {
+                // (Within the budget; a refusal ends the process.)
+                self.chunk = Vec::with_capacity(leaves * self.leaf);
             }
             let room = self.chunk.capacity() - self.chunk.len();
             let (now, rest) = bytes.split_at(room.min(bytes.len()));

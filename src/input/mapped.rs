@@ -185,11 +185,8 @@ pub(super) fn bytes_of(
     if mappable && len > 0 {
         return Ok(Arc::new(Window::map(file, offset, len, ahead)?));
     }
-    let mut buffer = Vec::new();
-    if !crate::memory::reserve_exact(&mut buffer, len) {
-        return Err(crate::memory::out_of_memory());
-    }
-    buffer.resize(len, 0);
+    // (Within the budget; a refusal ends the process.)
+    let mut buffer = vec![0; len];
     if crate::sys::read_full_at(file, &mut buffer, offset)? < len {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }

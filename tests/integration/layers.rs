@@ -8,25 +8,21 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Each module of the library and the modules it may name.
-const LIBRARY: [(&str, &[&str]); 15] = [
+const LIBRARY: [(&str, &[&str]); 14] = [
     ("ct", &[]),
     ("sys", &[]),
-    ("memory", &[]),
     ("params", &[]),
     ("budget", &["sys"]),
     ("digest", &["ct", "params"]),
     ("error", &["params"]),
     ("format", &["params", "digest"]),
     ("spill", &["budget", "sys"]),
-    (
-        "engine",
-        &["params", "digest", "error", "memory", "sys", "budget"],
-    ),
+    ("engine", &["params", "digest", "error", "sys", "budget"]),
     ("rustcrypto", &["engine", "params", "digest"]),
     (
         "input",
         &[
-            "engine", "format", "params", "digest", "error", "memory", "sys", "budget",
+            "engine", "format", "params", "digest", "error", "sys", "budget",
         ],
     ),
     (
