@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 
 pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
 use kernel::{LeafJob, NodeState};
@@ -35,6 +35,7 @@ pub use stream::TreeHasher;
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::params::{LastNode, Node, TreeParams};
+use crate::sys::lock;
 
 /// Receives the digests of an input's leaves, in leaf order, as they are fed
 /// to the root: a leaf listing keeps them, a verifier compares them with
@@ -387,10 +388,6 @@ struct Queue {
     leaves: VecDeque<Leaf>,
     /// The workers started and not yet ended.
     workers: usize,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Engine {

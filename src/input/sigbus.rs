@@ -102,11 +102,7 @@ fn install() -> bool {
 /// The page size and the dispositions the handler is to replace, as they
 /// are now; `None` if the system does not say.
 fn record() -> Option<Installed> {
-    // SAFETY: sysconf has no preconditions.
-    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if page_size <= 0 {
-        return None;
-    }
+    let page_size = crate::sys::page_size();
     // SAFETY: zeroed is a valid `sigaction`; each is overwritten with the
     // signal's disposition.
     let mut previous: [libc::sigaction; SIGNALS.len()] = unsafe { std::mem::zeroed() };
@@ -118,7 +114,7 @@ fn record() -> Option<Installed> {
     }
     Some(Installed {
         previous,
-        page_size: page_size as usize,
+        page_size,
     })
 }
 
