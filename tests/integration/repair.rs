@@ -866,6 +866,16 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["sub"], "nothing else is left");
+    // A copy that does not match makes no directory on its way either.
+    fs::remove_dir_all(tree.join("sub")).unwrap();
+    let mut damaged = good.clone();
+    damaged[7] ^= 1;
+    fs::write(copy.join("sub/deeper/v"), &damaged).unwrap();
+    let (_, _, code) = run(&["--repair-from", "../copy"]);
+    assert_eq!(code, 1);
+    assert!(!tree.join("sub").exists());
+    fs::write(copy.join("sub/deeper/v"), &good).unwrap();
+    assert_eq!(run(&["--repair-from", "../copy"]).2, 1);
     // The right copy: restored with its permissions and the listed time.
     fs::write(copy.join("a"), b"alpha\n").unwrap();
     let (out, _, code) = run(&["--repair-from", "../copy"]);

@@ -356,8 +356,9 @@ impl Schedule {
         let mut first = None;
         while taken < bytes.max(1) && self.round.len() < most {
             let next = self.left.as_mut().and_then(|left| {
+                // (All at once, without a time budget, the order is moot.)
                 left.next_if(|next| match (next, first) {
-                    (Ok(next), Some(first)) => same_age(first, next.verified),
+                    (Ok(next), Some(first)) if bytes != u64::MAX => same_age(first, next.verified),
                     _ => true,
                 })
             });

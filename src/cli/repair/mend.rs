@@ -294,6 +294,25 @@ impl Mender {
         };
         let mut copy = File::open(&copy_path).map_err(copy_error)?;
         let permissions = copy.metadata().map_err(copy_error)?.permissions();
+        // The copy proved first, so that a copy that does not match leaves
+        // nothing behind, not even a directory; the file written is proved
+        // again.
+        let matches = |file: &File| -> Result<bool, Unmendable> {
+            let length = file.metadata().map_err(Unmendable::File)?.len();
+            let hashed = file
+                .try_clone()
+                .and_then(|mut reader| {
+                    io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
+                    bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
+                })
+                .map_err(Unmendable::File)?;
+            // (`==` on digests is constant-time.)
+            Ok(hashed == lost.digest && lost.length.is_none_or(|listed| listed == length))
+        };
+        if !matches(&copy)? {
+            return Err(Unmendable::CopyDiffers { path: copy_path });
+        }
+        io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
         let (directory, name) = crate::cli::beneath::directory_of(path, self.rules.names, true)
             .map_err(Unmendable::Refused)?;
         let temporary = std::ffi::OsString::from(format!(
@@ -311,17 +330,7 @@ impl Mender {
             let mut writer = &file;
             io::copy(&mut copy, &mut writer).map_err(copy_error)?;
             file.sync_all().map_err(Unmendable::File)?;
-            let length = file.metadata().map_err(Unmendable::File)?.len();
-            // (Hashed from its start: the copy left the offset at its end.)
-            let hashed = file
-                .try_clone()
-                .and_then(|mut reader| {
-                    io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
-                    bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
-                })
-                .map_err(Unmendable::File)?;
-            // (`==` on digests is constant-time.)
-            if hashed != lost.digest || lost.length.is_some_and(|listed| listed != length) {
+            if !matches(&file)? {
                 return Err(Unmendable::CopyDiffers {
                     path: copy_path.clone(),
                 });
