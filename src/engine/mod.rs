@@ -438,7 +438,7 @@ impl Engine {
         // The owner is the pool's one thread (`--cpus 1`): nothing hashes
         // beside it, so it hashes the whole lane groups it queues, as it
         // goes (else it would read the whole budget ahead first).
-        if rayon::current_thread_index().is_some() {
+        if rayon::current_num_threads() == 1 && rayon::current_thread_index().is_some() {
             #[cfg(feature = "schedule-probe")]
             probe::sample();
             while queue.leaves.len() >= lanes
