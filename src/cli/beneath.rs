@@ -112,6 +112,13 @@ pub fn directory_of(
     names: Names,
     make: bool,
 ) -> Result<(Directory, OsString), Refusal> {
+    allowed(path, names)?;
+    Directory::holding(None, path, make)
+}
+
+/// Whether `names` allows writing the file `path` names: with
+/// [`Names::Inside`], not an absolute name nor one that climbs out.
+pub fn allowed(path: &Path, names: Names) -> Result<(), Refusal> {
     if names == Names::Inside {
         for component in path.components() {
             match component {
@@ -121,7 +128,7 @@ pub fn directory_of(
             }
         }
     }
-    Directory::holding(None, path, make)
+    Ok(())
 }
 
 /// Opens the file at `path` as [`open_to_write`] does any name, creating

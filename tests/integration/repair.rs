@@ -888,6 +888,24 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     assert_eq!(restored.permissions().mode() & 0o7777, 0o640);
     assert_eq!(restored.modified().unwrap(), listed_time);
     assert_eq!(run(&[]).2, 0);
+    // A name that climbs out, or an absolute one, is not written.
+    let outside = dir.path().join("outside");
+    let line = |name: &str| format!("{}  {name}\n", "0".repeat(128));
+    fs::write(copy.join("outside"), b"o\n").unwrap();
+    let lines = line("../outside") + &line(&outside.display().to_string());
+    fs::write(dir.path().join("OUT"), lines).unwrap();
+    let out = run_in(&tree, ["-c", "--repair-from", "../copy", "../OUT"], b"");
+    assert!(
+        stdout(&out).contains("../outside: FAILED to restore (its name climbs out with '..'"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("FAILED to restore (its name is absolute"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!outside.exists());
     // A link on the way is not followed.
     fs::remove_dir_all(tree.join("sub")).unwrap();
     let elsewhere = dir.path().join("elsewhere");

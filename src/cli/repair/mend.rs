@@ -285,8 +285,9 @@ impl Mender {
     /// unless a file of that name appeared meanwhile. Directories missing
     /// on its way are made, as `tar` makes them.
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
-        // (The copy is opened first: no directory is made for a file that
-        // has none.)
+        // (The name first, then the copy: no directory is made for a file
+        // that has none.)
+        crate::cli::beneath::allowed(path, self.rules.names).map_err(Unmendable::Refused)?;
         let copy_path = self.copy_of(path)?;
         let copy_error = |error| Unmendable::Copy {
             path: copy_path.clone(),
