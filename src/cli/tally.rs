@@ -7,11 +7,16 @@ use bt2sum::verify::Verdict;
 use crate::cli::output::{Coverage, Status, Summary};
 
 /// `WARNING: 1 ONE` or `WARNING: COUNT MANY`, unless the count is 0.
-fn counted(warnings: &mut Vec<String>, count: u64, one: &str, many: &str) {
+fn counted(lines: &mut Vec<String>, count: u64, one: &str, many: &str) {
+    said(lines, "WARNING: ", count, one, many);
+}
+
+/// `1 ONE` or `COUNT MANY` after `prefix`, unless the count is 0.
+fn said(lines: &mut Vec<String>, prefix: &str, count: u64, one: &str, many: &str) {
     match count {
         0 => {}
-        1 => warnings.push(format!("WARNING: 1 {one}")),
-        _ => warnings.push(format!("WARNING: {count} {many}")),
+        1 => lines.push(format!("{prefix}1 {one}")),
+        _ => lines.push(format!("{prefix}{count} {many}")),
     }
 }
 
@@ -105,18 +110,15 @@ impl Tally {
             let (one, many) = ("listed file is missing", "listed files are missing");
             counted(&mut warnings, self.missing, one, many);
         }
-        match self.out_of_scope {
-            0 => {}
-            1 => warnings.push(
-                "1 listed file was out of the audit's scope (under no directory audited, \
-                 excluded, deeper than --max-depth, or on another file system): not read"
-                    .into(),
-            ),
-            count => warnings.push(format!(
-                "{count} listed files were out of the audit's scope (under no directory \
-                 audited, excluded, deeper than --max-depth, or on another file system): not read"
-            )),
-        }
+        let why = "(under no directory audited, excluded, deeper than --max-depth, or on \
+                   another file system): not read";
+        said(
+            &mut warnings,
+            "",
+            self.out_of_scope,
+            &format!("listed file was out of the audit's scope {why}"),
+            &format!("listed files were out of the audit's scope {why}"),
+        );
         warnings
     }
 
@@ -241,39 +243,29 @@ impl Tally {
             "listed file has no digest in the list: only its length was checked",
             "listed files have no digest in the list: only their length was checked",
         );
-        match self.unread {
-            0 => {}
-            1 => warnings.push("1 listed file was not read: its stat line says it is unchanged (--quick)".into()),
-            count => warnings.push(format!(
-                "{count} listed files were not read: their stat lines say they are unchanged (--quick)"
-            )),
-        }
-        // What mending did: the repaired leaves (news, not a warning), then
-        // those that are still damaged.
-        match self.repaired_leaves {
-            0 => {}
-            1 => warnings.push("1 damaged leaf was repaired".to_string()),
-            count => warnings.push(format!("{count} damaged leaves were repaired")),
-        }
-        match self.restored {
-            0 => {}
-            1 => warnings.push("1 missing file was restored".to_string()),
-            count => warnings.push(format!("{count} missing files were restored")),
-        }
-        match self.unrestored {
-            0 => {}
-            1 => warnings.push("WARNING: 1 missing file could not be restored".to_string()),
-            count => warnings.push(format!(
-                "WARNING: {count} missing files could not be restored"
-            )),
-        }
-        match self.unrepaired_leaves {
-            0 => {}
-            1 => warnings.push("WARNING: 1 damaged leaf could not be repaired".to_string()),
-            count => warnings.push(format!(
-                "WARNING: {count} damaged leaves could not be repaired"
-            )),
-        }
+        said(
+            &mut warnings,
+            "",
+            self.unread,
+            "listed file was not read: its stat line says it is unchanged (--quick)",
+            "listed files were not read: their stat lines say they are unchanged (--quick)",
+        );
+        // What mending did: the leaves repaired and files restored (news,
+        // not warnings), then what is still damaged or missing.
+        let (one, many) = ("damaged leaf was repaired", "damaged leaves were repaired");
+        said(&mut warnings, "", self.repaired_leaves, one, many);
+        let (one, many) = ("missing file was restored", "missing files were restored");
+        said(&mut warnings, "", self.restored, one, many);
+        let (one, many) = (
+            "missing file could not be restored",
+            "missing files could not be restored",
+        );
+        counted(&mut warnings, self.unrestored, one, many);
+        let (one, many) = (
+            "damaged leaf could not be repaired",
+            "damaged leaves could not be repaired",
+        );
+        counted(&mut warnings, self.unrepaired_leaves, one, many);
         warnings
     }
 

@@ -241,17 +241,23 @@ impl Excludes {
         })
     }
 
-    /// Whether a listed file's `name` (as the list spells it), or a
-    /// directory above it, is matched; a name from the root never is.
+    /// Whether a listed file's `name` (as the list spells it, from the
+    /// directory walked), or a directory above it, is matched; a name from
+    /// the root never is.
     pub fn matches_listed(&self, name: &[u8]) -> bool {
-        let Some(path) = bt2sum::format::name::Name::listed(name).path() else {
-            return false;
-        };
-        let path = path.strip_prefix(".").unwrap_or(&path);
-        self.matcher.as_ref().is_some_and(|matcher| {
-            !path.has_root()
-                && !path.as_os_str().is_empty()
-                && matcher.matched_path_or_any_parents(path, false).is_ignore()
+        let name = bt2sum::format::name::Name::normalized(name);
+        bt2sum::format::name::Name::listed(&name)
+            .path()
+            .is_some_and(|path| path.is_relative() && self.excludes_file(&path))
+    }
+
+    /// Whether the file at `relative` (below the root walked) is left out,
+    /// as the walk meets it: each directory on its way, then the file.
+    pub fn excludes_file(&self, relative: &Path) -> bool {
+        let mut way = std::path::PathBuf::new();
+        relative.components().any(|part| {
+            way.push(part);
+            self.excludes(&way, way != relative)
         })
     }
 

@@ -906,6 +906,19 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
         stdout(&out)
     );
     assert!(!outside.exists());
+    // A dangling link where the file was is missing, and is never written
+    // through: the name is taken.
+    fs::remove_file(tree.join("a")).unwrap();
+    let target = dir.path().join("target");
+    std::os::unix::fs::symlink(&target, tree.join("a")).unwrap();
+    let (out, _, code) = run(&["--repair-from", "../copy"]);
+    assert!(
+        out.contains("./a: FAILED to restore (a file of its name appeared meanwhile"),
+        "{out}"
+    );
+    assert_eq!(code, 1);
+    assert!(!target.exists());
+    fs::remove_file(tree.join("a")).unwrap();
     // A link on the way is not followed.
     fs::remove_dir_all(tree.join("sub")).unwrap();
     let elsewhere = dir.path().join("elsewhere");

@@ -175,9 +175,7 @@ impl<'a> Audit<'a> {
                 Finding::New { name } if deeper.is_none() => {
                     let name = Name::normalized(name);
                     if let Some(outside) = &outside
-                        && name.len() > outside.len()
-                        && name.ends_with(outside)
-                        && name[name.len() - outside.len() - 1] == b'/'
+                        && prefix_of(&name, outside).is_some()
                     {
                         deeper = Some((name, outside.clone()));
                     }
@@ -467,11 +465,7 @@ impl Base {
     /// Notes a move from the listed name `from` to `name`.
     fn moved(&mut self, name: &[u8], from: &[u8]) {
         let (name, from) = (Name::normalized(name), Name::normalized(from));
-        let under = |long: &[u8], short: &[u8]| {
-            let cut = long.len().checked_sub(short.len() + 1)?;
-            (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
-        };
-        let this = match (under(&name, &from), under(&from, &name)) {
+        let this = match (prefix_of(&name, &from), prefix_of(&from, &name)) {
             (Some(prefix), _) => Base::Prefix(prefix, true),
             (None, Some(prefix)) => Base::Prefix(prefix, false),
             (None, None) => Base::Other,
@@ -505,6 +499,12 @@ impl Base {
             ),
         })
     }
+}
+
+/// The directories `long` has before `short`, if it ends with `/short`.
+fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
+    let cut = long.len().checked_sub(short.len() + 1)?;
+    (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
 }
 
 /// The digest of empty input: every empty file's.

@@ -104,21 +104,10 @@ impl<'a> Scope<'a> {
         let Some(below) = below.and_then(|below| Name::listed(below).path()) else {
             return false;
         };
-        // As the walk meets it: each directory on the way, then the file.
-        let mut depth = 0;
-        let mut way = std::path::PathBuf::new();
-        for part in below.components() {
-            depth += 1;
-            way.push(part);
-            let is_dir = way != below;
-            if self.walk.excludes.excludes(&way, is_dir) {
-                return false;
-            }
-        }
-        if self.walk.max_depth.is_some_and(|most| depth > most) {
-            return false;
-        }
-        self.on_a_root_file_system(name)
+        let depth = below.components().count();
+        !self.walk.excludes.excludes_file(&below)
+            && self.walk.max_depth.is_none_or(|most| depth <= most)
+            && self.on_a_root_file_system(name)
     }
 
     /// Whether, with `-x`, the file is on the file system of a root (one
