@@ -59,11 +59,7 @@ pub fn run(config: Config) -> Status {
         warn(&format!("-C: cannot change to {shown}: {reason}"));
         return Status::Usage;
     }
-    if let Some((limit, free)) = bt2sum::sys::descriptors()
-        && free < sys::DESCRIPTORS_NEEDED
-    {
-        // Below this, inputs would be lost to `Too many open files`.
-        let needed = limit as usize - free + sys::DESCRIPTORS_NEEDED;
+    if let Some((limit, needed)) = bt2sum::budget::descriptors().too_few {
         warn(&format!(
             "too few file descriptors: the limit is {limit} (ulimit -n), and bt2sum needs {needed}"
         ));

@@ -9,7 +9,7 @@ use std::fs::{File, Metadata};
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bt2sum::sys::{FileId, descriptors, lock};
+use bt2sum::sys::{FileId, lock};
 
 /// The arguments, the program's name first. On Windows, where the shell
 /// does not expand wildcards, `*.iso` is expanded here as b3sum does (the
@@ -143,7 +143,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     lock(&LAST_WORDS).push(Box::new(last_words));
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
-    if descriptors().is_none_or(|(_, free)| free >= DESCRIPTORS_NEEDED + 2) && room_for_threads() {
+    if bt2sum::budget::descriptors().signal_watcher && room_for_threads() {
         INSTALLED.call_once(stop_signals::install);
     }
 }
@@ -290,11 +290,6 @@ pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
     Ok(())
 }
 
-/// The descriptors the work needs free besides those the process holds at
-/// start: a list being read, the input in turn, and a temporary file for
-/// its leaf digests.
-pub const DESCRIPTORS_NEEDED: usize = 3;
-
 /// Raises the soft limit on open files to the hard one, as Go programs do:
 /// what a run may hold open is then all the system allows.
 pub fn raise_descriptor_limit() {
@@ -320,7 +315,8 @@ pub fn raise_descriptor_limit() {
 /// most, and how many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let owner = usize::from(cpus.is_some());
-    let (hashing, wanted) = start_pool(threads(cpus.unwrap_or(0)).saturating_sub(owner))?;
+    let (hashing, wanted) =
+        start_pool(bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(owner))?;
     // (With no worker, the calling thread hashes alone.)
     Ok(((hashing + owner).max(1), wanted + owner))
 }
@@ -332,7 +328,7 @@ fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildErr
     for _ in 0..wanted {
         let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
         let thread = std::thread::Builder::new()
-            .stack_size(STACK)
+            .stack_size(bt2sum::budget::STACK)
             .spawn(move || {
                 if let Ok(worker) = receive.recv() {
                     worker.run();
@@ -397,9 +393,7 @@ impl Write for SharedOutput {
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
     // (Its descriptor, and the watcher's two, only where the work keeps
     // what it needs.)
-    if let Some((_, free)) = descriptors()
-        && free < DESCRIPTORS_NEEDED + 3
-    {
+    if !bt2sum::budget::descriptors().stdout_copy {
         return Err(io::Error::other("too few file descriptors to spare"));
     }
     let stdout = duplicate_stdout()?;
@@ -463,16 +457,6 @@ fn refused_ends(block: *mut u8) -> *mut u8 {
     block
 }
 
-/// The stack of the threads bt2sum starts: hashing needs little.
-pub const STACK: usize = 1 << 20;
-
-/// What one worker thread is counted for against an address-space limit:
-/// its stack and a share of the work.
-const PER_THREAD: usize = STACK + (1 << 20);
-
-/// What the process needs besides its workers.
-const BASE: usize = 24 << 20;
-
 /// Whether the address space left when first asked (at the start) has room
 /// for the threads beside the workers (the work's own, the stop signals'
 /// watcher, the progress bar's): under a tighter limit (`ulimit -v`), a
@@ -480,18 +464,4 @@ const BASE: usize = 24 << 20;
 /// the process, so none is started and the work goes on without them.
 pub fn room_for_threads() -> bool {
     bt2sum::budget::memory().threads_beside_workers
-}
-
-/// How many worker threads to start: `wanted` (0: one per processor), as
-/// many as the address space left holds (none: the calling thread hashes
-/// alone).
-fn threads(wanted: usize) -> usize {
-    let wanted = match wanted {
-        0 => std::thread::available_parallelism().map_or(1, usize::from),
-        wanted => wanted,
-    };
-    match bt2sum::sys::address_space_left() {
-        Some(left) => wanted.min(left.saturating_sub(BASE) / PER_THREAD),
-        None => wanted,
-    }
 }

@@ -354,9 +354,7 @@ impl Budget {
             if let Some(left) = crate::sys::address_space_left() {
                 bytes = bytes.min(left / 3).max(PIECE);
             }
-            let inputs = crate::sys::descriptors()
-                .map(|(_, free)| free)
-                .map_or(64, |free| free.saturating_sub(3).clamp(1, 64));
+            let inputs = crate::budget::descriptors().inputs;
             Budget {
                 threads,
                 bytes,

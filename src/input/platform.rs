@@ -67,34 +67,24 @@ pub struct Stamp {
     modified: Option<std::time::SystemTime>,
     /// Seconds and nanoseconds (on Windows, 100-nanosecond ticks).
     changed: (i64, i64),
-    /// The device and inode (on Windows, the volume's serial number and
-    /// the file's index).
-    identity: (u64, u64),
+    identity: crate::sys::FileId,
 }
 
 impl Stamp {
     /// The stamp of an open regular file, from what `fstat` said of it.
     pub(super) fn of(file: &File, metadata: &Metadata) -> io::Result<Stamp> {
         #[cfg(unix)]
-        let (changed, identity) = {
+        let changed = {
             use std::os::unix::fs::MetadataExt;
-            let _ = file;
-            (
-                (metadata.ctime(), metadata.ctime_nsec()),
-                (metadata.dev(), metadata.ino()),
-            )
+            (metadata.ctime(), metadata.ctime_nsec())
         };
         #[cfg(windows)]
-        let (changed, identity) = {
-            let information = winapi_util::file::information(file)?;
-            let volume = information.volume_serial_number();
-            ((change_time(file)?, 0), (volume, information.file_index()))
-        };
+        let changed = (change_time(file)?, 0);
         Ok(Stamp {
             len: metadata.len(),
             modified: metadata.modified().ok(),
             changed,
-            identity,
+            identity: crate::sys::FileId::of(file, metadata)?,
         })
     }
 
@@ -572,7 +562,7 @@ mod stamp_tests {
             len: 0,
             modified: None,
             changed,
-            identity: (0, 0),
+            identity: crate::sys::FileId::default(),
         }
     }
 
