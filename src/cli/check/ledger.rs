@@ -25,7 +25,8 @@ use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition, W
 use serde::Serialize;
 
 use super::super::beneath;
-use super::super::output::{Coverage, report};
+use super::super::output::{Coverage, Status, report};
+use super::super::plan::Ledgering;
 
 /// When each unit was last verified to match (seconds since 1970), by the
 /// unit's key.
@@ -54,6 +55,20 @@ pub fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -
     let mut key = [0; 16];
     key.copy_from_slice(state.finalize().as_bytes());
     key
+}
+
+/// The check's ledger, open, if it is to be used; else the run's status,
+/// said why.
+pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
+    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+        return Ok(None);
+    }
+    Ledger::open(&ledgering.file, ledgering.reset)
+        .map(Some)
+        .map_err(|why| {
+            report(ledgering.file.as_os_str(), &why.to_string());
+            Status::Failure
+        })
 }
 
 /// The ledger of a check, open.
@@ -488,5 +503,56 @@ impl Coverage {
             );
         }
         report(ledger, &line);
+    }
+}
+
+/// The bytes of the first round of a scrub with a time budget, before its
+/// speed is known: what a spinning disk reads in the time (a round checks
+/// its units in list order, so one too big would pass over older ones),
+/// from 4 MiB up to 256 MiB.
+const FIRST_ROUND_RATE: f64 = 100e6;
+const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
+
+/// The rounds of a check with a ledger: each chooses the least recently
+/// verified units left, as many as the time left (`--max-duration`) and
+/// the speed so far can verify (a round too big is cut at the deadline),
+/// or all of them without a time budget.
+#[derive(Default)]
+pub struct Rounds {
+    chosen: u64,
+    /// When the first round started, and the bytes the rounds chose.
+    started: Option<Instant>,
+    bytes: u64,
+}
+
+impl Rounds {
+    /// Whether no round was chosen yet (the lists are being listed).
+    pub fn first(&self) -> bool {
+        self.chosen == 0
+    }
+
+    /// Chooses the next round (none when the time is up).
+    pub fn next(&mut self, schedule: &mut Schedule, deadline: Option<Instant>) -> io::Result<()> {
+        if let Some(error) = schedule.error.take() {
+            return Err(error);
+        }
+        let now = Instant::now();
+        let elapsed = now.duration_since(*self.started.get_or_insert(now));
+        let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
+            None => u64::MAX,
+            Some(left) if left.is_zero() => 0,
+            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
+                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
+            Some(left) => {
+                let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
+                (rate * left.as_secs_f64() * 1.5) as u64
+            }
+        };
+        match bytes {
+            0 => schedule.round.clear(),
+            bytes => self.bytes += schedule.choose(bytes)?,
+        }
+        self.chosen += 1;
+        Ok(())
     }
 }

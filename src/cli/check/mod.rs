@@ -30,45 +30,26 @@ use std::time::Instant;
 
 use bt2sum::format::name::Name;
 use bt2sum::plain_message;
-use bt2sum::verify::{Checked, Report, Slice, Subject, Verdict, Verifier};
+use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 
 use super::audit::{Audit, Scope, UpdatedList};
 use super::output::{
     Coverage, Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed,
     report, report_listed, warn,
 };
-use super::plan::{Checking, Ledgering};
+use super::plan::Checking;
 use super::progress::{BarMode, Progress};
 use super::repair::Repairs;
 use super::sys;
 use super::tally::Tally;
 use hints::Hints;
-use ledger::{Ledger, Schedule};
+use ledger::{Ledger, Rounds, Schedule};
 
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
 pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
-    // An audit of a directory that is not there would find nothing but
-    // MISSING files: said before anything is read.
-    for root in plan.audit.iter().flat_map(|audit| &audit.roots) {
-        if let Err(error) = std::fs::metadata(root) {
-            report(root, &plain_message(&error));
-            return Status::Failure;
-        }
-    }
-    // Copies that are not there would fail every repair alike: said once,
-    // with where they were looked for.
-    if let Some(repair) = &plan.repair
-        && let Err(error) = std::fs::metadata(&repair.copy)
-    {
-        let here = std::env::current_dir().unwrap_or_default();
-        let message = format!(
-            "the copies given to --repair-from: {} (looked for from {})",
-            plain_message(&error),
-            Name::of_path_lossy(here.as_os_str()).shown()
-        );
-        report(repair.copy.as_os_str(), &message);
-        return Status::Failure;
+    if let Err(status) = nothing_missing(plan) {
+        return status;
     }
     // The list an update rewrites is opened first, and read through that
     // descriptor only.
@@ -86,11 +67,12 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         true => &stdin_only[..],
         false => &plan.lists[..],
     };
-    let ledger = match plan.ledger.as_ref().map(open_ledger).transpose() {
+    let ledger = match plan.ledger.as_ref().map(ledger::open).transpose() {
         Ok(ledger) => ledger.flatten(),
         Err(status) => return status,
     };
     let mut sources = Lists {
+        names: lists,
         updated: updated.as_ref(),
         stdin: None,
     };
@@ -108,65 +90,19 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         .as_ref()
         .map(|ledger| RefCell::new(Schedule::new(ledger)));
     let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
-    let listing = Cell::new(true);
-    // An audit checks only the listed files its walk would meet. (Not in
-    // slices, which hold every file.)
-    let scope = plan
-        .audit
-        .as_ref()
-        .filter(|_| plan.slice.is_none())
-        .and_then(Scope::new);
-    let deadline = max_duration.map(|duration| Instant::now() + duration);
+    let choice = Choice {
+        // An audit checks only the listed files its walk would meet. (Not
+        // in slices, which hold every file.)
+        scope: (plan.audit.as_ref())
+            .filter(|_| plan.slice.is_none())
+            .and_then(Scope::new),
+        schedule,
+        listing: Cell::new(true),
+    };
     let progress = Progress::start(when, || sizes::listed_bytes(plan));
-    let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
-        progress.reading_stdin();
-        match sys::stdin_closed() {
-            true => Err(sys::closed_stream()),
-            false => Ok(()),
-        }
-    });
-    if let Some(counter) = progress.counter() {
-        verifier = verifier.progress(counter.clone());
-    }
-    let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
-    if quick {
-        verifier = verifier.quick();
-    }
-    if schedule.is_some() {
-        verifier = verifier.pass_bytes(PASS_BYTES);
-    }
-    if schedule.is_some() || scope.is_some() {
-        verifier = verifier.choosing(Box::new(|start, unit| {
-            if let (Some(scope), Some(unit)) = (&scope, unit)
-                && !scope.holds(unit.name)
-            {
-                return false;
-            }
-            let Some(schedule) = &schedule else {
-                return true;
-            };
-            if listing.get() {
-                if let Some(unit) = unit {
-                    schedule.borrow_mut().add(start, unit);
-                }
-                return false;
-            }
-            schedule.borrow().round.binary_search(&start).is_ok()
-        }));
-    }
+    let verifier = verifier(plan, &progress, &choice, &sources);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
-    if let Some(part) = plan.slice {
-        // An audit walks in the first slice only, which looks for every
-        // listed file to tell the missing ones.
-        let probe_others = plan.audit.is_some() && part.part() == 1;
-        let total = sources.total_bytes(&verifier, lists);
-        verifier = verifier.slicing(Slice {
-            part,
-            total,
-            probe_others,
-        });
-    }
     let audit = (plan.audit.as_ref())
         .filter(|_| first_slice)
         .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter()));
@@ -183,73 +119,17 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
             .as_ref()
             .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
         ledger,
-        deadline,
+        deadline: max_duration.map(|duration| Instant::now() + duration),
         status: Status::Success,
         unusable_list: false,
     };
-    let mut tallies: Vec<_> = lists.iter().map(|_| (Tally::default(), Ok(()))).collect();
-    let mut rounds = Rounds::default();
-    loop {
-        // (The lists are counted once: each round starts them over.)
-        if (schedule.is_some() || scope.is_some()) && rounds.first() {
-            sources.total_bytes(&verifier, lists);
-        }
-        verifier.restart();
-        for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
-            if list == "-" {
-                progress.reading_stdin();
-            }
-            let out_of_time = deadline.is_some_and(|at| Instant::now() >= at);
-            if read.is_err() || out_of_time && !listing.get() {
-                continue;
-            }
-            if quick && list != "-" && !has_stat_line(sources.open(list)) {
-                // (Every file would be read: the user meant otherwise.)
-                let message = "--quick needs stat lines, and the list has none: make it with \
-                               --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
-                report(list, message);
-                (check.status, check.unusable_list) = (Status::Failure, true);
-                *read = Err(None);
-                continue;
-            }
-            let reader = sources.open(list);
-            match check.list(&verifier, &progress, list, reader, tally, !rounds.first()) {
-                Ok(result) => *read = result.map_err(Some),
-                Err(error) => return check.status.max(write_failed(&error)),
-            }
-            if schedule.is_none() {
-                // (Read once: each list is summed up as it ends.)
-                let ended = std::mem::replace(read, Err(None));
-                if let Err(error) = check.end_list(list, std::mem::take(tally), ended) {
-                    return check.status.max(write_failed(&error));
-                }
-            }
-        }
-        if let Some(scope) = &scope {
-            scope.counted();
-        }
-        let Some(schedule) = &schedule else {
-            break;
-        };
-        if listing.replace(false) && schedule.borrow().foreign() {
-            let ledger = check.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
-            report(ledger, &ledger::Unusable::Foreign.to_string());
-            return Status::Failure;
-        }
-        if let Err(error) = rounds.next(&mut schedule.borrow_mut(), deadline) {
-            check.ledger_failed(&error);
-            break;
-        }
-        if schedule.borrow().round.is_empty() {
-            break;
-        }
-    }
-    for (list, (tally, read)) in lists.iter().zip(tallies).filter(|_| schedule.is_some()) {
-        if let Err(error) = check.end_list(list, tally, read) {
-            return check.status.max(write_failed(&error));
-        }
+    if let Err(status) = check.lists(&verifier, &progress, &choice, &sources) {
+        return status;
     }
     drop(verifier);
+    let Choice {
+        scope, schedule, ..
+    } = choice;
     check.totals.out_of_scope = scope.as_ref().map_or(0, Scope::outside);
     if let (Some(audit), Some(scope)) = (&mut check.audit, &scope) {
         audit.first_outside = scope.first_outside();
@@ -263,80 +143,113 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     }
 }
 
+/// Says what a check would find missing everywhere before anything is read:
+/// an audit of a directory that is not there (every file MISSING), copies
+/// that are not there (every repair failing alike), with where they were
+/// looked for.
+fn nothing_missing(plan: &Checking) -> Result<(), Status> {
+    for root in plan.audit.iter().flat_map(|audit| &audit.roots) {
+        if let Err(error) = std::fs::metadata(root) {
+            report(root, &plain_message(&error));
+            return Err(Status::Failure);
+        }
+    }
+    if let Some(repair) = &plan.repair
+        && let Err(error) = std::fs::metadata(&repair.copy)
+    {
+        let here = std::env::current_dir().unwrap_or_default();
+        let message = format!(
+            "the copies given to --repair-from: {} (looked for from {})",
+            plain_message(&error),
+            Name::of_path_lossy(here.as_os_str()).shown()
+        );
+        report(repair.copy.as_os_str(), &message);
+        return Err(Status::Failure);
+    }
+    Ok(())
+}
+
+/// Which of the lists' files a check reads: those in an audit's scope,
+/// and, with a ledger, those of the round (none while the lists are being
+/// listed, the first time they are read).
+struct Choice<'a> {
+    scope: Option<Scope<'a>>,
+    schedule: Option<RefCell<Schedule>>,
+    listing: Cell<bool>,
+}
+
+impl Choice<'_> {
+    /// Whether the unit starting at `start` is read.
+    fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
+        if let (Some(scope), Some(unit)) = (&self.scope, unit)
+            && !scope.holds(unit.name)
+        {
+            return false;
+        }
+        let Some(schedule) = &self.schedule else {
+            return true;
+        };
+        if self.listing.get() {
+            if let Some(unit) = unit {
+                schedule.borrow_mut().add(start, unit);
+            }
+            return false;
+        }
+        schedule.borrow().round.binary_search(&start).is_ok()
+    }
+}
+
+/// The verifier of a check: its settings, progress, quick look, the
+/// choice of what it reads, and its slice.
+fn verifier<'v>(
+    plan: &'v Checking,
+    progress: &'v Progress,
+    choice: &'v Choice<'_>,
+    sources: &Lists<'_>,
+) -> Verifier<'v> {
+    let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
+        progress.reading_stdin();
+        match sys::stdin_closed() {
+            true => Err(sys::closed_stream()),
+            false => Ok(()),
+        }
+    });
+    if let Some(counter) = progress.counter() {
+        verifier = verifier.progress(counter.clone());
+    }
+    if plan.audit.as_ref().is_some_and(|audit| audit.quick) {
+        verifier = verifier.quick();
+    }
+    if choice.schedule.is_some() {
+        verifier = verifier.pass_bytes(PASS_BYTES);
+    }
+    if choice.schedule.is_some() || choice.scope.is_some() {
+        verifier = verifier.choosing(Box::new(|start, unit| choice.reads(start, unit)));
+    }
+    if let Some(part) = plan.slice {
+        // An audit walks in the first slice only, which looks for every
+        // listed file to tell the missing ones.
+        let probe_others = plan.audit.is_some() && part.part() == 1;
+        let total = sources.total_bytes(&verifier);
+        verifier = verifier.slicing(Slice {
+            part,
+            total,
+            probe_others,
+        });
+    }
+    verifier
+}
+
 /// The most bytes of leaves of one file a pass checks with a ledger: what
 /// a kill or a deadline leaves unrecorded of a big file at most.
 const PASS_BYTES: u64 = 64 << 20;
-
-/// The bytes of the first round of a scrub with a time budget, before its
-/// speed is known: what a spinning disk reads in the time (a round checks
-/// its units in list order, so one too big would pass over older ones),
-/// from 4 MiB up to 256 MiB.
-const FIRST_ROUND_RATE: f64 = 100e6;
-const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
-
-/// The rounds of a check with a ledger: each chooses the least recently
-/// verified units left, as many as the time left (`--max-duration`) and
-/// the speed so far can verify (a round too big is cut at the deadline),
-/// or all of them without a time budget.
-#[derive(Default)]
-struct Rounds {
-    chosen: u64,
-    /// When the first round started, and the bytes the rounds chose.
-    started: Option<Instant>,
-    bytes: u64,
-}
-
-impl Rounds {
-    /// Whether no round was chosen yet (the lists are being listed).
-    fn first(&self) -> bool {
-        self.chosen == 0
-    }
-
-    /// Chooses the next round (none when the time is up).
-    fn next(&mut self, schedule: &mut Schedule, deadline: Option<Instant>) -> io::Result<()> {
-        if let Some(error) = schedule.error.take() {
-            return Err(error);
-        }
-        let now = Instant::now();
-        let elapsed = now.duration_since(*self.started.get_or_insert(now));
-        let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
-            None => u64::MAX,
-            Some(left) if left.is_zero() => 0,
-            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
-                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
-            Some(left) => {
-                let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
-                (rate * left.as_secs_f64() * 1.5) as u64
-            }
-        };
-        match bytes {
-            0 => schedule.round.clear(),
-            bytes => self.bytes += schedule.choose(bytes)?,
-        }
-        self.chosen += 1;
-        Ok(())
-    }
-}
-
-/// The check's ledger, open, if it is to be used; else the run's status,
-/// said why.
-fn open_ledger(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
-    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
-        return Ok(None);
-    }
-    Ledger::open(&ledgering.file, ledgering.reset)
-        .map(Some)
-        .map_err(|why| {
-            report(ledgering.file.as_os_str(), &why.to_string());
-            Status::Failure
-        })
-}
 
 /// The lists of a check, each to read from its start as often as needed:
 /// the list an update rewrites through the update's descriptor, and
 /// standard input, where it is read more than once, from a temporary
 /// copy.
 struct Lists<'a> {
+    names: &'a [OsString],
     updated: Option<&'a UpdatedList>,
     stdin: Option<std::fs::File>,
 }
@@ -365,9 +278,9 @@ impl Lists<'_> {
 
     /// The bytes `lists` describe (see [`Slice`]); a list that cannot be
     /// read is reported when it is checked.
-    fn total_bytes(&self, verifier: &Verifier<'_>, lists: &[OsString]) -> u64 {
+    fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
         let mut total = 0u64;
-        for list in lists {
+        for list in self.names {
             if let Ok(mut reader) = self.open(list)
                 && let Ok(bytes) = verifier.total_bytes(&mut reader)
             {
@@ -431,6 +344,85 @@ struct Check<'a, 'o> {
 }
 
 impl Check<'_, '_> {
+    /// Reads every list through the verifier, once, or with a ledger in
+    /// rounds until the schedule is done or the time is up; each list is
+    /// summed up as it ends (with a ledger, after the last round). `Err`:
+    /// the run's status, when it ends early.
+    fn lists(
+        &mut self,
+        verifier: &Verifier<'_>,
+        progress: &Progress,
+        choice: &Choice<'_>,
+        sources: &Lists<'_>,
+    ) -> Result<(), Status> {
+        let lists = sources.names;
+        let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
+        let mut tallies: Vec<_> = lists.iter().map(|_| (Tally::default(), Ok(()))).collect();
+        let mut rounds = Rounds::default();
+        let failed = |check: &Check, error: &io::Error| check.status.max(write_failed(error));
+        loop {
+            // (The lists are counted once: each round starts them over.)
+            if (choice.schedule.is_some() || choice.scope.is_some()) && rounds.first() {
+                sources.total_bytes(verifier);
+            }
+            verifier.restart();
+            for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
+                if list == "-" {
+                    progress.reading_stdin();
+                }
+                let out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
+                if read.is_err() || out_of_time && !choice.listing.get() {
+                    continue;
+                }
+                if quick && list != "-" && !has_stat_line(sources.open(list)) {
+                    // (Every file would be read: the user meant otherwise.)
+                    let message = "--quick needs stat lines, and the list has none: make it with \
+                                   --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
+                    report(list, message);
+                    (self.status, self.unusable_list) = (Status::Failure, true);
+                    *read = Err(None);
+                    continue;
+                }
+                let reader = sources.open(list);
+                match self.list(verifier, progress, list, reader, tally, !rounds.first()) {
+                    Ok(result) => *read = result.map_err(Some),
+                    Err(error) => return Err(failed(self, &error)),
+                }
+                if choice.schedule.is_none() {
+                    // (Read once: each list is summed up as it ends.)
+                    let ended = std::mem::replace(read, Err(None));
+                    if let Err(error) = self.end_list(list, std::mem::take(tally), ended) {
+                        return Err(failed(self, &error));
+                    }
+                }
+            }
+            if let Some(scope) = &choice.scope {
+                scope.counted();
+            }
+            let Some(schedule) = &choice.schedule else {
+                return Ok(());
+            };
+            if choice.listing.replace(false) && schedule.borrow().foreign() {
+                let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
+                report(ledger, &ledger::Unusable::Foreign.to_string());
+                return Err(Status::Failure);
+            }
+            if let Err(error) = rounds.next(&mut schedule.borrow_mut(), self.deadline) {
+                self.ledger_failed(&error);
+                break;
+            }
+            if schedule.borrow().round.is_empty() {
+                break;
+            }
+        }
+        for (list, (tally, read)) in lists.iter().zip(tallies) {
+            if let Err(error) = self.end_list(list, tally, read) {
+                return Err(failed(self, &error));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads one list through the verifier, printing and counting into
     /// `tally` (`again`: a later round of a check with a ledger, whose
     /// lines were counted when it was listed); `Ok(Err)` when the list
