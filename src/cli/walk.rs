@@ -17,7 +17,8 @@
 //!   skipped, as `find -L` does.
 //! - FIFOs, sockets and devices are skipped (a FIFO would wait for a writer
 //!   forever), and so are the files to skip (the list being written or
-//!   audited, by identity), what the excludes match ([`Excludes`]; an
+//!   audited, by identity, and the ledger beside the list being written),
+//!   what the excludes match ([`Excludes`]; an
 //!   excluded directory is not entered), and, in the directories named,
 //!   the names of a form passed over (an update's temporary files).
 //! - A directory that cannot be read, or an entry that cannot be examined,
@@ -95,6 +96,9 @@ fn walk_root(
         return Box::new(std::iter::once(Walked::File(root)));
     }
     let (within, among) = (Arc::clone(&plan), Arc::clone(&skipped));
+    // The ledger beside a list being written (`LIST.ledger`, which sorts
+    // right after it), once the walk has met the list.
+    let mut ledger_beside: Option<std::path::PathBuf> = None;
     let entries = WalkDir::new(&root)
         .min_depth(1)
         .max_depth(plan.max_depth.unwrap_or(usize::MAX))
@@ -104,7 +108,16 @@ fn walk_root(
         .into_iter()
         .filter_entry(move |entry| !left_out(entry, &root, &within, &among));
     Box::new(entries.filter_map(move |entry| match entry {
-        Ok(entry) if entry.file_type().is_file() && !is_skipped(&entry, &skipped) => {
+        Ok(entry) if entry.file_type().is_file() => {
+            if is_skipped(&entry, &skipped) {
+                let mut ledger = entry.into_path().into_os_string();
+                ledger.push(".ledger");
+                ledger_beside = Some(ledger.into());
+                return None;
+            }
+            if ledger_beside.as_deref() == Some(entry.path()) {
+                return None;
+            }
             Some(Walked::File(entry.into_path().into_os_string()))
         }
         Ok(_) => None,

@@ -338,7 +338,7 @@ fn recursive_list_round_trips_through_check() {
 /// `cd dir && bt2sum -r > SUMS && bt2sum -c SUMS`: the walk skips the file
 /// standard output writes to (same device and inode, or on Windows the
 /// same file index, so also through a link with -L), and the list
-/// verifies.
+/// verifies; its ledger beside it is skipped too.
 #[test]
 fn recursive_skips_the_list_it_writes() {
     let dir = tempfile::tempdir().unwrap();
@@ -380,14 +380,25 @@ fn recursive_skips_the_list_it_writes() {
         assert_eq!(stdout(&out), expected, "{args:?}");
         assert_eq!(status(&out), 0);
     }
+    let names = |list: &[u8]| -> Vec<String> {
+        let list = String::from_utf8(list.to_vec()).unwrap();
+        list.lines().map(|line| line[130..].to_string()).collect()
+    };
+    // Nor is the ledger beside it (which every scrub changes).
+    fs::write(dir.path().join("SUMS.ledger"), b"").unwrap();
+    let sums = fs::File::create(dir.path().join("SUMS")).unwrap();
+    let hashed = bt2sum()
+        .current_dir(dir.path())
+        .args(["-r", "--untagged"])
+        .stdout(sums)
+        .output_retried();
+    assert_eq!(status(&hashed), 0, "{}", stderr(&hashed));
+    let listed = fs::read(dir.path().join("SUMS")).unwrap();
+    assert_eq!(names(&listed), ["./a", "./sub/b"]);
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
     let out = run_in(dir.path(), ["-r", "--untagged"]);
-    let names: Vec<&str> = std::str::from_utf8(&out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| &line[130..])
-        .collect();
-    assert_eq!(names, ["./SUMS", "./a", "./sub/b"]);
+    let all = ["./SUMS", "./SUMS.ledger", "./a", "./sub/b"];
+    assert_eq!(names(&out.stdout), all);
 }
 
 #[test]
