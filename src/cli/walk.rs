@@ -104,7 +104,7 @@ fn walk_root(
         .max_depth(plan.max_depth.unwrap_or(usize::MAX))
         .same_file_system(plan.one_file_system)
         .follow_links(plan.follow_links)
-        .sort_by(|a, b| sort_key(a).cmp(sort_key(b)))
+        .sort_by(sort_order)
         .into_iter()
         .filter_entry(move |entry| !left_out(entry, &root, &within, &among));
     Box::new(entries.filter_map(move |entry| match entry {
@@ -125,11 +125,21 @@ fn walk_root(
     }))
 }
 
-/// An entry's name as the walk sorts it: a directory's as if it ended in
-/// `/`.
-fn sort_key(entry: &DirEntry) -> impl Iterator<Item = &u8> {
-    let slash = entry.file_type().is_dir().then_some(&b'/');
-    entry.file_name().as_encoded_bytes().iter().chain(slash)
+/// The order of two entries of one directory: by name, a directory's as
+/// if it ended in `/`. (Their paths share the directory's: the whole
+/// paths compare as the names do, and are there, where walkdir finds a
+/// name by parsing the path, at each of the sort's comparisons.)
+fn sort_order(a: &DirEntry, b: &DirEntry) -> std::cmp::Ordering {
+    fn key(entry: &DirEntry) -> (&[u8], Option<&u8>) {
+        let slash = entry.file_type().is_dir().then_some(&b'/');
+        (entry.path().as_os_str().as_encoded_bytes(), slash)
+    }
+    let ((a, a_slash), (b, b_slash)) = (key(a), key(b));
+    let common = a.len().min(b.len());
+    a[..common].cmp(&b[..common]).then_with(|| {
+        let a_rest = a[common..].iter().chain(a_slash);
+        a_rest.cmp(b[common..].iter().chain(b_slash))
+    })
 }
 
 /// Whether an entry is left out, and a directory not entered: a link not

@@ -234,6 +234,8 @@ pub struct Verifier<'a> {
     progress: Option<Arc<AtomicU64>>,
     /// Whether files whose stat lines say they are unchanged go unread.
     quick: bool,
+    /// Whether a file listed without its size is looked up to count it.
+    look_up_sizes: bool,
     before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
 
@@ -252,6 +254,7 @@ impl<'a> Verifier<'a> {
             contradicted: RefCell::new(Vec::new()),
             progress: None,
             quick: false,
+            look_up_sizes: true,
             before_stdin: Box::new(|| Ok(())),
         }
     }
@@ -284,6 +287,16 @@ impl<'a> Verifier<'a> {
     /// [`total_bytes`](Self::total_bytes) first, each time they are checked.
     pub fn choosing(mut self, chooser: Chooser<'a>) -> Self {
         self.chooser = Some(chooser);
+        self
+    }
+
+    /// Counts a file listed without its size (no stat, leaf or count line)
+    /// as 0 bytes, where [`total_bytes`](Self::total_bytes) and a
+    /// [`Unit`] would ask the system its size now: for a chooser that
+    /// chooses by name alone, which needs no sizes, and would pay a lookup
+    /// of every such file twice.
+    pub fn without_looking_up_sizes(mut self) -> Self {
+        self.look_up_sizes = false;
         self
     }
 

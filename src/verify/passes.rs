@@ -359,7 +359,7 @@ impl Passes<'_> {
                     }
                     if verifier.incomplete.borrow().binary_search(&ordinal).is_ok() {
                         // Its checksum line is a unit of the file's size.
-                        checksum_in = unit(None, &checksum.expected, whole_size(pass));
+                        checksum_in = unit(None, &checksum.expected, whole_size(pass, verifier));
                     }
                 }
                 let total = pass.total.unwrap_or(0);
@@ -384,7 +384,7 @@ impl Passes<'_> {
                 }
             }
             None => match &pass.checksum {
-                Some(checksum) => unit(None, &checksum.expected, whole_size(pass)),
+                Some(checksum) => unit(None, &checksum.expected, whole_size(pass, verifier)),
                 // (Count lines alone: nothing to read.)
                 None => starts_in,
             },
@@ -419,7 +419,7 @@ impl Passes<'_> {
                         listing = Some(Listing {
                             next_index: 0,
                             in_order: true,
-                            size: whole_size(&pass),
+                            size: whole_size(&pass, verifier),
                             root: crate::engine::Root::new(&pass.tree),
                             expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
                         });
@@ -450,7 +450,7 @@ impl Passes<'_> {
                     }
                     bytes
                 }
-                None if pass.checksum.is_some() => whole_size(&pass),
+                None if pass.checksum.is_some() => whole_size(&pass, verifier),
                 None => 0,
             };
             total = total.saturating_add(bytes);
@@ -536,8 +536,8 @@ impl Passes<'_> {
 
 /// The size of a file checked whole: as its stat line lists it, or its
 /// leaf or count lines, or else as the system says now (0 for a file that
-/// is not there).
-fn whole_size(pass: &Pass) -> u64 {
+/// is not there, or where the verifier looks up no sizes).
+fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     if let Some((size, _)) = pass.stat {
         return size;
     }
@@ -546,7 +546,7 @@ fn whole_size(pass: &Pass) -> u64 {
     }
     Name::listed(&pass.name)
         .path()
-        .filter(|_| pass.name != b"-")
+        .filter(|_| pass.name != b"-" && verifier.look_up_sizes)
         .and_then(|path| std::fs::metadata(path).ok())
         .map_or(0, |metadata| metadata.len())
 }

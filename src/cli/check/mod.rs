@@ -226,6 +226,10 @@ fn verifier<'v>(
     if choice.schedule.is_some() || choice.scope.is_some() {
         verifier = verifier.choosing(Box::new(|start, unit| choice.reads(start, unit)));
     }
+    if choice.schedule.is_none() && plan.slice.is_none() {
+        // (The scope chooses by name.)
+        verifier = verifier.without_looking_up_sizes();
+    }
     if let Some(part) = plan.slice {
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
