@@ -24,15 +24,16 @@ pub struct Memory {
     pub threads_beside_workers: bool,
 }
 
-/// The budgets, computed once: 16 MiB a structure and 64 MiB together, or
-/// a sixteenth and an eighth of what an address-space limit leaves.
+/// The budgets, computed once: 16 MiB a structure and 24 MiB for the
+/// spill stores together, or a sixteenth and an eighth of what an
+/// address-space limit leaves.
 pub fn memory() -> Memory {
     static MEMORY: OnceLock<Memory> = OnceLock::new();
     *MEMORY.get_or_init(|| {
         let left = crate::sys::address_space_left().unwrap_or(usize::MAX);
         Memory {
             per_structure: (left / 16).clamp(256 << 10, 16 << 20),
-            spilled_together: (left / 8).clamp(1 << 20, 64 << 20),
+            spilled_together: (left / 8).clamp(1 << 20, 24 << 20),
             threads_beside_workers: left > 24 << 20,
         }
     })

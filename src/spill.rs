@@ -26,8 +26,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// What one store holds in memory before it spills, at most (less where
-/// the address space is limited: `budget`).
-pub const IN_MEMORY: usize = 16 << 20;
+/// the address space is limited: `budget`). Several are filled at once (an
+/// audit's names, its missing entries, its new files): 8 MiB each, with
+/// the budget of them all together, keeps an audit of millions of entries
+/// as small as its walk.
+pub const IN_MEMORY: usize = 8 << 20;
 
 /// The bytes all stores hold in memory now.
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -48,6 +51,8 @@ pub struct Spill<T> {
     written: u64,
     runs: Vec<Range<u64>>,
     len: u64,
+    /// The record being pushed, encoded.
+    encoded: Vec<u8>,
     records: PhantomData<fn() -> T>,
 }
 
@@ -63,6 +68,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             written: 0,
             runs: Vec::new(),
             len: 0,
+            encoded: Vec::new(),
             records: PhantomData,
         }
     }
@@ -79,7 +85,14 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
 
     /// Adds a record.
     pub fn push(&mut self, record: &T) -> io::Result<()> {
-        let encoded = memcomparable::to_vec(record).map_err(io::Error::other)?;
+        // (Encoded in a buffer kept from record to record: a new one grew
+        // byte by byte.)
+        let mut encoded = std::mem::take(&mut self.encoded);
+        encoded.clear();
+        let mut serializer = memcomparable::Serializer::new(&mut encoded);
+        record
+            .serialize(&mut serializer)
+            .map_err(io::Error::other)?;
         let size = 4 + encoded.len();
         let full = self.buffer.len() + size > self.capacity
             || HELD.load(Ordering::Relaxed) + size > crate::budget::memory().spilled_together;
@@ -96,6 +109,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             .map_err(|_| io::Error::other("a record of 4 GiB or more"))?;
         self.buffer.extend_from_slice(&len.to_le_bytes());
         self.buffer.extend_from_slice(&encoded);
+        self.encoded = encoded;
         HELD.fetch_add(size, Ordering::Relaxed);
         self.len += 1;
         Ok(())
