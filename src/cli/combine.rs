@@ -27,7 +27,7 @@ use bt2sum::leaves::{CombineError, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
 use super::output::{
-    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed, report, warn,
+    Hex, JsonName, Printer, Record, Status, Tree, Verbosity, output_failed, report, warn,
 };
 use super::plan::Combining;
 use super::sys;
@@ -65,11 +65,7 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             return Status::Failure;
         }
     };
-    let layout = Layout {
-        style: config.style,
-        ending: config.ending,
-    };
-    let mut printer = Printer::new(out, false, layout, Verbosity::Normal);
+    let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());
     let mut written = printer.emit(&Record::Checksum {
         tree: Tree(tree),
@@ -81,7 +77,7 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     if tree.leaf_size() != TreeParams::default().leaf_size() {
         // Named as the checksum line names it: an untagged line names
         // nameless standard input `-`.
-        let shown = match (config.style, name) {
+        let shown = match (config.layout.style, name) {
             (Style::Untagged, None) => Some(&b"-"[..]),
             _ => name,
         };

@@ -8,14 +8,14 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
-use crate::cli::output::Verbosity;
+use crate::cli::output::{Layout, Verbosity};
 use crate::cli::walk::{Excludes, WalkPlan};
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
 use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
-use bt2sum::{Part, Selection, TreeParams};
+use bt2sum::{Algorithm, Part, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
 use super::progress::BarMode;
@@ -50,9 +50,9 @@ pub enum Mode {
 pub struct Hashing {
     pub tree: TreeParams,
     pub inputs: Inputs,
-    pub style: Style,
-    /// How lines end (`-z`: in NUL, names not escaped).
-    pub ending: Ending,
+    /// How lines are written, and how they end (`-z`: in NUL, names not
+    /// escaped).
+    pub layout: Layout,
     pub listing: Listing,
     /// The name lines give the one input instead of its own (`--name`), as
     /// they print it.
@@ -195,8 +195,67 @@ pub enum Names {
 pub struct Combining {
     /// The listings; empty for standard input.
     pub listings: Vec<OsString>,
-    pub style: Style,
-    pub ending: Ending,
+    pub layout: Layout,
+}
+
+/// A usage error that says `message`.
+fn usage(message: impl std::fmt::Display) -> clap::Error {
+    Args::command().error(ErrorKind::ValueValidation, message)
+}
+
+/// The first of the rules clap's declarations in `args` cannot say (they
+/// depend on values: how many FILEs, which is standard input) that the
+/// flags break: its message.
+fn broken_rule(args: &Args) -> Option<&'static str> {
+    let files = &args.files;
+    let one_list_file = files.len() == 1 && files[0] != "-";
+    let lists_are_files = !files.is_empty() && files.iter().all(|file| file != "-");
+    let ledger_asked = args.ledger_reset || args.max_duration.is_some();
+    let rules = [
+        // (GNU coreutils 9.1's words.)
+        (
+            args.zero && args.check,
+            "the --zero option is not supported when verifying checksums",
+        ),
+        (
+            args.check && args.stat && !args.update,
+            "--stat with --check needs --update",
+        ),
+        (
+            args.check && args.part.is_some() && !lists_are_files,
+            "--part with --check reads its lists twice: give them as files, not standard input",
+        ),
+        (
+            args.update && args.part.is_some(),
+            "--update rewrites a whole list: not with --part",
+        ),
+        (
+            args.update && !one_list_file,
+            "--update rewrites one list: give one LIST, a file (not standard input)",
+        ),
+        (
+            ledger_asked && args.ledger.is_none() && !one_list_file,
+            "--max-duration and --ledger-reset keep a ledger beside the one LIST: name it with \
+             --ledger FILE for standard input or several lists",
+        ),
+        (
+            args.raw && files.len() > 1,
+            "--raw writes one digest's bytes: give one FILE, or none for standard input",
+        ),
+        (
+            args.name.is_some() && files.len() > 1,
+            "--name names one input, and more than one FILE was given",
+        ),
+        (
+            args.leaf_count
+                && args.total.is_some()
+                && (!files.is_empty() || args.files0_from.is_some()),
+            "--leaf-count --total reads no input: give no FILE (--name names the line)",
+        ),
+    ];
+    rules
+        .into_iter()
+        .find_map(|(broken, message)| broken.then_some(message))
 }
 
 /// The excludes of `--exclude` and `--exclude-from` (in that order: a later
@@ -204,26 +263,15 @@ pub struct Combining {
 /// directory, if given); a pattern that is not one, or a file that cannot
 /// be read, is a usage error.
 fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
-    let usage = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
     let mut all: Vec<String> = args.exclude.clone();
     for file in &args.exclude_from {
         let path = match &args.directory {
             Some(directory) => std::path::Path::new(directory).join(file),
             None => file.into(),
         };
-        let text = std::fs::read(path).map_err(|error| {
-            usage(format!(
-                "--exclude-from {}: {}",
-                file.to_string_lossy(),
-                bt2sum::plain_message(&error)
-            ))
-        })?;
-        let text = String::from_utf8(text).map_err(|_| {
-            usage(format!(
-                "--exclude-from {}: not UTF-8 text",
-                file.to_string_lossy()
-            ))
-        })?;
+        let unread = |why: String| usage(format!("--exclude-from {}: {why}", file.display()));
+        let text = std::fs::read(path).map_err(|error| unread(bt2sum::plain_message(&error)))?;
+        let text = String::from_utf8(text).map_err(|_| unread("not UTF-8 text".into()))?;
         all.extend(
             text.lines()
                 .map(|line| line.trim_end_matches('\r').to_string()),
@@ -238,6 +286,9 @@ impl Config {
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
         let args = go_spellings(args);
         let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
+        if let Some(message) = broken_rule(&args) {
+            return Err(usage(message));
+        }
         let progress = match (args.progress, args.no_progress) {
             (true, _) => BarMode::Always,
             (_, true) => BarMode::Never,
@@ -249,19 +300,11 @@ impl Config {
             (_, _, true) => Style::Untagged,
             _ => Style::Tagged,
         };
-        let ending = if args.zero {
-            Ending::Nul
-        } else {
-            Ending::Newline
+        let ending = match args.zero {
+            true => Ending::Nul,
+            false => Ending::Newline,
         };
-        if args.zero && args.check {
-            // GNU coreutils 9.1's words.
-            return Err(Args::command().error(
-                ErrorKind::ArgumentConflict,
-                "the --zero option is not supported when verifying checksums",
-            ));
-        }
-        let algorithm = bt2sum::Algorithm::from(args.algorithm);
+        let layout = Layout { style, ending };
         let walk = WalkPlan {
             follow_links: args.dereference,
             excludes: excludes(&args)?,
@@ -274,15 +317,14 @@ impl Config {
         } else if args.man {
             Mode::Man
         } else if args.check {
-            Mode::Check(checking(args, algorithm, walk, directory.clone())?)
+            Mode::Check(checking(args, walk, directory.clone())?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
-                style,
-                ending,
+                layout,
             })
         } else {
-            Mode::Hash(hashing(args, algorithm, style, ending, walk)?)
+            Mode::Hash(hashing(args, layout, walk)?)
         };
         Ok(Config {
             directory,
@@ -296,7 +338,6 @@ impl Config {
 /// The settings of `--check`, as the arguments give them.
 fn checking(
     args: Args,
-    algorithm: bt2sum::Algorithm,
     walk: WalkPlan,
     directory: Option<OsString>,
 ) -> Result<Checking, clap::Error> {
@@ -309,24 +350,7 @@ fn checking(
     } else {
         Verbosity::Normal
     };
-    let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
-    if args.stat && !args.update {
-        return Err(usage("--stat with --check needs --update"));
-    }
-    if args.part.is_some() && (args.files.is_empty() || args.files.iter().any(|f| f == "-")) {
-        return Err(usage(
-            "--part with --check reads its lists twice: give them as files, not \
-             standard input",
-        ));
-    }
-    if args.part.is_some() && args.update {
-        return Err(usage("--update rewrites a whole list: not with --part"));
-    }
-    if args.update && (args.files.len() != 1 || args.files[0] == "-") {
-        return Err(usage(
-            "--update rewrites one list: give one LIST, a file (not standard input)",
-        ));
-    }
+    let algorithm = Algorithm::from(args.algorithm);
     let grammar = Grammar {
         untagged_algorithm: algorithm,
         // (`-s 0`, the default, is any size.)
@@ -334,44 +358,32 @@ fn checking(
     };
     if let Some(size) = grammar.digest_size {
         // A size the algorithm has, as when hashing.
-        TreeParams::new(algorithm, size, args.leaf_size)
-            .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
+        TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
     }
+    // The ledger named, else the one beside the one list (a list from
+    // standard input has no place for one), used if it is there unless
+    // asked for.
     let asked = args.ledger_reset || args.max_duration.is_some();
-    // (A list from standard input has no place for one.)
-    let one_list = (args.files.len() == 1 && args.files[0] != "-").then(|| &args.files[0]);
-    let ledger = match (args.ledger, one_list) {
-        (Some(file), _) => Some((file.into(), false)),
-        (None, Some(list)) => {
-            let mut file = list.clone();
-            file.push(".ledger");
-            Some((file.into(), !asked))
-        }
-        (None, None) if asked => {
-            return Err(usage(
-                "--max-duration and --ledger-reset keep a ledger beside the one LIST: name it \
-                 with --ledger FILE for standard input or several lists",
-            ));
-        }
-        (None, None) => None,
-    };
-    let ledger = ledger.map(|(file, if_there)| Ledgering {
-        file,
-        if_there,
-        reset: args.ledger_reset,
-        max_duration: args.max_duration,
+    let beside = (args.files.len() == 1 && args.files[0] != "-").then(|| {
+        let mut file = args.files[0].clone();
+        file.push(".ledger");
+        (file, !asked)
     });
-    let update = match args.update {
-        true => Some(Update {
-            stat: args.stat,
-            forget_missing: args.forget_missing,
-            accept: Box::new(
-                Excludes::new(&args.accept)
-                    .map_err(|error| usage(&format!("--accept: {error}")))?,
-            ),
-        }),
-        false => None,
-    };
+    let ledger = (args.ledger.clone().map(|file| (file, false)))
+        .or(beside)
+        .map(|(file, if_there)| Ledgering {
+            file: file.into(),
+            if_there,
+            reset: args.ledger_reset,
+            max_duration: args.max_duration,
+        });
+    let accept =
+        Excludes::new(&args.accept).map_err(|error| usage(format!("--accept: {error}")))?;
+    let update = args.update.then(|| Update {
+        stat: args.stat,
+        forget_missing: args.forget_missing,
+        accept: Box::new(accept),
+    });
     let audit = (!args.audit.is_empty()).then(|| Auditing {
         roots: args.audit,
         walk,
@@ -392,7 +404,7 @@ fn checking(
         ignore_missing: args.ignore_missing,
         slice: args.part,
         audit,
-        repair: args.repair_from.as_ref().map(|copy| Repair {
+        repair: args.repair_from.map(|copy| Repair {
             copy: copy.into(),
             truncate: args.repair_truncate,
             names: match args.absolute_names {
@@ -406,40 +418,20 @@ fn checking(
 }
 
 /// The settings of hashing, as the arguments give them.
-fn hashing(
-    args: Args,
-    algorithm: bt2sum::Algorithm,
-    style: Style,
-    ending: Ending,
-    walk: WalkPlan,
-) -> Result<Hashing, clap::Error> {
+fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
+    let algorithm = Algorithm::from(args.algorithm);
     let size = match args.size {
         0 => algorithm.max_digest_size(),
         size => size,
     };
-    let tree = TreeParams::new(algorithm, size, args.leaf_size)
-        .map_err(|error| Args::command().error(ErrorKind::ValueValidation, error))?;
-    let selection = match (args.leaf_range, args.part) {
-        (Some(range), _) => Some(Selection::Range(range)),
-        (None, Some(part)) => Some(Selection::Part(part)),
-        (None, None) => None,
-    };
+    let tree = TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
+    // (`--leaf-range` and `--part` do not go together.)
+    let selection = (args.leaf_range.map(Selection::Range)).or(args.part.map(Selection::Part));
     let listing = match (args.leaves, args.leaf_count) {
         (_, true) => Listing::Count(selection),
         (true, false) => Listing::Leaves(selection),
         (false, false) => Listing::None,
     };
-    let usage = |message: &str| Args::command().error(ErrorKind::ArgumentConflict, message);
-    if args.raw && args.files.len() > 1 {
-        return Err(usage(
-            "--raw writes one digest's bytes: give one FILE, or none for standard input",
-        ));
-    }
-    if args.name.is_some() && args.files.len() > 1 {
-        return Err(usage(
-            "--name names one input, and more than one FILE was given",
-        ));
-    }
     let inputs = if args.recursive {
         let roots = match args.files0_from {
             Some(list) => Roots::ListedIn(list),
@@ -447,11 +439,6 @@ fn hashing(
         };
         Inputs::Walk { roots, walk }
     } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
-        if !args.files.is_empty() || args.files0_from.is_some() {
-            return Err(usage(
-                "--leaf-count --total reads no input: give no FILE (--name names the line)",
-            ));
-        }
         Inputs::Planned {
             total,
             selection: selection.clone(),
@@ -463,16 +450,11 @@ fn hashing(
     } else {
         Inputs::Named(args.files)
     };
-    // A name lines cannot print (on Windows, one that is not
-    // Unicode) is refused at once.
-    let printed = |name| Name::of_path(name).ok_or(bt2sum::Error::NotUnicode);
-    let name = match args.name.as_deref().map(printed) {
-        Some(Ok(printed)) => Some(printed.into_bytes()),
-        Some(Err(error)) => {
-            let message = format!("--name: {error}");
-            return Err(Args::command().error(ErrorKind::ValueValidation, message));
-        }
-        None => None,
+    // A name lines cannot print (on Windows, one that is not Unicode) is
+    // refused at once.
+    let name = match args.name.as_deref().map(Name::of_path) {
+        Some(None) => return Err(usage(format!("--name: {}", bt2sum::Error::NotUnicode))),
+        printed => printed.flatten().map(Name::into_bytes),
     };
     let excerpt_of = match listing {
         Listing::Leaves(Some(_)) => args.total,
@@ -481,8 +463,7 @@ fn hashing(
     Ok(Hashing {
         tree,
         inputs,
-        style,
-        ending,
+        layout,
         listing,
         name,
         excerpt_of,

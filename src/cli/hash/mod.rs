@@ -19,8 +19,8 @@ use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plai
 pub use files0::Entry;
 
 use super::output::{
-    Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
-    report, report_listed,
+    Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, output_failed, report,
+    report_listed,
 };
 use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
@@ -31,11 +31,7 @@ mod files0;
 
 /// Hashes every input, writing lines to `out`; returns the exit status.
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
-    let layout = Layout {
-        style: config.style,
-        ending: config.ending,
-    };
-    let mut printer = Printer::new(out, config.json, layout, Verbosity::Normal);
+    let mut printer = Printer::new(out, config.json, config.layout, Verbosity::Normal);
     let mut status = Status::Success;
     let names = match names(config, &mut printer, &mut status) {
         Ok(names) => names,
