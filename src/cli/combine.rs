@@ -99,17 +99,9 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     }
 }
 
-/// A listing's name as messages show it.
-fn shown(listing: &OsStr) -> &OsStr {
-    match listing == "-" {
-        true => OsStr::new("standard input"),
-        false => listing,
-    }
-}
-
 /// `LISTING: LINE`, where messages say a line is.
 fn at_line(listing: &OsStr, number: u64) -> OsString {
-    let mut place = shown(listing).to_os_string();
+    let mut place = super::list_name(listing).to_os_string();
     place.push(format!(": {number}"));
     place
 }
@@ -121,7 +113,7 @@ fn add_listing(
     listing: &OsStr,
     number: u32,
 ) -> Result<(), (OsString, String)> {
-    let failed = |message: String| (shown(listing).to_os_string(), message);
+    let failed = |message: String| (super::list_name(listing).to_os_string(), message);
     let mut reader = sys::open_list(listing).map_err(|error| failed(plain_message(&error)))?;
     let mut line = Vec::new();
     for line_number in 1.. {

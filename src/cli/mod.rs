@@ -17,6 +17,7 @@ pub mod sys;
 mod tally;
 mod walk;
 
+use std::ffi::OsStr;
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 pub use output::Status;
@@ -133,5 +134,13 @@ fn print(text: &[u8]) -> Status {
     match stdout.write_all(text).and_then(|()| stdout.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
+    }
+}
+
+/// How a list (of checksums, names or leaves) is named in messages.
+fn list_name(list: &OsStr) -> &OsStr {
+    match list == "-" {
+        true => OsStr::new("standard input"),
+        false => list,
     }
 }

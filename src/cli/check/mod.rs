@@ -464,7 +464,7 @@ impl Check<'_, '_> {
                 Report::BadLine { line, why } => {
                     tally.improperly_formatted += 1;
                     self.hints.bad_line(why);
-                    self.printer.bad_line(list_name(list), line)
+                    self.printer.bad_line(super::list_name(list), line)
                 }
                 Report::Checked(checked) => {
                     if let Some(audit) = &mut self.audit {
@@ -531,7 +531,7 @@ impl Check<'_, '_> {
         tally: Tally,
         read: Result<(), Option<io::Error>>,
     ) -> io::Result<()> {
-        let list_name = list_name(list);
+        let list_name = super::list_name(list);
         self.totals.add(&tally);
         match read {
             Ok(()) => {}
@@ -643,14 +643,6 @@ impl Check<'_, '_> {
             self.hints.show(self.plan.settings.leaf_size);
         }
         Ok(self.status)
-    }
-}
-
-/// How a list is named in messages.
-fn list_name(list: &OsStr) -> &OsStr {
-    match list == "-" {
-        true => OsStr::new("standard input"),
-        false => list,
     }
 }
 

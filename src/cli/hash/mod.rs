@@ -41,7 +41,8 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     let mut report = Report {
         config,
         printer,
-        named: names.named || config.name.is_some(),
+        // (Standard input read because no FILE was given has no name.)
+        named: !matches!(config.inputs, Inputs::Stdin) || config.name.is_some(),
         status,
         files: 0,
         errors: 0,
@@ -66,14 +67,7 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
 
 /// The inputs' names, in order: given, walked as they are hashed, or read
 /// from a list as they are hashed (whose sizes are then not known ahead).
-struct Names {
-    source: Source,
-    /// Whether they were named (not standard input read because no FILE
-    /// was given), and so are named in the lines.
-    named: bool,
-}
-
-enum Source {
+enum Names {
     Given(Vec<OsString>),
     Walked(Walk),
     Listed(files0::Names),
@@ -82,18 +76,18 @@ enum Source {
 impl Names {
     /// The bytes the run will hash, if they can be known ahead.
     fn total_bytes(&self, config: &Hashing) -> Option<u64> {
-        match &self.source {
-            Source::Given(names) => total_bytes(config, names),
-            Source::Walked(roots) => Some(roots.total_bytes()),
-            Source::Listed(_) => None,
+        match self {
+            Names::Given(names) => total_bytes(config, names),
+            Names::Walked(roots) => Some(roots.total_bytes()),
+            Names::Listed(_) => None,
         }
     }
 
     fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
-        match self.source {
-            Source::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
-            Source::Walked(roots) => Box::new(roots.entries()),
-            Source::Listed(listed) => Box::new(listed),
+        match self {
+            Names::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
+            Names::Walked(roots) => Box::new(roots.entries()),
+            Names::Listed(listed) => Box::new(listed),
         }
     }
 }
@@ -107,19 +101,10 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
         Inputs::Planned { total, selection } => {
             return Err(plan(config, *total, selection.as_ref(), out));
         }
-        Inputs::Stdin => Names {
-            source: Source::Given(vec![OsString::from("-")]),
-            named: false,
-        },
-        Inputs::Named(files) => Names {
-            source: Source::Given(files.clone()),
-            named: true,
-        },
+        Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
+        Inputs::Named(files) => Names::Given(files.clone()),
         Inputs::ListedIn(list) => match files0::open(list) {
-            Ok(names) => Names {
-                source: Source::Listed(names),
-                named: true,
-            },
+            Ok(names) => Names::Listed(names),
             Err(error) => {
                 report(list, &plain_message(&error));
                 return Err(Status::Failure);
@@ -136,10 +121,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                     roots
                 }
             };
-            Names {
-                source: Source::Walked(Walk::new(&roots, walk.clone())),
-                named: true,
-            }
+            Names::Walked(Walk::new(&roots, walk.clone()))
         }
     })
 }
