@@ -62,9 +62,8 @@ impl LeafLog {
     }
 
     /// Why the digests could not all be kept, if they could not.
-    pub fn error(self) -> Option<SpillError> {
-        let mut log = self;
-        log.error.take().map(SpillError)
+    pub fn error(mut self) -> Option<SpillError> {
+        self.error.take().map(SpillError)
     }
 
     /// Calls `each(index, digest)` for every leaf in order. Fails with a
@@ -116,6 +115,12 @@ pub enum Unwritten {
     Output(io::Error),
 }
 
+impl From<SpillError> for io::Error {
+    fn from(error: SpillError) -> Self {
+        io::Error::other(error)
+    }
+}
+
 impl From<SpillError> for Unwritten {
     fn from(error: SpillError) -> Self {
         Unwritten::Listing(error)
@@ -127,23 +132,24 @@ impl LeafLog {
     /// bytes to `out`, after what `lines` holds already (its checksum
     /// line, say), which is written first. The lines are gathered up to
     /// 64 KiB and written out then: a listing has as many lines
-    /// as the input has leaves.
+    /// as the input has leaves. Fails as the output does, or with the
+    /// [`SpillError`] of digests that could not be kept.
     pub fn write_lines(
         self,
         out: &mut dyn Write,
         lines: &mut Vec<u8>,
         input: InputLines<'_>,
         total: u64,
-    ) -> Result<(), Unwritten> {
+    ) -> io::Result<()> {
         self.for_each(|index, digest| {
             input.push_leaf(lines, total, index, digest);
             if lines.len() >= LEAF_LINES_ROOM {
-                out.write_all(lines).map_err(Unwritten::Output)?;
+                out.write_all(lines)?;
                 lines.clear();
             }
-            Ok::<(), Unwritten>(())
+            Ok::<(), io::Error>(())
         })?;
-        out.write_all(lines).map_err(Unwritten::Output)
+        out.write_all(lines)
     }
 }
 
@@ -222,11 +228,6 @@ impl ListedLeaves {
             matched: false,
         });
         true
-    }
-
-    /// How many leaves can be listed before more memory is needed.
-    pub fn capacity(&self) -> usize {
-        self.listed.capacity()
     }
 
     /// How many leaves are listed.

@@ -292,38 +292,81 @@ pub enum Record<'a> {
         forgotten: u64,
     },
     /// The counts of a run, last.
-    Summary(Summary),
+    Summary(Summary<'a>),
 }
 
 /// The counts of a run, as its last record gives them.
 #[derive(Serialize)]
 #[serde(untagged)]
-pub enum Summary {
+pub enum Summary<'a> {
     /// Of hashing: inputs hashed, and those that failed.
     Hash { files: u64, errors: u64, status: u8 },
     /// Of a check: the lists, and every class of file over all of them.
     Check {
         lists: usize,
-        improperly_formatted: u64,
-        ok: u64,
-        failed: u64,
-        changed: u64,
-        unreadable: u64,
-        unverified: u64,
-        unread: u64,
-        new: u64,
-        moved: u64,
-        missing: u64,
-        errors: u64,
-        repaired: u64,
-        unrepaired: u64,
-        restored: u64,
-        unrestored: u64,
-        out_of_scope: u64,
+        #[serde(flatten)]
+        counts: &'a Tally,
         status: u8,
         #[serde(skip_serializing_if = "Option::is_none")]
         ledger: Option<Coverage>,
     },
+}
+
+/// The counts of one checked list. Files are counted, not lines: a file
+/// listed with its leaves counts once, by its worst line. Over all lists,
+/// they are the counts of the run's summary record (`--json`), under the
+/// names docs/json.md gives them; `tally` counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Properly formatted lines (of files checked, or skipped as missing).
+    #[serde(skip)]
+    pub entries: u64,
+    /// Improperly formatted lines (blank and `#` lines are not counted).
+    pub improperly_formatted: u64,
+    /// Files whose every line matched.
+    #[serde(rename = "ok")]
+    pub matched: u64,
+    /// Files of which a line did not match (damaged).
+    #[serde(rename = "failed")]
+    pub mismatched: u64,
+    /// Files that did not match and whose size or modification time differ
+    /// from their stat line's (edited).
+    pub changed: u64,
+    /// Files that could not be opened or read.
+    pub unreadable: u64,
+    /// Files listed without a digest (count lines only) whose length
+    /// matched: nothing of their bytes was verified.
+    pub unverified: u64,
+    /// Files taken as unchanged and not read (`--quick`).
+    pub unread: u64,
+    /// Properly formatted lines left to other slices (`--part`).
+    #[serde(skip)]
+    pub outside_slice: u64,
+    /// Failing leaves mended from a good copy (`--repair-from`).
+    #[serde(rename = "repaired")]
+    pub repaired_leaves: u64,
+    /// Failing leaves that could not be mended.
+    #[serde(rename = "unrepaired")]
+    pub unrepaired_leaves: u64,
+    /// Files that failed and verify now, mended.
+    #[serde(skip)]
+    pub mended_files: u64,
+    /// Missing files restored from their copies, and those that could not
+    /// be (`--repair-from`).
+    pub restored: u64,
+    pub unrestored: u64,
+    /// Listed files an audit leaves out (`Scope`): neither read nor missing.
+    pub out_of_scope: u64,
+    /// Files that failed and an update takes in as they are (`--accept`).
+    #[serde(skip)]
+    pub accepted: u64,
+    /// What an audit found besides the lists' verdicts: files under its
+    /// roots no list names, files moved, listed files missing, and errors
+    /// of its walk.
+    pub new: u64,
+    pub moved: u64,
+    pub missing: u64,
+    pub errors: u64,
 }
 
 /// The bytes of the lists by the age of their last proof, as a check's

@@ -1,9 +1,11 @@
 //! The counts of a check, per list and over all of them with what an audit
-//! found, and GNU's summary of them.
+//! found, and GNU's summary of them. ([`Tally`] itself is a record of
+//! `output`, the JSON summary's counts.)
 
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
 
+pub use crate::cli::output::Tally;
 use crate::cli::output::{Coverage, Status, Summary};
 
 /// `WARNING: 1 ONE` or `WARNING: COUNT MANY`, unless the count is 0.
@@ -18,53 +20,6 @@ fn said(lines: &mut Vec<String>, prefix: &str, count: u64, one: &str, many: &str
         1 => lines.push(format!("{prefix}1 {one}")),
         _ => lines.push(format!("{prefix}{count} {many}")),
     }
-}
-
-/// The counts of one checked list. Files are counted, not lines: a file
-/// listed with its leaves counts once, by its worst line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Properly formatted lines (of files checked, or skipped as missing).
-    pub entries: u64,
-    /// Improperly formatted lines (blank and `#` lines are not counted).
-    pub improperly_formatted: u64,
-    /// Files whose every line matched.
-    pub matched: u64,
-    /// Files of which a line did not match (damaged).
-    pub mismatched: u64,
-    /// Files that did not match and whose size or modification time differ
-    /// from their stat line's (edited).
-    pub changed: u64,
-    /// Files that could not be opened or read.
-    pub unreadable: u64,
-    /// Files listed without a digest (count lines only) whose length
-    /// matched: nothing of their bytes was verified.
-    pub unverified: u64,
-    /// Files taken as unchanged and not read (`--quick`).
-    pub unread: u64,
-    /// Properly formatted lines left to other slices (`--part`).
-    pub outside_slice: u64,
-    /// Failing leaves mended from a good copy (`--repair-from`).
-    pub repaired_leaves: u64,
-    /// Failing leaves that could not be mended.
-    pub unrepaired_leaves: u64,
-    /// Files that failed and verify now, mended.
-    pub mended_files: u64,
-    /// Missing files restored from their copies, and those that could not
-    /// be (`--repair-from`).
-    pub restored: u64,
-    pub unrestored: u64,
-    /// Listed files an audit leaves out (`Scope`): neither read nor missing.
-    pub out_of_scope: u64,
-    /// Files that failed and an update takes in as they are (`--accept`).
-    pub accepted: u64,
-    /// What an audit found besides the lists' verdicts: files under its
-    /// roots no list names, files moved, listed files missing, and errors
-    /// of its walk.
-    pub new: u64,
-    pub moved: u64,
-    pub missing: u64,
-    pub errors: u64,
 }
 
 impl Tally {
@@ -151,25 +106,10 @@ impl Tally {
     }
 
     /// The run's summary record (`--json`).
-    pub fn summary(&self, lists: usize, status: Status, ledger: Option<Coverage>) -> Summary {
+    pub fn summary(&self, lists: usize, status: Status, ledger: Option<Coverage>) -> Summary<'_> {
         Summary::Check {
             lists,
-            improperly_formatted: self.improperly_formatted,
-            ok: self.matched,
-            failed: self.mismatched,
-            changed: self.changed,
-            unreadable: self.unreadable,
-            unverified: self.unverified,
-            unread: self.unread,
-            new: self.new,
-            moved: self.moved,
-            missing: self.missing,
-            errors: self.errors,
-            repaired: self.repaired_leaves,
-            unrepaired: self.unrepaired_leaves,
-            restored: self.restored,
-            unrestored: self.unrestored,
-            out_of_scope: self.out_of_scope,
+            counts: self,
             status: status as u8,
             ledger,
         }

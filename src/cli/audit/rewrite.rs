@@ -37,7 +37,7 @@ use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::format::{Ending, InputLines};
-use bt2sum::leaves::{LeafLog, Unwritten};
+use bt2sum::leaves::LeafLog;
 use bt2sum::spill::Spill;
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
@@ -394,12 +394,7 @@ fn write_file(
     match leaves {
         Some(_) if file.length == 0 => input.push_count(&mut lines, 0),
         Some(log) => {
-            return log
-                .write_lines(out, &mut lines, input, file.length)
-                .map_err(|unwritten| match unwritten {
-                    Unwritten::Output(error) => error,
-                    Unwritten::Listing(error) => io::Error::other(error.to_string()),
-                });
+            return log.write_lines(out, &mut lines, input, file.length);
         }
         None => {}
     }
