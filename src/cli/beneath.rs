@@ -28,13 +28,10 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use bt2sum::sys::lock;
 pub use platform::{Directory, links};
 
 use super::plan::Names;
-use super::sys;
 
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
@@ -248,96 +245,6 @@ impl Directory {
             })?;
         }
         Ok((directory, name.to_os_string()))
-    }
-}
-
-/// A temporary file bt2sum writes in a directory and then renames (a list
-/// `--update` rewrites, a file restored): removed on a stop signal, and
-/// when dropped, unless renamed.
-pub struct Temporary {
-    /// Open until renamed (Windows renames no open file).
-    file: Option<File>,
-    /// Its directory, and its name there while it is to be removed.
-    place: Arc<Mutex<Option<(Directory, OsString)>>>,
-}
-
-impl Temporary {
-    /// A new file `PREFIXPID-NUMBER` in `directory`, readable by its owner
-    /// only until it is given other permissions.
-    pub fn create(directory: &Directory, prefix: &str) -> io::Result<Temporary> {
-        let place = Arc::new(Mutex::new(None::<(Directory, OsString)>));
-        let on_stop = Arc::clone(&place);
-        sys::on_stop_signal(move || {
-            if let Some((directory, name)) = lock(&on_stop).take() {
-                let _ = directory.remove(&name);
-            }
-        });
-        // (Made with the lock held: a signal meanwhile waits for the name.
-        // One whose last words were spoken first, which found no name or
-        // came before they held this removal, would leave the file made
-        // after them: none is made once a stop signal came.)
-        let mut held = lock(&place);
-        if sys::stopping() {
-            // (Its last words may be waiting for the lock.)
-            drop(held);
-            sys::wait_to_be_stopped();
-        }
-        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
-        let mut attempt = 0u32;
-        let (file, name) = loop {
-            let number = since.subsec_nanos().wrapping_add(attempt);
-            let name = OsString::from(format!("{prefix}{}-{number}", std::process::id()));
-            match directory.create_new(&name) {
-                Ok(file) => break (file, name),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
-                    attempt += 1;
-                }
-                Err(error) => return Err(error),
-            }
-        };
-        *held = Some((directory.try_clone()?, name));
-        drop(held);
-        Ok(Temporary {
-            file: Some(file),
-            place,
-        })
-    }
-
-    pub fn file(&self) -> &File {
-        self.file.as_ref().expect("open until renamed")
-    }
-
-    /// Renames it over `target`, in its directory.
-    pub fn persist(self, target: &OsStr) -> io::Result<()> {
-        self.renamed(|directory, name| directory.rename(name, target))
-    }
-
-    /// Renames it `target`, in its directory, unless `target` is there
-    /// (`AlreadyExists`; it is then removed).
-    pub fn persist_new(self, target: &OsStr) -> io::Result<()> {
-        self.renamed(|directory, name| directory.rename_new(name, target))
-    }
-
-    fn renamed(
-        mut self,
-        rename: impl FnOnce(&Directory, &OsStr) -> io::Result<()>,
-    ) -> io::Result<()> {
-        self.file = None;
-        let mut held = lock(&self.place);
-        if let Some((directory, name)) = held.as_ref() {
-            rename(directory, name)?;
-        }
-        *held = None;
-        Ok(())
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        self.file = None;
-        if let Some((directory, name)) = lock(&self.place).take() {
-            let _ = directory.remove(&name);
-        }
     }
 }
 
