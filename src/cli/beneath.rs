@@ -29,7 +29,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-pub use platform::Directory;
+pub use platform::{Directory, links};
 
 use super::plan::Names;
 
@@ -248,11 +248,6 @@ impl Directory {
     }
 }
 
-/// How many hard links a file has.
-pub fn links(file: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
-    platform::links(file, metadata)
-}
-
 /// The components shown up to the `count`-th, for a message.
 fn shown(parts: &[Component<'_>], count: usize) -> String {
     let path: PathBuf = parts[..count].iter().collect();
@@ -279,7 +274,7 @@ mod platform {
     }
 
     /// How many hard links a file has.
-    pub(super) fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
+    pub fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(metadata.nlink())
     }
@@ -431,7 +426,7 @@ mod platform {
     }
 
     /// How many hard links a file has.
-    pub(super) fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
+    pub fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
     }
 

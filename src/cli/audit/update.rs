@@ -166,8 +166,16 @@ impl Temporary {
                 let _ = directory.remove(&name);
             }
         });
-        // (Made with the lock held: a signal meanwhile waits for the name.)
+        // (Made with the lock held: a signal meanwhile waits for the name.
+        // One whose last words were spoken first, which found no name or
+        // came before they held this removal, would leave the file made
+        // after them: none is made once a stop signal came.)
         let mut held = lock(&place);
+        if sys::stopping() {
+            // (Its last words may be waiting for the lock.)
+            drop(held);
+            sys::wait_to_be_stopped();
+        }
         let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
         let mut attempt = 0u32;
         let (file, name) = loop {

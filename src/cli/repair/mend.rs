@@ -45,7 +45,6 @@ use crate::cli::plan::Names;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
-use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::sys::{FileId, read_exact_at, write_all_at};
 use bt2sum::{Digest, LastNode, Stamp, TreeParams};
 
@@ -375,7 +374,7 @@ impl Mender {
 }
 
 /// A damaged file's failing leaves, as one pass of a check found them,
-/// waiting to be mended ([`Pending`]).
+/// waiting to be mended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Damaged {
     /// The file's name, as its list gives it (unescaped).
@@ -416,34 +415,6 @@ pub struct Lost {
     pub length: Option<u64>,
     /// Its stat line's modification time, given back to it.
     pub mtime: Option<Mtime>,
-}
-
-/// Damaged files waiting to be mended. A check mends only once every file
-/// of its list is checked, so that no file is written while a pass over it
-/// is still being hashed. Kept in memory up to 16 MiB, then in a temporary
-/// file.
-pub struct Pending(Spill<Damaged>);
-
-impl Pending {
-    /// An empty queue.
-    pub fn new() -> Pending {
-        Pending(Spill::new(IN_MEMORY))
-    }
-
-    /// Adds a damaged file's pass.
-    pub fn push(&mut self, damaged: &Damaged) -> io::Result<()> {
-        self.0.push(damaged)
-    }
-
-    /// Hands each file's passes to `each`, in the order they came, and
-    /// empties the queue; stops at the first error of `each`'s.
-    pub fn drain(&mut self, mut each: impl FnMut(Damaged) -> io::Result<()>) -> io::Result<()> {
-        let mut spill = std::mem::replace(&mut self.0, Spill::new(IN_MEMORY));
-        for damaged in spill.iter()? {
-            each(damaged?)?;
-        }
-        Ok(())
-    }
 }
 
 /// One failing leaf, as the listing places it.

@@ -26,7 +26,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Length, Lost, Mend, Mender, Pending, Rules, set_modified};
+use mend::{Damaged, Length, Lost, Mend, Mender, Rules, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -37,7 +37,10 @@ mod mend;
 /// Mends the files a check finds damaged.
 pub struct Repairs {
     mender: Mender,
-    pending: Pending,
+    /// Damaged files waiting to be mended: a check mends only once every
+    /// file of its list is checked, so that no file is written while a
+    /// pass over it is still being hashed.
+    pending: Spill<Damaged>,
     /// Per name (hashed) listed so far in the list, what its first entry
     /// says the file is (hashed) and that entry's first line; the names
     /// whose entries disagree, and those lines.
@@ -74,7 +77,7 @@ impl Repairs {
         };
         Repairs {
             mender: Mender::new(repair.copy.clone(), rules),
-            pending: Pending::new(),
+            pending: Spill::new(IN_MEMORY),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
             claim: DefaultHasher::new(),
@@ -246,7 +249,9 @@ impl Repairs {
         // Whether every leaf of the file so far was mended, and whether one
         // of them was its last (whose failing may be its length's).
         let (mut file_mended, mut ends) = (true, false);
-        self.pending.drain(|damaged| {
+        let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
+        for damaged in pending.iter()? {
+            let damaged = damaged?;
             let name = &damaged.name[..];
             // (A name no path here can have was refused as improperly
             // formatted.)
@@ -266,7 +271,7 @@ impl Repairs {
                     if damaged.last_pass {
                         (file, file_mended, ends) = (None, true, false);
                     }
-                    return Ok(());
+                    continue;
                 }
             };
             if !damaged.last_pass {
@@ -276,7 +281,7 @@ impl Repairs {
                     .saturating_sub(1);
                 ends |= damaged.failing.iter().any(|(index, _)| *index == last_leaf);
                 file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-                return Ok(());
+                continue;
             }
             if ends {
                 file_mended &= settle_length(mender, target, &damaged, printer)?;
@@ -303,8 +308,7 @@ impl Repairs {
                 mended_here.insert(damaged.stamp, now);
             }
             (file, file_mended, ends) = (None, true, false);
-            Ok(())
-        })?;
+        }
         self.restore_lost(printer, tally)
     }
 
