@@ -6,12 +6,12 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, bt2sum, pattern, printed, read_error, run, status, stderr, stdout};
+use super::{
+    HELLO, HELLO_B64, Retried, bt2sum, pattern, printed, read_error, run, status, stderr, stdout,
+};
 #[cfg(unix)]
 use super::{mkfifo, output_within};
 
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
 const HELLO_B40: &str =
     "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e";
 const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";

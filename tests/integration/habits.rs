@@ -1,7 +1,7 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{run, status, stderr, stdout};
+use super::{HELLO_B64, run, status, stderr, stdout};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
@@ -372,7 +372,6 @@ fn the_nameless_line_read_from_standard_input_says_why() {
 /// one input only.
 #[test]
 fn b3sums_no_names_and_raw() {
-    const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
     let dir = tempfile::tempdir().unwrap();
     // (A name lines escape: one holding a newline, which Windows refuses.)
     let escaped = if cfg!(windows) { "b" } else { "b\nc" };
