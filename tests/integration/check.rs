@@ -837,36 +837,6 @@ fn many_files_are_reported_in_list_order() {
     }
 }
 
-#[test]
-fn check_only_options_need_check() {
-    for option in [
-        "--quiet",
-        "--status",
-        "--strict",
-        "-w",
-        "--warn",
-        "--ignore-missing",
-    ] {
-        let out = run_in(Path::new("."), [option], HELLO);
-        assert_eq!(status(&out), 2, "{option}");
-        assert_eq!(stdout(&out), "", "{option}");
-        let message = stderr(&out);
-        assert!(
-            message.contains("required arguments were not provided") && message.contains("--check"),
-            "{option}: {message}"
-        );
-    }
-    for args in [
-        &["-c", "-r"][..],
-        &["-c", "--leaf-count"],
-        &["--check", "--combine"],
-    ] {
-        let out = run_in(Path::new("."), args, HELLO);
-        assert_eq!(status(&out), 2, "{args:?}");
-        assert!(stderr(&out).contains("cannot be used with"), "{args:?}");
-    }
-}
-
 /// (`/dev/full` is a Unix device, and not on every Unix.)
 #[cfg(unix)]
 #[test]

@@ -367,10 +367,15 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
     assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
 }
 
+/// Options that are malformed, out of range, unknown, or without meaning
+/// in a mode are usage errors (status 2, nothing done, a message saying
+/// why), never accepted and ignored.
 #[test]
 fn bad_options_are_usage_errors() {
-    for (args, message) in [
-        (&["-a", "blake2x"][..], "invalid value 'blake2x'"),
+    let needs_check = "required arguments were not provided:\n  --check\n";
+    let conflict = "cannot be used with";
+    let mut cases: Vec<(&[&str], &str)> = vec![
+        (&["-a", "blake2x"], "invalid value 'blake2x'"),
         (&["-s", "65"], "allowed 1 to 64"),
         (&["-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
         (&["-s", "-1"], "-1"),
@@ -387,11 +392,68 @@ fn bad_options_are_usage_errors() {
         (&["-cpus", "0"], "0 is not in 1..=1024"),
         (&["-c", "-s", "65"], "digest size 65 is out of range"),
         (&["-c", "-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
-        (&["-c", "-r"], "cannot be used with"),
         (&["--bogus"], "unexpected argument"),
-    ] {
-        let out = run(args, HELLO);
-        assert_eq!(status(&out), 2, "{args:?}");
+        // Options of check mode need it.
+        (&["--quiet"], needs_check),
+        (&["--status"], needs_check),
+        (&["--strict"], needs_check),
+        (&["-w"], needs_check),
+        (&["--warn"], needs_check),
+        (&["--ignore-missing"], needs_check),
+        // Options without meaning in a mode.
+        (&["-c", "-r"], conflict),
+        (&["-c", "--leaf-count"], conflict),
+        (&["--check", "--combine"], conflict),
+        (&["--leaf-count", "--quiet", "f"], conflict),
+        (&["-r", "--status", "."], conflict),
+        (&["--leaves", "--strict", "-r", "."], conflict),
+        (&["-c", "--leaf-range", "1..2", "f"], conflict),
+        (&["--combine", "-L", "f"], conflict),
+        (&["--combine", "--leaf-range", "1..2", "f"], conflict),
+        (&["--combine", "--part", "1/2", "f"], conflict),
+        (&["--leaf-count", "--leaves", "f"], conflict),
+        // Listing options where they do not apply.
+        (&["-c", "--leaves", "--untagged"], conflict),
+        (&["--combine", "--leaves"], conflict),
+        (&["--combine", "-c"], conflict),
+        (&["--combine", "-s", "10"], conflict),
+        (&["--combine", "-a", "blake2s"], conflict),
+        (&["--combine", "-t", "1k"], conflict),
+        (&["--leaves", "--untagged"], conflict),
+        (&["--leaf-range", "0..1"], "<--leaves|--leaf-count>"),
+        (&["--leaves", "--leaf-range", "x"], "expected A..B"),
+    ];
+    if cfg!(unix) {
+        let update_one = "--update rewrites one list: give one LIST, a file";
+        cases.extend([
+            // Repair goes with check mode only, and not with an update.
+            (&["--repair-from", "copy", "f"][..], needs_check),
+            (&["--repair-truncate", "-c", "LEAVES"], "--repair-from"),
+            (
+                &[
+                    "-c",
+                    "--repair-from",
+                    "copy",
+                    "--update",
+                    "--audit",
+                    ".",
+                    "LEAVES",
+                ],
+                conflict,
+            ),
+            // An update rewrites the one list of an audit.
+            (&["-c", "--update", "A"], "--audit <DIR>"),
+            (&["-c", "--audit", ".", "--update", "A", "B"], update_one),
+            (&["-c", "--audit", ".", "--update"], update_one),
+            (&["-c", "--audit", ".", "--update", "-"], update_one),
+            (&["-c", "--stat", "A"], "--stat with --check needs --update"),
+        ]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), HELLO).unwrap();
+    for (args, message) in cases {
+        let out = super::run_in(dir.path(), args, HELLO);
+        assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
         assert_eq!(stdout(&out), "", "{args:?}");
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
@@ -863,31 +925,4 @@ fn every_message_shows_control_bytes_escaped() {
         checked += 1;
     }
     assert_eq!(checked, 10);
-}
-
-/// Options that mean nothing in a mode are usage errors there (status 2,
-/// nothing done), never accepted and ignored.
-#[test]
-fn options_without_meaning_in_a_mode_are_usage_errors() {
-    let (dir, _) = file_with("f", HELLO);
-    let cases: [&[&str]; 8] = [
-        &["--leaf-count", "--quiet", "f"],
-        &["-r", "--status", "."],
-        &["--leaves", "--strict", "-r", "."],
-        &["-c", "--leaf-range", "1..2", "f"],
-        &["--combine", "-L", "f"],
-        &["--combine", "--leaf-range", "1..2", "f"],
-        &["--combine", "--part", "1/2", "f"],
-        &["--leaf-count", "--leaves", "f"],
-    ];
-    for args in cases {
-        let out = bt2sum().current_dir(dir.path()).args(args).output_retried();
-        assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "", "{args:?}");
-        assert!(
-            stderr(&out).contains("cannot be used with"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-    }
 }

@@ -61,10 +61,10 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
     std::fs::write(dir.path().join("plain"), super::pattern(3000)).unwrap();
-    let out = bt2sum_in(dir.path(), &["plain"]);
-    let zero = bt2sum_in(dir.path(), &["-z", "plain"]);
+    let out = super::ok_in(dir.path(), &["plain"]);
+    let zero = super::ok_in(dir.path(), &["-z", "plain"]);
     assert_eq!(zero, out.replace('\n', "\0"));
-    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), &["-z".as_ref(), odd]);
     assert!(
         zero.starts_with("BLAKE2b-64 (new\nline\\back) = "),
         "{zero:?}"
@@ -73,13 +73,13 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
         zero.ends_with('\0') && zero.matches('\0').count() == 1,
         "{zero:?}"
     );
-    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
     assert!(zero.ends_with("  new\nline\\back\0"), "{zero:?}");
     // Leaf listings: every line ends in NUL, the count line too.
-    let listing = bt2sum_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
-    let zero = bt2sum_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
+    let listing = super::ok_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
+    let zero = super::ok_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
     assert_eq!(zero, listing.replace('\n', "\0"));
-    let zero = bt2sum_in(
+    let zero = super::ok_in(
         dir.path(),
         &["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
     );
@@ -96,21 +96,6 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
         "{}",
         stderr(&out)
     );
-}
-
-/// Runs bt2sum in `dir`; its standard output, which must succeed.
-#[cfg(unix)]
-fn bt2sum_in(dir: &std::path::Path, args: &[&str]) -> String {
-    let os: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
-    bt2sum_in_os(dir, &os)
-}
-
-#[cfg(unix)]
-fn bt2sum_in_os(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> String {
-    use super::Retried;
-    let out = super::bt2sum().current_dir(dir).args(args).output_retried();
-    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
-    stdout(&out)
 }
 
 /// `--files0-from=F` takes NUL-ended names from F, or from standard input

@@ -595,27 +595,6 @@ fn a_repair_goes_with_slices() {
     assert_eq!(fs::read(&path).unwrap(), good);
 }
 
-#[test]
-fn repair_options_go_with_check_mode_only() {
-    let (dir, _) = listed_file("f", LEAF);
-    for args in [
-        &["--repair-from", "copy", "f"][..],
-        &["--repair-truncate", "-c", "LEAVES"],
-        &[
-            "-c",
-            "--repair-from",
-            "copy",
-            "--update",
-            "--audit",
-            ".",
-            "LEAVES",
-        ],
-    ] {
-        let out = run_in(dir.path(), args, b"");
-        assert_eq!(status(&out), 2, "{args:?}");
-    }
-}
-
 /// The recipe of docs/leaves.md that fetches the damaged leaves over HTTP
 /// and mends from them, run as written against a local server that
 /// answers range requests (tests/http/ranges.py), its address in place of

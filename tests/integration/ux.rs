@@ -57,13 +57,6 @@ fn symlink(target: &Path, link: &Path, directory: bool, test: &str) -> bool {
     }
 }
 
-/// `bt2sum ARGS` run in `dir`, within a minute.
-fn run_in<S: AsRef<OsStr>>(dir: &Path, args: impl IntoIterator<Item = S>) -> Output {
-    let mut command = bt2sum();
-    command.current_dir(dir).args(args);
-    output_within(command, Duration::from_secs(60))
-}
-
 /// Creates the files at the relative `paths` (bytes) under `root`, parents
 /// included; each holds its own path.
 fn make_files(root: &Path, paths: &[&[u8]]) {
@@ -250,7 +243,7 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
     let expected = sorted_paths("t", &tree);
 
-    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), expected);
@@ -259,14 +252,14 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     }
 
     // `t/` is written `t/a`, as find writes it; the digests do not change.
-    let slash = run_in(dir.path(), ["-r", "--untagged", "t/"]);
+    let slash = super::run_in(dir.path(), ["-r", "--untagged", "t/"], b"");
     assert_eq!(slash.stdout, out.stdout);
     if let Some(found) = find_and_sort(dir.path(), "t/", test) {
         assert_eq!(untagged_names(&slash.stdout), found, "find t/ | sort");
     }
 
     // Each line is the file's own checksum line.
-    let one = run_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
+    let one = super::run_in(dir.path(), ["--untagged", "t/a/b/c/deep"], b"");
     let line = String::from_utf8(one.stdout).unwrap();
     assert!(stdout(&out).contains(&line), "{line}");
 }
@@ -276,7 +269,7 @@ fn recursive_without_arguments_walks_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
     make_files(dir.path(), paths);
-    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), sorted_paths(".", paths));
     let test = "recursive_without_arguments_walks_the_current_directory";
@@ -284,7 +277,7 @@ fn recursive_without_arguments_walks_the_current_directory() {
         assert_eq!(untagged_names(&out.stdout), found, "find . | sort");
     }
     // `-r .` says the same.
-    let dot = run_in(dir.path(), ["-r", "--untagged", "."]);
+    let dot = super::run_in(dir.path(), ["-r", "--untagged", "."], b"");
     assert_eq!(dot.stdout, out.stdout);
 }
 
@@ -302,7 +295,7 @@ fn recursive_list_round_trips_through_check() {
     make_files(&dir.path().join("t"), &paths);
     fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
 
-    let out = run_in(dir.path(), ["-r", "-t", "1m", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "-t", "1m", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(
@@ -318,7 +311,7 @@ fn recursive_list_round_trips_through_check() {
     }
     fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
 
-    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
     assert_eq!(stderr(&check), "");
     assert_eq!(status(&check), 0);
     let verdicts = String::from_utf8_lossy(&check.stdout);
@@ -330,7 +323,7 @@ fn recursive_list_round_trips_through_check() {
 
     // A changed file is caught.
     fs::write(dir.path().join("t/a/x"), b"changed").unwrap();
-    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
     assert_eq!(status(&check), 1);
     assert!(stdout(&check).contains("t/a/x: FAILED\n"));
 }
@@ -370,7 +363,7 @@ fn recursive_skips_the_list_it_writes() {
             .output_retried();
         assert_eq!(stderr(&hashed), "", "{args:?}");
         assert_eq!(status(&hashed), 0, "{args:?}");
-        let out = run_in(dir.path(), ["-c", "SUMS"]);
+        let out = super::run_in(dir.path(), ["-c", "SUMS"], b"");
         assert_eq!(stderr(&out), "", "{args:?}");
         let expected = if appended {
             "./a: OK\n./sub/b: OK\n./a: OK\n./sub/b: OK\n"
@@ -396,7 +389,7 @@ fn recursive_skips_the_list_it_writes() {
     let listed = fs::read(dir.path().join("SUMS")).unwrap();
     assert_eq!(names(&listed), ["./a", "./sub/b"]);
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
-    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
     let all = ["./SUMS", "./SUMS.ledger", "./a", "./sub/b"];
     assert_eq!(names(&out.stdout), all);
 }
@@ -412,7 +405,7 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let missing = read_error(&dir.path().join("missing"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
-    let out = run_in(dir.path(), args);
+    let out = super::run_in(dir.path(), args, b"");
     assert_eq!(
         untagged_names(&out.stdout),
         [b"d2/b".to_vec(), b"file".to_vec(), b"d1/a".to_vec()]
@@ -438,7 +431,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
         }
     }
 
-    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
@@ -446,7 +439,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
     // -L: links to files are hashed, links to directories walked, dangling
     // links skipped (as `find -L -type f`).
     for flag in ["-L", "--dereference"] {
-        let out = run_in(dir.path(), ["-r", flag, "--untagged", "t"]);
+        let out = super::run_in(dir.path(), ["-r", flag, "--untagged", "t"], b"");
         assert_eq!(stderr(&out), "");
         assert_eq!(status(&out), 0);
         assert_eq!(
@@ -456,7 +449,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
     }
 
     // A link named as an argument is followed, and paths go through it.
-    let out = run_in(dir.path(), ["-r", "--untagged", "link-to-t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "link-to-t"], b"");
     assert_eq!(untagged_names(&out.stdout), [b"link-to-t/file".to_vec()]);
 
     // -L needs -r.
@@ -830,7 +823,7 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
             .unwrap();
         assert_eq!(status(&out), 0, "{command}: {}", stderr(&out));
     }
-    let out = run_in(&tree, ["-c", "--quiet", "../SUMS"]);
+    let out = super::run_in(&tree, ["-c", "--quiet", "../SUMS"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("", 0));
     assert_eq!(
         fs::read(tree.join("a.jpg")).unwrap(),
@@ -848,9 +841,9 @@ fn dash_c_and_missing_copies_are_explained() {
     fs::create_dir(&tree).unwrap();
     fs::write(tree.join("a"), b"a").unwrap();
     fs::write(tree.join("b"), b"b").unwrap();
-    let list = run_in(&tree, ["--leaves", "a", "b"]);
+    let list = super::run_in(&tree, ["--leaves", "a", "b"], b"");
     fs::write(dir.path().join("sums.txt"), &list.stdout).unwrap();
-    let out = run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"]);
+    let out = super::run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"], b"");
     assert_eq!(status(&out), 1);
     assert!(
         stderr(&out).contains(
@@ -860,9 +853,10 @@ fn dash_c_and_missing_copies_are_explained() {
         "{}",
         stderr(&out)
     );
-    let out = run_in(
+    let out = super::run_in(
         dir.path(),
         ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"],
+        b"",
     );
     assert_eq!(status(&out), 1);
     assert_eq!(stdout(&out), "");
@@ -919,10 +913,10 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
     let args = ["data", "missing"];
-    let plain = run_in(dir.path(), args);
+    let plain = super::run_in(dir.path(), args, b"");
     let mut forced_args = vec![OsStr::new("--progress")];
     forced_args.extend(args.map(OsStr::new));
-    let forced = run_in(dir.path(), forced_args);
+    let forced = super::run_in(dir.path(), forced_args, b"");
 
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(status(&forced), status(&plain));
@@ -1023,14 +1017,15 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 fn check_mode_shows_progress_when_forced() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("data"), pattern(2 << 20)).unwrap();
-    let list = run_in(dir.path(), ["data"]);
+    let list = super::run_in(dir.path(), ["data"], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let args = ["-c", "SUMS"].map(OsStr::new);
-    let plain = run_in(dir.path(), args);
+    let plain = super::run_in(dir.path(), args, b"");
     assert_eq!(stderr(&plain), "");
-    let forced = run_in(
+    let forced = super::run_in(
         dir.path(),
         [&[OsStr::new("--progress")], &args[..]].concat(),
+        b"",
     );
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(stdout(&forced), "data: OK\n");
@@ -1044,17 +1039,17 @@ fn check_mode_shows_progress_when_forced() {
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
-    let lines = run_in(dir.path(), ["--stat", "--leaves", "data"]);
+    let lines = super::run_in(dir.path(), ["--stat", "--leaves", "data"], b"");
     fs::write(dir.path().join("LISTED"), &lines.stdout).unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
-    let forced = run_in(dir.path(), ["--progress", "-c", "LISTED"]);
+    let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
     assert!(
         stderr(&forced).contains("3.00 MiB / 2.00 MiB"),
         "{}",
         stderr(&forced)
     );
     for args in [&["-c", "-"][..], &["-c", "--part", "1/1", "LISTED"]] {
-        let forced = run_in(dir.path(), [&["--progress"][..], args].concat());
+        let forced = super::run_in(dir.path(), [&["--progress"][..], args].concat(), b"");
         assert!(
             !stderr(&forced).contains(" / "),
             "{args:?}: {}",
@@ -1322,7 +1317,7 @@ fn ctrl_c_clears_the_progress_bar() {
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();
-    let list = stdout(&run_in(dir.path(), ["a"]));
+    let list = stdout(&super::run_in(dir.path(), ["a"], b""));
     let tmux = Tmux::new(dir.path());
     let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
     tmux.start(&format!(
