@@ -57,10 +57,7 @@ fn named_files_dash_and_untagged() {
         stdout(&out),
         format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (-) = {HELLO_B64}\n")
     );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["--untagged", "hello.txt"])
-        .output_retried();
+    let out = super::run_in(dir.path(), ["--untagged", "hello.txt"], b"");
     assert_eq!(stdout(&out), format!("{HELLO_B64}  hello.txt\n"));
     let out = run(["--untagged"], HELLO);
     assert_eq!(stdout(&out), format!("{HELLO_B64}  -\n"));
@@ -217,10 +214,11 @@ fn errors_are_reported_per_file_and_the_rest_is_hashed() {
         (missing.as_str(), directory.as_str()),
         ("No such file or directory", "Is a directory")
     );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["missing", "hello.txt", "subdir", "hello.txt"])
-        .output_retried();
+    let out = super::run_in(
+        dir.path(),
+        ["missing", "hello.txt", "subdir", "hello.txt"],
+        b"",
+    );
     assert_eq!(
         stdout(&out),
         format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (hello.txt) = {HELLO_B64}\n")
@@ -360,10 +358,7 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
         expected.extend_from_slice(format!(") = {HELLO_B64}\n").as_bytes());
     }
     assert_eq!(out.stdout, expected);
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["--untagged", "new\nline"])
-        .output_retried();
+    let out = super::run_in(dir.path(), ["--untagged", "new\nline"], b"");
     assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
 }
 

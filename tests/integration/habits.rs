@@ -104,17 +104,14 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
 /// names are still hashed.
 #[test]
 fn names_are_read_from_a_nul_separated_list() {
-    use super::{Retried, bt2sum, run_in};
+    use super::run_in;
     let dir = tempfile::tempdir().unwrap();
     let names = ["a", "with space", "sub/b"];
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     for (i, name) in names.iter().enumerate() {
         std::fs::write(dir.path().join(name), super::pattern(1000 * i)).unwrap();
     }
-    let given = bt2sum()
-        .current_dir(dir.path())
-        .args(names)
-        .output_retried();
+    let given = run_in(dir.path(), names, b"");
     let expected = stdout(&given);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();

@@ -364,10 +364,7 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
             // The parameters come from the listings.
             let mut combine_args = vec![OsStr::new("--combine")];
             combine_args.extend(names.iter().map(|n| n.as_os_str()));
-            let out = bt2sum()
-                .current_dir(dir.path())
-                .args(&combine_args)
-                .output_retried();
+            let out = super::run_in(dir.path(), &combine_args, b"");
             assert_eq!(stdout(&out), whole, "split at {first} and {second}");
             assert_eq!(status(&out), 0);
             combined += 1;
@@ -508,10 +505,7 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     let absent = read_error(&dir.path().join("absent"));
     #[cfg(unix)]
     assert_eq!(absent, "No such file or directory");
-    let missing = bt2sum()
-        .current_dir(dir.path())
-        .args(["--combine", "absent"])
-        .output_retried();
+    let missing = super::run_in(dir.path(), ["--combine", "absent"], b"");
     assert_eq!(stderr(&missing), format!("bt2sum: absent: {absent}\n"));
 
     // Duplicates that agree, in any order, from standard input.
@@ -547,7 +541,7 @@ fn escaped_names_round_trip_through_leaf_lines() {
         .expect("a name in UTF-8 is taken everywhere");
     let bytes = [&b"odd\nname\\"[..], tail].concat();
     let name = super::name(&bytes);
-    let whole = bt2sum().current_dir(dir.path()).arg(name).output_retried();
+    let whole = super::run_in(dir.path(), [name], b"");
     let out = bt2sum()
         .current_dir(dir.path())
         .args(["--leaves", "-t", "1k"])

@@ -27,9 +27,8 @@ fn listed_file(name: &str, len: usize) -> (tempfile::TempDir, Vec<u8>) {
     fs::create_dir_all(dir.path().join(name).parent().unwrap()).unwrap();
     fs::write(&copy, &good).unwrap();
     fs::write(dir.path().join(name), &good).unwrap();
-    let out = run_in(dir.path(), ["-t", "4096", "--leaves", name], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let out = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", name]);
+    fs::write(dir.path().join("LEAVES"), &out).unwrap();
     (dir, good)
 }
 
@@ -351,9 +350,8 @@ fn an_edited_file_is_not_reverted() {
     fs::create_dir(dir.path().join("copy")).unwrap();
     fs::write(dir.path().join("copy/f"), &good).unwrap();
     fs::write(dir.path().join("f"), &good).unwrap();
-    let out = run_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let out = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"]);
+    fs::write(dir.path().join("LEAVES"), &out).unwrap();
     // Edited: a new modification time.
     std::thread::sleep(Duration::from_millis(20));
     damage(&dir.path().join("f"), &[0]);

@@ -24,9 +24,8 @@ fn tree() -> tempfile::TempDir {
     let good = super::noise(3 * 4096, 7);
     fs::write(dir.path().join("t/f"), &good).unwrap();
     fs::write(dir.path().join("mirror/f"), &good).unwrap();
-    let out = run_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let out = super::ok_bytes_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"]);
+    fs::write(dir.path().join("LEAVES"), &out).unwrap();
     dir
 }
 
@@ -685,9 +684,8 @@ fn no_byte_is_written_outside_what_is_reported() {
     let mut args = vec!["-t", "4096", "--leaves"];
     args.extend(names);
     args.extend(["../outside/climb", absolute]);
-    let listing = run_in(&t, &args, b"");
-    assert_eq!(status(&listing), 0, "{}", stderr(&listing));
-    fs::write(dir.path().join("LEAVES"), &listing.stdout).unwrap();
+    let listing = super::ok_bytes_in(&t, &args);
+    fs::write(dir.path().join("LEAVES"), &listing).unwrap();
     // The mirror holds good copies of every name; the tree and the files
     // outside are then damaged and trapped.
     for name in names.iter().chain(&["outside/climb"]) {
