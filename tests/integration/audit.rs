@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{Retried, bt2sum, run_in, said_in, status, stderr, stdout};
+use super::{Retried, assert_contains, bt2sum, run_in, said_in, status, stderr, stdout};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -116,7 +116,7 @@ fn an_audit_classes_every_file_in_the_tree() {
     // --ignore-missing the missing files (not the moved one).
     let (quiet, _, _) = said_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
     assert!(!quiet.contains(": OK"), "{quiet}");
-    assert!(quiet.contains("./added: NEW\n"), "{quiet}");
+    assert_contains(&quiet, "./added: NEW\n");
     let (silent, said, code) = said_in(&root, &["-c", "--status", "--audit", ".", "../SUMS"]);
     assert_eq!((silent.as_str(), said.as_str(), code), ("", "", 1));
     let (kept, said, _) = said_in(
@@ -135,8 +135,8 @@ fn stat_lines_tell_an_edit_from_damage() {
     let dir = changed_archive(true);
     let root = dir.path().join("t");
     let (out, err, code) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
-    assert!(out.contains("./edit: CHANGED\n"), "{out}");
-    assert!(out.contains("./damage: FAILED\n"), "{out}");
+    assert_contains(&out, "./edit: CHANGED\n");
+    assert_contains(&out, "./damage: FAILED\n");
     assert!(
         err.starts_with(
             "bt2sum: WARNING: 1 computed checksum did NOT match\n\
@@ -321,10 +321,7 @@ fn excludes_and_links_are_as_in_a_walk() {
     // A pattern that is none is a usage error.
     let (_, err, code) = said_in(&root, &["-r", ".", "--exclude", "[z-a]"]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("bad pattern \"[z-a]\": invalid range"),
-        "{err}"
-    );
+    assert_contains(&err, "bad pattern \"[z-a]\": invalid range");
 }
 
 #[test]
@@ -350,7 +347,7 @@ fn the_lists_are_never_new() {
     assert_eq!((out.as_str(), code), (expected, 1));
     let (out, err, code) = said_in(dir.path(), &["-c", "--audit", ".", "--update", "SUMS"]);
     assert_eq!((out.as_str(), code), (expected, 0), "{err}");
-    assert!(err.contains("SUMS: updated: 2 files added"), "{err}");
+    assert_contains(&err, "SUMS: updated: 2 files added");
 }
 
 #[test]
@@ -417,15 +414,15 @@ fn the_wrong_base_is_named() {
     // Checked from above: the files are beside the list.
     let (_, err, code) = said_in(dir.path(), &["-c", "photos/SUMS"]);
     assert_eq!(code, 1);
-    assert!(
-        err.contains("hint: no listed file is here, and they are in photos, beside the list"),
-        "{err}"
+    assert_contains(
+        &err,
+        "hint: no listed file is here, and they are in photos, beside the list",
     );
     // Audited from above, or the list made above audited from inside.
     let (_, err, _) = said_in(dir.path(), &["-c", "--audit", "photos", "photos/SUMS"]);
-    assert!(
-        err.contains("hint: every listed file was found under photos/: the list's names are relative to photos"),
-        "{err}"
+    assert_contains(
+        &err,
+        "hint: every listed file was found under photos/: the list's names are relative to photos",
     );
     let (_, err, _) = said_in(
         &dir.path().join("photos"),
@@ -464,10 +461,10 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     // A pattern that matches nothing accepts nothing.
     let (_, err, code) = audit(&["--accept", "nothing/"]);
     assert_eq!(code, 1);
-    assert!(err.contains("updated: 3 files added, 1 renamed\n"), "{err}");
+    assert_contains(&err, "updated: 3 files added, 1 renamed\n");
     // Edited without a stat line, the edit is FAILED until named.
     let (out, _, _) = audit(&[]);
-    assert!(out.contains("./edit: FAILED\n"), "{out}");
+    assert_contains(&out, "./edit: FAILED\n");
     let read = || String::from_utf8_lossy(&fs::read(&list).unwrap()).into_owned();
     let kept = read();
     let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
@@ -502,7 +499,7 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     }
     let (_, err, code) = audit(&["--accept", "[z-a]"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--accept: bad pattern \"[z-a]\""), "{err}");
+    assert_contains(&err, "--accept: bad pattern \"[z-a]\"");
 }
 
 #[test]
@@ -818,11 +815,7 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
         "{}",
         stderr(&out)
     );
-    assert!(
-        stderr(&out).contains("WARNING: 500000 listed files are missing"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "WARNING: 500000 listed files are missing");
 }
 
 /// Excludes leave out what git ignores, pattern by pattern: each pattern,
@@ -1012,7 +1005,7 @@ fn an_audit_covers_what_its_walk_meets() {
         out,
         "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n"
     );
-    assert!(err.contains(scope), "{err}");
+    assert_contains(&err, scope);
     assert_eq!(code, 1);
     // The excludes leave listed files out as walked ones.
     let (out, _, _) = said_in(
@@ -1035,10 +1028,7 @@ fn an_audit_covers_what_its_walk_meets() {
         &["-c", "--audit", ".", "--max-depth", "1", "../SUMS"],
     );
     assert_eq!(out, "./top: OK\n");
-    assert!(
-        err.contains("4 listed files were out of the audit's scope"),
-        "{err}"
-    );
+    assert_contains(&err, "4 listed files were out of the audit's scope");
     // An update takes in the new file of the folder, and keeps the lines
     // of the files out of scope, missing or damaged as they are.
     let args = [
@@ -1081,11 +1071,10 @@ fn an_audit_covers_what_its_walk_meets() {
     let audited = run_in(&root, ["-c", "--audit", ".", "-x", "../ALL"], b"");
     let _ = std::process::Command::new("umount").arg(&mount).status();
     assert!(!stdout(&walked).contains("inside"), "{}", stdout(&walked));
-    assert!(stdout(&all).contains("(./mnt/inside)"), "{}", stdout(&all));
+    assert_contains(&stdout(&all), "(./mnt/inside)");
     assert!(!stdout(&audited).contains("inside"), "{}", stdout(&audited));
-    assert!(
-        stderr(&audited).contains("1 listed file was out of the audit's scope"),
-        "{}",
-        stderr(&audited)
+    assert_contains(
+        &stderr(&audited),
+        "1 listed file was out of the audit's scope",
     );
 }

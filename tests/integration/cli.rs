@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    HELLO, HELLO_B64, Retried, bt2sum, pattern, printed, read_error, run, status, stderr, stdout,
+    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, pattern, printed, read_error, run, status,
+    stderr, stdout,
 };
 #[cfg(unix)]
 use super::{mkfifo, output_within};
@@ -834,7 +835,7 @@ fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
     let whole = run_after_1000(&["--leaves", "-t", "1k", "-"]);
     let range = run_after_1000(&["--leaves", "--leaf-range", "0..", "-t", "1k", "-"]);
     let whole = stdout(&whole);
-    assert!(whole.contains(" total=2000 "), "{whole}");
+    assert_contains(&whole, " total=2000 ");
     let leaf_lines: String = whole.lines().skip(1).map(|l| format!("{l}\n")).collect();
     assert_eq!(stdout(&range), leaf_lines);
     // A range reads only its leaves, at their offsets: standard input stays

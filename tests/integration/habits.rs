@@ -1,7 +1,7 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{HELLO_B64, run, status, stderr, stdout};
+use super::{HELLO_B64, assert_contains, run, status, stderr, stdout};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
@@ -91,10 +91,9 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     assert_eq!(stdout(&out).matches('\0').count(), 2);
     let out = run(["-c", "-z", "SUMS"], b"");
     assert_eq!(status(&out), 2);
-    assert!(
-        stderr(&out).contains("the --zero option is not supported when verifying checksums"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "the --zero option is not supported when verifying checksums",
     );
 }
 
@@ -140,14 +139,11 @@ fn names_are_read_from_a_nul_separated_list() {
     let lines: Vec<&str> = expected.lines().collect();
     assert_eq!(stdout(&out), format!("{}\n{}\n", lines[0], lines[2]));
     let errors = stderr(&out);
-    assert!(
-        errors.contains("bt2sum: -:2: invalid zero-length file name\n"),
-        "{errors}"
-    );
-    assert!(errors.contains("bt2sum: missing: "), "{errors}");
-    assert!(
-        errors.contains("bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n"),
-        "{errors}"
+    assert_contains(&errors, "bt2sum: -:2: invalid zero-length file name\n");
+    assert_contains(&errors, "bt2sum: missing: ");
+    assert_contains(
+        &errors,
+        "bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n",
     );
     assert_eq!(status(&out), 1);
     // With -r, the directories to walk.
@@ -199,11 +195,7 @@ fn the_nameless_line_of_standard_input_checks_standard_input() {
         assert!(stdout(&out).starts_with("-: FAILED\n"), "{}", stdout(&out));
         let out = run(["-c"], &list.stdout);
         assert_eq!(status(&out), 1);
-        assert!(
-            stderr(&out).contains("no properly formatted checksum lines found"),
-            "{}",
-            stderr(&out)
-        );
+        assert_contains(&stderr(&out), "no properly formatted checksum lines found");
     }
 }
 

@@ -6,7 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use super::{Retried, bt2sum, dir_with, pattern, read_error, run, run_in, status, stderr, stdout};
+use super::{
+    Retried, assert_contains, bt2sum, dir_with, pattern, read_error, run, run_in, status, stderr,
+    stdout,
+};
 #[cfg(unix)]
 use super::{emulated, shell};
 
@@ -434,11 +437,7 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
     // A pipe cannot be read at an offset.
     let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
-    assert!(
-        stderr(&out).contains("needs a regular file"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "needs a regular file");
     assert_eq!(status(&out), 1);
 }
 
@@ -483,11 +482,7 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
         "mixed",
         [lines[1], stdout(&other_tree).lines().nth(1).unwrap()].join("\n"),
     );
-    assert!(
-        stderr(&mixed).contains("listings disagree on the parameters"),
-        "{}",
-        stderr(&mixed)
-    );
+    assert_contains(&stderr(&mixed), "listings disagree on the parameters");
 
     let bad = combine("bad", lines[1].replace("offset=0", "offset=7"));
     // (The listing is named by its full path, which ends in `/bad` on
@@ -704,11 +699,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
     );
     // Counting needs a regular file.
     let out = run(["--leaf-count"], b"piped");
-    assert!(
-        stderr(&out).contains("needs a regular file"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "needs a regular file");
     assert_eq!(status(&out), 1);
 }
 
@@ -741,11 +732,7 @@ fn nameless_standard_input_lists_and_combines_nameless() {
     let nameless_empty = stdout(&run(Vec::<&str>::new(), b""));
     assert_eq!((stdout(&combined), status(&combined)), (nameless_empty, 0));
     let dash = run(["--leaves", "-t", "1k", "-"], &data);
-    assert!(
-        stdout(&dash).contains(" tree=1024 (-) = "),
-        "{}",
-        stdout(&dash)
-    );
+    assert_contains(&stdout(&dash), " tree=1024 (-) = ");
 }
 
 /// A line that is neither a checksum line nor a leaf line makes combining

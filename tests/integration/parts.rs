@@ -10,7 +10,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    Retried, bt2sum, dir_with, ok_in, output_within, pattern, run, run_in, status, stderr, stdout,
+    Retried, assert_contains, bt2sum, dir_with, ok_in, output_within, pattern, run, run_in, status,
+    stderr, stdout,
 };
 
 /// `args` with more after them.
@@ -81,7 +82,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                     );
                     let size = each + u64::from(part <= longer);
                     if len == 0 && part == 1 {
-                        assert!(listing.contains(" leaves=0 total=0 "), "{listing}");
+                        assert_contains(&listing, " leaves=0 total=0 ");
                     } else {
                         assert_eq!(
                             leaf_indices(&listing),

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::{noise, ok_bytes_in, run_in, status, stderr, stdout};
+use super::{assert_contains, noise, ok_bytes_in, run_in, status, stderr, stdout};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -594,11 +594,7 @@ fn an_edited_file_is_changed_in_its_slices() {
     assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
     let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
     assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("1 listed file was changed"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "1 listed file was changed");
     assert_eq!(status(&out), 1);
 }
 

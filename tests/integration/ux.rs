@@ -18,7 +18,9 @@ use std::time::Duration;
 #[cfg(unix)]
 use std::time::Instant;
 
-use super::{Retried, bt2sum, name, pattern, read_error, run, status, stderr, stdout};
+use super::{
+    Retried, assert_contains, bt2sum, name, pattern, read_error, run, status, stderr, stdout,
+};
 
 /// Runs `command` to its end with its output captured; panics (after
 /// killing it) if it takes longer than `limit`: nothing here may hang.
@@ -698,9 +700,9 @@ fn man_page_is_roff() {
     assert_eq!(status(&out), 0);
     let page = stdout(&out);
     assert!(page.starts_with('.'), "{}", &page[..page.len().min(200)]);
-    assert!(page.contains(".TH bt2sum 1"), "{page}");
-    assert!(page.contains("\\-\\-tree"), "{page}");
-    assert!(page.contains("\\-\\-recursive"), "{page}");
+    assert_contains(&page, ".TH bt2sum 1");
+    assert_contains(&page, "\\-\\-tree");
+    assert_contains(&page, "\\-\\-recursive");
     for option in ["part", "total", "name", "leaf\\-range"] {
         assert!(
             page.contains(&format!(".B \\-\\-{option}"))
@@ -722,7 +724,7 @@ fn man_page_is_roff() {
     // Literal text is bold, as manual pages set it, never in Markdown's
     // backticks.
     assert!(!page.contains('`'), "{page}");
-    assert!(page.contains("\\fBb2sum \\-\\-tag\\fR"), "{page}");
+    assert_contains(&page, "\\fBb2sum \\-\\-tag\\fR");
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
     for text in [
         "b2sum(1)",
@@ -734,11 +736,11 @@ fn man_page_is_roff() {
         assert!(see_also.contains(text), "{text}: {see_also}");
     }
     // The synopsis says that several FILEs may be given.
-    assert!(page.contains("[\\fIFILE\\fR]..."), "{page}");
+    assert_contains(&page, "[\\fIFILE\\fR]...");
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
     let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
-    assert!(examples.contains(".nf\n"), "{examples}");
+    assert_contains(&examples, ".nf\n");
     assert!(
         examples
             .lines()
@@ -747,7 +749,7 @@ fn man_page_is_roff() {
     );
     let exit = page.split(".SH \"EXIT STATUS\"").nth(1).unwrap();
     for status in ["0: every input", "1: an input", "2: bad usage"] {
-        assert!(exit.contains(status), "{exit}");
+        assert_contains(&exit, status);
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
     // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
@@ -924,7 +926,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let text = stderr(&forced);
     // The final state, with the total, left on its own line; the error
     // line whole; no escape codes into a pipe.
-    assert!(text.contains("3.00 MiB / 3.00 MiB"), "{text:?}");
+    assert_contains(&text, "3.00 MiB / 3.00 MiB");
     assert!(text.ends_with('\n'), "{text:?}");
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(
@@ -938,8 +940,8 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
         out.stdout,
         run::<[&str; 0], _>([], &pattern(1 << 20)).stdout
     );
-    assert!(stderr(&out).contains("1.00 MiB"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("B/s"), "{}", stderr(&out));
+    assert_contains(&stderr(&out), "1.00 MiB");
+    assert_contains(&stderr(&out), "B/s");
     // (No total, not a total of 0: ` / ` is the bar's with a total.)
     assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
 }
@@ -978,7 +980,7 @@ fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
             line.starts_with("bt2sum: progress: ") && !line.ends_with(' '),
             "{line:?}"
         );
-        assert!(line.contains("B/s"), "{line}");
+        assert_contains(&line, "B/s");
     }
     assert!(lines.last().unwrap().ends_with(", done"), "{log}");
 }
@@ -1030,11 +1032,7 @@ fn check_mode_shows_progress_when_forced() {
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(stdout(&forced), "data: OK\n");
     // The total, from the file system (a checksum line alone).
-    assert!(
-        stderr(&forced).contains("2.00 MiB / 2.00 MiB"),
-        "{}",
-        stderr(&forced)
-    );
+    assert_contains(&stderr(&forced), "2.00 MiB / 2.00 MiB");
     assert_eq!(status(&forced), 0);
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
@@ -1043,11 +1041,7 @@ fn check_mode_shows_progress_when_forced() {
     fs::write(dir.path().join("LISTED"), &lines.stdout).unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
     let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
-    assert!(
-        stderr(&forced).contains("3.00 MiB / 2.00 MiB"),
-        "{}",
-        stderr(&forced)
-    );
+    assert_contains(&stderr(&forced), "3.00 MiB / 2.00 MiB");
     for args in [&["-c", "-"][..], &["-c", "--part", "1/1", "LISTED"]] {
         let forced = super::run_in(dir.path(), [&["--progress"][..], args].concat(), b"");
         assert!(
@@ -1248,10 +1242,7 @@ fn progress_bar_in_a_real_terminal() {
     assert!(done, "bt2sum did not finish:\n{screen}");
     let expected = stdout(&run::<[&str; 0], _>([], &pattern(written)));
     let digest = expected.trim_end().rsplit(" = ").next().unwrap();
-    assert!(
-        screen.contains(&format!("BLAKE2b-64 (fifo) = {digest}")),
-        "{screen}"
-    );
+    assert_contains(&screen, &format!("BLAKE2b-64 (fifo) = {digest}"));
     // The error line came out whole, above the bar (still drawn then).
     assert!(
         screen
@@ -1259,7 +1250,7 @@ fn progress_bar_in_a_real_terminal() {
             .any(|line| line.trim_end() == "bt2sum: missing: No such file or directory"),
         "{screen}"
     );
-    assert!(screen.contains("exit status 1"), "{screen}");
+    assert_contains(&screen, "exit status 1");
     assert!(
         !screen.contains("B/s"),
         "the bar was left behind:\n{screen}"
@@ -1299,7 +1290,7 @@ fn ctrl_c_clears_the_progress_bar() {
         screen.contains("exit status")
     });
     assert!(ended, "bt2sum did not end:\n{screen}");
-    assert!(screen.contains("exit status 130"), "{screen}");
+    assert_contains(&screen, "exit status 130");
     for left in ["ETA", "GiB", "[="] {
         assert!(!screen.contains(left), "the bar was left behind:\n{screen}");
     }
@@ -1350,11 +1341,8 @@ fn no_spinner_over_typing() {
         );
     }
     let screen = tmux.screen();
-    assert!(
-        screen.contains(&format!("BLAKE2b-64 = {digest}")),
-        "{screen}"
-    );
-    assert!(screen.contains("a: OK"), "{screen}");
+    assert_contains(&screen, &format!("BLAKE2b-64 = {digest}"));
+    assert_contains(&screen, "a: OK");
     // Forced, the bar is drawn even over the typing.
     let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("B/s"));
     assert!(drawn, "--progress drew no bar:\n{screen}");
