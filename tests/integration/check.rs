@@ -6,12 +6,12 @@ use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
-use super::{Retried, bt2sum, pattern, read_error, run_in, status, stderr, stdout};
-
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+use super::{
+    HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, pattern, read_error,
+    run_in, status, stderr, stdout,
+};
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
 /// `2>&1` does, to see how they interleave; returns that text and the status.
@@ -35,34 +35,6 @@ where
     (String::from_utf8_lossy(&text).into_owned(), status(&output))
 }
 
-/// A temporary directory holding `files`.
-fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, data) in files {
-        fs::write(dir.path().join(name), data).unwrap();
-    }
-    dir
-}
-
-/// The list `bt2sum ARGS` prints in `dir` (which must succeed).
-fn make_list<I, S>(dir: &Path, args: I) -> Vec<u8>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let out = run_in(dir, args, b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    out.stdout
-}
-
-/// Asserts the exact stdout, stderr and status of a run.
-#[track_caller]
-fn assert_run(out: &Output, expected_stdout: &str, expected_stderr: &str, expected_status: i32) {
-    assert_eq!(stdout(out), expected_stdout, "stdout");
-    assert_eq!(stderr(out), expected_stderr, "stderr");
-    assert_eq!(status(out), expected_status, "status");
-}
-
 fn abc_dir() -> tempfile::TempDir {
     dir_with(&[("a", b"alpha\n"), ("b", b""), ("c d", &pattern(70_000))])
 }
@@ -81,15 +53,15 @@ fn leaf_size_hint(size: &str) -> String {
 #[test]
 fn round_trip_from_a_file_stdin_and_dash() {
     let dir = abc_dir();
-    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let all_ok = "a: OK\nb: OK\nc d: OK\n";
-    assert_run(&run_in(dir.path(), ["-c", "SUMS"], b""), all_ok, "", 0);
-    assert_run(&run_in(dir.path(), ["--check", "-"], &list), all_ok, "", 0);
-    assert_run(&run_in(dir.path(), ["-c"], &list), all_ok, "", 0);
+    assert_output(&run_in(dir.path(), ["-c", "SUMS"], b""), all_ok, "", 0);
+    assert_output(&run_in(dir.path(), ["--check", "-"], &list), all_ok, "", 0);
+    assert_output(&run_in(dir.path(), ["-c"], &list), all_ok, "", 0);
     // A list given twice is checked twice.
     let twice = format!("{all_ok}{all_ok}");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "SUMS", "-"], &list),
         &twice,
         "",
@@ -102,25 +74,25 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
     let dir = abc_dir();
     for algorithm in ["blake2b", "blake2s"] {
         for size in ["1", "7", "31", "0"] {
-            let tagged = make_list(dir.path(), ["-a", algorithm, "-s", size, "a", "b", "c d"]);
+            let tagged = ok_bytes_in(dir.path(), ["-a", algorithm, "-s", size, "a", "b", "c d"]);
             // The tag decides the algorithm, whatever -a says.
             for check_algorithm in ["blake2b", "blake2s"] {
                 let out = run_in(dir.path(), ["-c", "-a", check_algorithm], &tagged);
-                assert_run(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
+                assert_output(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
             }
-            let untagged = make_list(
+            let untagged = ok_bytes_in(
                 dir.path(),
                 ["--untagged", "-a", algorithm, "-s", size, "a", "b", "c d"],
             );
             let out = run_in(dir.path(), ["-c", "-a", algorithm], &untagged);
-            assert_run(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
+            assert_output(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
         }
     }
     // A GNU-style line takes its algorithm from -a: a BLAKE2s digest read as
     // BLAKE2b of the same size does not match, and the hint says why.
-    let untagged_s = make_list(dir.path(), ["--untagged", "-a", "blake2s", "a"]);
+    let untagged_s = ok_bytes_in(dir.path(), ["--untagged", "-a", "blake2s", "a"]);
     let out = run_in(dir.path(), ["-c"], &untagged_s);
-    assert_run(
+    assert_output(
         &out,
         "a: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n\
@@ -130,9 +102,9 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
         1,
     );
     // And a 64-byte GNU-style digest is not a BLAKE2s size.
-    let untagged_b = make_list(dir.path(), ["--untagged", "a"]);
+    let untagged_b = ok_bytes_in(dir.path(), ["--untagged", "a"]);
     let out = run_in(dir.path(), ["-c", "-a", "blake2s"], &untagged_b);
-    assert_run(
+    assert_output(
         &out,
         "",
         "bt2sum: standard input: no properly formatted checksum lines found\n",
@@ -143,8 +115,8 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
 #[test]
 fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let dir = abc_dir();
-    let tagged = String::from_utf8(make_list(dir.path(), ["a", "b"])).unwrap();
-    let untagged = String::from_utf8(make_list(dir.path(), ["--untagged", "c d"])).unwrap();
+    let tagged = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
+    let untagged = String::from_utf8(ok_bytes_in(dir.path(), ["--untagged", "c d"])).unwrap();
     let crlf = tagged.replace('\n', "\r\n");
     let upper = tagged
         .lines()
@@ -156,14 +128,14 @@ fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let binary_marker = untagged.replacen("  ", " *", 1);
     let list = format!("# made by bt2sum\n\n{crlf}\r\n{upper}#\n{binary_marker}");
     let out = run_in(dir.path(), ["-c", "--strict"], list.as_bytes());
-    assert_run(&out, "a: OK\nb: OK\na: OK\nb: OK\nc d: OK\n", "", 0);
+    assert_output(&out, "a: OK\nb: OK\na: OK\nb: OK\nc d: OK\n", "", 0);
     // Mixed case is not hex as bt2sum or GNU write it.
     let (head, hex) = tagged.lines().next().unwrap().rsplit_once(" = ").unwrap();
     let mut mixed = hex.to_uppercase();
     let letter = mixed.find(|c: char| c.is_ascii_uppercase()).unwrap();
     mixed.replace_range(letter..=letter, &mixed[letter..=letter].to_lowercase());
     let out = run_in(dir.path(), ["-c"], format!("{head} = {mixed}\n").as_bytes());
-    assert_run(
+    assert_output(
         &out,
         "",
         "bt2sum: standard input: no properly formatted checksum lines found\n",
@@ -175,8 +147,8 @@ fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
 fn a_flipped_bit_in_a_big_file_fails() {
     let mut data = pattern(6 << 20);
     let dir = dir_with(&[("big", &data), ("small", b"x")]);
-    let list = make_list(dir.path(), ["small", "big"]);
-    assert_run(
+    let list = ok_bytes_in(dir.path(), ["small", "big"]);
+    assert_output(
         &run_in(dir.path(), ["-c"], &list),
         "small: OK\nbig: OK\n",
         "",
@@ -184,26 +156,26 @@ fn a_flipped_bit_in_a_big_file_fails() {
     );
     data[(5 << 20) + 12345] ^= 0x10;
     fs::write(dir.path().join("big"), &data).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], &list),
         "small: OK\nbig: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n",
         1,
     );
     // --quiet keeps the failure, drops the OK.
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--quiet"], &list),
         "big: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n",
         1,
     );
-    assert_run(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
+    assert_output(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
 }
 
 #[test]
 fn a_deleted_file_cannot_be_read() {
     let dir = abc_dir();
-    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
     fs::remove_file(dir.path().join("b")).unwrap();
     fs::remove_file(dir.path().join("c d")).unwrap();
     fs::write(dir.path().join("a"), b"changed").unwrap();
@@ -227,7 +199,7 @@ fn a_deleted_file_cannot_be_read() {
     );
     assert_eq!(code, 1);
     // --status: nothing on stdout and no summary, but the reasons stay (GNU).
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
         "",
         &format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n"),
@@ -239,13 +211,13 @@ fn a_deleted_file_cannot_be_read() {
 fn a_directory_or_unreadable_entry_cannot_be_read() {
     let dir = dir_with(&[("a", b"alpha\n")]);
     fs::create_dir(dir.path().join("sub")).unwrap();
-    let digest_line = String::from_utf8(make_list(dir.path(), ["a"])).unwrap();
+    let digest_line = String::from_utf8(ok_bytes_in(dir.path(), ["a"])).unwrap();
     let list = format!("{}{}", digest_line, digest_line.replace("(a)", "(sub)"));
     let directory = read_error(&dir.path().join("sub"));
     #[cfg(unix)]
     assert_eq!(directory, "Is a directory");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
-    assert_run(
+    assert_output(
         &out,
         "a: OK\nsub: FAILED open or read\n",
         &format!("bt2sum: sub: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n"),
@@ -256,21 +228,21 @@ fn a_directory_or_unreadable_entry_cannot_be_read() {
 #[test]
 fn leaf_size_comes_from_dash_t() {
     let dir = dir_with(&[("f", &pattern(200_000))]);
-    let list = make_list(dir.path(), ["-t", "64k", "f"]);
-    assert_run(
+    let list = ok_bytes_in(dir.path(), ["-t", "64k", "f"]);
+    assert_output(
         &run_in(dir.path(), ["-c", "-t", "64k"], &list),
         "f: OK\n",
         "",
         0,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "-t=65536"], &list),
         "f: OK\n",
         "",
         0,
     );
     // One file failing is damage until shown otherwise: no hint.
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], &list),
         "f: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n",
@@ -279,8 +251,8 @@ fn leaf_size_comes_from_dash_t() {
     // Every file of several failing with the default leaf size: the hint
     // names it.
     fs::write(dir.path().join("f2"), pattern(100_000)).unwrap();
-    let two = make_list(dir.path(), ["-t", "64k", "f", "f2"]);
-    assert_run(
+    let two = ok_bytes_in(dir.path(), ["-t", "64k", "f", "f2"]);
+    assert_output(
         &run_in(dir.path(), ["-c"], &two),
         "f: FAILED\nf2: FAILED\n",
         &format!(
@@ -289,15 +261,15 @@ fn leaf_size_comes_from_dash_t() {
         ),
         1,
     );
-    assert_run(&run_in(dir.path(), ["-c", "--status"], &two), "", "", 1);
-    let default_list = make_list(dir.path(), ["f", "f2"]);
-    assert_run(
+    assert_output(&run_in(dir.path(), ["-c", "--status"], &two), "", "", 1);
+    let default_list = ok_bytes_in(dir.path(), ["f", "f2"]);
+    assert_output(
         &run_in(dir.path(), ["-c", "-t", "5m"], &default_list),
         "f: OK\nf2: OK\n",
         "",
         0,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "-t", "64k"], &default_list),
         "f: FAILED\nf2: FAILED\n",
         &format!(
@@ -308,10 +280,10 @@ fn leaf_size_comes_from_dash_t() {
     );
     // A file that matches shows the leaf size is right: no hint.
     fs::write(dir.path().join("g"), b"g").unwrap();
-    let mut mixed = make_list(dir.path(), ["-t", "64k", "f", "g"]);
+    let mut mixed = ok_bytes_in(dir.path(), ["-t", "64k", "f", "g"]);
     fs::write(dir.path().join("g"), b"changed").unwrap();
-    mixed.extend_from_slice(&make_list(dir.path(), ["-t", "64k", "g"]));
-    assert_run(
+    mixed.extend_from_slice(&ok_bytes_in(dir.path(), ["-t", "64k", "g"]));
+    assert_output(
         &run_in(dir.path(), ["-c", "-t", "64k"], &mixed),
         "f: OK\ng: FAILED\ng: OK\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n",
@@ -322,7 +294,7 @@ fn leaf_size_comes_from_dash_t() {
 #[test]
 fn improperly_formatted_lines_warn_strict_and_counts() {
     let dir = abc_dir();
-    let good = String::from_utf8(make_list(dir.path(), ["a", "b"])).unwrap();
+    let good = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
     let mut lines = good.lines();
     let (line_a, line_b) = (lines.next().unwrap(), lines.next().unwrap());
     let list = format!(
@@ -330,25 +302,25 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     );
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let counts = "bt2sum: WARNING: 3 lines are improperly formatted\n";
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "SUMS"], b""),
         "a: OK\nb: OK\n",
         counts,
         0,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--strict", "SUMS"], b""),
         "a: OK\nb: OK\n",
         counts,
         1,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--strict", "--status", "SUMS"], b""),
         "",
         "",
         1,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
         "",
         "",
@@ -367,7 +339,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     );
     assert_eq!(code, 0);
     let out = run_in(dir.path(), ["-c", "--warn", "--strict"], list.as_bytes());
-    assert_run(
+    assert_output(
         &out,
         "a: OK\nb: OK\n",
         "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
@@ -379,7 +351,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     // Standard input's nameless line, in a list read from standard input,
     // names nothing that can be read; a hint says so.
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], nameless.as_bytes()),
         "a: OK\n",
         "bt2sum: WARNING: 1 line is improperly formatted\n\
@@ -389,7 +361,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
         0,
     );
     let one_bad = format!("{line_a}\nnonsense\n");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], one_bad.as_bytes()),
         "a: OK\n",
         "bt2sum: WARNING: 1 line is improperly formatted\n",
@@ -402,7 +374,7 @@ fn quiet_status_and_warn_take_the_last_one_given() {
     let dir = abc_dir();
     let list = format!(
         "{}junk\n",
-        String::from_utf8(make_list(dir.path(), ["a"])).unwrap()
+        String::from_utf8(ok_bytes_in(dir.path(), ["a"])).unwrap()
     );
     let warned = "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
                   bt2sum: WARNING: 1 line is improperly formatted\n";
@@ -426,9 +398,9 @@ fn quiet_status_and_warn_take_the_last_one_given() {
 #[test]
 fn ignore_missing() {
     let dir = abc_dir();
-    let list = make_list(dir.path(), ["a", "b", "c d"]);
+    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
     fs::remove_file(dir.path().join("b")).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
         "a: OK\nc d: OK\n",
         "",
@@ -442,7 +414,7 @@ fn ignore_missing() {
     let directory = read_error(&dir.path().join("b"));
     #[cfg(unix)]
     assert_eq!(directory, "Is a directory");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
         "a: OK\nb: FAILED open or read\nc d: OK\n",
         &format!("bt2sum: b: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n"),
@@ -453,7 +425,7 @@ fn ignore_missing() {
     fs::remove_file(dir.path().join("a")).unwrap();
     fs::remove_file(dir.path().join("c d")).unwrap();
     fs::write(dir.path().join("SUMS"), &list).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
         "",
         "bt2sum: SUMS: no file was verified\n",
@@ -461,14 +433,14 @@ fn ignore_missing() {
     );
     // As GNU: the counts come first, and --status silences the line.
     let with_junk = [&list[..], b"junk\n"].concat();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--ignore-missing"], &with_junk),
         "",
         "bt2sum: WARNING: 1 line is improperly formatted\n\
          bt2sum: standard input: no file was verified\n",
         1,
     );
-    assert_run(
+    assert_output(
         &run_in(
             dir.path(),
             ["-c", "--ignore-missing", "--status"],
@@ -480,7 +452,7 @@ fn ignore_missing() {
     );
     // As GNU, a mismatch is not a verified file either.
     fs::write(dir.path().join("a"), b"changed").unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
         "a: FAILED\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n\
@@ -488,7 +460,7 @@ fn ignore_missing() {
         1,
     );
     // Without --ignore-missing the same list reports the missing files.
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--quiet", "SUMS"], b""),
         "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n",
         &format!(
@@ -515,21 +487,21 @@ fn lists_without_a_valid_line() {
     fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();
     fs::write(dir.path().join("nuls"), [0u8; 1000]).unwrap();
     for list in ["garbage", "empty", "comments", "nuls"] {
-        assert_run(
+        assert_output(
             &run_in(dir.path(), ["-c", list], b""),
             "",
             &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
             1,
         );
         // GNU prints it even with --status.
-        assert_run(
+        assert_output(
             &run_in(dir.path(), ["-c", "--status", list], b""),
             "",
             &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
             1,
         );
     }
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], &garbage),
         "",
         "bt2sum: standard input: no properly formatted checksum lines found\n",
@@ -562,7 +534,7 @@ fn gnu_b2sum_lists_do_not_verify() {
         assert_eq!(status(&out), 1);
     }
     let two = format!("{untagged}{sequential}  b\n");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], two.as_bytes()),
         "a: FAILED\nb: FAILED\n",
         &format!(
@@ -577,7 +549,7 @@ fn gnu_b2sum_lists_do_not_verify() {
         .to_hex()
         .to_string();
     let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], tagged.as_bytes()),
         "",
         "bt2sum: standard input: no properly formatted checksum lines found\n\
@@ -591,10 +563,10 @@ fn gnu_b2sum_lists_do_not_verify() {
 #[test]
 fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     let dir = abc_dir();
-    let list = make_list(dir.path(), ["a", "b"]);
+    let list = ok_bytes_in(dir.path(), ["a", "b"]);
     fs::write(dir.path().join("one"), [&list[..], b"junk\n"].concat()).unwrap();
     fs::write(dir.path().join("a"), b"changed").unwrap();
-    let list2 = make_list(dir.path(), ["c d"]);
+    let list2 = ok_bytes_in(dir.path(), ["c d"]);
     fs::write(dir.path().join("two"), [&list2[..], &list[..]].concat()).unwrap();
     fs::create_dir(dir.path().join("dir")).unwrap();
     let (missing, directory) = (
@@ -625,7 +597,7 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     assert_eq!(code, 1);
     // A missing list fails the run even when the others pass, and --status
     // keeps its message.
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "--status", "nolist"], b""),
         "",
         &format!("bt2sum: nolist: {missing}\n"),
@@ -635,13 +607,13 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     assert!(merged.starts_with(&format!("bt2sum: nolist: {missing}\n")));
     assert_eq!(code, 1);
     fs::write(dir.path().join("three"), &list2).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "three", "nolist"], b""),
         "c d: OK\n",
         &format!("bt2sum: nolist: {missing}\n"),
         1,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "three", "three"], b""),
         "c d: OK\nc d: OK\n",
         "",
@@ -684,7 +656,7 @@ fn escaped_and_non_utf8_names() {
         .copied()
         .collect();
     for style in [&[][..], &["--untagged"]] {
-        let list = make_list(dir.path(), style.iter().map(OsStr::new).chain(args.clone()));
+        let list = ok_bytes_in(dir.path(), style.iter().map(OsStr::new).chain(args.clone()));
         let out = run_in(dir.path(), ["-c"], &list);
         assert_eq!(out.stdout, verdicts);
         assert_eq!(stderr(&out), "");
@@ -699,7 +671,7 @@ fn unreadable_names_are_shown_escaped_on_both_streams() {
     let missing = read_error(&dir.path().join("gone\nfile"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], list),
         "\\gone\\nfile: FAILED open or read\n",
         &format!(
@@ -723,10 +695,10 @@ fn control_bytes_in_names_are_shown_escaped() {
     let name: &[u8] = b"evil.iso: OK\x1b[8m";
     let path = dir.path().join(OsStr::from_bytes(name));
     fs::write(&path, b"image").unwrap();
-    let list = make_list(dir.path(), [OsStr::from_bytes(name)]);
+    let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
     assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
     let shown = "\\evil.iso: OK\\x1b[8m";
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c"], &list),
         &format!("{shown}: OK\n"),
         "",
@@ -770,7 +742,7 @@ fn a_3_mb_name_is_too_long_for_the_system() {
     #[cfg(unix)]
     assert_eq!(too_long, "File name too long");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
-    assert_run(
+    assert_output(
         &out,
         &format!("{name}: FAILED open or read\n"),
         &format!(
@@ -788,7 +760,7 @@ fn an_overlong_line_is_improperly_formatted_and_the_next_is_read() {
     let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
     let list = format!("{overlong}{HELLO_B64}  h\n");
     let out = run_in(dir.path(), ["-c", "-w"], list.as_bytes());
-    assert_run(
+    assert_output(
         &out,
         "h: OK\n",
         "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n\
@@ -803,7 +775,7 @@ fn an_overlong_comment_is_skipped_as_any_comment() {
     let comment = format!("# {}\n", "x".repeat(17 << 20));
     let list = format!("{comment}{HELLO_B64}  h\n");
     let out = run_in(dir.path(), ["-c", "-w", "--strict"], list.as_bytes());
-    assert_run(&out, "h: OK\n", "", 0);
+    assert_output(&out, "h: OK\n", "", 0);
 }
 
 #[test]
@@ -811,13 +783,13 @@ fn dash_in_a_list_is_standard_input() {
     let dir = dir_with(&[("h", HELLO)]);
     let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
     fs::write(dir.path().join("SUMS"), &list).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "SUMS"], HELLO),
         "-: OK\nh: OK\n",
         "",
         0,
     );
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "SUMS"], b"other"),
         "-: FAILED\nh: OK\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n",
@@ -832,7 +804,7 @@ fn many_files_are_reported_in_list_order() {
     for (i, name) in names.iter().enumerate() {
         fs::write(dir.path().join(name), pattern(i * 37)).unwrap();
     }
-    let list = make_list(dir.path(), &names);
+    let list = ok_bytes_in(dir.path(), &names);
     for (i, name) in names.iter().enumerate() {
         if i % 97 == 5 {
             fs::write(dir.path().join(name), b"tampered").unwrap();
@@ -862,36 +834,6 @@ fn many_files_are_reported_in_list_order() {
              bt2sum: WARNING: {failed} computed checksums did NOT match\n"
         )));
         assert_eq!(status(&out), 1);
-    }
-}
-
-#[test]
-fn check_only_options_need_check() {
-    for option in [
-        "--quiet",
-        "--status",
-        "--strict",
-        "-w",
-        "--warn",
-        "--ignore-missing",
-    ] {
-        let out = run_in(Path::new("."), [option], HELLO);
-        assert_eq!(status(&out), 2, "{option}");
-        assert_eq!(stdout(&out), "", "{option}");
-        let message = stderr(&out);
-        assert!(
-            message.contains("required arguments were not provided") && message.contains("--check"),
-            "{option}: {message}"
-        );
-    }
-    for args in [
-        &["-c", "-r"][..],
-        &["-c", "--leaf-count"],
-        &["--check", "--combine"],
-    ] {
-        let out = run_in(Path::new("."), args, HELLO);
-        assert_eq!(status(&out), 2, "{args:?}");
-        assert!(stderr(&out).contains("cannot be used with"), "{args:?}");
     }
 }
 
@@ -944,7 +886,7 @@ fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
     let data = pattern(20_000);
     let dir = dir_with(&[("f", &data[..])]);
     let listing =
-        String::from_utf8(make_list(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
+        String::from_utf8(ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
     let upper: String = listing
         .lines()
         .map(|line| match line.rsplit_once(" = ") {
@@ -954,7 +896,7 @@ fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
         .collect();
     fs::write(dir.path().join("UPPER"), &upper).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");
-    assert_run(&out, "f: OK\n", "", 0);
+    assert_output(&out, "f: OK\n", "", 0);
     // One case a digest: a leaf line's in mixed case is improperly
     // formatted.
     let at = upper.find("leaf=1 ").unwrap();
@@ -978,14 +920,14 @@ fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
 #[test]
 fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     let dir = dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
-    let counts = make_list(dir.path(), ["--leaf-count", "f"]);
+    let counts = ok_bytes_in(dir.path(), ["--leaf-count", "f"]);
     fs::write(dir.path().join("COUNTS"), &counts).unwrap();
     // Damaged, of the same length: a count line cannot tell.
     fs::write(dir.path().join("f"), b"HELLO\n").unwrap();
     let note = "bt2sum: WARNING: 1 listed file has no digest in the list: only its length was \
                 checked\n";
     let out = run_in(dir.path(), ["-c", "COUNTS"], b"");
-    assert_run(
+    assert_output(
         &out,
         "",
         &format!("{note}bt2sum: COUNTS: no file was verified\n"),
@@ -993,9 +935,9 @@ fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     );
     // Beside a file that is verified, it is only said.
     let mut mixed = counts.clone();
-    mixed.extend(make_list(dir.path(), ["g"]));
+    mixed.extend(ok_bytes_in(dir.path(), ["g"]));
     fs::write(dir.path().join("MIXED"), mixed).unwrap();
-    assert_run(
+    assert_output(
         &run_in(dir.path(), ["-c", "MIXED"], b""),
         "g: OK\n",
         note,

@@ -6,12 +6,13 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, bt2sum, pattern, printed, read_error, run, status, stderr, stdout};
+use super::{
+    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, pattern, printed, read_error, run, status,
+    stderr, stdout,
+};
 #[cfg(unix)]
 use super::{mkfifo, output_within};
 
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
 const HELLO_B40: &str =
     "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e";
 const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";
@@ -57,10 +58,7 @@ fn named_files_dash_and_untagged() {
         stdout(&out),
         format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (-) = {HELLO_B64}\n")
     );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["--untagged", "hello.txt"])
-        .output_retried();
+    let out = super::run_in(dir.path(), ["--untagged", "hello.txt"], b"");
     assert_eq!(stdout(&out), format!("{HELLO_B64}  hello.txt\n"));
     let out = run(["--untagged"], HELLO);
     assert_eq!(stdout(&out), format!("{HELLO_B64}  -\n"));
@@ -217,10 +215,11 @@ fn errors_are_reported_per_file_and_the_rest_is_hashed() {
         (missing.as_str(), directory.as_str()),
         ("No such file or directory", "Is a directory")
     );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["missing", "hello.txt", "subdir", "hello.txt"])
-        .output_retried();
+    let out = super::run_in(
+        dir.path(),
+        ["missing", "hello.txt", "subdir", "hello.txt"],
+        b"",
+    );
     assert_eq!(
         stdout(&out),
         format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\nBLAKE2b-64 (hello.txt) = {HELLO_B64}\n")
@@ -360,17 +359,19 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
         expected.extend_from_slice(format!(") = {HELLO_B64}\n").as_bytes());
     }
     assert_eq!(out.stdout, expected);
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["--untagged", "new\nline"])
-        .output_retried();
+    let out = super::run_in(dir.path(), ["--untagged", "new\nline"], b"");
     assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
 }
 
+/// Options that are malformed, out of range, unknown, or without meaning
+/// in a mode are usage errors (status 2, nothing done, a message saying
+/// why), never accepted and ignored.
 #[test]
 fn bad_options_are_usage_errors() {
-    for (args, message) in [
-        (&["-a", "blake2x"][..], "invalid value 'blake2x'"),
+    let needs_check = "required arguments were not provided:\n  --check\n";
+    let conflict = "cannot be used with";
+    let mut cases: Vec<(&[&str], &str)> = vec![
+        (&["-a", "blake2x"], "invalid value 'blake2x'"),
         (&["-s", "65"], "allowed 1 to 64"),
         (&["-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
         (&["-s", "-1"], "-1"),
@@ -387,11 +388,68 @@ fn bad_options_are_usage_errors() {
         (&["-cpus", "0"], "0 is not in 1..=1024"),
         (&["-c", "-s", "65"], "digest size 65 is out of range"),
         (&["-c", "-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
-        (&["-c", "-r"], "cannot be used with"),
         (&["--bogus"], "unexpected argument"),
-    ] {
-        let out = run(args, HELLO);
-        assert_eq!(status(&out), 2, "{args:?}");
+        // Options of check mode need it.
+        (&["--quiet"], needs_check),
+        (&["--status"], needs_check),
+        (&["--strict"], needs_check),
+        (&["-w"], needs_check),
+        (&["--warn"], needs_check),
+        (&["--ignore-missing"], needs_check),
+        // Options without meaning in a mode.
+        (&["-c", "-r"], conflict),
+        (&["-c", "--leaf-count"], conflict),
+        (&["--check", "--combine"], conflict),
+        (&["--leaf-count", "--quiet", "f"], conflict),
+        (&["-r", "--status", "."], conflict),
+        (&["--leaves", "--strict", "-r", "."], conflict),
+        (&["-c", "--leaf-range", "1..2", "f"], conflict),
+        (&["--combine", "-L", "f"], conflict),
+        (&["--combine", "--leaf-range", "1..2", "f"], conflict),
+        (&["--combine", "--part", "1/2", "f"], conflict),
+        (&["--leaf-count", "--leaves", "f"], conflict),
+        // Listing options where they do not apply.
+        (&["-c", "--leaves", "--untagged"], conflict),
+        (&["--combine", "--leaves"], conflict),
+        (&["--combine", "-c"], conflict),
+        (&["--combine", "-s", "10"], conflict),
+        (&["--combine", "-a", "blake2s"], conflict),
+        (&["--combine", "-t", "1k"], conflict),
+        (&["--leaves", "--untagged"], conflict),
+        (&["--leaf-range", "0..1"], "<--leaves|--leaf-count>"),
+        (&["--leaves", "--leaf-range", "x"], "expected A..B"),
+    ];
+    if cfg!(unix) {
+        let update_one = "--update rewrites one list: give one LIST, a file";
+        cases.extend([
+            // Repair goes with check mode only, and not with an update.
+            (&["--repair-from", "copy", "f"][..], needs_check),
+            (&["--repair-truncate", "-c", "LEAVES"], "--repair-from"),
+            (
+                &[
+                    "-c",
+                    "--repair-from",
+                    "copy",
+                    "--update",
+                    "--audit",
+                    ".",
+                    "LEAVES",
+                ],
+                conflict,
+            ),
+            // An update rewrites the one list of an audit.
+            (&["-c", "--update", "A"], "--audit <DIR>"),
+            (&["-c", "--audit", ".", "--update", "A", "B"], update_one),
+            (&["-c", "--audit", ".", "--update"], update_one),
+            (&["-c", "--audit", ".", "--update", "-"], update_one),
+            (&["-c", "--stat", "A"], "--stat with --check needs --update"),
+        ]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("f"), HELLO).unwrap();
+    for (args, message) in cases {
+        let out = super::run_in(dir.path(), args, HELLO);
+        assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
         assert_eq!(stdout(&out), "", "{args:?}");
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
@@ -777,7 +835,7 @@ fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
     let whole = run_after_1000(&["--leaves", "-t", "1k", "-"]);
     let range = run_after_1000(&["--leaves", "--leaf-range", "0..", "-t", "1k", "-"]);
     let whole = stdout(&whole);
-    assert!(whole.contains(" total=2000 "), "{whole}");
+    assert_contains(&whole, " total=2000 ");
     let leaf_lines: String = whole.lines().skip(1).map(|l| format!("{l}\n")).collect();
     assert_eq!(stdout(&range), leaf_lines);
     // A range reads only its leaves, at their offsets: standard input stays
@@ -863,31 +921,4 @@ fn every_message_shows_control_bytes_escaped() {
         checked += 1;
     }
     assert_eq!(checked, 10);
-}
-
-/// Options that mean nothing in a mode are usage errors there (status 2,
-/// nothing done), never accepted and ignored.
-#[test]
-fn options_without_meaning_in_a_mode_are_usage_errors() {
-    let (dir, _) = file_with("f", HELLO);
-    let cases: [&[&str]; 8] = [
-        &["--leaf-count", "--quiet", "f"],
-        &["-r", "--status", "."],
-        &["--leaves", "--strict", "-r", "."],
-        &["-c", "--leaf-range", "1..2", "f"],
-        &["--combine", "-L", "f"],
-        &["--combine", "--leaf-range", "1..2", "f"],
-        &["--combine", "--part", "1/2", "f"],
-        &["--leaf-count", "--leaves", "f"],
-    ];
-    for args in cases {
-        let out = bt2sum().current_dir(dir.path()).args(args).output_retried();
-        assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "", "{args:?}");
-        assert!(
-            stderr(&out).contains("cannot be used with"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-    }
 }

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{bt2sum, run_in, status, stderr, stdout};
+use super::{assert_contains, bt2sum, run_in, status, stderr, stdout};
 
 /// GNU `b2sum`, if it is installed (scripts/test-deps installs it).
 pub(super) fn gnu_b2sum(test: &str) -> Option<PathBuf> {
@@ -651,7 +651,7 @@ fn a_digest_size_with_check_reads_only_that_size() {
     // A size the algorithm does not have is refused, as when hashing.
     let out = run_in(dir.path(), ["-c", "-a", "blake2s", "-s", "40", "L"], b"");
     assert_eq!(status(&out), 2);
-    assert!(stderr(&out).contains("allowed 1 to 32"), "{}", stderr(&out));
+    assert_contains(&stderr(&out), "allowed 1 to 32");
 }
 
 /// `-b`/`--binary` and `--text`, as scripts written for sha256sum pass

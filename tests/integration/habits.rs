@@ -1,7 +1,7 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{run, status, stderr, stdout};
+use super::{HELLO_B64, assert_contains, run, status, stderr, stdout};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
@@ -61,10 +61,10 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
     std::fs::write(dir.path().join("plain"), super::pattern(3000)).unwrap();
-    let out = bt2sum_in(dir.path(), &["plain"]);
-    let zero = bt2sum_in(dir.path(), &["-z", "plain"]);
+    let out = super::ok_in(dir.path(), &["plain"]);
+    let zero = super::ok_in(dir.path(), &["-z", "plain"]);
     assert_eq!(zero, out.replace('\n', "\0"));
-    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), &["-z".as_ref(), odd]);
     assert!(
         zero.starts_with("BLAKE2b-64 (new\nline\\back) = "),
         "{zero:?}"
@@ -73,13 +73,13 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
         zero.ends_with('\0') && zero.matches('\0').count() == 1,
         "{zero:?}"
     );
-    let zero = bt2sum_in_os(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
     assert!(zero.ends_with("  new\nline\\back\0"), "{zero:?}");
     // Leaf listings: every line ends in NUL, the count line too.
-    let listing = bt2sum_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
-    let zero = bt2sum_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
+    let listing = super::ok_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
+    let zero = super::ok_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
     assert_eq!(zero, listing.replace('\n', "\0"));
-    let zero = bt2sum_in(
+    let zero = super::ok_in(
         dir.path(),
         &["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
     );
@@ -91,26 +91,10 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     assert_eq!(stdout(&out).matches('\0').count(), 2);
     let out = run(["-c", "-z", "SUMS"], b"");
     assert_eq!(status(&out), 2);
-    assert!(
-        stderr(&out).contains("the --zero option is not supported when verifying checksums"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "the --zero option is not supported when verifying checksums",
     );
-}
-
-/// Runs bt2sum in `dir`; its standard output, which must succeed.
-#[cfg(unix)]
-fn bt2sum_in(dir: &std::path::Path, args: &[&str]) -> String {
-    let os: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
-    bt2sum_in_os(dir, &os)
-}
-
-#[cfg(unix)]
-fn bt2sum_in_os(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> String {
-    use super::Retried;
-    let out = super::bt2sum().current_dir(dir).args(args).output_retried();
-    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
-    stdout(&out)
 }
 
 /// `--files0-from=F` takes NUL-ended names from F, or from standard input
@@ -119,17 +103,14 @@ fn bt2sum_in_os(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> String {
 /// names are still hashed.
 #[test]
 fn names_are_read_from_a_nul_separated_list() {
-    use super::{Retried, bt2sum, run_in};
+    use super::run_in;
     let dir = tempfile::tempdir().unwrap();
     let names = ["a", "with space", "sub/b"];
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     for (i, name) in names.iter().enumerate() {
         std::fs::write(dir.path().join(name), super::pattern(1000 * i)).unwrap();
     }
-    let given = bt2sum()
-        .current_dir(dir.path())
-        .args(names)
-        .output_retried();
+    let given = run_in(dir.path(), names, b"");
     let expected = stdout(&given);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();
@@ -158,14 +139,11 @@ fn names_are_read_from_a_nul_separated_list() {
     let lines: Vec<&str> = expected.lines().collect();
     assert_eq!(stdout(&out), format!("{}\n{}\n", lines[0], lines[2]));
     let errors = stderr(&out);
-    assert!(
-        errors.contains("bt2sum: -:2: invalid zero-length file name\n"),
-        "{errors}"
-    );
-    assert!(errors.contains("bt2sum: missing: "), "{errors}");
-    assert!(
-        errors.contains("bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n"),
-        "{errors}"
+    assert_contains(&errors, "bt2sum: -:2: invalid zero-length file name\n");
+    assert_contains(&errors, "bt2sum: missing: ");
+    assert_contains(
+        &errors,
+        "bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n",
     );
     assert_eq!(status(&out), 1);
     // With -r, the directories to walk.
@@ -217,11 +195,7 @@ fn the_nameless_line_of_standard_input_checks_standard_input() {
         assert!(stdout(&out).starts_with("-: FAILED\n"), "{}", stdout(&out));
         let out = run(["-c"], &list.stdout);
         assert_eq!(status(&out), 1);
-        assert!(
-            stderr(&out).contains("no properly formatted checksum lines found"),
-            "{}",
-            stderr(&out)
-        );
+        assert_contains(&stderr(&out), "no properly formatted checksum lines found");
     }
 }
 
@@ -372,7 +346,6 @@ fn the_nameless_line_read_from_standard_input_says_why() {
 /// one input only.
 #[test]
 fn b3sums_no_names_and_raw() {
-    const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
     let dir = tempfile::tempdir().unwrap();
     // (A name lines escape: one holding a newline, which Windows refuses.)
     let escaped = if cfg!(windows) { "b" } else { "b\nc" };

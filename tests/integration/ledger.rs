@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
 use super::{bt2sum, noise, run_in, status, stderr, stdout};
@@ -65,10 +66,9 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "");
-    assert!(
-        stderr(&out).contains("SUMS.ledger: 165.86 KiB listed: 100% never verified"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "SUMS.ledger: 165.86 KiB listed: 100% never verified",
     );
     // From now on, a plain check records what it verifies.
     let (code, _, ledger) = check(dir.path(), &[]);
@@ -77,10 +77,9 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     assert_eq!(never(&ledger), 0);
     assert_eq!(ledger["verified_within_1_day_bytes"], LISTED);
     let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
-    assert!(
-        stderr(&out).contains(": 100% verified under a day ago; the oldest proof is"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        ": 100% verified under a day ago; the oldest proof is",
     );
     // --status says nothing, the ledger is still kept.
     let out = run_in(dir.path(), ["-c", "--status", "SUMS"], b"");
@@ -175,11 +174,7 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
     let (status, _, _) = check(other.path(), &[]);
     assert_eq!(status, 1);
     let out = run_in(other.path(), ["-c", "SUMS"], b"");
-    assert!(
-        stderr(&out).contains("made for another list"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "made for another list");
     assert_eq!(check(other.path(), &["--ledger-reset"]).0, 0);
     // From a newer bt2sum.
     {
@@ -267,10 +262,7 @@ fn a_ledger_in_use_is_said() {
             .open(dir.path().join("fifo")),
     );
     first.wait().unwrap();
-    assert!(
-        said.contains("L: the ledger is in use by another bt2sum"),
-        "{said}"
-    );
+    assert_contains(&said, "L: the ledger is in use by another bt2sum");
 }
 
 #[test]
@@ -279,7 +271,7 @@ fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
     let sums = fs::read(dir.path().join("SUMS")).unwrap();
     let out = run_in(dir.path(), ["-c", "--max-duration", "0"], &sums);
     assert_eq!(status(&out), 2);
-    assert!(stderr(&out).contains("--ledger FILE"), "{}", stderr(&out));
+    assert_contains(&stderr(&out), "--ledger FILE");
     // Named, it is kept for standard input, read again in each round.
     let args = ["-c", "--ledger", "L", "--max-duration", "1h", "--json", "-"];
     let out = run_in(dir.path(), args, &sums);

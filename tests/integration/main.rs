@@ -48,6 +48,10 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// A small file's bytes, and their BLAKE2b-64 tree hash.
+pub const HELLO: &[u8] = b"hello s3git\n";
+pub const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+
 /// The byte pattern of the generated vectors: byte `i` is `i % 251`.
 pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
@@ -152,7 +156,10 @@ where
     run_in(Path::new("."), args, stdin)
 }
 
-/// Runs `bt2sum ARGS` in `dir` with `stdin` as its standard input.
+/// Runs `bt2sum ARGS` in `dir` with `stdin` as its standard input. A run
+/// that has not ended after ten minutes (far more than the slowest takes,
+/// even under emulation) is killed and fails the test, so that a hang
+/// fails it instead of stopping the suite.
 pub fn run_in<I, S>(dir: &Path, args: I, stdin: &[u8]) -> Output
 where
     I: IntoIterator<Item = S>,
@@ -171,9 +178,82 @@ where
         // A closed pipe is fine: the command may not read its input.
         let _ = input.write_all(&bytes);
     });
-    let output = child.wait_with_output().expect("bt2sum runs");
+    let output = output_within(child, Duration::from_secs(600));
     writer.join().expect("stdin writer");
     output
+}
+
+/// Runs `bt2sum ARGS` in `dir`, which must succeed; its standard output.
+#[track_caller]
+pub fn ok_in<I, S>(dir: &Path, args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    String::from_utf8_lossy(&ok_bytes_in(dir, args)).into_owned()
+}
+
+/// As [`ok_in`], the bytes of standard output (for names that are not
+/// UTF-8, and lists to write).
+#[track_caller]
+pub fn ok_bytes_in<I, S>(dir: &Path, args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<_> = args
+        .into_iter()
+        .map(|arg| arg.as_ref().to_owned())
+        .collect();
+    let out = run_in(dir, &args, b"");
+    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
+    out.stdout
+}
+
+/// Runs `bt2sum ARGS` in `dir`: what it said on standard output and on
+/// standard error, and its status.
+pub fn said_in<I, S>(dir: &Path, args: I) -> (String, String, i32)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    said(&run_in(dir, args, b""))
+}
+
+/// Standard output and error as text, and the status.
+pub fn said(output: &Output) -> (String, String, i32) {
+    (stdout(output), stderr(output), status(output))
+}
+
+/// Asserts what a run printed on each stream, and its status.
+#[track_caller]
+pub fn assert_output(output: &Output, stdout: &str, stderr: &str, status: i32) {
+    assert_eq!(self::stdout(output), stdout, "stdout");
+    assert_eq!(self::stderr(output), stderr, "stderr");
+    assert_eq!(self::status(output), status, "status");
+}
+
+/// Asserts that `text` holds `part`, showing `text` if not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in:\n{text}");
+}
+
+/// Writes each of `files` (a relative path and its bytes) under `root`,
+/// making the directories they need.
+pub fn write_files(root: &Path, files: &[(&str, &[u8])]) {
+    for (path, bytes) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// A temporary directory holding `files` (as [`write_files`] writes them).
+pub fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), files);
+    dir
 }
 
 /// Standard output as text.

@@ -6,29 +6,13 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, bt2sum, output_within, pattern, run, status, stderr, stdout};
-
-/// Runs bt2sum in `dir` with `args`, standard input `stdin`.
-fn run_in(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    super::run_in(dir, args, stdin)
-}
-
-/// A temporary directory holding `f`, of `len` bytes of the test pattern.
-fn dir_with_file(len: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("f"), pattern(len)).unwrap();
-    dir
-}
-
-/// Runs a command that must succeed; its standard output.
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = run_in(dir, args, b"");
-    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
-    stdout(&out)
-}
+use super::{
+    Retried, assert_contains, bt2sum, dir_with, ok_in, output_within, pattern, run, run_in, status,
+    stderr, stdout,
+};
 
 /// `args` with more after them.
 fn with<'a>(args: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
@@ -54,8 +38,8 @@ fn field(line: &str, key: &str) -> u64 {
 /// What `--combine` of a whole listing made with `tree` prints: the
 /// checksum line, and the count line unless the leaf size is the default.
 fn combined_lines(dir: &Path, tree: &[&str]) -> String {
-    let mut expected = ok(dir, &with(tree, &["f"]));
-    let count = ok(dir, &with(tree, &["--leaf-count", "f"]));
+    let mut expected = ok_in(dir, &with(tree, &["f"]));
+    let count = ok_in(dir, &with(tree, &["--leaf-count", "f"]));
     if !count.contains(" tree=5242880 ") {
         expected.push_str(&count);
     }
@@ -83,7 +67,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
             None => 5 << 20,
         };
         for len in [0, 1, leaf - 1, leaf, leaf + 1, 7 * leaf + 3] {
-            let dir = dir_with_file(len);
+            let dir = dir_with(&[("f", &pattern(len))]);
             let count = len.div_ceil(leaf) as u64;
             let whole = combined_lines(dir.path(), tree);
             for parts in [1, 2, 3, 5, count + 2] {
@@ -92,13 +76,13 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                 let mut next = 0;
                 for part in 1..=parts {
                     let part_arg = format!("{part}/{parts}");
-                    let listing = ok(
+                    let listing = ok_in(
                         dir.path(),
                         &with(tree, &["--leaves", "--part", &part_arg, "f"]),
                     );
                     let size = each + u64::from(part <= longer);
                     if len == 0 && part == 1 {
-                        assert!(listing.contains(" leaves=0 total=0 "), "{listing}");
+                        assert_contains(&listing, " leaves=0 total=0 ");
                     } else {
                         assert_eq!(
                             leaf_indices(&listing),
@@ -108,7 +92,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                         assert_eq!(listing.lines().count() as u64, size, "{listing}");
                     }
                     let range = format!("{next}..{}", next + size);
-                    let ranged = ok(
+                    let ranged = ok_in(
                         dir.path(),
                         &with(tree, &["--leaves", "--leaf-range", &range, "f"]),
                     );
@@ -161,7 +145,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
         (&["-t", "9437185"], 2 * 9437185 + 5),
     ];
     for (tree, len) in cases {
-        let dir = dir_with_file(len);
+        let dir = dir_with(&[("f", &pattern(len))]);
         let data = pattern(len);
         let total = len.to_string();
         for selection in [
@@ -170,16 +154,16 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             ["--leaf-range", "1..2"],
             ["--part", "2/2"],
         ] {
-            let on_file = ok(
+            let on_file = ok_in(
                 dir.path(),
                 &with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
             );
             // The plan, from the file and from its length alone.
-            let plan_of_file = ok(
+            let plan_of_file = ok_in(
                 dir.path(),
                 &with(tree, &with(&["--leaf-count"], &with(&selection, &["f"]))),
             );
-            let plan = ok(
+            let plan = ok_in(
                 dir.path(),
                 &with(
                     tree,
@@ -208,7 +192,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             let excerpt = dir.path().join("excerpt");
             fs::write(&excerpt, bytes).unwrap();
             super::evict(&excerpt);
-            let from_file = ok(dir.path(), &with(&stream_args, &["excerpt"]));
+            let from_file = ok_in(dir.path(), &with(&stream_args, &["excerpt"]));
             assert_eq!(from_file, on_file, "{tree:?} {selection:?}");
             let redirected = bt2sum()
                 .current_dir(dir.path())
@@ -240,7 +224,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
         }
     }
     // Nameless without --name, as standard input's lines are.
-    let dir = dir_with_file(3000);
+    let dir = dir_with(&[("f", &pattern(3000))]);
     let part = run_in(
         dir.path(),
         &["-t", "1k", "--leaves", "--part", "2/2", "--total", "3000"],
@@ -303,8 +287,8 @@ fn a_big_part_from_a_stream_stays_within_bounded_memory() {
         .unwrap()
         .set_len(600_000_000)
         .unwrap();
-    let on_file = ok(dir.path(), &["--leaves", "--part", "2/2", "f"]);
-    let plan = ok(dir.path(), &["--leaf-count", "--part", "2/2", "f"]);
+    let on_file = ok_in(dir.path(), &["--leaves", "--part", "2/2", "f"]);
+    let plan = ok_in(dir.path(), &["--leaf-count", "--part", "2/2", "f"]);
     let length = field(&plan, "length");
     let script = format!(
         r#"ulimit -v 250000
@@ -409,7 +393,7 @@ fn planning_reads_no_input_and_the_options_go_together() {
         stdout(&out),
         "BLAKE2b-64 leaves=8 total=41943040 tree=5242880 offset=5242880 length=5242880 (big file)\n"
     );
-    let dir = dir_with_file(10);
+    let dir = dir_with(&[("f", &pattern(10))]);
     for args in [
         &["--leaf-count", "--total", "10", "f"][..],
         &["--name", "x", "f", "f"],
@@ -431,7 +415,7 @@ fn planning_reads_no_input_and_the_options_go_together() {
     }
     // --name renames any one input's lines.
     let out = run_in(dir.path(), &["--name", "g", "f"], b"");
-    let expected = ok(dir.path(), &["f"]).replace("(f)", "(g)");
+    let expected = ok_in(dir.path(), &["f"]).replace("(f)", "(g)");
     assert_eq!(stdout(&out), expected);
     let out = run_in(dir.path(), &["--name", "g"], &pattern(10));
     assert_eq!(stdout(&out), expected);
@@ -446,7 +430,7 @@ fn combined_lines_verify_without_the_leaf_size() {
     if super::emulated_too_slow("combined_lines_verify_without_the_leaf_size") {
         return;
     }
-    let dir = dir_with_file(3 * (5 << 20) + 17);
+    let dir = dir_with(&[("f", &pattern(3 * (5 << 20) + 17))]);
     let trees: [&[&str]; 4] = [
         &["-t", "4k"],
         &["-a", "blake2s", "-s", "16", "-t", "1000"],
@@ -456,7 +440,7 @@ fn combined_lines_verify_without_the_leaf_size() {
     for tree in trees {
         let mut parts = Vec::new();
         for part in ["1/3", "2/3", "3/3"] {
-            let listing = ok(dir.path(), &with(tree, &["--leaves", "--part", part, "f"]));
+            let listing = ok_in(dir.path(), &with(tree, &["--leaves", "--part", part, "f"]));
             let path = dir.path().join(format!("part{}", parts.len()));
             fs::write(&path, listing).unwrap();
             parts.push(path);
@@ -468,7 +452,7 @@ fn combined_lines_verify_without_the_leaf_size() {
             .output_retried();
         assert_eq!(status(&combined), 0, "{}", stderr(&combined));
         let text = stdout(&combined);
-        let whole = ok(dir.path(), &with(tree, &["f"]));
+        let whole = ok_in(dir.path(), &with(tree, &["f"]));
         assert!(text.starts_with(&whole), "{tree:?}: {text}");
         if tree.is_empty() {
             assert_eq!(text, whole);
@@ -484,7 +468,7 @@ fn combined_lines_verify_without_the_leaf_size() {
             &[&["-c", "SUM"], &["-c", "-t", "8k", "SUM"]]
         };
         for check in checks {
-            let out = run_in(dir.path(), check, b"");
+            let out = run_in(dir.path(), *check, b"");
             assert_eq!(
                 status(&out),
                 0,
@@ -526,14 +510,14 @@ fn combined_lines_verify_without_the_leaf_size() {
 /// file's length by it, and `--combine` takes it beside the leaf lines.
 #[test]
 fn count_lines_of_a_selection_are_checked_and_combined() {
-    let dir = dir_with_file(5000);
+    let dir = dir_with(&[("f", &pattern(5000))]);
     let mut listing = String::new();
     for part in ["1/2", "2/2"] {
-        listing += &ok(
+        listing += &ok_in(
             dir.path(),
             &["-t", "1k", "--leaf-count", "--part", part, "f"],
         );
-        listing += &ok(dir.path(), &["-t", "1k", "--leaves", "--part", part, "f"]);
+        listing += &ok_in(dir.path(), &["-t", "1k", "--leaves", "--part", part, "f"]);
     }
     assert!(
         listing.starts_with("BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n"),
@@ -627,7 +611,7 @@ fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<Str
     let data = tempfile::tempdir().unwrap();
     let image = data.path().join("disk.img");
     fs::write(&image, pattern(size)).unwrap();
-    let whole = ok(data.path(), &["disk.img"]);
+    let whole = ok_in(data.path(), &["disk.img"]);
     let mut ran = Vec::new();
     for (title, script) in recipes {
         let dir = tempfile::tempdir().unwrap();

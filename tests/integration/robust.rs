@@ -6,12 +6,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Stdio;
 
-use super::{Retried, bt2sum, pattern, status, stderr};
+use super::{HELLO, HELLO_B64, Retried, bt2sum, pattern, status, stderr};
 #[cfg(unix)]
 use super::{emulated, shell, stdout};
-
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
 
 /// Whether the address-space limits of the memory tests were chosen on this
 /// kind of machine, Linux on x86 (64- and 32-bit): there every limit starts

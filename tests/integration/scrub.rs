@@ -6,18 +6,11 @@
 use std::fs;
 use std::path::Path;
 
-use super::{noise, run_in, status, stderr, stdout};
+use super::{assert_contains, noise, ok_bytes_in, run_in, status, stderr, stdout};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
     fs::write(dir.join(name), bytes).unwrap();
-}
-
-/// Runs bt2sum in `dir`, expecting it to succeed, and gives its output.
-fn listed(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = run_in(dir, args, b"");
-    assert_eq!(status(&out), 0, "{args:?}: {}", stderr(&out));
-    out.stdout
 }
 
 /// `--verbose` verdict lines, sorted, and the status.
@@ -86,9 +79,9 @@ fn slices_of_empty_files_check_them_once() {
     for name in ["e1", "e2", "e3"] {
         write(dir.path(), name, b"");
     }
-    let sums = listed(dir.path(), &["e1", "e2", "e3"]);
+    let sums = ok_bytes_in(dir.path(), &["e1", "e2", "e3"]);
     write(dir.path(), "SUMS", &sums);
-    let leaves = listed(dir.path(), &["--leaves", "e1", "e2"]);
+    let leaves = ok_bytes_in(dir.path(), &["--leaves", "e1", "e2"]);
     write(dir.path(), "LEAVES", &leaves);
     slices_cover_a_full_check(dir.path(), &["SUMS", "LEAVES"], &[], &[]);
 }
@@ -102,7 +95,7 @@ fn slices_of_one_big_file_cut_at_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
     write(dir.path(), "big", &noise(700 * 4096 + 100, 1));
-    let leaves = listed(dir.path(), &["-t", "4096", "--leaves", "big"]);
+    let leaves = ok_bytes_in(dir.path(), &["-t", "4096", "--leaves", "big"]);
     write(dir.path(), "LEAVES", &leaves);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
@@ -154,7 +147,7 @@ fn slices_of_thousands_of_small_files() {
     }
     let mut args = vec!["-t", "1024"];
     args.extend(names.iter().map(String::as_str));
-    let sums = listed(dir.path(), &args);
+    let sums = ok_bytes_in(dir.path(), &args);
     write(dir.path(), "SUMS", &sums);
     write(dir.path(), "f0100", b"damaged");
     fs::remove_file(dir.path().join("f0200")).unwrap();
@@ -177,22 +170,22 @@ fn slices_of_mixed_lists() {
         write(root, &format!("l{i}"), &noise(*len, 200 + i as u64));
         write(root, &format!("s{i}"), &noise(*len, 300 + i as u64));
     }
-    let whole = listed(
+    let whole = ok_bytes_in(
         root,
         &["-t", "4096", "w0", "w1", "w2", "w3", "w4", "w5", "w6"],
     );
-    let mut leaves = listed(
+    let mut leaves = ok_bytes_in(
         root,
         &[
             "-t", "4096", "--leaves", "l0", "l1", "l2", "l3", "l4", "l5", "l6",
         ],
     );
     // A leaf listing of only some leaves, as `--part` makes them.
-    leaves.extend(listed(
+    leaves.extend(ok_bytes_in(
         root,
         &["-t", "4096", "--leaves", "--part", "2/3", "w6"],
     ));
-    let stat = listed(
+    let stat = ok_bytes_in(
         root,
         &[
             "-t", "4096", "--stat", "s0", "s1", "s2", "s3", "s4", "s5", "s6",
@@ -237,7 +230,7 @@ fn slices_of_mixed_lists() {
 fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"one small file");
-    let sums = listed(dir.path(), &["a"]);
+    let sums = ok_bytes_in(dir.path(), &["a"]);
     write(dir.path(), "SUMS", &sums);
     let out = run_in(dir.path(), ["-c", "--part", "1/3", "SUMS"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("a: OK\n", 0));
@@ -253,7 +246,7 @@ fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
 fn slices_are_refused_where_they_cannot_be_cut() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"a file");
-    write(dir.path(), "SUMS", &listed(dir.path(), &["a"]));
+    write(dir.path(), "SUMS", &ok_bytes_in(dir.path(), &["a"]));
     let refused = [
         (&["-c", "--part", "1/2"][..], "standard input"),
         (&["-c", "--part", "1/2", "-"][..], "standard input"),
@@ -279,7 +272,7 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     for i in 0..9 {
         write(&root, &format!("f{i}"), &noise(10_000 * (i + 1), i as u64));
     }
-    let sums = listed(&root, &["--stat", "-r", "."]);
+    let sums = ok_bytes_in(&root, &["--stat", "-r", "."]);
     write(dir.path(), "SUMS", &sums);
     fs::rename(root.join("f1"), root.join("g1")).unwrap();
     fs::remove_file(root.join("f7")).unwrap();
@@ -336,7 +329,7 @@ fn a_slice_reads_only_its_own_bytes() {
     fs::create_dir(&source).unwrap();
     let mib = 1 << 20;
     write(&source, "big", &noise(64 * mib, 7));
-    let sums = listed(&source, &["-t", "1048576", "--leaves", "big"]);
+    let sums = ok_bytes_in(&source, &["-t", "1048576", "--leaves", "big"]);
     write(dir.path(), "SUMS", &sums);
     let mountpoint = dir.path().join("disk");
     let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
@@ -447,7 +440,7 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
             &noise(1000 + 7919 * i, i as u64),
         );
     }
-    let sums = listed(&archive, &["--stat", "-r", "."]);
+    let sums = ok_bytes_in(&archive, &["--stat", "-r", "."]);
     let list = dir.path().join("archive.sums");
     fs::write(&list, &sums).unwrap();
     // `date` answers the night's day of the week for `+%u`.
@@ -528,7 +521,7 @@ fn slices_of_files_checked_in_several_passes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "f", &noise(40 * 4096, 77));
-    let listing = listed(root, &["-t", "4096", "--leaves", "f"]);
+    let listing = ok_bytes_in(root, &["-t", "4096", "--leaves", "f"]);
     let text = String::from_utf8(listing).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     // The checksum line, then its leaves from the last to the first.
@@ -567,8 +560,8 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a", &noise(4 * 4096, 5));
-    let mut list = listed(root, &["-t", "4096", "a"]);
-    list.extend(listed(
+    let mut list = ok_bytes_in(root, &["-t", "4096", "a"]);
+    list.extend(ok_bytes_in(
         root,
         &["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
     ));
@@ -591,7 +584,7 @@ fn an_edited_file_is_changed_in_its_slices() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a", &noise(8 * 4096, 6));
-    let sums = listed(root, &["-t", "4096", "--leaves", "--stat", "a"]);
+    let sums = ok_bytes_in(root, &["-t", "4096", "--leaves", "--stat", "a"]);
     write(root, "S", &sums);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut bytes = fs::read(root.join("a")).unwrap();
@@ -601,11 +594,7 @@ fn an_edited_file_is_changed_in_its_slices() {
     assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
     let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
     assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("1 listed file was changed"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "1 listed file was changed");
     assert_eq!(status(&out), 1);
 }
 
@@ -619,7 +608,11 @@ fn a_slice_of_missing_files_verified_nothing() {
     for name in ["f1", "f2", "f3"] {
         write(root, name, &noise(10_000, name.len() as u64));
     }
-    write(root, "SUMS", &listed(root, &["--stat", "f1", "f2", "f3"]));
+    write(
+        root,
+        "SUMS",
+        &ok_bytes_in(root, &["--stat", "f1", "f2", "f3"]),
+    );
     for name in ["f1", "f2", "f3"] {
         fs::remove_file(root.join(name)).unwrap();
     }
@@ -661,7 +654,11 @@ fn slices_of_a_listing_longer_than_a_pass() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "big", &noise(64 * 300_000, 8));
-    write(root, "L", &listed(root, &["-t", "64", "--leaves", "big"]));
+    write(
+        root,
+        "L",
+        &ok_bytes_in(root, &["-t", "64", "--leaves", "big"]),
+    );
     let mut bytes = fs::read(root.join("big")).unwrap();
     for at in [64 * 1000 + 5, 64 * 250_000 + 3] {
         bytes[at] ^= 1;
@@ -695,7 +692,8 @@ fn slices_of_a_listing_longer_than_a_pass() {
 fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "f", &noise(40_000, 3));
-    let listing = String::from_utf8(listed(dir.path(), &["-t", "4096", "--leaves", "f"])).unwrap();
+    let listing =
+        String::from_utf8(ok_bytes_in(dir.path(), &["-t", "4096", "--leaves", "f"])).unwrap();
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
     let flipped = if hex.starts_with('0') { "1" } else { "0" };

@@ -9,10 +9,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Retried, bt2sum, emulated, mkfifo, output_within};
-
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+use super::{HELLO, HELLO_B64, Retried, bt2sum, emulated, mkfifo, output_within};
 
 /// bt2sum, started with the stop signals' default dispositions. The tests
 /// may themselves run with SIGINT ignored (a shell without job control,

@@ -18,7 +18,9 @@ use std::time::Duration;
 #[cfg(unix)]
 use std::time::Instant;
 
-use super::{Retried, bt2sum, name, pattern, read_error, run, status, stderr, stdout};
+use super::{
+    Retried, assert_contains, bt2sum, name, pattern, read_error, run, status, stderr, stdout,
+};
 
 /// Runs `command` to its end with its output captured; panics (after
 /// killing it) if it takes longer than `limit`: nothing here may hang.
@@ -55,13 +57,6 @@ fn symlink(target: &Path, link: &Path, directory: bool, test: &str) -> bool {
         }
         made.is_ok()
     }
-}
-
-/// `bt2sum ARGS` run in `dir`, within a minute.
-fn run_in<S: AsRef<OsStr>>(dir: &Path, args: impl IntoIterator<Item = S>) -> Output {
-    let mut command = bt2sum();
-    command.current_dir(dir).args(args);
-    output_within(command, Duration::from_secs(60))
 }
 
 /// Creates the files at the relative `paths` (bytes) under `root`, parents
@@ -250,7 +245,7 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
     let expected = sorted_paths("t", &tree);
 
-    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), expected);
@@ -259,14 +254,14 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     }
 
     // `t/` is written `t/a`, as find writes it; the digests do not change.
-    let slash = run_in(dir.path(), ["-r", "--untagged", "t/"]);
+    let slash = super::run_in(dir.path(), ["-r", "--untagged", "t/"], b"");
     assert_eq!(slash.stdout, out.stdout);
     if let Some(found) = find_and_sort(dir.path(), "t/", test) {
         assert_eq!(untagged_names(&slash.stdout), found, "find t/ | sort");
     }
 
     // Each line is the file's own checksum line.
-    let one = run_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
+    let one = super::run_in(dir.path(), ["--untagged", "t/a/b/c/deep"], b"");
     let line = String::from_utf8(one.stdout).unwrap();
     assert!(stdout(&out).contains(&line), "{line}");
 }
@@ -276,7 +271,7 @@ fn recursive_without_arguments_walks_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
     make_files(dir.path(), paths);
-    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), sorted_paths(".", paths));
     let test = "recursive_without_arguments_walks_the_current_directory";
@@ -284,7 +279,7 @@ fn recursive_without_arguments_walks_the_current_directory() {
         assert_eq!(untagged_names(&out.stdout), found, "find . | sort");
     }
     // `-r .` says the same.
-    let dot = run_in(dir.path(), ["-r", "--untagged", "."]);
+    let dot = super::run_in(dir.path(), ["-r", "--untagged", "."], b"");
     assert_eq!(dot.stdout, out.stdout);
 }
 
@@ -302,7 +297,7 @@ fn recursive_list_round_trips_through_check() {
     make_files(&dir.path().join("t"), &paths);
     fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
 
-    let out = run_in(dir.path(), ["-r", "-t", "1m", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "-t", "1m", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(
@@ -318,7 +313,7 @@ fn recursive_list_round_trips_through_check() {
     }
     fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
 
-    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
     assert_eq!(stderr(&check), "");
     assert_eq!(status(&check), 0);
     let verdicts = String::from_utf8_lossy(&check.stdout);
@@ -330,7 +325,7 @@ fn recursive_list_round_trips_through_check() {
 
     // A changed file is caught.
     fs::write(dir.path().join("t/a/x"), b"changed").unwrap();
-    let check = run_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
     assert_eq!(status(&check), 1);
     assert!(stdout(&check).contains("t/a/x: FAILED\n"));
 }
@@ -370,7 +365,7 @@ fn recursive_skips_the_list_it_writes() {
             .output_retried();
         assert_eq!(stderr(&hashed), "", "{args:?}");
         assert_eq!(status(&hashed), 0, "{args:?}");
-        let out = run_in(dir.path(), ["-c", "SUMS"]);
+        let out = super::run_in(dir.path(), ["-c", "SUMS"], b"");
         assert_eq!(stderr(&out), "", "{args:?}");
         let expected = if appended {
             "./a: OK\n./sub/b: OK\n./a: OK\n./sub/b: OK\n"
@@ -396,7 +391,7 @@ fn recursive_skips_the_list_it_writes() {
     let listed = fs::read(dir.path().join("SUMS")).unwrap();
     assert_eq!(names(&listed), ["./a", "./sub/b"]);
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
-    let out = run_in(dir.path(), ["-r", "--untagged"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
     let all = ["./SUMS", "./SUMS.ledger", "./a", "./sub/b"];
     assert_eq!(names(&out.stdout), all);
 }
@@ -412,7 +407,7 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let missing = read_error(&dir.path().join("missing"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
-    let out = run_in(dir.path(), args);
+    let out = super::run_in(dir.path(), args, b"");
     assert_eq!(
         untagged_names(&out.stdout),
         [b"d2/b".to_vec(), b"file".to_vec(), b"d1/a".to_vec()]
@@ -438,7 +433,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
         }
     }
 
-    let out = run_in(dir.path(), ["-r", "--untagged", "t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
     assert_eq!(stderr(&out), "");
     assert_eq!(status(&out), 0);
     assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
@@ -446,7 +441,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
     // -L: links to files are hashed, links to directories walked, dangling
     // links skipped (as `find -L -type f`).
     for flag in ["-L", "--dereference"] {
-        let out = run_in(dir.path(), ["-r", flag, "--untagged", "t"]);
+        let out = super::run_in(dir.path(), ["-r", flag, "--untagged", "t"], b"");
         assert_eq!(stderr(&out), "");
         assert_eq!(status(&out), 0);
         assert_eq!(
@@ -456,7 +451,7 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
     }
 
     // A link named as an argument is followed, and paths go through it.
-    let out = run_in(dir.path(), ["-r", "--untagged", "link-to-t"]);
+    let out = super::run_in(dir.path(), ["-r", "--untagged", "link-to-t"], b"");
     assert_eq!(untagged_names(&out.stdout), [b"link-to-t/file".to_vec()]);
 
     // -L needs -r.
@@ -705,9 +700,9 @@ fn man_page_is_roff() {
     assert_eq!(status(&out), 0);
     let page = stdout(&out);
     assert!(page.starts_with('.'), "{}", &page[..page.len().min(200)]);
-    assert!(page.contains(".TH bt2sum 1"), "{page}");
-    assert!(page.contains("\\-\\-tree"), "{page}");
-    assert!(page.contains("\\-\\-recursive"), "{page}");
+    assert_contains(&page, ".TH bt2sum 1");
+    assert_contains(&page, "\\-\\-tree");
+    assert_contains(&page, "\\-\\-recursive");
     for option in ["part", "total", "name", "leaf\\-range"] {
         assert!(
             page.contains(&format!(".B \\-\\-{option}"))
@@ -729,7 +724,7 @@ fn man_page_is_roff() {
     // Literal text is bold, as manual pages set it, never in Markdown's
     // backticks.
     assert!(!page.contains('`'), "{page}");
-    assert!(page.contains("\\fBb2sum \\-\\-tag\\fR"), "{page}");
+    assert_contains(&page, "\\fBb2sum \\-\\-tag\\fR");
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
     for text in [
         "b2sum(1)",
@@ -741,11 +736,11 @@ fn man_page_is_roff() {
         assert!(see_also.contains(text), "{text}: {see_also}");
     }
     // The synopsis says that several FILEs may be given.
-    assert!(page.contains("[\\fIFILE\\fR]..."), "{page}");
+    assert_contains(&page, "[\\fIFILE\\fR]...");
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
     let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
-    assert!(examples.contains(".nf\n"), "{examples}");
+    assert_contains(&examples, ".nf\n");
     assert!(
         examples
             .lines()
@@ -754,7 +749,7 @@ fn man_page_is_roff() {
     );
     let exit = page.split(".SH \"EXIT STATUS\"").nth(1).unwrap();
     for status in ["0: every input", "1: an input", "2: bad usage"] {
-        assert!(exit.contains(status), "{exit}");
+        assert_contains(&exit, status);
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
     // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
@@ -830,7 +825,7 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
             .unwrap();
         assert_eq!(status(&out), 0, "{command}: {}", stderr(&out));
     }
-    let out = run_in(&tree, ["-c", "--quiet", "../SUMS"]);
+    let out = super::run_in(&tree, ["-c", "--quiet", "../SUMS"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("", 0));
     assert_eq!(
         fs::read(tree.join("a.jpg")).unwrap(),
@@ -848,9 +843,9 @@ fn dash_c_and_missing_copies_are_explained() {
     fs::create_dir(&tree).unwrap();
     fs::write(tree.join("a"), b"a").unwrap();
     fs::write(tree.join("b"), b"b").unwrap();
-    let list = run_in(&tree, ["--leaves", "a", "b"]);
+    let list = super::run_in(&tree, ["--leaves", "a", "b"], b"");
     fs::write(dir.path().join("sums.txt"), &list.stdout).unwrap();
-    let out = run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"]);
+    let out = super::run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"], b"");
     assert_eq!(status(&out), 1);
     assert!(
         stderr(&out).contains(
@@ -860,9 +855,10 @@ fn dash_c_and_missing_copies_are_explained() {
         "{}",
         stderr(&out)
     );
-    let out = run_in(
+    let out = super::run_in(
         dir.path(),
         ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"],
+        b"",
     );
     assert_eq!(status(&out), 1);
     assert_eq!(stdout(&out), "");
@@ -919,10 +915,10 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
     let args = ["data", "missing"];
-    let plain = run_in(dir.path(), args);
+    let plain = super::run_in(dir.path(), args, b"");
     let mut forced_args = vec![OsStr::new("--progress")];
     forced_args.extend(args.map(OsStr::new));
-    let forced = run_in(dir.path(), forced_args);
+    let forced = super::run_in(dir.path(), forced_args, b"");
 
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(status(&forced), status(&plain));
@@ -930,7 +926,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let text = stderr(&forced);
     // The final state, with the total, left on its own line; the error
     // line whole; no escape codes into a pipe.
-    assert!(text.contains("3.00 MiB / 3.00 MiB"), "{text:?}");
+    assert_contains(&text, "3.00 MiB / 3.00 MiB");
     assert!(text.ends_with('\n'), "{text:?}");
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(
@@ -944,8 +940,8 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
         out.stdout,
         run::<[&str; 0], _>([], &pattern(1 << 20)).stdout
     );
-    assert!(stderr(&out).contains("1.00 MiB"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("B/s"), "{}", stderr(&out));
+    assert_contains(&stderr(&out), "1.00 MiB");
+    assert_contains(&stderr(&out), "B/s");
     // (No total, not a total of 0: ` / ` is the bar's with a total.)
     assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
 }
@@ -984,7 +980,7 @@ fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
             line.starts_with("bt2sum: progress: ") && !line.ends_with(' '),
             "{line:?}"
         );
-        assert!(line.contains("B/s"), "{line}");
+        assert_contains(&line, "B/s");
     }
     assert!(lines.last().unwrap().ends_with(", done"), "{log}");
 }
@@ -1023,38 +1019,31 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 fn check_mode_shows_progress_when_forced() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("data"), pattern(2 << 20)).unwrap();
-    let list = run_in(dir.path(), ["data"]);
+    let list = super::run_in(dir.path(), ["data"], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let args = ["-c", "SUMS"].map(OsStr::new);
-    let plain = run_in(dir.path(), args);
+    let plain = super::run_in(dir.path(), args, b"");
     assert_eq!(stderr(&plain), "");
-    let forced = run_in(
+    let forced = super::run_in(
         dir.path(),
         [&[OsStr::new("--progress")], &args[..]].concat(),
+        b"",
     );
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(stdout(&forced), "data: OK\n");
     // The total, from the file system (a checksum line alone).
-    assert!(
-        stderr(&forced).contains("2.00 MiB / 2.00 MiB"),
-        "{}",
-        stderr(&forced)
-    );
+    assert_contains(&stderr(&forced), "2.00 MiB / 2.00 MiB");
     assert_eq!(status(&forced), 0);
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
-    let lines = run_in(dir.path(), ["--stat", "--leaves", "data"]);
+    let lines = super::run_in(dir.path(), ["--stat", "--leaves", "data"], b"");
     fs::write(dir.path().join("LISTED"), &lines.stdout).unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
-    let forced = run_in(dir.path(), ["--progress", "-c", "LISTED"]);
-    assert!(
-        stderr(&forced).contains("3.00 MiB / 2.00 MiB"),
-        "{}",
-        stderr(&forced)
-    );
+    let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
+    assert_contains(&stderr(&forced), "3.00 MiB / 2.00 MiB");
     for args in [&["-c", "-"][..], &["-c", "--part", "1/1", "LISTED"]] {
-        let forced = run_in(dir.path(), [&["--progress"][..], args].concat());
+        let forced = super::run_in(dir.path(), [&["--progress"][..], args].concat(), b"");
         assert!(
             !stderr(&forced).contains(" / "),
             "{args:?}: {}",
@@ -1253,10 +1242,7 @@ fn progress_bar_in_a_real_terminal() {
     assert!(done, "bt2sum did not finish:\n{screen}");
     let expected = stdout(&run::<[&str; 0], _>([], &pattern(written)));
     let digest = expected.trim_end().rsplit(" = ").next().unwrap();
-    assert!(
-        screen.contains(&format!("BLAKE2b-64 (fifo) = {digest}")),
-        "{screen}"
-    );
+    assert_contains(&screen, &format!("BLAKE2b-64 (fifo) = {digest}"));
     // The error line came out whole, above the bar (still drawn then).
     assert!(
         screen
@@ -1264,7 +1250,7 @@ fn progress_bar_in_a_real_terminal() {
             .any(|line| line.trim_end() == "bt2sum: missing: No such file or directory"),
         "{screen}"
     );
-    assert!(screen.contains("exit status 1"), "{screen}");
+    assert_contains(&screen, "exit status 1");
     assert!(
         !screen.contains("B/s"),
         "the bar was left behind:\n{screen}"
@@ -1304,7 +1290,7 @@ fn ctrl_c_clears_the_progress_bar() {
         screen.contains("exit status")
     });
     assert!(ended, "bt2sum did not end:\n{screen}");
-    assert!(screen.contains("exit status 130"), "{screen}");
+    assert_contains(&screen, "exit status 130");
     for left in ["ETA", "GiB", "[="] {
         assert!(!screen.contains(left), "the bar was left behind:\n{screen}");
     }
@@ -1322,7 +1308,7 @@ fn ctrl_c_clears_the_progress_bar() {
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();
-    let list = stdout(&run_in(dir.path(), ["a"]));
+    let list = stdout(&super::run_in(dir.path(), ["a"], b""));
     let tmux = Tmux::new(dir.path());
     let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
     tmux.start(&format!(
@@ -1355,11 +1341,8 @@ fn no_spinner_over_typing() {
         );
     }
     let screen = tmux.screen();
-    assert!(
-        screen.contains(&format!("BLAKE2b-64 = {digest}")),
-        "{screen}"
-    );
-    assert!(screen.contains("a: OK"), "{screen}");
+    assert_contains(&screen, &format!("BLAKE2b-64 = {digest}"));
+    assert_contains(&screen, "a: OK");
     // Forced, the bar is drawn even over the typing.
     let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("B/s"));
     assert!(drawn, "--progress drew no bar:\n{screen}");

@@ -11,10 +11,9 @@ use std::process::Stdio;
 
 use bt2sum::{TreeParams, hash};
 
-use super::{Retried, bt2sum, pattern, read_error, run, run_in, status, stderr, stdout};
-
-const HELLO: &[u8] = b"hello s3git\n";
-const HELLO_B64: &str = "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053";
+use super::{
+    HELLO, HELLO_B64, Retried, bt2sum, pattern, read_error, run, run_in, status, stderr, stdout,
+};
 
 /// A temporary directory with `sub\file` holding `HELLO`.
 fn dir_with_sub_file() -> tempfile::TempDir {

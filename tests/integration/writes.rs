@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{bt2sum, mkfifo, output_within, run_in, status, stderr, stdout};
+use super::{assert_contains, bt2sum, mkfifo, output_within, run_in, status, stderr, stdout};
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
@@ -24,9 +24,8 @@ fn tree() -> tempfile::TempDir {
     let good = super::noise(3 * 4096, 7);
     fs::write(dir.path().join("t/f"), &good).unwrap();
     fs::write(dir.path().join("mirror/f"), &good).unwrap();
-    let out = run_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let out = super::ok_bytes_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"]);
+    fs::write(dir.path().join("LEAVES"), &out).unwrap();
     dir
 }
 
@@ -74,10 +73,7 @@ fn a_symbolic_link_in_the_tree_is_not_written_through() {
     symlink("../outside/target", dir.path().join("t/f")).unwrap();
     let (_, err, code) = repair(dir.path(), &["--repair-truncate"]);
     assert_eq!(code, 1);
-    assert!(
-        err.contains("f: cannot be repaired: it is a symbolic link"),
-        "{err}"
-    );
+    assert_contains(&err, "f: cannot be repaired: it is a symbolic link");
     target.check("the link's target");
 }
 
@@ -105,9 +101,9 @@ fn a_symbolically_linked_directory_is_not_written_through() {
     symlink("../elsewhere", dir.path().join("t/sub")).unwrap();
     let (_, err, code) = repair(dir.path(), &["--repair-truncate"]);
     assert_eq!(code, 1);
-    assert!(
-        err.contains("sub/f: cannot be repaired: sub is a symbolic link on its way"),
-        "{err}"
+    assert_contains(
+        &err,
+        "sub/f: cannot be repaired: sub is a symbolic link on its way",
     );
     victim.check("the file in the linked directory");
 }
@@ -225,10 +221,7 @@ fn a_file_swapped_for_a_link_after_the_check_is_not_written() {
     });
     assert_eq!(code, 1, "{out}{err}");
     assert!(!out.contains("REPAIRED"), "{out}");
-    assert!(
-        err.contains("f: cannot be repaired: it is a symbolic link"),
-        "{err}"
-    );
+    assert_contains(&err, "f: cannot be repaired: it is a symbolic link");
     target.check("the link's target");
 }
 
@@ -243,9 +236,9 @@ fn a_file_rewritten_after_the_check_is_not_written() {
     });
     assert_eq!(code, 1, "{out}{err}");
     assert!(!out.contains("REPAIRED"), "{out}");
-    assert!(
-        err.contains("f: cannot be repaired: it changed since it was checked"),
-        "{err}"
+    assert_contains(
+        &err,
+        "f: cannot be repaired: it changed since it was checked",
     );
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
@@ -266,8 +259,8 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
     assert_eq!(code, 1);
-    assert!(err.contains("it is set-user-ID or set-group-ID"), "{err}");
-    assert!(err.contains("--repair-setid allows it"), "{err}");
+    assert_contains(&err, "it is set-user-ID or set-group-ID");
+    assert_contains(&err, "--repair-setid allows it");
     assert_eq!(fs::read(&path).unwrap(), damaged);
     for mode in [0o2755, 0o6755] {
         fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
@@ -278,7 +271,7 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     // cleared.
     let (out, err, code) = repair(dir.path(), &["--repair-setid"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("f: leaf 1: REPAIRED"), "{out}");
+    assert_contains(&out, "f: leaf 1: REPAIRED");
     let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode & !0o6000, 0o755);
     // A file with a second name outside the tree.
@@ -288,7 +281,7 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     fs::hard_link(&path, dir.path().join("outside/other-name")).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
     assert_eq!(code, 1);
-    assert!(err.contains("it has 2 hard links"), "{err}");
+    assert_contains(&err, "it has 2 hard links");
     assert_eq!(
         fs::read(dir.path().join("outside/other-name")).unwrap(),
         damaged
@@ -326,10 +319,9 @@ fn a_fifo_is_never_written_nor_read_twice() {
     );
     writer.join().unwrap();
     assert_eq!(status(&out), 1);
-    assert!(
-        stderr(&out).contains("f: cannot be repaired: it is not a regular file"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "f: cannot be repaired: it is not a regular file",
     );
 }
 
@@ -414,9 +406,9 @@ fn an_update_keeps_comments_and_blank_lines_among_a_files_lines() {
     fs::write(dir.path().join("t/a"), b"file a, edited\n").unwrap();
     let (out, err, code) = update(dir.path(), "../SUMS", &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains("1 hashed again"), "{err}");
+    assert_contains(&err, "1 hashed again");
     let updated = fs::read_to_string(&sums).unwrap();
-    assert!(updated.contains("\n# a's note\n\n"), "{updated}");
+    assert_contains(&updated, "\n# a's note\n\n");
     assert!(audits_clean(dir.path()), "{updated}");
 }
 
@@ -457,10 +449,7 @@ fn an_update_refuses_a_list_that_changed_while_it_ran() {
     let output = output_within(child, Duration::from_secs(60));
     let err = stderr(&output);
     assert_eq!(status(&output), 1, "{err}");
-    assert!(
-        err.contains("../SUMS: not updated: it changed while the audit ran"),
-        "{err}"
-    );
+    assert_contains(&err, "../SUMS: not updated: it changed while the audit ran");
     assert_eq!(fs::read(&sums).unwrap(), edited);
 }
 
@@ -487,11 +476,7 @@ fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
     // The same size, another content, a new time.
     fs::write(root.join("a2"), b"file A\n").unwrap();
     let output = output_within(child, Duration::from_secs(60));
-    assert!(
-        stdout(&output).contains("./a2: MOVED from ./a"),
-        "{}",
-        stdout(&output)
-    );
+    assert_contains(&stdout(&output), "./a2: MOVED from ./a");
     let audit = run_in(&root, ["-c", "--audit", ".", "../SUMS"], b"");
     assert_eq!(stdout(&audit), "./a2: CHANGED\n./b: OK\n./big: OK\n");
 }
@@ -546,9 +531,9 @@ fn an_update_refuses_a_hard_linked_list() {
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let (_, err, code) = update(dir.path(), "../SUMS", &[]);
     assert_eq!(code, 1);
-    assert!(
-        err.contains("../SUMS: not updated: it has 2 hard links, which replacing it would split"),
-        "{err}"
+    assert_contains(
+        &err,
+        "../SUMS: not updated: it has 2 hard links, which replacing it would split",
     );
     assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), list);
     assert_eq!(fs::read(dir.path().join("SUMS.too")).unwrap(), list);
@@ -685,9 +670,8 @@ fn no_byte_is_written_outside_what_is_reported() {
     let mut args = vec!["-t", "4096", "--leaves"];
     args.extend(names);
     args.extend(["../outside/climb", absolute]);
-    let listing = run_in(&t, &args, b"");
-    assert_eq!(status(&listing), 0, "{}", stderr(&listing));
-    fs::write(dir.path().join("LEAVES"), &listing.stdout).unwrap();
+    let listing = super::ok_bytes_in(&t, &args);
+    fs::write(dir.path().join("LEAVES"), &listing).unwrap();
     // The mirror holds good copies of every name; the tree and the files
     // outside are then damaged and trapped.
     for name in names.iter().chain(&["outside/climb"]) {
@@ -734,7 +718,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     let (out, err, code) = repair(dir.path(), &["--repair-truncate"]);
     writer.join().unwrap();
     assert_eq!(code, 1);
-    assert!(out.contains("good: leaf 1: REPAIRED"), "{out}");
+    assert_contains(&out, "good: leaf 1: REPAIRED");
     assert_eq!(out.matches("REPAIRED").count(), 1, "{out}");
     for refusal in [
         "link: cannot be repaired: it is a symbolic link",
