@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{Retried, assert_contains, bt2sum, run_in, said_in, status, stderr, stdout};
+use super::{Retried, assert_contains, bt2sum, run_in, said_in, stderr, stdout};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -79,8 +79,8 @@ fn changed_archive(stat: bool) -> tempfile::TempDir {
 fn an_audit_classes_every_file_in_the_tree() {
     let dir = changed_archive(false);
     let root = dir.path().join("t");
-    let (_, err, code) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
-    let out = run_in(&root, &["-c", "--audit", ".", "../SUMS"], b"").stdout;
+    let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
+    let out = run_in(&root, ["-c", "--audit", ".", "../SUMS"], b"").stdout;
     // The list's files in list order; then what the walk found, in its
     // order; then what is gone. Without stat lines an edit is a failure as
     // damage is. The empty file renamed and the deleted duplicate are new
@@ -114,15 +114,12 @@ fn an_audit_classes_every_file_in_the_tree() {
     assert_eq!(code, 1);
     // --quiet leaves out the OK lines; --status every line; and
     // --ignore-missing the missing files (not the moved one).
-    let (quiet, _, _) = said_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    let (quiet, _, _) = said_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"]);
     assert!(!quiet.contains(": OK"), "{quiet}");
     assert_contains(&quiet, "./added: NEW\n");
-    let (silent, said, code) = said_in(&root, &["-c", "--status", "--audit", ".", "../SUMS"]);
+    let (silent, said, code) = said_in(&root, ["-c", "--status", "--audit", ".", "../SUMS"]);
     assert_eq!((silent.as_str(), said.as_str(), code), ("", "", 1));
-    let (kept, said, _) = said_in(
-        &root,
-        &["-c", "--ignore-missing", "--audit", ".", "../SUMS"],
-    );
+    let (kept, said, _) = said_in(&root, ["-c", "--ignore-missing", "--audit", ".", "../SUMS"]);
     assert!(
         !kept.contains("MISSING") && kept.contains("MOVED from"),
         "{kept}"
@@ -134,7 +131,7 @@ fn an_audit_classes_every_file_in_the_tree() {
 fn stat_lines_tell_an_edit_from_damage() {
     let dir = changed_archive(true);
     let root = dir.path().join("t");
-    let (out, err, code) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    let (out, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     assert_contains(&out, "./edit: CHANGED\n");
     assert_contains(&out, "./damage: FAILED\n");
     assert!(
@@ -160,10 +157,10 @@ fn stat_lines_tell_an_edit_from_damage() {
         &same_size.path().join("f"),
         before + Duration::from_secs(3600),
     );
-    let (out, _, _) = said_in(same_size.path(), &["-c", "S"]);
+    let (out, _, _) = said_in(same_size.path(), ["-c", "S"]);
     assert_eq!(out, "f: CHANGED\n");
     set_mtime(&same_size.path().join("f"), before);
-    let (out, _, _) = said_in(same_size.path(), &["-c", "S"]);
+    let (out, _, _) = said_in(same_size.path(), ["-c", "S"]);
     assert_eq!(out, "f: FAILED\n");
     // A file touched but not changed is still OK; the stat line gives the
     // leaf size, so a list made with another needs no -t.
@@ -175,7 +172,7 @@ fn stat_lines_tell_an_edit_from_damage() {
         &touched.path().join("f"),
         SystemTime::now() + Duration::from_secs(60),
     );
-    let (out, err, code) = said_in(touched.path(), &["-c", "S"]);
+    let (out, err, code) = said_in(touched.path(), ["-c", "S"]);
     assert_eq!((out.as_str(), err.as_str(), code), ("f: OK\n", "", 0));
     // GNU b2sum reads such a list too, its stat lines improperly formatted
     // as leaf lines are.
@@ -212,7 +209,7 @@ fn names_match_however_the_list_spells_them() {
     .concat();
     fs::write(dir.path().join("SUMS"), &lines).unwrap();
     for root in ["d", "./d", "d/", "."] {
-        let (out, err, code) = said_in(dir.path(), &["-c", "--audit", root, "SUMS"]);
+        let (out, err, code) = said_in(dir.path(), ["-c", "--audit", root, "SUMS"]);
         assert_eq!(out, "d/a: OK\n./d//b: OK\nd/./c: OK\n", "{root}");
         assert_eq!(
             (err.as_str(), code),
@@ -241,12 +238,12 @@ fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
     let backup = copy.to_str().unwrap();
     let (out, _, code) = said_in(
         dir.path(),
-        &["-C", backup, "-c", "--audit", ".", sums.to_str().unwrap()],
+        ["-C", backup, "-c", "--audit", ".", sums.to_str().unwrap()],
     );
     assert_eq!(out, "./photos/a.jpg: OK\n./photos/b.jpg: FAILED\n");
     assert_eq!(code, 1);
     // -C with a directory that is not there is a usage error.
-    let (_, err, code) = said_in(dir.path(), &["-C", "nowhere", "-c", "SUMS"]);
+    let (_, err, code) = said_in(dir.path(), ["-C", "nowhere", "-c", "SUMS"]);
     assert_eq!(
         (err.as_str(), code),
         (
@@ -303,7 +300,7 @@ fn excludes_and_links_are_as_in_a_walk() {
     // The same patterns for -r.
     let (out, _, _) = said_in(
         &root,
-        &[
+        [
             "-r",
             ".",
             "--untagged",
@@ -319,7 +316,7 @@ fn excludes_and_links_are_as_in_a_walk() {
         ["./.s3git/objects/1", "./a", "./elsewhere/x", "./ignore"]
     );
     // A pattern that is none is a usage error.
-    let (_, err, code) = said_in(&root, &["-r", ".", "--exclude", "[z-a]"]);
+    let (_, err, code) = said_in(&root, ["-r", ".", "--exclude", "[z-a]"]);
     assert_eq!(code, 2, "{err}");
     assert_contains(&err, "bad pattern \"[z-a]\": invalid range");
 }
@@ -330,22 +327,22 @@ fn the_lists_are_never_new() {
     tree(dir.path(), &[(b"a", b"a\n")]);
     let list = run_in(dir.path(), ["-r", "."], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
-    let (out, err, code) = said_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    let (out, err, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
     let clean = ("./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
     assert_eq!((out.as_str(), err.as_str(), code), clean);
     // Nor what an update left behind when it was killed, beside the list;
     // but a file named like one anywhere else, or of another form, is.
     fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
-    let (out, _, code) = said_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), code), ("./a: OK\n", 0));
     fs::create_dir(dir.path().join("sub")).unwrap();
     for name in [".bt2sum-update-evil.sh", "sub/.bt2sum-update-123-456"] {
         fs::write(dir.path().join(name), b"#!/bin/sh\n").unwrap();
     }
     let expected = "./a: OK\n./.bt2sum-update-evil.sh: NEW\n./sub/.bt2sum-update-123-456: NEW\n";
-    let (out, _, code) = said_in(dir.path(), &["-c", "--audit", ".", "SUMS"]);
+    let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), code), (expected, 1));
-    let (out, err, code) = said_in(dir.path(), &["-c", "--audit", ".", "--update", "SUMS"]);
+    let (out, err, code) = said_in(dir.path(), ["-c", "--audit", ".", "--update", "SUMS"]);
     assert_eq!((out.as_str(), code), (expected, 0), "{err}");
     assert_contains(&err, "SUMS: updated: 2 files added");
 }
@@ -355,7 +352,7 @@ fn an_update_follows_deliberate_changes_only() {
     let dir = changed_archive(true);
     let root = dir.path().join("t");
     let before = fs::read(dir.path().join("SUMS")).unwrap();
-    let (_, err, code) = said_in(&root, &["-c", "--audit", ".", "--update", "../SUMS"]);
+    let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     assert!(
         err.ends_with("bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n"),
         "{err}"
@@ -366,7 +363,7 @@ fn an_update_follows_deliberate_changes_only() {
     assert_ne!(after, before);
     // Audited again: the deliberate changes are the list's now; the damage
     // and the missing files are not.
-    let (out, err, code) = said_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    let (out, err, code) = said_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"]);
     assert_eq!(
         out,
         "./damage: FAILED\n./dup1: MISSING\n./empty1: MISSING\n./gone: MISSING\n"
@@ -393,10 +390,7 @@ fn an_update_follows_deliberate_changes_only() {
     // Once the damage is mended and the missing files accounted for, all is
     // well.
     fs::write(root.join("damage"), b"intact bytes here\n").unwrap();
-    let (_, _, code) = said_in(
-        &root,
-        &["-c", "--ignore-missing", "--audit", ".", "../SUMS"],
-    );
+    let (_, _, code) = said_in(&root, ["-c", "--ignore-missing", "--audit", ".", "../SUMS"]);
     assert_eq!(code, 0);
 }
 
@@ -412,21 +406,21 @@ fn the_wrong_base_is_named() {
     let above = run_in(dir.path(), ["-r", "photos"], b"");
     fs::write(dir.path().join("ABOVE"), &above.stdout).unwrap();
     // Checked from above: the files are beside the list.
-    let (_, err, code) = said_in(dir.path(), &["-c", "photos/SUMS"]);
+    let (_, err, code) = said_in(dir.path(), ["-c", "photos/SUMS"]);
     assert_eq!(code, 1);
     assert_contains(
         &err,
         "hint: no listed file is here, and they are in photos, beside the list",
     );
     // Audited from above, or the list made above audited from inside.
-    let (_, err, _) = said_in(dir.path(), &["-c", "--audit", "photos", "photos/SUMS"]);
+    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "photos/SUMS"]);
     assert_contains(
         &err,
         "hint: every listed file was found under photos/: the list's names are relative to photos",
     );
     let (_, err, _) = said_in(
         &dir.path().join("photos"),
-        &["-c", "--audit", ".", "../ABOVE"],
+        ["-c", "--audit", ".", "../ABOVE"],
     );
     assert!(
         err.contains(
@@ -435,12 +429,12 @@ fn the_wrong_base_is_named() {
         "{err}"
     );
     // A file here, or a real move, is no sign of the wrong base.
-    let (_, err, _) = said_in(dir.path(), &["-c", "--audit", "photos", "ABOVE"]);
+    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "ABOVE"]);
     assert!(!err.contains("hint"), "{err}");
     fs::rename(dir.path().join("photos/a"), dir.path().join("photos/c")).unwrap();
-    let (_, err, _) = said_in(dir.path(), &["-c", "--audit", "photos", "ABOVE"]);
+    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "ABOVE"]);
     assert!(!err.contains("hint"), "{err}");
-    let (_, err, _) = said_in(dir.path(), &["-c", "ABOVE"]);
+    let (_, err, _) = said_in(dir.path(), ["-c", "ABOVE"]);
     assert!(!err.contains("hint"), "{err}");
 }
 
@@ -488,7 +482,7 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     // Named, the damage is taken in too: all is well.
     let (_, err, code) = audit(&["--accept", "/damage"]);
     assert_eq!(code, 0, "{err}");
-    let (out, err, code) = said_in(&root, &["-c", "--quiet", "--audit", ".", "../SUMS"]);
+    let (out, err, code) = said_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"]);
     assert_eq!((out.as_str(), err.as_str(), code), ("", "", 0));
     // Both need --update; a bad pattern is a usage error.
     for extra in [["--forget-missing", "-q"], ["--accept", "x"]] {
@@ -530,7 +524,7 @@ fn an_update_keeps_each_entrys_shape() {
     fs::write(root.join("a"), super::pattern(6000)).unwrap();
     fs::rename(root.join("b"), root.join("b2")).unwrap();
     fs::write(root.join("d"), b"dee\n").unwrap();
-    let (_, err, code) = said_in(&root, &["-c", "--audit", ".", "--update", "../SUMS"]);
+    let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     assert_eq!(code, 0, "{err}");
     let after = String::from_utf8(fs::read(dir.path().join("SUMS")).unwrap()).unwrap();
     // The edited file, listed a leaf at a time, is listed so again, with
@@ -573,7 +567,7 @@ fn an_update_keeps_each_entrys_shape() {
     );
     assert_eq!(shapes, expected, "{after}");
     // And it all verifies.
-    let (out, err, code) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    let (out, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     assert_eq!(
         (out.as_str(), err.as_str(), code),
         (
@@ -680,7 +674,7 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     );
     let (out, _, code) = said_in(
         &root,
-        &["-c", "--quiet", "--audit", ".", sums.to_str().unwrap()],
+        ["-c", "--quiet", "--audit", ".", sums.to_str().unwrap()],
     );
     assert_eq!((out.as_str(), code), ("", 0), "{out}");
 }
@@ -754,10 +748,10 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
         ("./b: Known file not used", "./b: MISSING"),
     ] {
         assert!(has(hashdeep), "hashdeep: {hashdeep}?\n{theirs}");
-        let (out, _, _) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+        let (out, _, _) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
         assert!(out.lines().any(|line| line == ours), "{ours}?\n{out}");
     }
-    let (out, _, _) = said_in(&root, &["-c", "--audit", ".", "../SUMS"]);
+    let (out, _, _) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     // A changed file: twice in hashdeep's words, once in bt2sum's.
     assert!(
         has("./k: No match") && has("./k: Known file not used"),
@@ -966,7 +960,7 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
         args.extend(extra);
         args.push("../SUMS");
         let out = run_in(&mountpoint, &args, b"");
-        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        assert_eq!(super::status(&out), 0, "{}", stderr(&out));
         served() - before
     };
     assert_eq!(audit(&["--quick"]), 0);
@@ -1000,7 +994,7 @@ fn an_audit_covers_what_its_walk_meets() {
     fs::write(root.join("Photos/2020/new"), b"new\n").unwrap();
     let scope = "bt2sum: 3 listed files were out of the audit's scope (under no directory \
                  audited, excluded, deeper than --max-depth, or on another file system): not read";
-    let (out, err, code) = said_in(&root, &["-c", "--audit", "Photos/2020", "../SUMS"]);
+    let (out, err, code) = said_in(&root, ["-c", "--audit", "Photos/2020", "../SUMS"]);
     assert_eq!(
         out,
         "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n"
@@ -1010,7 +1004,7 @@ fn an_audit_covers_what_its_walk_meets() {
     // The excludes leave listed files out as walked ones.
     let (out, _, _) = said_in(
         &root,
-        &[
+        [
             "-c",
             "--audit",
             ".",
@@ -1023,10 +1017,7 @@ fn an_audit_covers_what_its_walk_meets() {
     );
     assert!(!out.contains("cache") && !out.contains("2021"), "{out}");
     // --max-depth 1: the files of the top directory alone.
-    let (out, err, _) = said_in(
-        &root,
-        &["-c", "--audit", ".", "--max-depth", "1", "../SUMS"],
-    );
+    let (out, err, _) = said_in(&root, ["-c", "--audit", ".", "--max-depth", "1", "../SUMS"]);
     assert_eq!(out, "./top: OK\n");
     assert_contains(&err, "4 listed files were out of the audit's scope");
     // An update takes in the new file of the folder, and keeps the lines
@@ -1039,7 +1030,7 @@ fn an_audit_covers_what_its_walk_meets() {
         "--forget-missing",
         "../SUMS",
     ];
-    let (_, err, code) = said_in(&root, &args);
+    let (_, err, code) = said_in(&root, args);
     assert!(err.ends_with("updated: 1 file added\n"), "{err}");
     assert_eq!(code, 0);
     let after = fs::read(dir.path().join("SUMS")).unwrap();

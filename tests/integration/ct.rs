@@ -21,7 +21,7 @@
 //! valgrind or with another environment, selecting one `#[ignore]`d child
 //! test; the child tests do nothing useful on their own.
 
-use super::{Retried, assert_contains, noise};
+use super::{Retried, noise};
 use bt2sum::ct::{self, Level};
 use std::hint::black_box;
 use std::process::{Command, Output};
@@ -360,7 +360,7 @@ fn valgrind_memcheck_proves_no_secret_dependent_branch_or_address() {
     assert!(passed(&out), "{text}");
     let names = Level::available().iter().map(|level| format!("{level:?}"));
     for name in names.chain(["ct::eq".to_string()]) {
-        assert_contains(&text, &format!("memcheck {name}: 0 errors"));
+        super::assert_contains(&text, &format!("memcheck {name}: 0 errors"));
     }
     // The control: the same harness must catch the early exit.
     let out = leaky.join().unwrap();

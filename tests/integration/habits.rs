@@ -61,10 +61,10 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
     std::fs::write(dir.path().join("plain"), super::pattern(3000)).unwrap();
-    let out = super::ok_in(dir.path(), &["plain"]);
-    let zero = super::ok_in(dir.path(), &["-z", "plain"]);
+    let out = super::ok_in(dir.path(), ["plain"]);
+    let zero = super::ok_in(dir.path(), ["-z", "plain"]);
     assert_eq!(zero, out.replace('\n', "\0"));
-    let zero = super::ok_in(dir.path(), &["-z".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), ["-z".as_ref(), odd]);
     assert!(
         zero.starts_with("BLAKE2b-64 (new\nline\\back) = "),
         "{zero:?}"
@@ -73,15 +73,15 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
         zero.ends_with('\0') && zero.matches('\0').count() == 1,
         "{zero:?}"
     );
-    let zero = super::ok_in(dir.path(), &["-z".as_ref(), "--untagged".as_ref(), odd]);
+    let zero = super::ok_in(dir.path(), ["-z".as_ref(), "--untagged".as_ref(), odd]);
     assert!(zero.ends_with("  new\nline\\back\0"), "{zero:?}");
     // Leaf listings: every line ends in NUL, the count line too.
-    let listing = super::ok_in(dir.path(), &["-t", "1k", "--leaves", "plain"]);
-    let zero = super::ok_in(dir.path(), &["-z", "-t", "1k", "--leaves", "plain"]);
+    let listing = super::ok_in(dir.path(), ["-t", "1k", "--leaves", "plain"]);
+    let zero = super::ok_in(dir.path(), ["-z", "-t", "1k", "--leaves", "plain"]);
     assert_eq!(zero, listing.replace('\n', "\0"));
     let zero = super::ok_in(
         dir.path(),
-        &["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
+        ["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
     );
     assert!(zero.ends_with("offset=0 length=2048 (plain)\0"), "{zero:?}");
     // --combine, of a listing with newlines.

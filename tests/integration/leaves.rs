@@ -51,7 +51,7 @@ fn leaf_lines_follow_the_file_line() {
     // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
     let data = pattern(2560);
     let dir = dir_with(&[("f", &data)]);
-    let out = run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b"");
+    let out = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"");
     assert_eq!(status(&out), 0);
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -87,7 +87,7 @@ fn an_empty_file_says_it_has_no_leaves() {
     let dir = dir_with(&[("empty", b"")]);
     let out = run_in(
         dir.path(),
-        &["--leaves", "-a", "blake2s", "-s", "7", "empty"],
+        ["--leaves", "-a", "blake2s", "-s", "7", "empty"],
         b"",
     );
     let digest = empty_digest(&["-a", "blake2s", "-s", "7"]);
@@ -135,7 +135,7 @@ fn a_listing_verifies_leaf_by_leaf() {
     // 5000 bytes in 1 KiB leaves: leaves 0 to 4.
     let mut data = pattern(5000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b"").stdout;
+    let listed = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let every_line =
         "f: OK\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: OK\nf: leaf 4: OK\n";
     // One line for the file; every line with --verbose (or --leaves). The
@@ -189,15 +189,15 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     let dir = dir_with(&[("f", &data)]);
     let mut listed = run_in(
         dir.path(),
-        &["--leaves", "-t", "1k", "--leaf-range", "7..9", "f"],
+        ["--leaves", "-t", "1k", "--leaf-range", "7..9", "f"],
         b"",
     )
     .stdout;
-    listed.extend(run_in(dir.path(), &["--leaf-count", "-t", "1k", "f"], b"").stdout);
+    listed.extend(run_in(dir.path(), ["--leaf-count", "-t", "1k", "f"], b"").stdout);
     listed.extend(
         run_in(
             dir.path(),
-            &["--leaves", "-t", "1k", "--leaf-range", "2..3", "f"],
+            ["--leaves", "-t", "1k", "--leaf-range", "2..3", "f"],
             b"",
         )
         .stdout,
@@ -265,7 +265,7 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
 #[test]
 fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listed = stdout(&run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b""));
+    let listed = stdout(&run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b""));
     let mut lines: Vec<String> = listed.lines().map(str::to_string).collect();
     // A length that does not fit its leaf, and a line with no name (as
     // standard input's listing has).
@@ -318,7 +318,7 @@ fn a_listing_of_standard_input_verifies_against_standard_input() {
 fn a_file_and_its_leaves_are_read_once() {
     let data = pattern(300_000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = stdout(&run_in(dir.path(), &["--leaves", "-t", "64k", "f"], b""));
+    let listed = stdout(&run_in(dir.path(), ["--leaves", "-t", "64k", "f"], b""));
     super::mkfifo(&dir.path().join("p"));
     let list = listing(dir.path(), "list", listed.replace("(f)", "(p)").as_bytes());
     let checking = bt2sum()
@@ -396,7 +396,7 @@ fn big_leaves_are_ranged_from_mapped_pieces() {
 #[test]
 fn combine_prints_untagged_lines_on_request() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing_text = run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b"").stdout;
+    let listing_text = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let path = listing(dir.path(), "listing", &listing_text);
     let combined = bt2sum()
         .args(["--combine", "--untagged"])
@@ -412,7 +412,7 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     let dir = dir_with(&[("f", &pattern(3000))]);
     let out = run_in(
         dir.path(),
-        &["--leaves", "--leaf-range", "2..99", "-t", "1k", "f"],
+        ["--leaves", "--leaf-range", "2..99", "-t", "1k", "f"],
         b"",
     );
     assert_eq!(stdout(&out).lines().count(), 1);
@@ -421,7 +421,7 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     for range in ["3..", "7..9", "1..1", "0..0"] {
         let out = run_in(
             dir.path(),
-            &["--leaves", "--leaf-range", range, "-t", "1k", "f"],
+            ["--leaves", "--leaf-range", range, "-t", "1k", "f"],
             b"",
         );
         assert_eq!(
@@ -431,9 +431,9 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
         );
         assert_eq!(status(&out), 0, "{range}");
     }
-    let out = run_in(dir.path(), &["--leaves", "--leaf-range", "2..1", "f"], b"");
+    let out = run_in(dir.path(), ["--leaves", "--leaf-range", "2..1", "f"], b"");
     assert_eq!(status(&out), 2);
-    let out = run_in(dir.path(), &["--leaf-range", "0..1", "f"], b"");
+    let out = run_in(dir.path(), ["--leaf-range", "0..1", "f"], b"");
     assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
     // A pipe cannot be read at an offset.
     let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
@@ -444,7 +444,7 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
 #[test]
 fn combine_reports_gaps_clashes_and_bad_lines() {
     let dir = dir_with(&[("f", &pattern(5000))]);
-    let full = run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b"").stdout;
+    let full = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let text = String::from_utf8(full).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let combine = |name: &str, body: String| {
@@ -477,7 +477,7 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     );
     assert_eq!(status(&clash), 1);
 
-    let other_tree = run_in(dir.path(), &["--leaves", "-t", "2k", "f"], b"");
+    let other_tree = run_in(dir.path(), ["--leaves", "-t", "2k", "f"], b"");
     let mixed = combine(
         "mixed",
         [lines[1], stdout(&other_tree).lines().nth(1).unwrap()].join("\n"),
@@ -562,7 +562,7 @@ fn escaped_names_round_trip_through_leaf_lines() {
 fn tiny_leaves_spill_and_still_list_every_leaf() {
     // 300,000 one-byte leaves: 19 MB of digests, more than is kept in memory.
     let dir = dir_with(&[("f", &pattern(300_000))]);
-    let out = run_in(dir.path(), &["--leaves", "-t", "1", "f"], b"");
+    let out = run_in(dir.path(), ["--leaves", "-t", "1", "f"], b"");
     assert_eq!(status(&out), 0);
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 300_001);
@@ -631,7 +631,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
     }
     for size in [0usize, 1, 1023, 1024, 1025, 5000] {
         let dir = dir_with(&[("f", &pattern(size))]);
-        let count = run_in(dir.path(), &["--leaf-count", "-t", "1k", "f"], b"");
+        let count = run_in(dir.path(), ["--leaf-count", "-t", "1k", "f"], b"");
         let leaves = size.div_ceil(1024);
         assert_eq!(
             stdout(&count),
@@ -645,7 +645,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             let range = format!("{start}..{}", start + 2);
             let part = run_in(
                 dir.path(),
-                &[
+                [
                     "--cpus",
                     "1",
                     "-t",
@@ -690,7 +690,7 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
     let dir = dir_with(&[("empty", b"")]);
     let out = run_in(
         dir.path(),
-        &["--leaves", "--leaf-range", "0..5", "empty"],
+        ["--leaves", "--leaf-range", "0..5", "empty"],
         b"",
     );
     assert_eq!(
@@ -740,7 +740,7 @@ fn nameless_standard_input_lists_and_combines_nameless() {
 #[test]
 fn combining_refuses_lines_it_does_not_know() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing = stdout(&run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b""));
+    let listing = stdout(&run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b""));
     let with_extras = format!("# a comment\n\n{listing}");
     let out = run(["--combine"], with_extras.as_bytes());
     assert_eq!(status(&out), 0, "{}", stderr(&out));
@@ -836,7 +836,7 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     }
     let mut data = pattern(2_000_000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = run_in(dir.path(), &["-s", "1", "-t", "1", "--leaves", "f"], b"");
+    let listed = run_in(dir.path(), ["-s", "1", "-t", "1", "--leaves", "f"], b"");
     assert_eq!(status(&listed), 0);
     listing(dir.path(), "all", &listed.stdout);
     let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
@@ -1018,7 +1018,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
     // 58 leaves of 1 KiB, the last one 1014 bytes.
     let data = pattern(58 * 1024 - 10);
     let dir = dir_with(&[("f", &data)]);
-    let listed = run_in(dir.path(), &["--leaves", "-t", "1k", "f"], b"").stdout;
+    let listed = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let verdicts = |out: &Output| -> Vec<String> {
         stdout(out)
             .lines()
@@ -1080,7 +1080,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
 #[test]
 fn warnings_count_files_not_lines() {
     let dir = dir_with(&[("f", &pattern(6000))]);
-    let listed = run_in(dir.path(), &["--leaves", "-t", "1", "f"], b"").stdout;
+    let listed = run_in(dir.path(), ["--leaves", "-t", "1", "f"], b"").stdout;
     assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 6001);
     let mut damaged = pattern(6000);
     for at in [10, 2000, 5999] {

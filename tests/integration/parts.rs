@@ -38,8 +38,8 @@ fn field(line: &str, key: &str) -> u64 {
 /// What `--combine` of a whole listing made with `tree` prints: the
 /// checksum line, and the count line unless the leaf size is the default.
 fn combined_lines(dir: &Path, tree: &[&str]) -> String {
-    let mut expected = ok_in(dir, &with(tree, &["f"]));
-    let count = ok_in(dir, &with(tree, &["--leaf-count", "f"]));
+    let mut expected = ok_in(dir, with(tree, &["f"]));
+    let count = ok_in(dir, with(tree, &["--leaf-count", "f"]));
     if !count.contains(" tree=5242880 ") {
         expected.push_str(&count);
     }
@@ -78,7 +78,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                     let part_arg = format!("{part}/{parts}");
                     let listing = ok_in(
                         dir.path(),
-                        &with(tree, &["--leaves", "--part", &part_arg, "f"]),
+                        with(tree, &["--leaves", "--part", &part_arg, "f"]),
                     );
                     let size = each + u64::from(part <= longer);
                     if len == 0 && part == 1 {
@@ -94,7 +94,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                     let range = format!("{next}..{}", next + size);
                     let ranged = ok_in(
                         dir.path(),
-                        &with(tree, &["--leaves", "--leaf-range", &range, "f"]),
+                        with(tree, &["--leaves", "--leaf-range", &range, "f"]),
                     );
                     if !(len == 0 && part == 1) {
                         assert_eq!(listing, ranged, "{tree:?} {len} bytes, part {part_arg}");
@@ -156,16 +156,16 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
         ] {
             let on_file = ok_in(
                 dir.path(),
-                &with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
+                with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
             );
             // The plan, from the file and from its length alone.
             let plan_of_file = ok_in(
                 dir.path(),
-                &with(tree, &with(&["--leaf-count"], &with(&selection, &["f"]))),
+                with(tree, &with(&["--leaf-count"], &with(&selection, &["f"]))),
             );
             let plan = ok_in(
                 dir.path(),
-                &with(
+                with(
                     tree,
                     &with(
                         &["--leaf-count", "--total", &total, "--name", "f"],
@@ -180,7 +180,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                 &with(&["--leaves", "--total", &total, "--name", "f"], &selection),
             );
             // From a pipe.
-            let piped = run_in(dir.path(), &with(&stream_args, &["-"]), bytes);
+            let piped = run_in(dir.path(), with(&stream_args, &["-"]), bytes);
             assert_eq!(
                 (stdout(&piped), status(&piped)),
                 (on_file.clone(), 0),
@@ -192,7 +192,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             let excerpt = dir.path().join("excerpt");
             fs::write(&excerpt, bytes).unwrap();
             super::evict(&excerpt);
-            let from_file = ok_in(dir.path(), &with(&stream_args, &["excerpt"]));
+            let from_file = ok_in(dir.path(), with(&stream_args, &["excerpt"]));
             assert_eq!(from_file, on_file, "{tree:?} {selection:?}");
             let redirected = bt2sum()
                 .current_dir(dir.path())
@@ -227,7 +227,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
     let dir = dir_with(&[("f", &pattern(3000))]);
     let part = run_in(
         dir.path(),
-        &["-t", "1k", "--leaves", "--part", "2/2", "--total", "3000"],
+        ["-t", "1k", "--leaves", "--part", "2/2", "--total", "3000"],
         &pattern(3000)[2048..],
     );
     assert!(
@@ -287,8 +287,8 @@ fn a_big_part_from_a_stream_stays_within_bounded_memory() {
         .unwrap()
         .set_len(600_000_000)
         .unwrap();
-    let on_file = ok_in(dir.path(), &["--leaves", "--part", "2/2", "f"]);
-    let plan = ok_in(dir.path(), &["--leaf-count", "--part", "2/2", "f"]);
+    let on_file = ok_in(dir.path(), ["--leaves", "--part", "2/2", "f"]);
+    let plan = ok_in(dir.path(), ["--leaf-count", "--part", "2/2", "f"]);
     let length = field(&plan, "length");
     let script = format!(
         r#"ulimit -v 250000
@@ -330,7 +330,7 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
     fs::write(dir.path().join("excerpt"), &data[2048..4000]).unwrap();
     let out = run_in(
         dir.path(),
-        &[
+        [
             "-t", "1k", "--leaves", "--part", "2/3", "--total", "5000", "excerpt",
         ],
         b"",
@@ -414,10 +414,10 @@ fn planning_reads_no_input_and_the_options_go_together() {
         assert_eq!((stdout(&out), status(&out)), (String::new(), 2), "{args:?}");
     }
     // --name renames any one input's lines.
-    let out = run_in(dir.path(), &["--name", "g", "f"], b"");
-    let expected = ok_in(dir.path(), &["f"]).replace("(f)", "(g)");
+    let out = run_in(dir.path(), ["--name", "g", "f"], b"");
+    let expected = ok_in(dir.path(), ["f"]).replace("(f)", "(g)");
     assert_eq!(stdout(&out), expected);
-    let out = run_in(dir.path(), &["--name", "g"], &pattern(10));
+    let out = run_in(dir.path(), ["--name", "g"], &pattern(10));
     assert_eq!(stdout(&out), expected);
 }
 
@@ -440,7 +440,7 @@ fn combined_lines_verify_without_the_leaf_size() {
     for tree in trees {
         let mut parts = Vec::new();
         for part in ["1/3", "2/3", "3/3"] {
-            let listing = ok_in(dir.path(), &with(tree, &["--leaves", "--part", part, "f"]));
+            let listing = ok_in(dir.path(), with(tree, &["--leaves", "--part", part, "f"]));
             let path = dir.path().join(format!("part{}", parts.len()));
             fs::write(&path, listing).unwrap();
             parts.push(path);
@@ -452,7 +452,7 @@ fn combined_lines_verify_without_the_leaf_size() {
             .output_retried();
         assert_eq!(status(&combined), 0, "{}", stderr(&combined));
         let text = stdout(&combined);
-        let whole = ok_in(dir.path(), &with(tree, &["f"]));
+        let whole = ok_in(dir.path(), with(tree, &["f"]));
         assert!(text.starts_with(&whole), "{tree:?}: {text}");
         if tree.is_empty() {
             assert_eq!(text, whole);
@@ -482,7 +482,7 @@ fn combined_lines_verify_without_the_leaf_size() {
         let mut damaged = pattern(3 * (5 << 20) + 17);
         damaged[4000] ^= 1;
         fs::write(dir.path().join("f"), &damaged).unwrap();
-        let out = run_in(dir.path(), &["-c", "SUM"], b"");
+        let out = run_in(dir.path(), ["-c", "SUM"], b"");
         assert_eq!(status(&out), 1, "{tree:?}");
         fs::write(dir.path().join("f"), pattern(3 * (5 << 20) + 17)).unwrap();
     }
@@ -497,7 +497,7 @@ fn combined_lines_verify_without_the_leaf_size() {
         "{text}"
     );
     fs::write(dir.path().join("U"), &text).unwrap();
-    let out = run_in(dir.path(), &["-c", "--strict", "--verbose", "U"], &data);
+    let out = run_in(dir.path(), ["-c", "--strict", "--verbose", "U"], &data);
     assert_eq!(
         (stdout(&out), status(&out)),
         ("-: OK\n-: leaf count: OK\n".to_string(), 0),
@@ -515,9 +515,9 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     for part in ["1/2", "2/2"] {
         listing += &ok_in(
             dir.path(),
-            &["-t", "1k", "--leaf-count", "--part", part, "f"],
+            ["-t", "1k", "--leaf-count", "--part", part, "f"],
         );
-        listing += &ok_in(dir.path(), &["-t", "1k", "--leaves", "--part", part, "f"]);
+        listing += &ok_in(dir.path(), ["-t", "1k", "--leaves", "--part", part, "f"]);
     }
     assert!(
         listing.starts_with("BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n"),
@@ -526,7 +526,7 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     let out = run(["--combine"], listing.as_bytes());
     assert_eq!(stdout(&out), combined_lines(dir.path(), &["-t", "1k"]));
     fs::write(dir.path().join("L"), &listing).unwrap();
-    let out = run_in(dir.path(), &["-c", "--verbose", "L"], b"");
+    let out = run_in(dir.path(), ["-c", "--verbose", "L"], b"");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert!(
         stdout(&out).starts_with("f: leaf count: OK\nf: leaf 0: OK\n"),
@@ -534,7 +534,7 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
         stdout(&out)
     );
     fs::write(dir.path().join("f"), pattern(5001)).unwrap();
-    let out = run_in(dir.path(), &["-c", "--verbose", "L"], b"");
+    let out = run_in(dir.path(), ["-c", "--verbose", "L"], b"");
     assert_eq!(status(&out), 1);
     assert!(
         stdout(&out).starts_with("f: leaf count: FAILED\n"),
@@ -543,7 +543,7 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     );
     // By default, one line for the file (the two parts are one listing of
     // it, checked in one pass), then its failing lines.
-    let out = run_in(dir.path(), &["-c", "L"], b"");
+    let out = run_in(dir.path(), ["-c", "L"], b"");
     assert_eq!(
         stdout(&out),
         "f: FAILED\nf: leaf count: FAILED\nf: leaf count: FAILED\nf: leaf 4: FAILED\n"
@@ -611,7 +611,7 @@ fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<Str
     let data = tempfile::tempdir().unwrap();
     let image = data.path().join("disk.img");
     fs::write(&image, pattern(size)).unwrap();
-    let whole = ok_in(data.path(), &["disk.img"]);
+    let whole = ok_in(data.path(), ["disk.img"]);
     let mut ran = Vec::new();
     for (title, script) in recipes {
         let dir = tempfile::tempdir().unwrap();
@@ -744,10 +744,10 @@ fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
             "--name",
             "x",
         ];
-        let from_file = run_in(dir.path(), &with(&args, &["part"]), b"");
+        let from_file = run_in(dir.path(), with(&args, &["part"]), b"");
         assert_eq!(stderr(&from_file), "", "{range}");
         assert_eq!(stdout(&from_file), expected, "{range}");
-        let from_stream = run_in(dir.path(), &with(&args, &["-"]), bytes);
+        let from_stream = run_in(dir.path(), with(&args, &["-"]), bytes);
         assert_eq!(stdout(&from_stream), expected, "{range}");
         assert_eq!(status(&from_stream), 0);
     }

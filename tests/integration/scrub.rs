@@ -79,9 +79,9 @@ fn slices_of_empty_files_check_them_once() {
     for name in ["e1", "e2", "e3"] {
         write(dir.path(), name, b"");
     }
-    let sums = ok_bytes_in(dir.path(), &["e1", "e2", "e3"]);
+    let sums = ok_bytes_in(dir.path(), ["e1", "e2", "e3"]);
     write(dir.path(), "SUMS", &sums);
-    let leaves = ok_bytes_in(dir.path(), &["--leaves", "e1", "e2"]);
+    let leaves = ok_bytes_in(dir.path(), ["--leaves", "e1", "e2"]);
     write(dir.path(), "LEAVES", &leaves);
     slices_cover_a_full_check(dir.path(), &["SUMS", "LEAVES"], &[], &[]);
 }
@@ -95,7 +95,7 @@ fn slices_of_one_big_file_cut_at_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
     write(dir.path(), "big", &noise(700 * 4096 + 100, 1));
-    let leaves = ok_bytes_in(dir.path(), &["-t", "4096", "--leaves", "big"]);
+    let leaves = ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "big"]);
     write(dir.path(), "LEAVES", &leaves);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
@@ -172,22 +172,22 @@ fn slices_of_mixed_lists() {
     }
     let whole = ok_bytes_in(
         root,
-        &["-t", "4096", "w0", "w1", "w2", "w3", "w4", "w5", "w6"],
+        ["-t", "4096", "w0", "w1", "w2", "w3", "w4", "w5", "w6"],
     );
     let mut leaves = ok_bytes_in(
         root,
-        &[
+        [
             "-t", "4096", "--leaves", "l0", "l1", "l2", "l3", "l4", "l5", "l6",
         ],
     );
     // A leaf listing of only some leaves, as `--part` makes them.
     leaves.extend(ok_bytes_in(
         root,
-        &["-t", "4096", "--leaves", "--part", "2/3", "w6"],
+        ["-t", "4096", "--leaves", "--part", "2/3", "w6"],
     ));
     let stat = ok_bytes_in(
         root,
-        &[
+        [
             "-t", "4096", "--stat", "s0", "s1", "s2", "s3", "s4", "s5", "s6",
         ],
     );
@@ -230,7 +230,7 @@ fn slices_of_mixed_lists() {
 fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"one small file");
-    let sums = ok_bytes_in(dir.path(), &["a"]);
+    let sums = ok_bytes_in(dir.path(), ["a"]);
     write(dir.path(), "SUMS", &sums);
     let out = run_in(dir.path(), ["-c", "--part", "1/3", "SUMS"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("a: OK\n", 0));
@@ -246,7 +246,7 @@ fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
 fn slices_are_refused_where_they_cannot_be_cut() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"a file");
-    write(dir.path(), "SUMS", &ok_bytes_in(dir.path(), &["a"]));
+    write(dir.path(), "SUMS", &ok_bytes_in(dir.path(), ["a"]));
     let refused = [
         (&["-c", "--part", "1/2"][..], "standard input"),
         (&["-c", "--part", "1/2", "-"][..], "standard input"),
@@ -272,7 +272,7 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     for i in 0..9 {
         write(&root, &format!("f{i}"), &noise(10_000 * (i + 1), i as u64));
     }
-    let sums = ok_bytes_in(&root, &["--stat", "-r", "."]);
+    let sums = ok_bytes_in(&root, ["--stat", "-r", "."]);
     write(dir.path(), "SUMS", &sums);
     fs::rename(root.join("f1"), root.join("g1")).unwrap();
     fs::remove_file(root.join("f7")).unwrap();
@@ -329,7 +329,7 @@ fn a_slice_reads_only_its_own_bytes() {
     fs::create_dir(&source).unwrap();
     let mib = 1 << 20;
     write(&source, "big", &noise(64 * mib, 7));
-    let sums = ok_bytes_in(&source, &["-t", "1048576", "--leaves", "big"]);
+    let sums = ok_bytes_in(&source, ["-t", "1048576", "--leaves", "big"]);
     write(dir.path(), "SUMS", &sums);
     let mountpoint = dir.path().join("disk");
     let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
@@ -440,7 +440,7 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
             &noise(1000 + 7919 * i, i as u64),
         );
     }
-    let sums = ok_bytes_in(&archive, &["--stat", "-r", "."]);
+    let sums = ok_bytes_in(&archive, ["--stat", "-r", "."]);
     let list = dir.path().join("archive.sums");
     fs::write(&list, &sums).unwrap();
     // `date` answers the night's day of the week for `+%u`.
@@ -521,7 +521,7 @@ fn slices_of_files_checked_in_several_passes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "f", &noise(40 * 4096, 77));
-    let listing = ok_bytes_in(root, &["-t", "4096", "--leaves", "f"]);
+    let listing = ok_bytes_in(root, ["-t", "4096", "--leaves", "f"]);
     let text = String::from_utf8(listing).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     // The checksum line, then its leaves from the last to the first.
@@ -560,10 +560,10 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a", &noise(4 * 4096, 5));
-    let mut list = ok_bytes_in(root, &["-t", "4096", "a"]);
+    let mut list = ok_bytes_in(root, ["-t", "4096", "a"]);
     list.extend(ok_bytes_in(
         root,
-        &["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
+        ["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
     ));
     write(root, "S", &list);
     let mut bytes = fs::read(root.join("a")).unwrap();
@@ -584,7 +584,7 @@ fn an_edited_file_is_changed_in_its_slices() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "a", &noise(8 * 4096, 6));
-    let sums = ok_bytes_in(root, &["-t", "4096", "--leaves", "--stat", "a"]);
+    let sums = ok_bytes_in(root, ["-t", "4096", "--leaves", "--stat", "a"]);
     write(root, "S", &sums);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut bytes = fs::read(root.join("a")).unwrap();
@@ -611,7 +611,7 @@ fn a_slice_of_missing_files_verified_nothing() {
     write(
         root,
         "SUMS",
-        &ok_bytes_in(root, &["--stat", "f1", "f2", "f3"]),
+        &ok_bytes_in(root, ["--stat", "f1", "f2", "f3"]),
     );
     for name in ["f1", "f2", "f3"] {
         fs::remove_file(root.join(name)).unwrap();
@@ -657,7 +657,7 @@ fn slices_of_a_listing_longer_than_a_pass() {
     write(
         root,
         "L",
-        &ok_bytes_in(root, &["-t", "64", "--leaves", "big"]),
+        &ok_bytes_in(root, ["-t", "64", "--leaves", "big"]),
     );
     let mut bytes = fs::read(root.join("big")).unwrap();
     for at in [64 * 1000 + 5, 64 * 250_000 + 3] {
@@ -693,7 +693,7 @@ fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "f", &noise(40_000, 3));
     let listing =
-        String::from_utf8(ok_bytes_in(dir.path(), &["-t", "4096", "--leaves", "f"])).unwrap();
+        String::from_utf8(ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
     let flipped = if hex.starts_with('0') { "1" } else { "0" };

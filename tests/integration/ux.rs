@@ -740,7 +740,7 @@ fn man_page_is_roff() {
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
     let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
-    assert_contains(&examples, ".nf\n");
+    assert_contains(examples, ".nf\n");
     assert!(
         examples
             .lines()
@@ -749,7 +749,7 @@ fn man_page_is_roff() {
     );
     let exit = page.split(".SH \"EXIT STATUS\"").nth(1).unwrap();
     for status in ["0: every input", "1: an input", "2: bad usage"] {
-        assert_contains(&exit, status);
+        assert_contains(exit, status);
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
     // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
@@ -980,7 +980,7 @@ fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
             line.starts_with("bt2sum: progress: ") && !line.ends_with(' '),
             "{line:?}"
         );
-        assert_contains(&line, "B/s");
+        assert_contains(line, "B/s");
     }
     assert!(lines.last().unwrap().ends_with(", done"), "{log}");
 }
