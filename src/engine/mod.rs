@@ -479,11 +479,14 @@ impl Engine {
             if ready() {
                 return;
             }
-            // (Woken by every leaf hashed: `ready` looks again.)
+            // Woken by every task finished, which is all `ready` can wait
+            // for (a digest, a failure, bytes given back): a task's end
+            // notifies under this lock, so none comes between the look
+            // above and the wait.
             let _queue = self
                 .shared
                 .changed
-                .wait_timeout(queue, std::time::Duration::from_millis(50))
+                .wait(queue)
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }

@@ -24,7 +24,7 @@ pub(super) struct Window {
 impl Window {
     /// Maps `len` bytes of `file` from `offset`, and asks the storage for
     /// them at once, front to back, and for the `ahead` bytes after them
-    /// meanwhile: the pool then finds its pages read, or coming, in large
+    /// in the background: the pool then finds its pages read, or coming, in large
     /// requests, however it hashes them.
     fn map(file: &File, offset: u64, len: usize, ahead: usize) -> io::Result<Window> {
         // SAFETY: the mapping is shared and read-only. The one way another
@@ -40,16 +40,22 @@ impl Window {
         #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
         {
             bring_in(file, offset, len);
-            // The bytes after it, meanwhile: the next window finds them read
-            // or coming.
-            if ahead > 0
-                && crate::budget::memory().threads_beside_workers
-                && let Ok(file) = file.try_clone()
-            {
-                let next = offset + len as u64;
-                let _ = std::thread::Builder::new()
-                    .stack_size(64 << 10)
-                    .spawn(move || bring_in(&file, next, ahead));
+            // The bytes after it are asked for meanwhile, by the kernel's
+            // own read-ahead (no thread of ours): the next window finds
+            // them read or coming.
+            let next = offset + len as u64;
+            if ahead > 0 && !cached(file, next, ahead) {
+                use std::os::fd::AsRawFd;
+                // SAFETY: posix_fadvise reads no memory of this process;
+                // it only schedules reads of the file's pages.
+                unsafe {
+                    libc::posix_fadvise(
+                        file.as_raw_fd(),
+                        next as libc::off_t,
+                        ahead as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    )
+                };
             }
         }
         #[cfg(all(unix, not(all(target_os = "linux", target_pointer_width = "64"))))]
