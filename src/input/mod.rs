@@ -21,6 +21,7 @@
 //! `sigbus`): it answers faults in bt2sum's own windows only and hands any
 //! other fault to the handler that was there before.
 
+mod buffer;
 mod mapped;
 mod platform;
 #[cfg(unix)]
@@ -46,6 +47,7 @@ use crate::engine::{
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
+use buffer::Buffer;
 pub use platform::Stamp;
 pub(crate) use platform::duplicate_stdin;
 
@@ -590,7 +592,7 @@ enum Work {
         /// holds the bytes from its first leaf on).
         skip: u64,
         /// The bytes read whole, if they were.
-        whole: Option<Arc<Vec<u8>>>,
+        whole: Option<Arc<Buffer>>,
     },
     /// A stream, read when it is the first in flight; the bytes of it read
     /// already.
@@ -667,11 +669,13 @@ impl<T, S: LeafSink> Running<T, S> {
             None if size <= SMALL
                 && (self.job.leaves.is_none() || !self.selected(size).is_empty()) =>
             {
-                let mut bytes = Vec::with_capacity(size as usize + 1);
-                let read = read_until(&opened.file, &mut bytes, size, SMALL + 1)?;
+                let mut bytes = Buffer::with_room(size as usize);
+                let read = read_until(&opened.file, bytes.bytes_mut(), size, SMALL + 1)?;
                 if read > SMALL {
                     // Longer than it said (a `/proc` file): a stream.
-                    self.work = Work::Stream { read: bytes };
+                    self.work = Work::Stream {
+                        read: bytes.into_inner(),
+                    };
                     return Ok(());
                 }
                 opened.unchanged()?;
