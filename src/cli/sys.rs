@@ -305,20 +305,18 @@ pub fn raise_descriptor_limit() {
     }
 }
 
-/// Starts the worker threads: one per processor, or, with `cpus` (`--cpus
-/// N`), N − 1 of them, the thread that owns the run hashing as the N-th
-/// (so that at most N hash at once); no more than the address space left
+/// Starts the worker threads: one fewer than the processors, or than `cpus`
+/// (`--cpus N`), the thread that owns the run hashing as the last (so that
+/// at most N hash or read at once); no more than the address space left
 /// holds, and no more than the system grants (a task limit, `ulimit -u`, a
 /// container's pids limit). Each thread is started before the pool is
 /// built, and the pool is built on those that started; with none, the
 /// calling thread is the pool's one. Returns how many threads hash at
 /// most, and how many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
-    let owner = usize::from(cpus.is_some());
-    let (hashing, wanted) =
-        start_pool(bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(owner))?;
-    // (With no worker, the calling thread hashes alone.)
-    Ok(((hashing + owner).max(1), wanted + owner))
+    let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
+    let (started, wanted) = start_pool(wanted)?;
+    Ok((started + 1, wanted + 1))
 }
 
 /// Starts a pool of `wanted` workers (with none, the calling thread is the

@@ -345,12 +345,14 @@ impl Budget {
         static BUDGET: OnceLock<Budget> = OnceLock::new();
         *BUDGET.get_or_init(|| {
             let threads = rayon::current_num_threads();
-            // Two tasks of 8 leaves of 5 MiB a thread, their cost in the
-            // queue counted (so that two windows of a task fit: one for a
-            // worker, one for the owner); at most a third of what an
-            // address-space limit leaves.
+            // Two tasks of 8 leaves of 5 MiB for each thread that hashes,
+            // the owner counted, their cost in the queue counted: a task
+            // for each, and one more each queued behind it, so that a
+            // worker finds one while the owner hashes rather than maps the
+            // next window. At most a third of what an address-space limit
+            // leaves.
             let task = 8 * ((5 << 20) + LEAF_COST);
-            let mut bytes = (threads * 2 * task).clamp(64 << 20, 1 << 30);
+            let mut bytes = ((threads + 1) * 2 * task).clamp(64 << 20, 1 << 30);
             if let Some(left) = crate::sys::address_space_left() {
                 bytes = bytes.min(left / 3).max(PIECE);
             }
@@ -381,9 +383,20 @@ struct Shared {
     changed: Condvar,
 }
 
+/// Work a worker does in the owner's place besides hashing: opening and
+/// reading a small file, so that the owner only keeps the order.
+pub(crate) type Errand = Box<dyn FnOnce() + Send>;
+
+/// What a thread takes from the queue.
+enum Chore {
+    Hash(Vec<Leaf>),
+    Run(Errand),
+}
+
 #[derive(Default)]
 struct Queue {
     leaves: VecDeque<Leaf>,
+    errands: VecDeque<Errand>,
     /// The workers started and not yet ended.
     workers: usize,
 }
@@ -404,6 +417,29 @@ impl Engine {
     /// The budgets it works within.
     pub(crate) fn budget(&self) -> Budget {
         self.shared.budget
+    }
+
+    /// Whether the owner is the pool's one thread (`--cpus 1`): nothing
+    /// works beside it, so it does the work it queues as it goes.
+    fn owner_alone(&self) -> bool {
+        rayon::current_num_threads() == 1 && rayon::current_thread_index().is_some()
+    }
+
+    /// Has `errand` run on a worker, the owner told when it is done (its
+    /// `wait_until` looks again); run at once where the owner is alone.
+    pub(crate) fn run(&self, errand: Errand) {
+        if self.owner_alone() {
+            return errand();
+        }
+        let mut queue = lock(&self.shared.queue);
+        queue.errands.push_back(errand);
+        // (A worker for every eight errands waiting: woken for each, the
+        // workers would spend more time waking than opening.)
+        if queue.workers < self.shared.budget.threads && queue.errands.len() > 8 * queue.workers {
+            queue.workers += 1;
+            let shared = Arc::clone(&self.shared);
+            rayon::spawn(move || work(&shared));
+        }
     }
 
     /// Whether `bytes` more may be queued now.
@@ -436,7 +472,7 @@ impl Engine {
         // The owner is the pool's one thread (`--cpus 1`): nothing hashes
         // beside it, so it hashes the whole lane groups it queues, as it
         // goes (else it would read the whole budget ahead first).
-        if rayon::current_num_threads() == 1 && rayon::current_thread_index().is_some() {
+        if self.owner_alone() {
             #[cfg(feature = "schedule-probe")]
             probe::sample();
             while queue.leaves.len() >= lanes
@@ -471,18 +507,18 @@ impl Engine {
                 return;
             }
             let mut queue = lock(&self.shared.queue);
-            if let Some(task) = take_task(&self.shared, &mut queue) {
+            if let Some(chore) = take(&self.shared, &mut queue) {
                 drop(queue);
-                hash_task(&self.shared, task);
+                chore.run(&self.shared);
                 continue;
             }
             if ready() {
                 return;
             }
-            // Woken by every task finished, which is all `ready` can wait
-            // for (a digest, a failure, bytes given back): a task's end
-            // notifies under this lock, so none comes between the look
-            // above and the wait.
+            // Woken by every chore finished, which is all `ready` can wait
+            // for (a digest, a failure, bytes given back, a file opened): a
+            // chore's end notifies under this lock, so none comes between
+            // the look above and the wait.
             let _queue = self
                 .shared
                 .changed
@@ -494,22 +530,62 @@ impl Engine {
     /// Drops the leaves not yet taken: nobody waits for their digests.
     pub(crate) fn abandon(&self) {
         let mut queue = lock(&self.shared.queue);
+        queue.errands.clear();
         let dropped: usize = queue.leaves.drain(..).map(|leaf| leaf.weight()).sum();
         self.shared.in_flight.fetch_sub(dropped, Ordering::AcqRel);
     }
 }
 
-/// A worker: takes tasks until the queue is empty.
+/// A worker: takes chores until the queue is empty.
 fn work(shared: &Shared) {
     loop {
         let mut queue = lock(&shared.queue);
-        let Some(task) = take_task(shared, &mut queue) else {
+        let Some(chore) = take(shared, &mut queue) else {
             queue.workers -= 1;
             return;
         };
         drop(queue);
-        hash_task(shared, task);
+        chore.run(shared);
     }
+}
+
+/// The next chore: a whole lane group of leaves (or a big leaf) to hash
+/// first, then an errand, then the leaves left.
+fn take(shared: &Shared, queue: &mut Queue) -> Option<Chore> {
+    let group = match queue.leaves.front() {
+        Some(leaf) => {
+            matches!(leaf.source, Source::Pieces(..))
+                || queue.leaves.len() >= shared.kernel.lanes(leaf.done.tree.algorithm())
+        }
+        None => false,
+    };
+    if !group && let Some(errand) = queue.errands.pop_front() {
+        return Some(Chore::Run(errand));
+    }
+    take_task(shared, queue).map(Chore::Hash)
+}
+
+impl Chore {
+    fn run(self, shared: &Shared) {
+        match self {
+            Chore::Hash(task) => hash_task(shared, task),
+            Chore::Run(errand) => {
+                #[cfg(feature = "schedule-probe")]
+                probe::hashing();
+                errand();
+                #[cfg(feature = "schedule-probe")]
+                probe::hashed();
+                notify(shared);
+            }
+        }
+    }
+}
+
+/// Wakes the owner if it waits. (Under the lock: an owner between its look
+/// and its wait sees what came before this.)
+fn notify(shared: &Shared) {
+    let _queue = lock(&shared.queue);
+    shared.changed.notify_all();
 }
 
 /// The next task: the leaves at the front of the queue of one tree, a
@@ -617,9 +693,7 @@ fn finish_task(shared: &Shared, (weight, leaves): (usize, usize), done: impl FnO
     #[cfg(not(feature = "schedule-probe"))]
     let _ = leaves;
     shared.in_flight.fetch_sub(weight, Ordering::AcqRel);
-    // (Under the lock: an owner between its look and its wait sees this.)
-    let _queue = lock(&shared.queue);
-    shared.changed.notify_all();
+    notify(shared);
 }
 
 /// A big leaf, hashed a piece at a time.

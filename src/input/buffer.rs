@@ -32,6 +32,10 @@ impl Buffer {
         Buffer(Vec::with_capacity(class))
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub(super) fn bytes_mut(&mut self) -> &mut Vec<u8> {
         &mut self.0
     }

@@ -276,6 +276,38 @@ fn read_until(mut file: &File, buffer: &mut Vec<u8>, size: u64, most: u64) -> io
     }
 }
 
+/// A small file read whole: its bytes, or, longer than its size said (a
+/// `/proc` file), the start of a stream.
+enum Small {
+    Whole(Buffer),
+    Longer(Vec<u8>),
+}
+
+/// Reads the small regular file `opened` (`size` bytes by its stamp) whole,
+/// and fails if it changed meanwhile or held less than it said.
+fn read_small(opened: &Opened, size: u64) -> Result<Small, Error> {
+    let mut bytes = Buffer::with_room(size as usize);
+    let read = read_until(&opened.file, bytes.bytes_mut(), size, SMALL + 1)?;
+    if read > SMALL {
+        return Ok(Small::Longer(bytes.into_inner()));
+    }
+    opened.unchanged()?;
+    opened.held_whole(read)?;
+    Ok(Small::Whole(bytes))
+}
+
+/// What a worker made of a job's input (see [`Running::send`]).
+enum Ready {
+    /// A small file, read whole and closed.
+    Whole(Buffer, Option<Stamp>),
+    /// Anything else, opened (and a small file's bytes, if it turned out
+    /// longer than it said).
+    Opened(Opened, Option<Vec<u8>>),
+}
+
+/// Where a worker leaves what it made of a job's input.
+type Slot = Arc<std::sync::Mutex<Option<Result<Ready, Error>>>>;
+
 /// The error for a directory named as an input.
 fn is_a_directory() -> Error {
     #[cfg(unix)]
@@ -479,12 +511,29 @@ pub fn hash_each<T, S>(
     let mut jobs = jobs.into_iter();
     let mut next_job: Option<Job<T, S>> = None;
     let mut flight: VecDeque<Running<T, S>> = VecDeque::new();
-    // The bytes the jobs in flight hold, and the files they keep open.
+    // The bytes the jobs in flight hold, and the files they keep open (those
+    // being opened on the workers counted).
     let (mut held, mut open) = (0, 0);
+    // The jobs at the back of `flight` being opened on the workers, and the
+    // most at once: each may hold a small file's bytes.
+    let mut opening = 0;
+    let opening_most = (budget.bytes / 4 / SMALL as usize).clamp(1, budget.inputs);
     // Whether an outcome was reported since the last `Waiting`.
     let mut reported = false;
     let flow = loop {
+        // The inputs opened on the workers are planned in their order.
+        let first_opening = flight.len() - opening;
+        if opening > 0 && flight[first_opening].take_ready(&engine) {
+            let running = &flight[first_opening];
+            open = open - 1 + usize::from(running.opened.is_some());
+            opening -= 1;
+            continue;
+        }
         if let Some(front) = flight.front_mut() {
+            if let Work::Reopen = front.work {
+                front.reopen(&engine);
+                open += usize::from(front.opened.is_some());
+            }
             front.drain();
             if front.ready() {
                 let running = flight.pop_front().expect("a front");
@@ -528,8 +577,21 @@ pub fn hash_each<T, S>(
                             .iter()
                             .any(|running| matches!(running.work, Work::Stream { .. }))
                         && (flight.is_empty() || !matches!(job.target, Target::Stdin));
-                    if !room {
+                    // (Those being opened stay at the back of `flight`:
+                    // any other job waits for them.)
+                    let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
+                    let turn = match by_path {
+                        true => opening < opening_most,
+                        false => opening == 0,
+                    };
+                    if !room || !turn {
                         next_job = Some(job);
+                    } else if by_path {
+                        held += job.weight();
+                        open += 1;
+                        opening += 1;
+                        flight.push_back(Running::send(job, &engine));
+                        continue;
                     } else {
                         match Running::start(job, &engine) {
                             Ok(running) => {
@@ -559,7 +621,12 @@ pub fn hash_each<T, S>(
             .iter()
             .find(|running| running.leaves_left())
             .map(Running::window_bytes);
-        engine.wait_until(|| front.ready() || window.is_some_and(|bytes| engine.has_room(bytes)));
+        let first_opening = flight.len().checked_sub(opening).filter(|_| opening > 0);
+        engine.wait_until(|| {
+            front.ready()
+                || window.is_some_and(|bytes| engine.has_room(bytes))
+                || first_opening.is_some_and(|at| flight[at].is_opened())
+        });
     };
     if flow.is_break() {
         engine.abandon();
@@ -597,6 +664,11 @@ enum Work {
     /// A stream, read when it is the first in flight; the bytes of it read
     /// already.
     Stream { read: Vec<u8> },
+    /// Being opened (and read, if small) on a worker.
+    Opening(Slot),
+    /// Refused a descriptor on a worker: opened again when it is the first
+    /// in flight.
+    Reopen,
 }
 
 impl<T, S: LeafSink> Running<T, S> {
@@ -617,20 +689,102 @@ impl<T, S: LeafSink> Running<T, S> {
         }
         match job.open() {
             Ok(opened) => {
-                let mut running = Running {
-                    job,
-                    stamp: opened.stamp,
-                    opened: Some(opened),
-                    work: Work::Stream { read: Vec::new() },
-                };
-                if let Err(error) = running.plan(engine) {
-                    running.opened = None;
-                    running.work = Work::Over(Err(error));
-                }
+                let mut running = Running::failed(job, Error::NotRegularFile);
+                running.plan_opened(opened, engine);
                 Ok(running)
             }
             Err(Error::Io(error)) if out_of_descriptors(&error) => Err(Box::new((job, error))),
             Err(error) => Ok(Running::failed(job, error)),
+        }
+    }
+
+    /// Has a worker open the job's input named by path, and read it if it is
+    /// a small regular file whose every leaf is hashed, while the owner
+    /// goes on: the owner plans it once it is done ([`Self::take_ready`]).
+    fn send(job: Job<T, S>, engine: &Engine) -> Self {
+        let slot = Slot::default();
+        let Target::Path(path) = &job.target else {
+            unreachable!("only inputs named by path are opened on a worker")
+        };
+        let (path, whole) = (
+            path.clone(),
+            job.leaves.is_none() && job.excerpt_of.is_none(),
+        );
+        let ready = Arc::clone(&slot);
+        engine.run(Box::new(move || {
+            let made = Opened::path(&path).and_then(|opened| match opened.regular_length() {
+                Some(size) if whole && size <= SMALL && !opened.is_dir() => {
+                    Ok(match read_small(&opened, size)? {
+                        Small::Whole(bytes) => Ready::Whole(bytes, opened.stamp),
+                        Small::Longer(read) => Ready::Opened(opened, Some(read)),
+                    })
+                }
+                _ => Ok(Ready::Opened(opened, None)),
+            });
+            *crate::sys::lock(&ready) = Some(made);
+        }));
+        Running {
+            job,
+            opened: None,
+            stamp: None,
+            work: Work::Opening(slot),
+        }
+    }
+
+    /// Plans the input a worker opened, once it has; whether it had.
+    fn take_ready(&mut self, engine: &Engine) -> bool {
+        let Work::Opening(slot) = &self.work else {
+            return true;
+        };
+        let Some(made) = crate::sys::lock(slot).take() else {
+            return false;
+        };
+        let planned = match made {
+            Ok(Ready::Whole(bytes, stamp)) => {
+                self.stamp = stamp;
+                let length = bytes.len() as u64;
+                self.start_leaves(engine, length, 0, Some(Arc::new(bytes)))
+            }
+            Ok(Ready::Opened(opened, Some(read))) => {
+                self.stamp = opened.stamp;
+                self.opened = Some(opened);
+                Ok(self.work = Work::Stream { read })
+            }
+            Ok(Ready::Opened(opened, None)) => Ok(self.plan_opened(opened, engine)),
+            Err(Error::Io(error)) if out_of_descriptors(&error) => Ok(self.work = Work::Reopen),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = planned {
+            self.opened = None;
+            self.work = Work::Over(Err(error));
+        }
+        true
+    }
+
+    /// Whether the worker opening its input is done.
+    fn is_opened(&self) -> bool {
+        match &self.work {
+            Work::Opening(slot) => crate::sys::lock(slot).is_some(),
+            _ => true,
+        }
+    }
+
+    /// Opens again, on the owner, an input a worker was refused a
+    /// descriptor for; fails if it is refused again.
+    fn reopen(&mut self, engine: &Engine) {
+        match self.job.open() {
+            Ok(opened) => self.plan_opened(opened, engine),
+            Err(error) => self.work = Work::Over(Err(error)),
+        }
+    }
+
+    /// Plans an opened input, or fails with why it cannot be hashed.
+    fn plan_opened(&mut self, opened: Opened, engine: &Engine) {
+        self.stamp = opened.stamp;
+        self.opened = Some(opened);
+        if let Err(error) = self.plan(engine) {
+            self.opened = None;
+            self.work = Work::Over(Err(error));
         }
     }
 
@@ -669,25 +823,35 @@ impl<T, S: LeafSink> Running<T, S> {
             None if size <= SMALL
                 && (self.job.leaves.is_none() || !self.selected(size).is_empty()) =>
             {
-                let mut bytes = Buffer::with_room(size as usize);
-                let read = read_until(&opened.file, bytes.bytes_mut(), size, SMALL + 1)?;
-                if read > SMALL {
-                    // Longer than it said (a `/proc` file): a stream.
-                    self.work = Work::Stream {
-                        read: bytes.into_inner(),
-                    };
-                    return Ok(());
+                match read_small(opened, size)? {
+                    Small::Whole(bytes) => {
+                        if self.job.leaves.is_some() {
+                            opened.rewind()?;
+                        }
+                        self.opened = None;
+                        (bytes.len() as u64, 0, Some(Arc::new(bytes)))
+                    }
+                    Small::Longer(read) => {
+                        self.work = Work::Stream { read };
+                        return Ok(());
+                    }
                 }
-                opened.unchanged()?;
-                opened.held_whole(read)?;
-                if self.job.leaves.is_some() {
-                    opened.rewind()?;
-                }
-                self.opened = None;
-                (read, 0, Some(Arc::new(bytes)))
             }
             None => (size, 0, None),
         };
+        self.start_leaves(engine, length, skip, whole)
+    }
+
+    /// Starts hashing the leaves selected of an input of `length` bytes:
+    /// those of bytes read `whole` at once, or the first window's.
+    fn start_leaves(
+        &mut self,
+        engine: &Engine,
+        length: u64,
+        skip: u64,
+        whole: Option<Arc<Buffer>>,
+    ) -> Result<(), Error> {
+        let tree = &self.job.tree;
         let leaves = self.selected(length);
         check_leaf_count(tree, leaves.end)?;
         self.work = Work::Leaves {
@@ -871,7 +1035,7 @@ impl<T, S: LeafSink> Running<T, S> {
             Work::Leaves {
                 feed, next, end, ..
             } => next == end && feed.all_in(),
-            Work::Stream { .. } => false,
+            Work::Stream { .. } | Work::Opening(_) | Work::Reopen => false,
         }
     }
 
@@ -970,7 +1134,9 @@ impl<T, S: LeafSink> Running<T, S> {
                 }
                 .map(|digest| Hashed { digest, length })
             }
-            Work::Stream { .. } => unreachable!("a stream is read before it is ready"),
+            Work::Stream { .. } | Work::Opening(_) | Work::Reopen => {
+                unreachable!("a stream is read, and an input opened, before it is ready")
+            }
         };
         let stamp = if result.is_ok() { self.stamp } else { None };
         Outcome {
