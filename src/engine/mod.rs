@@ -433,9 +433,9 @@ impl Engine {
         }
         let mut queue = lock(&self.shared.queue);
         queue.errands.push_back(errand);
-        // (A worker for every eight errands waiting: woken for each, the
-        // workers would spend more time waking than opening.)
-        if queue.workers < self.shared.budget.threads && queue.errands.len() > 8 * queue.workers {
+        // (A worker for each errand waiting beyond those at work: an errand
+        // is worth a wake-up, being several files' opening.)
+        if queue.workers < self.shared.budget.threads && queue.errands.len() > queue.workers {
             queue.workers += 1;
             let shared = Arc::clone(&self.shared);
             rayon::spawn(move || work(&shared));

@@ -518,6 +518,9 @@ pub fn hash_each<T, S>(
     // most at once: each may hold a small file's bytes.
     let mut opening = 0;
     let opening_most = (budget.bytes / 4 / SMALL as usize).clamp(1, budget.inputs);
+    // The openings not yet sent to the workers: they go a few at once, for
+    // a worker to wake once for several files.
+    let mut errands = Vec::with_capacity(ERRAND_FILES);
     // Whether an outcome was reported since the last `Waiting`.
     let mut reported = false;
     let flow = loop {
@@ -546,6 +549,7 @@ pub fn hash_each<T, S>(
                 }
             }
             if let Work::Stream { .. } = front.work {
+                send(&engine, &mut errands);
                 if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
                     break ControlFlow::Break(());
                 }
@@ -590,7 +594,12 @@ pub fn hash_each<T, S>(
                         held += job.weight();
                         open += 1;
                         opening += 1;
-                        flight.push_back(Running::send(job, &engine));
+                        let (running, errand) = Running::send(job);
+                        flight.push_back(running);
+                        errands.push(errand);
+                        if errands.len() == ERRAND_FILES {
+                            send(&engine, &mut errands);
+                        }
                         continue;
                     } else {
                         match Running::start(job, &engine) {
@@ -613,6 +622,7 @@ pub fn hash_each<T, S>(
                 }
             }
         }
+        send(&engine, &mut errands);
         if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
             break ControlFlow::Break(());
         }
@@ -630,6 +640,19 @@ pub fn hash_each<T, S>(
     };
     if flow.is_break() {
         engine.abandon();
+    }
+}
+
+/// The files a worker opens (and reads, if small) in one errand.
+const ERRAND_FILES: usize = 8;
+
+/// Sends the openings gathered to the workers as one errand.
+fn send(engine: &Engine, errands: &mut Vec<impl FnOnce() + Send + 'static>) {
+    if !errands.is_empty() {
+        let errands = std::mem::take(errands);
+        engine.run(Box::new(move || {
+            errands.into_iter().for_each(|errand| errand())
+        }));
     }
 }
 
@@ -701,7 +724,7 @@ impl<T, S: LeafSink> Running<T, S> {
     /// Has a worker open the job's input named by path, and read it if it is
     /// a small regular file whose every leaf is hashed, while the owner
     /// goes on: the owner plans it once it is done ([`Self::take_ready`]).
-    fn send(job: Job<T, S>, engine: &Engine) -> Self {
+    fn send(job: Job<T, S>) -> (Self, impl FnOnce() + Send + 'static) {
         let slot = Slot::default();
         let Target::Path(path) = &job.target else {
             unreachable!("only inputs named by path are opened on a worker")
@@ -711,7 +734,7 @@ impl<T, S: LeafSink> Running<T, S> {
             job.leaves.is_none() && job.excerpt_of.is_none(),
         );
         let ready = Arc::clone(&slot);
-        engine.run(Box::new(move || {
+        let errand = move || {
             let made = Opened::path(&path).and_then(|opened| match opened.regular_length() {
                 Some(size) if whole && size <= SMALL && !opened.is_dir() => {
                     Ok(match read_small(&opened, size)? {
@@ -722,13 +745,14 @@ impl<T, S: LeafSink> Running<T, S> {
                 _ => Ok(Ready::Opened(opened, None)),
             });
             *crate::sys::lock(&ready) = Some(made);
-        }));
-        Running {
+        };
+        let running = Running {
             job,
             opened: None,
             stamp: None,
             work: Work::Opening(slot),
-        }
+        };
+        (running, errand)
     }
 
     /// Plans the input a worker opened, once it has; whether it had.

@@ -101,16 +101,26 @@ fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
     }
 }
 
-/// `--cpus N` means at most N threads hash at once, the thread that owns
-/// the run counted: by name and from a pipe, on a file of many leaves.
+/// `--cpus N` means at most N threads hash or read at once, the thread
+/// that owns the run counted: by name and from a pipe, on a file of many
+/// leaves, and on many small files (opened and read on the workers).
 #[test]
 fn cpus_n_keeps_to_n_threads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big");
     fs::write(&path, pattern(64 << 20)).unwrap();
     let name = path.to_str().unwrap();
+    let small: Vec<String> = (0..500)
+        .map(|index| {
+            let small = dir.path().join(format!("s{index}"));
+            fs::write(&small, pattern(index * 97)).unwrap();
+            small.to_str().unwrap().to_owned()
+        })
+        .collect();
     for cpus in [1u64, 2, 3] {
         let n = cpus.to_string();
+        let mut many = vec!["--cpus", &n];
+        many.extend(small.iter().map(String::as_str));
         for (how, args, stdin) in [
             ("by name", vec!["--cpus", &n, "-t", "16k", name], None),
             (
@@ -118,6 +128,7 @@ fn cpus_n_keeps_to_n_threads() {
                 vec!["--cpus", &n, "-t", "16k"],
                 Some(path.as_path()),
             ),
+            ("small files", many, None),
         ] {
             let report = probe(&args, stdin);
             assert!(
