@@ -145,8 +145,8 @@ pub struct Args {
 
     /// Threads that hash, 1 to 1024 [default: the number of processors]
     ///
-    /// At most N threads hash at once, the one that reads the inputs
-    /// counted (it hashes as the N-th, beside N − 1 workers): --cpus 1
+    /// At most N threads hash or read at once, the one that owns the run
+    /// counted (it works as the N-th, beside N − 1 workers): --cpus 1
     /// keeps to one core. --num-threads is b3sum's spelling; -cpus N the
     /// original's.
     #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,

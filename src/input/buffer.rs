@@ -15,7 +15,15 @@ use crate::sys::lock;
 pub(super) struct Buffer(Vec<u8>);
 
 /// The spare buffers by capacity, and their bytes in all.
-static SPARE: Mutex<(BTreeMap<usize, Vec<Vec<u8>>>, usize)> = Mutex::new((BTreeMap::new(), 0));
+struct Spares {
+    by_class: BTreeMap<usize, Vec<Vec<u8>>>,
+    bytes: usize,
+}
+
+static SPARE: Mutex<Spares> = Mutex::new(Spares {
+    by_class: BTreeMap::new(),
+    bytes: 0,
+});
 
 impl Buffer {
     /// An empty buffer with room for `len` bytes: a spare one if there is
@@ -23,9 +31,8 @@ impl Buffer {
     pub(super) fn with_room(len: usize) -> Buffer {
         let class = size_class(len);
         let mut spare = lock(&SPARE);
-        let (by_class, bytes) = &mut *spare;
-        if let Some(buffer) = by_class.get_mut(&class).and_then(Vec::pop) {
-            *bytes -= class;
+        if let Some(buffer) = spare.by_class.get_mut(&class).and_then(Vec::pop) {
+            spare.bytes -= class;
             return Buffer(buffer);
         }
         drop(spare);
@@ -63,10 +70,9 @@ impl Drop for Buffer {
         }
         buffer.clear();
         let mut spare = lock(&SPARE);
-        let (by_class, bytes) = &mut *spare;
-        if *bytes + class <= spare_most() {
-            *bytes += class;
-            by_class.entry(class).or_default().push(buffer);
+        if spare.bytes + class <= spare_most() {
+            spare.bytes += class;
+            spare.by_class.entry(class).or_default().push(buffer);
         }
     }
 }

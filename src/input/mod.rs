@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::digest::Digest;
 use crate::engine::{
-    BATCH_LEAVES, BIG_LEAF, Engine, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink, Source, Stream,
-    check_leaf_count,
+    BATCH_LEAVES, BIG_LEAF, Budget, Done, Engine, Errand, Event, Feed, Hashed, LEAF_COST, Leaf,
+    LeafSink, Source, Stream, check_leaf_count,
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
@@ -506,155 +506,224 @@ pub fn hash_each<T, S>(
 ) where
     S: LeafSink,
 {
-    let engine = Engine::new();
-    let budget = engine.budget();
+    let mut owner = Owner::new();
     let mut jobs = jobs.into_iter();
     let mut next_job: Option<Job<T, S>> = None;
-    let mut flight: VecDeque<Running<T, S>> = VecDeque::new();
-    // The bytes the jobs in flight hold, and the files they keep open (those
-    // being opened on the workers counted).
-    let (mut held, mut open) = (0, 0);
-    // The jobs at the back of `flight` being opened on the workers, and the
-    // most at once: each may hold a small file's bytes.
-    let mut opening = 0;
-    let opening_most = (budget.bytes / 4 / SMALL as usize).clamp(1, budget.inputs);
-    // The openings not yet sent to the workers: they go a few at once, for
-    // a worker to wake once for several files.
-    let mut errands = Vec::with_capacity(ERRAND_FILES);
-    // Whether an outcome was reported since the last `Waiting`.
-    let mut reported = false;
     let flow = loop {
-        // The inputs opened on the workers are planned in their order.
-        let first_opening = flight.len() - opening;
-        if opening > 0 && flight[first_opening].take_ready(&engine) {
-            let running = &flight[first_opening];
-            open = open - 1 + usize::from(running.opened.is_some());
-            opening -= 1;
+        if owner.plan_opened() {
             continue;
         }
-        if let Some(front) = flight.front_mut() {
-            if let Work::Reopen = front.work {
-                front.reopen(&engine);
-                open += usize::from(front.opened.is_some());
-            }
-            front.drain();
-            if front.ready() {
-                let running = flight.pop_front().expect("a front");
-                held -= running.job.weight();
-                open -= usize::from(running.opened.is_some());
-                reported = true;
-                match report(Event::Ready(running.finish())) {
-                    ControlFlow::Continue(()) => continue,
-                    stop => break stop,
-                }
-            }
-            if let Work::Stream { .. } = front.work {
-                send(&engine, &mut errands);
-                if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
-                    break ControlFlow::Break(());
-                }
-                front.read_stream(&engine);
-                continue;
-            }
+        match owner.report_front(&mut report) {
+            Some(ControlFlow::Continue(())) => continue,
+            Some(stop) => break stop,
+            None => {}
         }
         // Queue the next window of the first file with leaves left to
         // queue; with none, take on the next job if there is room.
-        if let Some(running) = flight.iter_mut().find(|running| running.leaves_left()) {
-            if running.queue_window(&engine) {
+        if let Some(running) = owner
+            .flight
+            .iter_mut()
+            .find(|running| running.leaves_left())
+        {
+            if running.queue_window(&owner.engine) {
                 continue;
             }
         } else {
-            if next_job.is_none() {
-                next_job = jobs.next();
-            }
-            match next_job.take() {
-                None if flight.is_empty() => break ControlFlow::Continue(()),
+            match next_job.take().or_else(|| jobs.next()) {
+                None if owner.flight.is_empty() => break ControlFlow::Continue(()),
                 None => {}
-                Some(job) => {
-                    // (Nothing is taken on past a stream, which is read in
-                    // its turn; standard input is opened in its turn too:
-                    // its offset is where the jobs before it left it.)
-                    let room = flight.len() < IN_FLIGHT
-                        && open < budget.inputs
-                        && (held == 0 || held + job.weight() <= budget.bytes)
-                        && !flight
-                            .iter()
-                            .any(|running| matches!(running.work, Work::Stream { .. }))
-                        && (flight.is_empty() || !matches!(job.target, Target::Stdin));
-                    // (Those being opened stay at the back of `flight`:
-                    // any other job waits for them.)
-                    let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
-                    let turn = match by_path {
-                        true => opening < opening_most,
-                        false => opening == 0,
-                    };
-                    if !room || !turn {
-                        next_job = Some(job);
-                    } else if by_path {
-                        held += job.weight();
-                        open += 1;
-                        opening += 1;
-                        let (running, errand) = Running::send(job);
-                        flight.push_back(running);
-                        errands.push(errand);
-                        if errands.len() == ERRAND_FILES {
-                            send(&engine, &mut errands);
-                        }
-                        continue;
-                    } else {
-                        match Running::start(job, &engine) {
-                            Ok(running) => {
-                                held += running.job.weight();
-                                open += usize::from(running.opened.is_some());
-                                flight.push_back(running);
-                            }
-                            // Out of descriptors: tried again once the
-                            // inputs in flight are done, or failed if none
-                            // are.
-                            Err(refused) if flight.is_empty() => {
-                                let (job, error) = *refused;
-                                flight.push_back(Running::failed(job, error.into()))
-                            }
-                            Err(refused) => next_job = Some(refused.0),
-                        }
-                        continue;
-                    }
-                }
+                Some(job) => match owner.take_on(job) {
+                    None => continue,
+                    given_back => next_job = given_back,
+                },
             }
         }
-        send(&engine, &mut errands);
-        if std::mem::take(&mut reported) && report(Event::Waiting).is_break() {
+        if owner.wait(&mut report).is_break() {
             break ControlFlow::Break(());
         }
-        let front = flight.front().expect("inputs in flight");
-        let window = flight
+    };
+    if flow.is_break() {
+        owner.engine.abandon();
+    }
+}
+
+/// What the thread that runs [`hash_each`] holds: the jobs in flight, in
+/// input order, and what they hold of the budget.
+struct Owner<T, S> {
+    engine: Engine,
+    budget: Budget,
+    flight: VecDeque<Running<T, S>>,
+    /// The bytes the jobs in flight hold, and the files they keep open
+    /// (those being opened on the workers counted).
+    held: usize,
+    open: usize,
+    /// The jobs at the back of `flight` being opened on the workers, and
+    /// the most at once: each may hold a small file's bytes.
+    opening: usize,
+    opening_most: usize,
+    /// The openings not yet sent to the workers: they go a few at once,
+    /// for a worker to wake once for several files.
+    errands: Vec<Errand>,
+    /// Whether an outcome was reported since the last `Waiting`.
+    reported: bool,
+}
+
+impl<T, S: LeafSink> Owner<T, S> {
+    fn new() -> Self {
+        let engine = Engine::new();
+        let budget = engine.budget();
+        Owner {
+            engine,
+            budget,
+            flight: VecDeque::new(),
+            held: 0,
+            open: 0,
+            opening: 0,
+            opening_most: (budget.bytes / 4 / SMALL as usize).clamp(1, budget.inputs),
+            errands: Vec::with_capacity(ERRAND_FILES),
+            reported: false,
+        }
+    }
+
+    /// Plans the first input being opened on the workers, if it is opened
+    /// (they are planned in their order); whether it was.
+    fn plan_opened(&mut self) -> bool {
+        let first = self.flight.len() - self.opening;
+        if self.opening == 0 || !self.flight[first].take_ready(&self.engine) {
+            return false;
+        }
+        self.open = self.open - 1 + usize::from(self.flight[first].opened.is_some());
+        self.opening -= 1;
+        true
+    }
+
+    /// Reports the first input in flight if it is done, or reads it if it
+    /// is a stream: `None` if it is neither.
+    fn report_front(
+        &mut self,
+        report: &mut impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
+    ) -> Option<ControlFlow<()>> {
+        let front = self.flight.front_mut()?;
+        if let Work::Reopen = front.work {
+            front.reopen(&self.engine);
+            self.open += usize::from(front.opened.is_some());
+        }
+        front.drain();
+        if front.ready() {
+            let running = self.flight.pop_front().expect("a front");
+            self.held -= running.job.weight();
+            self.open -= usize::from(running.opened.is_some());
+            self.reported = true;
+            return Some(report(Event::Ready(running.finish())));
+        }
+        if let Work::Stream { .. } = front.work {
+            self.send_errands();
+            if std::mem::take(&mut self.reported) && report(Event::Waiting).is_break() {
+                return Some(ControlFlow::Break(()));
+            }
+            self.flight
+                .front_mut()
+                .expect("a front")
+                .read_stream(&self.engine);
+            return Some(ControlFlow::Continue(()));
+        }
+        None
+    }
+
+    /// Takes `job` on, if there is room for it: it is opened on a worker if
+    /// it names a path, else here. Gives it back if there is no room.
+    fn take_on(&mut self, job: Job<T, S>) -> Option<Job<T, S>> {
+        // (Nothing is taken on past a stream, which is read in its turn;
+        // standard input is opened in its turn too: its offset is where the
+        // jobs before it left it. Those being opened stay at the back of
+        // `flight`: any other job waits for them.)
+        let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
+        let room = self.flight.len() < IN_FLIGHT
+            && self.open < self.budget.inputs
+            && (self.held == 0 || self.held + job.weight() <= self.budget.bytes)
+            && !self
+                .flight
+                .iter()
+                .any(|running| matches!(running.work, Work::Stream { .. }))
+            && (self.flight.is_empty() || !matches!(job.target, Target::Stdin))
+            && match by_path {
+                true => self.opening < self.opening_most,
+                false => self.opening == 0,
+            };
+        if !room {
+            return Some(job);
+        }
+        if by_path {
+            self.held += job.weight();
+            self.open += 1;
+            self.opening += 1;
+            let (running, errand) = Running::send(job);
+            self.flight.push_back(running);
+            self.errands.push(Box::new(errand));
+            if self.errands.len() == ERRAND_FILES {
+                self.send_errands();
+            }
+            return None;
+        }
+        match Running::start(job, &self.engine) {
+            Ok(running) => {
+                self.held += running.job.weight();
+                self.open += usize::from(running.opened.is_some());
+                self.flight.push_back(running);
+            }
+            // Out of descriptors: tried again once the inputs in flight are
+            // done, or failed if none are.
+            Err(refused) if self.flight.is_empty() => {
+                let (job, error) = *refused;
+                self.flight.push_back(Running::failed(job, error.into()))
+            }
+            Err(refused) => return Some(refused.0),
+        }
+        None
+    }
+
+    /// Sends the openings gathered to the workers, as one errand.
+    fn send_errands(&mut self) {
+        if !self.errands.is_empty() {
+            let errands = std::mem::take(&mut self.errands);
+            self.engine.run(Box::new(move || {
+                errands.into_iter().for_each(|errand| errand())
+            }));
+        }
+    }
+
+    /// Waits, doing queued work meanwhile, until the first input is done,
+    /// the next window fits, or the next input being opened is.
+    fn wait(
+        &mut self,
+        report: &mut impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.send_errands();
+        if std::mem::take(&mut self.reported) && report(Event::Waiting).is_break() {
+            return ControlFlow::Break(());
+        }
+        let front = self.flight.front().expect("inputs in flight");
+        let window = self
+            .flight
             .iter()
             .find(|running| running.leaves_left())
             .map(Running::window_bytes);
-        let first_opening = flight.len().checked_sub(opening).filter(|_| opening > 0);
-        engine.wait_until(|| {
+        let opening = self
+            .flight
+            .len()
+            .checked_sub(self.opening)
+            .filter(|_| self.opening > 0);
+        self.engine.wait_until(|| {
             front.ready()
-                || window.is_some_and(|bytes| engine.has_room(bytes))
-                || first_opening.is_some_and(|at| flight[at].is_opened())
+                || window.is_some_and(|bytes| self.engine.has_room(bytes))
+                || opening.is_some_and(|at| self.flight[at].is_opened())
         });
-    };
-    if flow.is_break() {
-        engine.abandon();
+        ControlFlow::Continue(())
     }
 }
 
 /// The files a worker opens (and reads, if small) in one errand.
 const ERRAND_FILES: usize = 8;
-
-/// Sends the openings gathered to the workers as one errand.
-fn send(engine: &Engine, errands: &mut Vec<impl FnOnce() + Send + 'static>) {
-    if !errands.is_empty() {
-        let errands = std::mem::take(errands);
-        engine.run(Box::new(move || {
-            errands.into_iter().for_each(|errand| errand())
-        }));
-    }
-}
 
 /// A job given back for want of a file descriptor, and the error.
 type Refused<T, S> = Box<(Job<T, S>, io::Error)>;
@@ -772,10 +841,17 @@ impl<T, S: LeafSink> Running<T, S> {
             Ok(Ready::Opened(opened, Some(read))) => {
                 self.stamp = opened.stamp;
                 self.opened = Some(opened);
-                Ok(self.work = Work::Stream { read })
+                self.work = Work::Stream { read };
+                Ok(())
             }
-            Ok(Ready::Opened(opened, None)) => Ok(self.plan_opened(opened, engine)),
-            Err(Error::Io(error)) if out_of_descriptors(&error) => Ok(self.work = Work::Reopen),
+            Ok(Ready::Opened(opened, None)) => {
+                self.plan_opened(opened, engine);
+                Ok(())
+            }
+            Err(Error::Io(error)) if out_of_descriptors(&error) => {
+                self.work = Work::Reopen;
+                Ok(())
+            }
             Err(error) => Err(error),
         };
         if let Err(error) = planned {
@@ -957,78 +1033,26 @@ impl<T, S: LeafSink> Running<T, S> {
         };
         // A file that failed or changed is not read further: each mapped
         // window is preceded by a look at the file's size and time.
-        if whole.is_none() {
-            match self
-                .opened
-                .as_ref()
-                .expect("a mapped file is open")
-                .unchanged()
-            {
-                Ok(()) => {}
-                Err(Error::Io(error)) => feed.done.fail(error),
-                Err(_) => feed.done.changed(),
+        if whole.is_none()
+            && let Err(error) = self.opened.as_ref().expect("mapped").unchanged()
+        {
+            match error {
+                Error::Io(error) => feed.done.fail(error),
+                _ => feed.done.changed(),
             }
         }
         if feed.done.failed() {
             *next = *end;
             return true;
         }
-        let bytes = tree.leaves_bytes(&leaves, *length);
-        let count = tree.leaf_count(*length);
-        let leaf = |index, source| Leaf {
-            source,
-            index,
-            last: index + 1 == count,
-            done: Arc::clone(&feed.done),
-        };
-        if let Some(whole) = whole {
-            engine.push(
-                leaves
-                    .clone()
-                    .map(|index| {
-                        let bytes = tree.leaf_bytes(index, *length);
-                        leaf(
-                            index,
-                            Source::Bytes(
-                                Arc::clone(whole) as _,
-                                bytes.start as usize..bytes.end as usize,
-                            ),
-                        )
-                    })
-                    .collect(),
-            );
-        } else {
-            let opened = self.opened.as_ref().expect("a mapped file is open");
-            let offset = opened.start + bytes.start - *skip;
-            let mappable = platform::safe_to_map(&opened.file);
-            let len = bytes.end - bytes.start;
-            if tree.leaf_size() > BIG_LEAF {
-                let big = mapped::BigLeaf {
-                    file: Arc::clone(&opened.file),
-                    offset,
-                    len,
-                    mappable,
-                };
-                engine.push(vec![leaf(leaves.start, Source::Pieces(Arc::new(big), len))]);
-            } else {
-                // (The next window's bytes, if it has leaves, are read
-                // ahead meanwhile.)
-                let following =
-                    leaves.end..(*end).min(leaves.end.saturating_add(leaves.end - leaves.start));
-                let ahead = tree.leaves_bytes(&following, *length);
-                let ahead = (ahead.end - ahead.start) as usize;
-                match mapped::bytes_of(&opened.file, offset, len as usize, ahead, mappable) {
-                    Ok(window) => engine.push(
-                        leaves
-                            .clone()
-                            .map(|index| {
-                                let at = tree.leaf_bytes(index, *length);
-                                let at = (at.start - bytes.start) as usize
-                                    ..(at.end - bytes.start) as usize;
-                                leaf(index, Source::Bytes(Arc::clone(&window), at))
-                            })
-                            .collect(),
-                    ),
+        // The leaves' bytes: of the file read whole (from its start), or of
+        // a window mapped from the first leaf's (or a big leaf's source).
+        let (source, base) = match whole {
+            Some(whole) => (Source::Bytes(Arc::clone(whole) as _, 0..whole.len()), 0),
+            None => {
+                let opened = self.opened.as_ref().expect("mapped");
+                match window_source(opened, &tree, &leaves, *end, *length, *skip) {
+                    Ok(source) => (source, tree.leaves_bytes(&leaves, *length).start),
                     Err(error) => {
                         feed.done.fail(error);
                         *next = *end;
@@ -1036,7 +1060,15 @@ impl<T, S: LeafSink> Running<T, S> {
                     }
                 }
             }
-        }
+        };
+        engine.push(leaves_of(
+            &feed.done,
+            &tree,
+            leaves.clone(),
+            *length,
+            source,
+            base,
+        ));
         feed.queued = leaves.end;
         *next = leaves.end;
         true
@@ -1193,6 +1225,68 @@ fn device_failed() -> Error {
     return io::Error::from_raw_os_error(libc::EIO).into();
     #[cfg(not(unix))]
     return io::Error::other("Input/output error").into();
+}
+
+/// Leaves `leaves` of an input of `length` bytes, from `source`: a big
+/// leaf's, or bytes that start at the input's byte `base`.
+fn leaves_of(
+    done: &Arc<Done>,
+    tree: &TreeParams,
+    leaves: Range<u64>,
+    length: u64,
+    source: Source,
+    base: u64,
+) -> Vec<Leaf> {
+    let count = tree.leaf_count(length);
+    let leaf = |index, source| Leaf {
+        source,
+        index,
+        last: index + 1 == count,
+        done: Arc::clone(done),
+    };
+    match source {
+        Source::Pieces(..) => vec![leaf(leaves.start, source)],
+        Source::Bytes(bytes, _) => leaves
+            .map(|index| {
+                let at = tree.leaf_bytes(index, length);
+                let at = (at.start - base) as usize..(at.end - base) as usize;
+                leaf(index, Source::Bytes(Arc::clone(&bytes), at))
+            })
+            .collect(),
+    }
+}
+
+/// The source of window `leaves` (ending by `end`) of a mapped file of
+/// `length` bytes, of which it holds those from `skip` on: the window
+/// mapped (or read), the next window's bytes asked for meanwhile; or, for a
+/// leaf too big to hash at once, the leaf to be read a piece at a time.
+fn window_source(
+    opened: &Opened,
+    tree: &TreeParams,
+    leaves: &Range<u64>,
+    end: u64,
+    length: u64,
+    skip: u64,
+) -> io::Result<Source> {
+    let bytes = tree.leaves_bytes(leaves, length);
+    let offset = opened.start + bytes.start - skip;
+    let mappable = platform::safe_to_map(&opened.file);
+    let len = bytes.end - bytes.start;
+    if tree.leaf_size() > BIG_LEAF {
+        let file = Arc::clone(&opened.file);
+        let big = mapped::BigLeaf {
+            file,
+            offset,
+            len,
+            mappable,
+        };
+        return Ok(Source::Pieces(Arc::new(big), len));
+    }
+    let following = leaves.end..end.min(leaves.end.saturating_add(leaves.end - leaves.start));
+    let ahead = tree.leaves_bytes(&following, length);
+    let ahead = (ahead.end - ahead.start) as usize;
+    let window = mapped::bytes_of(&opened.file, offset, len as usize, ahead, mappable)?;
+    Ok(Source::Bytes(window, 0..len as usize))
 }
 
 /// Whether opening failed for want of a file descriptor (`EMFILE`,
