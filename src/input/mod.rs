@@ -302,7 +302,7 @@ enum Ready {
     Whole(Buffer, Option<Stamp>),
     /// Anything else, opened (and a small file's bytes, if it turned out
     /// longer than it said).
-    Opened(Opened, Option<Vec<u8>>),
+    Opened(Box<Opened>, Option<Vec<u8>>),
 }
 
 /// Where a worker leaves what it made of a job's input.
@@ -808,10 +808,10 @@ impl<T, S: LeafSink> Running<T, S> {
                 Some(size) if whole && size <= SMALL && !opened.is_dir() => {
                     Ok(match read_small(&opened, size)? {
                         Small::Whole(bytes) => Ready::Whole(bytes, opened.stamp),
-                        Small::Longer(read) => Ready::Opened(opened, Some(read)),
+                        Small::Longer(read) => Ready::Opened(Box::new(opened), Some(read)),
                     })
                 }
-                _ => Ok(Ready::Opened(opened, None)),
+                _ => Ok(Ready::Opened(Box::new(opened), None)),
             });
             *crate::sys::lock(&ready) = Some(made);
         };
@@ -840,12 +840,12 @@ impl<T, S: LeafSink> Running<T, S> {
             }
             Ok(Ready::Opened(opened, Some(read))) => {
                 self.stamp = opened.stamp;
-                self.opened = Some(opened);
+                self.opened = Some(*opened);
                 self.work = Work::Stream { read };
                 Ok(())
             }
             Ok(Ready::Opened(opened, None)) => {
-                self.plan_opened(opened, engine);
+                self.plan_opened(*opened, engine);
                 Ok(())
             }
             Err(Error::Io(error)) if out_of_descriptors(&error) => {
