@@ -581,10 +581,7 @@ fn an_update_keeps_each_entrys_shape() {
 /// An update killed at any moment leaves the list as it was, or as the
 /// update wrote it: never a mix, never half a list.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
         return;
@@ -777,10 +774,7 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
 /// audit keeps of them (their names, sorted and in list order, and their
 /// digests: some 170 MB) at once.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     let test = "an_audit_of_a_long_list_stays_within_bounded_memory";
     if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {

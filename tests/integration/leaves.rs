@@ -792,10 +792,7 @@ pub(super) fn address_space_can_be_limited(test: &str) -> bool {
 /// space (the leaves wait in a temporary file).
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn combining_stays_within_bounded_memory() {
     if emulated("combining_stays_within_bounded_memory")
         || !address_space_can_be_limited("combining_stays_within_bounded_memory")
@@ -856,10 +853,7 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
 /// lines still come out in order.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
     if emulated("listing_many_files_of_tiny_leaves_stays_within_bounded_memory")
         || !address_space_can_be_limited(

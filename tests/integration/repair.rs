@@ -484,10 +484,7 @@ fn a_time_that_cannot_be_set_back_is_said() {
 /// enough for most kills to land in the middle; the test says how many
 /// did.)
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_repair_killed_at_any_moment_is_finished_by_a_second_run() {
     let test = "a_repair_killed_at_any_moment_is_finished_by_a_second_run";
     if super::emulated(test) {

@@ -374,10 +374,7 @@ fn the_file_size_limit_is_a_clear_error() {
 /// three times.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn every_descriptor_limit_that_starts_loses_nothing() {
     if emulated("every_descriptor_limit_that_starts_loses_nothing") {
         return;
@@ -512,10 +509,7 @@ fn sigbus_chain_child() {
 /// status 1. Never an abort.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn limited_memory_never_aborts_what_grows_with_the_input() {
     let test = "limited_memory_never_aborts_what_grows_with_the_input";
     if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
@@ -695,10 +689,7 @@ fn a_small_stack_runs_every_mode() {
 /// listing of 100-byte leaves, and `-r` of 2,000 small files.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
     let test = "a_memory_limit_never_aborts_any_mode_or_thread_count";
     if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
@@ -760,10 +751,7 @@ fn a_memory_limit_never_aborts_any_mode_or_thread_count() {
 /// limit far below what their names take together.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_recursive_walk_holds_one_directory_at_a_time() {
     let test = "a_recursive_walk_holds_one_directory_at_a_time";
     if emulated(test) || !super::leaves::address_space_can_be_limited(test) {
@@ -795,10 +783,7 @@ fn a_recursive_walk_holds_one_directory_at_a_time() {
 /// under 100 MiB resident, and gives the file's digest.
 #[cfg(target_os = "linux")]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_stream_of_tiny_leaves_stays_within_the_memory_bound() {
     let test = "a_stream_of_tiny_leaves_stays_within_the_memory_bound";
     if super::emulated_too_slow(test) {

@@ -87,10 +87,7 @@ fn slices_of_empty_files_check_them_once() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_one_big_file_cut_at_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
@@ -135,10 +132,7 @@ fn slices_of_one_big_file_cut_at_leaves() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_thousands_of_small_files() {
     let dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
@@ -155,10 +149,7 @@ fn slices_of_thousands_of_small_files() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_mixed_lists() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -646,10 +637,7 @@ fn a_slice_of_missing_files_verified_nothing() {
 /// reports it, fails where a leaf it holds fails, and the slices together
 /// report each failing leaf once.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_a_listing_longer_than_a_pass() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

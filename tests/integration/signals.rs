@@ -112,10 +112,7 @@ fn many_files(dir: &Path) -> Vec<u8> {
 /// inside a line, where a write cut short by the signal would leave it),
 /// and the process ends by that signal.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
     if emulated("a_stop_signal_leaves_whole_lines_and_ends_by_it") {
         return;
@@ -163,10 +160,7 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
 /// the pipe): bt2sum waits to write its finished lines, as any write
 /// waits; a second signal ends it at once, by that signal.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_second_stop_signal_ends_at_once() {
     if emulated("a_second_stop_signal_ends_at_once") {
         return;

@@ -949,10 +949,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
 /// Off a terminal, forced progress is a plain line at most every few
 /// seconds, each whole: no carriage return, no escape code, no padding.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
     use std::io::Write;
     let mut child = bt2sum()
@@ -1301,10 +1298,7 @@ fn ctrl_c_clears_the_progress_bar() {
 /// forces the bar. (Unix: tmux, and the shell it runs.)
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();

@@ -542,10 +542,7 @@ fn an_update_refuses_a_hard_linked_list() {
 /// An update ended by a stop signal at any moment leaves no temporary
 /// file, and the list as it was or whole and new.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_update_ended_by_a_signal_leaves_no_temporary_file() {
     if super::emulated("an_update_ended_by_a_signal_leaves_no_temporary_file") {
         return;
@@ -900,10 +897,7 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
 /// and a file it made after them was left behind (SIGHUP, once in about a
 /// thousand runs signalled at random).
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_update_signalled_as_it_starts_leaves_no_temporary_file() {
     if super::emulated("an_update_signalled_as_it_starts_leaves_no_temporary_file") {
         return;
