@@ -539,39 +539,44 @@ fn proc_files_are_read_as_streams() {
     assert_ne!(digest_of(&stdout(&named)), EMPTY_B64);
 }
 
-/// (`/dev/full` is a Unix device, and not on every Unix.)
-#[cfg(unix)]
+/// Standard output that cannot be written, a full device (`/dev/full`, on
+/// Linux and FreeBSD) or a file open for reading only, is
+/// a write error with the system's message and status 1: hashing,
+/// checking, `--man`, `--help` and `--version`.
 #[test]
-fn write_errors_fail() {
-    let Some(full) = super::robust::dev_full("write_errors_fail") else {
-        return;
-    };
-    let out = bt2sum().arg("/dev/null").stdout(full).output_retried();
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: write error: No space left on device\n"
-    );
-    assert_eq!(status(&out), 1);
-}
-
-/// Standard output that cannot be written (a file open for reading only):
-/// the write error is reported with the system's message.
-#[test]
-fn an_unwritable_output_is_a_write_error() {
-    let (_dir, path) = file_with("read-only", HELLO);
-    let refused = fs::File::open(&path)
-        .unwrap()
-        .write(b"x")
-        .expect_err("a read-only file");
-    let out = bt2sum()
-        .arg(&path)
-        .stdout(fs::File::open(&path).unwrap())
-        .output_retried();
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: write error: {}\n", bt2sum::plain_message(&refused))
-    );
-    assert_eq!(status(&out), 1);
+fn an_unwritable_output_is_a_write_error_in_every_mode() {
+    let (dir, path) = file_with("h", HELLO);
+    fs::write(dir.path().join("SUMS"), format!("{HELLO_B64}  h\n")).unwrap();
+    let refused = fs::File::open(&path).unwrap().write(b"x").unwrap_err();
+    let mut outputs = vec![(path, false, bt2sum::plain_message(&refused))];
+    if super::robust::dev_full("an_unwritable_output_is_a_write_error_in_every_mode").is_some() {
+        let full = "No space left on device".to_string();
+        outputs.push(("/dev/full".into(), true, full));
+    }
+    for (output, full, message) in &outputs {
+        // (`--man`, `--help` and `--version` into the full device only.)
+        let modes: &[&[&str]] = &[
+            &["h"],
+            &["-c", "SUMS"],
+            &["--man"],
+            &["--help"],
+            &["--version"],
+        ];
+        for args in &modes[..if *full { 5 } else { 2 }] {
+            let stdout = fs::OpenOptions::new().read(!full).write(*full).open(output);
+            let out = bt2sum()
+                .current_dir(dir.path())
+                .args(*args)
+                .stdout(stdout.unwrap())
+                .output_retried();
+            let said = (stderr(&out), status(&out));
+            assert_eq!(
+                said,
+                (format!("bt2sum: write error: {message}\n"), 1),
+                "{args:?}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -752,17 +752,6 @@ fn man_page_is_roff() {
         assert_contains(exit, status);
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
-    // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
-    // and not on every Unix).
-    #[cfg(unix)]
-    if let Some(device) = super::robust::dev_full("man_page_is_roff") {
-        let full = bt2sum().arg("--man").stdout(device).output_retried();
-        assert_eq!(status(&full), 1);
-        assert_eq!(
-            stderr(&full),
-            "bt2sum: write error: No space left on device\n"
-        );
-    }
 }
 
 /// The archive's life that `--help` ends with runs as written, one command
