@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{assert_contains, bt2sum, mkfifo, output_within, run_in, status, stderr, stdout};
+use super::{assert_contains, bt2sum, mkfifo, output_within, rot, run_in, status, stderr, stdout};
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
@@ -213,7 +213,7 @@ fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, Str
 fn a_file_swapped_for_a_link_after_the_check_is_not_written() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let target = Untouched::new(&dir.path().join("outside/target"), b"secret\n", 0o600);
     let (out, err, code) = swapped_after_the_check(dir.path(), || {
         fs::remove_file(&path).unwrap();
@@ -229,7 +229,7 @@ fn a_file_swapped_for_a_link_after_the_check_is_not_written() {
 fn a_file_rewritten_after_the_check_is_not_written() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let edited = super::noise(3 * 4096, 99);
     let (out, err, code) = swapped_after_the_check(dir.path(), || {
         fs::write(&path, &edited).unwrap();
@@ -243,18 +243,11 @@ fn a_file_rewritten_after_the_check_is_not_written() {
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
 
-/// Flips a bit in the file's second leaf.
-pub fn damage(path: &Path) {
-    let mut bytes = fs::read(path).unwrap();
-    bytes[4096 + 10] ^= 1;
-    fs::write(path, bytes).unwrap();
-}
-
 #[test]
 fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let damaged = fs::read(&path).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
@@ -276,7 +269,7 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     assert_eq!(mode & !0o6000, 0o755);
     // A file with a second name outside the tree.
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let damaged = fs::read(&path).unwrap();
     fs::hard_link(&path, dir.path().join("outside/other-name")).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
@@ -683,7 +676,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     fs::create_dir_all(copy.parent().unwrap()).unwrap();
     fs::write(copy, &good).unwrap();
     for name in ["good", "setid"] {
-        damage(&t.join(name));
+        rot(&t.join(name), [4096 + 10]);
     }
     fs::set_permissions(t.join("setid"), fs::Permissions::from_mode(0o4755)).unwrap();
     for (name, target) in [("link", "../outside/a"), ("sub", "../outside/dir")] {
@@ -702,7 +695,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     fs::remove_file(t.join("fifo")).unwrap();
     mkfifo(&t.join("fifo"));
     for name in ["climb", "abs"] {
-        damage(&outside.join(name));
+        rot(&outside.join(name), [4096 + 10]);
     }
     let before = snapshot(&outside);
     let fifo = t.join("fifo");
