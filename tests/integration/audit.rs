@@ -385,8 +385,8 @@ fn an_update_follows_deliberate_changes_only() {
     assert_eq!(line(&after, "./damage"), line(&before, "./damage"));
     // The renamed file has its old digest under its new name.
     let renamed = line(&after, "./sub/new name");
-    let digest = |line: &str| line.rsplit(" = ").next().unwrap().to_string();
-    assert_eq!(digest(&renamed), digest(&line(&before, "./sub/old name")));
+    let old = line(&before, "./sub/old name");
+    assert_eq!(super::digest(&renamed), super::digest(&old));
     // Once the damage is mended and the missing files accounted for, all is
     // well.
     fs::write(root.join("damage"), b"intact bytes here\n").unwrap();
@@ -783,8 +783,7 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
     let here = run_in(&dir.path().join("t"), ["-r", "."], b"").stdout;
-    let digest = String::from_utf8(here.clone()).unwrap();
-    let digest = digest.trim_end().rsplit(" = ").next().unwrap().to_string();
+    let digest = super::digest(&String::from_utf8_lossy(&here));
     let mut list = here;
     for index in 0..500_000 {
         list.extend(

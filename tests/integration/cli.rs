@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, pattern, printed, read_error, run, status,
-    stderr, stdout,
+    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, digest, pattern, printed, read_error, run,
+    status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{mkfifo, output_within};
@@ -17,11 +17,6 @@ const HELLO_B40: &str =
     "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e";
 const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";
 const EMPTY_S32: &str = "008f3a5f54ab81aead5190f59d8870320e59e0e08934449eec0d45f958afbd2e";
-
-/// The digest field of a tagged line.
-fn digest_of(line: &str) -> &str {
-    line.trim_end().rsplit(" = ").next().unwrap()
-}
 
 /// A temporary directory holding `name` with `data`.
 fn file_with(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -93,7 +88,7 @@ fn a_trickling_pipe_gives_the_file_digest() {
     });
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert_eq!(digest_of(&stdout(&out)), digest_of(&expected));
+    assert_eq!(digest(&stdout(&out)), digest(&expected));
 }
 
 #[test]
@@ -105,9 +100,9 @@ fn stdin_as_a_regular_file_is_hashed_as_that_file() {
     let redirected = bt2sum()
         .stdin(fs::File::open(&path).unwrap())
         .output_retried();
-    assert_eq!(digest_of(&stdout(&redirected)), digest_of(&named));
+    assert_eq!(digest(&stdout(&redirected)), digest(&named));
     let piped = run::<[&str; 0], _>([], &data);
-    assert_eq!(digest_of(&stdout(&piped)), digest_of(&named));
+    assert_eq!(digest(&stdout(&piped)), digest(&named));
 }
 
 #[cfg(unix)]
@@ -156,7 +151,7 @@ fn fifos_written_in_turn_are_read_in_turn() {
         };
         let out = output_within(child, Duration::from_secs(60));
         writer.join().unwrap();
-        let digest = digest_of(&stdout(&run::<[&str; 0], _>([], &data))).to_string();
+        let digest = digest(&stdout(&run::<[&str; 0], _>([], &data)));
         let lines: Vec<String> = names
             .iter()
             .map(|name| format!("BLAKE2b-64 ({name}) = {digest}"))
@@ -535,8 +530,8 @@ fn proc_files_are_read_as_streams() {
     );
     let named = bt2sum().arg(path).output_retried();
     let piped = run::<[&str; 0], _>([], &content);
-    assert_eq!(digest_of(&stdout(&named)), digest_of(&stdout(&piped)));
-    assert_ne!(digest_of(&stdout(&named)), EMPTY_B64);
+    assert_eq!(digest(&stdout(&named)), digest(&stdout(&piped)));
+    assert_ne!(digest(&stdout(&named)), EMPTY_B64);
 }
 
 /// Standard output that cannot be written, a full device (`/dev/full`, on
@@ -787,8 +782,8 @@ fn standard_input_twice_is_read_once() {
     let out = run(["-", "-"], &data);
     let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     let expected = stdout(&run::<[&str; 0], _>([], &data));
-    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
-    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+    assert_eq!(digest(&lines[0]), digest(&expected));
+    assert_eq!(digest(&lines[1]), EMPTY_B64);
     // The same when standard input is a regular file, mapped rather than read.
     let (_dir, path) = file_with("data", &data);
     let out = bt2sum()
@@ -796,8 +791,8 @@ fn standard_input_twice_is_read_once() {
         .stdin(fs::File::open(&path).unwrap())
         .output_retried();
     let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
-    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
-    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+    assert_eq!(digest(&lines[0]), digest(&expected));
+    assert_eq!(digest(&lines[1]), EMPTY_B64);
 }
 
 #[test]

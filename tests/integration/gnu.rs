@@ -243,13 +243,7 @@ fn gnu_b2sum_and_bt2sum_fail_alike_on_their_streams() {
 
 /// The digest of `data` as bt2sum prints it.
 fn digest_of(data: &[u8]) -> String {
-    let out = super::run(["-"], data);
-    stdout(&out)
-        .trim_end()
-        .rsplit(" = ")
-        .next()
-        .unwrap()
-        .to_string()
+    super::digest(&stdout(&super::run(["-"], data)))
 }
 
 /// A case of coreutils' tests, for bt2sum: files, a list, options, and

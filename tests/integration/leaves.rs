@@ -110,13 +110,7 @@ fn an_empty_file_says_it_has_no_leaves() {
 
 /// The digest of empty input with these options.
 fn empty_digest(args: &[&str]) -> String {
-    let out = run(args, b"");
-    stdout(&out)
-        .trim_end()
-        .rsplit(" = ")
-        .next()
-        .unwrap()
-        .to_string()
+    super::digest(&stdout(&run(args, b"")))
 }
 
 /// Runs `bt2sum -c ARGS` in `dir` on a list holding `text`.

@@ -80,6 +80,11 @@ pub fn served_by_model(mountpoint: &Path) -> u64 {
     counters["bytes"].as_u64().unwrap()
 }
 
+/// The digest of the last line in `text`: its field after ` = `.
+pub fn digest(text: &str) -> String {
+    text.trim_end().rsplit(" = ").next().unwrap().to_string()
+}
+
 /// Flips a bit of each of the bytes `at` of the file at `path`, keeping its
 /// modification time: rot, which no write call made.
 pub fn rot(path: &Path, at: impl IntoIterator<Item = usize>) {
