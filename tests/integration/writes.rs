@@ -533,55 +533,66 @@ fn an_update_refuses_a_hard_linked_list() {
 }
 
 /// An update ended by a stop signal at any moment leaves no temporary
-/// file, and the list as it was or whole and new.
+/// file, and the list as it was or whole and new: 200 new files taken in on
+/// one thread, under each signal; and, with `--quiet`, SIGHUP as the update
+/// of 5 creates its temporary file (the run writes nothing that would make
+/// it wait for its end, so it went on to the update while the signal's last
+/// words were spoken, and a file it made after them was left behind, once
+/// in about a thousand runs signalled at random).
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_update_ended_by_a_signal_leaves_no_temporary_file() {
     if super::emulated("an_update_ended_by_a_signal_leaves_no_temporary_file") {
         return;
     }
-    let dir = archive();
-    let root = dir.path().join("t");
-    for index in 0..200 {
-        fs::write(
-            root.join(format!("new{index:03}")),
-            format!("new {index}\n"),
-        )
-        .unwrap();
-    }
-    let list = fs::read(dir.path().join("SUMS")).unwrap();
-    let start = || {
-        super::signals::stoppable()
-            .current_dir(&root)
-            .args(["-c", "--audit", ".", "--update", "--cpus", "1", "../SUMS"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let started = std::time::Instant::now();
-    assert!(start().wait().unwrap().success());
-    let took = started.elapsed();
-    let updated = fs::read(dir.path().join("SUMS")).unwrap();
-    for round in 0..60u32 {
-        fs::write(dir.path().join("SUMS"), &list).unwrap();
-        let signal = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP][round as usize % 3];
-        let child = start();
-        std::thread::sleep(took * (round % 20) / 16);
-        // SAFETY: signals a child of this test's, not yet waited for.
-        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-        let _ = output_within(child, Duration::from_secs(60));
-        let now = fs::read(dir.path().join("SUMS")).unwrap();
-        assert!(now == list || now == updated, "round {round}: a mixed list");
-        let left: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
-            .collect();
-        assert!(
-            left.is_empty(),
-            "round {round}, signal {signal}: {left:?} left"
-        );
+    let every = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    // New files, an option, rounds, and the signal's delay in steps of a
+    // whole update's time: `took * (round % steps) / per`.
+    for (new, option, rounds, steps, per, signals) in [
+        (200, "--cpus=1", 60u32, 20, 16, &every[..]),
+        (5, "--quiet", 400, 100, 100, &every[2..]),
+    ] {
+        let dir = archive();
+        let root = dir.path().join("t");
+        for index in 0..new {
+            fs::write(
+                root.join(format!("new{index:03}")),
+                format!("new {index}\n"),
+            )
+            .unwrap();
+        }
+        let list = fs::read(dir.path().join("SUMS")).unwrap();
+        let start = || {
+            super::signals::stoppable()
+                .current_dir(&root)
+                .args(["-c", option, "--audit", ".", "--update", "../SUMS"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let started = std::time::Instant::now();
+        assert!(start().wait().unwrap().success());
+        let took = started.elapsed();
+        let updated = fs::read(dir.path().join("SUMS")).unwrap();
+        for round in 0..rounds {
+            fs::write(dir.path().join("SUMS"), &list).unwrap();
+            let signal = signals[round as usize % signals.len()];
+            let child = start();
+            std::thread::sleep(took * (round % steps) / per);
+            // SAFETY: signals a child of this test's, not yet waited for.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let _ = output_within(child, Duration::from_secs(60));
+            let case = format!("{option}, round {round}, signal {signal}");
+            let now = fs::read(dir.path().join("SUMS")).unwrap();
+            assert!(now == list || now == updated, "{case}: a mixed list");
+            let left: Vec<_> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
+                .collect();
+            assert!(left.is_empty(), "{case}: {left:?} left");
+        }
     }
 }
 
@@ -882,49 +893,4 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     let clean = "bt2sum: audited 301 files: 301 OK\n";
     assert_eq!((stderr(&audit).as_str(), status(&audit)), (clean, 0));
     assert_eq!(stdout(&audit).lines().count(), 301);
-}
-
-/// A stop signal that comes as an update creates its temporary file: with
-/// `--quiet` the run writes nothing that would make it wait for its end,
-/// so it goes on to the update while the signal's last words are spoken,
-/// and a file it made after them was left behind (SIGHUP, once in about a
-/// thousand runs signalled at random).
-#[test]
-#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
-fn an_update_signalled_as_it_starts_leaves_no_temporary_file() {
-    if super::emulated("an_update_signalled_as_it_starts_leaves_no_temporary_file") {
-        return;
-    }
-    let dir = archive();
-    let root = dir.path().join("t");
-    for index in 0..5 {
-        fs::write(root.join(format!("new{index}")), format!("new {index}\n")).unwrap();
-    }
-    let list = fs::read(dir.path().join("SUMS")).unwrap();
-    let start = || {
-        super::signals::stoppable()
-            .current_dir(&root)
-            .args(["-c", "--quiet", "--audit", ".", "--update", "../SUMS"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let started = std::time::Instant::now();
-    assert!(start().wait().unwrap().success());
-    let took = started.elapsed();
-    for round in 0..400u32 {
-        fs::write(dir.path().join("SUMS"), &list).unwrap();
-        let child = start();
-        std::thread::sleep(took * (round % 100) / 100);
-        // SAFETY: signals a child of this test's, not yet waited for.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) };
-        let _ = output_within(child, Duration::from_secs(60));
-        let left: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
-            .collect();
-        assert!(left.is_empty(), "round {round}: {left:?} left");
-    }
 }
