@@ -747,9 +747,10 @@ fn combining_refuses_lines_it_does_not_know() {
     );
 }
 
-/// Whether `ulimit -v` limits the address space of what `sh` runs here, as
-/// the tests of bounded memory need: the shell takes the limit, and under
-/// 1 MB not even `bt2sum --version` starts. Where it does not, a note
+/// Whether the tests of bounded memory can run here: not under emulation
+/// ([`emulated`]), and `ulimit -v` limits the address space of what `sh`
+/// runs: the shell takes the limit, and under 1 MB not even `bt2sum
+/// --version` starts. Where it does not, a note
 /// naming `test` says why it is skipped (macOS refuses the limit: `ulimit:
 /// virtual memory: cannot modify limit: Invalid argument`). The limits the
 /// tests in this file and in parts.rs set are 6 to 30 times what bt2sum
@@ -757,6 +758,9 @@ fn combining_refuses_lines_it_does_not_know() {
 /// enforces them; robust.rs says where its counts are Linux's own.
 #[cfg(unix)]
 pub(super) fn address_space_can_be_limited(test: &str) -> bool {
+    if emulated(test) {
+        return false;
+    }
     static LIMITED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let limited = LIMITED.get_or_init(|| {
         let here = Path::new(".");
@@ -788,9 +792,7 @@ pub(super) fn address_space_can_be_limited(test: &str) -> bool {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn combining_stays_within_bounded_memory() {
-    if emulated("combining_stays_within_bounded_memory")
-        || !address_space_can_be_limited("combining_stays_within_bounded_memory")
-    {
+    if !address_space_can_be_limited("combining_stays_within_bounded_memory") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -818,11 +820,8 @@ fn combining_stays_within_bounded_memory() {
 #[cfg(unix)]
 #[test]
 fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
-    if emulated("checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory")
-        || !address_space_can_be_limited(
-            "checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory",
-        )
-    {
+    let test = "checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory";
+    if !address_space_can_be_limited(test) {
         return;
     }
     let mut data = pattern(2_000_000);
@@ -849,11 +848,8 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
-    if emulated("listing_many_files_of_tiny_leaves_stays_within_bounded_memory")
-        || !address_space_can_be_limited(
-            "listing_many_files_of_tiny_leaves_stays_within_bounded_memory",
-        )
-    {
+    let test = "listing_many_files_of_tiny_leaves_stays_within_bounded_memory";
+    if !address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -272,7 +272,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
 #[test]
 fn a_big_part_from_a_stream_stays_within_bounded_memory() {
     let test = "a_big_part_from_a_stream_stays_within_bounded_memory";
-    if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+    if !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
