@@ -365,6 +365,7 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
 fn bad_options_are_usage_errors() {
     let needs_check = "required arguments were not provided:\n  --check\n";
     let conflict = "cannot be used with";
+    #[rustfmt::skip]
     let mut cases: Vec<(&[&str], &str)> = vec![
         (&["-a", "blake2x"], "invalid value 'blake2x'"),
         (&["-s", "65"], "allowed 1 to 64"),
@@ -374,10 +375,7 @@ fn bad_options_are_usage_errors() {
         (&["-t", "5x"], "from 1 byte to 4294967295 bytes"),
         (&["-t", "4g"], "from 1 byte to 4294967295 bytes"),
         (&["-t", "k"], "from 1 byte to 4294967295 bytes"),
-        (
-            &["-t", "99999999999999999999"],
-            "from 1 byte to 4294967295 bytes",
-        ),
+        (&["-t", "99999999999999999999"], "from 1 byte to 4294967295 bytes"),
         (&["--cpus", "0"], "0 is not in 1..=1024"),
         (&["--cpus", "1025"], "1025 is not in 1..=1024"),
         (&["-cpus", "0"], "0 is not in 1..=1024"),

@@ -90,6 +90,7 @@ fn gnu_b2sum_and_bt2sum_check_alike() {
         return;
     };
     let gnu = gnu.to_str().unwrap().to_string();
+    #[rustfmt::skip]
     let cases: [(&str, &str); 27] = [
         ("all match", "$MAKE a b 'c d' > L; $CHECK -c L"),
         ("a damaged file", "$MAKE a b > L; echo x >> a; $CHECK -c L"),
@@ -99,55 +100,34 @@ fn gnu_b2sum_and_bt2sum_check_alike() {
             "improperly formatted lines, --warn",
             "$MAKE a b > L; printf 'junk\\n\\n# note\\n  \\n' >> L; $CHECK -c --warn L",
         ),
-        (
-            "--strict",
-            "$MAKE a b > L; echo junk >> L; $CHECK -c --strict L",
-        ),
+        ("--strict", "$MAKE a b > L; echo junk >> L; $CHECK -c --strict L"),
         (
             "--strict, every line good",
             "$MAKE a b > L; printf '\\n# c\\n' >> L; $CHECK -c --strict L",
         ),
-        (
-            "--quiet",
-            "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --quiet L",
-        ),
-        (
-            "--status",
-            "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --status L",
-        ),
+        ("--quiet", "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --quiet L"),
+        ("--status", "$MAKE a b 'c d' > L; echo x >> a; rm b; $CHECK -c --status L"),
         (
             "--ignore-missing, some missing",
             "$MAKE a b 'c d' > L; rm b; $CHECK -c --ignore-missing L",
         ),
-        (
-            "--ignore-missing, all missing",
-            "$MAKE a b > L; rm a b; $CHECK -c --ignore-missing L",
-        ),
+        ("--ignore-missing, all missing", "$MAKE a b > L; rm a b; $CHECK -c --ignore-missing L"),
         (
             "--ignore-missing, a mismatch",
             "$MAKE a b > L; rm b; echo x >> a; $CHECK -c --ignore-missing L",
         ),
         ("no properly formatted line", "echo junk > L; $CHECK -c L"),
         ("an empty list", ": > L; $CHECK -c --status L"),
-        (
-            "several lists, one missing",
-            "$MAKE a > L; $MAKE b > M; $CHECK -c L nothing M",
-        ),
+        ("several lists, one missing", "$MAKE a > L; $MAKE b > M; $CHECK -c L nothing M"),
         ("the list on standard input", "$MAKE a b > L; $CHECK -c < L"),
         ("the list as -", "$MAKE a b > L; $CHECK -c - < L"),
         (
             "a list naming standard input, read from standard input",
             "$MAKE - < a > L; $CHECK -c < L",
         ),
-        (
-            "a list naming standard input",
-            "$MAKE - < a > L; $CHECK -c L < a",
-        ),
+        ("a list naming standard input", "$MAKE - < a > L; $CHECK -c L < a"),
         ("CRLF", "$MAKE a b > L; sed 's/$/\\r/' L > M; $CHECK -c M"),
-        (
-            "the binary marker",
-            "$MAKE a b > L; sed 's/  / */' L > M; $CHECK -c M",
-        ),
+        ("the binary marker", "$MAKE a b > L; sed 's/  / */' L > M; $CHECK -c M"),
         (
             "a name with a newline",
             "n=$(printf 'n\\nl'); echo x > \"$n\"; $MAKE \"$n\" > L; $CHECK -c L",
@@ -193,22 +173,11 @@ fn gnu_b2sum_and_bt2sum_fail_alike_on_their_streams() {
         return;
     };
     let gnu = gnu.to_str().unwrap().to_string();
+    #[rustfmt::skip]
     let cases: [(&str, &str, &str); 4] = [
-        (
-            "closed standard input",
-            "$CHECK -c <&-",
-            "Bad file descriptor",
-        ),
-        (
-            "closed standard output",
-            "$MAKE a > L; $CHECK -c L >&-",
-            "write error",
-        ),
-        (
-            "a full standard output",
-            "$MAKE a > L; $CHECK -c L > /dev/full",
-            "write error",
-        ),
+        ("closed standard input", "$CHECK -c <&-", "Bad file descriptor"),
+        ("closed standard output", "$MAKE a > L; $CHECK -c L >&-", "write error"),
+        ("a full standard output", "$MAKE a > L; $CHECK -c L > /dev/full", "write error"),
         (
             "an endless list into a pipe whose reader has gone",
             "$MAKE /dev/null > L; yes \"$(cat L)\" | timeout 300 $CHECK -c | :; \

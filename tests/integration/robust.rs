@@ -102,31 +102,17 @@ fn closed_descriptors_are_errors_when_used() {
     .unwrap();
     let bad_descriptor = "bt2sum: -: Bad file descriptor\n";
     let write_error = "bt2sum: write error: Bad file descriptor\n";
+    #[rustfmt::skip]
     let cases: [(&str, &str, &str, i32); 11] = [
         (r#""$BT2SUM" <&-"#, "", bad_descriptor, 1),
-        (
-            r#""$BT2SUM" a - <&-"#,
-            "BLAKE2b-64 (a) = ",
-            bad_descriptor,
-            1,
-        ),
+        (r#""$BT2SUM" a - <&-"#, "BLAKE2b-64 (a) = ", bad_descriptor, 1),
         (r#""$BT2SUM" a <&-"#, "BLAKE2b-64 (a) = ", "", 0),
         (r#""$BT2SUM" < /dev/null"#, "BLAKE2b-64 = 067b63c7", "", 0),
         (r#""$BT2SUM" a >&-"#, "", write_error, 1),
         (r#""$BT2SUM" -c SUMS >&-"#, "", write_error, 1),
         (r#""$BT2SUM" -c --status SUMS >&-"#, "", "", 0),
-        (
-            r#""$BT2SUM" -c <&-"#,
-            "",
-            "bt2sum: standard input: Bad file descriptor\n",
-            1,
-        ),
-        (
-            r#""$BT2SUM" --combine <&-"#,
-            "",
-            "bt2sum: standard input: Bad file descriptor\n",
-            1,
-        ),
+        (r#""$BT2SUM" -c <&-"#, "", "bt2sum: standard input: Bad file descriptor\n", 1),
+        (r#""$BT2SUM" --combine <&-"#, "", "bt2sum: standard input: Bad file descriptor\n", 1),
         (r#""$BT2SUM" --help >&-"#, "", write_error, 1),
         (r#""$BT2SUM" --version >&-"#, "", write_error, 1),
     ];
