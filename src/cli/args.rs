@@ -748,67 +748,48 @@ mod tests {
             &["--combine"],
         ];
         let mut refused = Vec::new();
+        // Each of `others` after `head`.
+        let mut with = |head: &[&'static str], others: &[&[&'static str]]| {
+            refused.extend(others.iter().map(|other| [head, other].concat()));
+        };
         for option in check_only {
-            refused.push(vec![option]);
-            for other in not_check {
-                let mut args = vec![option];
-                args.extend(other);
-                refused.push(args);
-            }
+            with(&[option], &[&[]]);
+            with(&[option], &not_check);
         }
-        for selection in [["--leaf-range", "1..2"], ["--part", "1/2"]] {
-            for other in [
-                &["--leaves", "-c"][..],
-                &["--leaves", "--combine"],
-                &["--leaves", "--untagged"],
-                &["--leaves", "-r"],
-                &["--leaf-count", "-r"],
-                &[],
-            ] {
-                // (--part slices a check too.)
-                if selection[0] == "--part" && other.contains(&"-c") {
-                    continue;
-                }
-                let mut args = selection.to_vec();
-                args.extend(other);
-                refused.push(args);
-            }
-        }
-        assert!(Args::try_parse_from(["bt2sum", "-c", "--part", "1/2", "SUMS"]).is_ok());
-        refused.push(vec!["--leaves", "--leaf-range", "1..2", "--part", "1/2"]);
-        for other in [
-            &["-c"][..],
+        let selected: [&[&str]; 6] = [
+            &["--leaves", "-c"],
+            &["--leaves", "--combine"],
+            &["--leaves", "--untagged"],
+            &["--leaves", "-r"],
+            &["--leaf-count", "-r"],
+            &[],
+        ];
+        with(&["--leaf-range", "1..2"], &selected);
+        // (--part slices a check too.)
+        with(&["--part", "1/2"], &selected[1..]);
+        with(
+            &["--leaves", "--leaf-range", "1..2", "--part", "1/2"],
+            &[&[]],
+        );
+        let total: [&[&str]; 5] = [
+            &["-c"],
             &["--combine"],
             &["--leaf-count", "-r"],
             &["--leaves"],
             &[],
-        ] {
-            let mut args = vec!["--total", "10"];
-            args.extend(other);
-            refused.push(args);
-        }
-        for other in [&["-c"][..], &["--combine"], &["-r"]] {
-            let mut args = vec!["--name", "x"];
-            args.extend(other);
-            refused.push(args);
-        }
-        for other in [
-            &["-c"][..],
+        ];
+        with(&["--total", "10"], &total);
+        with(&["--name", "x"], &[&["-c"], &["--combine"], &["-r"]]);
+        let links: [&[&str]; 5] = [
+            &["-c"],
             &["--combine"],
             &["--leaves", "--leaf-range", "0..1"],
             &["--leaves", "--part", "1/2"],
             &["--name", "x"],
-        ] {
-            let mut args = vec!["-r", "-L"];
-            args.extend(other);
-            refused.push(args);
-        }
-        for other in [&["-c"][..], &["--combine"]] {
-            let mut args = vec!["-L"];
-            args.extend(other);
-            refused.push(args);
-        }
-        refused.push(vec!["-L"]);
+        ];
+        with(&["-r", "-L"], &links);
+        with(&["-L"], &[&["-c"], &["--combine"], &[]]);
+        assert!(Args::try_parse_from(["bt2sum", "-c", "--part", "1/2", "SUMS"]).is_ok());
         let mut checked = 0;
         for args in &refused {
             let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));

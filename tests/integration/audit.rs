@@ -385,8 +385,8 @@ fn an_update_follows_deliberate_changes_only() {
     assert_eq!(line(&after, "./damage"), line(&before, "./damage"));
     // The renamed file has its old digest under its new name.
     let renamed = line(&after, "./sub/new name");
-    let digest = |line: &str| line.rsplit(" = ").next().unwrap().to_string();
-    assert_eq!(digest(&renamed), digest(&line(&before, "./sub/old name")));
+    let old = line(&before, "./sub/old name");
+    assert_eq!(super::digest(&renamed), super::digest(&old));
     // Once the damage is mended and the missing files accounted for, all is
     // well.
     fs::write(root.join("damage"), b"intact bytes here\n").unwrap();
@@ -581,38 +581,23 @@ fn an_update_keeps_each_entrys_shape() {
 /// An update killed at any moment leaves the list as it was, or as the
 /// update wrote it: never a mix, never half a list.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
-    let files: Vec<(Vec<u8>, Vec<u8>)> = (0..300)
-        .map(|index| {
-            (
-                format!("f{index:03}").into_bytes(),
-                format!("file {index}\n").into_bytes(),
-            )
-        })
-        .collect();
-    let files: Vec<(&[u8], &[u8])> = files.iter().map(|(n, d)| (&n[..], &d[..])).collect();
-    tree(&root, &files);
+    let many = |prefix: &str, text: &str| {
+        for index in 0..300 {
+            let (name, data) = (format!("{prefix}{index:03}"), format!("{text} {index}\n"));
+            tree(&root, &[(name.as_bytes(), data.as_bytes())]);
+        }
+    };
+    many("f", "file");
     let list = run_in(&root, ["-r", "."], b"").stdout;
     // Many new files, one of them big enough to take a while.
-    let new: Vec<(Vec<u8>, Vec<u8>)> = (0..300)
-        .map(|index| {
-            (
-                format!("new/{index:03}").into_bytes(),
-                format!("new {index}\n").into_bytes(),
-            )
-        })
-        .collect();
-    let new: Vec<(&[u8], &[u8])> = new.iter().map(|(n, d)| (&n[..], &d[..])).collect();
-    tree(&root, &new);
+    many("new/", "new");
     fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
     // The list lives in the tree it lists, so that the temporary files
     // killed updates leave beside it are in the tree too.
@@ -777,20 +762,16 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
 /// audit keeps of them (their names, sorted and in list order, and their
 /// digests: some 170 MB) at once.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     let test = "an_audit_of_a_long_list_stays_within_bounded_memory";
-    if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+    if !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
     let here = run_in(&dir.path().join("t"), ["-r", "."], b"").stdout;
-    let digest = String::from_utf8(here.clone()).unwrap();
-    let digest = digest.trim_end().rsplit(" = ").next().unwrap().to_string();
+    let digest = super::digest(&String::from_utf8_lossy(&here));
     let mut list = here;
     for index in 0..500_000 {
         list.extend(
@@ -922,20 +903,15 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
-    let mut files: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
-        .map(|index| {
-            (
-                format!("small{index}").into_bytes(),
-                super::noise(1000, index),
-            )
-        })
-        .collect();
-    files.push((b"sub/big".to_vec(), super::noise(3 << 20, 99)));
-    let borrowed: Vec<(&[u8], &[u8])> = files
-        .iter()
-        .map(|(name, data)| (&name[..], &data[..]))
-        .collect();
-    tree(&source, &borrowed);
+    let mut names: Vec<String> = (0..20).map(|index| format!("small{index}")).collect();
+    names.push("sub/big".to_string());
+    for (index, name) in names.iter().enumerate() {
+        let len = if index < 20 { 1000 } else { 3 << 20 };
+        tree(
+            &source,
+            &[(name.as_bytes(), &super::noise(len, index as u64))],
+        );
+    }
     let list = run_in(&source, ["-r", "--stat", "."], b"");
     fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
     let mountpoint = dir.path().join("disk");
@@ -944,8 +920,8 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     };
     let served = || super::served_by_model(&mountpoint);
     let audit = |extra: &[&str]| {
-        for (name, _) in &files {
-            super::evict(&mountpoint.join(String::from_utf8_lossy(name).as_ref()));
+        for name in &names {
+            super::evict(&mountpoint.join(name));
         }
         let before = served();
         // (The model's counters are a file of the mount.)

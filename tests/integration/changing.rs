@@ -365,10 +365,7 @@ fn hashers() -> Vec<Box<dyn Hasher>> {
 /// Every way of reading a file, under both writers: never a wrong digest
 /// or verdict, and each writer overlapped some hashes of each way.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_file_changed_while_hashed_is_never_misread() {
     let test = "a_file_changed_while_hashed_is_never_misread";
     if emulated(test) {

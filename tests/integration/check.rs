@@ -3,7 +3,7 @@
 //! with its exact messages and exit status, and hostile lists.
 
 use std::ffi::OsStr;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::process::Stdio;
@@ -835,50 +835,6 @@ fn many_files_are_reported_in_list_order() {
         )));
         assert_eq!(status(&out), 1);
     }
-}
-
-/// (`/dev/full` is a Unix device, and not on every Unix.)
-#[cfg(unix)]
-#[test]
-fn a_write_error_fails_the_check() {
-    let Some(full) = super::robust::dev_full("a_write_error_fails_the_check") else {
-        return;
-    };
-    let dir = dir_with(&[("h", HELLO)]);
-    let list = format!("{HELLO_B64}  h\n");
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["-c", "SUMS"])
-        .stdout(full)
-        .output_retried();
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: write error: No space left on device\n"
-    );
-    assert_eq!(status(&out), 1);
-}
-
-/// Standard output that cannot be written (a file open for reading only):
-/// the write error is reported with the system's message, and fails the
-/// check.
-#[test]
-fn an_unwritable_output_fails_the_check() {
-    use std::io::Write;
-    let dir = dir_with(&[("h", HELLO)]);
-    fs::write(dir.path().join("SUMS"), format!("{HELLO_B64}  h\n")).unwrap();
-    let read_only = || File::open(dir.path().join("h")).unwrap();
-    let refused = read_only().write(b"x").expect_err("a read-only file");
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["-c", "SUMS"])
-        .stdout(read_only())
-        .output_retried();
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: write error: {}\n", bt2sum::plain_message(&refused))
-    );
-    assert_eq!(status(&out), 1);
 }
 
 #[test]

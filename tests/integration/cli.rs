@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, pattern, printed, read_error, run, status,
-    stderr, stdout,
+    HELLO, HELLO_B64, Retried, assert_contains, bt2sum, digest, pattern, printed, read_error, run,
+    status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{mkfifo, output_within};
@@ -17,11 +17,6 @@ const HELLO_B40: &str =
     "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e";
 const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";
 const EMPTY_S32: &str = "008f3a5f54ab81aead5190f59d8870320e59e0e08934449eec0d45f958afbd2e";
-
-/// The digest field of a tagged line.
-fn digest_of(line: &str) -> &str {
-    line.trim_end().rsplit(" = ").next().unwrap()
-}
 
 /// A temporary directory holding `name` with `data`.
 fn file_with(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -93,7 +88,7 @@ fn a_trickling_pipe_gives_the_file_digest() {
     });
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert_eq!(digest_of(&stdout(&out)), digest_of(&expected));
+    assert_eq!(digest(&stdout(&out)), digest(&expected));
 }
 
 #[test]
@@ -105,9 +100,9 @@ fn stdin_as_a_regular_file_is_hashed_as_that_file() {
     let redirected = bt2sum()
         .stdin(fs::File::open(&path).unwrap())
         .output_retried();
-    assert_eq!(digest_of(&stdout(&redirected)), digest_of(&named));
+    assert_eq!(digest(&stdout(&redirected)), digest(&named));
     let piped = run::<[&str; 0], _>([], &data);
-    assert_eq!(digest_of(&stdout(&piped)), digest_of(&named));
+    assert_eq!(digest(&stdout(&piped)), digest(&named));
 }
 
 #[cfg(unix)]
@@ -156,7 +151,7 @@ fn fifos_written_in_turn_are_read_in_turn() {
         };
         let out = output_within(child, Duration::from_secs(60));
         writer.join().unwrap();
-        let digest = digest_of(&stdout(&run::<[&str; 0], _>([], &data))).to_string();
+        let digest = digest(&stdout(&run::<[&str; 0], _>([], &data)));
         let lines: Vec<String> = names
             .iter()
             .map(|name| format!("BLAKE2b-64 ({name}) = {digest}"))
@@ -370,6 +365,7 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
 fn bad_options_are_usage_errors() {
     let needs_check = "required arguments were not provided:\n  --check\n";
     let conflict = "cannot be used with";
+    #[rustfmt::skip]
     let mut cases: Vec<(&[&str], &str)> = vec![
         (&["-a", "blake2x"], "invalid value 'blake2x'"),
         (&["-s", "65"], "allowed 1 to 64"),
@@ -379,10 +375,7 @@ fn bad_options_are_usage_errors() {
         (&["-t", "5x"], "from 1 byte to 4294967295 bytes"),
         (&["-t", "4g"], "from 1 byte to 4294967295 bytes"),
         (&["-t", "k"], "from 1 byte to 4294967295 bytes"),
-        (
-            &["-t", "99999999999999999999"],
-            "from 1 byte to 4294967295 bytes",
-        ),
+        (&["-t", "99999999999999999999"], "from 1 byte to 4294967295 bytes"),
         (&["--cpus", "0"], "0 is not in 1..=1024"),
         (&["--cpus", "1025"], "1025 is not in 1..=1024"),
         (&["-cpus", "0"], "0 is not in 1..=1024"),
@@ -535,43 +528,48 @@ fn proc_files_are_read_as_streams() {
     );
     let named = bt2sum().arg(path).output_retried();
     let piped = run::<[&str; 0], _>([], &content);
-    assert_eq!(digest_of(&stdout(&named)), digest_of(&stdout(&piped)));
-    assert_ne!(digest_of(&stdout(&named)), EMPTY_B64);
+    assert_eq!(digest(&stdout(&named)), digest(&stdout(&piped)));
+    assert_ne!(digest(&stdout(&named)), EMPTY_B64);
 }
 
-/// (`/dev/full` is a Unix device, and not on every Unix.)
-#[cfg(unix)]
+/// Standard output that cannot be written, a full device (`/dev/full`, on
+/// Linux and FreeBSD) or a file open for reading only, is
+/// a write error with the system's message and status 1: hashing,
+/// checking, `--man`, `--help` and `--version`.
 #[test]
-fn write_errors_fail() {
-    let Some(full) = super::robust::dev_full("write_errors_fail") else {
-        return;
-    };
-    let out = bt2sum().arg("/dev/null").stdout(full).output_retried();
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: write error: No space left on device\n"
-    );
-    assert_eq!(status(&out), 1);
-}
-
-/// Standard output that cannot be written (a file open for reading only):
-/// the write error is reported with the system's message.
-#[test]
-fn an_unwritable_output_is_a_write_error() {
-    let (_dir, path) = file_with("read-only", HELLO);
-    let refused = fs::File::open(&path)
-        .unwrap()
-        .write(b"x")
-        .expect_err("a read-only file");
-    let out = bt2sum()
-        .arg(&path)
-        .stdout(fs::File::open(&path).unwrap())
-        .output_retried();
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: write error: {}\n", bt2sum::plain_message(&refused))
-    );
-    assert_eq!(status(&out), 1);
+fn an_unwritable_output_is_a_write_error_in_every_mode() {
+    let (dir, path) = file_with("h", HELLO);
+    fs::write(dir.path().join("SUMS"), format!("{HELLO_B64}  h\n")).unwrap();
+    let refused = fs::File::open(&path).unwrap().write(b"x").unwrap_err();
+    let mut outputs = vec![(path, false, bt2sum::plain_message(&refused))];
+    if super::robust::dev_full("an_unwritable_output_is_a_write_error_in_every_mode").is_some() {
+        let full = "No space left on device".to_string();
+        outputs.push(("/dev/full".into(), true, full));
+    }
+    for (output, full, message) in &outputs {
+        // (`--man`, `--help` and `--version` into the full device only.)
+        let modes: &[&[&str]] = &[
+            &["h"],
+            &["-c", "SUMS"],
+            &["--man"],
+            &["--help"],
+            &["--version"],
+        ];
+        for args in &modes[..if *full { 5 } else { 2 }] {
+            let stdout = fs::OpenOptions::new().read(!full).write(*full).open(output);
+            let out = bt2sum()
+                .current_dir(dir.path())
+                .args(*args)
+                .stdout(stdout.unwrap())
+                .output_retried();
+            let said = (stderr(&out), status(&out));
+            assert_eq!(
+                said,
+                (format!("bt2sum: write error: {message}\n"), 1),
+                "{args:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -782,8 +780,8 @@ fn standard_input_twice_is_read_once() {
     let out = run(["-", "-"], &data);
     let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     let expected = stdout(&run::<[&str; 0], _>([], &data));
-    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
-    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+    assert_eq!(digest(&lines[0]), digest(&expected));
+    assert_eq!(digest(&lines[1]), EMPTY_B64);
     // The same when standard input is a regular file, mapped rather than read.
     let (_dir, path) = file_with("data", &data);
     let out = bt2sum()
@@ -791,8 +789,8 @@ fn standard_input_twice_is_read_once() {
         .stdin(fs::File::open(&path).unwrap())
         .output_retried();
     let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
-    assert_eq!(digest_of(&lines[0]), digest_of(&expected));
-    assert_eq!(digest_of(&lines[1]), EMPTY_B64);
+    assert_eq!(digest(&lines[0]), digest(&expected));
+    assert_eq!(digest(&lines[1]), EMPTY_B64);
 }
 
 #[test]

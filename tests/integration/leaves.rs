@@ -110,13 +110,7 @@ fn an_empty_file_says_it_has_no_leaves() {
 
 /// The digest of empty input with these options.
 fn empty_digest(args: &[&str]) -> String {
-    let out = run(args, b"");
-    stdout(&out)
-        .trim_end()
-        .rsplit(" = ")
-        .next()
-        .unwrap()
-        .to_string()
+    super::digest(&stdout(&run(args, b"")))
 }
 
 /// Runs `bt2sum -c ARGS` in `dir` on a list holding `text`.
@@ -753,9 +747,10 @@ fn combining_refuses_lines_it_does_not_know() {
     );
 }
 
-/// Whether `ulimit -v` limits the address space of what `sh` runs here, as
-/// the tests of bounded memory need: the shell takes the limit, and under
-/// 1 MB not even `bt2sum --version` starts. Where it does not, a note
+/// Whether the tests of bounded memory can run here: not under emulation
+/// ([`emulated`]), and `ulimit -v` limits the address space of what `sh`
+/// runs: the shell takes the limit, and under 1 MB not even `bt2sum
+/// --version` starts. Where it does not, a note
 /// naming `test` says why it is skipped (macOS refuses the limit: `ulimit:
 /// virtual memory: cannot modify limit: Invalid argument`). The limits the
 /// tests in this file and in parts.rs set are 6 to 30 times what bt2sum
@@ -763,6 +758,9 @@ fn combining_refuses_lines_it_does_not_know() {
 /// enforces them; robust.rs says where its counts are Linux's own.
 #[cfg(unix)]
 pub(super) fn address_space_can_be_limited(test: &str) -> bool {
+    if emulated(test) {
+        return false;
+    }
     static LIMITED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let limited = LIMITED.get_or_init(|| {
         let here = Path::new(".");
@@ -792,14 +790,9 @@ pub(super) fn address_space_can_be_limited(test: &str) -> bool {
 /// space (the leaves wait in a temporary file).
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn combining_stays_within_bounded_memory() {
-    if emulated("combining_stays_within_bounded_memory")
-        || !address_space_can_be_limited("combining_stays_within_bounded_memory")
-    {
+    if !address_space_can_be_limited("combining_stays_within_bounded_memory") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -827,11 +820,8 @@ fn combining_stays_within_bounded_memory() {
 #[cfg(unix)]
 #[test]
 fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
-    if emulated("checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory")
-        || !address_space_can_be_limited(
-            "checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory",
-        )
-    {
+    let test = "checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory";
+    if !address_space_can_be_limited(test) {
         return;
     }
     let mut data = pattern(2_000_000);
@@ -856,16 +846,10 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
 /// lines still come out in order.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
-    if emulated("listing_many_files_of_tiny_leaves_stays_within_bounded_memory")
-        || !address_space_can_be_limited(
-            "listing_many_files_of_tiny_leaves_stays_within_bounded_memory",
-        )
-    {
+    let test = "listing_many_files_of_tiny_leaves_stays_within_bounded_memory";
+    if !address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

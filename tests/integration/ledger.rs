@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, run_in, status, stderr, stdout};
+use super::{bt2sum, noise, rot, run_in, status, stderr, stdout};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -90,12 +90,7 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
 fn damage_is_never_recorded_and_a_leaf_is_its_own_unit() {
     let dir = archive();
     // Leaf 3 of big, and all of b, damaged.
-    let flip = |name: &str, at: usize| {
-        let path = dir.path().join(name);
-        let mut bytes = fs::read(&path).unwrap();
-        bytes[at] ^= 1;
-        fs::write(&path, bytes).unwrap();
-    };
+    let flip = |name: &str, at: usize| rot(&dir.path().join(name), [at]);
     flip("big", 3 * 4096 + 5);
     flip("b", 0);
     let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);

@@ -80,6 +80,24 @@ pub fn served_by_model(mountpoint: &Path) -> u64 {
     counters["bytes"].as_u64().unwrap()
 }
 
+/// The digest of the last line in `text`: its field after ` = `.
+pub fn digest(text: &str) -> String {
+    text.trim_end().rsplit(" = ").next().unwrap().to_string()
+}
+
+/// Flips a bit of each of the bytes `at` of the file at `path`, keeping its
+/// modification time: rot, which no write call made.
+pub fn rot(path: &Path, at: impl IntoIterator<Item = usize>) {
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    for at in at {
+        bytes[at] ^= 0x04;
+    }
+    std::fs::write(path, bytes).unwrap();
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(mtime).unwrap();
+}
+
 /// Drops the file's pages from the page cache (after writing them out), so
 /// that the next read of it comes from the storage; nothing where the
 /// system has no way to ask for it.

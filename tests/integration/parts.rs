@@ -50,10 +50,7 @@ fn combined_lines(dir: &Path, tree: &[&str]) -> String {
 /// near-equal runs `--leaf-range` lists (the longer first, empty only past
 /// the leaf count), and they combine into the whole file's lines.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn parts_are_near_equal_runs_that_combine_to_the_whole() {
     let trees: [&[&str]; 3] = [
         &["-t", "1k"],
@@ -132,10 +129,7 @@ fn planned_bytes<'a>(data: &'a [u8], plan: &str) -> &'a [u8] {
 /// file's length and `--name` its name; the plan from `--leaf-count --total`
 /// gives exactly those bytes, with no file to read.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
     let cases: [(&[&str], usize); 4] = [
         (&["-t", "1k"], 7 * 1024 + 300),
@@ -278,7 +272,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
 #[test]
 fn a_big_part_from_a_stream_stays_within_bounded_memory() {
     let test = "a_big_part_from_a_stream_stays_within_bounded_memory";
-    if super::emulated(test) || !super::leaves::address_space_can_be_limited(test) {
+    if !super::leaves::address_space_can_be_limited(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -558,10 +552,7 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
 /// hashing the whole file prints. Every recipe there is run.
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn the_recipes_of_the_documentation_run_as_written() {
     if super::emulated("the_recipes_of_the_documentation_run_as_written") {
         return;

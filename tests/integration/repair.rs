@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, assert_contains, bt2sum, noise, run_in, status, stderr, stdout};
+use super::{Retried, assert_contains, bt2sum, noise, rot, run_in, status, stderr, stdout};
 
 /// The leaf size of these tests' listings.
 const LEAF: usize = 4096;
@@ -32,13 +32,9 @@ fn listed_file(name: &str, len: usize) -> (tempfile::TempDir, Vec<u8>) {
     (dir, good)
 }
 
-/// Flips a bit in each of leaves `leaves` of the file at `path`.
+/// Rots a byte in each of leaves `leaves` of the file at `path`.
 fn damage(path: &Path, leaves: &[usize]) {
-    let mut bytes = fs::read(path).unwrap();
-    for leaf in leaves {
-        bytes[leaf * LEAF + 123] ^= 0x10;
-    }
-    fs::write(path, bytes).unwrap();
+    rot(path, leaves.iter().map(|leaf| leaf * LEAF + 123));
 }
 
 /// Runs `bt2sum -c ARGS LEAVES` in `dir`: standard output, error, status.
@@ -351,8 +347,9 @@ fn an_edited_file_is_not_reverted() {
     fs::write(dir.path().join("LEAVES"), &out).unwrap();
     // Edited: a new modification time.
     std::thread::sleep(Duration::from_millis(20));
-    damage(&dir.path().join("f"), &[0]);
-    let edited = fs::read(dir.path().join("f")).unwrap();
+    let mut edited = good.clone();
+    edited[123] ^= 0x10;
+    fs::write(dir.path().join("f"), &edited).unwrap();
     let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
     assert_contains(
         &err,
@@ -360,17 +357,6 @@ fn an_edited_file_is_not_reverted() {
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(dir.path().join("f")).unwrap(), edited);
-}
-
-/// Flips a bit of byte `at` of the file at `path`, keeping its
-/// modification time: rot, which no write call made.
-fn rot(path: &Path, at: usize) {
-    let mtime = fs::metadata(path).unwrap().modified().unwrap();
-    let mut bytes = fs::read(path).unwrap();
-    bytes[at] ^= 0x04;
-    fs::write(path, bytes).unwrap();
-    let file = fs::File::options().write(true).open(path).unwrap();
-    file.set_modified(mtime).unwrap();
 }
 
 /// A repaired file gets its stat line's modification time back: the next
@@ -404,7 +390,7 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     ];
     let audit = ["-C", "tree", "-c", "--quiet", "--audit", ".", "../SUMS"];
 
-    rot(&path, 10);
+    rot(&path, [10]);
     let out = run_in(dir.path(), repair, b"");
     assert_eq!(
         stdout(&out),
@@ -413,7 +399,7 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), listed);
 
-    rot(&path, 2 * LEAF + 7);
+    rot(&path, [2 * LEAF + 7]);
     let out = run_in(dir.path(), audit, b"");
     assert_eq!(stdout(&out), "./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n");
     assert_eq!(status(&out), 1);
@@ -457,7 +443,7 @@ fn a_time_that_cannot_be_set_back_is_said() {
         Ok(None) => return super::skip(test, "needs root, to run bt2sum as another user"),
         Err(why) => return super::skip(test, &why),
     };
-    rot(&dir.path().join("f"), 5);
+    rot(&dir.path().join("f"), [5]);
     let out = bt2sum()
         .current_dir(dir.path())
         .args(["-c", "--quiet", "--repair-from", "copy", "LEAVES"])
@@ -484,10 +470,7 @@ fn a_time_that_cannot_be_set_back_is_said() {
 /// enough for most kills to land in the middle; the test says how many
 /// did.)
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_repair_killed_at_any_moment_is_finished_by_a_second_run() {
     let test = "a_repair_killed_at_any_moment_is_finished_by_a_second_run";
     if super::emulated(test) {
@@ -553,11 +536,10 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
     fs::write(dir.path().join("f"), &good).unwrap();
     let out = run_in(dir.path(), ["-t", "1048576", "--leaves", "f"], b"");
     fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
-    let mut bytes = good.clone();
-    for leaf in [3, 40, 41] {
-        bytes[leaf * mib + 5] ^= 1;
-    }
-    fs::write(dir.path().join("f"), &bytes).unwrap();
+    rot(
+        &dir.path().join("f"),
+        [3 * mib + 5, 40 * mib + 5, 41 * mib + 5],
+    );
     let mountpoint = dir.path().join("disk");
     let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
@@ -627,11 +609,7 @@ fn the_http_recipe_mends_what_it_fetches() {
     fs::write(work.join("disk.img"), &good).unwrap();
     let out = run_in(&work, ["-t", "1048576", "--leaves", "disk.img"], b"");
     fs::write(work.join("disk.img.leaves"), &out.stdout).unwrap();
-    let mut bytes = good.clone();
-    for at in [2 * mib + 9, 7 * mib, 12 * mib + 5] {
-        bytes[at] ^= 0x40;
-    }
-    fs::write(work.join("disk.img"), &bytes).unwrap();
+    rot(&work.join("disk.img"), [2 * mib + 9, 7 * mib, 12 * mib + 5]);
     // The server, on a free port it names.
     let port_file = dir.path().join("port");
     let mut server = std::process::Command::new("python3")

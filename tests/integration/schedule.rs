@@ -5,9 +5,10 @@
 //! every thread. Each time it hands the pool a window of leaves, the pool
 //! has at least as many leaves ready as it has threads, unless fewer are
 //! left in the whole input. And `--cpus N` keeps to N: at most N threads
-//! hash at once, the run's own counted.
+//! hash or read at once, the run's own counted, on many small files too.
 
 use std::fs;
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use super::{Retried, bt2sum, pattern};
@@ -22,20 +23,23 @@ struct Report {
     samples: Vec<(u64, u64)>,
 }
 
-fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
+/// Hashes `paths` (by name, or the first from `<` if `from_stdin`) in
+/// 16 KiB leaves with `--cpus N`, the probe counting.
+fn probe(cpus: u64, paths: &[PathBuf], from_stdin: bool) -> Report {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("probe");
     let mut command = bt2sum();
     command
-        .args(args)
+        .args(["--cpus", &cpus.to_string(), "-t", "16k"])
         .env("BT2SUM_SCHEDULE_PROBE", &report)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    if let Some(path) = stdin {
-        command.stdin(fs::File::open(path).unwrap());
-    }
+    match from_stdin {
+        true => command.stdin(fs::File::open(&paths[0]).unwrap()),
+        false => command.args(paths),
+    };
     let out = command.output_retried();
-    assert!(out.status.success(), "{args:?}: {}", out.status);
+    assert!(out.status.success(), "--cpus {cpus}: {}", out.status);
     let text = fs::read_to_string(&report).unwrap();
     let mut lines = text.lines();
     let mut field = |name: &str| -> u64 {
@@ -58,84 +62,51 @@ fn probe(args: &[&str], stdin: Option<&std::path::Path>) -> Report {
     }
 }
 
+/// On every pool, by name and from `<`: at most N threads hash at once;
+/// and on the big pools each window finds work for every thread. Many
+/// small files, opened and read on the workers, keep to N as well.
 #[test]
-fn every_thread_has_work_on_pools_of_16_64_and_256_threads() {
+fn every_thread_has_work_and_cpus_n_keeps_to_n() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big");
     // 16 KiB leaves: windows of two SIMD groups a thread fit a test's file.
     fs::write(&path, pattern(256 << 20)).unwrap();
-    let name = path.to_str().unwrap();
-    for threads in [16u64, 64, 256] {
-        let cpus = threads.to_string();
-        for (how, args, stdin) in [
-            ("by name", vec!["--cpus", &cpus, "-t", "16k", name], None),
-            (
-                "from <",
-                vec!["--cpus", &cpus, "-t", "16k"],
-                Some(path.as_path()),
-            ),
-        ] {
-            let report = probe(&args, stdin);
+    for cpus in [1u64, 2, 3, 16, 64, 256] {
+        for from_stdin in [false, true] {
+            let report = probe(cpus, std::slice::from_ref(&path), from_stdin);
+            let case = format!("--cpus {cpus}, from <: {from_stdin}");
+            let most = report.most_hashing;
+            assert!((1..=cpus).contains(&most), "{case}: {most} hashed at once");
+            if cpus < 16 {
+                continue;
+            }
             // (The run's own thread hashes as the N-th.)
-            assert_eq!(report.threads, threads - 1);
             let threads = report.threads;
-            assert!(
-                report.leaves >= 4 * threads,
-                "{how}, {threads}: {} leaves",
-                report.leaves
-            );
-            assert!(
-                report.samples.len() >= 3,
-                "{how}, {threads}: {:?}",
-                report.samples
-            );
+            assert_eq!(threads, cpus - 1, "{case}");
+            assert!(report.leaves >= 4 * threads, "{case}: {}", report.leaves);
+            assert!(report.samples.len() >= 3, "{case}: {:?}", report.samples);
             for &(ready, finished) in &report.samples {
                 let left = report.leaves - finished;
                 assert!(
                     ready >= threads.min(left),
-                    "{how}, {threads} threads: {ready} leaves ready, {left} left: {:?}",
+                    "{case}: {ready} leaves ready, {left} left: {:?}",
                     report.samples
                 );
             }
         }
     }
-}
-
-/// `--cpus N` means at most N threads hash or read at once, the thread
-/// that owns the run counted: by name and from a pipe, on a file of many
-/// leaves, and on many small files (opened and read on the workers).
-#[test]
-fn cpus_n_keeps_to_n_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big");
-    fs::write(&path, pattern(64 << 20)).unwrap();
-    let name = path.to_str().unwrap();
-    let small: Vec<String> = (0..500)
+    let small: Vec<PathBuf> = (0..500)
         .map(|index| {
             let small = dir.path().join(format!("s{index}"));
             fs::write(&small, pattern(index * 97)).unwrap();
-            small.to_str().unwrap().to_owned()
+            small
         })
         .collect();
     for cpus in [1u64, 2, 3] {
-        let n = cpus.to_string();
-        let mut many = vec!["--cpus", &n];
-        many.extend(small.iter().map(String::as_str));
-        for (how, args, stdin) in [
-            ("by name", vec!["--cpus", &n, "-t", "16k", name], None),
-            (
-                "from <",
-                vec!["--cpus", &n, "-t", "16k"],
-                Some(path.as_path()),
-            ),
-            ("small files", many, None),
-        ] {
-            let report = probe(&args, stdin);
-            assert!(
-                (1..=cpus).contains(&report.most_hashing),
-                "{how}, --cpus {cpus}: {} threads hashed at once",
-                report.most_hashing
-            );
-        }
+        let most = probe(cpus, &small, false).most_hashing;
+        assert!(
+            (1..=cpus).contains(&most),
+            "small files, --cpus {cpus}: {most} at once"
+        );
     }
 }

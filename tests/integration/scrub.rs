@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::{assert_contains, noise, ok_bytes_in, run_in, status, stderr, stdout};
+use super::{assert_contains, noise, ok_bytes_in, rot, run_in, status, stderr, stdout};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -87,10 +87,7 @@ fn slices_of_empty_files_check_them_once() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_one_big_file_cut_at_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
@@ -114,10 +111,7 @@ fn slices_of_one_big_file_cut_at_leaves() {
     }
     // Damaged leaves are found by the slices that hold them, and only
     // there.
-    let mut bytes = fs::read(dir.path().join("big")).unwrap();
-    bytes[5 * 4096] ^= 1;
-    bytes[650 * 4096 + 7] ^= 1;
-    write(dir.path(), "big", &bytes);
+    rot(&dir.path().join("big"), [5 * 4096, 650 * 4096 + 7]);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     let out = run_in(dir.path(), ["-c", "--part", "7/7", "LEAVES"], b"");
     assert_eq!(stdout(&out), "big: FAILED\nbig: leaf 650: FAILED\n");
@@ -130,15 +124,13 @@ fn slices_of_one_big_file_cut_at_leaves() {
     assert_eq!((stdout(&out).as_str(), status(&out)), ("big: OK\n", 0));
     // Shortened, the file fails in the slice of its last leaf (and in
     // those of the leaves it lost).
-    write(dir.path(), "big", &bytes[..600 * 4096]);
+    let big = fs::File::options().write(true).open(dir.path().join("big"));
+    big.unwrap().set_len(600 * 4096).unwrap();
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_thousands_of_small_files() {
     let dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
@@ -155,10 +147,7 @@ fn slices_of_thousands_of_small_files() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_mixed_lists() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -491,17 +480,7 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     // Damaged files, spread over the week (their times kept, as damage
     // keeps them).
     for name in ["f03", "f17", "f38"] {
-        let path = archive.join(name);
-        let modified = fs::metadata(&path).unwrap().modified().unwrap();
-        let mut bytes = fs::read(&path).unwrap();
-        bytes[500] ^= 1;
-        fs::write(&path, bytes).unwrap();
-        fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(modified)
-            .unwrap();
+        rot(&archive.join(name), [500]);
     }
     let (full, full_status) = verdicts(&archive, &["-c", "--quiet", list.to_str().unwrap()]);
     assert_eq!(full, ["./f03: FAILED", "./f17: FAILED", "./f38: FAILED"]);
@@ -527,10 +506,7 @@ fn slices_of_files_checked_in_several_passes() {
     // The checksum line, then its leaves from the last to the first.
     lines[1..].reverse();
     write(root, "LEAVES", (lines.join("\n") + "\n").as_bytes());
-    let mut bytes = fs::read(root.join("f")).unwrap();
-    bytes[4096 * 3 + 1] ^= 1;
-    bytes[4096 * 36 + 1] ^= 1;
-    write(root, "f", &bytes);
+    rot(&root.join("f"), [4096 * 3 + 1, 4096 * 36 + 1]);
     // (Out of order, the listing is not taken for the whole file: its
     // checksum line is a unit of its own, and gets its verdict.)
     slices_cover_a_full_check(root, &["LEAVES"], &[], &[]);
@@ -566,9 +542,7 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
         ["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
     ));
     write(root, "S", &list);
-    let mut bytes = fs::read(root.join("a")).unwrap();
-    bytes[3 * 4096] ^= 1;
-    write(root, "a", &bytes);
+    rot(&root.join("a"), [3 * 4096]);
     let (full, status) = verdicts(root, &["-c", "-t", "4096", "S"]);
     assert_eq!(
         (full.as_slice(), status),
@@ -646,10 +620,7 @@ fn a_slice_of_missing_files_verified_nothing() {
 /// reports it, fails where a leaf it holds fails, and the slices together
 /// report each failing leaf once.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_a_listing_longer_than_a_pass() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -659,11 +630,7 @@ fn slices_of_a_listing_longer_than_a_pass() {
         "L",
         &ok_bytes_in(root, ["-t", "64", "--leaves", "big"]),
     );
-    let mut bytes = fs::read(root.join("big")).unwrap();
-    for at in [64 * 1000 + 5, 64 * 250_000 + 3] {
-        bytes[at] ^= 1;
-    }
-    write(root, "big", &bytes);
+    rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
     let failing = |args: &[&str]| {
         let (lines, status) = verdicts(root, args);
         let leaves: Vec<String> = lines

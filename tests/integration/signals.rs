@@ -39,32 +39,52 @@ fn signal(child: &Child, signal: libc::c_int) {
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
 }
 
-/// Ctrl-C while a FIFO waits for its writer: the lines of the inputs before
-/// it are out, and the process ends by SIGINT (the shell sees 130).
+/// While a FIFO waits for its writer, the first input's line out: Ctrl-C
+/// leaves the finished lines and ends the process by SIGINT (the shell sees
+/// 130); SIGHUP ignored when bt2sum starts (as `nohup` leaves it) stays
+/// ignored, and the run goes on to its end.
 #[test]
-fn an_interrupt_leaves_the_finished_lines_and_ends_by_sigint() {
-    if emulated("an_interrupt_leaves_the_finished_lines_and_ends_by_sigint") {
+fn an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored() {
+    if emulated("an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    mkfifo(&dir.path().join("ff"));
-    let mut child = stoppable()
-        .current_dir(dir.path())
-        .args(["one", "ff"])
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    // Its first line out: bt2sum waits for the FIFO's writer (a fixed
-    // pause could end before a slow start on a busy machine).
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut out = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut out).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    signal(&child, libc::SIGINT);
-    lines.read_to_string(&mut out).unwrap();
-    let ended = child.wait().unwrap();
-    assert_eq!(out, format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
-    assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}");
+    let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    for (sent, ignored) in [(libc::SIGINT, false), (libc::SIGHUP, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("one"), HELLO).unwrap();
+        mkfifo(&dir.path().join("ff"));
+        let mut command = stoppable();
+        if ignored {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec, signal(2) only, as in
+            // stoppable (whose closure runs first).
+            unsafe { command.pre_exec(|| Ok(_ = libc::signal(libc::SIGHUP, libc::SIG_IGN))) };
+        }
+        command.current_dir(dir.path()).args(["one", "ff"]);
+        let mut child = command.stdout(Stdio::piped()).spawn_retried();
+        // Its first line out: bt2sum waits for the FIFO's writer (a fixed
+        // pause could end before a slow start on a busy machine).
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut out = String::new();
+        std::io::BufRead::read_line(&mut lines, &mut out).unwrap();
+        assert_eq!(out, line("one"));
+        std::thread::sleep(Duration::from_millis(100));
+        signal(&child, sent);
+        if ignored {
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(child.try_wait().unwrap().is_none(), "ended by SIGHUP");
+            fs::write(dir.path().join("ff"), HELLO).unwrap();
+            out += &line("ff");
+        }
+        let mut rest = String::new();
+        lines.read_to_string(&mut rest).unwrap();
+        let ended = child.wait().unwrap();
+        assert_eq!(line("one") + &rest, out, "signal {sent}");
+        match ignored {
+            true => assert!(ended.success(), "{ended:?}"),
+            false => assert_eq!(ended.signal(), Some(libc::SIGINT), "{ended:?}"),
+        }
+    }
 }
 
 /// A pipe for bt2sum's lines, its reading end and its writing end, with a
@@ -112,10 +132,7 @@ fn many_files(dir: &Path) -> Vec<u8> {
 /// inside a line, where a write cut short by the signal would leave it),
 /// and the process ends by that signal.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
     if emulated("a_stop_signal_leaves_whole_lines_and_ends_by_it") {
         return;
@@ -163,10 +180,7 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
 /// the pipe): bt2sum waits to write its finished lines, as any write
 /// waits; a second signal ends it at once, by that signal.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_second_stop_signal_ends_at_once() {
     if emulated("a_second_stop_signal_ends_at_once") {
         return;
@@ -195,39 +209,4 @@ fn a_second_stop_signal_ends_at_once() {
     drop(unread);
     assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
     assert!(started.elapsed() < Duration::from_secs(20));
-}
-
-/// SIGHUP ignored when bt2sum starts (as `nohup` leaves it) stays ignored:
-/// the run goes on to its end.
-#[test]
-fn an_ignored_hangup_stays_ignored() {
-    if emulated("an_ignored_hangup_stays_ignored") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    mkfifo(&dir.path().join("ff"));
-    let mut child = std::process::Command::new("sh")
-        .current_dir(dir.path())
-        .args([
-            "-c",
-            r#"trap '' HUP; exec "$0" one ff"#,
-            env!("CARGO_BIN_EXE_bt2sum"),
-        ])
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    // Its first line out: bt2sum runs, and waits for the FIFO's writer.
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut first).unwrap();
-    assert_eq!(first, format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
-    signal(&child, libc::SIGHUP);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(child.try_wait().unwrap().is_none(), "ended by SIGHUP");
-    fs::write(dir.path().join("ff"), HELLO).unwrap();
-    let mut rest = String::new();
-    lines.read_to_string(&mut rest).unwrap();
-    let ended = child.wait().unwrap();
-    assert!(ended.success(), "{ended:?}");
-    assert_eq!(rest, format!("BLAKE2b-64 (ff) = {HELLO_B64}\n"));
 }

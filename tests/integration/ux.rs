@@ -752,17 +752,6 @@ fn man_page_is_roff() {
         assert_contains(exit, status);
     }
     assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
-    // A full stdout is an error, not a panic (`/dev/full` is a Unix device,
-    // and not on every Unix).
-    #[cfg(unix)]
-    if let Some(device) = super::robust::dev_full("man_page_is_roff") {
-        let full = bt2sum().arg("--man").stdout(device).output_retried();
-        assert_eq!(status(&full), 1);
-        assert_eq!(
-            stderr(&full),
-            "bt2sum: write error: No space left on device\n"
-        );
-    }
 }
 
 /// The archive's life that `--help` ends with runs as written, one command
@@ -949,10 +938,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
 /// Off a terminal, forced progress is a plain line at most every few
 /// seconds, each whole: no carriage return, no escape code, no padding.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
     use std::io::Write;
     let mut child = bt2sum()
@@ -1301,10 +1287,7 @@ fn ctrl_c_clears_the_progress_bar() {
 /// forces the bar. (Unix: tmux, and the shell it runs.)
 #[cfg(unix)]
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();

@@ -126,10 +126,7 @@ fn from_cold_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> St
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn every_path_matches_the_oracle() {
     // (The cold files are hashed where they stay in memory too.)
     super::disk::say_if_evicted_files_stay_in_memory("every_path_matches_the_oracle");
@@ -300,10 +297,7 @@ fn the_kernel_is_the_one_asked_for() {
 /// (the kernel is chosen once per process), where this process ran them on
 /// the AVX-512 kernels.
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn vectors_match_on_the_crates_kernels_too() {
     if LeafKernel::active() == LeafKernel::Crates {
         super::skip(

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{assert_contains, bt2sum, mkfifo, output_within, run_in, status, stderr, stdout};
+use super::{assert_contains, bt2sum, mkfifo, output_within, rot, run_in, status, stderr, stdout};
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
@@ -213,7 +213,7 @@ fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, Str
 fn a_file_swapped_for_a_link_after_the_check_is_not_written() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let target = Untouched::new(&dir.path().join("outside/target"), b"secret\n", 0o600);
     let (out, err, code) = swapped_after_the_check(dir.path(), || {
         fs::remove_file(&path).unwrap();
@@ -229,7 +229,7 @@ fn a_file_swapped_for_a_link_after_the_check_is_not_written() {
 fn a_file_rewritten_after_the_check_is_not_written() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let edited = super::noise(3 * 4096, 99);
     let (out, err, code) = swapped_after_the_check(dir.path(), || {
         fs::write(&path, &edited).unwrap();
@@ -243,18 +243,11 @@ fn a_file_rewritten_after_the_check_is_not_written() {
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
 
-/// Flips a bit in the file's second leaf.
-pub fn damage(path: &Path) {
-    let mut bytes = fs::read(path).unwrap();
-    bytes[4096 + 10] ^= 1;
-    fs::write(path, bytes).unwrap();
-}
-
 #[test]
 fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     let dir = tree();
     let path = dir.path().join("t/f");
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let damaged = fs::read(&path).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
@@ -276,7 +269,7 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     assert_eq!(mode & !0o6000, 0o755);
     // A file with a second name outside the tree.
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    damage(&path);
+    rot(&path, [4096 + 10]);
     let damaged = fs::read(&path).unwrap();
     fs::hard_link(&path, dir.path().join("outside/other-name")).unwrap();
     let (_, err, code) = repair(dir.path(), &[]);
@@ -540,58 +533,66 @@ fn an_update_refuses_a_hard_linked_list() {
 }
 
 /// An update ended by a stop signal at any moment leaves no temporary
-/// file, and the list as it was or whole and new.
+/// file, and the list as it was or whole and new: 200 new files taken in on
+/// one thread, under each signal; and, with `--quiet`, SIGHUP as the update
+/// of 5 creates its temporary file (the run writes nothing that would make
+/// it wait for its end, so it went on to the update while the signal's last
+/// words were spoken, and a file it made after them was left behind, once
+/// in about a thousand runs signalled at random).
 #[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn an_update_ended_by_a_signal_leaves_no_temporary_file() {
     if super::emulated("an_update_ended_by_a_signal_leaves_no_temporary_file") {
         return;
     }
-    let dir = archive();
-    let root = dir.path().join("t");
-    for index in 0..200 {
-        fs::write(
-            root.join(format!("new{index:03}")),
-            format!("new {index}\n"),
-        )
-        .unwrap();
-    }
-    let list = fs::read(dir.path().join("SUMS")).unwrap();
-    let start = || {
-        super::signals::stoppable()
-            .current_dir(&root)
-            .args(["-c", "--audit", ".", "--update", "--cpus", "1", "../SUMS"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let started = std::time::Instant::now();
-    assert!(start().wait().unwrap().success());
-    let took = started.elapsed();
-    let updated = fs::read(dir.path().join("SUMS")).unwrap();
-    for round in 0..60u32 {
-        fs::write(dir.path().join("SUMS"), &list).unwrap();
-        let signal = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP][round as usize % 3];
-        let child = start();
-        std::thread::sleep(took * (round % 20) / 16);
-        // SAFETY: signals a child of this test's, not yet waited for.
-        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-        let _ = output_within(child, Duration::from_secs(60));
-        let now = fs::read(dir.path().join("SUMS")).unwrap();
-        assert!(now == list || now == updated, "round {round}: a mixed list");
-        let left: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
-            .collect();
-        assert!(
-            left.is_empty(),
-            "round {round}, signal {signal}: {left:?} left"
-        );
+    let every = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    // New files, an option, rounds, and the signal's delay in steps of a
+    // whole update's time: `took * (round % steps) / per`.
+    for (new, option, rounds, steps, per, signals) in [
+        (200, "--cpus=1", 60u32, 20, 16, &every[..]),
+        (5, "--quiet", 400, 100, 100, &every[2..]),
+    ] {
+        let dir = archive();
+        let root = dir.path().join("t");
+        for index in 0..new {
+            fs::write(
+                root.join(format!("new{index:03}")),
+                format!("new {index}\n"),
+            )
+            .unwrap();
+        }
+        let list = fs::read(dir.path().join("SUMS")).unwrap();
+        let start = || {
+            super::signals::stoppable()
+                .current_dir(&root)
+                .args(["-c", option, "--audit", ".", "--update", "../SUMS"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let started = std::time::Instant::now();
+        assert!(start().wait().unwrap().success());
+        let took = started.elapsed();
+        let updated = fs::read(dir.path().join("SUMS")).unwrap();
+        for round in 0..rounds {
+            fs::write(dir.path().join("SUMS"), &list).unwrap();
+            let signal = signals[round as usize % signals.len()];
+            let child = start();
+            std::thread::sleep(took * (round % steps) / per);
+            // SAFETY: signals a child of this test's, not yet waited for.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let _ = output_within(child, Duration::from_secs(60));
+            let case = format!("{option}, round {round}, signal {signal}");
+            let now = fs::read(dir.path().join("SUMS")).unwrap();
+            assert!(now == list || now == updated, "{case}: a mixed list");
+            let left: Vec<_> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
+                .collect();
+            assert!(left.is_empty(), "{case}: {left:?} left");
+        }
     }
 }
 
@@ -686,7 +687,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     fs::create_dir_all(copy.parent().unwrap()).unwrap();
     fs::write(copy, &good).unwrap();
     for name in ["good", "setid"] {
-        damage(&t.join(name));
+        rot(&t.join(name), [4096 + 10]);
     }
     fs::set_permissions(t.join("setid"), fs::Permissions::from_mode(0o4755)).unwrap();
     for (name, target) in [("link", "../outside/a"), ("sub", "../outside/dir")] {
@@ -705,7 +706,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     fs::remove_file(t.join("fifo")).unwrap();
     mkfifo(&t.join("fifo"));
     for name in ["climb", "abs"] {
-        damage(&outside.join(name));
+        rot(&outside.join(name), [4096 + 10]);
     }
     let before = snapshot(&outside);
     let fifo = t.join("fifo");
@@ -892,52 +893,4 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     let clean = "bt2sum: audited 301 files: 301 OK\n";
     assert_eq!((stderr(&audit).as_str(), status(&audit)), (clean, 0));
     assert_eq!(stdout(&audit).lines().count(), 301);
-}
-
-/// A stop signal that comes as an update creates its temporary file: with
-/// `--quiet` the run writes nothing that would make it wait for its end,
-/// so it goes on to the update while the signal's last words are spoken,
-/// and a file it made after them was left behind (SIGHUP, once in about a
-/// thousand runs signalled at random).
-#[test]
-#[cfg_attr(
-    not(feature = "slow-tests"),
-    ignore = "slow tier: cargo test --features slow-tests"
-)]
-fn an_update_signalled_as_it_starts_leaves_no_temporary_file() {
-    if super::emulated("an_update_signalled_as_it_starts_leaves_no_temporary_file") {
-        return;
-    }
-    let dir = archive();
-    let root = dir.path().join("t");
-    for index in 0..5 {
-        fs::write(root.join(format!("new{index}")), format!("new {index}\n")).unwrap();
-    }
-    let list = fs::read(dir.path().join("SUMS")).unwrap();
-    let start = || {
-        super::signals::stoppable()
-            .current_dir(&root)
-            .args(["-c", "--quiet", "--audit", ".", "--update", "../SUMS"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let started = std::time::Instant::now();
-    assert!(start().wait().unwrap().success());
-    let took = started.elapsed();
-    for round in 0..400u32 {
-        fs::write(dir.path().join("SUMS"), &list).unwrap();
-        let child = start();
-        std::thread::sleep(took * (round % 100) / 100);
-        // SAFETY: signals a child of this test's, not yet waited for.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) };
-        let _ = output_within(child, Duration::from_secs(60));
-        let left: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".bt2sum-update-"))
-            .collect();
-        assert!(left.is_empty(), "round {round}: {left:?} left");
-    }
 }
