@@ -116,22 +116,22 @@ pub fn refused(error: &clap::Error) -> Status {
         let _ = error.print();
         return Status::Usage;
     }
-    if sys::stdout_closed() {
-        return output_failed(&sys::closed_stream());
-    }
-    match error.print().and_then(|()| io::stdout().flush()) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
-    }
+    let text = match io::stdout().is_terminal() {
+        true => error.render().ansi().to_string(),
+        false => error.render().to_string(),
+    };
+    print(text.as_bytes())
 }
 
-/// Writes generated text (help, a manual page) to standard output.
+/// Writes generated text (help, a manual page) to standard output, through
+/// a descriptor of its own: the runtime's standard output takes a write
+/// refused as `Bad file descriptor` (a descriptor open for reading only)
+/// for a success.
 fn print(text: &[u8]) -> Status {
     if sys::stdout_closed() {
         return output_failed(&sys::closed_stream());
     }
-    let mut stdout = io::stdout().lock();
-    match stdout.write_all(text).and_then(|()| stdout.flush()) {
+    match sys::duplicate_stdout().and_then(|mut stdout| stdout.write_all(text)) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }
