@@ -450,10 +450,11 @@ impl Engine {
 
     /// Queues a batch of leaves of one tree (a window, a small file, a
     /// stream's chunk) at once, hashing meanwhile until they fit in the
-    /// budget. The batch is handed over under one lock: the workers see all
-    /// of it or none, and never wait on the queue while it is filled a leaf
-    /// at a time.
-    pub(crate) fn push(&self, leaves: Vec<Leaf>) {
+    /// budget (unless `reading` a stream: see [`Self::wait_reading`]). The
+    /// batch is handed over under one lock: the workers see all of it or
+    /// none, and never wait on the queue while it is filled a leaf at a
+    /// time.
+    pub(crate) fn push(&self, leaves: Vec<Leaf>, reading: bool) {
         let Some(first) = leaves.first() else {
             return;
         };
@@ -463,7 +464,11 @@ impl Engine {
             .iter()
             .filter(|leaf| matches!(leaf.source, Source::Pieces(..)))
             .count();
-        self.wait_until(|| self.has_room(weight));
+        let room = || self.has_room(weight);
+        match reading {
+            true => self.wait_reading(room),
+            false => self.wait_until(room),
+        }
         self.shared.in_flight.fetch_add(weight, Ordering::AcqRel);
         let mut queue = lock(&self.shared.queue);
         #[cfg(feature = "schedule-probe")]
@@ -502,15 +507,32 @@ impl Engine {
 
     /// Hashes queued leaves, or waits for the workers, until `ready`.
     pub(crate) fn wait_until(&self, ready: impl Fn() -> bool) {
+        self.wait(ready, true);
+    }
+
+    /// Waits until `ready`, leaving the queued work to the workers where
+    /// there are any: for the owner reading a stream, whose next read is
+    /// worth more than its hashing (the writer waits for it).
+    pub(crate) fn wait_reading(&self, ready: impl Fn() -> bool) {
+        self.wait(ready, self.owner_alone() || self.shared.budget.threads == 0);
+    }
+
+    fn wait(&self, ready: impl Fn() -> bool, hash: bool) {
         loop {
             if ready() {
                 return;
             }
             let mut queue = lock(&self.shared.queue);
-            if let Some(chore) = take(&self.shared, &mut queue) {
+            if hash && let Some(chore) = take(&self.shared, &mut queue) {
                 drop(queue);
                 chore.run(&self.shared);
                 continue;
+            }
+            // (Leaves too few to have started a worker, left to one.)
+            if !hash && queue.workers == 0 && !queue.leaves.is_empty() {
+                queue.workers += 1;
+                let shared = Arc::clone(&self.shared);
+                rayon::spawn(move || work(&shared));
             }
             if ready() {
                 return;

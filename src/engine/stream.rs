@@ -149,10 +149,10 @@ impl Stream {
                 break;
             }
             let feed = &self.feed;
-            self.engine.wait_until(|| feed.next_arrived());
+            self.engine.wait_reading(|| feed.next_arrived());
         }
         self.feed.queued = end;
-        self.engine.push(leaves);
+        self.engine.push(leaves, true);
     }
 
     /// Takes bytes into a big leaf; what is left after it.

@@ -1061,14 +1061,10 @@ impl<T, S: LeafSink> Running<T, S> {
                 }
             }
         };
-        engine.push(leaves_of(
-            &feed.done,
-            &tree,
-            leaves.clone(),
-            *length,
-            source,
-            base,
-        ));
+        engine.push(
+            leaves_of(&feed.done, &tree, leaves.clone(), *length, source, base),
+            false,
+        );
         feed.queued = leaves.end;
         *next = leaves.end;
         true
