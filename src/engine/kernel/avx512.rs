@@ -31,9 +31,11 @@ use super::{LANES_B, LANES_S, LeafJob};
 use crate::params::{LastNode, Node, TreeParams};
 
 /// The most bytes of each lane compressed between two hand-backs of the
-/// pages hashed (`release`), so that a thread keeps at most 8 or 16 MiB of
-/// its leaves resident. A multiple of both block sizes.
-pub(super) const CHUNK: usize = 1 << 20;
+/// pages hashed (`release`), so that a thread keeps at most 16 or 32 MiB
+/// of its leaves resident. A multiple of both block sizes. (Each hand-back
+/// costs the other threads a TLB flush: at 1 MiB, two threads spent twice
+/// one thread's system time.)
+pub(super) const CHUNK: usize = 2 << 20;
 
 /// What a finished or empty lane reads: never hashed into a result.
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
