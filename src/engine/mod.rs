@@ -436,10 +436,15 @@ impl Engine {
         // (A worker for each errand waiting beyond those at work: an errand
         // is worth a wake-up, being several files' opening.)
         if queue.workers < self.shared.budget.threads && queue.errands.len() > queue.workers {
-            queue.workers += 1;
-            let shared = Arc::clone(&self.shared);
-            rayon::spawn(move || work(&shared));
+            self.start_worker(&mut queue);
         }
+    }
+
+    /// Starts a worker on the pool, which takes chores until none is left.
+    fn start_worker(&self, queue: &mut Queue) {
+        queue.workers += 1;
+        let shared = Arc::clone(&self.shared);
+        rayon::spawn(move || work(&shared));
     }
 
     /// Whether `bytes` more may be queued now.
@@ -497,9 +502,7 @@ impl Engine {
             && (big > 0 || queue.leaves.len() >= lanes * (queue.workers + 1))
         {
             big = big.saturating_sub(1);
-            queue.workers += 1;
-            let shared = Arc::clone(&self.shared);
-            rayon::spawn(move || work(&shared));
+            self.start_worker(&mut queue);
         }
         #[cfg(feature = "schedule-probe")]
         probe::sample();
@@ -530,9 +533,7 @@ impl Engine {
             }
             // (Leaves too few to have started a worker, left to one.)
             if !hash && queue.workers == 0 && !queue.leaves.is_empty() {
-                queue.workers += 1;
-                let shared = Arc::clone(&self.shared);
-                rayon::spawn(move || work(&shared));
+                self.start_worker(&mut queue);
             }
             if ready() {
                 return;
