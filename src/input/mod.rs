@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::digest::Digest;
 use crate::engine::{
-    BATCH_LEAVES, BIG_LEAF, Budget, Done, Engine, Errand, Event, Feed, Hashed, LEAF_COST, Leaf,
-    LeafSink, Source, Stream, check_leaf_count,
+    BATCH_LEAVES, BIG_LEAF, Done, Engine, Errand, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink,
+    Source, Stream, check_leaf_count,
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
@@ -551,7 +551,6 @@ pub fn hash_each<T, S>(
 /// input order, and what they hold of the budget.
 struct Owner<T, S> {
     engine: Engine,
-    budget: Budget,
     flight: VecDeque<Running<T, S>>,
     /// The bytes the jobs in flight hold, and the files they keep open
     /// (those being opened on the workers counted).
@@ -574,7 +573,6 @@ impl<T, S: LeafSink> Owner<T, S> {
         let budget = engine.budget();
         Owner {
             engine,
-            budget,
             flight: VecDeque::new(),
             held: 0,
             open: 0,
@@ -639,8 +637,8 @@ impl<T, S: LeafSink> Owner<T, S> {
         // `flight`: any other job waits for them.)
         let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
         let room = self.flight.len() < IN_FLIGHT
-            && self.open < self.budget.inputs
-            && (self.held == 0 || self.held + job.weight() <= self.budget.bytes)
+            && self.open < self.engine.budget().inputs
+            && (self.held == 0 || self.held + job.weight() <= self.engine.budget().bytes)
             && !self
                 .flight
                 .iter()
@@ -805,12 +803,10 @@ impl<T, S: LeafSink> Running<T, S> {
         let ready = Arc::clone(&slot);
         let errand = move || {
             let made = Opened::path(&path).and_then(|opened| match opened.regular_length() {
-                Some(size) if whole && size <= SMALL && !opened.is_dir() => {
-                    Ok(match read_small(&opened, size)? {
-                        Small::Whole(bytes) => Ready::Whole(bytes, opened.stamp),
-                        Small::Longer(read) => Ready::Opened(Box::new(opened), Some(read)),
-                    })
-                }
+                Some(size) if whole && size <= SMALL => Ok(match read_small(&opened, size)? {
+                    Small::Whole(bytes) => Ready::Whole(bytes, opened.stamp),
+                    Small::Longer(read) => Ready::Opened(Box::new(opened), Some(read)),
+                }),
                 _ => Ok(Ready::Opened(Box::new(opened), None)),
             });
             *crate::sys::lock(&ready) = Some(made);
