@@ -257,6 +257,16 @@ impl Feed {
         }
     }
 
+    /// A feed of the `count` leaves of an input hashed already, into `done`.
+    pub(crate) fn hashed(done: Arc<Done>, count: u64) -> Feed {
+        Feed {
+            root: Root::new(&done.tree),
+            done,
+            next: 0,
+            queued: count,
+        }
+    }
+
     /// Feeds the digests that have come in order; whether every leaf
     /// queued is fed.
     pub(crate) fn drain(&mut self, sink: &mut dyn LeafSink) -> bool {
@@ -414,6 +424,11 @@ impl Engine {
         }
     }
 
+    /// The kernel its leaves are hashed with.
+    pub(crate) fn kernel(&self) -> LeafKernel {
+        self.shared.kernel
+    }
+
     /// The budgets it works within.
     pub(crate) fn budget(&self) -> Budget {
         self.shared.budget
@@ -429,7 +444,7 @@ impl Engine {
     /// `wait_until` looks again); run at once where the owner is alone.
     pub(crate) fn run(&self, errand: Errand) {
         if self.owner_alone() {
-            return errand();
+            return Chore::Run(errand).run(&self.shared);
         }
         let mut queue = lock(&self.shared.queue);
         queue.errands.push_back(errand);
@@ -649,39 +664,67 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
     #[cfg(feature = "schedule-probe")]
     probe::hashing();
     let weight = (task.iter().map(Leaf::weight).sum(), task.len());
-    let tree = task[0].done.tree;
-    let size = tree.digest_size();
-    let mut out = vec![0; task.len() * size];
     if let [
-        Leaf {
+        leaf @ Leaf {
             source: Source::Pieces(pieces, len),
             ..
         },
     ] = &task[..]
     {
         // (A big leaf is a task of its own.)
-        match hash_pieces(&tree, &task[0], pieces.as_ref(), *len) {
-            Ok(digest) => out.copy_from_slice(digest.as_bytes()),
-            Err(error) => return finish_task(shared, weight, || task[0].done.fail(error)),
+        match hash_pieces(&leaf.done.tree, leaf, pieces.as_ref(), *len) {
+            Ok(digest) => leaf.done.put(leaf.index, digest),
+            Err(error) => leaf.done.fail(error),
         }
     } else {
-        let jobs: Vec<LeafJob<'_>> = task
-            .iter()
-            .map(|leaf| match &leaf.source {
-                Source::Bytes(bytes, range) => LeafJob {
-                    bytes: &bytes.bytes()[range.clone()],
-                    index: leaf.index,
-                    last: leaf.last,
-                },
-                Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
-            })
-            .collect();
-        kernel::hash_leaves(shared.kernel, &tree, &jobs, &mut out, &mut |job, range| {
-            if let Source::Bytes(bytes, at) = &task[job].source {
-                bytes.release(at.start + range.start..at.start + range.end);
-            }
-        });
+        hash_bytes(shared.kernel, &task);
     }
+    finish_task(shared, weight, || drop(task));
+}
+
+/// Hashes leaves held in memory (of any inputs) where they stand, outside
+/// the queue and its budget, a task at a time: a worker's errand hashes
+/// the small files it read this way, a lane group of files at once.
+pub(crate) fn hash_now(kernel: LeafKernel, leaves: impl IntoIterator<Item = Leaf>) {
+    let mut task = Vec::with_capacity(TASK_LEAVES);
+    for leaf in leaves {
+        if task.len() == TASK_LEAVES
+            || task
+                .first()
+                .is_some_and(|first: &Leaf| first.done.tree != leaf.done.tree)
+        {
+            hash_bytes(kernel, &task);
+            task.clear();
+        }
+        task.push(leaf);
+    }
+    if !task.is_empty() {
+        hash_bytes(kernel, &task);
+    }
+}
+
+/// Hashes leaves of one tree, their bytes in memory, and leaves their
+/// digests with their inputs.
+fn hash_bytes(kernel: LeafKernel, task: &[Leaf]) {
+    let tree = task[0].done.tree;
+    let size = tree.digest_size();
+    let mut out = vec![0; task.len() * size];
+    let jobs: Vec<LeafJob<'_>> = task
+        .iter()
+        .map(|leaf| match &leaf.source {
+            Source::Bytes(bytes, range) => LeafJob {
+                bytes: &bytes.bytes()[range.clone()],
+                index: leaf.index,
+                last: leaf.last,
+            },
+            Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
+        })
+        .collect();
+    kernel::hash_leaves(kernel, &tree, &jobs, &mut out, &mut |job, range| {
+        if let Source::Bytes(bytes, at) = &task[job].source {
+            bytes.release(at.start + range.start..at.start + range.end);
+        }
+    });
     // The digests, a lock per input.
     let mut leaves = task.iter().zip(out.chunks(size)).peekable();
     while let Some((leaf, digest)) = leaves.next() {
@@ -701,7 +744,6 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
             put(next, digest);
         }
     }
-    finish_task(shared, weight, || drop(task));
 }
 
 /// Gives a task's bytes back to the budget, after `done` (which drops the

@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::digest::Digest;
 use crate::engine::{
-    BATCH_LEAVES, BIG_LEAF, Done, Engine, Errand, Event, Feed, Hashed, LEAF_COST, Leaf, LeafSink,
-    Source, Stream, check_leaf_count,
+    self as engine, BATCH_LEAVES, BIG_LEAF, Done, Engine, Event, Feed, Hashed, LEAF_COST, Leaf,
+    LeafSink, Source, Stream, check_leaf_count,
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
@@ -300,6 +300,13 @@ fn read_small(opened: &Opened, size: u64) -> Result<Small, Error> {
 enum Ready {
     /// A small file, read whole and closed.
     Whole(Buffer, Option<Stamp>),
+    /// A small file of a few leaves, read whole, closed and hashed: its
+    /// leaves' digests are in `done`.
+    Hashed {
+        done: Arc<Done>,
+        length: u64,
+        stamp: Option<Stamp>,
+    },
     /// Anything else, opened (and a small file's bytes, if it turned out
     /// longer than it said).
     Opened(Box<Opened>, Option<Vec<u8>>),
@@ -307,6 +314,37 @@ enum Ready {
 
 /// Where a worker leaves what it made of a job's input.
 type Slot = Arc<std::sync::Mutex<Option<Result<Ready, Error>>>>;
+
+/// A worker's opening of one input of an errand: what it made, for its
+/// slot, and a small file's bytes read whole, hashed with the errand's
+/// other files' before the slots are filled.
+type Opening = Box<dyn FnOnce() -> (Slot, Result<Ready, Error>, Option<Whole>) + Send>;
+
+/// A small file read whole, its leaves' digests to go to `done`.
+struct Whole {
+    done: Arc<Done>,
+    bytes: Arc<Buffer>,
+}
+
+impl Whole {
+    /// Its leaves, to be hashed.
+    fn leaves(self) -> impl Iterator<Item = Leaf> {
+        let (tree, length) = (self.done.tree, self.bytes.len() as u64);
+        let count = tree.leaf_count(length);
+        (0..count).map(move |index| {
+            let at = tree.leaf_bytes(index, length);
+            Leaf {
+                source: Source::Bytes(
+                    Arc::clone(&self.bytes) as _,
+                    at.start as usize..at.end as usize,
+                ),
+                index,
+                last: index + 1 == count,
+                done: Arc::clone(&self.done),
+            }
+        })
+    }
+}
 
 /// The error for a directory named as an input.
 fn is_a_directory() -> Error {
@@ -562,7 +600,7 @@ struct Owner<T, S> {
     opening_most: usize,
     /// The openings not yet sent to the workers: they go a few at once,
     /// for a worker to wake once for several files.
-    errands: Vec<Errand>,
+    errands: Vec<Opening>,
     /// Whether an outcome was reported since the last `Waiting`.
     reported: bool,
 }
@@ -655,9 +693,9 @@ impl<T, S: LeafSink> Owner<T, S> {
             self.held += job.weight();
             self.open += 1;
             self.opening += 1;
-            let (running, errand) = Running::send(job);
+            let (running, opening) = Running::send(job);
             self.flight.push_back(running);
-            self.errands.push(Box::new(errand));
+            self.errands.push(opening);
             if self.errands.len() == ERRAND_FILES {
                 self.send_errands();
             }
@@ -680,12 +718,18 @@ impl<T, S: LeafSink> Owner<T, S> {
         None
     }
 
-    /// Sends the openings gathered to the workers, as one errand.
+    /// Sends the openings gathered to the workers, as one errand, which
+    /// hashes the small files it reads together (a lane group of files).
     fn send_errands(&mut self) {
         if !self.errands.is_empty() {
-            let errands = std::mem::take(&mut self.errands);
+            let (openings, kernel) = (std::mem::take(&mut self.errands), self.engine.kernel());
             self.engine.run(Box::new(move || {
-                errands.into_iter().for_each(|errand| errand())
+                let mut made: Vec<_> = openings.into_iter().map(|opening| opening()).collect();
+                let wholes = made.iter_mut().filter_map(|(_, _, whole)| whole.take());
+                engine::hash_now(kernel, wholes.flat_map(Whole::leaves));
+                for (slot, ready, _) in made {
+                    *crate::sys::lock(&slot) = Some(ready);
+                }
             }));
         }
     }
@@ -722,6 +766,9 @@ impl<T, S: LeafSink> Owner<T, S> {
 
 /// The files a worker opens (and reads, if small) in one errand.
 const ERRAND_FILES: usize = 8;
+/// The most leaves of a small file its errand hashes: their digests wait
+/// for the owner outside the budget of bytes in flight.
+const ERRAND_LEAVES: u64 = 64;
 
 /// A job given back for want of a file descriptor, and the error.
 type Refused<T, S> = Box<(Job<T, S>, io::Error)>;
@@ -791,25 +838,45 @@ impl<T, S: LeafSink> Running<T, S> {
     /// Has a worker open the job's input named by path, and read it if it is
     /// a small regular file whose every leaf is hashed, while the owner
     /// goes on: the owner plans it once it is done ([`Self::take_ready`]).
-    fn send(job: Job<T, S>) -> (Self, impl FnOnce() + Send + 'static) {
+    fn send(job: Job<T, S>) -> (Self, Opening) {
         let slot = Slot::default();
         let Target::Path(path) = &job.target else {
             unreachable!("only inputs named by path are opened on a worker")
         };
-        let (path, whole) = (
+        let (path, tree, small) = (
             path.clone(),
+            job.tree,
             job.leaves.is_none() && job.excerpt_of.is_none(),
         );
         let ready = Arc::clone(&slot);
-        let errand = move || {
+        let opening = move || {
+            let mut whole = None;
             let made = Opened::path(&path).and_then(|opened| match opened.regular_length() {
-                Some(size) if whole && size <= SMALL => Ok(match read_small(&opened, size)? {
-                    Small::Whole(bytes) => Ready::Whole(bytes, opened.stamp),
-                    Small::Longer(read) => Ready::Opened(Box::new(opened), Some(read)),
-                }),
+                Some(size) if small && size <= SMALL => match read_small(&opened, size)? {
+                    // (A file of many tiny leaves is queued by the owner, a
+                    // window at a time: their digests count on the budget.)
+                    Small::Whole(bytes) if tree.leaf_count(bytes.len() as u64) > ERRAND_LEAVES => {
+                        Ok(Ready::Whole(bytes, opened.stamp))
+                    }
+                    Small::Whole(bytes) => {
+                        let length = bytes.len() as u64;
+                        let done = Done::new(&tree);
+                        let (bytes, stamp) = (Arc::new(bytes), opened.stamp);
+                        whole = Some(Whole {
+                            done: Arc::clone(&done),
+                            bytes,
+                        });
+                        Ok(Ready::Hashed {
+                            done,
+                            length,
+                            stamp,
+                        })
+                    }
+                    Small::Longer(read) => Ok(Ready::Opened(Box::new(opened), Some(read))),
+                },
                 _ => Ok(Ready::Opened(Box::new(opened), None)),
             });
-            *crate::sys::lock(&ready) = Some(made);
+            (ready, made, whole)
         };
         let running = Running {
             job,
@@ -817,7 +884,7 @@ impl<T, S: LeafSink> Running<T, S> {
             stamp: None,
             work: Work::Opening(slot),
         };
-        (running, errand)
+        (running, Box::new(opening))
     }
 
     /// Plans the input a worker opened, once it has; whether it had.
@@ -833,6 +900,23 @@ impl<T, S: LeafSink> Running<T, S> {
                 self.stamp = stamp;
                 let length = bytes.len() as u64;
                 self.start_leaves(engine, length, 0, Some(Arc::new(bytes)))
+            }
+            Ok(Ready::Hashed {
+                done,
+                length,
+                stamp,
+            }) => {
+                self.stamp = stamp;
+                let count = self.job.tree.leaf_count(length);
+                self.work = Work::Leaves {
+                    feed: Box::new(Feed::hashed(done, count)),
+                    next: count,
+                    end: count,
+                    length,
+                    skip: 0,
+                    whole: None,
+                };
+                Ok(())
             }
             Ok(Ready::Opened(opened, Some(read))) => {
                 self.stamp = opened.stamp;
