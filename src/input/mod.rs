@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::digest::Digest;
 use crate::engine::{
     self as engine, BATCH_LEAVES, BIG_LEAF, Done, Engine, Event, Feed, Hashed, LEAF_COST, Leaf,
-    LeafSink, Source, Stream, check_leaf_count,
+    LeafKernel, LeafSink, Source, Stream, check_leaf_count,
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
@@ -640,7 +640,7 @@ impl<T, S: LeafSink> Owner<T, S> {
         report: &mut impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
     ) -> Option<ControlFlow<()>> {
         let front = self.flight.front_mut()?;
-        if let Work::Reopen = front.work {
+        if let Work::ToOpen = front.work {
             front.reopen(&self.engine);
             self.open += usize::from(front.opened.is_some());
         }
@@ -803,9 +803,9 @@ enum Work {
     Stream { read: Vec<u8> },
     /// Being opened (and read, if small) on a worker.
     Opening(Slot),
-    /// Refused a descriptor on a worker: opened again when it is the first
-    /// in flight.
-    Reopen,
+    /// Not open: opened by the owner (now, or when it is the first in
+    /// flight, if a worker was refused a descriptor for it).
+    ToOpen,
 }
 
 impl<T, S: LeafSink> Running<T, S> {
@@ -824,15 +824,20 @@ impl<T, S: LeafSink> Running<T, S> {
         if let Some(error) = job.failed.take() {
             return Ok(Running::failed(job, error));
         }
-        match job.open() {
-            Ok(opened) => {
-                let mut running = Running::failed(job, Error::NotRegularFile);
-                running.plan_opened(opened, engine);
-                Ok(running)
+        let mut running = Running {
+            job,
+            opened: None,
+            stamp: None,
+            work: Work::ToOpen,
+        };
+        match running.job.open() {
+            Ok(opened) => running.plan_opened(opened, engine),
+            Err(Error::Io(error)) if out_of_descriptors(&error) => {
+                return Err(Box::new((running.job, error)));
             }
-            Err(Error::Io(error)) if out_of_descriptors(&error) => Err(Box::new((job, error))),
-            Err(error) => Ok(Running::failed(job, error)),
+            Err(error) => running.work = Work::Over(Err(error)),
         }
+        Ok(running)
     }
 
     /// Has a worker open the job's input named by path, and read it if it is
@@ -929,7 +934,7 @@ impl<T, S: LeafSink> Running<T, S> {
                 Ok(())
             }
             Err(Error::Io(error)) if out_of_descriptors(&error) => {
-                self.work = Work::Reopen;
+                self.work = Work::ToOpen;
                 Ok(())
             }
             Err(error) => Err(error),
@@ -1070,10 +1075,11 @@ impl<T, S: LeafSink> Running<T, S> {
         let most = if leaf > BIG_LEAF {
             1
         } else {
-            // Whole lane groups (16 leaves: BLAKE2s's group, two of
-            // BLAKE2b's) where they fit half the budget.
+            // Whole lane groups of the kernel where they fit half the
+            // budget.
+            let lanes = LeafKernel::active().lanes(self.job.tree.algorithm()) as u64;
             let fit = window_size() / leaf;
-            let groups = fit.max(1).next_multiple_of(16);
+            let groups = fit.max(1).next_multiple_of(lanes);
             let half = crate::engine::Budget::get().bytes as u64 / 2;
             let most = if groups * leaf <= half { groups } else { fit };
             most.clamp(1, BATCH_LEAVES)
@@ -1167,17 +1173,16 @@ impl<T, S: LeafSink> Running<T, S> {
             Work::Leaves {
                 feed, next, end, ..
             } => next == end && feed.all_in(),
-            Work::Stream { .. } | Work::Opening(_) | Work::Reopen => false,
+            Work::Stream { .. } | Work::Opening(_) | Work::ToOpen => false,
         }
     }
 
     /// Reads a stream to its end, hashing it on the engine.
     fn read_stream(&mut self, engine: &Engine) {
-        let Work::Stream { read } =
-            std::mem::replace(&mut self.work, Work::Over(Err(Error::NotRegularFile)))
-        else {
+        let Work::Stream { read } = &mut self.work else {
             return;
         };
+        let read = std::mem::take(read);
         let result = self.hash_stream(engine, read);
         self.work = Work::Over(result);
     }
@@ -1238,19 +1243,24 @@ impl<T, S: LeafSink> Running<T, S> {
     }
 
     /// The outcome, once [`ready`](Self::ready).
-    fn finish(mut self) -> Outcome<T, S> {
-        let result = match std::mem::replace(&mut self.work, Work::Over(Err(Error::NotRegularFile)))
-        {
+    fn finish(self) -> Outcome<T, S> {
+        let Running {
+            mut job,
+            opened,
+            stamp,
+            work,
+        } = self;
+        let result = match work {
             Work::Over(result) => result,
             Work::Leaves {
                 mut feed, length, ..
             } => {
-                feed.drain(&mut self.job.sink);
+                feed.drain(&mut job.sink);
                 let digest = feed.finish();
-                match &self.opened {
+                match &opened {
                     Some(opened) => opened
                         .unchanged()
-                        .and_then(|()| match self.job.leaves {
+                        .and_then(|()| match job.leaves {
                             // A selection reads only its leaves, at their offsets:
                             // standard input stays where it was, for the next `-`.
                             Some(_) => Ok(()),
@@ -1266,14 +1276,14 @@ impl<T, S: LeafSink> Running<T, S> {
                 }
                 .map(|digest| Hashed { digest, length })
             }
-            Work::Stream { .. } | Work::Opening(_) | Work::Reopen => {
+            Work::Stream { .. } | Work::Opening(_) | Work::ToOpen => {
                 unreachable!("a stream is read, and an input opened, before it is ready")
             }
         };
-        let stamp = if result.is_ok() { self.stamp } else { None };
+        let stamp = if result.is_ok() { stamp } else { None };
         Outcome {
-            tag: self.job.tag,
-            leaves: self.job.sink,
+            tag: job.tag,
+            leaves: job.sink,
             result,
             stamp,
         }
