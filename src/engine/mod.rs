@@ -257,16 +257,6 @@ impl Feed {
         }
     }
 
-    /// A feed of the `count` leaves of an input hashed already, into `done`.
-    pub(crate) fn hashed(done: Arc<Done>, count: u64) -> Feed {
-        Feed {
-            root: Root::new(&done.tree),
-            done,
-            next: 0,
-            queued: count,
-        }
-    }
-
     /// Feeds the digests that have come in order; whether every leaf
     /// queued is fed.
     pub(crate) fn drain(&mut self, sink: &mut dyn LeafSink) -> bool {
@@ -664,67 +654,39 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
     #[cfg(feature = "schedule-probe")]
     probe::hashing();
     let weight = (task.iter().map(Leaf::weight).sum(), task.len());
+    let tree = task[0].done.tree;
+    let size = tree.digest_size();
+    let mut out = vec![0; task.len() * size];
     if let [
-        leaf @ Leaf {
+        Leaf {
             source: Source::Pieces(pieces, len),
             ..
         },
     ] = &task[..]
     {
         // (A big leaf is a task of its own.)
-        match hash_pieces(&leaf.done.tree, leaf, pieces.as_ref(), *len) {
-            Ok(digest) => leaf.done.put(leaf.index, digest),
-            Err(error) => leaf.done.fail(error),
+        match hash_pieces(&tree, &task[0], pieces.as_ref(), *len) {
+            Ok(digest) => out.copy_from_slice(digest.as_bytes()),
+            Err(error) => return finish_task(shared, weight, || task[0].done.fail(error)),
         }
     } else {
-        hash_bytes(shared.kernel, &task);
+        let jobs: Vec<LeafJob<'_>> = task
+            .iter()
+            .map(|leaf| match &leaf.source {
+                Source::Bytes(bytes, range) => LeafJob {
+                    bytes: &bytes.bytes()[range.clone()],
+                    index: leaf.index,
+                    last: leaf.last,
+                },
+                Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
+            })
+            .collect();
+        kernel::hash_leaves(shared.kernel, &tree, &jobs, &mut out, &mut |job, range| {
+            if let Source::Bytes(bytes, at) = &task[job].source {
+                bytes.release(at.start + range.start..at.start + range.end);
+            }
+        });
     }
-    finish_task(shared, weight, || drop(task));
-}
-
-/// Hashes leaves held in memory (of any inputs) where they stand, outside
-/// the queue and its budget, a task at a time: a worker's errand hashes
-/// the small files it read this way, a lane group of files at once.
-pub(crate) fn hash_now(kernel: LeafKernel, leaves: impl IntoIterator<Item = Leaf>) {
-    let mut task = Vec::with_capacity(TASK_LEAVES);
-    for leaf in leaves {
-        if task.len() == TASK_LEAVES
-            || task
-                .first()
-                .is_some_and(|first: &Leaf| first.done.tree != leaf.done.tree)
-        {
-            hash_bytes(kernel, &task);
-            task.clear();
-        }
-        task.push(leaf);
-    }
-    if !task.is_empty() {
-        hash_bytes(kernel, &task);
-    }
-}
-
-/// Hashes leaves of one tree, their bytes in memory, and leaves their
-/// digests with their inputs.
-fn hash_bytes(kernel: LeafKernel, task: &[Leaf]) {
-    let tree = task[0].done.tree;
-    let size = tree.digest_size();
-    let mut out = vec![0; task.len() * size];
-    let jobs: Vec<LeafJob<'_>> = task
-        .iter()
-        .map(|leaf| match &leaf.source {
-            Source::Bytes(bytes, range) => LeafJob {
-                bytes: &bytes.bytes()[range.clone()],
-                index: leaf.index,
-                last: leaf.last,
-            },
-            Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
-        })
-        .collect();
-    kernel::hash_leaves(kernel, &tree, &jobs, &mut out, &mut |job, range| {
-        if let Source::Bytes(bytes, at) = &task[job].source {
-            bytes.release(at.start + range.start..at.start + range.end);
-        }
-    });
     // The digests, a lock per input.
     let mut leaves = task.iter().zip(out.chunks(size)).peekable();
     while let Some((leaf, digest)) = leaves.next() {
@@ -744,6 +706,42 @@ fn hash_bytes(kernel: LeafKernel, task: &[Leaf]) {
             put(next, digest);
         }
     }
+    finish_task(shared, weight, || drop(task));
+}
+
+/// Hashes inputs held whole in memory, their leaves side by side in the
+/// kernel's lanes, outside the queue and its budget: each input's leaf
+/// digests, in order. (A worker's errand hashes the small files it read
+/// this way, a lane group of files at once.)
+pub(crate) fn hash_whole(kernel: LeafKernel, inputs: &[(TreeParams, &[u8])]) -> Vec<Vec<u8>> {
+    let mut digests = Vec::with_capacity(inputs.len());
+    for group in inputs.chunk_by(|a, b| a.0 == b.0) {
+        let tree = group[0].0;
+        let jobs: Vec<LeafJob<'_>> = group
+            .iter()
+            .flat_map(|&(_, bytes)| {
+                let (length, count) = (bytes.len() as u64, tree.leaf_count(bytes.len() as u64));
+                (0..count).map(move |index| {
+                    let at = tree.leaf_bytes(index, length);
+                    LeafJob {
+                        bytes: &bytes[at.start as usize..at.end as usize],
+                        index,
+                        last: index + 1 == count,
+                    }
+                })
+            })
+            .collect();
+        let size = tree.digest_size();
+        let mut out = vec![0; jobs.len() * size];
+        kernel::hash_leaves(kernel, &tree, &jobs, &mut out, &mut |_, _| {});
+        let mut out = &out[..];
+        for (_, bytes) in group {
+            let (input, rest) = out.split_at(tree.leaf_count(bytes.len() as u64) as usize * size);
+            digests.push(input.to_vec());
+            out = rest;
+        }
+    }
+    digests
 }
 
 /// Gives a task's bytes back to the budget, after `done` (which drops the

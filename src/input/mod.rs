@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::digest::Digest;
 use crate::engine::{
     self as engine, BATCH_LEAVES, BIG_LEAF, Done, Engine, Event, Feed, Hashed, LEAF_COST, Leaf,
-    LeafKernel, LeafSink, Source, Stream, check_leaf_count,
+    LeafKernel, LeafSink, Root, Source, Stream, check_leaf_count,
 };
 use crate::error::Error;
 use crate::params::{Selection, TreeParams};
@@ -300,10 +300,12 @@ fn read_small(opened: &Opened, size: u64) -> Result<Small, Error> {
 enum Ready {
     /// A small file, read whole and closed.
     Whole(Buffer, Option<Stamp>),
-    /// A small file of a few leaves, read whole, closed and hashed: its
-    /// leaves' digests are in `done`.
+    /// A small file of a few leaves, read whole and closed, to be hashed
+    /// with its errand's other files ...
+    Read(Buffer, Option<Stamp>, TreeParams),
+    /// ... and hashed: its leaves' digests, in order.
     Hashed {
-        done: Arc<Done>,
+        digests: Vec<u8>,
         length: u64,
         stamp: Option<Stamp>,
     },
@@ -315,34 +317,34 @@ enum Ready {
 /// Where a worker leaves what it made of a job's input.
 type Slot = Arc<std::sync::Mutex<Option<Result<Ready, Error>>>>;
 
-/// A worker's opening of one input of an errand: what it made, for its
-/// slot, and a small file's bytes read whole, hashed with the errand's
-/// other files' before the slots are filled.
-type Opening = Box<dyn FnOnce() -> (Slot, Result<Ready, Error>, Option<Whole>) + Send>;
+/// A worker's opening of one input of an errand, and the slot for what it
+/// made.
+type Opening = Box<dyn FnOnce() -> (Slot, Result<Ready, Error>) + Send>;
 
-/// A small file read whole, its leaves' digests to go to `done`.
-struct Whole {
-    done: Arc<Done>,
-    bytes: Arc<Buffer>,
-}
-
-impl Whole {
-    /// Its leaves, to be hashed.
-    fn leaves(self) -> impl Iterator<Item = Leaf> {
-        let (tree, length) = (self.done.tree, self.bytes.len() as u64);
-        let count = tree.leaf_count(length);
-        (0..count).map(move |index| {
-            let at = tree.leaf_bytes(index, length);
-            Leaf {
-                source: Source::Bytes(
-                    Arc::clone(&self.bytes) as _,
-                    at.start as usize..at.end as usize,
-                ),
-                index,
-                last: index + 1 == count,
-                done: Arc::clone(&self.done),
-            }
+/// Runs the openings of an errand, hashes the small files they read
+/// together (a lane group of files at once), and leaves what each made in
+/// its slot.
+fn run_errand(kernel: LeafKernel, openings: Vec<Opening>) {
+    let made: Vec<_> = openings.into_iter().map(|opening| opening()).collect();
+    let read: Vec<(TreeParams, &[u8])> = made
+        .iter()
+        .filter_map(|(_, made)| match made {
+            Ok(Ready::Read(bytes, _, tree)) => Some((*tree, engine::Bytes::bytes(bytes))),
+            _ => None,
         })
+        .collect();
+    let mut digests = engine::hash_whole(kernel, &read).into_iter();
+    drop(read);
+    for (slot, made) in made {
+        let made = made.map(|ready| match ready {
+            Ready::Read(bytes, stamp, _) => Ready::Hashed {
+                digests: digests.next().expect("a file's digests"),
+                length: bytes.len() as u64,
+                stamp,
+            },
+            ready => ready,
+        });
+        *crate::sys::lock(&slot) = Some(made);
     }
 }
 
@@ -723,14 +725,8 @@ impl<T, S: LeafSink> Owner<T, S> {
     fn send_errands(&mut self) {
         if !self.errands.is_empty() {
             let (openings, kernel) = (std::mem::take(&mut self.errands), self.engine.kernel());
-            self.engine.run(Box::new(move || {
-                let mut made: Vec<_> = openings.into_iter().map(|opening| opening()).collect();
-                let wholes = made.iter_mut().filter_map(|(_, _, whole)| whole.take());
-                engine::hash_now(kernel, wholes.flat_map(Whole::leaves));
-                for (slot, ready, _) in made {
-                    *crate::sys::lock(&slot) = Some(ready);
-                }
-            }));
+            self.engine
+                .run(Box::new(move || run_errand(kernel, openings)));
         }
     }
 
@@ -855,7 +851,6 @@ impl<T, S: LeafSink> Running<T, S> {
         );
         let ready = Arc::clone(&slot);
         let opening = move || {
-            let mut whole = None;
             let made = Opened::path(&path).and_then(|opened| match opened.regular_length() {
                 Some(size) if small && size <= SMALL => match read_small(&opened, size)? {
                     // (A file of many tiny leaves is queued by the owner, a
@@ -863,25 +858,12 @@ impl<T, S: LeafSink> Running<T, S> {
                     Small::Whole(bytes) if tree.leaf_count(bytes.len() as u64) > ERRAND_LEAVES => {
                         Ok(Ready::Whole(bytes, opened.stamp))
                     }
-                    Small::Whole(bytes) => {
-                        let length = bytes.len() as u64;
-                        let done = Done::new(&tree);
-                        let (bytes, stamp) = (Arc::new(bytes), opened.stamp);
-                        whole = Some(Whole {
-                            done: Arc::clone(&done),
-                            bytes,
-                        });
-                        Ok(Ready::Hashed {
-                            done,
-                            length,
-                            stamp,
-                        })
-                    }
+                    Small::Whole(bytes) => Ok(Ready::Read(bytes, opened.stamp, tree)),
                     Small::Longer(read) => Ok(Ready::Opened(Box::new(opened), Some(read))),
                 },
                 _ => Ok(Ready::Opened(Box::new(opened), None)),
             });
-            (ready, made, whole)
+            (ready, made)
         };
         let running = Running {
             job,
@@ -907,22 +889,23 @@ impl<T, S: LeafSink> Running<T, S> {
                 self.start_leaves(engine, length, 0, Some(Arc::new(bytes)))
             }
             Ok(Ready::Hashed {
-                done,
+                digests,
                 length,
                 stamp,
             }) => {
                 self.stamp = stamp;
-                let count = self.job.tree.leaf_count(length);
-                self.work = Work::Leaves {
-                    feed: Box::new(Feed::hashed(done, count)),
-                    next: count,
-                    end: count,
-                    length,
-                    skip: 0,
-                    whole: None,
-                };
+                let mut root = Root::new(&self.job.tree);
+                root.feed(&digests);
+                let size = self.job.tree.digest_size();
+                for (index, digest) in (0..).zip(digests.chunks(size)) {
+                    self.job.sink.leaves(index, digest);
+                }
+                self.job.count(length);
+                let digest = root.finalize();
+                self.work = Work::Over(Ok(Hashed { digest, length }));
                 Ok(())
             }
+            Ok(Ready::Read(..)) => unreachable!("an errand hashes the files it read"),
             Ok(Ready::Opened(opened, Some(read))) => {
                 self.stamp = opened.stamp;
                 self.opened = Some(*opened);
