@@ -6,7 +6,7 @@
 //! `--leaf-count` prints a count line instead, and with `--total` reads no
 //! input at all.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
-pub use files0::Entry;
+use files0::Entry;
 
 use super::output::{
     Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, output_failed, report,
@@ -93,36 +93,50 @@ impl Names {
 }
 
 /// The inputs' names; `Err` with the run's status when there is nothing to
-/// hash: a list that cannot be read, or `--leaf-count --total`, whose line
-/// is printed here. `status` becomes a failure where names are missing (a
-/// walk's errors, an entry of `-r --files0-from` that is no name).
+/// hash: a list that cannot be read, or `--leaf-count --total T`, whose
+/// count line of a T-byte file, read from nowhere, is printed here.
+/// `status` becomes a failure where names are missing (a walk's errors, an
+/// entry of `-r --files0-from` that is no name).
 fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result<Names, Status> {
     Ok(match &config.inputs {
         Inputs::Planned { total, selection } => {
-            return Err(plan(config, *total, selection.as_ref(), out));
+            let name = JsonName(config.name.as_deref());
+            let record = count_record(&config.tree, name, *total, selection.as_ref());
+            return Err(match out.emit(&record).and_then(|()| out.flush()) {
+                Ok(()) => Status::Success,
+                Err(error) => output_failed(&error),
+            });
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
         Inputs::Named(files) => Names::Given(files.clone()),
-        Inputs::ListedIn(list) => match files0::open(list) {
-            Ok(names) => Names::Listed(names),
-            Err(error) => {
-                report(list, &plain_message(&error));
-                return Err(Status::Failure);
-            }
-        },
+        Inputs::ListedIn(list) => Names::Listed(open_list(list)?),
         Inputs::Walk { roots, walk } => {
             let roots = match roots {
                 Roots::Given(roots) => roots.clone(),
-                Roots::ListedIn(list) => {
-                    let (roots, bad) = listed_roots(list).ok_or(Status::Failure)?;
-                    if bad {
-                        *status = Status::Failure;
-                    }
-                    roots
-                }
+                // Read whole: the walk sorts what is under them anyway.
+                Roots::ListedIn(list) => (open_list(list)?)
+                    .filter_map(|entry| match entry {
+                        Entry::Name(name) => Some(name),
+                        Entry::Bad { place, message } => {
+                            // (As a missing FILE would.)
+                            report(&place, &message);
+                            *status = Status::Failure;
+                            None
+                        }
+                    })
+                    .collect(),
             };
             Names::Walked(Walk::new(&roots, walk.clone()))
         }
+    })
+}
+
+/// Opens a list of names (`--files0-from`); one that cannot be read is
+/// reported.
+fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
+    files0::open(list).map_err(|error| {
+        report(list, &plain_message(&error));
+        Status::Failure
     })
 }
 
@@ -394,50 +408,6 @@ impl Walk {
             })
             .filter(std::fs::Metadata::is_file)
             .fold(0u64, |total, metadata| total.saturating_add(metadata.len()))
-    }
-}
-
-/// The directories `-r --files0-from=LIST` walks, read whole (the walk
-/// sorts what is under them anyway), and whether an entry was no name (each
-/// is reported, and fails the run as a missing FILE would). `None` if the
-/// list cannot be read or memory for it is refused.
-fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
-    let names = match files0::open(list) {
-        Ok(names) => names,
-        Err(error) => {
-            report(list, &plain_message(&error));
-            return None;
-        }
-    };
-    let mut roots = Vec::new();
-    let mut bad = false;
-    for listed in names {
-        match listed {
-            Entry::Name(name) => {
-                roots.push(name);
-            }
-            Entry::Bad { place, message } => {
-                report(&place, &message);
-                bad = true;
-            }
-        }
-    }
-    Some((roots, bad))
-}
-
-/// `--leaf-count --total T`: the count line of a T-byte file, read from
-/// nowhere, named by `--name` or nameless.
-fn plan(
-    config: &Hashing,
-    total: u64,
-    selection: Option<&Selection>,
-    out: &mut Printer<'_>,
-) -> Status {
-    let name = JsonName(config.name.as_deref());
-    let record = count_record(&config.tree, name, total, selection);
-    match out.emit(&record).and_then(|()| out.flush()) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
     }
 }
 
