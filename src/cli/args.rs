@@ -669,29 +669,22 @@ pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             if after_dashes {
                 return arg;
             }
-            if arg == "--" {
-                after_dashes = true;
-                return arg;
-            }
+            after_dashes = arg == "--";
             // Every spelling is ASCII: an argument that is not Unicode is
             // none of them.
             let Some(text) = arg.to_str() else {
                 return arg;
             };
-            for (go, ours) in [
-                ("-cpus", "--cpus"),
-                ("-help", "--help"),
-                ("--a", "--algorithm"),
-                ("--s", "--size"),
-                ("--t", "--tree"),
-            ] {
-                if let Some(rest) = text.strip_prefix(go)
-                    && (rest.is_empty() || rest.starts_with('='))
-                {
-                    return OsString::from(format!("{ours}{rest}"));
-                }
-            }
-            arg
+            let (flag, value) = text.find('=').map_or((text, ""), |at| text.split_at(at));
+            let ours = match flag {
+                "-cpus" => "--cpus",
+                "-help" => "--help",
+                "--a" => "--algorithm",
+                "--s" => "--size",
+                "--t" => "--tree",
+                _ => return arg,
+            };
+            OsString::from(format!("{ours}{value}"))
         })
         .collect()
 }

@@ -30,8 +30,6 @@ pub struct Names {
     reader: Box<dyn BufRead>,
     /// The list as messages name it.
     list: OsString,
-    /// Whether the list is standard input.
-    from_stdin: bool,
     /// How many names have been read.
     number: u64,
     record: Vec<u8>,
@@ -40,11 +38,9 @@ pub struct Names {
 
 /// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
-    let from_stdin = list == "-";
     Ok(Names {
         reader: sys::open_list(list)?,
         list: list.to_os_string(),
-        from_stdin,
         number: 0,
         record: Vec::new(),
         ended: false,
@@ -93,7 +89,7 @@ impl Iterator for Names {
                 if name.is_empty() {
                     return Some(self.bad("invalid zero-length file name"));
                 }
-                if self.from_stdin && name == b"-" {
+                if self.list == "-" && name == b"-" {
                     return Some(self.bad(
                         "when reading file names from standard input, no file name of '-' allowed",
                     ));
