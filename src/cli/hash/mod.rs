@@ -65,20 +65,30 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     report.finish(written)
 }
 
-/// The inputs' names, in order: given, walked as they are hashed, or read
-/// from a list as they are hashed (whose sizes are then not known ahead).
+/// The inputs' names, in order: given, walked as they are hashed (the
+/// roots of `--recursive`, how to walk them and what to skip), or read from
+/// a list as they are hashed (whose sizes are then not known ahead).
 enum Names {
     Given(Vec<OsString>),
-    Walked(Walk),
+    Walked(Vec<OsString>, Arc<WalkPlan>, Arc<Skipped>),
     Listed(files0::Names),
 }
 
 impl Names {
-    /// The bytes the run will hash, if they can be known ahead.
+    /// The bytes the run will hash, if they can be known ahead (a walk's
+    /// regular files, walked once more).
     fn total_bytes(&self, config: &Hashing) -> Option<u64> {
         match self {
             Names::Given(names) => total_bytes(config, names),
-            Names::Walked(roots) => Some(roots.total_bytes()),
+            Names::Walked(roots, plan, skipped) => Some(
+                (walked(roots, plan, skipped))
+                    .filter_map(|entry| match entry {
+                        Entry::Name(path) => std::fs::metadata(path).ok(),
+                        Entry::Bad { .. } => None,
+                    })
+                    .filter(std::fs::Metadata::is_file)
+                    .fold(0u64, |total, metadata| total.saturating_add(metadata.len())),
+            ),
             Names::Listed(_) => None,
         }
     }
@@ -86,10 +96,26 @@ impl Names {
     fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
         match self {
             Names::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
-            Names::Walked(roots) => Box::new(roots.entries()),
+            Names::Walked(roots, plan, skipped) => Box::new(walked(&roots, &plan, &skipped)),
             Names::Listed(listed) => Box::new(listed),
         }
     }
+}
+
+/// The inputs under `roots`, as they are walked.
+fn walked(
+    roots: &[OsString],
+    plan: &Arc<WalkPlan>,
+    skipped: &Arc<Skipped>,
+) -> impl Iterator<Item = Entry> + 'static {
+    let (plan, skipped) = (Arc::clone(plan), Arc::clone(skipped));
+    walk(roots.to_vec(), plan, skipped).map(|walked| match walked {
+        Walked::File(path) => Entry::Name(path),
+        Walked::Error { path, error } => Entry::Bad {
+            place: path,
+            message: plain_message(&error),
+        },
+    })
 }
 
 /// The inputs' names; `Err` with the run's status when there is nothing to
@@ -126,7 +152,16 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                     })
                     .collect(),
             };
-            Names::Walked(Walk::new(&roots, walk.clone()))
+            let roots = match roots.is_empty() {
+                true => vec![OsString::from(".")],
+                false => roots,
+            };
+            // The file standard output writes to is never hashed.
+            let skipped = Skipped {
+                files: sys::stdout_file().into_iter().collect(),
+                ..Skipped::default()
+            };
+            Names::Walked(roots, Arc::new(walk.clone()), Arc::new(skipped))
         }
     })
 }
@@ -359,55 +394,6 @@ fn count_record<'a>(
         offset: bytes.as_ref().map(|bytes| bytes.start),
         length: bytes.map(|bytes| bytes.end - bytes.start),
         selected,
-    }
-}
-
-/// The walk of the arguments of `--recursive` (`.` when there are none).
-struct Walk {
-    roots: Vec<OsString>,
-    plan: Arc<WalkPlan>,
-    skipped: Arc<Skipped>,
-}
-
-impl Walk {
-    fn new(arguments: &[OsString], plan: WalkPlan) -> Walk {
-        let roots = match arguments.is_empty() {
-            true => vec![OsString::from(".")],
-            false => arguments.to_vec(),
-        };
-        let skipped = Skipped {
-            files: sys::stdout_file().into_iter().collect(),
-            ..Skipped::default()
-        };
-        Walk {
-            roots,
-            plan: Arc::new(plan),
-            skipped: Arc::new(skipped),
-        }
-    }
-
-    /// The inputs, as they are walked.
-    fn entries(&self) -> impl Iterator<Item = Entry> + 'static {
-        let (plan, skipped) = (Arc::clone(&self.plan), Arc::clone(&self.skipped));
-        walk(self.roots.clone(), plan, skipped).map(|walked| match walked {
-            Walked::File(path) => Entry::Name(path),
-            Walked::Error { path, error } => Entry::Bad {
-                place: path,
-                message: plain_message(&error),
-            },
-        })
-    }
-
-    /// The bytes of the regular files the walk gives (walked once more),
-    /// for a progress bar's total.
-    fn total_bytes(&self) -> u64 {
-        self.entries()
-            .filter_map(|entry| match entry {
-                Entry::Name(path) => std::fs::metadata(path).ok(),
-                Entry::Bad { .. } => None,
-            })
-            .filter(std::fs::Metadata::is_file)
-            .fold(0u64, |total, metadata| total.saturating_add(metadata.len()))
     }
 }
 
