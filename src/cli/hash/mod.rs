@@ -181,37 +181,36 @@ type Tag = (OsString, Vec<u8>);
 /// The job that hashes one entry, as the options ask.
 fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
-    let (name, error) = match entry {
+    let (name, mut error) = match entry {
         Entry::Name(name) => (name, None),
         Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
     };
     // How lines name it: a name that cannot be printed is an error.
-    let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
-        (Some(renamed), _) => (renamed.clone(), error),
-        (None, Some(printed)) => (printed.into_bytes(), error),
-        (None, None) => (Vec::new(), Some(bt2sum::Error::NotUnicode)),
+    let printed = match (&config.name, Name::of_path(&name)) {
+        (Some(renamed), _) => renamed.clone(),
+        (None, Some(printed)) => printed.into_bytes(),
+        (None, None) => {
+            error = Some(bt2sum::Error::NotUnicode);
+            Vec::new()
+        }
     };
     let is_stdin = name == "-";
-    let path = PathBuf::from(&name);
-    let tag = (name, printed);
-    let job = if is_stdin {
-        Job::stdin(tag, tree)
-    } else {
-        Job::path(tag, path, tree)
-    };
-    let job = if let Some(error) = unprintable {
-        job.failing(error)
-    } else if is_stdin && sys::stdin_closed() {
-        job.failing(sys::closed_stream().into())
-    } else {
-        if is_stdin {
-            progress.reading_stdin();
+    if is_stdin && error.is_none() {
+        match sys::stdin_closed() {
+            true => error = Some(sys::closed_stream().into()),
+            false => progress.reading_stdin(),
         }
-        job
+    }
+    let path = PathBuf::from(&name);
+    let mut job = match is_stdin {
+        true => Job::stdin((name, printed), tree),
+        false => Job::path((name, printed), path, tree),
     };
+    if let Some(error) = error {
+        job = job.failing(error);
+    }
     let listed = matches!(config.listing, Listing::Leaves(_));
-    let log = listed.then(|| LeafLog::new(tree.digest_size()));
-    let mut job = job.with_leaves(log);
+    let mut job = job.with_leaves(listed.then(|| LeafLog::new(tree.digest_size())));
     match &config.listing {
         Listing::Leaves(Some(selection)) => job = job.select(selection.clone()),
         // Counting hashes no leaf: the input's length is all it needs.
