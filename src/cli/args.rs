@@ -11,29 +11,8 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
 
 use bt2sum::{Algorithm, Part, TreeParams};
 
-pub const EXAMPLES: &str = "\
-Examples:
-  bt2sum FILE                 checksum of FILE (BLAKE2b, 64 bytes, 5 MiB leaves)
-  cat FILE | bt2sum           the same checksum, from a pipe
-  bt2sum -a blake2s -t 10m F  BLAKE2s with 10 MiB leaves
-  bt2sum FILE... > SUMS       a checksum list...
-  bt2sum -c SUMS              ...verified
-  bt2sum -r DIR > SUMS        every file under DIR, in path order
-  bt2sum --leaves F > LIST    F's checksum line, then one line per leaf
-  bt2sum --leaves --part 1/2 F > P1    the first of 2 near-equal parts...
-  bt2sum --leaves --part 2/2 F > P2    ...and the second (another worker)
-  bt2sum --combine P1 P2               F's checksum line, from the parts
-  bt2sum --leaves --leaf-range 0..100 F     leaves 0-99
-  bt2sum --leaf-count --part 2/8 --total T  where part 2/8 of a T-byte file is
-  curl -r X-Z URL | bt2sum --leaves --part 2/8 --total T --name F -
-                                       part 2/8 of F, from a ranged GET
-
-An archive's life (run in it, or give -C DIR):
-  bt2sum -r --stat --leaves . > ../SUMS         list it once
-  bt2sum -c --quiet --max-duration 1h ../SUMS   nightly: an hour of scrub
-  bt2sum -c --audit . --quick --update ../SUMS  take in what was added
-  bt2sum -c --audit . ../SUMS                   read all: NEW, FAILED...
-  bt2sum -c --repair-from ../copy ../SUMS       mend from a copy";
+/// The examples that end `--help` and the manual page.
+pub const EXAMPLES: &str = include_str!("examples.txt");
 
 // Which options go together. An option that only means something in one
 // mode requires that mode's flag, and also conflicts with everything that
@@ -690,29 +669,22 @@ pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             if after_dashes {
                 return arg;
             }
-            if arg == "--" {
-                after_dashes = true;
-                return arg;
-            }
+            after_dashes = arg == "--";
             // Every spelling is ASCII: an argument that is not Unicode is
             // none of them.
             let Some(text) = arg.to_str() else {
                 return arg;
             };
-            for (go, ours) in [
-                ("-cpus", "--cpus"),
-                ("-help", "--help"),
-                ("--a", "--algorithm"),
-                ("--s", "--size"),
-                ("--t", "--tree"),
-            ] {
-                if let Some(rest) = text.strip_prefix(go)
-                    && (rest.is_empty() || rest.starts_with('='))
-                {
-                    return OsString::from(format!("{ours}{rest}"));
-                }
-            }
-            arg
+            let (flag, value) = text.find('=').map_or((text, ""), |at| text.split_at(at));
+            let ours = match flag {
+                "-cpus" => "--cpus",
+                "-help" => "--help",
+                "--a" => "--algorithm",
+                "--s" => "--size",
+                "--t" => "--tree",
+                _ => return arg,
+            };
+            OsString::from(format!("{ours}{value}"))
         })
         .collect()
 }

@@ -26,9 +26,7 @@ pub struct Config {
     pub directory: Option<OsString>,
     /// Worker threads; `None` for one per processor.
     pub threads: Option<usize>,
-    /// BarMode to draw a progress bar.
     pub progress: BarMode,
-    /// What to do.
     pub mode: Mode,
 }
 
@@ -203,12 +201,17 @@ fn usage(message: impl std::fmt::Display) -> clap::Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
 
+/// The one LIST, if the only FILE is a file (not standard input).
+fn one_list(files: &[OsString]) -> Option<&OsString> {
+    (files.len() == 1 && files[0] != "-").then(|| &files[0])
+}
+
 /// The first of the rules clap's declarations in `args` cannot say (they
 /// depend on values: how many FILEs, which is standard input) that the
 /// flags break: its message.
 fn broken_rule(args: &Args) -> Option<&'static str> {
     let files = &args.files;
-    let one_list_file = files.len() == 1 && files[0] != "-";
+    let one_list_file = one_list(files).is_some();
     let lists_are_files = !files.is_empty() && files.iter().all(|file| file != "-");
     let ledger_asked = args.ledger_reset || args.max_duration.is_some();
     let rules = [
@@ -341,14 +344,12 @@ fn checking(
     walk: WalkPlan,
     directory: Option<OsString>,
 ) -> Result<Checking, clap::Error> {
-    let verbosity = if args.status {
-        Verbosity::Status
-    } else if args.quiet {
-        Verbosity::Quiet
-    } else if args.warn {
-        Verbosity::Warn
-    } else {
-        Verbosity::Normal
+    // (They override each other: one at most is given.)
+    let verbosity = match (args.status, args.quiet, args.warn) {
+        (true, ..) => Verbosity::Status,
+        (_, true, _) => Verbosity::Quiet,
+        (.., true) => Verbosity::Warn,
+        _ => Verbosity::Normal,
     };
     let algorithm = Algorithm::from(args.algorithm);
     let grammar = Grammar {
@@ -364,8 +365,8 @@ fn checking(
     // standard input has no place for one), used if it is there unless
     // asked for.
     let asked = args.ledger_reset || args.max_duration.is_some();
-    let beside = (args.files.len() == 1 && args.files[0] != "-").then(|| {
-        let mut file = args.files[0].clone();
+    let beside = one_list(&args.files).map(|list| {
+        let mut file = list.clone();
         file.push(".ledger");
         (file, !asked)
     });
@@ -476,14 +477,13 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
 /// clap's own (which, for `--verify`, suggests `--version`).
 fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
     use clap::error::{ContextKind, ContextValue};
-    let given = |flag: &str| {
-        args.iter()
-            .skip(1)
-            .take_while(|arg| *arg != "--")
-            .any(|arg| {
-                arg.to_str()
-                    .is_some_and(|arg| arg == flag || arg.starts_with(&format!("{flag}=")))
-            })
+    // Whether one of `flags` is given (alone, or with `=VALUE`).
+    let given = |flags: &[&str]| {
+        let given = args.iter().skip(1).take_while(|arg| *arg != "--");
+        given.filter_map(|arg| arg.to_str()).any(|arg| {
+            let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
+            flags.contains(&flag)
+        })
     };
     let checking_only = [
         "--quiet",
@@ -494,20 +494,20 @@ fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
         "--ignore-missing",
     ];
     let tip = match error.kind() {
-        ErrorKind::UnknownArgument if given("-l") || given("--bits") => {
+        ErrorKind::UnknownArgument if given(&["-l", "--bits"]) => {
             "GNU b2sum's -l counts bits; bt2sum counts the digest size in bytes: -s/--length BYTES (-l 256 is -s 32)"
         }
-        ErrorKind::UnknownArgument if given("--verify") => {
+        ErrorKind::UnknownArgument if given(&["--verify"]) => {
             "to verify a list of checksums, use -c/--check LIST"
         }
-        ErrorKind::MissingRequiredArgument if checking_only.iter().any(|flag| given(flag)) => {
+        ErrorKind::MissingRequiredArgument if given(&checking_only) => {
             "--quiet, --status, --strict, --warn and --ignore-missing are options of -c/--check, which verifies a list"
         }
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given("-t") => {
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given(&["-t"]) => {
             "-t is the leaf size here (-t 1m); sha256sum's -t/--text is accepted as --text"
         }
         ErrorKind::ArgumentConflict
-            if (given("-c") || given("--check")) && (given("-r") || given("--recursive")) =>
+            if given(&["-c", "--check"]) && given(&["-r", "--recursive"]) =>
         {
             "to walk a tree and check it against a list, use -c --audit DIR LIST"
         }

@@ -30,8 +30,6 @@ pub struct Names {
     reader: Box<dyn BufRead>,
     /// The list as messages name it.
     list: OsString,
-    /// Whether the list is standard input.
-    from_stdin: bool,
     /// How many names have been read.
     number: u64,
     record: Vec<u8>,
@@ -40,11 +38,9 @@ pub struct Names {
 
 /// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
-    let from_stdin = list == "-";
     Ok(Names {
         reader: sys::open_list(list)?,
         list: list.to_os_string(),
-        from_stdin,
         number: 0,
         record: Vec::new(),
         ended: false,
@@ -80,30 +76,27 @@ impl Iterator for Names {
             }
         };
         self.number += 1;
-        match read {
+        let name = match read {
             Record::End => {
                 self.ended = true;
-                None
+                return None;
             }
             Record::TooLong => {
-                Some(self.bad(&format!("file name longer than {} MiB", MAX_LINE >> 20)))
+                return Some(self.bad(&format!("file name longer than {} MiB", MAX_LINE >> 20)));
             }
-            Record::Line => {
-                let name = self.record.strip_suffix(b"\0").unwrap_or(&self.record);
-                if name.is_empty() {
-                    return Some(self.bad("invalid zero-length file name"));
-                }
-                if self.from_stdin && name == b"-" {
-                    return Some(self.bad(
-                        "when reading file names from standard input, no file name of '-' allowed",
-                    ));
-                }
-                match os_name(name) {
-                    Some(name) => Some(Entry::Name(name)),
-                    None => Some(self.bad("the name is not valid Unicode")),
-                }
+            Record::Line => self.record.strip_suffix(b"\0").unwrap_or(&self.record),
+        };
+        let why = if name.is_empty() {
+            "invalid zero-length file name"
+        } else if self.list == "-" && name == b"-" {
+            "when reading file names from standard input, no file name of '-' allowed"
+        } else {
+            match os_name(name) {
+                Some(name) => return Some(Entry::Name(name)),
+                None => "the name is not valid Unicode",
             }
-        }
+        };
+        Some(self.bad(why))
     }
 }
 

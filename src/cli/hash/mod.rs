@@ -6,7 +6,7 @@
 //! `--leaf-count` prints a count line instead, and with `--total` reads no
 //! input at all.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
-pub use files0::Entry;
+use files0::Entry;
 
 use super::output::{
     Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, output_failed, report,
@@ -65,20 +65,30 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     report.finish(written)
 }
 
-/// The inputs' names, in order: given, walked as they are hashed, or read
-/// from a list as they are hashed (whose sizes are then not known ahead).
+/// The inputs' names, in order: given, walked as they are hashed (the
+/// roots of `--recursive`, how to walk them and what to skip), or read from
+/// a list as they are hashed (whose sizes are then not known ahead).
 enum Names {
     Given(Vec<OsString>),
-    Walked(Walk),
+    Walked(Vec<OsString>, Arc<WalkPlan>, Arc<Skipped>),
     Listed(files0::Names),
 }
 
 impl Names {
-    /// The bytes the run will hash, if they can be known ahead.
+    /// The bytes the run will hash, if they can be known ahead (a walk's
+    /// regular files, walked once more).
     fn total_bytes(&self, config: &Hashing) -> Option<u64> {
         match self {
             Names::Given(names) => total_bytes(config, names),
-            Names::Walked(roots) => Some(roots.total_bytes()),
+            Names::Walked(roots, plan, skipped) => Some(
+                (walked(roots, plan, skipped))
+                    .filter_map(|entry| match entry {
+                        Entry::Name(path) => std::fs::metadata(path).ok(),
+                        Entry::Bad { .. } => None,
+                    })
+                    .filter(std::fs::Metadata::is_file)
+                    .fold(0u64, |total, metadata| total.saturating_add(metadata.len())),
+            ),
             Names::Listed(_) => None,
         }
     }
@@ -86,43 +96,82 @@ impl Names {
     fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
         match self {
             Names::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
-            Names::Walked(roots) => Box::new(roots.entries()),
+            Names::Walked(roots, plan, skipped) => Box::new(walked(&roots, &plan, &skipped)),
             Names::Listed(listed) => Box::new(listed),
         }
     }
 }
 
+/// The inputs under `roots`, as they are walked.
+fn walked(
+    roots: &[OsString],
+    plan: &Arc<WalkPlan>,
+    skipped: &Arc<Skipped>,
+) -> impl Iterator<Item = Entry> + 'static {
+    let (plan, skipped) = (Arc::clone(plan), Arc::clone(skipped));
+    walk(roots.to_vec(), plan, skipped).map(|walked| match walked {
+        Walked::File(path) => Entry::Name(path),
+        Walked::Error { path, error } => Entry::Bad {
+            place: path,
+            message: plain_message(&error),
+        },
+    })
+}
+
 /// The inputs' names; `Err` with the run's status when there is nothing to
-/// hash: a list that cannot be read, or `--leaf-count --total`, whose line
-/// is printed here. `status` becomes a failure where names are missing (a
-/// walk's errors, an entry of `-r --files0-from` that is no name).
+/// hash: a list that cannot be read, or `--leaf-count --total T`, whose
+/// count line of a T-byte file, read from nowhere, is printed here.
+/// `status` becomes a failure where names are missing (a walk's errors, an
+/// entry of `-r --files0-from` that is no name).
 fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result<Names, Status> {
     Ok(match &config.inputs {
         Inputs::Planned { total, selection } => {
-            return Err(plan(config, *total, selection.as_ref(), out));
+            let name = JsonName(config.name.as_deref());
+            let record = count_record(&config.tree, name, *total, selection.as_ref());
+            return Err(match out.emit(&record).and_then(|()| out.flush()) {
+                Ok(()) => Status::Success,
+                Err(error) => output_failed(&error),
+            });
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
         Inputs::Named(files) => Names::Given(files.clone()),
-        Inputs::ListedIn(list) => match files0::open(list) {
-            Ok(names) => Names::Listed(names),
-            Err(error) => {
-                report(list, &plain_message(&error));
-                return Err(Status::Failure);
-            }
-        },
+        Inputs::ListedIn(list) => Names::Listed(open_list(list)?),
         Inputs::Walk { roots, walk } => {
             let roots = match roots {
                 Roots::Given(roots) => roots.clone(),
-                Roots::ListedIn(list) => {
-                    let (roots, bad) = listed_roots(list).ok_or(Status::Failure)?;
-                    if bad {
-                        *status = Status::Failure;
-                    }
-                    roots
-                }
+                // Read whole: the walk sorts what is under them anyway.
+                Roots::ListedIn(list) => (open_list(list)?)
+                    .filter_map(|entry| match entry {
+                        Entry::Name(name) => Some(name),
+                        Entry::Bad { place, message } => {
+                            // (As a missing FILE would.)
+                            report(&place, &message);
+                            *status = Status::Failure;
+                            None
+                        }
+                    })
+                    .collect(),
             };
-            Names::Walked(Walk::new(&roots, walk.clone()))
+            let roots = match roots.is_empty() {
+                true => vec![OsString::from(".")],
+                false => roots,
+            };
+            // The file standard output writes to is never hashed.
+            let skipped = Skipped {
+                files: sys::stdout_file().into_iter().collect(),
+                ..Skipped::default()
+            };
+            Names::Walked(roots, Arc::new(walk.clone()), Arc::new(skipped))
         }
+    })
+}
+
+/// Opens a list of names (`--files0-from`); one that cannot be read is
+/// reported.
+fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
+    files0::open(list).map_err(|error| {
+        report(list, &plain_message(&error));
+        Status::Failure
     })
 }
 
@@ -132,37 +181,36 @@ type Tag = (OsString, Vec<u8>);
 /// The job that hashes one entry, as the options ask.
 fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
-    let (name, error) = match entry {
+    let (name, mut error) = match entry {
         Entry::Name(name) => (name, None),
         Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
     };
     // How lines name it: a name that cannot be printed is an error.
-    let (printed, unprintable) = match (&config.name, Name::of_path(&name)) {
-        (Some(renamed), _) => (renamed.clone(), error),
-        (None, Some(printed)) => (printed.into_bytes(), error),
-        (None, None) => (Vec::new(), Some(bt2sum::Error::NotUnicode)),
+    let printed = match (&config.name, Name::of_path(&name)) {
+        (Some(renamed), _) => renamed.clone(),
+        (None, Some(printed)) => printed.into_bytes(),
+        (None, None) => {
+            error = Some(bt2sum::Error::NotUnicode);
+            Vec::new()
+        }
     };
     let is_stdin = name == "-";
-    let path = PathBuf::from(&name);
-    let tag = (name, printed);
-    let job = if is_stdin {
-        Job::stdin(tag, tree)
-    } else {
-        Job::path(tag, path, tree)
-    };
-    let job = if let Some(error) = unprintable {
-        job.failing(error)
-    } else if is_stdin && sys::stdin_closed() {
-        job.failing(sys::closed_stream().into())
-    } else {
-        if is_stdin {
-            progress.reading_stdin();
+    if is_stdin && error.is_none() {
+        match sys::stdin_closed() {
+            true => error = Some(sys::closed_stream().into()),
+            false => progress.reading_stdin(),
         }
-        job
+    }
+    let path = PathBuf::from(&name);
+    let mut job = match is_stdin {
+        true => Job::stdin((name, printed), tree),
+        false => Job::path((name, printed), path, tree),
     };
+    if let Some(error) = error {
+        job = job.failing(error);
+    }
     let listed = matches!(config.listing, Listing::Leaves(_));
-    let log = listed.then(|| LeafLog::new(tree.digest_size()));
-    let mut job = job.with_leaves(log);
+    let mut job = job.with_leaves(listed.then(|| LeafLog::new(tree.digest_size())));
     match &config.listing {
         Listing::Leaves(Some(selection)) => job = job.select(selection.clone()),
         // Counting hashes no leaf: the input's length is all it needs.
@@ -345,99 +393,6 @@ fn count_record<'a>(
         offset: bytes.as_ref().map(|bytes| bytes.start),
         length: bytes.map(|bytes| bytes.end - bytes.start),
         selected,
-    }
-}
-
-/// The walk of the arguments of `--recursive` (`.` when there are none).
-struct Walk {
-    roots: Vec<OsString>,
-    plan: Arc<WalkPlan>,
-    skipped: Arc<Skipped>,
-}
-
-impl Walk {
-    fn new(arguments: &[OsString], plan: WalkPlan) -> Walk {
-        let roots = match arguments.is_empty() {
-            true => vec![OsString::from(".")],
-            false => arguments.to_vec(),
-        };
-        let skipped = Skipped {
-            files: sys::stdout_file().into_iter().collect(),
-            ..Skipped::default()
-        };
-        Walk {
-            roots,
-            plan: Arc::new(plan),
-            skipped: Arc::new(skipped),
-        }
-    }
-
-    /// The inputs, as they are walked.
-    fn entries(&self) -> impl Iterator<Item = Entry> + 'static {
-        let (plan, skipped) = (Arc::clone(&self.plan), Arc::clone(&self.skipped));
-        walk(self.roots.clone(), plan, skipped).map(|walked| match walked {
-            Walked::File(path) => Entry::Name(path),
-            Walked::Error { path, error } => Entry::Bad {
-                place: path,
-                message: plain_message(&error),
-            },
-        })
-    }
-
-    /// The bytes of the regular files the walk gives (walked once more),
-    /// for a progress bar's total.
-    fn total_bytes(&self) -> u64 {
-        self.entries()
-            .filter_map(|entry| match entry {
-                Entry::Name(path) => std::fs::metadata(path).ok(),
-                Entry::Bad { .. } => None,
-            })
-            .filter(std::fs::Metadata::is_file)
-            .fold(0u64, |total, metadata| total.saturating_add(metadata.len()))
-    }
-}
-
-/// The directories `-r --files0-from=LIST` walks, read whole (the walk
-/// sorts what is under them anyway), and whether an entry was no name (each
-/// is reported, and fails the run as a missing FILE would). `None` if the
-/// list cannot be read or memory for it is refused.
-fn listed_roots(list: &OsString) -> Option<(Vec<OsString>, bool)> {
-    let names = match files0::open(list) {
-        Ok(names) => names,
-        Err(error) => {
-            report(list, &plain_message(&error));
-            return None;
-        }
-    };
-    let mut roots = Vec::new();
-    let mut bad = false;
-    for listed in names {
-        match listed {
-            Entry::Name(name) => {
-                roots.push(name);
-            }
-            Entry::Bad { place, message } => {
-                report(&place, &message);
-                bad = true;
-            }
-        }
-    }
-    Some((roots, bad))
-}
-
-/// `--leaf-count --total T`: the count line of a T-byte file, read from
-/// nowhere, named by `--name` or nameless.
-fn plan(
-    config: &Hashing,
-    total: u64,
-    selection: Option<&Selection>,
-    out: &mut Printer<'_>,
-) -> Status {
-    let name = JsonName(config.name.as_deref());
-    let record = count_record(&config.tree, name, total, selection);
-    match out.emit(&record).and_then(|()| out.flush()) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
     }
 }
 
