@@ -28,6 +28,10 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+use bt2sum::sys::lock;
 
 pub use platform::{Directory, links};
 
@@ -192,6 +196,90 @@ impl ListFile {
         Err(Refusal::Io(io::Error::other(
             "Too many levels of symbolic links",
         )))
+    }
+}
+
+/// The temporary files to remove on a stop signal, by token: their
+/// directory and name there.
+static TEMPORARIES: Mutex<Vec<(u64, Directory, OsString)>> = Mutex::new(Vec::new());
+
+/// A file bt2sum writes beside the one it replaces or restores, then
+/// renames into place: removed, by name in its directory, when dropped
+/// first or when a stop signal comes.
+pub struct Temporary {
+    /// Open until renamed (Windows renames no open file).
+    file: Option<File>,
+    token: u64,
+}
+
+impl Temporary {
+    /// A new file `PREFIXPID-NUMBER` in `directory`, readable and writable
+    /// by its owner only.
+    pub fn create(directory: &Directory, prefix: &str) -> io::Result<Temporary> {
+        static REMOVED_ON_STOP: Once = Once::new();
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        REMOVED_ON_STOP.call_once(|| {
+            crate::cli::sys::on_stop_signal(|| {
+                for (_, directory, name) in lock(&TEMPORARIES).drain(..) {
+                    let _ = directory.remove(&name);
+                }
+            })
+        });
+        // (Made with the lock held: a stop signal meanwhile waits to remove
+        // it. None is made once a stop signal came: its last words may have
+        // run already.)
+        let mut held = lock(&TEMPORARIES);
+        if crate::cli::sys::stopping() {
+            drop(held);
+            crate::cli::sys::wait_to_be_stopped();
+        }
+        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+        for attempt in 0..100u32 {
+            let number = since.subsec_nanos().wrapping_add(attempt);
+            let name = OsString::from(format!("{prefix}{}-{number}", std::process::id()));
+            match directory.create_new(&name) {
+                Ok(file) => {
+                    let token = NEXT.fetch_add(1, Ordering::Relaxed);
+                    held.push((token, directory.try_clone()?, name));
+                    let file = Some(file);
+                    return Ok(Temporary { file, token });
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Err(io::ErrorKind::AlreadyExists.into())
+    }
+
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("open until renamed")
+    }
+
+    /// Renames it to `target` in its directory: over a file of that name
+    /// (`replace`), or else only where there is none (`AlreadyExists`).
+    pub fn persist(mut self, target: &OsStr, replace: bool) -> io::Result<()> {
+        self.file = None;
+        let mut held = lock(&TEMPORARIES);
+        if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
+            let (_, directory, name) = &held[at];
+            match replace {
+                true => directory.rename(name, target)?,
+                false => directory.rename_new(name, target)?,
+            }
+            held.swap_remove(at);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        self.file = None;
+        let mut held = lock(&TEMPORARIES);
+        if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
+            let (_, directory, name) = held.swap_remove(at);
+            let _ = directory.remove(&name);
+        }
     }
 }
 

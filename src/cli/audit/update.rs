@@ -17,20 +17,19 @@
 //! path again. The rename is refused, with nothing written, if the list
 //! changed since the audit began, or another file took its name.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use super::rewrite::{Rewrite, Rewritten};
-use crate::cli::beneath::{Directory, ListFile};
+use crate::cli::beneath::{ListFile, Temporary};
 use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, report_listed, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
 use bt2sum::format::name::Name;
-use bt2sum::sys::{FileId, lock};
+use bt2sum::sys::FileId;
 use bt2sum::{Error, Stamp, TreeParams};
 
 /// The start of the name of `--update`'s temporary files.
@@ -114,7 +113,7 @@ impl UpdatedList {
             return Err(changed());
         }
         let directory = &self.list.directory;
-        let temporary = Temporary::create(directory).map_err(|error| {
+        let temporary = Temporary::create(directory, PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
             format!(
                 "cannot create a temporary file in {shown}: {}",
@@ -140,85 +139,9 @@ impl UpdatedList {
         if !self.unchanged() {
             return Err(changed());
         }
-        temporary.persist(&self.list.name).map_err(plain)?;
+        temporary.persist(&self.list.name, true).map_err(plain)?;
         directory.sync().map_err(plain)?;
         Ok(done)
-    }
-}
-
-/// `--update`'s temporary file in the list's directory: removed on a stop
-/// signal, and when dropped, unless renamed over the list.
-struct Temporary {
-    /// Open until renamed (Windows renames no open file).
-    file: Option<File>,
-    /// Its directory, and its name there while it is to be removed.
-    place: Arc<Mutex<Option<(Directory, OsString)>>>,
-}
-
-impl Temporary {
-    /// A new file in `directory`, readable by its owner only until the
-    /// list's permissions are given to it.
-    fn create(directory: &Directory) -> io::Result<Temporary> {
-        let place = Arc::new(Mutex::new(None::<(Directory, OsString)>));
-        let on_stop = Arc::clone(&place);
-        sys::on_stop_signal(move || {
-            if let Some((directory, name)) = lock(&on_stop).take() {
-                let _ = directory.remove(&name);
-            }
-        });
-        // (Made with the lock held: a signal meanwhile waits for the name.
-        // One whose last words were spoken first, which found no name or
-        // came before they held this removal, would leave the file made
-        // after them: none is made once a stop signal came.)
-        let mut held = lock(&place);
-        if sys::stopping() {
-            // (Its last words may be waiting for the lock.)
-            drop(held);
-            sys::wait_to_be_stopped();
-        }
-        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
-        let mut attempt = 0u32;
-        let (file, name) = loop {
-            let number = since.subsec_nanos().wrapping_add(attempt);
-            let name = OsString::from(format!("{PREFIX}{}-{number}", std::process::id()));
-            match directory.create_new(&name) {
-                Ok(file) => break (file, name),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
-                    attempt += 1;
-                }
-                Err(error) => return Err(error),
-            }
-        };
-        *held = Some((directory.try_clone()?, name));
-        drop(held);
-        Ok(Temporary {
-            file: Some(file),
-            place,
-        })
-    }
-
-    fn file(&self) -> &File {
-        self.file.as_ref().expect("open until renamed")
-    }
-
-    /// Renames it over `target`, in its directory.
-    fn persist(mut self, target: &OsStr) -> io::Result<()> {
-        self.file = None;
-        let mut held = lock(&self.place);
-        if let Some((directory, name)) = held.as_ref() {
-            directory.rename(name, target)?;
-        }
-        *held = None;
-        Ok(())
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        self.file = None;
-        if let Some((directory, name)) = lock(&self.place).take() {
-            let _ = directory.remove(&name);
-        }
     }
 }
 

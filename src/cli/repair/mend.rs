@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::beneath::Refusal;
+use crate::cli::beneath::{Refusal, Temporary};
 use crate::cli::plan::Names;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
@@ -315,44 +315,26 @@ impl Mender {
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
         let (directory, name) = crate::cli::beneath::directory_of(path, self.rules.names, true)
             .map_err(Unmendable::Refused)?;
-        let temporary = std::ffi::OsString::from(format!(
-            ".bt2sum-restore-{}-{}",
-            std::process::id(),
-            std::time::UNIX_EPOCH
-                .elapsed()
-                .unwrap_or_default()
-                .subsec_nanos()
-        ));
-        let file = directory
-            .create_new(&temporary)
+        let temporary = Temporary::create(&directory, ".bt2sum-restore-")
             .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;
-        let written = (|| {
-            let mut writer = &file;
-            io::copy(&mut copy, &mut writer).map_err(copy_error)?;
-            file.sync_all().map_err(Unmendable::File)?;
-            if !matches(&file)? {
-                return Err(Unmendable::CopyDiffers {
-                    path: copy_path.clone(),
-                });
-            }
-            file.set_permissions(without_setid(permissions))
-                .map_err(Unmendable::File)?;
-            if let Some(mtime) = lost.mtime {
-                set_modified(&file, mtime).map_err(Unmendable::File)?;
-            }
-            drop(file);
-            directory
-                .rename_new(&temporary, &name)
-                .map_err(|error| match error.kind() {
-                    io::ErrorKind::AlreadyExists => Unmendable::Appeared,
-                    _ => Unmendable::File(error),
-                })?;
-            directory.sync().map_err(Unmendable::File)
-        })();
-        if written.is_err() {
-            let _ = directory.remove(&temporary);
+        let file = temporary.file();
+        io::copy(&mut copy, &mut &*file).map_err(copy_error)?;
+        file.sync_all().map_err(Unmendable::File)?;
+        if !matches(file)? {
+            return Err(Unmendable::CopyDiffers { path: copy_path });
         }
-        written
+        file.set_permissions(without_setid(permissions))
+            .map_err(Unmendable::File)?;
+        if let Some(mtime) = lost.mtime {
+            set_modified(file, mtime).map_err(Unmendable::File)?;
+        }
+        temporary
+            .persist(&name, false)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::AlreadyExists => Unmendable::Appeared,
+                _ => Unmendable::File(error),
+            })?;
+        directory.sync().map_err(Unmendable::File)
     }
 
     /// Once a file's leaves are mended, sees to its length: cut to
