@@ -99,12 +99,7 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
 /// What the system says of standard input (`fstat`): `None` for a stream
 /// that says nothing of itself (on Windows a pipe or a console).
 pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
-    #[cfg(unix)]
-    let stdin = File::from(std::os::fd::AsFd::as_fd(&io::stdin()).try_clone_to_owned()?);
-    #[cfg(windows)]
-    let stdin =
-        File::from(std::os::windows::io::AsHandle::as_handle(&io::stdin()).try_clone_to_owned()?);
-    Ok(stdin.metadata().ok())
+    Ok(bt2sum::duplicate_stdin()?.metadata().ok())
 }
 
 /// A duplicate of standard output's descriptor, written to without Rust's

@@ -1,37 +1,18 @@
-//! Mending a file's damaged leaves from a good copy of it (`--repair-from`).
+//! Mending a file's damaged leaves from a good copy (`--repair-from`).
+//! A leaf listing holds each leaf's digest, so a leaf fetched again is
+//! proved good before it is written ([`Leaf::mend`]), and proved again
+//! once read back: bytes that do not verify are never written, and a
+//! good leaf never is. So a kill while a leaf is written leaves it no
+//! further from good (every byte written is the listed file's own), and
+//! mending again finishes it. A file cut short is extended only by leaves
+//! that verify, one after another (a leaf past the end would leave a
+//! hole); one longer than listed is cut only when asked.
 //!
-//! A leaf listing holds each leaf's digest, so one leaf fetched again can be
-//! proved good before it is written. For each leaf a check found failing,
-//! [`Mender::mend`]:
-//!
-//! 1. hashes the leaf's bytes in the file as the listing places them: a
-//!    leaf that verifies there failed only because the file's length
-//!    changed, and is left alone;
-//! 2. reads the same byte range from the copy and verifies it against the
-//!    listed digest: bytes that do not verify are never written;
-//! 3. writes them at the leaf's offset and syncs the file;
-//! 4. reads the leaf back from the file and verifies it again.
-//!
-//! It never makes a file worse. Good leaves are never written. A file cut
-//! short is extended only by leaves that verify, one after another: a leaf
-//! that starts past the file's end is not written, which would leave a
-//! hole. A file longer than listed is cut to its listed length only when
-//! asked ([`Mender::settle_length`]). A kill
-//! while a leaf is being written leaves it part as it was and part as the
-//! copy has it: every byte written is the listed file's own, so the leaf is
-//! no further from good than before, and mending again finishes it.
-//!
-//! The file is opened as `tar` and `rsync` open what they extract: by a
-//! name inside the tree (unless [`Rules::names`] allows any), without
-//! following a symbolic link, only a regular file, not set-id (unless
-//! [`Rules::setid`] allows it); and only if it is still the file the check
-//! saw ([`Mender::open`] compares its [`Stamp`]). Every write goes through
-//! that one descriptor. The file keeps its mode and owner, and its access
-//! time; its change time is that of any write, and once it verifies whole
-//! the caller puts its modification time back ([`set_modified`]), so that
-//! its stat line holds. A set-id bit the system clears on a write is not
-//! set again.
-//!
+//! The file is opened through `beneath` ([`Mender::open`]) and only if it
+//! is still the file the check saw (its [`Stamp`]); every write goes
+//! through that one descriptor. It keeps its mode, owner and access time;
+//! once it verifies whole, its modification time is put back
+//! ([`set_modified`]) so that its stat line holds.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -50,8 +31,8 @@ use bt2sum::{Digest, LastNode, Stamp, TreeParams};
 
 /// Where the good copies are, and what mending may do.
 pub struct Mender {
-    /// A directory holding the copies under the names the lists give, or
-    /// one file: the copy of the one file mended.
+    /// A directory of copies under the names the lists give, or the copy
+    /// of the one file mended.
     copy: PathBuf,
     copy_is_dir: bool,
     rules: Rules,
@@ -59,43 +40,33 @@ pub struct Mender {
     single_copy_of: RefCell<Option<PathBuf>>,
 }
 
-/// What mending may do beyond writing verified leaves inside the tree.
 #[derive(Clone, Copy, Debug)]
 pub struct Rules {
-    /// Whether a file longer than listed is cut to its listed length.
+    /// `--repair-truncate`.
     pub truncate: bool,
-    /// Which names may be written: inside the tree only, or any.
     pub names: Names,
-    /// Whether set-user-ID and set-group-ID files may be written.
+    /// `--repair-setid`.
     pub setid: bool,
 }
 
 /// What became of one failing leaf.
 #[derive(Debug)]
 pub enum Mend {
-    /// Read from the copy, verified, written and verified again in the
-    /// file.
     Repaired,
     /// Its bytes in the file verify where the listing places them: it
     /// failed only because the file's length changed. Not written.
     Intact,
-    /// The copy's bytes for it do not verify either. Not written.
     CopyDiffers,
-    /// The copy ends before the leaf does. Not written.
     CopyShort,
-    /// Reading it from the copy failed. Not written.
     CopyUnreadable(io::Error),
-    /// It starts past the file's end (a leaf before it could not be
-    /// mended, or comes later): writing it would leave a hole. Not
-    /// written.
+    /// It starts past the file's end: writing it would leave a hole.
     AfterAGap,
-    /// Writing it to the file, or reading it back, failed; or it does not
-    /// verify once written (the storage does not keep what it is given).
+    /// Writing it or reading it back failed, or it does not verify once
+    /// written.
     WriteFailed(io::Error),
 }
 
 impl Mend {
-    /// Whether the leaf verifies in the file now.
     pub fn is_good(&self) -> bool {
         matches!(self, Mend::Repaired | Mend::Intact)
     }
@@ -104,29 +75,20 @@ impl Mend {
 /// The file's length once its leaves are mended.
 #[derive(Debug)]
 pub enum Length {
-    /// As listed.
     AsListed,
-    /// It was longer than listed, and was cut to the listed length.
     Truncated {
-        /// Its length before.
         was: u64,
     },
-    /// It is longer than listed, and was left so (not asked to cut it).
+    /// Longer than listed, and not asked to cut it.
     Longer {
-        /// Its length.
         is: u64,
     },
-    /// It is longer than listed, and cutting it failed.
     NotCut {
-        /// Its length.
         is: u64,
-        /// Why it could not be cut.
         error: io::Error,
     },
-    /// It is still shorter than listed: a leaf it lacks could not be
-    /// mended.
+    /// A leaf it lacks could not be mended.
     Shorter {
-        /// Its length.
         is: u64,
     },
 }
@@ -134,55 +96,30 @@ pub enum Length {
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
-    /// The file's length cannot be read or set.
     #[error("cannot be written: {}", plain_message(.0))]
     File(io::Error),
-    /// The file is not opened to be written ([`Refusal`]).
     #[error(transparent)]
     Refused(Refusal),
-    /// The file is not the one the check saw, or changed since (its
-    /// identity, size or times differ).
     #[error("it changed since it was checked (or was replaced): not written; check it again")]
     Changed,
-    /// The copy cannot be opened.
     #[error("its copy {} cannot be read: {}", path.display(), plain_message(error))]
-    Copy {
-        /// Where the copy was looked for.
-        path: PathBuf,
-        /// Why it could not be opened.
-        error: io::Error,
-    },
-    /// The copy is the file itself.
+    Copy { path: PathBuf, error: io::Error },
     #[error("its copy {} is the file itself", path.display())]
-    CopyIsTheFile {
-        /// The copy's path.
-        path: PathBuf,
-    },
-    /// The copy named is one file, and it was taken for another file
-    /// already.
+    CopyIsTheFile { path: PathBuf },
+    /// The one file given as the copy was taken for another file already.
     #[error(
         "the copy given is one file, the copy of {}: give a directory of copies",
         first.display()
     )]
-    CopyIsOneFile {
-        /// The file it is the copy of.
-        first: PathBuf,
-    },
+    CopyIsOneFile { first: PathBuf },
     /// A missing file's copy is not what its checksum line says.
     #[error("its copy {} does not match its checksum line: not written", path.display())]
-    CopyDiffers {
-        /// The copy's path.
-        path: PathBuf,
-    },
-    /// A file of its name appeared while it was restored.
+    CopyDiffers { path: PathBuf },
     #[error("a file of its name appeared meanwhile: left as it is")]
     Appeared,
 }
 
 impl Mender {
-    /// Mends from `copy`: a directory holding the copies under the names
-    /// the lists give (an absolute name under it as a relative one), or
-    /// the copy of the one file to mend, as `rules` allow.
     pub fn new(copy: PathBuf, rules: Rules) -> Mender {
         let copy_is_dir = copy.is_dir();
         Mender {
@@ -193,9 +130,8 @@ impl Mender {
         }
     }
 
-    /// Opens the file at `path` (relative to the current directory) to mend
-    /// it, as the module documentation says: only if it is still the file a
-    /// check saw as `checked`.
+    /// Opens the file at `path` to mend it, if it is still the file a check
+    /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
         let file = crate::cli::beneath::open_to_write(path, self.rules.names, self.rules.setid)
             .map_err(Unmendable::Refused)?;
@@ -206,7 +142,6 @@ impl Mender {
         }
     }
 
-    /// The copy of the file at `path`.
     fn copy_of(&self, path: &Path) -> Result<PathBuf, Unmendable> {
         if self.copy_is_dir {
             // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
@@ -229,10 +164,9 @@ impl Mender {
     }
 
     /// Mends the failing leaves `failing` (index and listed digest, in leaf
-    /// order) of `file` (opened with [`open`](Self::open) from `path`),
-    /// listed with tree `tree` and length `listed_length`, handing what
-    /// became of each to `mended`. Fails, having written nothing, if its
-    /// copy cannot be opened.
+    /// order) of `file`, opened from `path`, handing what became of each to
+    /// `mended`. Fails, having written nothing, if its copy cannot be
+    /// opened.
     pub fn mend(
         &self,
         file: &File,
@@ -266,7 +200,6 @@ impl Mender {
                 len: (bytes.end - bytes.start) as usize,
                 digest,
             };
-            // A leaf past the file's end would leave a hole before it.
             let mend = if leaf.start > length {
                 Mend::AfterAGap
             } else {
@@ -278,11 +211,10 @@ impl Mender {
     }
 
     /// Restores the missing file at `path` from its copy, if the copy
-    /// matches its entry: written to a new file beside it (bt2sum's own
-    /// name, its owner's only), synced, verified whole, given the copy's
-    /// permissions (no set-id bit) and the listed time, then named `path`
-    /// unless a file of that name appeared meanwhile. Directories missing
-    /// on its way are made, as `tar` makes them.
+    /// matches its entry: a [`Temporary`] beside it, synced, verified
+    /// whole, given the copy's permissions (no set-id bit) and the listed
+    /// time, then named `path` unless a file of that name appeared
+    /// meanwhile. Directories missing on its way are made, as `tar` does.
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
@@ -294,9 +226,8 @@ impl Mender {
         };
         let mut copy = File::open(&copy_path).map_err(copy_error)?;
         let permissions = copy.metadata().map_err(copy_error)?.permissions();
-        // The copy proved first, so that a copy that does not match leaves
-        // nothing behind, not even a directory; the file written is proved
-        // again.
+        // The copy proved first, so that one that does not match leaves no
+        // directory behind; the file written is proved again.
         let matches = |file: &File| -> Result<bool, Unmendable> {
             let length = file.metadata().map_err(Unmendable::File)?.len();
             let hashed = file
@@ -337,8 +268,8 @@ impl Mender {
         directory.sync().map_err(Unmendable::File)
     }
 
-    /// Once a file's leaves are mended, sees to its length: cut to
-    /// `listed_length` if it is longer and cutting was asked for.
+    /// Once a file's leaves are mended, cuts it to `listed_length` if it is
+    /// longer and cutting was asked for.
     pub fn settle_length(&self, file: &File, listed_length: u64) -> Result<Length, Unmendable> {
         let length = file.metadata().map_err(Unmendable::File)?.len();
         Ok(match length.cmp(&listed_length) {
@@ -359,14 +290,11 @@ impl Mender {
 /// waiting to be mended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Damaged {
-    /// The file's name, as its list gives it (unescaped).
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
-    /// The tree its leaf lines were made with.
     pub tree: TreeParams,
-    /// Its length, as its leaf lines list it.
     pub listed_length: u64,
-    /// The failing leaves: index and listed digest, in leaf order.
+    /// Index and listed digest, in leaf order.
     pub failing: Vec<(u64, Digest)>,
     /// The checksum the file must have once mended, where its leaves do
     /// not show it: its checksum line failed, and its leaf lines leave
@@ -375,7 +303,7 @@ pub struct Damaged {
     /// Whether this is the file's last pass: its length is seen to then,
     /// and whether it verifies is known.
     pub last_pass: bool,
-    /// The file as the pass saw it: what it must still be when mended.
+    /// What the file must still be when mended.
     pub stamp: Stamp,
     /// The modification time to put back once the file verifies whole:
     /// its stat line's, or, without one, the one the check saw.
@@ -387,15 +315,14 @@ pub struct Damaged {
 /// A missing file, as its entry lists it, to restore whole from its copy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lost {
-    /// Its name, as its list gives it (unescaped).
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
-    /// The tree of its checksum line, and that line's digest.
+    /// Its checksum line's.
     pub tree: TreeParams,
     pub digest: Digest,
-    /// Its length, where leaf lines or a stat line list it.
+    /// Where leaf lines or a stat line list it.
     pub length: Option<u64>,
-    /// Its stat line's modification time, given back to it.
+    /// Its stat line's.
     pub mtime: Option<Mtime>,
 }
 
@@ -404,15 +331,13 @@ struct Leaf<'a> {
     tree: &'a TreeParams,
     index: u64,
     last: LastNode,
-    /// Its bytes' offset and length in the listed file.
     start: u64,
     len: usize,
-    /// Its listed digest.
     digest: &'a Digest,
 }
 
 impl Leaf<'_> {
-    /// Whether `bytes` are the leaf's (`==` on digests is constant-time).
+    /// (`==` on digests is constant-time.)
     fn verifies(&self, bytes: &[u8]) -> bool {
         leaf_digest(self.tree, self.index, self.last, bytes) == *self.digest
     }
@@ -422,7 +347,6 @@ impl Leaf<'_> {
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
         buffer.clear();
         buffer.resize(self.len, 0);
-        // Good in place (only the file's length made it fail): untouched.
         let end = self.start + self.len as u64;
         if end <= *length
             && read_exact_at(file, buffer, self.start).is_ok()
@@ -445,7 +369,6 @@ impl Leaf<'_> {
         if let Err(error) = written {
             return Mend::WriteFailed(error);
         }
-        // Read back from the file, and verified again.
         buffer.fill(0);
         match read_exact_at(file, buffer, self.start) {
             Ok(()) if self.verifies(buffer) => Mend::Repaired,
@@ -455,8 +378,7 @@ impl Leaf<'_> {
     }
 }
 
-/// Sets a file's modification time (its access time left as it is),
-/// through its descriptor.
+/// Sets a file's modification time (not its access time).
 pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     let time = mtime
         .to_system_time()
@@ -465,7 +387,6 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Permissions without a set-user-ID or set-group-ID bit.
 fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
     #[cfg(unix)]
     {
@@ -476,7 +397,6 @@ fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
     permissions
 }
 
-/// Whether two open files are one.
 fn same_file(a: &File, b: &File) -> bool {
     let id = |file: &File| {
         file.metadata()
