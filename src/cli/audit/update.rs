@@ -1,21 +1,12 @@
 //! `--update`: the one list an audit read, rewritten as the audit found
-//! the tree ([`Rewrite`]), atomically: a temporary file beside it,
-//! written, given the list's owner, group and permissions, flushed to the
-//! disk, then renamed over it (and the directory flushed, so that the
-//! rename itself survives a crash). Until the rename, the list is as it
-//! was; after it, whole and new.
-//!
-//! The list is opened once, before the audit reads it ([`UpdatedList`]):
-//! its directory is opened component by component without following a
-//! link (`beneath`), the list in it without following one either (a link
-//! to a list is followed to its target, the same way), and refused if it
-//! is not a regular file or has other hard links (which the rename would
-//! split). The audit reads the list through that descriptor, the rewrite
-//! reads it again through the same one, and the temporary file is
-//! created, renamed and, if anything fails (or a stop signal comes),
-//! removed by name in that directory: no step goes through the list's
-//! path again. The rename is refused, with nothing written, if the list
-//! changed since the audit began, or another file took its name.
+//! the tree ([`Rewrite`]), atomically: a [`Temporary`] beside it, written,
+//! given the list's owner, group and permissions, synced, renamed over it,
+//! and the directory synced. The list is opened once, through `beneath`
+//! ([`UpdatedList`]), before the audit reads it, and refused if it has
+//! other hard links (which the rename would split); every later step goes
+//! through that descriptor and its directory's, never the list's path
+//! again. The rename is refused, with nothing written, if the list changed
+//! since the audit began, or another file took its name.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -32,12 +23,10 @@ use bt2sum::format::name::Name;
 use bt2sum::sys::FileId;
 use bt2sum::{Error, Stamp, TreeParams};
 
-/// The start of the name of `--update`'s temporary files.
 const PREFIX: &str = ".bt2sum-update-";
 
 /// Whether `name` has the exact form of an update's temporary file
-/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over in the
-/// list's directory: a run that was killed may have left one behind.
+/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
 pub fn is_temporary(name: &OsStr) -> bool {
     let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
         return false;
@@ -50,14 +39,12 @@ pub fn is_temporary(name: &OsStr) -> bool {
 /// The list an update rewrites, opened before the audit reads it.
 pub struct UpdatedList {
     list: ListFile,
-    /// The list as the audit began.
+    /// The list as the audit began, and its owner and permissions to keep.
     stamp: Stamp,
-    /// The list's metadata then: its owner and permissions, to keep.
     metadata: std::fs::Metadata,
 }
 
 impl UpdatedList {
-    /// Opens the list at `path` to update it; why not, as a message.
     pub fn open(path: &Path) -> Result<UpdatedList, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         let list = ListFile::open(path).map_err(|refusal| refusal.to_string())?;
@@ -76,14 +63,12 @@ impl UpdatedList {
         })
     }
 
-    /// The list, read from its start.
     pub fn reader(&self) -> io::Result<io::BufReader<&File>> {
         (&self.list.file).rewind()?;
         Ok(io::BufReader::with_capacity(64 << 10, &self.list.file))
     }
 
-    /// Which file the list is, and the directory it is in (where an
-    /// audit passes over the update's temporary files).
+    /// Which file the list is, and the directory it is in.
     pub fn ids(&self) -> io::Result<(FileId, FileId)> {
         let file = FileId::of(&self.list.file, &self.metadata)?;
         Ok((file, self.list.directory.id()?))
@@ -97,10 +82,8 @@ impl UpdatedList {
             && here.and_then(|file| Stamp::now(&file)).ok() == Some(self.stamp)
     }
 
-    /// Rewrites the list as `rewrite` says; `default_tree` lists new files
-    /// when the list has no checksum line to take the shape of. Each file
-    /// that cannot be hashed is handed to `unreadable`. Why it could not
-    /// be rewritten, as a message, with the list as it was.
+    /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
+    /// not, with the list as it was.
     pub fn rewrite(
         &self,
         rewrite: Rewrite,
@@ -145,10 +128,9 @@ impl UpdatedList {
     }
 }
 
-/// Rewrites the list an audit read (`updated`) as it found the tree; the
-/// run's status: with the list updated, only what it keeps as it was
-/// (missing and unreadable files) still fails it. `Err` only when writing
-/// to standard output fails.
+/// Rewrites the list an audit read as it found the tree; the run's status:
+/// only what the list keeps as it was (missing and unreadable files) still
+/// fails it.
 pub fn update(
     updated: &UpdatedList,
     rewrite: Rewrite,
@@ -200,7 +182,6 @@ pub fn update(
     })
 }
 
-/// What an update changed in the list, in words.
 fn said(done: &Rewritten) -> String {
     let mut parts = Vec::new();
     for (count, one, many) in [
