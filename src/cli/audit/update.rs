@@ -183,8 +183,7 @@ pub fn update(
 }
 
 fn said(done: &Rewritten) -> String {
-    let mut parts = Vec::new();
-    for (count, one, many) in [
+    let parts: Vec<String> = [
         (done.added, "file added", "files added"),
         (done.renamed, "renamed", "renamed"),
         (done.rehashed, "hashed again", "hashed again"),
@@ -198,17 +197,15 @@ fn said(done: &Rewritten) -> String {
             "missing file forgotten",
             "missing files forgotten",
         ),
-    ] {
-        match count {
-            0 => {}
-            1 => parts.push(format!("1 {one}")),
-            _ => parts.push(format!("{count} {many}")),
-        }
+    ]
+    .into_iter()
+    .filter(|(count, ..)| *count > 0)
+    .map(|(count, one, many)| format!("{count} {}", if count == 1 { one } else { many }))
+    .collect();
+    match parts.is_empty() {
+        true => "nothing changed".to_string(),
+        false => parts.join(", "),
     }
-    if parts.is_empty() {
-        parts.push("nothing changed".to_string());
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]

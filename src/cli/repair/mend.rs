@@ -49,49 +49,35 @@ pub struct Rules {
     pub setid: bool,
 }
 
-/// What became of one failing leaf.
+/// A failing leaf that verifies now.
 #[derive(Debug)]
-pub enum Mend {
+pub enum Mended {
     Repaired,
     /// Its bytes in the file verify where the listing places them: it
     /// failed only because the file's length changed. Not written.
     Intact,
+}
+
+/// Why a failing leaf was not mended (nor written).
+#[derive(Debug, thiserror::Error)]
+pub enum Unmended {
+    #[error("the copy's leaf does not match either")]
     CopyDiffers,
+    #[error("the copy ends before the leaf does")]
     CopyShort,
+    #[error("the copy could not be read: {}", plain_message(.0))]
     CopyUnreadable(io::Error),
     /// It starts past the file's end: writing it would leave a hole.
+    #[error("the file ends before it, and leaves before it are not mended")]
     AfterAGap,
     /// Writing it or reading it back failed, or it does not verify once
     /// written.
+    #[error("it could not be written: {}", plain_message(.0))]
     WriteFailed(io::Error),
 }
 
-impl Mend {
-    pub fn is_good(&self) -> bool {
-        matches!(self, Mend::Repaired | Mend::Intact)
-    }
-}
-
-/// The file's length once its leaves are mended.
-#[derive(Debug)]
-pub enum Length {
-    AsListed,
-    Truncated {
-        was: u64,
-    },
-    /// Longer than listed, and not asked to cut it.
-    Longer {
-        is: u64,
-    },
-    NotCut {
-        is: u64,
-        error: io::Error,
-    },
-    /// A leaf it lacks could not be mended.
-    Shorter {
-        is: u64,
-    },
-}
+/// What became of one failing leaf.
+pub type Mend = Result<Mended, Unmended>;
 
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug, thiserror::Error)]
@@ -201,7 +187,7 @@ impl Mender {
                 digest,
             };
             let mend = if leaf.start > length {
-                Mend::AfterAGap
+                Err(Unmended::AfterAGap)
             } else {
                 leaf.mend(file, &copy, &mut buffer, &mut length)
             };
@@ -268,21 +254,35 @@ impl Mender {
         directory.sync().map_err(Unmendable::File)
     }
 
-    /// Once a file's leaves are mended, cuts it to `listed_length` if it is
-    /// longer and cutting was asked for.
-    pub fn settle_length(&self, file: &File, listed_length: u64) -> Result<Length, Unmendable> {
-        let length = file.metadata().map_err(Unmendable::File)?.len();
-        Ok(match length.cmp(&listed_length) {
-            std::cmp::Ordering::Equal => Length::AsListed,
-            std::cmp::Ordering::Less => Length::Shorter { is: length },
-            std::cmp::Ordering::Greater if self.rules.truncate => {
-                match file.set_len(listed_length).and_then(|()| file.sync_all()) {
-                    Ok(()) => Length::Truncated { was: length },
-                    Err(error) => Length::NotCut { is: length, error },
+    /// Once a file's leaves are mended, cuts it to `listed` bytes if it is
+    /// longer and cutting was asked for: what was done, or why its length
+    /// is not as listed.
+    pub fn settle_length(&self, file: &File, listed: u64) -> Result<Option<String>, String> {
+        let length = file
+            .metadata()
+            .map_err(|error| format!("cannot be repaired: {}", Unmendable::File(error)))?
+            .len();
+        let longer = format!("is {length} bytes long, longer than its listed {listed}");
+        match length.cmp(&listed) {
+            std::cmp::Ordering::Equal => Ok(None),
+            std::cmp::Ordering::Less => Err(format!(
+                "is still {length} bytes long, shorter than its listed {listed}"
+            )),
+            std::cmp::Ordering::Greater if !self.rules.truncate => Err(format!(
+                "{longer}: left as it is (--repair-truncate cuts it)"
+            )),
+            std::cmp::Ordering::Greater => {
+                match file.set_len(listed).and_then(|()| file.sync_all()) {
+                    Ok(()) => Ok(Some(format!(
+                        "was {length} bytes long: cut to its listed length, {listed} bytes"
+                    ))),
+                    Err(error) => Err(format!(
+                        "{longer}, and cannot be cut: {}",
+                        plain_message(&error)
+                    )),
                 }
             }
-            std::cmp::Ordering::Greater => Length::Longer { is: length },
-        })
+        }
     }
 }
 
@@ -352,28 +352,32 @@ impl Leaf<'_> {
             && read_exact_at(file, buffer, self.start).is_ok()
             && self.verifies(buffer)
         {
-            return Mend::Intact;
+            return Ok(Mended::Intact);
         }
         match read_exact_at(copy, buffer, self.start) {
             Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Mend::CopyShort,
-            Err(error) => return Mend::CopyUnreadable(error),
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(Unmended::CopyShort);
+            }
+            Err(error) => return Err(Unmended::CopyUnreadable(error)),
         }
         if !self.verifies(buffer) {
-            return Mend::CopyDiffers;
+            return Err(Unmended::CopyDiffers);
         }
         let written = write_all_at(file, buffer, self.start).and_then(|()| {
             *length = (*length).max(end);
             file.sync_all()
         });
         if let Err(error) = written {
-            return Mend::WriteFailed(error);
+            return Err(Unmended::WriteFailed(error));
         }
         buffer.fill(0);
         match read_exact_at(file, buffer, self.start) {
-            Ok(()) if self.verifies(buffer) => Mend::Repaired,
-            Ok(()) => Mend::WriteFailed(io::Error::other("the leaf read back does not verify")),
-            Err(error) => Mend::WriteFailed(error),
+            Ok(()) if self.verifies(buffer) => Ok(Mended::Repaired),
+            Ok(()) => Err(Unmended::WriteFailed(io::Error::other(
+                "the leaf read back does not verify",
+            ))),
+            Err(error) => Err(Unmended::WriteFailed(error)),
         }
     }
 }

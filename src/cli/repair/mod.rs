@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Length, Lost, Mend, Mender, Rules, set_modified};
+use mend::{Damaged, Lost, Mend, Mended, Mender, Rules, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -379,11 +379,11 @@ fn mend_leaves(
         listed_length,
         &damaged.failing,
         |index, mend| {
-            all_good &= mend.is_good();
+            all_good &= mend.is_ok();
             match mend {
-                Mend::Intact => return,
-                Mend::Repaired => tally.repaired_leaves += 1,
-                _ => tally.unrepaired_leaves += 1,
+                Ok(Mended::Intact) => return,
+                Ok(Mended::Repaired) => tally.repaired_leaves += 1,
+                Err(_) => tally.unrepaired_leaves += 1,
             }
             if lines.is_ok() {
                 let bytes = tree.leaf_bytes(index, listed_length);
@@ -429,38 +429,12 @@ fn settle_length(
     damaged: &Damaged,
     printer: &mut Printer<'_>,
 ) -> io::Result<bool> {
-    let (name, listed_length) = (&damaged.name[..], damaged.listed_length);
-    let (message, ok) = match mender.settle_length(file, listed_length) {
-        Ok(Length::AsListed) => return Ok(true),
-        Ok(Length::Truncated { was }) => {
-            let message =
-                format!("was {was} bytes long: cut to its listed length, {listed_length} bytes");
-            printer.note(name, &message)?;
-            return Ok(true);
-        }
-        Ok(Length::Longer { is }) => (
-            format!(
-                "is {is} bytes long, longer than its listed {listed_length}: left as it is \
-                 (--repair-truncate cuts it)"
-            ),
-            false,
-        ),
-        Ok(Length::NotCut { is, error }) => (
-            format!(
-                "is {is} bytes long, longer than its listed {listed_length}, and cannot be \
-                 cut: {}",
-                bt2sum::plain_message(&error)
-            ),
-            false,
-        ),
-        Ok(Length::Shorter { is }) => (
-            format!("is still {is} bytes long, shorter than its listed {listed_length}"),
-            false,
-        ),
-        Err(unmendable) => (format!("cannot be repaired: {unmendable}"), false),
-    };
-    printer.error(name, &message)?;
-    Ok(ok)
+    let name = &damaged.name[..];
+    match mender.settle_length(file, damaged.listed_length) {
+        Ok(None) => Ok(true),
+        Ok(Some(cut)) => printer.note(name, &cut).map(|()| true),
+        Err(why) => printer.error(name, &why).map(|()| false),
+    }
 }
 
 impl Printer<'_> {
@@ -476,22 +450,7 @@ impl Printer<'_> {
         if self.verbosity == Verbosity::Status {
             return Ok(());
         }
-        let why = match mend {
-            Mend::Repaired | Mend::Intact => None,
-            Mend::CopyDiffers => Some("the copy's leaf does not match either".to_string()),
-            Mend::CopyShort => Some("the copy ends before the leaf does".to_string()),
-            Mend::CopyUnreadable(error) => Some(format!(
-                "the copy could not be read: {}",
-                bt2sum::plain_message(error)
-            )),
-            Mend::AfterAGap => {
-                Some("the file ends before it, and leaves before it are not mended".into())
-            }
-            Mend::WriteFailed(error) => Some(format!(
-                "it could not be written: {}",
-                bt2sum::plain_message(error)
-            )),
-        };
+        let why = mend.as_ref().err().map(ToString::to_string);
         let record = Record::Repair {
             name: JsonName(Some(name)),
             index,
