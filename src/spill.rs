@@ -173,7 +173,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
     /// sorted runs.
     pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
         debug_assert!(self.sorted, "a store read in the order pushed");
-        let Some(file) = self.file.take() else {
+        if self.file.is_none() {
             let order = sorted_records(&self.buffer);
             let buffer = std::mem::take(&mut self.buffer);
             HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
@@ -181,8 +181,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
             return Ok(Box::new(
                 records.map(move |record| decode(&buffer[record][4..])),
             ));
-        };
-        self.file = Some(file);
+        }
         if !self.buffer.is_empty() {
             self.spill()?;
         }

@@ -341,15 +341,10 @@ fn write_outcome<T>(
     };
     let modified = outcome.stamp.and_then(|stamp| stamp.modified());
     let mut lines = Vec::new();
-    let style = if shape.tagged {
-        Style::Tagged
-    } else {
-        Style::Untagged
-    };
     let (tree, name) = (&shape.tree, Some(name));
     push_line(
         &mut lines,
-        style,
+        style(shape.tagged),
         tree.algorithm(),
         &hashed.digest,
         name,
@@ -409,14 +404,9 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let grammar = Grammar::default();
     match classify(line, &grammar) {
         ListLine::Checksum(entry) => {
-            let style = if entry.tagged {
-                Style::Tagged
-            } else {
-                Style::Untagged
-            };
             push_line(
                 &mut again,
-                style,
+                style(entry.tagged),
                 entry.algorithm,
                 &entry.expected,
                 Some(name),
@@ -468,6 +458,13 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
         }
     }
     out.write_all(&again)
+}
+
+fn style(tagged: bool) -> Style {
+    match tagged {
+        true => Style::Tagged,
+        false => Style::Untagged,
+    }
 }
 
 fn named(line: &[u8]) -> Option<Vec<u8>> {
