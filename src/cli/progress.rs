@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use bt2sum::sys::lock;
 use indicatif::{BinaryBytes, HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 const DELAY: Duration = Duration::from_secs(1);
@@ -134,7 +135,7 @@ impl Drop for Progress {
         match &self.state.bar {
             _ if !self.shown => {}
             Some(bar) => {
-                *lock_active() = None;
+                *lock(&ACTIVE) = None;
                 bar.finish_and_clear();
             }
             None => self.state.plain_line(true),
@@ -157,7 +158,7 @@ fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
         false => on_terminal(),
     };
     let bar = ProgressBar::with_draw_target(total, target).with_style(style);
-    *lock_active() = Some(bar.clone());
+    *lock(&ACTIVE) = Some(bar.clone());
     clear_on_stop_signal();
     bar
 }
@@ -276,14 +277,10 @@ impl State {
     }
 }
 
-fn lock_active() -> std::sync::MutexGuard<'static, Option<ProgressBar>> {
-    bt2sum::sys::lock(&ACTIVE)
-}
-
 /// Runs `f` (which writes to the terminal) with the active bar, if any,
 /// cleared from the screen, and draws the bar again after.
 pub fn suspend<R>(f: impl FnOnce() -> R) -> R {
-    let bar = lock_active().clone();
+    let bar = lock(&ACTIVE).clone();
     match bar {
         Some(bar) => bar.suspend(f),
         None => f(),
@@ -320,7 +317,7 @@ fn clear_on_stop_signal() {
     REGISTERED.call_once(|| {
         crate::cli::sys::on_stop_signal(|| {
             INTERRUPTED.store(true, Ordering::Relaxed);
-            if let Some(bar) = lock_active().take() {
+            if let Some(bar) = lock(&ACTIVE).take() {
                 bar.finish_and_clear();
                 // Nothing draws it again before the process ends.
                 bar.set_draw_target(ProgressDrawTarget::hidden());

@@ -298,11 +298,6 @@ pub fn raise_descriptor_limit() {
 /// many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
-    let (started, wanted) = start_pool(wanted)?;
-    Ok((started + 1, wanted + 1))
-}
-
-fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let mut started = Vec::with_capacity(wanted);
     for _ in 0..wanted {
         let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
@@ -322,7 +317,7 @@ fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildErr
     let builder = rayon::ThreadPoolBuilder::new();
     if count == 0 {
         builder.num_threads(1).use_current_thread().build_global()?;
-        return Ok((0, wanted));
+        return Ok((1, wanted + 1));
     }
     let mut started = started.into_iter();
     builder
@@ -334,7 +329,7 @@ fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildErr
                 .map_err(|_| io::Error::other("a worker thread ended before its start"))
         })
         .build_global()?;
-    Ok((count, wanted))
+    Ok((count + 1, wanted + 1))
 }
 
 /// Standard output as a buffer shared with the stop signals' watcher.

@@ -93,7 +93,8 @@ impl<'a> Audit<'a> {
             let movable = checked.expected().filter(|expected| {
                 let tree = *self.tree.get_or_insert(*checked.tree());
                 // (Every empty file has the digest of empty input.)
-                tree == *checked.tree() && Some(**expected) != empty_digest(&tree)
+                let empty = bt2sum::TreeHasher::new(&tree).finalize().ok();
+                tree == *checked.tree() && Some(**expected) != empty
             });
             if let Some(digest) = movable {
                 self.joined
@@ -476,11 +477,6 @@ impl Base {
 fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
     let cut = long.len().checked_sub(short.len() + 1)?;
     (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
-}
-
-/// The digest of empty input: every empty file's.
-fn empty_digest(tree: &TreeParams) -> Option<bt2sum::Digest> {
-    bt2sum::TreeHasher::new(tree).finalize().ok()
 }
 
 /// Reports what `finding` makes of each name of `names` and the move that
