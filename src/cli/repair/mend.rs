@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::beneath::{Refusal, Temporary};
-use crate::cli::plan::Names;
+use crate::cli::plan::{Names, Repair};
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
@@ -35,18 +35,12 @@ pub struct Mender {
     /// of the one file mended.
     copy: PathBuf,
     copy_is_dir: bool,
-    rules: Rules,
+    /// `--repair-truncate`, `--absolute-names`, `--repair-setid`.
+    truncate: bool,
+    names: Names,
+    setid: bool,
     /// The file the single copy was first used for.
     single_copy_of: RefCell<Option<PathBuf>>,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct Rules {
-    /// `--repair-truncate`.
-    pub truncate: bool,
-    pub names: Names,
-    /// `--repair-setid`.
-    pub setid: bool,
 }
 
 /// A failing leaf that verifies now.
@@ -106,20 +100,21 @@ pub enum Unmendable {
 }
 
 impl Mender {
-    pub fn new(copy: PathBuf, rules: Rules) -> Mender {
-        let copy_is_dir = copy.is_dir();
+    pub fn new(repair: &Repair) -> Mender {
         Mender {
-            copy,
-            copy_is_dir,
-            rules,
-            single_copy_of: RefCell::new(None),
+            copy: repair.copy.clone(),
+            copy_is_dir: repair.copy.is_dir(),
+            truncate: repair.truncate,
+            names: repair.names,
+            setid: repair.setid,
+            single_copy_of: RefCell::default(),
         }
     }
 
     /// Opens the file at `path` to mend it, if it is still the file a check
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::cli::beneath::open_to_write(path, self.rules.names, self.rules.setid)
+        let file = crate::cli::beneath::open_to_write(path, self.names, self.setid)
             .map_err(Unmendable::Refused)?;
         match Stamp::now(&file) {
             Ok(now) if now == *checked => Ok(file),
@@ -204,7 +199,7 @@ impl Mender {
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
-        crate::cli::beneath::allowed(path, self.rules.names).map_err(Unmendable::Refused)?;
+        crate::cli::beneath::allowed(path, self.names).map_err(Unmendable::Refused)?;
         let copy_path = self.copy_of(path)?;
         let copy_error = |error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -230,7 +225,7 @@ impl Mender {
             return Err(Unmendable::CopyDiffers { path: copy_path });
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
-        let (directory, name) = crate::cli::beneath::directory_of(path, self.rules.names, true)
+        let (directory, name) = crate::cli::beneath::directory_of(path, self.names, true)
             .map_err(Unmendable::Refused)?;
         let temporary = Temporary::create(&directory, ".bt2sum-restore-")
             .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;
@@ -268,7 +263,7 @@ impl Mender {
             std::cmp::Ordering::Less => Err(format!(
                 "is still {length} bytes long, shorter than its listed {listed}"
             )),
-            std::cmp::Ordering::Greater if !self.rules.truncate => Err(format!(
+            std::cmp::Ordering::Greater if !self.truncate => Err(format!(
                 "{longer}: left as it is (--repair-truncate cuts it)"
             )),
             std::cmp::Ordering::Greater => {

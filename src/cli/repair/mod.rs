@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Lost, Mend, Mended, Mender, Rules, set_modified};
+use mend::{Damaged, Lost, Mend, Mended, Mender, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -53,13 +53,8 @@ pub struct Repairs {
 
 impl Repairs {
     pub fn new(repair: &Repair, restore: bool) -> Repairs {
-        let rules = Rules {
-            truncate: repair.truncate,
-            names: repair.names,
-            setid: repair.setid,
-        };
         Repairs {
-            mender: Mender::new(repair.copy.clone(), rules),
+            mender: Mender::new(repair),
             pending: Spill::new(IN_MEMORY),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
