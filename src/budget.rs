@@ -1,26 +1,22 @@
 //! A process's budgets, computed once from the limits it starts under:
-//! the memory a run's growing structures may hold, from the address space
-//! a limit (`ulimit -v`) leaves (what one structure that grows with the
-//! input holds before it spills or is cut: a spill store, a check's pass
-//! of leaf lines; and what all spill stores hold together), the worker
-//! threads that fit in it, and what the descriptors free at the start
-//! (under `ulimit -n`) are spent on. No structure probes for memory: each
-//! is sized from here, and what the system refuses anyway ends the process
-//! with one clear message (the command's allocator).
+//! the memory a structure that grows with the input may hold before it
+//! spills or is cut (from what `ulimit -v` leaves), the worker threads
+//! that fit, and what the descriptors free at the start (`ulimit -n`) are
+//! spent on. No structure probes for memory; what the system refuses
+//! anyway ends the process with one clear message (the command's
+//! allocator).
 
 use std::sync::OnceLock;
 
-/// The memory budgets of a process.
 #[derive(Clone, Copy, Debug)]
 pub struct Memory {
-    /// What one structure that grows with the input holds in memory.
+    /// What one structure that grows with the input holds.
     pub per_structure: usize,
     /// What all spill stores hold in memory together.
     pub spilled_together: usize,
-    /// Whether threads may be started beside the workers (one reading
-    /// ahead, say): not under a limit that leaves less than 24 MiB, where a
-    /// thread that starts may find no room for its signal stack, which
-    /// ends the process.
+    /// Whether threads may be started beside the workers: not under a limit
+    /// that leaves less than 24 MiB, where a thread that starts may find no
+    /// room for its signal stack, which ends the process.
     pub threads_beside_workers: bool,
 }
 
@@ -42,16 +38,13 @@ pub fn memory() -> Memory {
 /// The stack of the threads bt2sum starts: hashing needs little.
 pub const STACK: usize = 1 << 20;
 
-/// What one worker thread is counted for against an address-space limit:
-/// its stack and a share of the work.
+/// What one worker thread is counted for against an address-space limit.
 const PER_THREAD: usize = STACK + (1 << 20);
 
-/// What the process needs besides its workers.
 const BASE: usize = 24 << 20;
 
 /// How many worker threads to start: `wanted` (0: one per processor), as
-/// many as the address space left holds (none: the calling thread hashes
-/// alone).
+/// many as the address space left holds.
 pub fn workers(wanted: usize) -> usize {
     let wanted = match wanted {
         0 => std::thread::available_parallelism().map_or(1, usize::from),
@@ -63,20 +56,18 @@ pub fn workers(wanted: usize) -> usize {
     }
 }
 
-/// What the descriptors free at the start are spent on, under a low limit
-/// on open files (`ulimit -n` of 256 or less; above it, everything fits).
+/// What the descriptors free at the start are spent on, under a limit of
+/// 256 or less (above it, everything fits).
 #[derive(Clone, Copy, Debug)]
 pub struct Descriptors {
-    /// Where too few are free for the work (a list being read, the input
-    /// in turn, a temporary file for its leaf digests): the limit, and how
-    /// many the run needs in all. It cannot start: inputs would be lost to
-    /// `Too many open files`.
+    /// Where too few are free for the work: the limit, and how many the run
+    /// needs in all. It cannot start.
     pub too_few: Option<(u64, usize)>,
     /// Whether the stop signals' watcher (a socket pair) fits beside the
     /// work; without it the signals act as they would.
     pub signal_watcher: bool,
-    /// Whether a copy of standard output (written out on a stop signal)
-    /// fits beside the work and the watcher.
+    /// Whether a copy of standard output fits beside the work and the
+    /// watcher.
     pub stdout_copy: bool,
     /// How many inputs the engine holds open at once (64 at most).
     pub inputs: usize,
@@ -86,7 +77,6 @@ pub struct Descriptors {
 /// start: a list being read, the input in turn, and a temporary file.
 const WORK: usize = 3;
 
-/// The descriptor budget, computed once (the command asks as it starts).
 pub fn descriptors() -> Descriptors {
     let Some((limit, free)) = crate::sys::descriptors() else {
         return Descriptors {

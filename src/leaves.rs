@@ -17,8 +17,7 @@ use crate::params::TreeParams;
 use crate::spill::{IN_MEMORY, Spill};
 use serde_bytes::ByteBuf;
 
-/// Leaf digests that could not be kept: the temporary file they spill to
-/// could not be made, written or read back.
+/// Leaf digests that could not be kept in their temporary file.
 #[derive(Debug, thiserror::Error)]
 #[error(
     "cannot keep leaf digests in a temporary file in {}: {}",
@@ -27,14 +26,13 @@ use serde_bytes::ByteBuf;
 )]
 pub struct SpillError(#[source] io::Error);
 
-/// The digests of consecutive leaves, as a [`LeafSink`] is given them:
-/// kept in a [`Spill`] store, in memory up to its capacity, the rest in a
-/// temporary file.
+/// The digests of consecutive leaves, as a [`LeafSink`] is given them,
+/// kept in a [`Spill`] store.
 pub struct LeafLog {
     digest_size: usize,
     first: u64,
     count: u64,
-    /// The digests, in the runs the sink was given them.
+    /// In the runs the sink was given them.
     digests: Spill<ByteBuf>,
     error: Option<io::Error>,
 }
@@ -56,19 +54,18 @@ impl LeafLog {
         self.count
     }
 
-    /// Whether the digests could not all be kept ([`error`](Self::error)).
+    /// Whether the digests could not all be kept.
     pub fn failed(&self) -> bool {
         self.error.is_some()
     }
 
-    /// Why the digests could not all be kept, if they could not.
+    /// Why the digests could not all be kept.
     pub fn error(mut self) -> Option<SpillError> {
         self.error.take().map(SpillError)
     }
 
-    /// Calls `each(index, digest)` for every leaf in order. Fails with a
-    /// [`SpillError`] if the temporary file could not be written or read
-    /// back, or with what `each` fails with.
+    /// Calls `each(index, digest)` for every leaf in order; fails as `each`
+    /// does, or with a [`SpillError`].
     pub fn for_each<E: From<SpillError>>(
         mut self,
         mut each: impl FnMut(u64, &[u8]) -> Result<(), E>,
@@ -102,8 +99,7 @@ impl LeafSink for LeafLog {
     }
 }
 
-/// The room leaf lines are gathered in before they are written out, as much
-/// as an output's own buffer holds.
+/// The room leaf lines are gathered in before they are written out.
 const LEAF_LINES_ROOM: usize = 64 << 10;
 
 /// Why a listing's lines were not all written.
@@ -111,7 +107,7 @@ const LEAF_LINES_ROOM: usize = 64 << 10;
 pub enum Unwritten {
     /// Its leaf digests could not be kept: an error about the input.
     Listing(SpillError),
-    /// The output failed.
+    #[allow(missing_docs)]
     Output(io::Error),
 }
 
@@ -130,10 +126,7 @@ impl From<SpillError> for Unwritten {
 impl LeafLog {
     /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
     /// bytes to `out`, after what `lines` holds already (its checksum
-    /// line, say), which is written first. The lines are gathered up to
-    /// 64 KiB and written out then: a listing has as many lines
-    /// as the input has leaves. Fails as the output does, or with the
-    /// [`SpillError`] of digests that could not be kept.
+    /// line, say), 64 KiB at a time.
     pub fn write_lines(
         self,
         out: &mut dyn Write,
@@ -153,10 +146,10 @@ impl LeafLog {
     }
 }
 
-/// ListedLeaf digests of some of an input's leaves, in increasing leaf order,
-/// each compared (in constant time) with the leaf's digest as hashing
-/// delivers it: fed to a job as its [`LeafSink`], it checks
-/// a listing in the pass that computes the checksum.
+/// Listed digests of some of an input's leaves, in increasing leaf order,
+/// each compared (in constant time) with the leaf's as hashing delivers
+/// it: as a job's [`LeafSink`], it checks a listing in the pass that
+/// computes the checksum.
 ///
 /// ```
 /// use std::io::Write;
@@ -215,8 +208,8 @@ impl ListedLeaves {
     }
 
     /// Lists leaf `index` with `digest`; `false` (and nothing listed)
-    /// unless `index` is above every leaf listed so far and `digest` has the
-    /// digest size.
+    /// unless `index` is above every leaf listed so far and `digest` has
+    /// the digest size.
     pub fn push(&mut self, index: u64, digest: Digest) -> bool {
         let increasing = self.listed.last().is_none_or(|last| last.index < index);
         if !increasing || digest.as_bytes().len() != self.digest_size {
@@ -245,8 +238,7 @@ impl ListedLeaves {
         self.listed.iter().map(|listed| listed.index)
     }
 
-    /// The leaves from the first listed to the last, if any is listed: the
-    /// range to hash to check them all.
+    /// The range of leaves to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
         let first = self.listed.first()?.index;
         let last = self.listed.last()?.index;
@@ -260,8 +252,8 @@ impl ListedLeaves {
             .map(|listed| (listed.index, &listed.digest))
     }
 
-    /// The listed leaves whose digest did not match the leaf's (or that were
-    /// never hashed), with their listed digests, in leaf order.
+    /// The listed leaves that did not match (or were never hashed), with
+    /// their listed digests, in leaf order.
     pub fn failed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
         self.listed
             .iter()
@@ -269,16 +261,14 @@ impl ListedLeaves {
             .map(|listed| (listed.index, &listed.digest))
     }
 
-    /// Keeps only the listed leaves `keep` says yes to (by index and
-    /// listed digest).
+    /// Keeps only the listed leaves `keep` says yes to.
     pub fn retain(&mut self, mut keep: impl FnMut(u64, &Digest) -> bool) {
         self.listed
             .retain(|listed| keep(listed.index, &listed.digest));
         self.next = 0;
     }
 
-    /// Each listed leaf's index, and whether its digest matched the leaf's
-    /// (`false` also for a leaf that was never hashed), in leaf order.
+    /// Each listed leaf's index, and whether it matched, in leaf order.
     pub fn verdicts(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
         self.listed
             .iter()
@@ -321,26 +311,16 @@ pub enum CombineError {
     /// Two lines give different file lengths.
     #[error("listings disagree on the file length: {0} and {1}")]
     Lengths(u64, u64),
-    /// A leaf is listed twice with different digests: `index`, at the place
-    /// its second listing was added ([`Combiner::add`]).
+    /// Leaf `index` is listed twice with different digests, the second
+    /// time `at` ([`Combiner::add`]).
     #[error("leaf {index} is listed twice with different digests")]
-    Clash {
-        /// The leaf.
-        index: u64,
-        /// Where it was listed the second time.
-        at: Place,
-    },
-    /// Leaves from `first` are not listed, up to `next` (the next listed
-    /// one, or the count); the file has `leaves` leaves.
+    #[allow(missing_docs)]
+    Clash { index: u64, at: Place },
+    /// Leaves `first..next` are not listed (`next`: the next listed one,
+    /// or the count).
     #[error("leaves {first}..{next} are missing (the file has {leaves} leaves)")]
-    Missing {
-        /// The first missing leaf.
-        first: u64,
-        /// The next listed leaf after it, or the count.
-        next: u64,
-        /// How many leaves the file has.
-        leaves: u64,
-    },
+    #[allow(missing_docs)]
+    Missing { first: u64, next: u64, leaves: u64 },
     /// No leaf line was given at all.
     #[error("no leaf lines found")]
     NoLeafLines,
@@ -355,7 +335,6 @@ impl From<io::Error> for CombineError {
     }
 }
 
-/// A name as combine's messages show it.
 fn shown(name: &Option<Vec<u8>>) -> String {
     match name {
         Some(name) => Name::listed(name).shown(),
@@ -364,13 +343,9 @@ fn shown(name: &Option<Vec<u8>>) -> String {
 }
 
 /// Gathers the leaf lines of partial listings of one file and computes the
-/// file's checksum once every leaf is there.
-///
-/// Every listed leaf is kept in a sorted [`Spill`] store (in memory up to
-/// its capacity, then in a temporary file), and read back by index at the
-/// end: a leaf listed twice is compared with itself, a jump in the indices
-/// is a gap, and the rest feeds the root in order. Memory stays bounded
-/// whatever the listings hold.
+/// file's checksum once every leaf is there: every listed leaf is kept in
+/// a sorted [`Spill`] store and read back by index at the end (a leaf
+/// listed twice is compared with itself, a jump in the indices is a gap).
 ///
 /// ```
 /// use std::io::Write;
@@ -408,14 +383,13 @@ fn shown(name: &Option<Vec<u8>>) -> String {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Combiner {
-    /// The file's tree parameters, name and length, from the first line.
+    /// From the first line.
     file: Option<(TreeParams, Option<Vec<u8>>, u64)>,
-    /// Each listed leaf's index, where it was listed, and its digest.
     leaves: Spill<(u64, Place, ByteBuf)>,
 }
 
-/// Where a line given to a [`Combiner`] is, for its caller to say: which
-/// listing, and which line of it, say.
+/// Where a line given to a [`Combiner`] is, as its caller numbers them
+/// (which listing, which line).
 pub type Place = (u32, u64);
 
 impl Default for Combiner {
@@ -428,8 +402,7 @@ impl Default for Combiner {
 }
 
 impl Combiner {
-    /// Adds one listing line, found at `at`; `Err` says what it disagrees
-    /// with.
+    /// Adds one listing line, found at `at`.
     pub fn add(&mut self, line: LeafLine, at: Place) -> Result<(), CombineError> {
         let (tree, name, total) = self
             .file
@@ -450,14 +423,12 @@ impl Combiner {
         Ok(())
     }
 
-    /// The file's checksum, with what its lines said of it; or the first
-    /// leaf listed twice with two digests (first in the order the lines
-    /// were added), else the first gap.
+    /// The file's checksum; or the first leaf listed twice with two digests
+    /// (in the order added), else the first gap.
     pub fn finish(self) -> Result<Combined, CombineError> {
         let (tree, name, total) = self.file.ok_or(CombineError::NoLeafLines)?;
         let leaves = tree.leaf_count(total);
         let mut root = Root::new(&tree);
-        // The next leaf the root needs, and the digest of the one before.
         let (mut next, mut last) = (0, ByteBuf::new());
         let (mut clash, mut gap) = (None::<CombineError>, None);
         for leaf in self.leaves.into_sorted()? {
@@ -499,16 +470,14 @@ impl Combiner {
     }
 }
 
-/// What [`Combiner::finish`] gives: a file's checksum, computed from its
-/// listed leaves, and what its lines said of it.
+/// A file's checksum computed from its listed leaves, and what its lines
+/// said of it.
 #[derive(Clone, Debug)]
+#[allow(missing_docs)]
 pub struct Combined {
-    /// The tree parameters of the listings.
     pub tree: TreeParams,
-    /// The file's name, unescaped; `None` for nameless standard input.
+    /// Unescaped; `None` for nameless standard input.
     pub name: Option<Vec<u8>>,
-    /// The file's length.
     pub total: u64,
-    /// The file's checksum.
     pub digest: Digest,
 }

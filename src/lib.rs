@@ -75,6 +75,9 @@ pub use digest::Digest;
 pub use engine::probe as schedule_probe;
 pub use engine::{Event, HASH_KERNEL_ENV, Hashed, LeafKernel, LeafSink, TreeHasher, leaf_digest};
 pub use error::{Error, plain_message};
+/// (The command's; no API of the library.)
+#[doc(hidden)]
+pub use input::duplicate_stdin;
 pub use input::{Job, Outcome, Stamp, hash_each, hash_file, hash_path, hash_reader, hash_stdin};
 pub use params::{Algorithm, LastNode, Node, NodeParams, ParamsError, Part, Selection, TreeParams};
 #[cfg(feature = "digest")]

@@ -1,18 +1,14 @@
 //! What outgrows memory: one store for records of any serde type, kept in
 //! memory up to a capacity and beyond it in an anonymous temporary file,
-//! read back in the order they were pushed or sorted.
+//! read back in the order pushed or sorted.
 //!
-//! A store holds its records encoded one after another in one buffer (each
-//! after its length), so that a record costs its bytes and nothing more.
-//! The codec is memcomparable's: two records' bytes compare as the records
-//! do (`Ord`, as derived: field by field, enum variants in order; byte
-//! strings kept with `serde_bytes` stay compact), so a sorted store sorts
-//! its bytes, never decoding a record to order it. When the buffer would
-//! pass the store's capacity, or the memory all stores of the process hold
-//! together would pass theirs, it goes to the file: as it is, for a store
-//! read in the order pushed; sorted, as one run, for a sorted store, whose
-//! runs are merged as they are read back. Memory stays bounded whatever the
-//! input, and a store that never fills never touches the disk.
+//! Records are encoded one after another in one buffer (each after its
+//! length) with memcomparable, whose bytes compare as the records do
+//! (derived `Ord`; byte strings kept compact with `serde_bytes`): a sorted
+//! store sorts bytes, never decoding a record to order it. When the buffer
+//! would pass the store's capacity, or all stores together would pass
+//! theirs (`budget`), it goes to the file: as it is, or, sorted, as one
+//! run, merged with the others when read back.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,22 +21,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// What one store holds in memory before it spills, at most (less where
-/// the address space is limited: `budget`). Several are filled at once (an
-/// audit's names, its missing entries, its new files): 8 MiB each, with
-/// the budget of them all together, keeps an audit of millions of entries
-/// as small as its walk.
+/// What one store holds in memory before it spills, at most (less under an
+/// address-space limit: `budget`). An audit fills several at once.
 pub const IN_MEMORY: usize = 8 << 20;
 
 /// The bytes all stores hold in memory now.
 static HELD: AtomicUsize = AtomicUsize::new(0);
 
 /// Bytes read from the file at a time, per run (less when many runs are
-/// merged: their buffers share one store's memory).
+/// merged: they share one store's memory).
 const READ_BUFFER: usize = 64 << 10;
 
-/// Records of type `T`, in memory up to a capacity and then in a temporary
-/// file (see the module documentation).
+/// Records of type `T`, in memory up to a capacity, then in a temporary
+/// file.
 pub struct Spill<T> {
     sorted: bool,
     capacity: usize,
@@ -115,8 +108,6 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         Ok(())
     }
 
-    /// Moves the buffer to the file (sorted, as one run, for a sorted
-    /// store).
     fn spill(&mut self) -> io::Result<()> {
         let file = match &mut self.file {
             Some(file) => file,
@@ -139,7 +130,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         Ok(())
     }
 
-    /// The records of a store made with [`new`](Self::new), from the first
+    /// The records of a store made with [`new`](Self::new), in the order
     /// pushed; they can be read again.
     pub fn iter(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
         debug_assert!(!self.sorted, "a sorted store is read with into_sorted");
@@ -182,7 +173,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
     /// sorted runs.
     pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
         debug_assert!(self.sorted, "a store read in the order pushed");
-        let Some(file) = self.file.take() else {
+        if self.file.is_none() {
             let order = sorted_records(&self.buffer);
             let buffer = std::mem::take(&mut self.buffer);
             HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
@@ -190,8 +181,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
             return Ok(Box::new(
                 records.map(move |record| decode(&buffer[record][4..])),
             ));
-        };
-        self.file = Some(file);
+        }
         if !self.buffer.is_empty() {
             self.spill()?;
         }
@@ -220,8 +210,7 @@ impl<T> Drop for Spill<T> {
     }
 }
 
-/// The records of a buffer (each with its length), in the order of their
-/// bytes.
+/// The records of a buffer, in the order of their bytes.
 fn sorted_records(buffer: &[u8]) -> Vec<Range<usize>> {
     let mut records = Vec::new();
     let mut at = 0;
@@ -238,13 +227,12 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> io::Result<T> {
     memcomparable::from_slice(bytes).map_err(io::Error::other)
 }
 
-/// Encoded records, from memory or from a range of the file, read a buffer
-/// at a time (the runs of one file side by side).
+/// Encoded records, from memory or from a range of the file, read a chunk
+/// at a time.
 struct Run<'a> {
     bytes: std::borrow::Cow<'a, [u8]>,
-    /// How many bytes are read from the file at a time.
     chunk: usize,
-    /// The unread part of `bytes`.
+    /// Where the unread part of `bytes` starts.
     at: usize,
     /// Where the file's bytes after `bytes` start, and end.
     offset: u64,
@@ -287,8 +275,7 @@ impl<'a> Run<'a> {
         Ok(Some(record))
     }
 
-    /// Makes `wanted` unread bytes be at hand; `false` if the run has fewer
-    /// left.
+    /// Makes `wanted` unread bytes be at hand; `false` if there are fewer.
     fn fill(&mut self, file: Option<&File>, wanted: usize) -> io::Result<bool> {
         let unread = self.bytes.len() - self.at;
         if unread >= wanted {
@@ -310,8 +297,7 @@ impl<'a> Run<'a> {
     }
 }
 
-/// A sorted store's runs, merged: the least next record of any run, each
-/// time.
+/// A sorted store's runs, merged.
 struct Merge<T> {
     file: File,
     runs: Vec<Run<'static>>,
@@ -320,7 +306,6 @@ struct Merge<T> {
 }
 
 impl<T> Merge<T> {
-    /// Puts the next record of `run` in the heap, if it has one.
     fn refill(&mut self, run: usize) -> io::Result<()> {
         if let Some(record) = self.runs[run].next(Some(&self.file))? {
             self.heap.push(Reverse((record, run)));

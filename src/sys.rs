@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// The mutex's guard, even if a thread panicked while holding it: what it
-/// guards is only ever left whole.
+/// The mutex's guard, even if a thread panicked holding it: what it guards
+/// is only ever left whole.
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -93,7 +93,6 @@ pub fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usiz
     Ok(filled)
 }
 
-/// Reads exactly `buf.len()` bytes of `file` from `offset`.
 pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     if read_full_at(file, buf, offset)? < buf.len() {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -101,7 +100,6 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()>
     Ok(())
 }
 
-/// Writes all of `buf` to `file` at `offset`.
 pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
         #[cfg(unix)]
@@ -121,7 +119,6 @@ pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<
     Ok(())
 }
 
-/// The size of a memory page.
 #[cfg(unix)]
 pub fn page_size() -> usize {
     static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();

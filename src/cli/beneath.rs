@@ -1,33 +1,26 @@
 //! Opening what bt2sum is to write, as `tar` and `rsync` open what they
-//! extract: from the directory bt2sum works in, one component at a time,
-//! never through a symbolic link, and only a regular file.
-//!
-//! A list names the files a repair writes, and a list may come from
-//! anywhere; a tree may hold links that a user who can write in it made.
-//! So a name that is absolute or climbs out with `..` is refused (unless
-//! the user allows it: [`Names::AnyPath`], `--absolute-names`), and so is a
-//! file with several hard links, which may have names outside; each
+//! extract: a list may come from anywhere, and a tree may hold links that
+//! anyone who can write in it made. So a name that is absolute or climbs
+//! out with `..` is refused (unless `--absolute-names`), and so is a file
+//! with several hard links (which may have names outside), a set-id file
+//! (unless `--repair-setid`), and anything but a regular file. Each
 //! directory on the way is opened relative to the one before without
-//! following a link (`openat` with `O_NOFOLLOW`): a link swapped in at any
-//! point is met, not followed. A set-user-ID or set-group-ID file is
-//! refused unless allowed. The caller then compares the open file with
-//! what it checked (its `Stamp`), through the descriptor it writes
-//! with.
+//! following a link (`openat`, `O_NOFOLLOW`): a link swapped in at any
+//! point is met, not followed. A [`Directory`] held open is where
+//! `--update` and a restore create, rename and remove files by name.
 //!
-//! A [`Directory`] is one such directory held open: `--update` reads,
-//! creates, renames and removes its list's files by name in it, so that
-//! no step goes through the list's path again.
-//!
-//! On Windows, where no `openat` exists, each directory on the way is
-//! opened in turn and held open without sharing the right to delete it
-//! (no directory held can be renamed or removed meanwhile), a junction or
-//! link is refused, and the file is opened without following a reparse
-//! point.
+//! On Windows, with no `openat`, each directory on the way is held open
+//! without sharing the right to delete it, a junction or link is refused,
+//! and the file is opened without following a reparse point.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+use bt2sum::sys::lock;
 
 pub use platform::{Directory, links};
 
@@ -73,16 +66,13 @@ fn link_message(at: &str) -> String {
     }
 }
 
-/// Why one step of a walk failed: a link met, or the system's error.
 enum Failed {
     Link,
     Io(io::Error),
 }
 
-/// Opens the file at `path`, relative to the current directory, for reading
-/// and writing, as the module documentation says: refused if `names` does
-/// not allow the name, if a component is a link, if it is not a regular
-/// file, or if it is set-id and `setid` is false.
+/// Opens the file at `path` for reading and writing, as the module
+/// documentation says.
 pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Refusal> {
     let (directory, name) = directory_of(path, names, false)?;
     let file = directory.open(&name, true).map_err(|failed| match failed {
@@ -104,9 +94,8 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
 }
 
 /// The directory that holds the file at `path`, reached as
-/// [`open_to_write`] reaches it (refused as it refuses a name `names` does
-/// not allow), and the file's name in it: to create the file there. With
-/// `make`, directories not there are made on the way.
+/// [`open_to_write`] reaches it, and the file's name in it; with `make`,
+/// directories not there are made on the way.
 pub fn directory_of(
     path: &Path,
     names: Names,
@@ -116,8 +105,7 @@ pub fn directory_of(
     Directory::holding(None, path, make)
 }
 
-/// Whether `names` allows writing the file `path` names: with
-/// [`Names::Inside`], not an absolute name nor one that climbs out.
+/// Whether `names` allows writing the file `path` names.
 pub fn allowed(path: &Path, names: Names) -> Result<(), Refusal> {
     if names == Names::Inside {
         for component in path.components() {
@@ -131,8 +119,8 @@ pub fn allowed(path: &Path, names: Names) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Opens the file at `path` as [`open_to_write`] does any name, creating
-/// it where it is not there (the ledger).
+/// Opens (or creates) the file at `path` as [`open_to_write`] does any
+/// name: the ledger.
 pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
     match open_to_write(path, Names::AnyPath, false) {
         Err(Refusal::Io(error)) if error.kind() == io::ErrorKind::NotFound => {
@@ -143,22 +131,20 @@ pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
     }
 }
 
-/// A list to rewrite in place (`--update`): the directory it is in, its
-/// name there, and the list, open for reading. A symbolic link to a list
-/// is followed to its target (each step again without following a link
-/// on the way); a list that is not a regular file is refused before it is
-/// read (a FIFO would wait for a writer).
+/// A list to rewrite in place (`--update`), open for reading, with its
+/// directory and its name there. A link to a list is followed to its
+/// target, each step again without following a link on the way; a list
+/// that is not a regular file is refused before it is read (a FIFO would
+/// wait for a writer).
 pub struct ListFile {
     pub directory: Directory,
-    /// The directory's path, as the list's path (and links) give it, for
-    /// messages.
+    /// The directory's path, for messages.
     pub directory_path: PathBuf,
     pub name: OsString,
     pub file: File,
 }
 
 impl ListFile {
-    /// Opens the list at `path`.
     pub fn open(path: &Path) -> Result<ListFile, Refusal> {
         let (mut directory, mut name) = Directory::holding(None, path, false)?;
         let parent = |path: &Path| match path.parent() {
@@ -195,8 +181,90 @@ impl ListFile {
     }
 }
 
+/// The temporary files to remove on a stop signal.
+static TEMPORARIES: Mutex<Vec<(u64, Directory, OsString)>> = Mutex::new(Vec::new());
+
+/// A file bt2sum writes beside the one it replaces or restores, then
+/// renames into place: removed, by name in its directory, when dropped
+/// first or when a stop signal comes.
+pub struct Temporary {
+    /// Open until renamed (Windows renames no open file).
+    file: Option<File>,
+    token: u64,
+}
+
+impl Temporary {
+    /// A new file `PREFIXPID-NUMBER` in `directory`, readable and writable
+    /// by its owner only.
+    pub fn create(directory: &Directory, prefix: &str) -> io::Result<Temporary> {
+        static REMOVED_ON_STOP: Once = Once::new();
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        REMOVED_ON_STOP.call_once(|| {
+            crate::cli::sys::on_stop_signal(|| {
+                for (_, directory, name) in lock(&TEMPORARIES).drain(..) {
+                    let _ = directory.remove(&name);
+                }
+            })
+        });
+        // (Made with the lock held: a stop signal meanwhile waits to remove
+        // it. None is made once a stop signal came: its last words may have
+        // run already.)
+        let mut held = lock(&TEMPORARIES);
+        if crate::cli::sys::stopping() {
+            drop(held);
+            crate::cli::sys::wait_to_be_stopped();
+        }
+        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+        for attempt in 0..100u32 {
+            let number = since.subsec_nanos().wrapping_add(attempt);
+            let name = OsString::from(format!("{prefix}{}-{number}", std::process::id()));
+            match directory.create_new(&name) {
+                Ok(file) => {
+                    let token = NEXT.fetch_add(1, Ordering::Relaxed);
+                    held.push((token, directory.try_clone()?, name));
+                    let file = Some(file);
+                    return Ok(Temporary { file, token });
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Err(io::ErrorKind::AlreadyExists.into())
+    }
+
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("open until renamed")
+    }
+
+    /// Renames it to `target` in its directory: over a file of that name
+    /// (`replace`), or else only where there is none (`AlreadyExists`).
+    pub fn persist(mut self, target: &OsStr, replace: bool) -> io::Result<()> {
+        self.file = None;
+        let mut held = lock(&TEMPORARIES);
+        if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
+            let (_, directory, name) = &held[at];
+            match replace {
+                true => directory.rename(name, target)?,
+                false => directory.rename_new(name, target)?,
+            }
+            held.swap_remove(at);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        self.file = None;
+        let mut held = lock(&TEMPORARIES);
+        if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
+            let (_, directory, name) = held.swap_remove(at);
+            let _ = directory.remove(&name);
+        }
+    }
+}
+
 impl Directory {
-    /// The file `name` in this directory, for reading, not through a link.
     pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
         self.open(name, false).map_err(|failed| match failed {
             Failed::Link => io::Error::other("it is a symbolic link"),
@@ -204,10 +272,8 @@ impl Directory {
         })
     }
 
-    /// The directory holding the file `path` names, walked from `from`
-    /// (the working directory if `None`, the root for an absolute path),
-    /// and the file's name in it; with `make`, directories not there are
-    /// made on the way.
+    /// The directory holding the file `path` names, walked from `from` (or
+    /// the working directory), and the file's name in it.
     fn holding(
         from: Option<&Directory>,
         path: &Path,
@@ -248,7 +314,6 @@ impl Directory {
     }
 }
 
-/// The components shown up to the `count`-th, for a message.
 fn shown(parts: &[Component<'_>], count: usize) -> String {
     let path: PathBuf = parts[..count].iter().collect();
     bt2sum::format::name::Name::of_path_lossy(path.as_os_str()).shown()
@@ -267,36 +332,33 @@ mod platform {
 
     use super::Failed;
 
-    /// Whether a file is set-user-ID or set-group-ID.
     pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::PermissionsExt;
         metadata.permissions().mode() & 0o6000 != 0
     }
 
-    /// How many hard links a file has.
     pub fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(metadata.nlink())
     }
 
-    /// A directory, held open by its descriptor.
     pub struct Directory(OwnedFd);
 
     impl Directory {
         pub(super) fn working() -> io::Result<Directory> {
-            Ok(Directory(rustix::fs::openat(
-                CWD,
-                ".",
-                OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?))
+            Directory::at(".")
         }
 
         pub(super) fn root(_: &[Component<'_>]) -> io::Result<Directory> {
+            Directory::at("/")
+        }
+
+        fn at(path: &str) -> io::Result<Directory> {
+            let flags = OFlags::DIRECTORY | OFlags::CLOEXEC;
             Ok(Directory(rustix::fs::openat(
                 CWD,
-                "/",
-                OFlags::DIRECTORY | OFlags::CLOEXEC,
+                path,
+                flags,
                 Mode::empty(),
             )?))
         }
@@ -305,12 +367,11 @@ mod platform {
             self.0.try_clone().map(Directory)
         }
 
-        /// The directory `name` in this one, not through a link.
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
             self.open_entry(name, OFlags::DIRECTORY).map(Directory)
         }
 
-        /// Makes the directory `name` in this one (the umask applies).
+        /// (The umask applies.)
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
             Ok(rustix::fs::mkdirat(
                 &self.0,
@@ -319,9 +380,8 @@ mod platform {
             )?)
         }
 
-        /// The file `name` in this one, not through a link, for reading
-        /// (and writing, if `write`). A FIFO is opened without waiting
-        /// for a writer (and left for the caller to refuse).
+        /// The file `name`, not through a link; a FIFO is opened without
+        /// waiting for a writer (and left for the caller to refuse).
         pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
             let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
             let fd = self.open_entry(name, access | OFlags::NONBLOCK | OFlags::NOCTTY)?;
@@ -341,7 +401,6 @@ mod platform {
             }
         }
 
-        /// What the link `name` points to.
         pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
             use std::os::unix::ffi::OsStringExt;
             let target = rustix::fs::readlinkat(&self.0, name, Vec::new())?;
@@ -362,18 +421,15 @@ mod platform {
             )?))
         }
 
-        /// Renames `from` over `to`, both in this directory.
         pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
             Ok(rustix::fs::renameat(&self.0, from, &self.0, to)?)
         }
 
-        /// Removes the file `name`.
         pub fn remove(&self, name: &OsStr) -> io::Result<()> {
             Ok(rustix::fs::unlinkat(&self.0, name, AtFlags::empty())?)
         }
 
-        /// Gives the file `from` the name `to`, both in this directory,
-        /// unless `to` is there: then nothing changes.
+        /// Renames `from` to `to` unless `to` is there.
         pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
             // (A second name, then the first removed: no system call of
             // every Unix renames without replacing.)
@@ -381,19 +437,16 @@ mod platform {
             self.remove(from)
         }
 
-        /// Flushes the directory's entries to the disk, so that a rename
-        /// in it survives a crash.
+        /// Flushes the directory's entries, so that a rename survives a crash.
         pub fn sync(&self) -> io::Result<()> {
             Ok(rustix::fs::fsync(&self.0)?)
         }
 
-        /// Which directory this is.
         pub fn id(&self) -> io::Result<FileId> {
             let file = File::from(self.0.try_clone()?);
             FileId::of(&file, &file.metadata()?)
         }
 
-        /// Whether `name` in this directory is a symbolic link.
         fn is_link(&self, name: &OsStr) -> bool {
             rustix::fs::statat(self.0.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink)
@@ -420,12 +473,10 @@ mod platform {
     const FILE_SHARE_WRITE: u32 = 2;
     const FILE_SHARE_DELETE: u32 = 4;
 
-    /// Windows has no set-id bits.
     pub(super) fn is_setid(_: &std::fs::Metadata) -> bool {
         false
     }
 
-    /// How many hard links a file has.
     pub fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
     }
@@ -507,7 +558,6 @@ mod platform {
             std::fs::read_link(self.path.join(name))
         }
 
-        /// A new file `name`.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
             OpenOptions::new()
                 .read(true)
@@ -516,18 +566,14 @@ mod platform {
                 .open(self.path.join(name))
         }
 
-        /// Renames `from` over `to`, both in this directory.
         pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
             std::fs::rename(self.path.join(from), self.path.join(to))
         }
 
-        /// Removes the file `name`.
         pub fn remove(&self, name: &OsStr) -> io::Result<()> {
             std::fs::remove_file(self.path.join(name))
         }
 
-        /// Gives the file `from` the name `to`, both in this directory,
-        /// unless `to` is there: then nothing changes.
         pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
             std::fs::hard_link(self.path.join(from), self.path.join(to))?;
             self.remove(from)
@@ -538,7 +584,6 @@ mod platform {
             Ok(())
         }
 
-        /// Which directory this is.
         pub fn id(&self) -> io::Result<FileId> {
             FileId::of_path(&self.path)
         }

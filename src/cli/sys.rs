@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bt2sum::sys::{FileId, lock};
 
-/// The arguments, the program's name first. On Windows, where the shell
-/// does not expand wildcards, `*.iso` is expanded here as b3sum does (the
-/// `wild` crate), and a pattern that matches nothing is passed on as typed.
+/// The arguments. On Windows, whose shell does not expand wildcards,
+/// `*.iso` is expanded here as b3sum does (`wild`).
 pub fn args_os() -> impl Iterator<Item = OsString> {
     #[cfg(windows)]
     return wild::args_os();
@@ -21,17 +20,14 @@ pub fn args_os() -> impl Iterator<Item = OsString> {
     return std::env::args_os();
 }
 
-/// Whether standard input was closed when the process started (`<&-`).
 pub fn stdin_closed() -> bool {
     closed::at_start(0)
 }
 
-/// Whether standard output was closed when the process started (`>&-`).
 pub fn stdout_closed() -> bool {
     closed::at_start(1)
 }
 
-/// The error of a standard stream that was closed: `Bad file descriptor`.
 pub fn closed_stream() -> io::Error {
     #[cfg(unix)]
     return io::Error::from_raw_os_error(libc::EBADF);
@@ -96,15 +92,10 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
     Ok(Box::new(io::stdin().lock()))
 }
 
-/// What the system says of standard input (`fstat`): `None` for a stream
-/// that says nothing of itself (on Windows a pipe or a console).
+/// What the system says of standard input; `None` for a stream that says
+/// nothing of itself.
 pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
-    #[cfg(unix)]
-    let stdin = File::from(std::os::fd::AsFd::as_fd(&io::stdin()).try_clone_to_owned()?);
-    #[cfg(windows)]
-    let stdin =
-        File::from(std::os::windows::io::AsHandle::as_handle(&io::stdin()).try_clone_to_owned()?);
-    Ok(stdin.metadata().ok())
+    Ok(bt2sum::duplicate_stdin()?.metadata().ok())
 }
 
 /// A duplicate of standard output's descriptor, written to without Rust's
@@ -122,7 +113,6 @@ pub fn duplicate_stdout() -> io::Result<File> {
 
 type LastWords = Box<dyn FnOnce() + Send>;
 
-/// What to do on a stop signal, in the order given.
 static LAST_WORDS: Mutex<Vec<LastWords>> = Mutex::new(Vec::new());
 
 static STOPPING: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
@@ -148,13 +138,11 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// Whether a stop signal came and the last words are being spoken: no
-/// writer may write more ([`wait_to_be_stopped`]).
+/// Whether a stop signal came: no writer may write more.
 pub fn stopping() -> bool {
     stopping_flag().load(std::sync::atomic::Ordering::Acquire)
 }
 
-/// Waits for the stop signal that came to end the process.
 pub fn wait_to_be_stopped() -> ! {
     loop {
         std::thread::park();
@@ -173,7 +161,6 @@ fn speak_last_words() {
 mod stop_signals {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-    /// Whether `signal` is ignored now.
     fn ignored(signal: libc::c_int) -> bool {
         // SAFETY: a zeroed sigaction is valid to receive the current one,
         // which is only read.
@@ -255,16 +242,15 @@ pub fn file_size_limit_is_an_error() {
     }
 }
 
-/// Whether standard error is a terminal a bar can be drawn on: on Unix
-/// one whose `TERM` is set and not `dumb`; on Windows any console.
+/// Whether standard error is a terminal a bar can be drawn on (indicatif
+/// draws nothing where `TERM` is unset or `dumb`).
 pub fn stderr_draws_bars() -> bool {
     use std::io::IsTerminal;
     let terminal = io::stderr().is_terminal();
     terminal && (cfg!(windows) || std::env::var_os("TERM").is_some_and(|term| term != "dumb"))
 }
 
-/// The regular file standard output writes to, if it is one: never hashed
-/// by a walk.
+/// The regular file standard output writes to, if it is one.
 pub fn stdout_file() -> Option<FileId> {
     let stdout = duplicate_stdout().ok()?;
     let metadata = stdout.metadata().ok()?;
@@ -273,9 +259,8 @@ pub fn stdout_file() -> Option<FileId> {
         .then(|| FileId::of(&stdout, &metadata).ok())?
 }
 
-/// Gives `file` (a new file bt2sum made) the owner and group `like` (the
-/// `fstat` of the file it replaces) has, where they differ; fails where the
-/// system does not let them be kept.
+/// Gives `file` (a new file bt2sum made) the owner and group of `like`
+/// (the file it replaces), where they differ.
 pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
     #[cfg(unix)]
     {
@@ -305,23 +290,14 @@ pub fn raise_descriptor_limit() {
     }
 }
 
-/// Starts the worker threads: one fewer than the processors, or than `cpus`
-/// (`--cpus N`), the thread that owns the run hashing as the last (so that
-/// at most N hash or read at once); no more than the address space left
-/// holds, and no more than the system grants (a task limit, `ulimit -u`, a
-/// container's pids limit). Each thread is started before the pool is
-/// built, and the pool is built on those that started; with none, the
-/// calling thread is the pool's one. Returns how many threads hash at
-/// most, and how many were asked for.
+/// Starts the worker threads: one fewer than the processors (or `--cpus`),
+/// the thread that owns the run hashing as the last; no more than the
+/// address space left holds, nor than the system grants (`ulimit -u`, a
+/// container's pids limit): each thread is started before the pool is
+/// built on those that started. How many threads hash at most, and how
+/// many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
-    let (started, wanted) = start_pool(wanted)?;
-    Ok((started + 1, wanted + 1))
-}
-
-/// Starts a pool of `wanted` workers (with none, the calling thread is the
-/// pool's one); how many started, and how many were asked for.
-fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let mut started = Vec::with_capacity(wanted);
     for _ in 0..wanted {
         let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
@@ -341,7 +317,7 @@ fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildErr
     let builder = rayon::ThreadPoolBuilder::new();
     if count == 0 {
         builder.num_threads(1).use_current_thread().build_global()?;
-        return Ok((0, wanted));
+        return Ok((1, wanted + 1));
     }
     let mut started = started.into_iter();
     builder
@@ -353,15 +329,15 @@ fn start_pool(wanted: usize) -> Result<(usize, usize), rayon::ThreadPoolBuildErr
                 .map_err(|_| io::Error::other("a worker thread ended before its start"))
         })
         .build_global()?;
-    Ok((count, wanted))
+    Ok((count + 1, wanted + 1))
 }
 
 /// Standard output as a buffer shared with the stop signals' watcher.
 pub struct SharedOutput(Arc<Mutex<BufWriter<File>>>);
 
 impl SharedOutput {
-    /// The buffer, to write to; once a stop signal has come, never: the
-    /// process is about to end with what was written before it.
+    /// The buffer; once a stop signal has come, never: the process is about
+    /// to end with what was written before it.
     fn writer(&self) -> MutexGuard<'_, BufWriter<File>> {
         if stopping() {
             wait_to_be_stopped();
@@ -384,13 +360,10 @@ impl Write for SharedOutput {
     }
 }
 
-/// Standard output, buffered in big writes, written out on a stop signal
-/// before the process ends by it. Lines reach the buffer whole and it is
-/// written out whole, and the lock is kept while the signal ends the
-/// process: the output never ends inside a line.
+/// Standard output, buffered, written out on a stop signal before the
+/// process ends by it; lines reach the buffer whole, and the lock is kept
+/// while the signal ends the process: the output never ends inside a line.
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
-    // (Its descriptor, and the watcher's two, only where the work keeps
-    // what it needs.)
     if !bt2sum::budget::descriptors().stdout_copy {
         return Err(io::Error::other("too few file descriptors to spare"));
     }
@@ -433,8 +406,8 @@ unsafe impl GlobalAlloc for ReportingAllocator {
     }
 }
 
-/// The block, or, where it was refused, the end of the process: the
-/// message, without allocating, and status 1.
+/// The block, or where it was refused, the message (without allocating)
+/// and status 1.
 fn refused_ends(block: *mut u8) -> *mut u8 {
     if block.is_null() {
         const MESSAGE: &[u8] = b"bt2sum: out of memory\n";
@@ -455,11 +428,8 @@ fn refused_ends(block: *mut u8) -> *mut u8 {
     block
 }
 
-/// Whether the address space left when first asked (at the start) has room
-/// for the threads beside the workers (the work's own, the stop signals'
-/// watcher, the progress bar's): under a tighter limit (`ulimit -v`), a
-/// thread that starts may find no room for its signal stack, which ends
-/// the process, so none is started and the work goes on without them.
+/// Whether the address space has room for the threads beside the workers
+/// (the stop signals' watcher, the progress bar's): see `budget::Memory`.
 pub fn room_for_threads() -> bool {
     bt2sum::budget::memory().threads_beside_workers
 }

@@ -1,28 +1,15 @@
-//! Walking directories the way `-r` and audits do (the `walkdir` crate):
-//! every regular file under each root, in the order `find ROOT -type f |
-//! LC_ALL=C sort` lists them, one at a time, in memory that holds one
-//! directory's entries per level of the tree, however many files the tree
-//! has, and no directory open.
-//!
-//! - Paths are built from the root as given, as `find` builds them (`dir`
-//!   and `dir/` give `dir/a`, `.` gives `./a`).
-//! - The order is bytewise by whole path. Each directory's entries are
-//!   sorted by name, a directory's name as if it ended in `/`: then
-//!   visiting them depth first gives the order of the whole paths (`a-b`
-//!   before `a/x`, as `-` sorts before `/`), with no sort of the whole tree.
-//!   (Sorted, walkdir reads a directory whole and closes it.)
-//! - A symbolic link met in the walk is skipped, unless links are followed:
-//!   a directory already on the path being walked is then a file system
-//!   loop, reported instead of entered again, and a dangling link is
-//!   skipped, as `find -L` does.
-//! - FIFOs, sockets and devices are skipped (a FIFO would wait for a writer
-//!   forever), and so are the files to skip (the list being written or
-//!   audited, by identity, and the ledger beside the list being written),
-//!   what the excludes match ([`Excludes`]; an
-//!   excluded directory is not entered), and, in the directories named,
-//!   the names of a form passed over (an update's temporary files).
-//! - A directory that cannot be read, or an entry that cannot be examined,
-//!   is a [`Walked::Error`]; the rest of the tree is still walked.
+//! Walking directories the way `-r` and audits do (walkdir): every
+//! regular file under each root, with paths built from the root as given
+//! (as `find` builds them), in the order `find ROOT -type f | LC_ALL=C
+//! sort` lists them, one at a time, in memory that holds one directory's
+//! entries per level, and no directory open. Each directory's entries are
+//! sorted by name, a directory's as if it ended in `/`: then depth first
+//! gives the bytewise order of whole paths (`a-b` before `a/x`) with no
+//! sort of the whole tree. Links are skipped unless followed (`-L`: a
+//! loop is reported, a dangling link skipped, as `find -L`); so are
+//! FIFOs, sockets and devices, the files to skip ([`Skipped`]), and what
+//! the [`Excludes`] match (an excluded directory is not entered). An
+//! error is given in its place, and the rest of the tree is walked.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -32,7 +19,6 @@ use std::sync::Arc;
 use bt2sum::sys::FileId;
 use walkdir::{DirEntry, WalkDir};
 
-/// What a walk gives, in order.
 #[derive(Debug)]
 pub enum Walked {
     /// A regular file under a root; or a root that is no directory (a file,
@@ -40,25 +26,15 @@ pub enum Walked {
     File(OsString),
     /// A directory that could not be read, an entry that could not be
     /// examined, a loop.
-    Error {
-        /// Where.
-        path: OsString,
-        /// Why.
-        error: io::Error,
-    },
+    Error { path: OsString, error: io::Error },
 }
 
-/// How to walk, as the options say (`-L`, `--exclude`, `-x`,
-/// `--max-depth`).
+/// How to walk: `-L`, `--exclude`, `-x`, `--max-depth`.
 #[derive(Clone, Default)]
 pub struct WalkPlan {
-    /// Whether symbolic links met in the walk are followed (`-L`).
     pub follow_links: bool,
-    /// What is left out.
     pub excludes: Excludes,
-    /// Whether the walk stays on each root's file system (`-x`).
     pub one_file_system: bool,
-    /// How many levels below each root are walked at most (`--max-depth`).
     pub max_depth: Option<usize>,
 }
 
@@ -74,7 +50,6 @@ pub struct Skipped {
     pub name_form: Option<fn(&OsStr) -> bool>,
 }
 
-/// The files under `roots`, walked one at a time, in order.
 pub fn walk(
     roots: Vec<OsString>,
     plan: Arc<WalkPlan>,
@@ -85,7 +60,6 @@ pub fn walk(
         .flat_map(move |root| walk_root(root, Arc::clone(&plan), Arc::clone(&skipped)))
 }
 
-/// The files under one root; a root that is no directory, as given.
 fn walk_root(
     root: OsString,
     plan: Arc<WalkPlan>,
@@ -142,9 +116,7 @@ fn sort_order(a: &DirEntry, b: &DirEntry) -> std::cmp::Ordering {
     })
 }
 
-/// Whether an entry is left out, and a directory not entered: a link not
-/// followed, what the excludes match, a name of the form passed over in
-/// its directory.
+/// Whether an entry is left out (a directory not entered).
 fn left_out(entry: &DirEntry, root: &OsStr, plan: &WalkPlan, skipped: &Skipped) -> bool {
     if entry.path_is_symlink() && !plan.follow_links {
         return true;
@@ -164,8 +136,8 @@ fn left_out(entry: &DirEntry, root: &OsStr, plan: &WalkPlan, skipped: &Skipped) 
             .is_some_and(|directory| skipped.names_in.contains(&directory))
 }
 
-/// Whether a regular file met in the walk is one of the files to skip
-/// (looked up only if the directory's listing allows it).
+/// Whether a regular file met is one to skip (looked up only where its
+/// directory entry's inode allows it).
 fn is_skipped(entry: &DirEntry, skipped: &Skipped) -> bool {
     #[cfg(unix)]
     let may_be = {
@@ -178,8 +150,7 @@ fn is_skipped(entry: &DirEntry, skipped: &Skipped) -> bool {
     may_be && FileId::of_path(entry.path()).is_ok_and(|id| skipped.files.contains(&id))
 }
 
-/// What a walk error is to the walk: a loop or an entry that cannot be
-/// read, in its place; a link that leads nowhere, nothing (as `find -L`).
+/// A walk error in its place; a dangling link, nothing (as `find -L`).
 fn walk_error(error: walkdir::Error) -> Option<Walked> {
     let path = error
         .path()
@@ -198,24 +169,12 @@ fn walk_error(error: walkdir::Error) -> Option<Walked> {
     Some(Walked::Error { path, error })
 }
 
-/// What a walk leaves out, by gitignore's patterns (git's own rules, as
-/// the `ignore` crate, ripgrep's, reads them), each matched against the
-/// path below the root being walked:
-///
-/// - a pattern with no `/` but at its end matches a name at any depth
-///   (`*.tmp`, `.DS_Store`); one with a `/` elsewhere matches from the
-///   root (`build/*.o`, `/top.txt`); `**` matches any number of
-///   directories (`**/cache`, `logs/**`);
-/// - a trailing `/` matches directories only (`.s3git/`);
-/// - `*` and `?` never match a `/`; `[a-z]` is a class; `{a,b}` is no
-///   alternation, as in git;
-/// - `!` before a pattern takes back what an earlier one left out: the
-///   last pattern that matches decides;
-/// - an excluded directory is not entered, so nothing under it is walked,
-///   whatever a later `!` says (as in git).
+/// What a walk leaves out (`--exclude`): gitignore's patterns, as git
+/// reads them (the `ignore` crate's matcher; `{a,b}` is no alternation),
+/// each matched against the path below the root walked (docs/audit.md).
 #[derive(Clone, Default)]
 pub struct Excludes {
-    /// What they match; `None` when there is none.
+    /// `None` when there is none.
     matcher: Option<ignore::gitignore::Gitignore>,
 }
 
@@ -223,21 +182,17 @@ pub struct Excludes {
 #[derive(Debug, thiserror::Error)]
 #[error("bad pattern {pattern:?}: {reason}")]
 pub struct ExcludeError {
-    /// The pattern as given.
     pub pattern: String,
-    /// Why it is not one.
     pub reason: String,
 }
 
 impl Excludes {
-    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.matcher.is_none()
     }
 
     /// The excludes of `patterns`, in order (blank lines and `#` comments
-    /// are skipped, as in a `.gitignore`); an error names the first pattern
-    /// that is not one.
+    /// skipped, as in a `.gitignore`).
     pub fn new<S: AsRef<str>>(
         patterns: impl IntoIterator<Item = S>,
     ) -> Result<Excludes, ExcludeError> {
@@ -284,8 +239,7 @@ impl Excludes {
         })
     }
 
-    /// Whether `relative` (a path below the root being walked) is left out;
-    /// `is_dir`: it is a directory.
+    /// Whether `relative` (below the root walked) is left out.
     pub fn excludes(&self, relative: &Path, is_dir: bool) -> bool {
         self.matcher
             .as_ref()
@@ -315,7 +269,6 @@ fn braces_literal(pattern: &str) -> String {
     escaped
 }
 
-/// Why the `ignore` crate refused a pattern, in its glob's words.
 fn glob_reason(error: &ignore::Error) -> String {
     match error {
         ignore::Error::Glob { err, .. } => err.clone(),

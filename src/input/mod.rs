@@ -49,7 +49,8 @@ use crate::error::Error;
 use crate::params::{Selection, TreeParams};
 use buffer::Buffer;
 pub use platform::Stamp;
-pub(crate) use platform::duplicate_stdin;
+#[doc(hidden)]
+pub use platform::duplicate_stdin;
 
 /// A regular file up to this long is read whole, and closed, at once.
 const SMALL: u64 = 256 << 10;

@@ -44,7 +44,7 @@ pub(super) fn errno_location() -> *mut libc::c_int {
 
 /// A duplicate of standard input's descriptor (handle), which shares its
 /// offset: hashing reads from where it stands.
-pub(crate) fn duplicate_stdin() -> io::Result<File> {
+pub fn duplicate_stdin() -> io::Result<File> {
     #[cfg(unix)]
     return Ok(File::from(
         std::os::fd::AsFd::as_fd(&io::stdin()).try_clone_to_owned()?,

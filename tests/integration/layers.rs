@@ -51,7 +51,7 @@ const BINARY: [(&str, &[&str]); 14] = [
     ("output", &["progress", "sys"]),
     ("plan", &["args", "output", "progress", "walk"]),
     ("tally", &["output"]),
-    ("beneath", &["plan"]),
+    ("beneath", &["plan", "sys"]),
     ("man", &["args"]),
     ("combine", &["output", "plan", "sys"]),
     ("hash", &["output", "plan", "progress", "sys", "walk"]),

@@ -210,3 +210,52 @@ fn a_second_stop_signal_ends_at_once() {
     assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// A stop signal while a repair restores a missing file leaves none of
+/// its temporary files (`.bt2sum-restore-*`) behind, nor the file itself.
+#[test]
+fn a_stop_signal_during_a_restore_leaves_no_temporary_file() {
+    if emulated("a_stop_signal_during_a_restore_leaves_no_temporary_file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
+    for root in [&tree, &copy] {
+        fs::create_dir(root).unwrap();
+    }
+    // Sparse: quick to read, long to write out and sync again.
+    fs::File::create(copy.join("big"))
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    fs::copy(copy.join("big"), tree.join("big")).unwrap();
+    let list = bt2sum().current_dir(&tree).arg("big").output().unwrap();
+    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    fs::remove_file(tree.join("big")).unwrap();
+    let temporaries = || {
+        fs::read_dir(&tree)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".bt2sum-restore-"))
+            .collect::<Vec<_>>()
+    };
+    for stop in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = stoppable()
+            .current_dir(&tree)
+            .args(["-c", "--repair-from", "../copy", "../SUMS"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn_retried();
+        while temporaries().is_empty() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "no temporary file seen"
+            );
+        }
+        signal(&child, stop);
+        let ended = child.wait().unwrap();
+        assert_eq!(ended.signal(), Some(stop), "{ended:?}");
+        assert_eq!(temporaries(), Vec::<String>::new(), "signal {stop}");
+        assert!(!tree.join("big").exists(), "signal {stop}");
+    }
+}

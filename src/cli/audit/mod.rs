@@ -1,32 +1,14 @@
 //! `--check --audit DIR`: every file under the roots classed against the
-//! lists, not only the listed ones.
-//!
-//! The check driver checks the lists as check mode does (a listed file is
-//! OK, FAILED, CHANGED, or cannot be read) and hands every pass to
-//! [`Audit::keep`], which keeps, in bounded memory (see `bt2sum::spill`),
-//! the name of every listed file and the listed files that are missing.
-//! Then [`Audit::finish`] walks the roots as `-r` does and classes what the
-//! lists said nothing of:
-//!
-//! - a file under a root that no list names is **NEW**;
-//! - a new file whose digest is that of exactly one missing entry, and of
-//!   no other new file, was **MOVED** from it: the two are one file,
-//!   renamed. Empty files never are (every empty file has their digest),
-//!   nor files whose digest several missing entries or new files share;
-//! - a listed file that no longer exists, and was not moved, is
-//!   **MISSING**.
-//!
-//! Names match as the lists spell them, relative to the current directory:
-//! `./a/b`, `a//b` and `a/b` are one file (`Name::normalized`). New files are
-//! hashed only when some missing entry could have moved to them, with that
-//! entry's parameters (those of the first missing entry with a checksum
-//! line: a list's entries share them, and an entry of other parameters
-//! stays MISSING).
-//!
-//! The findings come in a fixed order: the lists' verdicts as they are
-//! checked, then NEW and MOVED in the order of the walk, then MISSING in
-//! list order, then the counts; with `--update`, the list is rewritten
-//! last ([`update`]).
+//! lists (docs/audit.md). The check hands every pass to [`Audit::keep`],
+//! which keeps, in bounded memory (`bt2sum::spill`), every listed name and
+//! the missing entries; [`Audit::finish`] then walks the roots as `-r`
+//! does: a file no list names is NEW, or MOVED from the one missing entry
+//! whose digest it alone has (never an empty file: they all share one);
+//! a listed file gone, and not moved, is MISSING. New files are hashed
+//! only when a missing entry could have moved to them, with that entry's
+//! parameters. The findings come in a fixed order: the lists' verdicts,
+//! NEW and MOVED in walk order, MISSING in list order, the counts; then
+//! `--update` rewrites the list ([`update`]).
 
 use std::ffi::OsString;
 use std::io;
@@ -59,22 +41,18 @@ mod update;
 /// An audit of the files under some roots against the lists checked.
 pub struct Audit<'a> {
     plan: &'a Auditing,
-    /// The list an update rewrites, opened before the check read it.
     updated: Option<&'a UpdatedList>,
     skipped: Arc<Skipped>,
     progress: Option<Arc<AtomicU64>>,
     /// Every listed name, normalized.
     listed: Spill<ByteBuf>,
-    /// The missing entries' names, in list order.
+    /// In list order.
     missing: Spill<ByteBuf>,
-    /// The parameters of the missing entries a new file may be: the first
-    /// such entry's.
+    /// The first missing entry's parameters: new files are hashed so.
     tree: Option<TreeParams>,
-    /// Digests of missing entries and of new files, to find the moves.
     joined: Spill<Joined>,
-    /// Per listed file, in list order, what becomes of its lines
-    /// (`--update`); and how new files are listed: as the list's first
-    /// checksum line is.
+    /// `--update`: per listed file, what becomes of its lines, and the
+    /// shape of the list's first checksum line, for new files.
     entries: Spill<rewrite::Entry>,
     shape: Option<Shape>,
     /// The first listed file out of the audit's scope, normalized: a list
@@ -83,8 +61,7 @@ pub struct Audit<'a> {
 }
 
 impl<'a> Audit<'a> {
-    /// An audit as `plan` asks, adding the bytes of the new files it hashes
-    /// to `progress`; `updated`: the list an update rewrites.
+    /// An audit as `plan` asks, adding the bytes it hashes to `progress`.
     pub fn new(
         check: &Checking,
         plan: &'a Auditing,
@@ -106,9 +83,8 @@ impl<'a> Audit<'a> {
         }
     }
 
-    /// Keeps what the audit needs of a checked file: its name, and, if it
-    /// is missing, what finds where it moved; what the update needs.
-    /// Whether the file failed and the update takes it in (`--accept`).
+    /// Keeps what the audit and the update need of a checked file; whether
+    /// it failed and the update takes it in (`--accept`).
     pub fn keep(&mut self, checked: &Checked) -> io::Result<bool> {
         let mut accepted = false;
         let missing = checked.is_missing() && checked.is_last_pass();
@@ -117,7 +93,8 @@ impl<'a> Audit<'a> {
             let movable = checked.expected().filter(|expected| {
                 let tree = *self.tree.get_or_insert(*checked.tree());
                 // (Every empty file has the digest of empty input.)
-                tree == *checked.tree() && Some(**expected) != empty_digest(&tree)
+                let empty = bt2sum::TreeHasher::new(&tree).finalize().ok();
+                tree == *checked.tree() && Some(**expected) != empty
             });
             if let Some(digest) = movable {
                 self.joined
@@ -126,13 +103,11 @@ impl<'a> Audit<'a> {
             self.missing.push(&ByteBuf::from(checked.name()))?;
         }
         if let Some(update) = &self.plan.update {
-            if self.shape.is_none() && checked.tagged().is_some() {
-                self.shape = Some(Shape {
-                    tree: *checked.tree(),
-                    tagged: checked.tagged() == Some(true),
-                    leaves: checked.listed_length().is_some(),
-                    stat: update.stat || checked.listed_stat().is_some(),
-                });
+            if self.shape.is_none()
+                && let Some(tagged) = checked.tagged()
+            {
+                let stat = update.stat || checked.listed_stat().is_some();
+                self.shape = Some(Shape::of(checked, tagged, stat));
             }
             if checked.is_last_pass() {
                 let fate = rewrite::fate(checked, missing.then_some(index), update);
@@ -151,10 +126,9 @@ impl<'a> Audit<'a> {
         Ok(accepted)
     }
 
-    /// Walks the roots and prints what the lists said nothing of, counting
-    /// it in `tally`; then (`summarize`) the lists' summaries, its own, and
-    /// with `--update` rewrites the list. The audit's status. `Err` only
-    /// when writing to standard output fails.
+    /// Walks the roots and prints what the lists said nothing of; then
+    /// (`summarize`) the lists' summaries, its own, and with `--update`
+    /// rewrites the list. `Err` only when writing to standard output fails.
     pub fn finish(
         self,
         check: &Checking,
@@ -219,11 +193,9 @@ impl<'a> Audit<'a> {
         update::update(updated, rewrite, check, printer, tally)
     }
 
-    /// Walks the roots and classes what the lists said nothing of, handing
-    /// each finding to `report` in order (see the module documentation).
-    /// Returns what rewriting the list needs, if the audit updates it (and
-    /// was not stopped). Fails if what the audit keeps cannot be written or
-    /// read back.
+    /// Walks the roots and hands each finding to `report`, in order; what
+    /// rewriting the list needs, if the audit updates it (and was not
+    /// stopped).
     fn classify(
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
@@ -232,7 +204,6 @@ impl<'a> Audit<'a> {
         for name in std::mem::replace(&mut self.listed, Spill::sorted(0)).into_sorted()? {
             listed.push(&name?)?;
         }
-        // The new files, in walk order.
         let mut new = Spill::new(IN_MEMORY);
         for root in &self.plan.roots {
             let unlisted = Unlisted {
@@ -283,9 +254,8 @@ impl<'a> Audit<'a> {
     }
 
     /// Keeps the files of one root that no list names, in walk order, with
-    /// their digests beside the missing entries' where a missing entry may
-    /// be one of them (hashed as `hash_each` hashes, several at once);
-    /// reports the walk's errors.
+    /// their digests where a missing entry may be one of them; reports the
+    /// walk's errors.
     fn walk_new(
         &mut self,
         unlisted: Unlisted<'_>,
@@ -368,9 +338,9 @@ impl<'a> Audit<'a> {
     }
 }
 
-/// What a walk passes over in an audit: the lists, their ledger, and the
-/// file standard output writes to, are never new; nor are an update's temporary files in
-/// a list's directory (a run that was killed may have left one behind).
+/// What a walk passes over in an audit: the lists, their ledger, standard
+/// output's file, and an update's temporary files in a list's directory
+/// (a run that was killed may have left one behind).
 fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
     let mut skipped = Skipped {
         files: super::sys::stdout_file().into_iter().collect(),
@@ -398,23 +368,27 @@ fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
 
 /// What an audit finds once the lists are checked, in order.
 enum Finding {
-    /// A file under a root that no list names, by the path the walk built.
-    New { name: Vec<u8> },
-    /// A new file that is a missing entry (its name as its list gives it),
-    /// renamed.
-    Moved { name: Vec<u8>, from: Vec<u8> },
-    /// A listed file that no longer exists, and was not moved.
-    Missing { name: Vec<u8> },
-    /// A directory of a root that could not be read, an entry that could
-    /// not be examined, or a new file that could not be hashed (it is new
+    New {
+        name: Vec<u8>,
+    },
+    Moved {
+        name: Vec<u8>,
+        from: Vec<u8>,
+    },
+    Missing {
+        name: Vec<u8>,
+    },
+    /// A walk's error, or a new file that could not be hashed (it is new
     /// all the same).
-    Error { name: Vec<u8>, error: bt2sum::Error },
+    Error {
+        name: Vec<u8>,
+        error: bt2sum::Error,
+    },
     /// The next finding is not ready: a good time to flush.
     Waiting,
 }
 
 impl Finding {
-    /// Prints and counts the finding.
     fn print(
         &self,
         printer: &mut Printer<'_>,
@@ -462,7 +436,6 @@ enum Base {
 }
 
 impl Base {
-    /// Notes a move from the listed name `from` to `name`.
     fn moved(&mut self, name: &[u8], from: &[u8]) {
         let (name, from) = (Name::normalized(name), Name::normalized(from));
         let this = match (prefix_of(&name, &from), prefix_of(&from, &name)) {
@@ -481,7 +454,6 @@ impl Base {
         };
     }
 
-    /// The hint, where every move says the same.
     fn hint(&self) -> Option<String> {
         let Base::Prefix(prefix, deeper) = self else {
             return None;
@@ -507,13 +479,8 @@ fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
     (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
 }
 
-/// The digest of empty input: every empty file's.
-fn empty_digest(tree: &TreeParams) -> Option<bt2sum::Digest> {
-    bt2sum::TreeHasher::new(tree).finalize().ok()
-}
-
 /// Reports what `finding` makes of each name of `names` and the move that
-/// pairs it (by the name's index), until `report` says to stop.
+/// pairs it (by index), until `report` says to stop.
 fn report_paired<M: serde::Serialize + serde::de::DeserializeOwned>(
     names: &mut Spill<ByteBuf>,
     moves: &mut Spill<(u64, M)>,
@@ -534,8 +501,8 @@ fn report_paired<M: serde::Serialize + serde::de::DeserializeOwned>(
     Ok(ControlFlow::Continue(()))
 }
 
-/// The files of a walk that no list names, in walk order, or the walk's
-/// errors; `Err` if the listed names cannot be read back.
+/// The files of a walk that no list names, or the walk's errors; `Err` if
+/// the listed names cannot be read back.
 struct Unlisted<'a> {
     walk: Box<dyn Iterator<Item = Walked> + 'a>,
     listed: std::iter::Peekable<Box<dyn Iterator<Item = io::Result<ByteBuf>> + 'a>>,

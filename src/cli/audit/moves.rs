@@ -22,9 +22,8 @@ pub(super) struct Joined {
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 enum Which {
-    /// Missing entry `index`, named as its list gives it.
+    /// By index; the missing entry named as its list gives it.
     Missing(u64, ByteBuf),
-    /// New file `index`.
     New(u64, NewFile),
 }
 
@@ -38,7 +37,6 @@ pub(super) struct NewFile {
 }
 
 impl NewFile {
-    /// The new file `name`, as it was (`stamp`) when it was hashed.
     pub(super) fn of(name: &[u8], stamp: Option<&Stamp>) -> NewFile {
         let stat = stamp.and_then(|stamp| Some((stamp.size(), Mtime::of(stamp.modified()?))));
         NewFile {
@@ -49,7 +47,6 @@ impl NewFile {
 }
 
 impl Joined {
-    /// Missing entry `index`, named `name`.
     pub(super) fn missing(digest: &Digest, index: u64, name: &[u8]) -> Joined {
         Joined {
             digest: digest.as_bytes().to_vec(),
@@ -57,7 +54,6 @@ impl Joined {
         }
     }
 
-    /// New file `index`.
     pub(super) fn new_file(digest: &Digest, index: u64, file: NewFile) -> Joined {
         Joined {
             digest: digest.as_bytes().to_vec(),

@@ -1,23 +1,10 @@
 //! Rewriting an audited list so that it describes the tree as it is now,
-//! for deliberate changes only (`--update`):
-//!
-//! - a file that verifies keeps its lines (with `--stat`, or a stat line
-//!   already, that line says the file's size and time now);
-//! - a CHANGED file (an edit, its stat line says) is hashed again, and its
-//!   lines written anew in the same shape (tagged or not, with leaf lines
-//!   and a stat line if it had them);
-//! - a MOVED file's lines get its new name (and its stat line its time);
-//! - a NEW file's lines are added at the end, in walk order, in the shape
-//!   of the list's first checksum line;
-//! - FAILED (damaged), unreadable and MISSING files keep their lines as
-//!   they were: damage is never absorbed into the list, unless the user
-//!   names the file (`--accept`: it is hashed again, as an edit is) or
-//!   forgets the missing (`--forget-missing`: their lines are dropped).
-//!
-//! Everything else in the list (comments, blank and improperly formatted
-//! lines, those among a file's lines too) is copied as it is, and a last
-//! line without a newline gets one. The list is read again, a line at a
-//! time; what the audit kept says what becomes of each file's lines. A
+//! for deliberate changes only (`--update`, docs/audit.md): a verified
+//! file keeps its lines, a CHANGED one is hashed again and written anew
+//! in the same shape, a MOVED one's lines get its new name, NEW files are
+//! added at the end in walk order; FAILED, unreadable and MISSING files
+//! keep their lines (unless `--accept` or `--forget-missing`): damage is
+//! never absorbed into the list. Everything else is copied as it is. A
 //! stat line always says what the file was when it was hashed, so that it
 //! goes with the digest beside it.
 
@@ -43,8 +30,7 @@ use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
 use bt2sum::{Job, hash_each};
 
-/// How a file's lines are written: its tree parameters, tagged or
-/// GNU-style, with leaf lines, with a stat line.
+/// How a file's lines are written.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub(super) struct Shape {
     pub tree: TreeParams,
@@ -53,23 +39,33 @@ pub(super) struct Shape {
     pub stat: bool,
 }
 
-/// What becomes of a listed file's lines.
+impl Shape {
+    /// The shape of a checked file's lines (tagged as `tagged`), with a
+    /// stat line if `stat`.
+    pub fn of(checked: &Checked, tagged: bool, stat: bool) -> Shape {
+        let (tree, leaves) = (*checked.tree(), checked.listed_length().is_some());
+        Shape {
+            tree,
+            tagged,
+            leaves,
+            stat,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
-    /// Copied as they are.
     Keep,
     /// Missing entry `index`: renamed if it moved, else copied (or, when
     /// `true`, dropped).
     Missing(u64, bool),
-    /// Written anew from the file as it is now, in this shape.
     Changed(Shape),
     /// Copied, with a stat line saying this size and time.
     Restat(TreeParams, u64, Mtime),
 }
 
-/// What becomes of a listed file's lines, given what checking it found:
-/// `missing`, its index among the missing entries; `update`, what the user
-/// asked of the update.
+/// What becomes of a listed file's lines: `missing`, its index among the
+/// missing entries.
 pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Fate {
     if let Some(index) = missing {
         return Fate::Missing(index, update.forget_missing);
@@ -85,19 +81,10 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
         checked.outcome(),
         checked.modified(),
     ) {
-        (Some(Verdict::Changed), _, _) => Fate::Changed(Shape {
-            tree: *checked.tree(),
-            tagged,
-            leaves: checked.listed_length().is_some(),
-            stat: true,
-        }),
+        (Some(Verdict::Changed), _, _) => Fate::Changed(Shape::of(checked, tagged, true)),
         (Some(Verdict::Failed), _, _) if update.accept.matches_listed(checked.name()) => {
-            Fate::Changed(Shape {
-                tree: *checked.tree(),
-                tagged,
-                leaves: checked.listed_length().is_some(),
-                stat: update.stat || checked.listed_stat().is_some(),
-            })
+            let stat = update.stat || checked.listed_stat().is_some();
+            Fate::Changed(Shape::of(checked, tagged, stat))
         }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
@@ -119,11 +106,11 @@ pub(super) struct Entry {
     pub fate: Fate,
 }
 
-/// What an audit kept to rewrite its list: see the module documentation.
+/// What an audit kept to rewrite its list.
 pub struct Rewrite {
     pub(super) entries: Spill<Entry>,
     pub(super) moves: Moves,
-    /// The new files, in walk order.
+    /// In walk order.
     pub(super) new: Spill<serde_bytes::ByteBuf>,
     /// How new files are listed; `None` when the list has no checksum line
     /// (they are then listed with the verifier's settings).
@@ -131,21 +118,15 @@ pub struct Rewrite {
     pub(super) stat: bool,
 }
 
-/// What a rewrite did.
+/// What a rewrite did, counted in files.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Rewritten {
-    /// New files listed.
     pub added: u64,
-    /// Moved files renamed.
     pub renamed: u64,
-    /// Changed files hashed again.
     pub rehashed: u64,
-    /// Files whose stat line was written anew.
     pub restated: u64,
-    /// Missing files whose lines were dropped.
     pub forgotten: u64,
-    /// Files that could not be hashed (their lines are kept, or, new, left
-    /// out); each reported.
+    /// Not hashed (their lines are kept, or, new, left out); each reported.
     pub unreadable: u64,
 }
 
@@ -179,11 +160,10 @@ fn restat(
 }
 
 impl Rewrite {
-    /// Writes the list as the audit found the tree to `out`, reading the
-    /// list (`list`, from its start) again; `default_tree` lists new files
-    /// when the list has no checksum line to take the shape of. Each file
-    /// that cannot be hashed is handed to `unreadable` (its lines are kept,
-    /// or, new, it is left out).
+    /// Writes the list as the audit found the tree to `out`, reading `list`
+    /// again; `default_tree` lists new files when the list has no checksum
+    /// line to take the shape of. Each file that cannot be hashed is handed
+    /// to `unreadable`.
     pub fn write(
         mut self,
         list: &mut dyn BufRead,
@@ -315,23 +295,12 @@ impl Rewrite {
             let Event::Ready(outcome) = event else {
                 return ControlFlow::Continue(());
             };
-            written = match outcome.result {
-                Ok(hashed) => {
-                    done.added += 1;
-                    let file = Hashed {
-                        name: &outcome.tag,
-                        digest: &hashed.digest,
-                        length: hashed.length,
-                        modified: outcome.stamp.and_then(|stamp| stamp.modified()),
-                    };
-                    write_file(out, shape, &file, outcome.leaves)
-                }
-                Err(error) => {
-                    done.unreadable += 1;
-                    unreadable(&outcome.tag, &error);
-                    Ok(())
-                }
-            };
+            let name = outcome.tag.clone();
+            written =
+                write_outcome(out, shape, &name, outcome, unreadable).map(|listed| match listed {
+                    true => done.added += 1,
+                    false => done.unreadable += 1,
+                });
             match written {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(_) => ControlFlow::Break(()),
@@ -352,34 +321,32 @@ struct State {
     written: bool,
 }
 
-/// A file hashed, to list.
-struct Hashed<'a> {
-    name: &'a [u8],
-    digest: &'a bt2sum::Digest,
-    length: u64,
-    modified: Option<std::time::SystemTime>,
-}
-
-/// Writes a file's lines in `shape`: its checksum line, its stat line, its
-/// leaf lines (or the count line of an empty file).
-fn write_file(
+/// Writes the lines of the file `name` hashed (`outcome`) in `shape`: its
+/// checksum line, its stat line, its leaf lines (or the count line of an
+/// empty file); `false` (nothing written, the reason given to
+/// `unreadable`) if it could not be hashed.
+fn write_outcome<T>(
     out: &mut dyn Write,
     shape: &Shape,
-    file: &Hashed<'_>,
-    leaves: Option<LeafLog>,
-) -> io::Result<()> {
-    let mut lines = Vec::new();
-    let style = if shape.tagged {
-        Style::Tagged
-    } else {
-        Style::Untagged
+    name: &[u8],
+    outcome: bt2sum::Outcome<T, Option<LeafLog>>,
+    unreadable: &mut impl FnMut(&[u8], &Error),
+) -> io::Result<bool> {
+    let hashed = match outcome.result {
+        Ok(hashed) => hashed,
+        Err(error) => {
+            unreadable(name, &error);
+            return Ok(false);
+        }
     };
-    let (tree, name) = (&shape.tree, Some(file.name));
+    let modified = outcome.stamp.and_then(|stamp| stamp.modified());
+    let mut lines = Vec::new();
+    let (tree, name) = (&shape.tree, Some(name));
     push_line(
         &mut lines,
-        style,
+        style(shape.tagged),
         tree.algorithm(),
-        file.digest,
+        &hashed.digest,
         name,
         Ending::Newline,
     );
@@ -388,17 +355,19 @@ fn write_file(
         name,
         ending: Ending::Newline,
     };
-    if let (true, Some(modified)) = (shape.stat, file.modified) {
-        input.push_stat(&mut lines, file.length, Mtime::of(modified));
+    if let (true, Some(modified)) = (shape.stat, modified) {
+        input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
     }
-    match leaves {
-        Some(_) if file.length == 0 => input.push_count(&mut lines, 0),
+    match outcome.leaves {
+        Some(_) if hashed.length == 0 => input.push_count(&mut lines, 0),
         Some(log) => {
-            return log.write_lines(out, &mut lines, input, file.length);
+            return log
+                .write_lines(out, &mut lines, input, hashed.length)
+                .map(|()| true);
         }
         None => {}
     }
-    out.write_all(&lines)
+    out.write_all(&lines).map(|()| true)
 }
 
 /// Hashes again the changed file whose first line (its checksum line) is
@@ -424,22 +393,7 @@ fn rehash(
         ControlFlow::Continue(())
     });
     let outcome = result.expect("one job, one outcome");
-    match outcome.result {
-        Ok(hashed) => {
-            let file = Hashed {
-                name: &name,
-                digest: &hashed.digest,
-                length: hashed.length,
-                modified: outcome.stamp.and_then(|stamp| stamp.modified()),
-            };
-            write_file(out, shape, &file, outcome.leaves)?;
-            Ok(true)
-        }
-        Err(error) => {
-            unreadable(&name, &error);
-            Ok(false)
-        }
-    }
+    write_outcome(out, shape, &name, outcome, unreadable)
 }
 
 /// Writes a line of a moved file again, with the name of the file it moved
@@ -450,14 +404,9 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let grammar = Grammar::default();
     match classify(line, &grammar) {
         ListLine::Checksum(entry) => {
-            let style = if entry.tagged {
-                Style::Tagged
-            } else {
-                Style::Untagged
-            };
             push_line(
                 &mut again,
-                style,
+                style(entry.tagged),
                 entry.algorithm,
                 &entry.expected,
                 Some(name),
@@ -511,7 +460,13 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     out.write_all(&again)
 }
 
-/// The name a checksum, leaf or stat line gives.
+fn style(tagged: bool) -> Style {
+    match tagged {
+        true => Style::Tagged,
+        false => Style::Untagged,
+    }
+}
+
 fn named(line: &[u8]) -> Option<Vec<u8>> {
     match classify(line, &Grammar::default()) {
         ListLine::Checksum(entry) => Some(entry.name),
@@ -521,7 +476,6 @@ fn named(line: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// Whether a line is a stat line.
 fn is_stat(line: &[u8]) -> bool {
     matches!(classify(line, &Grammar::default()), ListLine::Stat(_))
 }

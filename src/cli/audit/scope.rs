@@ -78,17 +78,15 @@ impl<'a> Scope<'a> {
         held
     }
 
-    /// Stops counting: the lists were gone through once.
+    /// The lists were gone through once: stops counting.
     pub fn counted(&self) {
         self.counting.set(false);
     }
 
-    /// The listed files found out of scope.
     pub fn outside(&self) -> u64 {
         self.outside.get()
     }
 
-    /// The first listed file found out of scope, normalized.
     pub fn first_outside(&self) -> Option<Vec<u8>> {
         self.first.borrow().clone()
     }

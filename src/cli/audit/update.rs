@@ -1,44 +1,32 @@
 //! `--update`: the one list an audit read, rewritten as the audit found
-//! the tree ([`Rewrite`]), atomically: a temporary file beside it,
-//! written, given the list's owner, group and permissions, flushed to the
-//! disk, then renamed over it (and the directory flushed, so that the
-//! rename itself survives a crash). Until the rename, the list is as it
-//! was; after it, whole and new.
-//!
-//! The list is opened once, before the audit reads it ([`UpdatedList`]):
-//! its directory is opened component by component without following a
-//! link (`beneath`), the list in it without following one either (a link
-//! to a list is followed to its target, the same way), and refused if it
-//! is not a regular file or has other hard links (which the rename would
-//! split). The audit reads the list through that descriptor, the rewrite
-//! reads it again through the same one, and the temporary file is
-//! created, renamed and, if anything fails (or a stop signal comes),
-//! removed by name in that directory: no step goes through the list's
-//! path again. The rename is refused, with nothing written, if the list
-//! changed since the audit began, or another file took its name.
+//! the tree ([`Rewrite`]), atomically: a [`Temporary`] beside it, written,
+//! given the list's owner, group and permissions, synced, renamed over it,
+//! and the directory synced. The list is opened once, through `beneath`
+//! ([`UpdatedList`]), before the audit reads it, and refused if it has
+//! other hard links (which the rename would split); every later step goes
+//! through that descriptor and its directory's, never the list's path
+//! again. The rename is refused, with nothing written, if the list changed
+//! since the audit began, or another file took its name.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use super::rewrite::{Rewrite, Rewritten};
-use crate::cli::beneath::{Directory, ListFile};
+use crate::cli::beneath::{ListFile, Temporary};
 use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, report_listed, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
 use bt2sum::format::name::Name;
-use bt2sum::sys::{FileId, lock};
+use bt2sum::sys::FileId;
 use bt2sum::{Error, Stamp, TreeParams};
 
-/// The start of the name of `--update`'s temporary files.
 const PREFIX: &str = ".bt2sum-update-";
 
 /// Whether `name` has the exact form of an update's temporary file
-/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over in the
-/// list's directory: a run that was killed may have left one behind.
+/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
 pub fn is_temporary(name: &OsStr) -> bool {
     let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
         return false;
@@ -51,14 +39,12 @@ pub fn is_temporary(name: &OsStr) -> bool {
 /// The list an update rewrites, opened before the audit reads it.
 pub struct UpdatedList {
     list: ListFile,
-    /// The list as the audit began.
+    /// The list as the audit began, and its owner and permissions to keep.
     stamp: Stamp,
-    /// The list's metadata then: its owner and permissions, to keep.
     metadata: std::fs::Metadata,
 }
 
 impl UpdatedList {
-    /// Opens the list at `path` to update it; why not, as a message.
     pub fn open(path: &Path) -> Result<UpdatedList, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         let list = ListFile::open(path).map_err(|refusal| refusal.to_string())?;
@@ -77,14 +63,12 @@ impl UpdatedList {
         })
     }
 
-    /// The list, read from its start.
     pub fn reader(&self) -> io::Result<io::BufReader<&File>> {
         (&self.list.file).rewind()?;
         Ok(io::BufReader::with_capacity(64 << 10, &self.list.file))
     }
 
-    /// Which file the list is, and the directory it is in (where an
-    /// audit passes over the update's temporary files).
+    /// Which file the list is, and the directory it is in.
     pub fn ids(&self) -> io::Result<(FileId, FileId)> {
         let file = FileId::of(&self.list.file, &self.metadata)?;
         Ok((file, self.list.directory.id()?))
@@ -98,10 +82,8 @@ impl UpdatedList {
             && here.and_then(|file| Stamp::now(&file)).ok() == Some(self.stamp)
     }
 
-    /// Rewrites the list as `rewrite` says; `default_tree` lists new files
-    /// when the list has no checksum line to take the shape of. Each file
-    /// that cannot be hashed is handed to `unreadable`. Why it could not
-    /// be rewritten, as a message, with the list as it was.
+    /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
+    /// not, with the list as it was.
     pub fn rewrite(
         &self,
         rewrite: Rewrite,
@@ -114,7 +96,7 @@ impl UpdatedList {
             return Err(changed());
         }
         let directory = &self.list.directory;
-        let temporary = Temporary::create(directory).map_err(|error| {
+        let temporary = Temporary::create(directory, PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
             format!(
                 "cannot create a temporary file in {shown}: {}",
@@ -140,92 +122,15 @@ impl UpdatedList {
         if !self.unchanged() {
             return Err(changed());
         }
-        temporary.persist(&self.list.name).map_err(plain)?;
+        temporary.persist(&self.list.name, true).map_err(plain)?;
         directory.sync().map_err(plain)?;
         Ok(done)
     }
 }
 
-/// `--update`'s temporary file in the list's directory: removed on a stop
-/// signal, and when dropped, unless renamed over the list.
-struct Temporary {
-    /// Open until renamed (Windows renames no open file).
-    file: Option<File>,
-    /// Its directory, and its name there while it is to be removed.
-    place: Arc<Mutex<Option<(Directory, OsString)>>>,
-}
-
-impl Temporary {
-    /// A new file in `directory`, readable by its owner only until the
-    /// list's permissions are given to it.
-    fn create(directory: &Directory) -> io::Result<Temporary> {
-        let place = Arc::new(Mutex::new(None::<(Directory, OsString)>));
-        let on_stop = Arc::clone(&place);
-        sys::on_stop_signal(move || {
-            if let Some((directory, name)) = lock(&on_stop).take() {
-                let _ = directory.remove(&name);
-            }
-        });
-        // (Made with the lock held: a signal meanwhile waits for the name.
-        // One whose last words were spoken first, which found no name or
-        // came before they held this removal, would leave the file made
-        // after them: none is made once a stop signal came.)
-        let mut held = lock(&place);
-        if sys::stopping() {
-            // (Its last words may be waiting for the lock.)
-            drop(held);
-            sys::wait_to_be_stopped();
-        }
-        let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
-        let mut attempt = 0u32;
-        let (file, name) = loop {
-            let number = since.subsec_nanos().wrapping_add(attempt);
-            let name = OsString::from(format!("{PREFIX}{}-{number}", std::process::id()));
-            match directory.create_new(&name) {
-                Ok(file) => break (file, name),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
-                    attempt += 1;
-                }
-                Err(error) => return Err(error),
-            }
-        };
-        *held = Some((directory.try_clone()?, name));
-        drop(held);
-        Ok(Temporary {
-            file: Some(file),
-            place,
-        })
-    }
-
-    fn file(&self) -> &File {
-        self.file.as_ref().expect("open until renamed")
-    }
-
-    /// Renames it over `target`, in its directory.
-    fn persist(mut self, target: &OsStr) -> io::Result<()> {
-        self.file = None;
-        let mut held = lock(&self.place);
-        if let Some((directory, name)) = held.as_ref() {
-            directory.rename(name, target)?;
-        }
-        *held = None;
-        Ok(())
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        self.file = None;
-        if let Some((directory, name)) = lock(&self.place).take() {
-            let _ = directory.remove(&name);
-        }
-    }
-}
-
-/// Rewrites the list an audit read (`updated`) as it found the tree; the
-/// run's status: with the list updated, only what it keeps as it was
-/// (missing and unreadable files) still fails it. `Err` only when writing
-/// to standard output fails.
+/// Rewrites the list an audit read as it found the tree; the run's status:
+/// only what the list keeps as it was (missing and unreadable files) still
+/// fails it.
 pub fn update(
     updated: &UpdatedList,
     rewrite: Rewrite,
@@ -277,10 +182,8 @@ pub fn update(
     })
 }
 
-/// What an update changed in the list, in words.
 fn said(done: &Rewritten) -> String {
-    let mut parts = Vec::new();
-    for (count, one, many) in [
+    let parts: Vec<String> = [
         (done.added, "file added", "files added"),
         (done.renamed, "renamed", "renamed"),
         (done.rehashed, "hashed again", "hashed again"),
@@ -294,17 +197,15 @@ fn said(done: &Rewritten) -> String {
             "missing file forgotten",
             "missing files forgotten",
         ),
-    ] {
-        match count {
-            0 => {}
-            1 => parts.push(format!("1 {one}")),
-            _ => parts.push(format!("{count} {many}")),
-        }
+    ]
+    .into_iter()
+    .filter(|(count, ..)| *count > 0)
+    .map(|(count, one, many)| format!("{count} {}", if count == 1 { one } else { many }))
+    .collect();
+    match parts.is_empty() {
+        true => "nothing changed".to_string(),
+        false => parts.join(", "),
     }
-    if parts.is_empty() {
-        parts.push("nothing changed".to_string());
-    }
-    parts.join(", ")
 }
 
 #[cfg(test)]

@@ -1,37 +1,18 @@
-//! Mending a file's damaged leaves from a good copy of it (`--repair-from`).
+//! Mending a file's damaged leaves from a good copy (`--repair-from`).
+//! A leaf listing holds each leaf's digest, so a leaf fetched again is
+//! proved good before it is written ([`Leaf::mend`]), and proved again
+//! once read back: bytes that do not verify are never written, and a
+//! good leaf never is. So a kill while a leaf is written leaves it no
+//! further from good (every byte written is the listed file's own), and
+//! mending again finishes it. A file cut short is extended only by leaves
+//! that verify, one after another (a leaf past the end would leave a
+//! hole); one longer than listed is cut only when asked.
 //!
-//! A leaf listing holds each leaf's digest, so one leaf fetched again can be
-//! proved good before it is written. For each leaf a check found failing,
-//! [`Mender::mend`]:
-//!
-//! 1. hashes the leaf's bytes in the file as the listing places them: a
-//!    leaf that verifies there failed only because the file's length
-//!    changed, and is left alone;
-//! 2. reads the same byte range from the copy and verifies it against the
-//!    listed digest: bytes that do not verify are never written;
-//! 3. writes them at the leaf's offset and syncs the file;
-//! 4. reads the leaf back from the file and verifies it again.
-//!
-//! It never makes a file worse. Good leaves are never written. A file cut
-//! short is extended only by leaves that verify, one after another: a leaf
-//! that starts past the file's end is not written, which would leave a
-//! hole. A file longer than listed is cut to its listed length only when
-//! asked ([`Mender::settle_length`]). A kill
-//! while a leaf is being written leaves it part as it was and part as the
-//! copy has it: every byte written is the listed file's own, so the leaf is
-//! no further from good than before, and mending again finishes it.
-//!
-//! The file is opened as `tar` and `rsync` open what they extract: by a
-//! name inside the tree (unless [`Rules::names`] allows any), without
-//! following a symbolic link, only a regular file, not set-id (unless
-//! [`Rules::setid`] allows it); and only if it is still the file the check
-//! saw ([`Mender::open`] compares its [`Stamp`]). Every write goes through
-//! that one descriptor. The file keeps its mode and owner, and its access
-//! time; its change time is that of any write, and once it verifies whole
-//! the caller puts its modification time back ([`set_modified`]), so that
-//! its stat line holds. A set-id bit the system clears on a write is not
-//! set again.
-//!
+//! The file is opened through `beneath` ([`Mender::open`]) and only if it
+//! is still the file the check saw (its [`Stamp`]); every write goes
+//! through that one descriptor. It keeps its mode, owner and access time;
+//! once it verifies whole, its modification time is put back
+//! ([`set_modified`]) so that its stat line holds.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -40,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::beneath::Refusal;
-use crate::cli::plan::Names;
+use crate::cli::beneath::{Refusal, Temporary};
+use crate::cli::plan::{Names, Repair};
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
@@ -50,154 +31,90 @@ use bt2sum::{Digest, LastNode, Stamp, TreeParams};
 
 /// Where the good copies are, and what mending may do.
 pub struct Mender {
-    /// A directory holding the copies under the names the lists give, or
-    /// one file: the copy of the one file mended.
+    /// A directory of copies under the names the lists give, or the copy
+    /// of the one file mended.
     copy: PathBuf,
     copy_is_dir: bool,
-    rules: Rules,
+    /// `--repair-truncate`, `--absolute-names`, `--repair-setid`.
+    truncate: bool,
+    names: Names,
+    setid: bool,
     /// The file the single copy was first used for.
     single_copy_of: RefCell<Option<PathBuf>>,
 }
 
-/// What mending may do beyond writing verified leaves inside the tree.
-#[derive(Clone, Copy, Debug)]
-pub struct Rules {
-    /// Whether a file longer than listed is cut to its listed length.
-    pub truncate: bool,
-    /// Which names may be written: inside the tree only, or any.
-    pub names: Names,
-    /// Whether set-user-ID and set-group-ID files may be written.
-    pub setid: bool,
-}
-
-/// What became of one failing leaf.
+/// A failing leaf that verifies now.
 #[derive(Debug)]
-pub enum Mend {
-    /// Read from the copy, verified, written and verified again in the
-    /// file.
+pub enum Mended {
     Repaired,
     /// Its bytes in the file verify where the listing places them: it
     /// failed only because the file's length changed. Not written.
     Intact,
-    /// The copy's bytes for it do not verify either. Not written.
+}
+
+/// Why a failing leaf was not mended (nor written).
+#[derive(Debug, thiserror::Error)]
+pub enum Unmended {
+    #[error("the copy's leaf does not match either")]
     CopyDiffers,
-    /// The copy ends before the leaf does. Not written.
+    #[error("the copy ends before the leaf does")]
     CopyShort,
-    /// Reading it from the copy failed. Not written.
+    #[error("the copy could not be read: {}", plain_message(.0))]
     CopyUnreadable(io::Error),
-    /// It starts past the file's end (a leaf before it could not be
-    /// mended, or comes later): writing it would leave a hole. Not
-    /// written.
+    /// It starts past the file's end: writing it would leave a hole.
+    #[error("the file ends before it, and leaves before it are not mended")]
     AfterAGap,
-    /// Writing it to the file, or reading it back, failed; or it does not
-    /// verify once written (the storage does not keep what it is given).
+    /// Writing it or reading it back failed, or it does not verify once
+    /// written.
+    #[error("it could not be written: {}", plain_message(.0))]
     WriteFailed(io::Error),
 }
 
-impl Mend {
-    /// Whether the leaf verifies in the file now.
-    pub fn is_good(&self) -> bool {
-        matches!(self, Mend::Repaired | Mend::Intact)
-    }
-}
-
-/// The file's length once its leaves are mended.
-#[derive(Debug)]
-pub enum Length {
-    /// As listed.
-    AsListed,
-    /// It was longer than listed, and was cut to the listed length.
-    Truncated {
-        /// Its length before.
-        was: u64,
-    },
-    /// It is longer than listed, and was left so (not asked to cut it).
-    Longer {
-        /// Its length.
-        is: u64,
-    },
-    /// It is longer than listed, and cutting it failed.
-    NotCut {
-        /// Its length.
-        is: u64,
-        /// Why it could not be cut.
-        error: io::Error,
-    },
-    /// It is still shorter than listed: a leaf it lacks could not be
-    /// mended.
-    Shorter {
-        /// Its length.
-        is: u64,
-    },
-}
+/// What became of one failing leaf.
+pub type Mend = Result<Mended, Unmended>;
 
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
-    /// The file's length cannot be read or set.
     #[error("cannot be written: {}", plain_message(.0))]
     File(io::Error),
-    /// The file is not opened to be written ([`Refusal`]).
     #[error(transparent)]
     Refused(Refusal),
-    /// The file is not the one the check saw, or changed since (its
-    /// identity, size or times differ).
     #[error("it changed since it was checked (or was replaced): not written; check it again")]
     Changed,
-    /// The copy cannot be opened.
     #[error("its copy {} cannot be read: {}", path.display(), plain_message(error))]
-    Copy {
-        /// Where the copy was looked for.
-        path: PathBuf,
-        /// Why it could not be opened.
-        error: io::Error,
-    },
-    /// The copy is the file itself.
+    Copy { path: PathBuf, error: io::Error },
     #[error("its copy {} is the file itself", path.display())]
-    CopyIsTheFile {
-        /// The copy's path.
-        path: PathBuf,
-    },
-    /// The copy named is one file, and it was taken for another file
-    /// already.
+    CopyIsTheFile { path: PathBuf },
+    /// The one file given as the copy was taken for another file already.
     #[error(
         "the copy given is one file, the copy of {}: give a directory of copies",
         first.display()
     )]
-    CopyIsOneFile {
-        /// The file it is the copy of.
-        first: PathBuf,
-    },
+    CopyIsOneFile { first: PathBuf },
     /// A missing file's copy is not what its checksum line says.
     #[error("its copy {} does not match its checksum line: not written", path.display())]
-    CopyDiffers {
-        /// The copy's path.
-        path: PathBuf,
-    },
-    /// A file of its name appeared while it was restored.
+    CopyDiffers { path: PathBuf },
     #[error("a file of its name appeared meanwhile: left as it is")]
     Appeared,
 }
 
 impl Mender {
-    /// Mends from `copy`: a directory holding the copies under the names
-    /// the lists give (an absolute name under it as a relative one), or
-    /// the copy of the one file to mend, as `rules` allow.
-    pub fn new(copy: PathBuf, rules: Rules) -> Mender {
-        let copy_is_dir = copy.is_dir();
+    pub fn new(repair: &Repair) -> Mender {
         Mender {
-            copy,
-            copy_is_dir,
-            rules,
-            single_copy_of: RefCell::new(None),
+            copy: repair.copy.clone(),
+            copy_is_dir: repair.copy.is_dir(),
+            truncate: repair.truncate,
+            names: repair.names,
+            setid: repair.setid,
+            single_copy_of: RefCell::default(),
         }
     }
 
-    /// Opens the file at `path` (relative to the current directory) to mend
-    /// it, as the module documentation says: only if it is still the file a
-    /// check saw as `checked`.
+    /// Opens the file at `path` to mend it, if it is still the file a check
+    /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::cli::beneath::open_to_write(path, self.rules.names, self.rules.setid)
+        let file = crate::cli::beneath::open_to_write(path, self.names, self.setid)
             .map_err(Unmendable::Refused)?;
         match Stamp::now(&file) {
             Ok(now) if now == *checked => Ok(file),
@@ -206,7 +123,6 @@ impl Mender {
         }
     }
 
-    /// The copy of the file at `path`.
     fn copy_of(&self, path: &Path) -> Result<PathBuf, Unmendable> {
         if self.copy_is_dir {
             // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
@@ -229,10 +145,9 @@ impl Mender {
     }
 
     /// Mends the failing leaves `failing` (index and listed digest, in leaf
-    /// order) of `file` (opened with [`open`](Self::open) from `path`),
-    /// listed with tree `tree` and length `listed_length`, handing what
-    /// became of each to `mended`. Fails, having written nothing, if its
-    /// copy cannot be opened.
+    /// order) of `file`, opened from `path`, handing what became of each to
+    /// `mended`. Fails, having written nothing, if its copy cannot be
+    /// opened.
     pub fn mend(
         &self,
         file: &File,
@@ -266,9 +181,8 @@ impl Mender {
                 len: (bytes.end - bytes.start) as usize,
                 digest,
             };
-            // A leaf past the file's end would leave a hole before it.
             let mend = if leaf.start > length {
-                Mend::AfterAGap
+                Err(Unmended::AfterAGap)
             } else {
                 leaf.mend(file, &copy, &mut buffer, &mut length)
             };
@@ -278,15 +192,14 @@ impl Mender {
     }
 
     /// Restores the missing file at `path` from its copy, if the copy
-    /// matches its entry: written to a new file beside it (bt2sum's own
-    /// name, its owner's only), synced, verified whole, given the copy's
-    /// permissions (no set-id bit) and the listed time, then named `path`
-    /// unless a file of that name appeared meanwhile. Directories missing
-    /// on its way are made, as `tar` makes them.
+    /// matches its entry: a [`Temporary`] beside it, synced, verified
+    /// whole, given the copy's permissions (no set-id bit) and the listed
+    /// time, then named `path` unless a file of that name appeared
+    /// meanwhile. Directories missing on its way are made, as `tar` does.
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
-        crate::cli::beneath::allowed(path, self.rules.names).map_err(Unmendable::Refused)?;
+        crate::cli::beneath::allowed(path, self.names).map_err(Unmendable::Refused)?;
         let copy_path = self.copy_of(path)?;
         let copy_error = |error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -294,9 +207,8 @@ impl Mender {
         };
         let mut copy = File::open(&copy_path).map_err(copy_error)?;
         let permissions = copy.metadata().map_err(copy_error)?.permissions();
-        // The copy proved first, so that a copy that does not match leaves
-        // nothing behind, not even a directory; the file written is proved
-        // again.
+        // The copy proved first, so that one that does not match leaves no
+        // directory behind; the file written is proved again.
         let matches = |file: &File| -> Result<bool, Unmendable> {
             let length = file.metadata().map_err(Unmendable::File)?.len();
             let hashed = file
@@ -313,63 +225,59 @@ impl Mender {
             return Err(Unmendable::CopyDiffers { path: copy_path });
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
-        let (directory, name) = crate::cli::beneath::directory_of(path, self.rules.names, true)
+        let (directory, name) = crate::cli::beneath::directory_of(path, self.names, true)
             .map_err(Unmendable::Refused)?;
-        let temporary = std::ffi::OsString::from(format!(
-            ".bt2sum-restore-{}-{}",
-            std::process::id(),
-            std::time::UNIX_EPOCH
-                .elapsed()
-                .unwrap_or_default()
-                .subsec_nanos()
-        ));
-        let file = directory
-            .create_new(&temporary)
+        let temporary = Temporary::create(&directory, ".bt2sum-restore-")
             .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;
-        let written = (|| {
-            let mut writer = &file;
-            io::copy(&mut copy, &mut writer).map_err(copy_error)?;
-            file.sync_all().map_err(Unmendable::File)?;
-            if !matches(&file)? {
-                return Err(Unmendable::CopyDiffers {
-                    path: copy_path.clone(),
-                });
-            }
-            file.set_permissions(without_setid(permissions))
-                .map_err(Unmendable::File)?;
-            if let Some(mtime) = lost.mtime {
-                set_modified(&file, mtime).map_err(Unmendable::File)?;
-            }
-            drop(file);
-            directory
-                .rename_new(&temporary, &name)
-                .map_err(|error| match error.kind() {
-                    io::ErrorKind::AlreadyExists => Unmendable::Appeared,
-                    _ => Unmendable::File(error),
-                })?;
-            directory.sync().map_err(Unmendable::File)
-        })();
-        if written.is_err() {
-            let _ = directory.remove(&temporary);
+        let file = temporary.file();
+        io::copy(&mut copy, &mut &*file).map_err(copy_error)?;
+        file.sync_all().map_err(Unmendable::File)?;
+        if !matches(file)? {
+            return Err(Unmendable::CopyDiffers { path: copy_path });
         }
-        written
+        file.set_permissions(without_setid(permissions))
+            .map_err(Unmendable::File)?;
+        if let Some(mtime) = lost.mtime {
+            set_modified(file, mtime).map_err(Unmendable::File)?;
+        }
+        temporary
+            .persist(&name, false)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::AlreadyExists => Unmendable::Appeared,
+                _ => Unmendable::File(error),
+            })?;
+        directory.sync().map_err(Unmendable::File)
     }
 
-    /// Once a file's leaves are mended, sees to its length: cut to
-    /// `listed_length` if it is longer and cutting was asked for.
-    pub fn settle_length(&self, file: &File, listed_length: u64) -> Result<Length, Unmendable> {
-        let length = file.metadata().map_err(Unmendable::File)?.len();
-        Ok(match length.cmp(&listed_length) {
-            std::cmp::Ordering::Equal => Length::AsListed,
-            std::cmp::Ordering::Less => Length::Shorter { is: length },
-            std::cmp::Ordering::Greater if self.rules.truncate => {
-                match file.set_len(listed_length).and_then(|()| file.sync_all()) {
-                    Ok(()) => Length::Truncated { was: length },
-                    Err(error) => Length::NotCut { is: length, error },
+    /// Once a file's leaves are mended, cuts it to `listed` bytes if it is
+    /// longer and cutting was asked for: what was done, or why its length
+    /// is not as listed.
+    pub fn settle_length(&self, file: &File, listed: u64) -> Result<Option<String>, String> {
+        let length = file
+            .metadata()
+            .map_err(|error| format!("cannot be repaired: {}", Unmendable::File(error)))?
+            .len();
+        let longer = format!("is {length} bytes long, longer than its listed {listed}");
+        match length.cmp(&listed) {
+            std::cmp::Ordering::Equal => Ok(None),
+            std::cmp::Ordering::Less => Err(format!(
+                "is still {length} bytes long, shorter than its listed {listed}"
+            )),
+            std::cmp::Ordering::Greater if !self.truncate => Err(format!(
+                "{longer}: left as it is (--repair-truncate cuts it)"
+            )),
+            std::cmp::Ordering::Greater => {
+                match file.set_len(listed).and_then(|()| file.sync_all()) {
+                    Ok(()) => Ok(Some(format!(
+                        "was {length} bytes long: cut to its listed length, {listed} bytes"
+                    ))),
+                    Err(error) => Err(format!(
+                        "{longer}, and cannot be cut: {}",
+                        plain_message(&error)
+                    )),
                 }
             }
-            std::cmp::Ordering::Greater => Length::Longer { is: length },
-        })
+        }
     }
 }
 
@@ -377,14 +285,11 @@ impl Mender {
 /// waiting to be mended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Damaged {
-    /// The file's name, as its list gives it (unescaped).
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
-    /// The tree its leaf lines were made with.
     pub tree: TreeParams,
-    /// Its length, as its leaf lines list it.
     pub listed_length: u64,
-    /// The failing leaves: index and listed digest, in leaf order.
+    /// Index and listed digest, in leaf order.
     pub failing: Vec<(u64, Digest)>,
     /// The checksum the file must have once mended, where its leaves do
     /// not show it: its checksum line failed, and its leaf lines leave
@@ -393,7 +298,7 @@ pub struct Damaged {
     /// Whether this is the file's last pass: its length is seen to then,
     /// and whether it verifies is known.
     pub last_pass: bool,
-    /// The file as the pass saw it: what it must still be when mended.
+    /// What the file must still be when mended.
     pub stamp: Stamp,
     /// The modification time to put back once the file verifies whole:
     /// its stat line's, or, without one, the one the check saw.
@@ -405,15 +310,14 @@ pub struct Damaged {
 /// A missing file, as its entry lists it, to restore whole from its copy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lost {
-    /// Its name, as its list gives it (unescaped).
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
-    /// The tree of its checksum line, and that line's digest.
+    /// Its checksum line's.
     pub tree: TreeParams,
     pub digest: Digest,
-    /// Its length, where leaf lines or a stat line list it.
+    /// Where leaf lines or a stat line list it.
     pub length: Option<u64>,
-    /// Its stat line's modification time, given back to it.
+    /// Its stat line's.
     pub mtime: Option<Mtime>,
 }
 
@@ -422,15 +326,13 @@ struct Leaf<'a> {
     tree: &'a TreeParams,
     index: u64,
     last: LastNode,
-    /// Its bytes' offset and length in the listed file.
     start: u64,
     len: usize,
-    /// Its listed digest.
     digest: &'a Digest,
 }
 
 impl Leaf<'_> {
-    /// Whether `bytes` are the leaf's (`==` on digests is constant-time).
+    /// (`==` on digests is constant-time.)
     fn verifies(&self, bytes: &[u8]) -> bool {
         leaf_digest(self.tree, self.index, self.last, bytes) == *self.digest
     }
@@ -440,41 +342,42 @@ impl Leaf<'_> {
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
         buffer.clear();
         buffer.resize(self.len, 0);
-        // Good in place (only the file's length made it fail): untouched.
         let end = self.start + self.len as u64;
         if end <= *length
             && read_exact_at(file, buffer, self.start).is_ok()
             && self.verifies(buffer)
         {
-            return Mend::Intact;
+            return Ok(Mended::Intact);
         }
         match read_exact_at(copy, buffer, self.start) {
             Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Mend::CopyShort,
-            Err(error) => return Mend::CopyUnreadable(error),
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(Unmended::CopyShort);
+            }
+            Err(error) => return Err(Unmended::CopyUnreadable(error)),
         }
         if !self.verifies(buffer) {
-            return Mend::CopyDiffers;
+            return Err(Unmended::CopyDiffers);
         }
         let written = write_all_at(file, buffer, self.start).and_then(|()| {
             *length = (*length).max(end);
             file.sync_all()
         });
         if let Err(error) = written {
-            return Mend::WriteFailed(error);
+            return Err(Unmended::WriteFailed(error));
         }
-        // Read back from the file, and verified again.
         buffer.fill(0);
         match read_exact_at(file, buffer, self.start) {
-            Ok(()) if self.verifies(buffer) => Mend::Repaired,
-            Ok(()) => Mend::WriteFailed(io::Error::other("the leaf read back does not verify")),
-            Err(error) => Mend::WriteFailed(error),
+            Ok(()) if self.verifies(buffer) => Ok(Mended::Repaired),
+            Ok(()) => Err(Unmended::WriteFailed(io::Error::other(
+                "the leaf read back does not verify",
+            ))),
+            Err(error) => Err(Unmended::WriteFailed(error)),
         }
     }
 }
 
-/// Sets a file's modification time (its access time left as it is),
-/// through its descriptor.
+/// Sets a file's modification time (not its access time).
 pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     let time = mtime
         .to_system_time()
@@ -483,7 +386,6 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Permissions without a set-user-ID or set-group-ID bit.
 fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
     #[cfg(unix)]
     {
@@ -494,7 +396,6 @@ fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
     permissions
 }
 
-/// Whether two open files are one.
 fn same_file(a: &File, b: &File) -> bool {
     let id = |file: &File| {
         file.metadata()

@@ -1,18 +1,9 @@
 //! `--repair-from`: the damaged files a check finds are noted as it goes,
-//! and mended from a good copy by [`Mender`] (`mend`) once every file
-//! of the list is checked (so that no file is written while a pass over it
-//! is still being hashed, and so that a list that names a file twice is
-//! known before it is written); each leaf's fate is printed (`NAME: leaf
-//! I: REPAIRED`, or `FAILED` and why) and counted.
-//!
-//! A file is written only through the descriptor [`Mender::open`] gives:
-//! the file the check saw, inside the tree, not through a link. A list
-//! that names one file with two different contents (two entries whose
-//! digests differ) says nothing sure of it: it is never repaired.
-//!
-//! A missing file whose entry has a checksum line is restored whole from
-//! its copy, once the copy is proved to match it ([`Mender::restore`]);
-//! not in an audit, where it may have moved, nor with `--ignore-missing`.
+//! and mended ([`Mender`]) once every file of the list is checked: so that
+//! no file is written while a pass over it is still being hashed, and so
+//! that a list naming one file with two contents is known first (such a
+//! file is never written). A missing file with a checksum line is restored
+//! whole from its copy; not in an audit, where it may have moved.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -26,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Length, Lost, Mend, Mender, Rules, set_modified};
+use mend::{Damaged, Lost, Mend, Mended, Mender, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -37,46 +28,33 @@ mod mend;
 /// Mends the files a check finds damaged.
 pub struct Repairs {
     mender: Mender,
-    /// Damaged files waiting to be mended: a check mends only once every
-    /// file of its list is checked, so that no file is written while a
-    /// pass over it is still being hashed.
     pending: Spill<Damaged>,
     /// Per name (hashed) listed so far in the list, what its first entry
     /// says the file is (hashed) and that entry's first line; the names
     /// whose entries disagree, and those lines.
     claims: HashMap<u64, (u64, u64)>,
     contradicted: HashMap<u64, (u64, u64)>,
-    /// What the entry being checked says, so far.
+    /// What the entry being checked says of the file, so far.
     claim: DefaultHasher,
-    /// Whether the file being checked can still be mended (no reason it
-    /// cannot was found in its passes so far).
+    /// Of the file being checked: whether it can still be mended, whether
+    /// leaves of it wait, the checksum it must have once mended (if its
+    /// leaf lines leave bytes out), its time to put back (and whether a
+    /// stat line lists it).
     mendable: bool,
-    /// Whether leaves of the file being checked wait to be mended.
     noted: bool,
-    /// The checksum the file being checked must have once mended, if its
-    /// checksum line failed and its leaf lines leave some bytes out.
     whole: Option<Digest>,
-    /// The modification time the file being checked gets back once
-    /// mended, and whether its stat line lists it.
     mtime: (Option<Mtime>, bool),
-    /// Whether missing files are restored; those to restore, and what the
-    /// one being checked would be restored as (its checksum line's).
+    /// Whether missing files are restored; those to restore, and the one
+    /// being checked as it would be.
     restore: bool,
     lost: Spill<Lost>,
     lost_here: Option<Lost>,
 }
 
 impl Repairs {
-    /// The repairs `repair` asks for; `restore`: whether missing files are
-    /// restored too.
     pub fn new(repair: &Repair, restore: bool) -> Repairs {
-        let rules = Rules {
-            truncate: repair.truncate,
-            names: repair.names,
-            setid: repair.setid,
-        };
         Repairs {
-            mender: Mender::new(repair.copy.clone(), rules),
+            mender: Mender::new(repair),
             pending: Spill::new(IN_MEMORY),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
@@ -91,10 +69,8 @@ impl Repairs {
         }
     }
 
-    /// Notes the failing leaves one pass over a file found, to be mended at
-    /// the list's end, and on the file's last pass that it is done; says at
-    /// once why a damaged file cannot be mended. `Err` when writing to
-    /// standard output, or keeping the note, fails.
+    /// Notes the failing leaves one pass found, to be mended at the list's
+    /// end; says at once why a damaged file cannot be mended.
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if checked.is_first_pass() {
             (self.mendable, self.noted, self.whole) = (true, false, None);
@@ -152,8 +128,6 @@ impl Repairs {
         let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
             return Ok(());
         };
-        // (A file that was read has a stamp unless it is no regular file,
-        // which `why_not` refused.)
         let Some(stamp) = checked.stamp().copied() else {
             return Ok(());
         };
@@ -197,9 +171,8 @@ impl Repairs {
         printer.error(checked.name(), &format!("cannot be repaired: {why}"))
     }
 
-    /// Keeps what the entry a pass belongs to says the file is (its tree,
-    /// length and digests), and, on its last pass, whether another entry
-    /// of the list names the same file with another content.
+    /// Keeps what the pass's entry says the file is, and, on its last pass,
+    /// whether another entry of the list said otherwise.
     fn keep_claim(&mut self, checked: &Checked) {
         let claim = &mut self.claim;
         let tree = checked.tree();
@@ -234,9 +207,8 @@ impl Repairs {
         }
     }
 
-    /// Mends the damaged files noted in the list just checked, printing
-    /// and counting in `tally` what became of each leaf, and how many files
-    /// verify now. `Err` when writing to standard output fails.
+    /// Mends the damaged files noted in the list just checked, and restores
+    /// the missing ones, printing and counting what became of each.
     pub fn mend(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
         self.claims.clear();
         let contradicted = std::mem::take(&mut self.contradicted);
@@ -312,8 +284,6 @@ impl Repairs {
         self.restore_lost(printer, tally)
     }
 
-    /// Restores the missing files noted in the list just checked, printing
-    /// and counting in `tally` what became of each.
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
         let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
         for lost in lost.iter()? {
@@ -342,7 +312,7 @@ impl Repairs {
 }
 
 /// Opens a damaged file to mend it, unless its list contradicts itself
-/// about it; why not, as a message.
+/// about it.
 fn open(
     mender: &Mender,
     path: &Path,
@@ -384,7 +354,7 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
     None
 }
 
-/// Mends one pass's failing leaves; whether they all verify now.
+/// Whether one pass's failing leaves all verify now.
 fn mend_leaves(
     mender: &Mender,
     file: &File,
@@ -404,11 +374,11 @@ fn mend_leaves(
         listed_length,
         &damaged.failing,
         |index, mend| {
-            all_good &= mend.is_good();
+            all_good &= mend.is_ok();
             match mend {
-                Mend::Intact => return,
-                Mend::Repaired => tally.repaired_leaves += 1,
-                _ => tally.unrepaired_leaves += 1,
+                Ok(Mended::Intact) => return,
+                Ok(Mended::Repaired) => tally.repaired_leaves += 1,
+                Err(_) => tally.unrepaired_leaves += 1,
             }
             if lines.is_ok() {
                 let bytes = tree.leaf_bytes(index, listed_length);
@@ -425,10 +395,9 @@ fn mend_leaves(
     Ok(all_good)
 }
 
-/// Gives a file that verifies whole again its modification time back: its
-/// stat line's, which then holds, so that a later change of its bytes
-/// reads as damage (FAILED), never as an edit. Where the system refuses,
-/// says that the stat line is stale, and how to renew it.
+/// Gives a file that verifies whole its modification time back: its stat
+/// line then holds, so that a later change of its bytes reads as damage,
+/// never as an edit.
 fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> io::Result<()> {
     let Some(mtime) = damaged.mtime else {
         return Ok(());
@@ -448,51 +417,24 @@ fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> i
     }
 }
 
-/// Sees to a mended file's length; whether it is as listed now.
+/// Whether a mended file's length is as listed now.
 fn settle_length(
     mender: &Mender,
     file: &File,
     damaged: &Damaged,
     printer: &mut Printer<'_>,
 ) -> io::Result<bool> {
-    let (name, listed_length) = (&damaged.name[..], damaged.listed_length);
-    let (message, ok) = match mender.settle_length(file, listed_length) {
-        Ok(Length::AsListed) => return Ok(true),
-        Ok(Length::Truncated { was }) => {
-            let message =
-                format!("was {was} bytes long: cut to its listed length, {listed_length} bytes");
-            printer.note(name, &message)?;
-            return Ok(true);
-        }
-        Ok(Length::Longer { is }) => (
-            format!(
-                "is {is} bytes long, longer than its listed {listed_length}: left as it is \
-                 (--repair-truncate cuts it)"
-            ),
-            false,
-        ),
-        Ok(Length::NotCut { is, error }) => (
-            format!(
-                "is {is} bytes long, longer than its listed {listed_length}, and cannot be \
-                 cut: {}",
-                bt2sum::plain_message(&error)
-            ),
-            false,
-        ),
-        Ok(Length::Shorter { is }) => (
-            format!("is still {is} bytes long, shorter than its listed {listed_length}"),
-            false,
-        ),
-        Err(unmendable) => (format!("cannot be repaired: {unmendable}"), false),
-    };
-    printer.error(name, &message)?;
-    Ok(ok)
+    let name = &damaged.name[..];
+    match mender.settle_length(file, damaged.listed_length) {
+        Ok(None) => Ok(true),
+        Ok(Some(cut)) => printer.note(name, &cut).map(|()| true),
+        Err(why) => printer.error(name, &why).map(|()| false),
+    }
 }
 
 impl Printer<'_> {
-    /// Prints what became of a failing leaf (bytes `bytes` of the listed
-    /// file): `NAME: leaf I: REPAIRED`, or `FAILED` and why; unless
-    /// `--status` hides it.
+    /// Prints what became of a failing leaf: `NAME: leaf I: REPAIRED`, or
+    /// `FAILED` and why.
     fn mend(
         &mut self,
         name: &[u8],
@@ -503,22 +445,7 @@ impl Printer<'_> {
         if self.verbosity == Verbosity::Status {
             return Ok(());
         }
-        let why = match mend {
-            Mend::Repaired | Mend::Intact => None,
-            Mend::CopyDiffers => Some("the copy's leaf does not match either".to_string()),
-            Mend::CopyShort => Some("the copy ends before the leaf does".to_string()),
-            Mend::CopyUnreadable(error) => Some(format!(
-                "the copy could not be read: {}",
-                bt2sum::plain_message(error)
-            )),
-            Mend::AfterAGap => {
-                Some("the file ends before it, and leaves before it are not mended".into())
-            }
-            Mend::WriteFailed(error) => Some(format!(
-                "it could not be written: {}",
-                bt2sum::plain_message(error)
-            )),
-        };
+        let why = mend.as_ref().err().map(ToString::to_string);
         let record = Record::Repair {
             name: JsonName(Some(name)),
             index,
@@ -530,8 +457,7 @@ impl Printer<'_> {
         self.emit(&record)
     }
 
-    /// Says what was done to a file's length (standard error), unless
-    /// `--status` hides it.
+    /// Says what was done to a file's length (standard error).
     fn note(&mut self, name: &[u8], message: &str) -> io::Result<()> {
         if self.verbosity == Verbosity::Status {
             return Ok(());
