@@ -251,6 +251,21 @@ pub fn assert_output(output: &Output, stdout: &str, stderr: &str, status: i32) {
     assert_eq!(self::status(output), status, "status");
 }
 
+/// As [`assert_output`], naming `case` in its message.
+#[track_caller]
+pub fn assert_said(output: &Output, stdout: &str, stderr: &str, status: i32, case: &str) {
+    let said = (
+        self::stdout(output),
+        self::stderr(output),
+        self::status(output),
+    );
+    assert_eq!(
+        said,
+        (stdout.to_string(), stderr.to_string(), status),
+        "{case}"
+    );
+}
+
 /// Asserts that `text` holds `part`, showing `text` if not.
 #[track_caller]
 pub fn assert_contains(text: &str, part: &str) {
