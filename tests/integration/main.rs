@@ -272,6 +272,18 @@ pub fn assert_contains(text: &str, part: &str) {
     assert!(text.contains(part), "{part:?} is not in:\n{text}");
 }
 
+/// Asserts that `text` starts with `part`, showing `text` if not.
+#[track_caller]
+pub fn assert_starts(text: &str, part: &str) {
+    assert!(text.starts_with(part), "{part:?} does not start:\n{text}");
+}
+
+/// Asserts that `text` ends with `part`, showing `text` if not.
+#[track_caller]
+pub fn assert_ends(text: &str, part: &str) {
+    assert!(text.ends_with(part), "{part:?} does not end:\n{text}");
+}
+
 /// Writes each of `files` (a relative path and its bytes) under `root`,
 /// making the directories they need.
 pub fn write_files(root: &Path, files: &[(&str, &[u8])]) {
