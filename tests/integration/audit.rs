@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{Retried, assert_contains, bt2sum, run_in, said_in, stderr, stdout};
+use super::{Retried, assert_contains, bt2sum, ok_in, run_in, said_in, stderr, stdout};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -79,15 +79,14 @@ fn changed_archive(stat: bool) -> tempfile::TempDir {
 fn an_audit_classes_every_file_in_the_tree() {
     let dir = changed_archive(false);
     let root = dir.path().join("t");
-    let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
-    let out = run_in(&root, ["-c", "--audit", ".", "../SUMS"], b"").stdout;
+    let audited = run_in(&root, ["-c", "--audit", ".", "../SUMS"], b"");
     // The list's files in list order; then what the walk found, in its
     // order; then what is gone. Without stat lines an edit is a failure as
     // damage is. The empty file renamed and the deleted duplicate are new
     // and missing, never moved: every empty file, and each duplicate, has
     // their digests.
     assert_eq!(
-        out,
+        audited.stdout,
         b"./bytes\xff\xfe: OK\n\
          ./damage: FAILED\n\
          ./dup2: OK\n\
@@ -104,14 +103,16 @@ fn an_audit_classes_every_file_in_the_tree() {
          ./gone: MISSING\n"
     );
     assert_eq!(
-        err,
-        "bt2sum: WARNING: 2 computed checksums did NOT match\n\
-         bt2sum: WARNING: 3 files are new\n\
-         bt2sum: WARNING: 1 file was moved\n\
-         bt2sum: WARNING: 3 listed files are missing\n\
-         bt2sum: audited 14 files: 5 OK, 2 FAILED, 3 NEW, 1 MOVED, 3 MISSING\n"
+        (stderr(&audited).as_str(), super::status(&audited)),
+        (
+            "bt2sum: WARNING: 2 computed checksums did NOT match\n\
+             bt2sum: WARNING: 3 files are new\n\
+             bt2sum: WARNING: 1 file was moved\n\
+             bt2sum: WARNING: 3 listed files are missing\n\
+             bt2sum: audited 14 files: 5 OK, 2 FAILED, 3 NEW, 1 MOVED, 3 MISSING\n",
+            1
+        )
     );
-    assert_eq!(code, 1);
     // --quiet leaves out the OK lines; --status every line; and
     // --ignore-missing the missing files (not the moved one).
     let (quiet, _, _) = said_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"]);
@@ -146,28 +147,26 @@ fn stat_lines_tell_an_edit_from_damage() {
     // the same bytes written with the time set back are damage.
     let same_size = tempfile::tempdir().unwrap();
     tree(same_size.path(), &[(b"f", b"version 1\n")]);
-    let list = run_in(same_size.path(), ["--stat", "f"], b"");
-    fs::write(same_size.path().join("S"), &list.stdout).unwrap();
-    let before = fs::metadata(same_size.path().join("f"))
-        .unwrap()
-        .modified()
-        .unwrap();
-    fs::write(same_size.path().join("f"), b"version 2\n").unwrap();
-    set_mtime(
-        &same_size.path().join("f"),
-        before + Duration::from_secs(3600),
-    );
+    let f = same_size.path().join("f");
+    fs::write(
+        same_size.path().join("S"),
+        ok_in(same_size.path(), ["--stat", "f"]),
+    )
+    .unwrap();
+    let before = fs::metadata(&f).unwrap().modified().unwrap();
+    fs::write(&f, b"version 2\n").unwrap();
+    set_mtime(&f, before + Duration::from_secs(3600));
     let (out, _, _) = said_in(same_size.path(), ["-c", "S"]);
     assert_eq!(out, "f: CHANGED\n");
-    set_mtime(&same_size.path().join("f"), before);
+    set_mtime(&f, before);
     let (out, _, _) = said_in(same_size.path(), ["-c", "S"]);
     assert_eq!(out, "f: FAILED\n");
     // A file touched but not changed is still OK; the stat line gives the
     // leaf size, so a list made with another needs no -t.
     let touched = tempfile::tempdir().unwrap();
     tree(touched.path(), &[(b"f", &super::pattern(200_000))]);
-    let list = run_in(touched.path(), ["--stat", "-t", "64k", "f"], b"");
-    fs::write(touched.path().join("S"), &list.stdout).unwrap();
+    let list = ok_in(touched.path(), ["--stat", "-t", "64k", "f"]);
+    fs::write(touched.path().join("S"), list).unwrap();
     set_mtime(
         &touched.path().join("f"),
         SystemTime::now() + Duration::from_secs(60),
@@ -177,8 +176,8 @@ fn stat_lines_tell_an_edit_from_damage() {
     // GNU b2sum reads such a list too, its stat lines improperly formatted
     // as leaf lines are.
     if super::gnu::gnu_b2sum("stat_lines_tell_an_edit_from_damage").is_some() {
-        let gnu_list = run_in(touched.path(), ["--stat", "--untagged", "f"], b"");
-        fs::write(touched.path().join("G"), &gnu_list.stdout).unwrap();
+        let gnu_list = ok_in(touched.path(), ["--stat", "--untagged", "f"]);
+        fs::write(touched.path().join("G"), gnu_list).unwrap();
         let out = Command::new("b2sum")
             .args(["-c", "G"])
             .current_dir(touched.path())
@@ -201,21 +200,17 @@ fn names_match_however_the_list_spells_them() {
         &[(b"d/a", b"a\n"), (b"d/b", b"b\n"), (b"d/c", b"c\n")],
     );
     // Made from elsewhere: `d/a`, `./d//b`, `d/./c`.
-    let lines = [
-        run_in(dir.path(), ["d/a"], b"").stdout,
-        run_in(dir.path(), ["./d//b"], b"").stdout,
-        run_in(dir.path(), ["d/./c"], b"").stdout,
-    ]
-    .concat();
+    let lines: String = ["d/a", "./d//b", "d/./c"]
+        .map(|name| ok_in(dir.path(), [name]))
+        .concat();
     fs::write(dir.path().join("SUMS"), &lines).unwrap();
     for root in ["d", "./d", "d/", "."] {
-        let (out, err, code) = said_in(dir.path(), ["-c", "--audit", root, "SUMS"]);
-        assert_eq!(out, "d/a: OK\n./d//b: OK\nd/./c: OK\n", "{root}");
-        assert_eq!(
-            (err.as_str(), code),
-            ("bt2sum: audited 3 files: 3 OK\n", 0),
-            "{root}"
+        let out = run_in(dir.path(), ["-c", "--audit", root, "SUMS"], b"");
+        let (verdicts, audited) = (
+            "d/a: OK\n./d//b: OK\nd/./c: OK\n",
+            "bt2sum: audited 3 files: 3 OK\n",
         );
+        super::assert_said(&out, verdicts, audited, 0, root);
     }
 }
 
@@ -227,30 +222,30 @@ fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
         &original,
         &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"sea\n")],
     );
-    let list = run_in(&original, ["-r", "."], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let sums = dir.path().join("SUMS");
+    fs::write(&sums, ok_in(&original, ["-r", "."])).unwrap();
     let copy = dir.path().join("mnt/backup");
     tree(
         &copy,
         &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"SEA\n")],
     );
-    let sums = dir.path().join("SUMS");
-    let backup = copy.to_str().unwrap();
-    let (out, _, code) = said_in(
-        dir.path(),
-        ["-C", backup, "-c", "--audit", ".", sums.to_str().unwrap()],
+    let args = [
+        Path::new("-C"),
+        &copy,
+        "-c".as_ref(),
+        "--audit".as_ref(),
+        ".".as_ref(),
+        &sums,
+    ];
+    let (out, _, code) = said_in(dir.path(), args);
+    assert_eq!(
+        (out.as_str(), code),
+        ("./photos/a.jpg: OK\n./photos/b.jpg: FAILED\n", 1)
     );
-    assert_eq!(out, "./photos/a.jpg: OK\n./photos/b.jpg: FAILED\n");
-    assert_eq!(code, 1);
     // -C with a directory that is not there is a usage error.
     let (_, err, code) = said_in(dir.path(), ["-C", "nowhere", "-c", "SUMS"]);
-    assert_eq!(
-        (err.as_str(), code),
-        (
-            "bt2sum: -C: cannot change to nowhere: No such file or directory\n",
-            2
-        )
-    );
+    let cannot = "bt2sum: -C: cannot change to nowhere: No such file or directory\n";
+    assert_eq!((err.as_str(), code), (cannot, 2));
 }
 
 #[test]
@@ -258,35 +253,18 @@ fn excludes_and_links_are_as_in_a_walk() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
     tree(&root, &[(b"a", b"a\n"), (b"elsewhere/x", b"x\n")]);
-    fs::write(
-        dir.path().join("SUMS"),
-        run_in(&root, ["-r", "."], b"").stdout,
-    )
-    .unwrap();
-    tree(
-        &root,
-        &[
-            (b"scratch.tmp", b"t\n"),
-            (b".s3git/objects/1", b"o\n"),
-            (b"sub/.DS_Store", b"d\n"),
-            (b"keep.tmp", b"k\n"),
-        ],
-    );
-    std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
-    let args = [
-        "-c",
-        "--audit",
-        ".",
-        "--exclude",
-        "*.tmp",
-        "--exclude",
-        ".s3git/",
-        "--exclude",
-        "!keep.tmp",
-        "../SUMS",
+    fs::write(dir.path().join("SUMS"), ok_in(&root, ["-r", "."])).unwrap();
+    let added: [(&[u8], &[u8]); 4] = [
+        (b"scratch.tmp", b"t\n"),
+        (b".s3git/objects/1", b"o\n"),
+        (b"sub/.DS_Store", b"d\n"),
+        (b"keep.tmp", b"k\n"),
     ];
+    tree(&root, &added);
+    std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
+    let args = "-c --audit . --exclude *.tmp --exclude .s3git/ --exclude !keep.tmp ../SUMS";
     fs::write(root.join("ignore"), ".DS_Store\n# a comment\n").unwrap();
-    let mut from_file = args.to_vec();
+    let mut from_file: Vec<&str> = args.split(' ').collect();
     from_file.extend(["--exclude-from", "ignore", "--exclude", "ignore"]);
     let (out, _, _) = said_in(&root, &from_file);
     assert_eq!(out, "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n");
@@ -298,18 +276,8 @@ fn excludes_and_links_are_as_in_a_walk() {
         "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n./link/x: NEW\n"
     );
     // The same patterns for -r.
-    let (out, _, _) = said_in(
-        &root,
-        [
-            "-r",
-            ".",
-            "--untagged",
-            "--exclude-from",
-            "ignore",
-            "--exclude",
-            "*.tmp",
-        ],
-    );
+    let walk = "-r . --untagged --exclude-from ignore --exclude *.tmp";
+    let out = ok_in(&root, walk.split(' '));
     let names: Vec<&str> = out.lines().map(|line| &line[130..]).collect();
     assert_eq!(
         names,
@@ -325,11 +293,9 @@ fn excludes_and_links_are_as_in_a_walk() {
 fn the_lists_are_never_new() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), &[(b"a", b"a\n")]);
-    let list = run_in(dir.path(), ["-r", "."], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
-    let (out, err, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
-    let clean = ("./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
-    assert_eq!((out.as_str(), err.as_str(), code), clean);
+    fs::write(dir.path().join("SUMS"), ok_in(dir.path(), ["-r", "."])).unwrap();
+    let out = run_in(dir.path(), ["-c", "--audit", ".", "SUMS"], b"");
+    super::assert_output(&out, "./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
     // Nor what an update left behind when it was killed, beside the list;
     // but a file named like one anywhere else, or of another form, is.
     fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
@@ -353,27 +319,21 @@ fn an_update_follows_deliberate_changes_only() {
     let root = dir.path().join("t");
     let before = fs::read(dir.path().join("SUMS")).unwrap();
     let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
-    assert!(
-        err.ends_with("bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n"),
-        "{err}"
-    );
+    let updated = "bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n";
+    assert!(err.ends_with(updated), "{err}");
     // The damage and the missing files are still there: status 1.
     assert_eq!(code, 1);
     let after = fs::read(dir.path().join("SUMS")).unwrap();
     assert_ne!(after, before);
     // Audited again: the deliberate changes are the list's now; the damage
     // and the missing files are not.
-    let (out, err, code) = said_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"]);
-    assert_eq!(
-        out,
-        "./damage: FAILED\n./dup1: MISSING\n./empty1: MISSING\n./gone: MISSING\n"
-    );
-    assert_eq!(
-        err,
+    super::assert_output(
+        &run_in(&root, ["-c", "--quiet", "--audit", ".", "../SUMS"], b""),
+        "./damage: FAILED\n./dup1: MISSING\n./empty1: MISSING\n./gone: MISSING\n",
         "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: WARNING: 3 listed files are missing\n"
+         bt2sum: WARNING: 3 listed files are missing\n",
+        1,
     );
-    assert_eq!(code, 1);
     // The damaged file's lines are the ones it was listed with.
     let line = |list: &[u8], name: &str| -> String {
         String::from_utf8_lossy(list)
@@ -401,10 +361,13 @@ fn an_update_follows_deliberate_changes_only() {
 fn the_wrong_base_is_named() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
-    let inside = run_in(&dir.path().join("photos"), ["a", "b"], b"");
-    fs::write(dir.path().join("photos/SUMS"), &inside.stdout).unwrap();
-    let above = run_in(dir.path(), ["-r", "photos"], b"");
-    fs::write(dir.path().join("ABOVE"), &above.stdout).unwrap();
+    let inside = ok_in(&dir.path().join("photos"), ["a", "b"]);
+    fs::write(dir.path().join("photos/SUMS"), inside).unwrap();
+    fs::write(
+        dir.path().join("ABOVE"),
+        ok_in(dir.path(), ["-r", "photos"]),
+    )
+    .unwrap();
     // Checked from above: the files are beside the list.
     let (_, err, code) = said_in(dir.path(), ["-c", "photos/SUMS"]);
     assert_eq!(code, 1);
@@ -422,20 +385,19 @@ fn the_wrong_base_is_named() {
         &dir.path().join("photos"),
         ["-c", "--audit", ".", "../ABOVE"],
     );
-    assert!(
-        err.contains(
-            "hint: the list names every file under photos/, and the audit found them without it"
-        ),
-        "{err}"
+    assert_contains(
+        &err,
+        "hint: the list names every file under photos/, and the audit found them without it",
     );
     // A file here, or a real move, is no sign of the wrong base.
-    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "ABOVE"]);
-    assert!(!err.contains("hint"), "{err}");
+    let no_hint = |args: &[&str]| {
+        let (_, err, _) = said_in(dir.path(), args);
+        assert!(!err.contains("hint"), "{args:?}: {err}");
+    };
+    no_hint(&["-c", "--audit", "photos", "ABOVE"]);
     fs::rename(dir.path().join("photos/a"), dir.path().join("photos/c")).unwrap();
-    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "ABOVE"]);
-    assert!(!err.contains("hint"), "{err}");
-    let (_, err, _) = said_in(dir.path(), ["-c", "ABOVE"]);
-    assert!(!err.contains("hint"), "{err}");
+    no_hint(&["-c", "--audit", "photos", "ABOVE"]);
+    no_hint(&["-c", "ABOVE"]);
 }
 
 /// What the user names is taken in, and nothing else: `--forget-missing`
@@ -462,10 +424,8 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     let read = || String::from_utf8_lossy(&fs::read(&list).unwrap()).into_owned();
     let kept = read();
     let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
-    assert!(
-        err.ends_with("updated: 1 hashed again, 3 missing files forgotten\n"),
-        "{err}"
-    );
+    let updated = "updated: 1 hashed again, 3 missing files forgotten\n";
+    assert!(err.ends_with(updated), "{err}");
     // The damage, not named, still fails the run, and keeps its line.
     assert_eq!(code, 1);
     let now = read();
@@ -510,16 +470,9 @@ fn an_update_keeps_each_entrys_shape() {
     );
     // A leaf listing of `a`, and untagged lines of the others, with stat
     // lines.
-    let mut list = run_in(&root, ["--stat", "-t", "1k", "--leaves", "./a"], b"").stdout;
-    list.extend(
-        run_in(
-            &root,
-            ["--untagged", "--stat", "-t", "1k", "./b", "./c"],
-            b"",
-        )
-        .stdout,
-    );
-    list.extend(b"# a comment, kept\n");
+    let mut list = ok_in(&root, ["--stat", "-t", "1k", "--leaves", "./a"]);
+    list += &ok_in(&root, ["--untagged", "--stat", "-t", "1k", "./b", "./c"]);
+    list += "# a comment, kept\n";
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     fs::write(root.join("a"), super::pattern(6000)).unwrap();
     fs::rename(root.join("b"), root.join("b2")).unwrap();
@@ -550,31 +503,15 @@ fn an_update_keeps_each_entrys_shape() {
             }
         })
         .collect();
-    let mut expected = vec!["tagged (./a)".to_string(), "stat".to_string()];
-    expected.extend(std::iter::repeat_n("leaf".to_string(), 6));
-    expected.extend(
-        [
-            "untagged ./b2",
-            "stat",
-            "untagged ./c",
-            "stat",
-            "# a comment, kept",
-            "tagged (./d)",
-            "stat",
-            "leaf",
-        ]
-        .map(String::from),
-    );
-    assert_eq!(shapes, expected, "{after}");
+    let expected = "tagged (./a)|stat|leaf|leaf|leaf|leaf|leaf|leaf|untagged ./b2|stat|\
+                    untagged ./c|stat|# a comment, kept|tagged (./d)|stat|leaf";
+    assert_eq!(shapes.join("|"), expected, "{after}");
     // And it all verifies.
-    let (out, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
-    assert_eq!(
-        (out.as_str(), err.as_str(), code),
-        (
-            "./a: OK\n./b2: OK\n./c: OK\n./d: OK\n",
-            "bt2sum: audited 4 files: 4 OK\n",
-            0
-        )
+    super::assert_output(
+        &run_in(&root, ["-c", "--audit", ".", "../SUMS"], b""),
+        "./a: OK\n./b2: OK\n./c: OK\n./d: OK\n",
+        "bt2sum: audited 4 files: 4 OK\n",
+        0,
     );
 }
 
@@ -595,7 +532,7 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
         }
     };
     many("f", "file");
-    let list = run_in(&root, ["-r", "."], b"").stdout;
+    let list = super::ok_bytes_in(&root, ["-r", "."]);
     // Many new files, one of them big enough to take a while.
     many("new/", "new");
     fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
@@ -632,8 +569,9 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
         if now == list {
             old += 1;
         } else {
+            let whole = now == updated;
             assert!(
-                now == updated,
+                whole,
                 "round {round}: the list is neither the old one nor the new one"
             );
             new_whole += 1;
@@ -653,14 +591,9 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
     // What a killed update left behind is never new: an update run to its
     // end writes the same list, and an audit then finds nothing to say.
     assert!(update(&sums).wait().unwrap().success());
-    assert!(
-        fs::read(&sums).unwrap() == updated,
-        "the list is not the one an update writes"
-    );
-    let (out, _, code) = said_in(
-        &root,
-        ["-c", "--quiet", "--audit", ".", sums.to_str().unwrap()],
-    );
+    let rewritten = fs::read(&sums).unwrap() == updated;
+    assert!(rewritten, "the list is not the one an update writes");
+    let (out, _, code) = said_in(&root, "-c --quiet --audit . SUMS".split(' '));
     assert_eq!((out.as_str(), code), ("", 0), "{out}");
 }
 
@@ -671,59 +604,39 @@ fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
 /// takes it for a move of whatever empty file it knew).
 #[test]
 fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
+    let test = "audits_agree_with_hashdeep_where_hashdeep_is_right";
     if Command::new("hashdeep").arg("-V").output().is_err() {
-        super::skip(
-            "audits_agree_with_hashdeep_where_hashdeep_is_right",
-            "hashdeep is not installed (scripts/test-deps)",
-        );
+        super::skip(test, "hashdeep is not installed (scripts/test-deps)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
-    tree(
-        &root,
-        &[
-            (b"a", b"a\n"),
-            (b"b", b"b\n"),
-            (b"c", b"c\n"),
-            (b"k", b"keep\n"),
-            (b"e1", b""),
-            (b"s/z", b"z\n"),
-        ],
-    );
-    let known = Command::new("hashdeep")
-        .args(["-c", "md5", "-r", "-l", "."])
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    fs::write(dir.path().join("known.txt"), &known.stdout).unwrap();
-    fs::write(
-        dir.path().join("SUMS"),
-        run_in(&root, ["-r", "."], b"").stdout,
-    )
-    .unwrap();
+    let hashdeep = |args: &str| {
+        let out = Command::new("hashdeep")
+            .args(args.split(' '))
+            .current_dir(&root)
+            .output();
+        String::from_utf8_lossy(&out.unwrap().stdout).into_owned()
+    };
+    let files: [(&[u8], &[u8]); 6] = [
+        (b"a", b"a\n"),
+        (b"b", b"b\n"),
+        (b"c", b"c\n"),
+        (b"k", b"keep\n"),
+        (b"e1", b""),
+        (b"s/z", b"z\n"),
+    ];
+    tree(&root, &files);
+    fs::write(dir.path().join("known.txt"), hashdeep("-c md5 -r -l .")).unwrap();
+    fs::write(dir.path().join("SUMS"), ok_in(&root, ["-r", "."])).unwrap();
     tree(&root, &[(b"new", b"new\n")]);
     fs::rename(root.join("c"), root.join("s/c2")).unwrap();
     fs::remove_file(root.join("b")).unwrap();
     fs::write(root.join("k"), b"keep, edited\n").unwrap();
     fs::rename(root.join("e1"), root.join("e2")).unwrap();
-    let theirs = Command::new("hashdeep")
-        .args([
-            "-c",
-            "md5",
-            "-k",
-            "../known.txt",
-            "-a",
-            "-r",
-            "-l",
-            "-vvv",
-            ".",
-        ])
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+    let theirs = hashdeep("-c md5 -k ../known.txt -a -r -l -vvv .");
     let has = |line: &str| theirs.lines().any(|l| l == line);
+    let (out, _, _) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     // Where hashdeep is right, the same classes.
     for (hashdeep, ours) in [
         ("./a: Ok", "./a: OK"),
@@ -733,10 +646,8 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
         ("./b: Known file not used", "./b: MISSING"),
     ] {
         assert!(has(hashdeep), "hashdeep: {hashdeep}?\n{theirs}");
-        let (out, _, _) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
         assert!(out.lines().any(|line| line == ours), "{ours}?\n{out}");
     }
-    let (out, _, _) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     // A changed file: twice in hashdeep's words, once in bt2sum's.
     assert!(
         has("./k: No match") && has("./k: Known file not used"),
@@ -770,26 +681,17 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     }
     let dir = tempfile::tempdir().unwrap();
     tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
-    let here = run_in(&dir.path().join("t"), ["-r", "."], b"").stdout;
-    let digest = super::digest(&String::from_utf8_lossy(&here));
-    let mut list = here;
+    let mut list = ok_in(&dir.path().join("t"), ["-r", "."]);
+    let digest = super::digest(&list);
     for index in 0..500_000 {
-        list.extend(
-            format!("BLAKE2b-64 (./gone/{index:06}/with a long name to take room) = {digest}\n")
-                .as_bytes(),
-        );
+        list +=
+            &format!("BLAKE2b-64 (./gone/{index:06}/with a long name to take room) = {digest}\n");
     }
     fs::write(dir.path().join("SUMS"), &list).unwrap();
-    let out = super::shell(
-        &dir.path().join("t"),
-        r#"ulimit -v 150000; "$BT2SUM" -c --quiet --audit . ../SUMS | tail -1"#,
-    );
-    assert_eq!(
-        stdout(&out),
-        "./gone/499999/with a long name to take room: MISSING\n",
-        "{}",
-        stderr(&out)
-    );
+    let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet --audit . ../SUMS | tail -1"#;
+    let out = super::shell(&dir.path().join("t"), script);
+    let last = "./gone/499999/with a long name to take room: MISSING\n";
+    assert_eq!(stdout(&out), last, "{}", stderr(&out));
     assert_contains(&stderr(&out), "WARNING: 500000 listed files are missing");
 }
 
@@ -806,28 +708,14 @@ fn excludes_leave_out_what_git_ignores() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let files: &[&[u8]] = &[
-        b"a/x",
-        b"b/y",
-        b"{a,b}/z",
-        b"c.tmp",
-        b"d/c.tmp",
-        b"x.{c,h}",
-        b"x.c",
-        b"top/deep/f",
-        b"[ab]",
-        b"a1",
-        b"f\\g",
-        b"logs/1/2",
-        b"keep.tmp",
-    ];
-    tree(
-        dir.path(),
-        &files
-            .iter()
-            .map(|name| (*name, &b"x\n"[..]))
-            .collect::<Vec<_>>(),
-    );
+    let files =
+        "a/x b/y {a,b}/z c.tmp d/c.tmp x.{c,h} x.c top/deep/f [ab] a1 f\\g logs/1/2 keep.tmp";
+    let files: Vec<&str> = files.split(' ').collect();
+    let contents: Vec<_> = files
+        .iter()
+        .map(|name| (name.as_bytes(), &b"x\n"[..]))
+        .collect();
+    tree(dir.path(), &contents);
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
@@ -836,56 +724,30 @@ fn excludes_leave_out_what_git_ignores() {
             .unwrap()
     };
     assert!(git(&["init", "-q"]).status.success());
-    for pattern in [
-        "{a,b}",
-        "*.{c,h}",
-        "*.tmp",
-        "!keep.tmp",
-        "top/",
-        "/a1",
-        "[ab]",
-        "\\[ab]",
-        "logs/**",
-        "a*",
-        "f\\\\g",
-    ] {
+    let patterns = "{a,b} *.{c,h} *.tmp !keep.tmp top/ /a1 [ab] \\[ab] logs/** a* f\\\\g";
+    for pattern in patterns.split(' ') {
         let patterns: Vec<&str> = match pattern {
             "!keep.tmp" => vec!["*.tmp", pattern],
             _ => vec![pattern],
         };
         fs::write(dir.path().join(".gitignore"), patterns.join("\n") + "\n").unwrap();
-        let mut ignored: Vec<String> = files
-            .iter()
-            .map(|name| String::from_utf8(name.to_vec()).unwrap())
+        let ignored: Vec<&str> = (files.iter().copied())
             .filter(|name| {
                 git(&["check-ignore", "-q", "--no-index", name])
                     .status
                     .success()
             })
             .collect();
-        let mut args = vec![
-            "-r",
-            ".",
-            "--untagged",
-            "--exclude",
-            ".gitignore",
-            "--exclude",
-            ".git/",
-        ];
+        let mut args: Vec<&str> = "-r . --untagged --exclude .gitignore --exclude .git/"
+            .split(' ')
+            .collect();
         for pattern in &patterns {
             args.extend(["--exclude", pattern]);
         }
-        let walked = stdout(&run_in(dir.path(), &args, b""));
-        let mut excluded: Vec<String> = files
-            .iter()
-            .map(|name| String::from_utf8(name.to_vec()).unwrap())
-            .filter(|name| {
-                let escaped = name.replace('\\', "\\\\");
-                !walked.contains(&format!("  ./{escaped}\n"))
-            })
+        let walked = ok_in(dir.path(), &args);
+        let excluded: Vec<&str> = (files.iter().copied())
+            .filter(|name| !walked.contains(&format!("  ./{}\n", name.replace('\\', "\\\\"))))
             .collect();
-        ignored.sort();
-        excluded.sort();
         assert_eq!(excluded, ignored, "{patterns:?}");
     }
 }
@@ -912,8 +774,11 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
             &[(name.as_bytes(), &super::noise(len, index as u64))],
         );
     }
-    let list = run_in(&source, ["-r", "--stat", "."], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    fs::write(
+        dir.path().join("SUMS"),
+        ok_in(&source, ["-r", "--stat", "."]),
+    )
+    .unwrap();
     let mountpoint = dir.path().join("disk");
     let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
@@ -925,18 +790,8 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
         }
         let before = served();
         // (The model's counters are a file of the mount.)
-        let mut args = vec![
-            "-c",
-            "--quiet",
-            "--audit",
-            ".",
-            "--exclude",
-            ".spinning-disk",
-        ];
-        args.extend(extra);
-        args.push("../SUMS");
-        let out = run_in(&mountpoint, &args, b"");
-        assert_eq!(super::status(&out), 0, "{}", stderr(&out));
+        let args = "-c --quiet --audit . --exclude .spinning-disk ../SUMS".split(' ');
+        ok_in(&mountpoint, args.chain(extra.iter().copied()));
         served() - before
     };
     assert_eq!(audit(&["--quick"]), 0);
@@ -951,19 +806,16 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
 fn an_audit_covers_what_its_walk_meets() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
-    tree(
-        &root,
-        &[
-            (b"Photos/2020/a", b"a\n"),
-            (b"Photos/2020/b", b"b\n"),
-            (b"Photos/2021/c", b"c\n"),
-            (b"cache/x", b"x\n"),
-            (b"top", b"top\n"),
-        ],
-    );
-    let list = run_in(&root, ["-r", "."], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
-    let before = fs::read(dir.path().join("SUMS")).unwrap();
+    let files: [(&[u8], &[u8]); 5] = [
+        (b"Photos/2020/a", b"a\n"),
+        (b"Photos/2020/b", b"b\n"),
+        (b"Photos/2021/c", b"c\n"),
+        (b"cache/x", b"x\n"),
+        (b"top", b"top\n"),
+    ];
+    tree(&root, &files);
+    let before = ok_in(&root, ["-r", "."]);
+    fs::write(dir.path().join("SUMS"), &before).unwrap();
     // The cache is gone, a photo of 2021 damaged: neither is in 2020.
     fs::remove_dir_all(root.join("cache")).unwrap();
     fs::write(root.join("Photos/2021/c"), b"C\n").unwrap();
@@ -971,25 +823,13 @@ fn an_audit_covers_what_its_walk_meets() {
     let scope = "bt2sum: 3 listed files were out of the audit's scope (under no directory \
                  audited, excluded, deeper than --max-depth, or on another file system): not read";
     let (out, err, code) = said_in(&root, ["-c", "--audit", "Photos/2020", "../SUMS"]);
-    assert_eq!(
-        out,
-        "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n"
-    );
+    let verdicts = "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n";
+    assert_eq!((out.as_str(), code), (verdicts, 1));
     assert_contains(&err, scope);
-    assert_eq!(code, 1);
     // The excludes leave listed files out as walked ones.
     let (out, _, _) = said_in(
         &root,
-        [
-            "-c",
-            "--audit",
-            ".",
-            "--exclude",
-            "cache/",
-            "--exclude",
-            "2021",
-            "../SUMS",
-        ],
+        "-c --audit . --exclude cache/ --exclude 2021 ../SUMS".split(' '),
     );
     assert!(!out.contains("cache") && !out.contains("2021"), "{out}");
     // --max-depth 1: the files of the top directory alone.
@@ -998,24 +838,17 @@ fn an_audit_covers_what_its_walk_meets() {
     assert_contains(&err, "4 listed files were out of the audit's scope");
     // An update takes in the new file of the folder, and keeps the lines
     // of the files out of scope, missing or damaged as they are.
-    let args = [
-        "-c",
-        "--audit",
-        "Photos/2020",
-        "--update",
-        "--forget-missing",
-        "../SUMS",
-    ];
+    let args = "-c --audit Photos/2020 --update --forget-missing ../SUMS".split(' ');
     let (_, err, code) = said_in(&root, args);
-    assert!(err.ends_with("updated: 1 file added\n"), "{err}");
-    assert_eq!(code, 0);
-    let after = fs::read(dir.path().join("SUMS")).unwrap();
     assert!(
-        after.starts_with(&before),
-        "{}",
-        String::from_utf8_lossy(&after)
+        err.ends_with("updated: 1 file added\n") && code == 0,
+        "{err}"
     );
-    assert!(String::from_utf8_lossy(&after[before.len()..]).contains("(Photos/2020/new)"));
+    let after = fs::read_to_string(dir.path().join("SUMS")).unwrap();
+    let added = after
+        .strip_prefix(&before)
+        .unwrap_or_else(|| panic!("{after}"));
+    assert_contains(added, "(Photos/2020/new)");
     // A file system mounted inside the tree, with -x: neither walked nor read.
     let mount = root.join("mnt");
     fs::create_dir(&mount).unwrap();
@@ -1025,10 +858,8 @@ fn an_audit_covers_what_its_walk_meets() {
         .output()
         .is_ok_and(|out| out.status.success());
     if !mounted {
-        super::skip::skip(
-            "an_audit_covers_what_its_walk_meets",
-            "-x: a tmpfs cannot be mounted here (it needs root)",
-        );
+        let why = "-x: a tmpfs cannot be mounted here (it needs root)";
+        super::skip("an_audit_covers_what_its_walk_meets", why);
         return;
     }
     fs::write(mount.join("inside"), b"inside\n").unwrap();

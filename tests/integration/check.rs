@@ -35,9 +35,34 @@ where
     (String::from_utf8_lossy(&text).into_owned(), status(&output))
 }
 
+/// A run of `bt2sum ARGS` with a list on standard input, and what it must
+/// print on standard output and error, and its status.
+type Case<'a> = (&'a [&'a str], &'a [u8], &'a str, &'a str, i32);
+
+/// Runs each case in `dir`.
+#[track_caller]
+fn assert_cases(dir: &Path, cases: &[Case]) {
+    for &(args, stdin, out, err, code) in cases {
+        super::assert_said(
+            &run_in(dir, args, stdin),
+            out,
+            err,
+            code,
+            &format!("{args:?}"),
+        );
+    }
+}
+
 fn abc_dir() -> tempfile::TempDir {
     dir_with(&[("a", b"alpha\n"), ("b", b""), ("c d", &pattern(70_000))])
 }
+
+/// What check mode says of a list on standard input without a checksum line.
+const NO_LINE_ON_STDIN: &str =
+    "bt2sum: standard input: no properly formatted checksum lines found\n";
+
+/// One failed checksum's summary.
+const ONE_FAILED: &str = "bt2sum: WARNING: 1 computed checksum did NOT match\n";
 
 /// The hint check mode prints once when every checksum line of a list of
 /// several that it checked with `-t`'s leaf size failed.
@@ -56,17 +81,15 @@ fn round_trip_from_a_file_stdin_and_dash() {
     let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let all_ok = "a: OK\nb: OK\nc d: OK\n";
-    assert_output(&run_in(dir.path(), ["-c", "SUMS"], b""), all_ok, "", 0);
-    assert_output(&run_in(dir.path(), ["--check", "-"], &list), all_ok, "", 0);
-    assert_output(&run_in(dir.path(), ["-c"], &list), all_ok, "", 0);
     // A list given twice is checked twice.
-    let twice = format!("{all_ok}{all_ok}");
-    assert_output(
-        &run_in(dir.path(), ["-c", "SUMS", "-"], &list),
-        &twice,
-        "",
-        0,
-    );
+    let twice = all_ok.repeat(2);
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "SUMS"], b"", all_ok, "", 0),
+        (&["--check", "-"], &list, all_ok, "", 0),
+        (&["-c"], &list, all_ok, "", 0),
+        (&["-c", "SUMS", "-"], &list, &twice, "", 0),
+    ]);
 }
 
 #[test]
@@ -104,12 +127,7 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
     // And a 64-byte GNU-style digest is not a BLAKE2s size.
     let untagged_b = ok_bytes_in(dir.path(), ["--untagged", "a"]);
     let out = run_in(dir.path(), ["-c", "-a", "blake2s"], &untagged_b);
-    assert_output(
-        &out,
-        "",
-        "bt2sum: standard input: no properly formatted checksum lines found\n",
-        1,
-    );
+    assert_output(&out, "", NO_LINE_ON_STDIN, 1);
 }
 
 #[test]
@@ -135,12 +153,7 @@ fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let letter = mixed.find(|c: char| c.is_ascii_uppercase()).unwrap();
     mixed.replace_range(letter..=letter, &mixed[letter..=letter].to_lowercase());
     let out = run_in(dir.path(), ["-c"], format!("{head} = {mixed}\n").as_bytes());
-    assert_output(
-        &out,
-        "",
-        "bt2sum: standard input: no properly formatted checksum lines found\n",
-        1,
-    );
+    assert_output(&out, "", NO_LINE_ON_STDIN, 1);
 }
 
 #[test]
@@ -156,20 +169,13 @@ fn a_flipped_bit_in_a_big_file_fails() {
     );
     data[(5 << 20) + 12345] ^= 0x10;
     fs::write(dir.path().join("big"), &data).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c"], &list),
-        "small: OK\nbig: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
-        1,
-    );
     // --quiet keeps the failure, drops the OK.
-    assert_output(
-        &run_in(dir.path(), ["-c", "--quiet"], &list),
-        "big: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
-        1,
-    );
-    assert_output(&run_in(dir.path(), ["-c", "--status"], &list), "", "", 1);
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c"], &list, "small: OK\nbig: FAILED\n", ONE_FAILED, 1),
+        (&["-c", "--quiet"], &list, "big: FAILED\n", ONE_FAILED, 1),
+        (&["-c", "--status"], &list, "", "", 1),
+    ]);
 }
 
 #[test]
@@ -229,66 +235,35 @@ fn a_directory_or_unreadable_entry_cannot_be_read() {
 fn leaf_size_comes_from_dash_t() {
     let dir = dir_with(&[("f", &pattern(200_000))]);
     let list = ok_bytes_in(dir.path(), ["-t", "64k", "f"]);
-    assert_output(
-        &run_in(dir.path(), ["-c", "-t", "64k"], &list),
-        "f: OK\n",
-        "",
-        0,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "-t=65536"], &list),
-        "f: OK\n",
-        "",
-        0,
-    );
-    // One file failing is damage until shown otherwise: no hint.
-    assert_output(
-        &run_in(dir.path(), ["-c"], &list),
-        "f: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
-        1,
-    );
-    // Every file of several failing with the default leaf size: the hint
-    // names it.
     fs::write(dir.path().join("f2"), pattern(100_000)).unwrap();
     let two = ok_bytes_in(dir.path(), ["-t", "64k", "f", "f2"]);
-    assert_output(
-        &run_in(dir.path(), ["-c"], &two),
-        "f: FAILED\nf2: FAILED\n",
-        &format!(
-            "bt2sum: WARNING: 2 computed checksums did NOT match\n{}",
-            leaf_size_hint("5m")
-        ),
-        1,
-    );
-    assert_output(&run_in(dir.path(), ["-c", "--status"], &two), "", "", 1);
     let default_list = ok_bytes_in(dir.path(), ["f", "f2"]);
-    assert_output(
-        &run_in(dir.path(), ["-c", "-t", "5m"], &default_list),
-        "f: OK\nf2: OK\n",
-        "",
-        0,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "-t", "64k"], &default_list),
-        "f: FAILED\nf2: FAILED\n",
-        &format!(
+    let two_failed = |size| {
+        format!(
             "bt2sum: WARNING: 2 computed checksums did NOT match\n{}",
-            leaf_size_hint("64k")
-        ),
-        1,
-    );
+            leaf_size_hint(size)
+        )
+    };
+    let both_failed = "f: FAILED\nf2: FAILED\n";
+    // One file failing is damage until shown otherwise: no hint. Every file
+    // of several failing with the leaf size given: the hint names it.
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "-t", "64k"], &list, "f: OK\n", "", 0),
+        (&["-c", "-t=65536"], &list, "f: OK\n", "", 0),
+        (&["-c"], &list, "f: FAILED\n", ONE_FAILED, 1),
+        (&["-c"], &two, both_failed, &two_failed("5m"), 1),
+        (&["-c", "--status"], &two, "", "", 1),
+        (&["-c", "-t", "5m"], &default_list, "f: OK\nf2: OK\n", "", 0),
+        (&["-c", "-t", "64k"], &default_list, both_failed, &two_failed("64k"), 1),
+    ]);
     // A file that matches shows the leaf size is right: no hint.
     fs::write(dir.path().join("g"), b"g").unwrap();
     let mut mixed = ok_bytes_in(dir.path(), ["-t", "64k", "f", "g"]);
     fs::write(dir.path().join("g"), b"changed").unwrap();
     mixed.extend_from_slice(&ok_bytes_in(dir.path(), ["-t", "64k", "g"]));
-    assert_output(
-        &run_in(dir.path(), ["-c", "-t", "64k"], &mixed),
-        "f: OK\ng: FAILED\ng: OK\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
-        1,
-    );
+    let out = run_in(dir.path(), ["-c", "-t", "64k"], &mixed);
+    assert_output(&out, "f: OK\ng: FAILED\ng: OK\n", ONE_FAILED, 1);
 }
 
 #[test]
@@ -302,30 +277,13 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     );
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let counts = "bt2sum: WARNING: 3 lines are improperly formatted\n";
-    assert_output(
-        &run_in(dir.path(), ["-c", "SUMS"], b""),
-        "a: OK\nb: OK\n",
-        counts,
-        0,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "--strict", "SUMS"], b""),
-        "a: OK\nb: OK\n",
-        counts,
-        1,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "--strict", "--status", "SUMS"], b""),
-        "",
-        "",
-        1,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
-        "",
-        "",
-        0,
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "SUMS"], b"", "a: OK\nb: OK\n", counts, 0),
+        (&["-c", "--strict", "SUMS"], b"", "a: OK\nb: OK\n", counts, 1),
+        (&["-c", "--strict", "--status", "SUMS"], b"", "", "", 1),
+        (&["-c", "--status", "SUMS"], b"", "", "", 0),
+    ]);
     // -w names each bad line by number, in list order among the verdicts.
     let (merged, code) = run_merged(dir.path(), ["-c", "-w", "SUMS"]);
     assert_eq!(
@@ -351,22 +309,18 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     // Standard input's nameless line, in a list read from standard input,
     // names nothing that can be read; a hint says so.
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
-    assert_output(
-        &run_in(dir.path(), ["-c"], nameless.as_bytes()),
-        "a: OK\n",
-        "bt2sum: WARNING: 1 line is improperly formatted\n\
-         bt2sum: hint: 1 line checks standard input (named `-`, or nameless as `bt2sum < FILE` \
-         prints it): a list read from standard input cannot check standard input too; give \
-         the list as a file (bt2sum -c LIST < FILE)\n",
-        0,
-    );
     let one_bad = format!("{line_a}\nnonsense\n");
-    assert_output(
-        &run_in(dir.path(), ["-c"], one_bad.as_bytes()),
-        "a: OK\n",
-        "bt2sum: WARNING: 1 line is improperly formatted\n",
-        0,
+    let one_improper = "bt2sum: WARNING: 1 line is improperly formatted\n";
+    let hint = format!(
+        "{one_improper}bt2sum: hint: 1 line checks standard input (named `-`, or nameless as \
+         `bt2sum < FILE` prints it): a list read from standard input cannot check standard \
+         input too; give the list as a file (bt2sum -c LIST < FILE)\n"
     );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c"], nameless.as_bytes(), "a: OK\n", &hint, 0),
+        (&["-c"], one_bad.as_bytes(), "a: OK\n", one_improper, 0),
+    ]);
 }
 
 #[test]
@@ -379,20 +333,17 @@ fn quiet_status_and_warn_take_the_last_one_given() {
     let warned = "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
                   bt2sum: WARNING: 1 line is improperly formatted\n";
     let counted = "bt2sum: WARNING: 1 line is improperly formatted\n";
-    for (args, out, err) in [
-        (&["--status", "--quiet"][..], "", counted),
-        (&["--quiet", "--status"], "", ""),
-        (&["-w", "--status"], "", ""),
-        (&["--status", "-w"], "a: OK\n", warned),
-        (&["--quiet", "-w"], "a: OK\n", warned),
-        (&["-w", "--quiet"], "", counted),
-        (&["--status", "--status"], "", ""),
-    ] {
-        let result = run_in(dir.path(), ["-c"].iter().chain(args), list.as_bytes());
-        assert_eq!(stdout(&result), out, "{args:?}");
-        assert_eq!(stderr(&result), err, "{args:?}");
-        assert_eq!(status(&result), 0, "{args:?}");
-    }
+    let list = list.as_bytes();
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--status", "--quiet"], list, "", counted, 0),
+        (&["-c", "--quiet", "--status"], list, "", "", 0),
+        (&["-c", "-w", "--status"], list, "", "", 0),
+        (&["-c", "--status", "-w"], list, "a: OK\n", warned, 0),
+        (&["-c", "--quiet", "-w"], list, "a: OK\n", warned, 0),
+        (&["-c", "-w", "--quiet"], list, "", counted, 0),
+        (&["-c", "--status", "--status"], list, "", "", 0),
+    ]);
 }
 
 #[test]
@@ -400,12 +351,8 @@ fn ignore_missing() {
     let dir = abc_dir();
     let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
     fs::remove_file(dir.path().join("b")).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
-        "a: OK\nc d: OK\n",
-        "",
-        0,
-    );
+    let out = run_in(dir.path(), ["-c", "--ignore-missing"], &list);
+    assert_output(&out, "a: OK\nc d: OK\n", "", 0);
     let missing = read_error(&dir.path().join("b"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
@@ -425,52 +372,29 @@ fn ignore_missing() {
     fs::remove_file(dir.path().join("a")).unwrap();
     fs::remove_file(dir.path().join("c d")).unwrap();
     fs::write(dir.path().join("SUMS"), &list).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
-        "",
-        "bt2sum: SUMS: no file was verified\n",
-        1,
-    );
     // As GNU: the counts come first, and --status silences the line.
     let with_junk = [&list[..], b"junk\n"].concat();
-    assert_output(
-        &run_in(dir.path(), ["-c", "--ignore-missing"], &with_junk),
-        "",
-        "bt2sum: WARNING: 1 line is improperly formatted\n\
-         bt2sum: standard input: no file was verified\n",
-        1,
-    );
-    assert_output(
-        &run_in(
-            dir.path(),
-            ["-c", "--ignore-missing", "--status"],
-            &with_junk,
-        ),
-        "",
-        "",
-        1,
-    );
-    // As GNU, a mismatch is not a verified file either.
+    let none = "bt2sum: SUMS: no file was verified\n";
+    let junk = "bt2sum: WARNING: 1 line is improperly formatted\n\
+                bt2sum: standard input: no file was verified\n";
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--ignore-missing", "SUMS"], b"", "", none, 1),
+        (&["-c", "--ignore-missing"], &with_junk, "", junk, 1),
+        (&["-c", "--ignore-missing", "--status"], &with_junk, "", "", 1),
+    ]);
+    // As GNU, a mismatch is not a verified file either. Without
+    // --ignore-missing the same list reports the missing files.
     fs::write(dir.path().join("a"), b"changed").unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "--ignore-missing", "SUMS"], b""),
-        "a: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: SUMS: no file was verified\n",
-        1,
+    let unread = format!(
+        "bt2sum: b: {missing}\nbt2sum: c d: {missing}\n\
+         bt2sum: WARNING: 2 listed files could not be read\n{ONE_FAILED}"
     );
-    // Without --ignore-missing the same list reports the missing files.
-    assert_output(
-        &run_in(dir.path(), ["-c", "--quiet", "SUMS"], b""),
-        "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n",
-        &format!(
-            "bt2sum: b: {missing}\n\
-             bt2sum: c d: {missing}\n\
-             bt2sum: WARNING: 2 listed files could not be read\n\
-             bt2sum: WARNING: 1 computed checksum did NOT match\n"
-        ),
-        1,
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--ignore-missing", "SUMS"], b"", "a: FAILED\n", &format!("{ONE_FAILED}{none}"), 1),
+        (&["-c", "--quiet", "SUMS"], b"", "a: FAILED\nb: FAILED open or read\nc d: FAILED open or read\n", &unread, 1),
+    ]);
 }
 
 #[test]
@@ -487,24 +411,20 @@ fn lists_without_a_valid_line() {
     fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();
     fs::write(dir.path().join("nuls"), [0u8; 1000]).unwrap();
     for list in ["garbage", "empty", "comments", "nuls"] {
-        assert_output(
-            &run_in(dir.path(), ["-c", list], b""),
-            "",
-            &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
-            1,
-        );
+        let none = format!("bt2sum: {list}: no properly formatted checksum lines found\n");
         // GNU prints it even with --status.
-        assert_output(
-            &run_in(dir.path(), ["-c", "--status", list], b""),
-            "",
-            &format!("bt2sum: {list}: no properly formatted checksum lines found\n"),
-            1,
+        assert_cases(
+            dir.path(),
+            &[
+                (&["-c", list], b"", "", &none, 1),
+                (&["-c", "--status", list], b"", "", &none, 1),
+            ],
         );
     }
     assert_output(
         &run_in(dir.path(), ["-c"], &garbage),
         "",
-        "bt2sum: standard input: no properly formatted checksum lines found\n",
+        NO_LINE_ON_STDIN,
         1,
     );
     // -w names every line of the garbage, and never panics.
@@ -546,8 +466,7 @@ fn gnu_b2sum_lists_do_not_verify() {
     let sequential_256 = blake2b_simd::Params::new()
         .hash_length(32)
         .hash(data)
-        .to_hex()
-        .to_string();
+        .to_hex();
     let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
     assert_output(
         &run_in(dir.path(), ["-c"], tagged.as_bytes()),
@@ -597,28 +516,16 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     assert_eq!(code, 1);
     // A missing list fails the run even when the others pass, and --status
     // keeps its message.
-    assert_output(
-        &run_in(dir.path(), ["-c", "--status", "nolist"], b""),
-        "",
-        &format!("bt2sum: nolist: {missing}\n"),
-        1,
-    );
+    let no_list = format!("bt2sum: nolist: {missing}\n");
     let (merged, code) = run_merged(dir.path(), ["-c", "nolist", "one", "--ignore-missing"]);
-    assert!(merged.starts_with(&format!("bt2sum: nolist: {missing}\n")));
-    assert_eq!(code, 1);
+    assert!(merged.starts_with(&no_list) && code == 1, "{merged}");
     fs::write(dir.path().join("three"), &list2).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "three", "nolist"], b""),
-        "c d: OK\n",
-        &format!("bt2sum: nolist: {missing}\n"),
-        1,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "three", "three"], b""),
-        "c d: OK\nc d: OK\n",
-        "",
-        0,
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--status", "nolist"], b"", "", &no_list, 1),
+        (&["-c", "three", "nolist"], b"", "c d: OK\n", &no_list, 1),
+        (&["-c", "three", "three"], b"", "c d: OK\nc d: OK\n", "", 0),
+    ]);
 }
 
 /// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
@@ -646,10 +553,7 @@ fn escaped_and_non_utf8_names() {
         names.len() >= 4,
         "names of ASCII bytes are taken everywhere"
     );
-    let args: Vec<&OsStr> = names
-        .iter()
-        .map(|(name, _)| OsStr::from_bytes(name))
-        .collect();
+    let args = names.iter().map(|(name, _)| OsStr::from_bytes(name));
     let verdicts: Vec<u8> = names
         .iter()
         .flat_map(|(_, verdict)| *verdict)
@@ -658,9 +562,10 @@ fn escaped_and_non_utf8_names() {
     for style in [&[][..], &["--untagged"]] {
         let list = ok_bytes_in(dir.path(), style.iter().map(OsStr::new).chain(args.clone()));
         let out = run_in(dir.path(), ["-c"], &list);
-        assert_eq!(out.stdout, verdicts);
-        assert_eq!(stderr(&out), "");
-        assert_eq!(status(&out), 0);
+        assert_eq!(
+            (&out.stdout, stderr(&out).as_str(), status(&out)),
+            (&verdicts, "", 0)
+        );
     }
 }
 
@@ -710,10 +615,10 @@ fn control_bytes_in_names_are_shown_escaped() {
     fs::remove_file(&path).unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
     assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
+    let said = stderr(&out);
     assert!(
-        stderr(&out).starts_with(&format!("bt2sum: {shown}: No such file or directory\n")),
-        "{}",
-        stderr(&out)
+        said.starts_with(&format!("bt2sum: {shown}: No such file or directory\n")),
+        "{said}"
     );
 }
 
@@ -726,11 +631,12 @@ fn control_bytes_in_a_missing_name_are_shown_escaped() {
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
     let out = run_in(dir.path(), ["tab\there\x07"], b"");
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: \\tab\\x09here\\x07: {missing}\n")
+    assert_output(
+        &out,
+        "",
+        &format!("bt2sum: \\tab\\x09here\\x07: {missing}\n"),
+        1,
     );
-    assert_eq!(status(&out), 1);
 }
 
 #[test]
@@ -783,18 +689,11 @@ fn dash_in_a_list_is_standard_input() {
     let dir = dir_with(&[("h", HELLO)]);
     let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
     fs::write(dir.path().join("SUMS"), &list).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "SUMS"], HELLO),
-        "-: OK\nh: OK\n",
-        "",
-        0,
-    );
-    assert_output(
-        &run_in(dir.path(), ["-c", "SUMS"], b"other"),
-        "-: FAILED\nh: OK\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
-        1,
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "SUMS"], HELLO, "-: OK\nh: OK\n", "", 0),
+        (&["-c", "SUMS"], b"other", "-: FAILED\nh: OK\n", ONE_FAILED, 1),
+    ]);
 }
 
 #[test]
@@ -841,8 +740,7 @@ fn many_files_are_reported_in_list_order() {
 fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
     let data = pattern(20_000);
     let dir = dir_with(&[("f", &data[..])]);
-    let listing =
-        String::from_utf8(ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
+    let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     let upper: String = listing
         .lines()
         .map(|line| match line.rsplit_once(" = ") {

@@ -26,13 +26,8 @@ pub(super) fn say_if_evicted_files_stay_in_memory(test: &str) {
     #[cfg(not(unix))]
     let kept = Some("there is no way here to drop a file's pages from memory".to_string());
     if let Some(kept) = &kept {
-        super::skip(
-            test,
-            &format!(
-                "the reads from storage: a file evicted here is read from memory all the same \
-                 ({kept})"
-            ),
-        );
+        let why = "the reads from storage: a file evicted here is read from memory all the same";
+        super::skip(test, &format!("{why} ({kept})"));
     }
 }
 
@@ -67,8 +62,8 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         std::fs::write(dir.path().join(name), pattern(len)).unwrap();
     }
     let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
-    let listing = run_in(dir.path(), ["--leaves", "-t", "1m", "big", "tree/a"], b"");
-    std::fs::write(dir.path().join("LIST"), &listing.stdout).unwrap();
+    let listing = super::ok_bytes_in(dir.path(), ["--leaves", "-t", "1m", "big", "tree/a"]);
+    std::fs::write(dir.path().join("LIST"), listing).unwrap();
     let commands: [&[&str]; 9] = [
         &["big"],
         &["--cpus", "1", "big"],
@@ -80,17 +75,13 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         &["-c", "LIST"],
         &["-t", "9m", "big"],
     ];
-    let mut checked = 0;
     for args in commands {
         let (warm, cold) = warm_and_cold(dir.path(), &names, args, b"");
-        assert!(!warm.is_empty(), "{args:?}");
-        assert_eq!(cold, warm, "{args:?}");
-        checked += 1;
+        assert!(!warm.is_empty() && cold == warm, "{args:?}: {warm} {cold}");
     }
     // Standard input that is a regular file, as `bt2sum < big`.
     let (warm, cold) = stdin_file(dir.path(), "big");
     assert_eq!(cold, warm);
-    assert_eq!(checked, 9);
 }
 
 /// `bt2sum < NAME`, warm then cold.
@@ -120,16 +111,8 @@ fn resident_pages(path: &Path) -> Vec<bool> {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     // SAFETY: a shared read-only mapping of an open file, only asked which
     // of its pages are in memory, and unmapped below.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
+    let (read, shared) = (libc::PROT_READ, libc::MAP_SHARED);
+    let map = unsafe { libc::mmap(std::ptr::null_mut(), len, read, shared, file.as_raw_fd(), 0) };
     assert_ne!(map, libc::MAP_FAILED);
     let mut pages = vec![0u8; len.div_ceil(page)];
     // SAFETY: the mapping is live and `pages` has a byte per page of it.
@@ -153,16 +136,11 @@ fn a_leaf_range_reads_only_its_own_part_of_the_file() {
     evict(&path);
     let before = resident_pages(&path);
     if before.iter().any(|&resident| resident) {
-        super::skip(
-            "a_leaf_range_reads_only_its_own_part_of_the_file",
-            "a file's pages stay in memory here",
-        );
-        return;
+        let test = "a_leaf_range_reads_only_its_own_part_of_the_file";
+        return super::skip(test, "a file's pages stay in memory here");
     }
     let args = ["--leaves", "-t", "1m", "--leaf-range", "40..48", "big"];
-    let output = run_in(dir.path(), args, b"");
-    assert_eq!(status(&output), 0, "{}", stderr(&output));
-    assert_eq!(stdout(&output).lines().count(), 8);
+    assert_eq!(super::ok_in(dir.path(), args).lines().count(), 8);
     let resident = resident_pages(&path);
     let page = (96 << 20) / resident.len();
     let mib = (1 << 20) / page;
@@ -204,10 +182,7 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
     // Read whole (under 1 MiB), and mapped.
     std::fs::write(source.join("small"), pattern(70_000)).unwrap();
     std::fs::write(source.join("big"), pattern(3_000_000)).unwrap();
-    let right = |name: &str| {
-        let out = run_in(&source, [name], b"");
-        stdout(&out).replace(&format!("({name})"), &format!("(mnt/{name})"))
-    };
+    let right = |name: &str| super::ok_in(&source, [name]).replace(name, &format!("mnt/{name}"));
     let (small, big) = (right("small"), right("big"));
     let mountpoint = dir.path().join("mnt");
     {
@@ -217,42 +192,30 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
         };
         for (name, digest) in [("small", &small), ("big", &big)] {
             let out = run_in(dir.path(), [&format!("mnt/{name}")], b"");
-            let hashed = stdout(&out);
-            assert!(
-                (status(&out) == 0 && hashed == *digest)
-                    || (status(&out) == 1 && hashed.is_empty() && !stderr(&out).is_empty()),
-                "half reads, {name}: {hashed} {}",
-                stderr(&out)
-            );
+            let (hashed, err, code) = super::said(&out);
+            let whole = code == 0 && hashed == *digest;
+            let reported = code == 1 && hashed.is_empty() && !err.is_empty();
+            assert!(whole || reported, "half reads, {name}: {hashed} {err}");
         }
         // The small file, read whole, is right.
         assert_eq!(stdout(&run_in(dir.path(), ["mnt/small"], b"")), small);
         let many = run_in(dir.path(), ["-r", "mnt"], b"");
         for line in stdout(&many).lines() {
-            assert!(
-                small.trim_end() == line || big.trim_end() == line,
-                "half reads, -r: {line}"
-            );
+            let whole = small.trim_end() == line || big.trim_end() == line;
+            assert!(whole, "half reads, -r: {line}");
         }
     }
-    let Some(_mounted) = super::Mounted::fuse(
-        test,
-        SHORT_READS,
-        &source,
-        &mountpoint,
-        &["--size-adds", "1000"],
-    ) else {
+    let longer = ["--size-adds", "1000"];
+    let Some(_mounted) = super::Mounted::fuse(test, SHORT_READS, &source, &mountpoint, &longer)
+    else {
         return;
     };
     let out = run_in(dir.path(), ["mnt/small", "mnt/big"], b"");
-    assert_eq!(status(&out), 1);
-    assert_eq!(stdout(&out), "");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
     let messages = stderr(&out);
     let lines: Vec<&str> = messages.lines().collect();
-    assert_eq!(
-        lines[0],
-        "bt2sum: mnt/small: the file ended after 70000 of the 71000 bytes its size says"
-    );
+    let ended = "the file ended after 70000 of the 71000 bytes its size says";
+    assert_eq!(lines[0], format!("bt2sum: mnt/small: {ended}"));
     assert!(lines[1].starts_with("bt2sum: mnt/big: "), "{lines:?}");
     let many = run_in(dir.path(), ["-r", "mnt"], b"");
     assert_eq!((status(&many), stdout(&many).as_str()), (1, ""));
@@ -266,26 +229,17 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
 #[test]
 fn a_sysfs_file_is_hashed_as_what_it_holds() {
     let path = "/sys/kernel/mm/transparent_hugepage/enabled";
-    let path = [
+    let paths = [
         path,
         "/sys/class/net/lo/address",
         "/sys/kernel/uevent_seqnum",
-    ]
-    .into_iter()
-    .find(|path| Path::new(path).exists());
-    let Some(path) = path else {
-        super::skip(
-            "a_sysfs_file_is_hashed_as_what_it_holds",
-            "no sysfs attribute here",
-        );
-        return;
+    ];
+    let Some(path) = paths.into_iter().find(|path| Path::new(path).exists()) else {
+        let test = "a_sysfs_file_is_hashed_as_what_it_holds";
+        return super::skip(test, "no sysfs attribute here");
     };
     let content = std::fs::read(path).unwrap();
-    let out = run_in(Path::new("/"), [path], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let out = super::ok_in(Path::new("/"), [path]);
     let hashed = run_in(Path::new("/"), ["-"], &content);
-    assert_eq!(
-        super::digest(&stdout(&out)),
-        super::digest(&stdout(&hashed))
-    );
+    assert_eq!(super::digest(&out), super::digest(&stdout(&hashed)));
 }

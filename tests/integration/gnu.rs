@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{assert_contains, bt2sum, run_in, status, stderr, stdout};
+use super::{assert_contains, run_in, status, stderr, stdout};
 
 /// GNU `b2sum`, if it is installed (scripts/test-deps installs it).
 pub(super) fn gnu_b2sum(test: &str) -> Option<PathBuf> {
@@ -153,15 +153,12 @@ fn gnu_b2sum_and_bt2sum_check_alike() {
             "$MAKE a b > L; sed '1s/^../x/' L > M; $CHECK -c --warn M",
         ),
     ];
-    let mut compared = 0;
     for (what, script) in cases {
         let script = format!("{FILES}{script}");
         let theirs = run_case(&script, &gnu, &gnu);
         let ours = run_case(&script, "bt2sum --untagged", "bt2sum");
         assert_eq!(ours, theirs, "{what}");
-        compared += 1;
     }
-    assert_eq!(compared, 27);
 }
 
 /// Where a case ends the same but words differ: a closed standard input or
@@ -188,10 +185,8 @@ fn gnu_b2sum_and_bt2sum_fail_alike_on_their_streams() {
     for (what, script, said) in cases {
         // (qemu-user opens a descriptor of its own where 0 was closed.)
         if what == "closed standard input" && std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
-            super::skip(
-                "gnu_b2sum_and_bt2sum_fail_alike_on_their_streams",
-                "a closed standard input, under emulation",
-            );
+            let test = "gnu_b2sum_and_bt2sum_fail_alike_on_their_streams";
+            super::skip(test, "a closed standard input, under emulation");
             continue;
         }
         let script = format!("{FILES}{script}");
@@ -244,205 +239,81 @@ fn coreutils_check_cases_pass_for_bt2sum() {
         args: &[],
         said: ("", String::new(), 0),
     };
+    #[rustfmt::skip]
     let cases = vec![
         // md5sum.pl
-        Case {
-            name: "check-1",
-            said: ("f: OK\n", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "check-windows",
-            list: format!("{empty}  f\r\n"),
-            said: ("f: OK\n", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "ck-strict-1: an empty line is no improperly formatted one",
-            list: untagged("f") + "\n",
-            args: &["--strict"],
-            said: ("f: OK\n", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "ck-strict-2: lines after an invalid one are still checked",
-            list: format!("ERR\n{}", untagged("f")),
-            args: &["--strict"],
-            said: ("f: OK\n", warn("1 line is improperly formatted"), 1),
-            ..base()
-        },
-        Case {
-            name: "check-2",
-            files: &[("f", b"foo")],
-            args: &["--status"],
-            said: ("", String::new(), 1),
-            ..base()
-        },
-        Case {
-            name: "check-quiet1",
-            args: &["--quiet"],
-            said: ("", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "check-quiet2",
-            files: &[("f", b"foo")],
-            args: &["--quiet"],
-            said: ("f: FAILED\n", warn("1 computed checksum did NOT match"), 1),
-            ..base()
-        },
-        Case {
-            name: "check-multifail: one file listed twice is no list of several",
-            files: &[("f", b"foo")],
-            list: format!("{}{}invalid\n", untagged("f"), untagged("f")),
-            said: (
-                "f: FAILED\nf: FAILED\n",
-                warn("1 line is improperly formatted")
-                    + &warn("2 computed checksums did NOT match"),
-                1,
-            ),
-            ..base()
-        },
-        Case {
-            name: "check-multifail-warn",
-            files: &[("f", b"foo")],
-            list: format!("{}{}invalid\n", untagged("f"), untagged("f")),
-            args: &["--warn"],
-            said: (
-                "f: FAILED\nf: FAILED\n",
-                "bt2sum: LIST: 3: improperly formatted BLAKE2 checksum line\n".to_string()
-                    + &warn("1 line is improperly formatted")
-                    + &warn("2 computed checksums did NOT match"),
-                1,
-            ),
-        },
-        Case {
-            name: "check-multifail-state",
-            files: &[("f", b""), ("g", b"a")],
-            list: untagged("f") + &untagged("g") + &untagged("f"),
-            args: &["--warn"],
-            said: (
-                "f: OK\ng: FAILED\nf: OK\n",
-                warn("1 computed checksum did NOT match"),
-                1,
-            ),
-        },
-        Case {
-            name: "check-bsd: another algorithm's tag is no line of this one",
-            list: format!("SHA1 (f) = {}\n", "da".repeat(20)),
-            args: &["--status"],
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
-        Case {
-            name: "check-bsd2",
-            list: tagged("f"),
-            said: ("f: OK\n", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "check-bsd3",
-            files: &[("f", b"bar")],
-            list: tagged("f"),
-            args: &["--status"],
-            said: ("", String::new(), 1),
-        },
-        Case {
-            name: "check-openssl: OpenSSL's form is not bt2sum's (strict, as b3sum)",
-            list: format!("BLAKE2b-64(f)= {empty}\n"),
-            args: &["--status"],
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
-        Case {
-            name: "check-ignore-missing-1",
-            list: untagged("f") + &untagged("f.missing"),
+        Case { name: "check-1", said: ("f: OK\n", String::new(), 0), ..base() },
+        Case { name: "check-windows", list: format!("{empty}  f\r\n"),
+            said: ("f: OK\n", String::new(), 0), ..base() },
+        Case { name: "ck-strict-1: an empty line is no improperly formatted one",
+            list: untagged("f") + "\n", args: &["--strict"], said: ("f: OK\n", String::new(), 0),
+            ..base() },
+        Case { name: "ck-strict-2: lines after an invalid one are still checked",
+            list: format!("ERR\n{}", untagged("f")), args: &["--strict"],
+            said: ("f: OK\n", warn("1 line is improperly formatted"), 1), ..base() },
+        Case { name: "check-2", files: &[("f", b"foo")], args: &["--status"],
+            said: ("", String::new(), 1), ..base() },
+        Case { name: "check-quiet1", args: &["--quiet"], said: ("", String::new(), 0), ..base() },
+        Case { name: "check-quiet2", files: &[("f", b"foo")], args: &["--quiet"],
+            said: ("f: FAILED\n", warn("1 computed checksum did NOT match"), 1), ..base() },
+        Case { name: "check-multifail: one file listed twice is no list of several",
+            files: &[("f", b"foo")], list: format!("{}{}invalid\n", untagged("f"), untagged("f")),
+            said: ("f: FAILED\nf: FAILED\n", warn("1 line is improperly formatted") + &warn("2 computed checksums did NOT match"), 1),
+            ..base() },
+        Case { name: "check-multifail-warn", files: &[("f", b"foo")],
+            list: format!("{}{}invalid\n", untagged("f"), untagged("f")), args: &["--warn"],
+            said: ("f: FAILED\nf: FAILED\n", "bt2sum: LIST: 3: improperly formatted BLAKE2 checksum line\n".to_string() + &warn("1 line is improperly formatted") + &warn("2 computed checksums did NOT match"), 1) },
+        Case { name: "check-multifail-state", files: &[("f", b""), ("g", b"a")],
+            list: untagged("f") + &untagged("g") + &untagged("f"), args: &["--warn"],
+            said: ("f: OK\ng: FAILED\nf: OK\n", warn("1 computed checksum did NOT match"), 1) },
+        Case { name: "check-bsd: another algorithm's tag is no line of this one",
+            list: format!("SHA1 (f) = {}\n", "da".repeat(20)), args: &["--status"],
+            said: ("", no_lines("LIST"), 1), ..base() },
+        Case { name: "check-bsd2", list: tagged("f"), said: ("f: OK\n", String::new(), 0),
+            ..base() },
+        Case { name: "check-bsd3", files: &[("f", b"bar")], list: tagged("f"), args: &["--status"],
+            said: ("", String::new(), 1) },
+        Case { name: "check-openssl: OpenSSL's form is not bt2sum's (strict, as b3sum)",
+            list: format!("BLAKE2b-64(f)= {empty}\n"), args: &["--status"],
+            said: ("", no_lines("LIST"), 1), ..base() },
+        Case { name: "check-ignore-missing-1", list: untagged("f") + &untagged("f.missing"),
+            args: &["--ignore-missing"], said: ("f: OK\n", String::new(), 0), ..base() },
+        Case { name: "check-ignore-missing-3", list: untagged("missing/f") + &untagged("f"),
+            args: &["--quiet", "--ignore-missing"], said: ("", String::new(), 0), ..base() },
+        Case { name: "check-ignore-missing-5", list: untagged("missing"),
             args: &["--ignore-missing"],
-            said: ("f: OK\n", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "check-ignore-missing-3",
-            list: untagged("missing/f") + &untagged("f"),
-            args: &["--quiet", "--ignore-missing"],
-            said: ("", String::new(), 0),
-            ..base()
-        },
-        Case {
-            name: "check-ignore-missing-5",
-            list: untagged("missing"),
-            args: &["--ignore-missing"],
-            said: ("", "bt2sum: LIST: no file was verified\n".to_string(), 1),
-            ..base()
-        },
-        Case {
-            name: "check-ignore-missing-6: a digest starting with 00 is no missing file",
-            files: &[("f", b"foo")],
-            list: format!("{of_foo}  f\n"),
-            args: &["--ignore-missing"],
-            said: ("f: OK\n", String::new(), 0),
-        },
-        Case {
-            name: "bsd-segv",
-            files: &[],
-            list: "BLAKE2b-64 (".to_string(),
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
-        Case {
-            name: "nul-in-cksum: NULs among the digits, and the file is not even read",
-            files: &[],
-            list: format!("{}  h\n", "\0".repeat(128)),
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
+            said: ("", "bt2sum: LIST: no file was verified\n".to_string(), 1), ..base() },
+        Case { name: "check-ignore-missing-6: a digest starting with 00 is no missing file",
+            files: &[("f", b"foo")], list: format!("{of_foo}  f\n"), args: &["--ignore-missing"],
+            said: ("f: OK\n", String::new(), 0) },
+        Case { name: "bsd-segv", files: &[], list: "BLAKE2b-64 (".to_string(),
+            said: ("", no_lines("LIST"), 1), ..base() },
+        Case { name: "nul-in-cksum: NULs among the digits, and the file is not even read",
+            files: &[], list: format!("{}  h\n", "\0".repeat(128)),
+            said: ("", no_lines("LIST"), 1), ..base() },
         // md5sum-bsd.sh: names starting with a space or `*`, tagged and
         // untagged; a header line that is not a checksum.
-        Case {
-            name: "names with leading spaces and stars, tagged",
+        Case { name: "names with leading spaces and stars, tagged",
             files: &[("a", b""), (" b", b""), ("*c", b""), (" ", b"")],
-            list: tagged("a") + &tagged(" b") + &tagged("*c") + &tagged(" "),
-            args: &["--strict"],
-            said: ("a: OK\n b: OK\n*c: OK\n : OK\n", String::new(), 0),
-        },
-        Case {
-            name: "names with leading spaces and stars, untagged",
+            list: tagged("a") + &tagged(" b") + &tagged("*c") + &tagged(" "), args: &["--strict"],
+            said: ("a: OK\n b: OK\n*c: OK\n : OK\n", String::new(), 0) },
+        Case { name: "names with leading spaces and stars, untagged",
             files: &[("a", b""), (" b", b""), ("*c", b"")],
-            list: untagged("a") + &untagged(" b") + &untagged("*c"),
-            args: &["--strict"],
-            said: ("a: OK\n b: OK\n*c: OK\n", String::new(), 0),
-        },
-        Case {
-            name: "a header that is not a checksum line",
-            files: &[("a", b"")],
+            list: untagged("a") + &untagged(" b") + &untagged("*c"), args: &["--strict"],
+            said: ("a: OK\n b: OK\n*c: OK\n", String::new(), 0) },
+        Case { name: "a header that is not a checksum line", files: &[("a", b"")],
             list: format!("____not_all_hex_so_no_match_____ blah\n{}", untagged("a")),
-            said: ("a: OK\n", warn("1 line is improperly formatted"), 0),
-            ..base()
-        },
+            said: ("a: OK\n", warn("1 line is improperly formatted"), 0), ..base() },
         // b2sum.sh: lines that once crashed a parser, and one digit short.
-        Case {
-            name: "truncated tags",
-            files: &[],
-            list: "BLAKE2\nBLAKE2b\nBLAKE2-\nBLAKE2(\nBLAKE2 (\nBLAKE2b-\nBLAKE2b-64 (x) =\n"
-                .to_string(),
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
-        Case {
-            name: "an odd number of digits, unended",
-            files: &[],
-            list: "0A0BA0".to_string(),
-            said: ("", no_lines("LIST"), 1),
-            ..base()
-        },
+        Case { name: "truncated tags", files: &[],
+            list: "BLAKE2\nBLAKE2b\nBLAKE2-\nBLAKE2(\nBLAKE2 (\nBLAKE2b-\nBLAKE2b-64 (x) =\n".to_string(),
+            said: ("", no_lines("LIST"), 1), ..base() },
+        Case { name: "an odd number of digits, unended", files: &[], list: "0A0BA0".to_string(),
+            said: ("", no_lines("LIST"), 1), ..base() },
         // cksum-c.sh: an awkward name, a signed list, comments.
-        Case {
-            name: "a name holding ` (f) = `",
-            files: &[("abc (f) = abc", b"")],
-            list: tagged("abc (f) = abc"),
-            said: ("abc (f) = abc: OK\n", String::new(), 0),
-            ..base()
-        },
+        Case { name: "a name holding ` (f) = `", files: &[("abc (f) = abc", b"")],
+            list: tagged("abc (f) = abc"), said: ("abc (f) = abc: OK\n", String::new(), 0),
+            ..base() },
         Case {
             name: "a list signed with PGP, checked without --strict",
             files: &[("input", b"")],
@@ -456,77 +327,51 @@ fn coreutils_check_cases_pass_for_bt2sum() {
             said: ("input: OK\n", warn("7 lines are improperly formatted"), 0),
             ..base()
         },
-        Case {
-            name: "comments never count",
-            files: &[("input", b"")],
+        Case { name: "comments never count", files: &[("input", b"")],
             list: format!("{}# Very important comment\n", tagged("input")),
-            args: &["--status", "--strict"],
-            said: ("", String::new(), 0),
-        },
-        Case {
-            name: "plurals, with --strict",
-            files: &[("input", b"")],
-            list: format!("{}invalid line\ninvalid line\n", tagged("input")),
-            args: &["--strict"],
-            said: ("input: OK\n", warn("2 lines are improperly formatted"), 1),
-        },
-        Case {
-            name: "a listed file that does not exist",
-            files: &[],
-            list: tagged("input2"),
-            said: (
-                "input2: FAILED open or read\n",
-                "bt2sum: input2: No such file or directory\n".to_string()
-                    + &warn("1 listed file could not be read"),
-                1,
-            ),
-            ..base()
-        },
+            args: &["--status", "--strict"], said: ("", String::new(), 0) },
+        Case { name: "plurals, with --strict", files: &[("input", b"")],
+            list: format!("{}invalid line\ninvalid line\n", tagged("input")), args: &["--strict"],
+            said: ("input: OK\n", warn("2 lines are improperly formatted"), 1) },
+        Case { name: "a listed file that does not exist", files: &[], list: tagged("input2"),
+            said: ("input2: FAILED open or read\n", "bt2sum: input2: No such file or directory\n".to_string() + &warn("1 listed file could not be read"), 1),
+            ..base() },
     ];
-    let mut checked = 0;
+    assert_eq!(cases.len(), 30);
     for case in &cases {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, data) in case.files {
-            fs::write(dir.path().join(name), data).unwrap();
-        }
+        let dir = super::dir_with(case.files);
         fs::write(dir.path().join("LIST"), &case.list).unwrap();
         let out = run_in(
             dir.path(),
             ["-c"].iter().chain(case.args).chain(&["LIST"]),
             b"",
         );
+        let hint = |line: &&str| !line.starts_with("bt2sum: hint: ");
         let err: String = stderr(&out)
             .lines()
-            .filter(|line| !line.starts_with("bt2sum: hint: "))
+            .filter(hint)
             .map(|line| format!("{line}\n"))
             .collect();
         let (said_out, said_err, said_status) = &case.said;
-        assert_eq!(
-            (stdout(&out).as_str(), err.as_str(), status(&out)),
-            (*said_out, said_err.as_str(), *said_status),
-            "{}",
-            case.name
-        );
-        checked += 1;
+        let expected = (said_out.to_string(), said_err.clone(), *said_status);
+        assert_eq!((stdout(&out), err, status(&out)), expected, "{}", case.name);
     }
-    assert_eq!(checked, 30);
     // Lists that cannot be read, and empty ones, are each said (cksum-c.sh).
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("empty-1"), b"").unwrap();
-    fs::write(dir.path().join("empty-2"), b"").unwrap();
+    let dir = super::dir_with(&[("empty-1", b""), ("empty-2", b"")]);
     let out = run_in(
         dir.path(),
         ["-c", "missing-1", "missing-2", "empty-1", "empty-2"],
         b"",
     );
-    assert_eq!(
-        stderr(&out),
+    super::assert_output(
+        &out,
+        "",
         "bt2sum: missing-1: No such file or directory\n\
          bt2sum: missing-2: No such file or directory\n\
          bt2sum: empty-1: no properly formatted checksum lines found\n\
-         bt2sum: empty-2: no properly formatted checksum lines found\n"
+         bt2sum: empty-2: no properly formatted checksum lines found\n",
+        1,
     );
-    assert_eq!(status(&out), 1);
 }
 
 /// `-s N` with `--check` reads only N-byte digests: lines of other sizes,
@@ -536,19 +381,18 @@ fn coreutils_check_cases_pass_for_bt2sum() {
 fn a_digest_size_with_check_reads_only_that_size() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("f"), b"hello\n").unwrap();
-    let list: Vec<u8> = [
-        &["-s", "32", "f"][..],
-        &["-s", "16", "f"],
-        &["--untagged", "-s", "32", "f"],
-        &["--untagged", "f"],
-    ]
-    .iter()
-    .flat_map(|args| run_in(dir.path(), *args, b"").stdout)
-    .collect();
+    let made = ["-s 32 f", "-s 16 f", "--untagged -s 32 f", "--untagged f"];
+    let list: String = made
+        .iter()
+        .map(|args| super::ok_in(dir.path(), args.split(' ')))
+        .collect();
     fs::write(dir.path().join("L"), &list).unwrap();
-    let all = run_in(dir.path(), ["-c", "L"], b"");
-    assert_eq!(stdout(&all), "f: OK\nf: OK\nf: OK\nf: OK\n");
-    assert_eq!(status(&all), 0);
+    super::assert_output(
+        &run_in(dir.path(), ["-c", "L"], b""),
+        "f: OK\nf: OK\nf: OK\nf: OK\n",
+        "",
+        0,
+    );
     for (size, stdout_expected, bad) in [
         ("32", "f: OK\nf: OK\n", "2, 4"),
         ("--length=16", "f: OK\n", "1, 3, 4"),
@@ -560,14 +404,16 @@ fn a_digest_size_with_check_reads_only_that_size() {
             vec!["-c", "-w", "-s", size, "L"]
         };
         let out = run_in(dir.path(), &args, b"");
-        assert_eq!(stdout(&out), stdout_expected, "{size}");
-        let warned: Vec<String> = stderr(&out)
-            .lines()
-            .filter_map(|line| line.strip_prefix("bt2sum: L: "))
-            .map(|line| line.split(':').next().unwrap().to_string())
+        assert_eq!(
+            (stdout(&out).as_str(), status(&out)),
+            (stdout_expected, 0),
+            "{size}"
+        );
+        let err = stderr(&out);
+        let warned: Vec<&str> = (err.lines())
+            .filter_map(|line| line.strip_prefix("bt2sum: L: ")?.split(':').next())
             .collect();
         assert_eq!(warned.join(", "), bad, "{size}");
-        assert_eq!(status(&out), 0, "{size}");
         let strict = run_in(dir.path(), ["-c", "--strict", "-s", "32", "L"], b"");
         assert_eq!(status(&strict), 1);
     }
@@ -606,10 +452,5 @@ fn binary_and_text_are_accepted_and_change_nothing() {
             "{option}"
         );
     }
-    let tagged = bt2sum()
-        .current_dir(dir.path())
-        .args(["-b", "f"])
-        .output()
-        .unwrap();
-    assert!(stdout(&tagged).starts_with("BLAKE2b-64 (f) = "));
+    assert!(super::ok_in(dir.path(), ["-b", "f"]).starts_with("BLAKE2b-64 (f) = "));
 }

@@ -24,13 +24,15 @@ fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
     // Tagged lines are what a leaf listing prints anyway.
     let out = run(["--untagged", "--tag", "--leaves"], b"hi");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f"), b"hi").unwrap();
-    let list = super::run_in(dir.path(), ["f"], b"");
-    std::fs::write(dir.path().join("S"), &list.stdout).unwrap();
+    let dir = super::dir_with(&[("f", b"hi")]);
+    std::fs::write(dir.path().join("S"), super::ok_in(dir.path(), ["f"])).unwrap();
     for args in [["-c", "--tag", "S"], ["-c", "--untagged", "S"]] {
         let out = super::run_in(dir.path(), args, b"");
-        assert_eq!((stdout(&out).as_str(), status(&out)), ("f: OK\n", 0));
+        assert_eq!(
+            (stdout(&out).as_str(), status(&out)),
+            ("f: OK\n", 0),
+            "{args:?}"
+        );
     }
 }
 
@@ -81,7 +83,7 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     assert_eq!(zero, listing.replace('\n', "\0"));
     let zero = super::ok_in(
         dir.path(),
-        ["-z", "-t", "1k", "--leaf-count", "--part", "1/2", "plain"],
+        "-z -t 1k --leaf-count --part 1/2 plain".split(' '),
     );
     assert!(zero.ends_with("offset=0 length=2048 (plain)\0"), "{zero:?}");
     // --combine, of a listing with newlines.
@@ -110,8 +112,7 @@ fn names_are_read_from_a_nul_separated_list() {
     for (i, name) in names.iter().enumerate() {
         std::fs::write(dir.path().join(name), super::pattern(1000 * i)).unwrap();
     }
-    let given = run_in(dir.path(), names, b"");
-    let expected = stdout(&given);
+    let expected = super::ok_in(dir.path(), names);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();
     for args in [&["--files0-from", "L"][..], &["--files0-from=L"]] {
@@ -141,10 +142,8 @@ fn names_are_read_from_a_nul_separated_list() {
     let errors = stderr(&out);
     assert_contains(&errors, "bt2sum: -:2: invalid zero-length file name\n");
     assert_contains(&errors, "bt2sum: missing: ");
-    assert_contains(
-        &errors,
-        "bt2sum: -:4: when reading file names from standard input, no file name of '-' allowed\n",
-    );
+    let dash = "when reading file names from standard input, no file name of '-' allowed";
+    assert_contains(&errors, &format!("bt2sum: -:4: {dash}\n"));
     assert_eq!(status(&out), 1);
     // With -r, the directories to walk.
     std::fs::write(dir.path().join("R"), "sub\0").unwrap();
@@ -153,11 +152,7 @@ fn names_are_read_from_a_nul_separated_list() {
     // A list that cannot be read; names beside a list.
     let out = run_in(dir.path(), ["--files0-from", "absent"], b"");
     assert_eq!(status(&out), 1);
-    assert!(
-        stderr(&out).starts_with("bt2sum: absent: "),
-        "{}",
-        stderr(&out)
-    );
+    super::assert_starts(&stderr(&out), "bt2sum: absent: ");
     let out = run_in(dir.path(), ["--files0-from", "L", "a"], b"");
     assert_eq!(status(&out), 2);
 }
@@ -173,26 +168,18 @@ fn the_nameless_line_of_standard_input_checks_standard_input() {
     let data = super::pattern(3000);
     for args in [&[][..], &["-t", "1k", "--leaves"]] {
         let list = run(args, &data);
-        assert!(
-            stdout(&list).starts_with("BLAKE2b-64 = "),
-            "{}",
-            stdout(&list)
-        );
+        super::assert_starts(&stdout(&list), "BLAKE2b-64 = ");
         std::fs::write(dir.path().join("S"), &list.stdout).unwrap();
-        let out = run_in(dir.path(), ["-c", "S"], &data);
-        assert_eq!(
-            status(&out),
-            0,
-            "{args:?}: {}{}",
-            stdout(&out),
-            stderr(&out)
-        );
-        assert!(stdout(&out).starts_with("-: OK\n"), "{}", stdout(&out));
         let mut damaged = data.clone();
         damaged[2000] ^= 1;
-        let out = run_in(dir.path(), ["-c", "S"], &damaged);
-        assert_eq!(status(&out), 1, "{args:?}");
-        assert!(stdout(&out).starts_with("-: FAILED\n"), "{}", stdout(&out));
+        for (input, verdict, code) in [(&data, "-: OK\n", 0), (&damaged, "-: FAILED\n", 1)] {
+            let out = run_in(dir.path(), ["-c", "S"], input);
+            let said = [stdout(&out), stderr(&out)].concat();
+            assert!(
+                said.starts_with(verdict) && status(&out) == code,
+                "{args:?}: {said}"
+            );
+        }
         let out = run(["-c"], &list.stdout);
         assert_eq!(status(&out), 1);
         assert_contains(&stderr(&out), "no properly formatted checksum lines found");
@@ -240,85 +227,41 @@ fn the_hint_names_every_likely_cause() {
              BLAKE2b stream, which never matches a tree hash"
         )
     };
+    let tagged = |lines: &str, tag: &str, tool: &str| {
+        format!(
+            "bt2sum: hint: {lines} tagged {tag}, as {tool} --tag writes them: another \
+             algorithm's digests never match a tree hash"
+        )
+    };
+    let md5 = "bt2sum: hint: 1 line holds 32 hex digits, the size of an MD5 digest, and \
+               failed: a list made by md5sum never matches a tree hash";
+    let (h4, h16, h32, h64, h65) = (hex(4), hex(16), hex(32), hex(64), hex(65));
+    #[rustfmt::skip]
     let cases: Vec<(String, Vec<String>)> = vec![
         // A damaged file, as a download checked against its .sum file.
-        (format!("{}  f\n", hex(64)), vec![]),
-        (format!("BLAKE2b-32 (f) = {}\n", hex(32)), vec![]),
+        (format!("{h64}  f\n"), vec![]),
+        (format!("BLAKE2b-32 (f) = {h32}\n"), vec![]),
         // Every line of several failing: another leaf size or tool.
-        (
-            format!("{}  f\n{}  g\n", hex(64), hex(64)),
-            vec![all_failed.to_string()],
-        ),
-        (
-            format!(
-                "BLAKE2b-32 (f) = {}\nBLAKE2b-32 (g) = {}\n",
-                hex(32),
-                hex(32)
-            ),
-            vec![all_failed.to_string()],
-        ),
+        (format!("{h64}  f\n{h64}  g\n"), vec![all_failed.to_string()]),
+        (format!("BLAKE2b-32 (f) = {h32}\nBLAKE2b-32 (g) = {h32}\n"), vec![all_failed.to_string()]),
         // b3sum's and sha256sum's untagged lines, named as both.
-        (
-            format!("{}  f\n", hex(32)),
-            vec![b3sum_sized("1 line holds")],
-        ),
-        (
-            format!("{}  f\n{}  g\n", hex(32), hex(32)),
-            vec![b3sum_sized("2 lines hold")],
-        ),
+        (format!("{h32}  f\n"), vec![b3sum_sized("1 line holds")]),
+        (format!("{h32}  f\n{h32}  g\n"), vec![b3sum_sized("2 lines hold")]),
         // GNU b2sum --tag, with no size or a size in bits, even one that is
         // also a byte count bt2sum has (-l 32).
-        (
-            format!(
-                "BLAKE2b (f) = {}\nBLAKE2b-256 (f) = {}\nBLAKE2b-32 (f) = {}\n",
-                hex(64),
-                hex(32),
-                hex(4)
-            ),
-            vec![gnu_tag("3 lines have")],
-        ),
+        (format!("BLAKE2b (f) = {h64}\nBLAKE2b-256 (f) = {h32}\nBLAKE2b-32 (f) = {h4}\n"), vec![gnu_tag("3 lines have")]),
         // Sizes GNU never writes are no GNU tag.
-        (
-            format!(
-                "BLAKE2b-65 (f) = {}\nBLAKE2b-100 (f) = {}\n",
-                hex(65),
-                "5".repeat(25)
-            ),
-            vec![],
-        ),
+        (format!("BLAKE2b-65 (f) = {h65}\nBLAKE2b-100 (f) = {}\n", "5".repeat(25)), vec![]),
         // Other tools' tags.
-        (
-            format!("SHA256 (f) = {}\n", hex(32)),
-            vec![
-                "bt2sum: hint: 1 line is tagged SHA256, as sha256sum --tag writes them: another \
-                 algorithm's digests never match a tree hash"
-                    .to_string(),
-            ],
-        ),
-        (
-            format!("BLAKE3 (f) = {}\nBLAKE3 (g) = {}\n", hex(32), hex(32)),
-            vec![
-                "bt2sum: hint: 2 lines are tagged BLAKE3, as b3sum --tag writes them: another \
-                 algorithm's digests never match a tree hash"
-                    .to_string(),
-            ],
-        ),
+        (format!("SHA256 (f) = {h32}\n"), vec![tagged("1 line is", "SHA256", "sha256sum")]),
+        (format!("BLAKE3 (f) = {h32}\nBLAKE3 (g) = {h32}\n"), vec![tagged("2 lines are", "BLAKE3", "b3sum")]),
         // md5sum's, with the article its name takes.
-        (
-            format!("{}  f\n", hex(16)),
-            vec![
-                "bt2sum: hint: 1 line holds 32 hex digits, the size of an MD5 digest, and \
-                 failed: a list made by md5sum never matches a tree hash"
-                    .to_string(),
-            ],
-        ),
+        (format!("{h16}  f\n"), vec![md5.to_string()]),
     ];
-    let mut checked = 0;
+    assert_eq!(cases.len(), 11);
     for (list, expected) in &cases {
         assert_eq!(&check(list), expected, "{list}");
-        checked += 1;
     }
-    assert_eq!(checked, 11);
     // Not with --status.
     let out = run_in(dir.path(), ["-c", "--status"], cases[4].0.as_bytes());
     assert_eq!(stderr(&out), "");
@@ -353,10 +296,7 @@ fn b3sums_no_names_and_raw() {
     std::fs::write(dir.path().join(escaped), b"hello s3git\n").unwrap();
     let in_dir = |args: &[&str], stdin: &[u8]| super::run_in(dir.path(), args, stdin);
     let bare = in_dir(&["--no-names", "a", escaped, "-"], b"hello s3git\n");
-    assert_eq!(
-        stdout(&bare),
-        format!("{HELLO_B64}\n{HELLO_B64}\n{HELLO_B64}\n")
-    );
+    assert_eq!(stdout(&bare), format!("{HELLO_B64}\n").repeat(3));
     let nul = in_dir(&["--no-names", "-z", "a"], b"");
     assert_eq!(stdout(&nul), format!("{HELLO_B64}\0"));
     let raw = in_dir(&["--raw", "a"], b"");
@@ -378,9 +318,8 @@ fn b3sums_no_names_and_raw() {
         (&["--no-names", "-c", "a"][..], "cannot be used with"),
     ] {
         let out = in_dir(args, b"");
-        assert_eq!(status(&out), 2, "{args:?}");
+        assert_eq!((stdout(&out).as_str(), status(&out)), ("", 2), "{args:?}");
         assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
-        assert_eq!(stdout(&out), "", "{args:?}");
     }
 }
 
@@ -403,13 +342,10 @@ fn b3sums_num_threads_and_length() {
 fn usage_errors_show_each_modes_usage() {
     let out = run(["-c", "-r", "f"], b"");
     assert_eq!(status(&out), 2);
-    assert!(
-        stderr(&out).contains(
-            "Usage: bt2sum [OPTIONS] [FILE]...\n       \
-             bt2sum --check [OPTIONS] [LIST]...\n       \
-             bt2sum --combine [OPTIONS] [LISTING]...\n"
-        ),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "Usage: bt2sum [OPTIONS] [FILE]...\n       \
+         bt2sum --check [OPTIONS] [LIST]...\n       \
+         bt2sum --combine [OPTIONS] [LISTING]...\n",
     );
 }

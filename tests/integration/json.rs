@@ -113,10 +113,14 @@ fn mismatch(value: &Value, schema: &Value, root: &Value) -> Option<String> {
 fn objects_printed() -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let at = dir.path();
-    fs::create_dir(at.join("t")).unwrap();
-    fs::write(at.join("t/a"), b"alpha\n").unwrap();
-    fs::write(at.join("t/b"), b"beta, longer\n").unwrap();
-    fs::write(at.join("t/c"), b"").unwrap();
+    super::write_files(
+        at,
+        &[
+            ("t/a", b"alpha\n"),
+            ("t/b", b"beta, longer\n"),
+            ("t/c", b""),
+        ],
+    );
     fs::write(at.join(super::name(b"t/\xffd")), b"not UTF-8\n").unwrap();
     let mut printed = Vec::new();
     let mut json = |args: &[&str], stdin: &[u8]| {
@@ -138,7 +142,7 @@ fn objects_printed() -> Vec<Value> {
     json(&["-t", "4", "--leaf-count", "--part", "2/2", "t/b"], b"");
     json(&[], b"from standard input");
     // Lists to check: with stat lines and leaf lines.
-    let list = |args: &[&str]| run_in(at, args, b"").stdout;
+    let list = |args: &[&str]| super::ok_bytes_in(at, args);
     fs::write(at.join("SUMS"), list(&["-r", "--stat", "t"])).unwrap();
     let mut leaves = list(&["-t", "4", "--leaves", "t/b"]);
     leaves.extend(list(&["-t", "4", "--leaf-count", "t/b"]));
@@ -211,34 +215,13 @@ fn every_object_printed_is_one_the_schema_allows() {
     }
     // Every kind of object the schema has, and every verdict an audit
     // gives, was printed and checked.
-    for expected in [
-        "checksum",
-        "leaf",
-        "count",
-        "verdict",
-        "leaf-verdict",
-        "count-verdict",
-        "bad-line",
-        "error",
-        "update",
-        "repair REPAIRED",
-        "repair FAILED",
-        "restore RESTORED",
-        "restore FAILED",
-        "summary",
-        "summary of a check",
-        "summary with a ledger",
-        "verdict OK",
-        "verdict OK (not read)",
-        "verdict FAILED",
-        "verdict CHANGED",
-        "verdict NEW",
-        "verdict MOVED",
-        "verdict MISSING",
-        "verdict FAILED open or read",
-        "leaf-verdict FAILED",
-        "count-verdict FAILED",
-    ] {
+    let expected = "checksum, leaf, count, verdict, leaf-verdict, count-verdict, bad-line, error, \
+                    update, repair REPAIRED, repair FAILED, restore RESTORED, restore FAILED, \
+                    summary, summary of a check, summary with a ledger, verdict OK, \
+                    verdict OK (not read), verdict FAILED, verdict CHANGED, verdict NEW, \
+                    verdict MOVED, verdict MISSING, verdict FAILED open or read, \
+                    leaf-verdict FAILED, count-verdict FAILED";
+    for expected in expected.split(", ") {
         assert!(kinds.contains(expected), "no {expected} among {kinds:?}");
     }
     // A name that is not UTF-8 is its bytes, in base64.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use super::{
-    Retried, assert_contains, bt2sum, dir_with, pattern, read_error, run, run_in, status, stderr,
-    stdout,
+    Retried, assert_contains, assert_output, assert_said, bt2sum, dir_with, ok_bytes_in, ok_in,
+    pattern, read_error, run, run_in, status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{emulated, shell};
@@ -17,26 +17,22 @@ use super::{emulated, shell};
 /// `dir`): that checksum line, then, unless the leaf size is the default,
 /// the file's count line, which gives check mode the leaf size.
 fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>) -> String {
-    let file = file.as_ref();
-    let mut lines = stdout(
-        &bt2sum()
-            .current_dir(dir)
-            .args(args)
-            .arg(file)
-            .output_retried(),
+    let args = || args.iter().map(OsStr::new);
+    let mut lines = ok_in(dir, args().chain([file.as_ref()]));
+    let counting = args().filter(|&arg| arg != "--untagged");
+    let count = ok_in(
+        dir,
+        counting.chain(["--leaf-count".as_ref(), file.as_ref()]),
     );
-    let counting = args.iter().filter(|&&arg| arg != "--untagged");
-    let count = bt2sum()
-        .current_dir(dir)
-        .args(counting)
-        .arg("--leaf-count")
-        .arg(file)
-        .output_retried();
-    assert_eq!(status(&count), 0, "{}", stderr(&count));
-    if !stdout(&count).contains(" tree=5242880") {
-        lines.push_str(&stdout(&count));
+    if !count.contains(" tree=5242880") {
+        lines.push_str(&count);
     }
     lines
+}
+
+/// Runs `bt2sum --combine LISTINGS` in `dir`.
+fn combine(dir: &Path, listings: &[&Path]) -> Output {
+    run_in(dir, [Path::new("--combine")].iter().chain(listings), b"")
 }
 
 /// Writes `text` to a file in `dir` and returns its name.
@@ -85,43 +81,25 @@ fn leaf_lines_follow_the_file_line() {
 #[test]
 fn an_empty_file_says_it_has_no_leaves() {
     let dir = dir_with(&[("empty", b"")]);
-    let out = run_in(
+    let out = ok_in(
         dir.path(),
         ["--leaves", "-a", "blake2s", "-s", "7", "empty"],
-        b"",
     );
-    let digest = empty_digest(&["-a", "blake2s", "-s", "7"]);
+    let digest = super::digest(&stdout(&run(["-a", "blake2s", "-s", "7"], b"")));
+    let checksum = format!("BLAKE2s-7 (empty) = {digest}\n");
     assert_eq!(
-        stdout(&out),
-        format!("BLAKE2s-7 (empty) = {digest}\nBLAKE2s-7 leaves=0 total=0 tree=5242880 (empty)\n")
+        out,
+        format!("{checksum}BLAKE2s-7 leaves=0 total=0 tree=5242880 (empty)\n")
     );
     // And it combines back to the empty checksum.
-    let listing_path = listing(dir.path(), "listing", &out.stdout);
-    let combined = bt2sum()
-        .arg("--combine")
-        .arg(&listing_path)
-        .current_dir(dir.path())
-        .output_retried();
-    assert_eq!(
-        stdout(&combined),
-        stdout(&out).lines().next().unwrap().to_string() + "\n"
-    );
-}
-
-/// The digest of empty input with these options.
-fn empty_digest(args: &[&str]) -> String {
-    super::digest(&stdout(&run(args, b"")))
+    let path = listing(dir.path(), "listing", out.as_bytes());
+    assert_eq!(stdout(&combine(dir.path(), &[&path])), checksum);
 }
 
 /// Runs `bt2sum -c ARGS` in `dir` on a list holding `text`.
 fn check(dir: &Path, args: &[&str], text: &[u8]) -> Output {
     listing(dir, "list", text);
-    bt2sum()
-        .current_dir(dir)
-        .arg("-c")
-        .args(args)
-        .arg("list")
-        .output_retried()
+    run_in(dir, ["-c"].iter().chain(args).chain(&["list"]), b"")
 }
 
 #[test]
@@ -140,71 +118,63 @@ fn a_listing_verifies_leaf_by_leaf() {
         (&["--verbose"], every_line),
         (&["--leaves", "-t", "64k"], every_line),
     ] {
-        let out = check(dir.path(), args, &listed);
-        assert_eq!(
-            (stdout(&out).as_str(), stderr(&out).as_str()),
-            (expected, ""),
-            "{args:?}"
+        assert_said(
+            &check(dir.path(), args, &listed),
+            expected,
+            "",
+            0,
+            &format!("{args:?}"),
         );
-        assert_eq!(status(&out), 0);
     }
 
     // One damaged byte in leaf 3: that leaf, and the checksum, fail.
     data[3500] ^= 1;
     fs::write(dir.path().join("f"), &data).unwrap();
-    let out = check(dir.path(), &[], &listed);
-    assert_eq!(stdout(&out), "f: FAILED\nf: leaf 3: FAILED\n");
-    let verbose = check(dir.path(), &["--verbose"], &listed);
-    assert_eq!(
-        stdout(&verbose),
-        "f: FAILED\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: FAILED\nf: leaf 4: OK\n"
-    );
     // The summary counts files; the listing gave the leaf size: no hint.
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
-    );
-    assert_eq!(status(&out), 1);
-    for args in [&["--quiet"][..], &["--quiet", "--verbose"]] {
-        let quiet = check(dir.path(), args, &listed);
-        assert_eq!(stdout(&quiet), "f: FAILED\nf: leaf 3: FAILED\n", "{args:?}");
+    let failed = "bt2sum: WARNING: 1 computed checksum did NOT match\n";
+    let leaf_3 = "f: FAILED\nf: leaf 3: FAILED\n";
+    for (args, expected, summary) in [
+        (&[][..], leaf_3, failed),
+        (
+            &["--verbose"],
+            "f: FAILED\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: FAILED\nf: leaf 4: OK\n",
+            failed,
+        ),
+        (&["--quiet"], leaf_3, failed),
+        (&["--quiet", "--verbose"], leaf_3, failed),
+        (&["--status"], "", ""),
+    ] {
+        assert_said(
+            &check(dir.path(), args, &listed),
+            expected,
+            summary,
+            1,
+            &format!("{args:?}"),
+        );
     }
-    let silent = check(dir.path(), &["--status"], &listed);
-    assert_eq!(
-        (stdout(&silent).as_str(), stderr(&silent).as_str()),
-        ("", "")
-    );
-    assert_eq!(status(&silent), 1);
 }
 
 #[test]
 fn partial_listings_and_counts_verify_their_own_leaves() {
     let data = pattern(10_000);
     let dir = dir_with(&[("f", &data)]);
-    let mut listed = run_in(
-        dir.path(),
-        ["--leaves", "-t", "1k", "--leaf-range", "7..9", "f"],
-        b"",
-    )
-    .stdout;
-    listed.extend(run_in(dir.path(), ["--leaf-count", "-t", "1k", "f"], b"").stdout);
-    listed.extend(
-        run_in(
-            dir.path(),
-            ["--leaves", "-t", "1k", "--leaf-range", "2..3", "f"],
-            b"",
-        )
-        .stdout,
+    let listed: Vec<u8> = [
+        &["--leaves", "--leaf-range", "7..9"][..],
+        &["--leaf-count"],
+        &["--leaves", "--leaf-range", "2..3"],
+    ]
+    .iter()
+    .flat_map(|args| ok_bytes_in(dir.path(), args.iter().chain(&["-t", "1k", "f"])))
+    .collect();
+    assert_said(&check(dir.path(), &[], &listed), "f: OK\n", "", 0, "whole");
+    let verbose = "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n";
+    assert_said(
+        &check(dir.path(), &["--verbose"], &listed),
+        verbose,
+        "",
+        0,
+        "verbose",
     );
-    let out = check(dir.path(), &[], &listed);
-    assert_eq!(stdout(&out), "f: OK\n");
-    assert_eq!(status(&out), 0);
-    let out = check(dir.path(), &["--verbose"], &listed);
-    assert_eq!(
-        stdout(&out),
-        "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n"
-    );
-    assert_eq!(status(&out), 0);
 
     // A file of another length: the leaves whose bytes and place changed
     // fail (leaf 8, now the last and shorter), and so does the count; the
@@ -245,21 +215,18 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         "{}",
         stderr(&out)
     );
-    assert!(
-        stderr(&out).ends_with("bt2sum: WARNING: 1 listed file could not be read\n"),
-        "{}",
-        stderr(&out)
+    super::assert_ends(
+        &stderr(&out),
+        "bt2sum: WARNING: 1 listed file could not be read\n",
     );
     let out = check(dir.path(), &["--ignore-missing"], &listed);
-    assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), "bt2sum: list: no file was verified\n");
-    assert_eq!(status(&out), 1);
+    assert_output(&out, "", "bt2sum: list: no file was verified\n", 1);
 }
 
 #[test]
 fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listed = stdout(&run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b""));
+    let listed = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let mut lines: Vec<String> = listed.lines().map(str::to_string).collect();
     // A length that does not fit its leaf, and a line with no name (as
     // standard input's listing has).
@@ -268,18 +235,18 @@ fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     let text = lines.join("\n") + "\n";
     // (A nameless line names standard input, which a list read from
     // standard input cannot be.)
-    let out = super::run_in(dir.path(), ["-c", "-w", "--verbose"], text.as_bytes());
-    assert_eq!(stdout(&out), "f: OK\nf: leaf 0: OK\n");
-    assert_eq!(
-        stderr(&out),
+    let out = run_in(dir.path(), ["-c", "-w", "--verbose"], text.as_bytes());
+    assert_output(
+        &out,
+        "f: OK\nf: leaf 0: OK\n",
         "bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
          bt2sum: standard input: 4: improperly formatted BLAKE2 checksum line\n\
          bt2sum: WARNING: 2 lines are improperly formatted\n\
          bt2sum: hint: 1 line checks standard input (named `-`, or nameless as `bt2sum < FILE` \
          prints it): a list read from standard input cannot check standard input too; give \
-         the list as a file (bt2sum -c LIST < FILE)\n"
+         the list as a file (bt2sum -c LIST < FILE)\n",
+        0,
     );
-    assert_eq!(status(&out), 0);
     assert_eq!(
         status(&check(dir.path(), &["--strict"], text.as_bytes())),
         1
@@ -292,18 +259,15 @@ fn a_listing_of_standard_input_verifies_against_standard_input() {
     let listed = run(["--leaves", "-t", "1k", "-"], &data).stdout;
     let dir = tempfile::tempdir().unwrap();
     let list = listing(dir.path(), "list", &listed);
-    let out = run([OsStr::new("-c"), list.as_os_str()], &data);
-    assert_eq!(stdout(&out), "-: OK\n");
-    assert_eq!(status(&out), 0);
-    let out = run(
-        [OsStr::new("-c"), OsStr::new("--verbose"), list.as_os_str()],
-        &data,
+    let out = run([Path::new("-c"), &list], &data);
+    assert_output(&out, "-: OK\n", "", 0);
+    let out = run([Path::new("-c"), Path::new("--verbose"), &list], &data);
+    assert_output(
+        &out,
+        "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n",
+        "",
+        0,
     );
-    assert_eq!(
-        stdout(&out),
-        "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n"
-    );
-    assert_eq!(status(&out), 0);
 }
 
 /// A FIFO can be read only once: its checksum and leaves verify in one pass.
@@ -312,7 +276,7 @@ fn a_listing_of_standard_input_verifies_against_standard_input() {
 fn a_file_and_its_leaves_are_read_once() {
     let data = pattern(300_000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = stdout(&run_in(dir.path(), ["--leaves", "-t", "64k", "f"], b""));
+    let listed = ok_in(dir.path(), ["--leaves", "-t", "64k", "f"]);
     super::mkfifo(&dir.path().join("p"));
     let list = listing(dir.path(), "list", listed.replace("(f)", "(p)").as_bytes());
     let checking = bt2sum()
@@ -336,11 +300,8 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
     let dir = dir_with(&[("data", &pattern(data_len))]);
     let whole = combined_lines(dir.path(), args, "data");
     let part = |range: String| {
-        let mut part_args = args.to_vec();
-        part_args.extend(["--leaves", "--leaf-range", &range, "data"]);
-        let out = run_in(dir.path(), &part_args, b"");
-        assert_eq!(status(&out), 0, "{range}: {}", stderr(&out));
-        out.stdout
+        let part_args = ["--leaves", "--leaf-range", &range, "data"];
+        ok_bytes_in(dir.path(), args.iter().chain(&part_args))
     };
     let mut combined = 0;
     for first in 0..=leaves {
@@ -359,11 +320,15 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
                 .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
                 .collect();
             // The parameters come from the listings.
-            let mut combine_args = vec![OsStr::new("--combine")];
-            combine_args.extend(names.iter().map(|n| n.as_os_str()));
-            let out = super::run_in(dir.path(), &combine_args, b"");
-            assert_eq!(stdout(&out), whole, "split at {first} and {second}");
-            assert_eq!(status(&out), 0);
+            let names: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+            let out = combine(dir.path(), &names);
+            assert_said(
+                &out,
+                &whole,
+                "",
+                0,
+                &format!("split at {first} and {second}"),
+            );
             combined += 1;
         }
     }
@@ -390,12 +355,9 @@ fn big_leaves_are_ranged_from_mapped_pieces() {
 #[test]
 fn combine_prints_untagged_lines_on_request() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing_text = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
-    let path = listing(dir.path(), "listing", &listing_text);
-    let combined = bt2sum()
-        .args(["--combine", "--untagged"])
-        .arg(&path)
-        .output_retried();
+    let listing_text = ok_bytes_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
+    listing(dir.path(), "listing", &listing_text);
+    let combined = run_in(dir.path(), ["--combine", "--untagged", "listing"], b"");
     let whole = combined_lines(dir.path(), &["--untagged", "-t", "1k"], "f");
     assert!(whole.ends_with(" tree=1024 (f)\n"), "{whole}");
     assert_eq!(stdout(&combined), whole);
@@ -404,29 +366,21 @@ fn combine_prints_untagged_lines_on_request() {
 #[test]
 fn leaf_ranges_are_cut_at_the_end_and_checked() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let out = run_in(
-        dir.path(),
-        ["--leaves", "--leaf-range", "2..99", "-t", "1k", "f"],
-        b"",
-    );
-    assert_eq!(stdout(&out).lines().count(), 1);
-    assert!(stdout(&out).contains(" leaf=2 offset=2048 length=952 total=3000 "));
-    // Wholly past the end, or empty: nothing to list, and no error.
-    for range in ["3..", "7..9", "1..1", "0..0"] {
-        let out = run_in(
+    let ranged = |range| {
+        run_in(
             dir.path(),
             ["--leaves", "--leaf-range", range, "-t", "1k", "f"],
             b"",
-        );
-        assert_eq!(
-            (stdout(&out).as_str(), stderr(&out).as_str()),
-            ("", ""),
-            "{range}"
-        );
-        assert_eq!(status(&out), 0, "{range}");
+        )
+    };
+    let out = stdout(&ranged("2..99"));
+    assert_eq!(out.lines().count(), 1);
+    assert!(out.contains(" leaf=2 offset=2048 length=952 total=3000 "));
+    // Wholly past the end, or empty: nothing to list, and no error.
+    for range in ["3..", "7..9", "1..1", "0..0"] {
+        assert_said(&ranged(range), "", "", 0, range);
     }
-    let out = run_in(dir.path(), ["--leaves", "--leaf-range", "2..1", "f"], b"");
-    assert_eq!(status(&out), 2);
+    assert_eq!(status(&ranged("2..1")), 2);
     let out = run_in(dir.path(), ["--leaf-range", "0..1", "f"], b"");
     assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
     // A pipe cannot be read at an offset.
@@ -438,25 +392,15 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
 #[test]
 fn combine_reports_gaps_clashes_and_bad_lines() {
     let dir = dir_with(&[("f", &pattern(5000))]);
-    let full = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
-    let text = String::from_utf8(full).unwrap();
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let lines: Vec<&str> = text.lines().collect();
     let combine = |name: &str, body: String| {
-        let path = listing(dir.path(), name, body.as_bytes());
-        bt2sum()
-            .current_dir(dir.path())
-            .arg("--combine")
-            .arg(path)
-            .output_retried()
+        combine(dir.path(), &[&listing(dir.path(), name, body.as_bytes())])
     };
 
     let gap = combine("gap", [lines[1], lines[2], lines[5]].join("\n"));
-    assert_eq!(
-        stderr(&gap),
-        "bt2sum: leaves 2..4 are missing (the file has 5 leaves)\n"
-    );
-    assert_eq!(status(&gap), 1);
-    assert_eq!(stdout(&gap), "");
+    let missing = "bt2sum: leaves 2..4 are missing (the file has 5 leaves)\n";
+    assert_output(&gap, "", missing, 1);
 
     let tampered = lines[3]
         .replace("= ", "= 0")
@@ -464,37 +408,34 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
         .take(lines[3].len())
         .collect::<String>();
     let clash = combine("clash", [lines[3], &tampered].join("\n"));
-    assert!(
-        stderr(&clash).ends_with("clash: 2: leaf 2 is listed twice with different digests\n"),
-        "{}",
-        stderr(&clash)
+    super::assert_ends(
+        &stderr(&clash),
+        "clash: 2: leaf 2 is listed twice with different digests\n",
     );
     assert_eq!(status(&clash), 1);
 
-    let other_tree = run_in(dir.path(), ["--leaves", "-t", "2k", "f"], b"");
+    let other_tree = ok_in(dir.path(), ["--leaves", "-t", "2k", "f"]);
     let mixed = combine(
         "mixed",
-        [lines[1], stdout(&other_tree).lines().nth(1).unwrap()].join("\n"),
+        [lines[1], other_tree.lines().nth(1).unwrap()].join("\n"),
     );
     assert_contains(&stderr(&mixed), "listings disagree on the parameters");
 
     let bad = combine("bad", lines[1].replace("offset=0", "offset=7"));
     // (The listing is named by its full path, which ends in `/bad` on
     // every platform: names are printed with `/` on Windows too.)
-    assert!(
-        stderr(&bad).ends_with("/bad: 1: malformed leaf line: offset or length do not match the leaf index, leaf size and total\n"),
-        "{}",
-        stderr(&bad)
+    super::assert_ends(
+        &stderr(&bad),
+        "/bad: 1: malformed leaf line: offset or length do not match the leaf index, leaf size and total\n",
     );
 
     let nothing = combine("nothing", lines[0].to_string());
-    assert_eq!(stderr(&nothing), "bt2sum: no leaf lines found\n");
-    assert_eq!(status(&nothing), 1);
+    assert_output(&nothing, "", "bt2sum: no leaf lines found\n", 1);
 
     let absent = read_error(&dir.path().join("absent"));
     #[cfg(unix)]
     assert_eq!(absent, "No such file or directory");
-    let missing = super::run_in(dir.path(), ["--combine", "absent"], b"");
+    let missing = run_in(dir.path(), ["--combine", "absent"], b"");
     assert_eq!(stderr(&missing), format!("bt2sum: absent: {absent}\n"));
 
     // Duplicates that agree, in any order, from standard input.
@@ -530,13 +471,11 @@ fn escaped_names_round_trip_through_leaf_lines() {
         .expect("a name in UTF-8 is taken everywhere");
     let bytes = [&b"odd\nname\\"[..], tail].concat();
     let name = super::name(&bytes);
-    let whole = super::run_in(dir.path(), [name], b"");
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(["--leaves", "-t", "1k"])
-        .arg(name)
-        .output_retried();
-    let listing_text = out.stdout.clone();
+    let whole = ok_in(dir.path(), [name]);
+    let listing_text = ok_bytes_in(
+        dir.path(),
+        ["--leaves".as_ref(), "-t".as_ref(), "1k".as_ref(), name],
+    );
     let head = [&b"\\BLAKE2b-64 (odd\\nname\\\\"[..], tail, b") = "].concat();
     assert!(listing_text.starts_with(&head));
     assert!(
@@ -546,19 +485,16 @@ fn escaped_names_round_trip_through_leaf_lines() {
             .all(|line| line.starts_with(b"\\BLAKE2b-64 "))
     );
     let path = listing(dir.path(), "listing", &listing_text);
-    let combined = bt2sum().arg("--combine").arg(&path).output_retried();
     let whole_1k = combined_lines(dir.path(), &["-t", "1k"], name);
-    assert_eq!(stdout(&combined), whole_1k);
-    assert!(!whole_1k.starts_with(&stdout(&whole)));
+    assert_eq!(stdout(&combine(dir.path(), &[&path])), whole_1k);
+    assert!(!whole_1k.starts_with(&whole));
 }
 
 #[test]
 fn tiny_leaves_spill_and_still_list_every_leaf() {
     // 300,000 one-byte leaves: 19 MB of digests, more than is kept in memory.
     let dir = dir_with(&[("f", &pattern(300_000))]);
-    let out = run_in(dir.path(), ["--leaves", "-t", "1", "f"], b"");
-    assert_eq!(status(&out), 0);
-    let text = stdout(&out);
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1", "f"]);
     assert_eq!(text.lines().count(), 300_001);
     assert!(
         text.lines().last().unwrap().starts_with(
@@ -566,13 +502,8 @@ fn tiny_leaves_spill_and_still_list_every_leaf() {
         )
     );
     let path = listing(dir.path(), "listing", text.as_bytes());
-    let combined = bt2sum()
-        .current_dir(dir.path())
-        .arg("--combine")
-        .arg(&path)
-        .output_retried();
     assert_eq!(
-        stdout(&combined),
+        stdout(&combine(dir.path(), &[&path])),
         format!(
             "{}\nBLAKE2b-64 leaves=300000 total=300000 tree=1 (f)\n",
             text.lines().next().unwrap()
@@ -625,10 +556,10 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
     }
     for size in [0usize, 1, 1023, 1024, 1025, 5000] {
         let dir = dir_with(&[("f", &pattern(size))]);
-        let count = run_in(dir.path(), ["--leaf-count", "-t", "1k", "f"], b"");
+        let count = ok_in(dir.path(), ["--leaf-count", "-t", "1k", "f"]);
         let leaves = size.div_ceil(1024);
         assert_eq!(
-            stdout(&count),
+            count,
             format!("BLAKE2b-64 leaves={leaves} total={size} tree=1024 (f)\n")
         );
         let whole = combined_lines(dir.path(), &["-t", "1k"], "f");
@@ -637,30 +568,27 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         let mut parts = Vec::new();
         for start in (0..=leaves).step_by(2) {
             let range = format!("{start}..{}", start + 2);
-            let part = run_in(
-                dir.path(),
-                [
-                    "--cpus",
-                    "1",
-                    "-t",
-                    "1k",
-                    "--leaves",
-                    "--leaf-range",
-                    &range,
-                    "f",
-                ],
-                b"",
-            );
-            assert_eq!(status(&part), 0, "{size}: {range}: {}", stderr(&part));
-            parts.push(listing(dir.path(), &format!("part.{range}"), &part.stdout));
+            let args = [
+                "--cpus",
+                "1",
+                "-t",
+                "1k",
+                "--leaves",
+                "--leaf-range",
+                &range,
+                "f",
+            ];
+            let part = ok_bytes_in(dir.path(), args);
+            parts.push(listing(dir.path(), &format!("part.{range}"), &part));
         }
-        let combined = bt2sum()
-            .current_dir(dir.path())
-            .arg("--combine")
-            .args(&parts)
-            .output_retried();
-        assert_eq!(stderr(&combined), "", "{size}");
-        assert_eq!(stdout(&combined), whole, "{size} bytes");
+        let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+        assert_said(
+            &combine(dir.path(), &parts),
+            &whole,
+            "",
+            0,
+            &format!("{size} bytes"),
+        );
         // The same as the shell recipe of docs/leaves.md writes them.
         #[cfg(unix)]
         {
@@ -682,15 +610,8 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         }
     }
     let dir = dir_with(&[("empty", b"")]);
-    let out = run_in(
-        dir.path(),
-        ["--leaves", "--leaf-range", "0..5", "empty"],
-        b"",
-    );
-    assert_eq!(
-        stdout(&out),
-        "BLAKE2b-64 leaves=0 total=0 tree=5242880 (empty)\n"
-    );
+    let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
+    assert_eq!(out, "BLAKE2b-64 leaves=0 total=0 tree=5242880 (empty)\n");
     // Counting needs a regular file.
     let out = run(["--leaf-count"], b"piped");
     assert_contains(&stderr(&out), "needs a regular file");
@@ -734,16 +655,17 @@ fn nameless_standard_input_lists_and_combines_nameless() {
 #[test]
 fn combining_refuses_lines_it_does_not_know() {
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing = stdout(&run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b""));
+    let listing = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let with_extras = format!("# a comment\n\n{listing}");
     let out = run(["--combine"], with_extras.as_bytes());
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     let with_junk = format!("{listing}junk\n");
     let out = run(["--combine"], with_junk.as_bytes());
-    assert_eq!(status(&out), 1);
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: standard input: 5: improperly formatted line\n"
+    assert_output(
+        &out,
+        "",
+        "bt2sum: standard input: 5: improperly formatted line\n",
+        1,
     );
 }
 
@@ -800,11 +722,12 @@ fn combining_stays_within_bounded_memory() {
         dir.path(),
         r#"ulimit -v 300000; head -c 200000000 /dev/zero | "$BT2SUM" --combine"#,
     );
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: standard input: 1: line longer than 16 MiB\n"
+    assert_output(
+        &out,
+        "",
+        "bt2sum: standard input: 1: line longer than 16 MiB\n",
+        1,
     );
-    assert_eq!(status(&out), 1);
     fs::write(dir.path().join("f"), pattern(1_000_000)).unwrap();
     let script = r#"ulimit -v 300000
         "$BT2SUM" -s 64 -t 1 --leaves f > all || exit 1
@@ -826,13 +749,10 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     }
     let mut data = pattern(2_000_000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = run_in(dir.path(), ["-s", "1", "-t", "1", "--leaves", "f"], b"");
-    assert_eq!(status(&listed), 0);
-    listing(dir.path(), "all", &listed.stdout);
+    let listed = ok_bytes_in(dir.path(), ["-s", "1", "-t", "1", "--leaves", "f"]);
+    listing(dir.path(), "all", &listed);
     let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
-    let out = shell(dir.path(), script);
-    assert_eq!((stdout(&out).as_str(), stderr(&out).as_str()), ("", ""));
-    assert_eq!(status(&out), 0);
+    assert_output(&shell(dir.path(), script), "", "", 0);
     data[1_777_777] ^= 1;
     fs::write(dir.path().join("f"), &data).unwrap();
     let out = shell(dir.path(), script);
@@ -862,21 +782,14 @@ fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
           !/ leaf=/ { print "file" }' | uniq -c"#;
     let out = shell(dir.path(), script);
     assert_eq!(stderr(&out), "");
-    let counts: Vec<String> = stdout(&out)
+    let counts = stdout(&out)
         .split_whitespace()
-        .map(str::to_string)
-        .collect();
+        .collect::<Vec<_>>()
+        .join(" ");
     let expected: Vec<String> = (0..8)
-        .flat_map(|index| {
-            [
-                "1".to_string(),
-                "file".to_string(),
-                "262144".to_string(),
-                format!("(f{index})"),
-            ]
-        })
+        .map(|index| format!("1 file 262144 (f{index})"))
         .collect();
-    assert_eq!(counts, expected);
+    assert_eq!(counts, expected.join(" "));
 }
 
 /// A temporary directory that cannot be used fails the listing that needs
@@ -900,20 +813,16 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
     let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
     #[cfg(unix)]
     assert_eq!(refused, "No such file or directory");
-    let mut command = bt2sum();
-    for variable in variables {
-        command.env(variable, unusable);
-    }
-    let out = command
+    let out = bt2sum()
+        .envs(variables.iter().map(|variable| (variable, unusable)))
         .current_dir(dir.path())
         .args(["--leaves", "-t", "1", "big", "small"])
         .output_retried();
     assert_eq!(status(&out), 1);
+    let cannot = "cannot keep leaf digests in a temporary file in";
     assert_eq!(
         stderr(&out),
-        format!(
-            "bt2sum: big: cannot keep leaf digests in a temporary file in {shown}: {refused}\n"
-        )
+        format!("bt2sum: big: {cannot} {shown}: {refused}\n")
     );
     let text = stdout(&out);
     assert!(text.starts_with("BLAKE2b-64 (small) = "), "{text}");
@@ -927,7 +836,7 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
 #[test]
 fn mixed_listings_of_one_file_verify() {
     let dir = dir_with(&[("f", &pattern(3_000_000))]);
-    let lines = |args: &[&str]| stdout(&run_in(dir.path(), args, b""));
+    let lines = |args: &[&str]| ok_in(dir.path(), args);
     let checksum_5m = lines(&["f"]);
     let checksum_64k = lines(&["-t", "64k", "f"]);
     let leaves_5m = lines(&["--leaves", "f"]);
@@ -967,28 +876,16 @@ fn mixed_listings_of_one_file_verify() {
             1,
         ),
     ];
-    let mut checked = 0;
     for (list, args, expected) in &cases {
         let out = check(dir.path(), args, list.as_bytes());
-        assert_eq!(
-            status(&out),
-            *expected,
-            "{args:?}\n{list}{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
-        checked += 1;
+        let said = [stdout(&out), stderr(&out)].concat();
+        assert_eq!(status(&out), *expected, "{args:?}\n{list}{said}");
     }
-    assert_eq!(checked, 7);
     // A damaged file fails with every size.
     let mut damaged = pattern(3_000_000);
     damaged[2_000_000] ^= 1;
     fs::write(dir.path().join("f"), &damaged).unwrap();
-    let out = check(
-        dir.path(),
-        &[],
-        format!("{checksum_5m}{}", leaf_lines(&leaves_64k)).as_bytes(),
-    );
+    let out = check(dir.path(), &[], cases[0].0.as_bytes());
     assert!(stdout(&out).starts_with("f: FAILED\n"), "{}", stdout(&out));
     assert_eq!(status(&out), 1);
 }
@@ -1002,7 +899,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
     // 58 leaves of 1 KiB, the last one 1014 bytes.
     let data = pattern(58 * 1024 - 10);
     let dir = dir_with(&[("f", &data)]);
-    let listed = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
+    let listed = ok_bytes_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let verdicts = |out: &Output| -> Vec<String> {
         stdout(out)
             .lines()
@@ -1064,7 +961,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
 #[test]
 fn warnings_count_files_not_lines() {
     let dir = dir_with(&[("f", &pattern(6000))]);
-    let listed = run_in(dir.path(), ["--leaves", "-t", "1", "f"], b"").stdout;
+    let listed = ok_bytes_in(dir.path(), ["--leaves", "-t", "1", "f"]);
     assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 6001);
     let mut damaged = pattern(6000);
     for at in [10, 2000, 5999] {
@@ -1072,24 +969,20 @@ fn warnings_count_files_not_lines() {
     }
     fs::write(dir.path().join("f"), &damaged).unwrap();
     let out = check(dir.path(), &["--quiet"], &listed);
-    assert_eq!(stdout(&out).lines().count(), 4);
-    assert_eq!(
-        stdout(&out),
-        "f: FAILED\nf: leaf 10: FAILED\nf: leaf 2000: FAILED\nf: leaf 5999: FAILED\n"
-    );
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    assert_output(
+        &out,
+        "f: FAILED\nf: leaf 10: FAILED\nf: leaf 2000: FAILED\nf: leaf 5999: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
     );
     fs::remove_file(dir.path().join("f")).unwrap();
     let out = check(dir.path(), &["--quiet", "--verbose"], &listed);
     assert_eq!(stdout(&out).lines().count(), 6001);
     let out = check(dir.path(), &["--quiet"], &listed);
     assert_eq!(stdout(&out), "f: FAILED open or read\n");
-    assert!(
-        stderr(&out).ends_with("\nbt2sum: WARNING: 1 listed file could not be read\n"),
-        "{}",
-        stderr(&out)
+    super::assert_ends(
+        &stderr(&out),
+        "\nbt2sum: WARNING: 1 listed file could not be read\n",
     );
     assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
 }

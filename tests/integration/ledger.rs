@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, rot, run_in, status, stderr, stdout};
+use super::{bt2sum, noise, ok_bytes_in, rot, run_in, status, stderr, stdout};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -24,23 +24,19 @@ fn archive() -> tempfile::TempDir {
         fs::write(dir.path().join(name), noise(len, len as u64)).unwrap();
     }
     fs::write(dir.path().join("big"), noise(40 << 12, 7)).unwrap();
-    let out = run_in(
-        dir.path(),
-        ["-t", "4k", "--leaves", "a", "b", "c", "big"],
-        b"",
-    );
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    fs::write(dir.path().join("SUMS"), out.stdout).unwrap();
+    let listing = ok_bytes_in(dir.path(), ["-t", "4k", "--leaves", "a", "b", "c", "big"]);
+    fs::write(dir.path().join("SUMS"), listing).unwrap();
     dir
 }
 
 /// Checks `SUMS` in `dir` with `args` and `--json`: the status, the
 /// records, and the summary's ledger object.
 fn check(dir: &Path, args: &[&str]) -> (i32, Vec<Value>, Value) {
-    let mut all = vec!["-c", "--json"];
-    all.extend(args);
-    all.push("SUMS");
-    let out = run_in(dir, &all, b"");
+    let out = run_in(
+        dir,
+        ["-c", "--json"].iter().chain(args).chain(&["SUMS"]),
+        b"",
+    );
     let records: Vec<Value> = stdout(&out)
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -64,8 +60,12 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     assert!(!dir.path().join("SUMS.ledger").exists());
     // --max-duration 0 makes the ledger and verifies nothing.
     let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        (stdout(&out).as_str(), status(&out)),
+        ("", 0),
+        "{}",
+        stderr(&out)
+    );
     assert_contains(
         &stderr(&out),
         "SUMS.ledger: 165.86 KiB listed: 100% never verified",
@@ -93,25 +93,17 @@ fn damage_is_never_recorded_and_a_leaf_is_its_own_unit() {
     let flip = |name: &str, at: usize| rot(&dir.path().join(name), [at]);
     flip("big", 3 * 4096 + 5);
     flip("b", 0);
-    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
-    assert_eq!(status, 1);
-    assert_eq!(never(&ledger), 2000 + 4096);
-    // Found failing again, what was verified before loses its record.
-    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
-    assert_eq!((status, never(&ledger)), (1, 2000 + 4096));
-    flip("big", 3 * 4096 + 5);
-    flip("b", 0);
-    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
-    assert_eq!((status, never(&ledger)), (0, 0));
-    flip("big", 3 * 4096 + 5);
-    flip("b", 0);
-    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
-    assert_eq!((status, never(&ledger)), (1, 2000 + 4096));
-    // Mended, they are recorded at the next check.
-    flip("big", 3 * 4096 + 5);
-    flip("b", 0);
-    let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
-    assert_eq!((status, never(&ledger)), (0, 0));
+    // Found failing again, what was verified before loses its record;
+    // mended, they are recorded at the next check.
+    for (round, damaged) in [true, true, false, true, false].into_iter().enumerate() {
+        if round > 1 {
+            flip("big", 3 * 4096 + 5);
+            flip("b", 0);
+        }
+        let (status, _, ledger) = check(dir.path(), &["--ledger", "L"]);
+        let expected = if damaged { (1, 2000 + 4096) } else { (0, 0) };
+        assert_eq!((status, never(&ledger)), expected, "round {round}");
+    }
 }
 
 #[test]
@@ -120,9 +112,8 @@ fn a_scrub_with_a_time_budget_verifies_what_was_never_verified_first() {
     check(dir.path(), &["--ledger-reset"]);
     // A file added to the list is the one unit never verified.
     fs::write(dir.path().join("d"), b"new").unwrap();
-    let out = run_in(dir.path(), ["d"], b"");
     let mut sums = fs::read(dir.path().join("SUMS")).unwrap();
-    sums.extend(out.stdout);
+    sums.extend(ok_bytes_in(dir.path(), ["d"]));
     fs::write(dir.path().join("SUMS"), sums).unwrap();
     let (status, records, ledger) = check(dir.path(), &["--max-duration", "0"]);
     assert_eq!((status, records.len(), never(&ledger)), (0, 1, 3));
@@ -150,10 +141,7 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
         assert_eq!(status, 1, "{args:?}");
         // (No verdict: the run stops before it checks.)
         assert!(records.is_empty(), "{records:?}");
-        let mut all = vec!["-c"];
-        all.extend(args);
-        all.push("SUMS");
-        let out = run_in(dir.path(), &all, b"");
+        let out = run_in(dir.path(), ["-c"].iter().chain(args).chain(&["SUMS"]), b"");
         assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
     };
     // Damaged.
@@ -161,10 +149,8 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
     refused(&[], "the ledger is damaged");
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     // Made for another list.
-    let other = tempfile::tempdir().unwrap();
-    fs::write(other.path().join("x"), b"x").unwrap();
-    let out = run_in(other.path(), ["x"], b"");
-    fs::write(other.path().join("SUMS"), out.stdout).unwrap();
+    let other = super::dir_with(&[("x", b"x")]);
+    fs::write(other.path().join("SUMS"), ok_bytes_in(other.path(), ["x"])).unwrap();
     fs::copy(&path, other.path().join("SUMS.ledger")).unwrap();
     let (status, _, _) = check(other.path(), &[]);
     assert_eq!(status, 1);
@@ -215,14 +201,11 @@ fn a_ledger_that_cannot_be_written_is_said() {
         ["-c", "--max-duration", "1h", "SUMS"],
         b"",
     );
-    assert!(
-        stderr(&out).contains("cannot open the ledger")
-            && stderr(&out).contains("Read-only file system"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(status(&out), 1);
-    assert_eq!(stdout(&out), "");
+    let said = stderr(&out);
+    let read_only =
+        said.contains("cannot open the ledger") && said.contains("Read-only file system");
+    assert!(read_only, "{said}");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
 }
 
 #[test]
@@ -281,12 +264,10 @@ fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
         b"",
     );
     assert_eq!(status(&out), 2);
-    let out = run_in(
+    ok_bytes_in(
         dir.path(),
         ["-c", "--ledger", "L", "--ledger-reset", "SUMS", "SUMS2"],
-        b"",
     );
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
 }
 
 /// Kills a scrub at several points: the ledger is never lost, and what it
@@ -298,8 +279,8 @@ fn a_kill_loses_at_most_the_last_moments() {
     let file = dir.path().join("big");
     let chunk = noise(1 << 20, 3);
     fs::write(&file, chunk.repeat(96)).unwrap();
-    let out = run_in(dir.path(), ["-t", "1m", "--leaves", "big"], b"");
-    fs::write(dir.path().join("SUMS"), out.stdout).unwrap();
+    let listing = ok_bytes_in(dir.path(), ["-t", "1m", "--leaves", "big"]);
+    fs::write(dir.path().join("SUMS"), listing).unwrap();
     let mut verified = 0;
     for delay in [50, 300, 800, 1500] {
         let mut child = bt2sum()
@@ -330,24 +311,18 @@ fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
         fs::write(dir.path().join(name), noise(5000, 1)).unwrap();
     }
     // (With leaf lines: a round of the ledger holds a file's leaves.)
-    let out = run_in(
-        dir.path(),
-        ["-r", "--stat", "--leaves", "-t", "1k", "."],
-        b"",
-    );
-    fs::write(dir.path().join("SUMS"), out.stdout).unwrap();
+    let listing = ok_bytes_in(dir.path(), ["-r", "--stat", "--leaves", "-t", "1k", "."]);
+    fs::write(dir.path().join("SUMS"), listing).unwrap();
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     fs::write(dir.path().join("c"), b"new").unwrap();
     for args in [&["--quick"][..], &["--quick", "--update"]] {
-        let mut all = vec!["-c", "--audit", "."];
-        all.extend(args);
-        all.push("SUMS");
-        let out = run_in(dir.path(), &all, b"");
-        assert_eq!(
-            stdout(&out),
-            "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n",
-            "{args:?}"
+        let out = run_in(
+            dir.path(),
+            ["-c", "--audit", "."].iter().chain(args).chain(&["SUMS"]),
+            b"",
         );
+        let verdicts = "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n";
+        assert_eq!(stdout(&out), verdicts, "{args:?}");
     }
     // What was verified keeps its record; the file added has none yet.
     let (status, _, ledger) = check(dir.path(), &["--max-duration", "0"]);

@@ -251,10 +251,37 @@ pub fn assert_output(output: &Output, stdout: &str, stderr: &str, status: i32) {
     assert_eq!(self::status(output), status, "status");
 }
 
+/// As [`assert_output`], naming `case` in its message.
+#[track_caller]
+pub fn assert_said(output: &Output, stdout: &str, stderr: &str, status: i32, case: &str) {
+    let said = (
+        self::stdout(output),
+        self::stderr(output),
+        self::status(output),
+    );
+    assert_eq!(
+        said,
+        (stdout.to_string(), stderr.to_string(), status),
+        "{case}"
+    );
+}
+
 /// Asserts that `text` holds `part`, showing `text` if not.
 #[track_caller]
 pub fn assert_contains(text: &str, part: &str) {
     assert!(text.contains(part), "{part:?} is not in:\n{text}");
+}
+
+/// Asserts that `text` starts with `part`, showing `text` if not.
+#[track_caller]
+pub fn assert_starts(text: &str, part: &str) {
+    assert!(text.starts_with(part), "{part:?} does not start:\n{text}");
+}
+
+/// Asserts that `text` ends with `part`, showing `text` if not.
+#[track_caller]
+pub fn assert_ends(text: &str, part: &str) {
+    assert!(text.ends_with(part), "{part:?} does not end:\n{text}");
 }
 
 /// Writes each of `files` (a relative path and its bytes) under `root`,

@@ -104,12 +104,8 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                 assert_eq!(next, count);
                 listings.reverse();
                 let combined = bt2sum().arg("--combine").args(&listings).output_retried();
-                assert_eq!(
-                    stdout(&combined),
-                    whole,
-                    "{tree:?} {len} bytes, {parts} parts"
-                );
-                assert_eq!(status(&combined), 0);
+                let case = format!("{tree:?} {len} bytes, {parts} parts");
+                super::assert_said(&combined, &whole, "", 0, &case);
             }
         }
     }
@@ -153,10 +149,6 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                 with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
             );
             // The plan, from the file and from its length alone.
-            let plan_of_file = ok_in(
-                dir.path(),
-                with(tree, &with(&["--leaf-count"], &with(&selection, &["f"]))),
-            );
             let plan = ok_in(
                 dir.path(),
                 with(
@@ -167,20 +159,17 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                     ),
                 ),
             );
-            assert_eq!(plan, plan_of_file);
+            let plan_of_file = with(tree, &with(&["--leaf-count"], &with(&selection, &["f"])));
+            assert_eq!(ok_in(dir.path(), plan_of_file), plan);
             let bytes = planned_bytes(&data, &plan);
             let stream_args = with(
                 tree,
                 &with(&["--leaves", "--total", &total, "--name", "f"], &selection),
             );
+            let case = format!("{tree:?} {selection:?}");
             // From a pipe.
             let piped = run_in(dir.path(), with(&stream_args, &["-"]), bytes);
-            assert_eq!(
-                (stdout(&piped), status(&piped)),
-                (on_file.clone(), 0),
-                "{tree:?} {selection:?}: {}",
-                stderr(&piped)
-            );
+            super::assert_said(&piped, &on_file, "", 0, &case);
             // From a file of its own, mapped as files are: by name, not in
             // the page cache (read ahead), and as standard input.
             let excerpt = dir.path().join("excerpt");
@@ -208,62 +197,26 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                     .spawn_retried();
                 fs::write(&fifo, bytes).unwrap();
                 let out = output_within(child, Duration::from_secs(60));
-                assert_eq!(
-                    (stdout(&out), status(&out)),
-                    (on_file.clone(), 0),
-                    "{}",
-                    stderr(&out)
-                );
+                super::assert_said(&out, &on_file, "", 0, &case);
             }
         }
     }
     // Nameless without --name, as standard input's lines are.
     let dir = dir_with(&[("f", &pattern(3000))]);
-    let part = run_in(
-        dir.path(),
-        ["-t", "1k", "--leaves", "--part", "2/2", "--total", "3000"],
-        &pattern(3000)[2048..],
-    );
-    assert!(
-        stdout(&part)
-            .starts_with("BLAKE2b-64 leaf=2 offset=2048 length=952 total=3000 tree=1024 = "),
-        "{}",
-        stdout(&part)
-    );
+    let args = "-t 1k --leaves --part 2/2 --total 3000".split(' ');
+    let part = stdout(&run_in(dir.path(), args, &pattern(3000)[2048..]));
+    let nameless = "BLAKE2b-64 leaf=2 offset=2048 length=952 total=3000 tree=1024 = ";
+    assert!(part.starts_with(nameless), "{part}");
     // A part past the end holds no bytes; part 1 of an empty file lists it.
-    let empty = run(
-        [
-            "--leaves", "--part", "3/3", "--total", "2000", "-t", "1k", "-",
-        ],
-        b"",
-    );
-    assert_eq!((stdout(&empty), status(&empty)), (String::new(), 0));
-    let plan = run(
-        [
-            "--leaf-count",
-            "--part",
-            "3/3",
-            "--total",
-            "2000",
-            "-t",
-            "1k",
-        ],
-        b"",
-    );
-    assert_eq!(
-        stdout(&plan),
-        "BLAKE2b-64 leaves=2 total=2000 tree=1024 offset=2000 length=0\n"
-    );
-    let empty = run(
-        [
-            "--leaves", "--part", "1/3", "--total", "0", "--name", "e", "-",
-        ],
-        b"",
-    );
-    assert_eq!(
-        stdout(&empty),
-        "BLAKE2b-64 leaves=0 total=0 tree=5242880 (e)\n"
-    );
+    #[rustfmt::skip]
+    let cases = [
+        ("--leaves --part 3/3 --total 2000 -t 1k -", ""),
+        ("--leaf-count --part 3/3 --total 2000 -t 1k", "BLAKE2b-64 leaves=2 total=2000 tree=1024 offset=2000 length=0\n"),
+        ("--leaves --part 1/3 --total 0 --name e -", "BLAKE2b-64 leaves=0 total=0 tree=5242880 (e)\n"),
+    ];
+    for (args, listed) in cases {
+        super::assert_said(&run(args.split(' '), b""), listed, "", 0, args);
+    }
 }
 
 /// A part of a big file, streamed, is hashed in bounded memory (under a
@@ -288,9 +241,7 @@ fn a_big_part_from_a_stream_stays_within_bounded_memory() {
         r#"ulimit -v 250000
         head -c {length} /dev/zero | "$BT2SUM" --leaves --part 2/2 --total 600000000 --name f -"#
     );
-    let out = super::shell(dir.path(), &script);
-    assert_eq!((stdout(&out), stderr(&out)), (on_file, String::new()));
-    assert_eq!(status(&out), 0);
+    super::assert_output(&super::shell(dir.path(), &script), &on_file, "", 0);
 }
 
 /// A stream shorter or longer than the selection is an error that names
@@ -299,14 +250,11 @@ fn a_big_part_from_a_stream_stays_within_bounded_memory() {
 #[test]
 fn a_stream_of_another_length_is_an_error_naming_both() {
     let data = pattern(5000);
-    let args = [
-        "-t", "1k", "--leaves", "--part", "2/3", "--total", "5000", "-",
-    ];
+    let args = "-t 1k --leaves --part 2/3 --total 5000 -".split(' ');
     // Part 2 of 3 of 5 leaves: leaves 2 and 3, bytes 2048..4096.
     let message = |found: &str| {
-        format!(
-            "bt2sum: -: the input holds {found} bytes, but leaves 2..4 of a 5000-byte file are 2048 bytes\n"
-        )
+        let selection = "leaves 2..4 of a 5000-byte file are 2048 bytes";
+        format!("bt2sum: -: the input holds {found} bytes, but {selection}\n")
     };
     for (bytes, found) in [
         (&data[2048..4095], "2047"),
@@ -314,29 +262,12 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
         (&data[..0], "0"),
         (&data[2048..2049], "1"),
     ] {
-        let out = run(args, bytes);
-        assert_eq!(
-            (stdout(&out), stderr(&out), status(&out)),
-            (String::new(), message(found), 1)
-        );
+        super::assert_said(&run(args.clone(), bytes), "", &message(found), 1, found);
     }
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("excerpt"), &data[2048..4000]).unwrap();
-    let out = run_in(
-        dir.path(),
-        [
-            "-t", "1k", "--leaves", "--part", "2/3", "--total", "5000", "excerpt",
-        ],
-        b"",
-    );
-    assert_eq!(
-        (stdout(&out), stderr(&out), status(&out)),
-        (
-            String::new(),
-            message("1952").replace(": -:", ": excerpt:"),
-            1
-        )
-    );
+    let out = run_in(dir.path(), args.clone().take(7).chain(["excerpt"]), b"");
+    super::assert_output(&out, "", &message("1952").replace(": -:", ": excerpt:"), 1);
     // Endless: read 64 MiB past the end, then given up.
     let child = bt2sum()
         .args(args)
@@ -353,12 +284,12 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
     });
     let out = output_within(child, Duration::from_secs(120));
     writer.join().unwrap();
-    assert_eq!(stdout(&out), "");
-    assert_eq!(
-        stderr(&out),
-        message(&format!("more than {}", 2048 + (64 << 20)))
+    super::assert_output(
+        &out,
+        "",
+        &message(&format!("more than {}", 2048 + (64 << 20))),
+        1,
     );
-    assert_eq!(status(&out), 1);
 }
 
 /// `--leaf-count --total` reads nothing, not even a standard input that
@@ -439,11 +370,7 @@ fn combined_lines_verify_without_the_leaf_size() {
             fs::write(&path, listing).unwrap();
             parts.push(path);
         }
-        let combined = bt2sum()
-            .current_dir(dir.path())
-            .arg("--combine")
-            .args(&parts)
-            .output_retried();
+        let combined = run_in(dir.path(), ["--combine".into()].iter().chain(&parts), b"");
         assert_eq!(status(&combined), 0, "{}", stderr(&combined));
         let text = stdout(&combined);
         let whole = ok_in(dir.path(), with(tree, &["f"]));
@@ -463,14 +390,11 @@ fn combined_lines_verify_without_the_leaf_size() {
         };
         for check in checks {
             let out = run_in(dir.path(), *check, b"");
-            assert_eq!(
-                status(&out),
-                0,
-                "{tree:?} {check:?}: {}{}",
-                stdout(&out),
-                stderr(&out)
+            let said = [stdout(&out), stderr(&out)].concat();
+            assert!(
+                said.starts_with("f: OK\n") && status(&out) == 0,
+                "{tree:?} {check:?}: {said}"
             );
-            assert!(stdout(&out).starts_with("f: OK\n"), "{}", stdout(&out));
         }
         // And a damaged file fails.
         let mut damaged = pattern(3 * (5 << 20) + 17);
@@ -492,12 +416,7 @@ fn combined_lines_verify_without_the_leaf_size() {
     );
     fs::write(dir.path().join("U"), &text).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "--verbose", "U"], &data);
-    assert_eq!(
-        (stdout(&out), status(&out)),
-        ("-: OK\n-: leaf count: OK\n".to_string(), 0),
-        "{}",
-        stderr(&out)
-    );
+    super::assert_output(&out, "-: OK\n-: leaf count: OK\n", "", 0);
 }
 
 /// The count line of a selection is read back: check mode checks the
@@ -507,34 +426,23 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     let dir = dir_with(&[("f", &pattern(5000))]);
     let mut listing = String::new();
     for part in ["1/2", "2/2"] {
-        listing += &ok_in(
-            dir.path(),
-            ["-t", "1k", "--leaf-count", "--part", part, "f"],
-        );
-        listing += &ok_in(dir.path(), ["-t", "1k", "--leaves", "--part", part, "f"]);
+        for kind in ["--leaf-count", "--leaves"] {
+            listing += &ok_in(dir.path(), ["-t", "1k", kind, "--part", part, "f"]);
+        }
     }
-    assert!(
-        listing.starts_with("BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n"),
-        "{listing}"
-    );
+    let count = "BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n";
+    assert!(listing.starts_with(count), "{listing}");
     let out = run(["--combine"], listing.as_bytes());
     assert_eq!(stdout(&out), combined_lines(dir.path(), &["-t", "1k"]));
     fs::write(dir.path().join("L"), &listing).unwrap();
-    let out = run_in(dir.path(), ["-c", "--verbose", "L"], b"");
+    let verbose = || run_in(dir.path(), ["-c", "--verbose", "L"], b"");
+    let out = verbose();
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).starts_with("f: leaf count: OK\nf: leaf 0: OK\n"),
-        "{}",
-        stdout(&out)
-    );
+    super::assert_starts(&stdout(&out), "f: leaf count: OK\nf: leaf 0: OK\n");
     fs::write(dir.path().join("f"), pattern(5001)).unwrap();
-    let out = run_in(dir.path(), ["-c", "--verbose", "L"], b"");
+    let out = verbose();
     assert_eq!(status(&out), 1);
-    assert!(
-        stdout(&out).starts_with("f: leaf count: FAILED\n"),
-        "{}",
-        stdout(&out)
-    );
+    super::assert_starts(&stdout(&out), "f: leaf count: FAILED\n");
     // By default, one line for the file (the two parts are one listing of
     // it, checked in one pass), then its failing lines.
     let out = run_in(dir.path(), ["-c", "L"], b"");
@@ -560,8 +468,9 @@ fn the_recipes_of_the_documentation_run_as_written() {
     let has_parallel = std::process::Command::new("parallel")
         .arg("--version")
         .output();
+    let has_parallel = has_parallel.is_ok_and(|out| out.status.success());
     assert!(
-        has_parallel.is_ok_and(|out| out.status.success()),
+        has_parallel,
         "GNU parallel is needed (scripts/test-deps installs it)"
     );
     let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/leaves.md")).unwrap();
@@ -660,10 +569,12 @@ fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<Str
             .env("PATH", path)
             .output()
             .unwrap();
-        assert_eq!(
-            (stdout(&out), stderr(&out), status(&out)),
-            (whole.clone(), String::new(), 0),
-            "{title}, {size} bytes:\n{driver}"
+        super::assert_said(
+            &out,
+            &whole,
+            "",
+            0,
+            &format!("{title}, {size} bytes:\n{driver}"),
         );
         ran.push(title.clone());
     }
@@ -705,21 +616,18 @@ fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
     let last = "94ae88cf84ead79b2e2311590d04a37f662693b47b31effce9fa0f28fa2c0b1e534bad64d2f7fdf22c6f2aa46152195c4d45ce942f87438281ba3e003ccb5d90";
     // The same for b"b" at node offset 2^64 - 3, not the last node.
     let before_last = "b22e6b039cc33d36f04a8071f16063f9f1b45a4a8af73027983b461f6749f144c64ca2ddee063304dc41ee893b4edb4c55aef7e34b3e42432dc42efad4cfe8f8";
+    let line = |leaf: &str, digest: &str| {
+        format!(
+            "BLAKE2b-64 leaf={leaf} offset={leaf} length=1 total={TOTAL} tree=1 (x) = {digest}\n"
+        )
+    };
+    let (at_2, at_3) = ("18446744073709551614", "18446744073709551613");
     let cases = [
+        (format!("{at_2}.."), &b"a"[..], line(at_2, last)),
         (
-            "18446744073709551614..",
-            &b"a"[..],
-            format!(
-                "BLAKE2b-64 leaf=18446744073709551614 offset=18446744073709551614 length=1 total={TOTAL} tree=1 (x) = {last}\n"
-            ),
-        ),
-        (
-            "18446744073709551613..",
+            format!("{at_3}.."),
             &b"ba"[..],
-            format!(
-                "BLAKE2b-64 leaf=18446744073709551613 offset=18446744073709551613 length=1 total={TOTAL} tree=1 (x) = {before_last}\n\
-                 BLAKE2b-64 leaf=18446744073709551614 offset=18446744073709551614 length=1 total={TOTAL} tree=1 (x) = {last}\n"
-            ),
+            line(at_3, before_last) + &line(at_2, last),
         ),
     ];
     for (range, bytes, expected) in cases {
@@ -729,17 +637,15 @@ fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
             "1",
             "--leaves",
             "--leaf-range",
-            range,
+            &range,
             "--total",
             TOTAL,
             "--name",
             "x",
         ];
         let from_file = run_in(dir.path(), with(&args, &["part"]), b"");
-        assert_eq!(stderr(&from_file), "", "{range}");
-        assert_eq!(stdout(&from_file), expected, "{range}");
+        super::assert_said(&from_file, &expected, "", 0, &range);
         let from_stream = run_in(dir.path(), with(&args, &["-"]), bytes);
-        assert_eq!(stdout(&from_stream), expected, "{range}");
-        assert_eq!(status(&from_stream), 0);
+        super::assert_said(&from_stream, &expected, "", 0, &range);
     }
 }

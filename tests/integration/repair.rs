@@ -12,7 +12,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{Retried, assert_contains, bt2sum, noise, rot, run_in, status, stderr, stdout};
+use super::{
+    Retried, assert_contains, bt2sum, noise, rot, run_in, said_in, status, stderr, stdout,
+};
 
 /// The leaf size of these tests' listings.
 const LEAF: usize = 4096;
@@ -20,16 +22,8 @@ const LEAF: usize = 4096;
 /// A directory holding `name` (of `len` bytes), its good copy under
 /// `copy/`, and its leaf listing `LEAVES`.
 fn listed_file(name: &str, len: usize) -> (tempfile::TempDir, Vec<u8>) {
-    let dir = tempfile::tempdir().unwrap();
     let good = noise(len, len as u64);
-    let copy = dir.path().join("copy").join(name);
-    fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    fs::create_dir_all(dir.path().join(name).parent().unwrap()).unwrap();
-    fs::write(&copy, &good).unwrap();
-    fs::write(dir.path().join(name), &good).unwrap();
-    let out = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", name]);
-    fs::write(dir.path().join("LEAVES"), &out).unwrap();
-    (dir, good)
+    (listed_with(name, &good, &["--leaves"]), good)
 }
 
 /// Rots a byte in each of leaves `leaves` of the file at `path`.
@@ -39,11 +33,25 @@ fn damage(path: &Path, leaves: &[usize]) {
 
 /// Runs `bt2sum -c ARGS LEAVES` in `dir`: standard output, error, status.
 fn check(dir: &Path, args: &[&str]) -> (String, String, i32) {
-    let mut all = vec!["-c"];
-    all.extend(args);
-    all.push("LEAVES");
-    let out = run_in(dir, &all, b"");
-    (stdout(&out), stderr(&out), status(&out))
+    said_in(dir, ["-c"].iter().chain(args).chain(&["LEAVES"]))
+}
+
+/// Runs `bt2sum -c --quiet --repair-from copy LEAVES` in `dir`.
+fn mend(dir: &Path) -> (String, String, i32) {
+    check(dir, &["--quiet", "--repair-from", "copy"])
+}
+
+/// `good` with `name` and its copy under `copy/` in a new directory, listed
+/// in `LEAVES` by `bt2sum -t 4096 ARGS name`.
+fn listed_with(name: &str, good: &[u8], args: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for place in [dir.path().join(name), dir.path().join("copy").join(name)] {
+        fs::create_dir_all(place.parent().unwrap()).unwrap();
+        fs::write(place, good).unwrap();
+    }
+    let listing = super::ok_bytes_in(dir.path(), ["-t", "4096"].iter().chain(args).chain([&name]));
+    fs::write(dir.path().join("LEAVES"), listing).unwrap();
+    dir
 }
 
 /// Whether the file verifies against its listing now.
@@ -59,24 +67,24 @@ fn one_several_and_all_leaves_are_repaired() {
         let path = dir.path().join("f");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         damage(&path, damaged);
-        let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
-        let mut expected = "f: FAILED\n".to_string();
-        for leaf in damaged {
-            expected += &format!("f: leaf {leaf}: FAILED\n");
-        }
-        for leaf in damaged {
-            expected += &format!("f: leaf {leaf}: REPAIRED\n");
-        }
-        assert_eq!(out, expected);
+        let (out, err, code) = mend(dir.path());
+        let verdicts = |verdict| {
+            damaged
+                .iter()
+                .map(move |leaf| format!("f: leaf {leaf}: {verdict}\n"))
+        };
+        let expected: String = ["f: FAILED\n".to_string()]
+            .into_iter()
+            .chain(verdicts("FAILED"))
+            .chain(verdicts("REPAIRED"))
+            .collect();
         let repaired = match damaged.len() {
             1 => "1 damaged leaf was repaired".to_string(),
             count => format!("{count} damaged leaves were repaired"),
         };
-        assert_eq!(
-            err,
-            format!("bt2sum: WARNING: 1 computed checksum did NOT match\nbt2sum: {repaired}\n")
-        );
-        assert_eq!(code, 0);
+        let summary =
+            format!("bt2sum: WARNING: 1 computed checksum did NOT match\nbt2sum: {repaired}\n");
+        assert_eq!((out, err, code), (expected, summary, 0));
         assert_eq!(fs::read(&path).unwrap(), good);
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o7777, 0o640);
@@ -94,7 +102,7 @@ fn a_file_cut_short_is_extended_with_leaves_that_verify() {
         let (dir, good) = listed_file("f", 12 * LEAF + 1000);
         let path = dir.path().join("f");
         fs::write(&path, &good[..cut]).unwrap();
-        let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+        let (_, err, code) = mend(dir.path());
         assert_eq!(code, 0, "cut at {cut}: {err}");
         assert_eq!(fs::read(&path).unwrap(), good, "cut at {cut}");
     }
@@ -104,20 +112,18 @@ fn a_file_cut_short_is_extended_with_leaves_that_verify() {
     let path = dir.path().join("f");
     fs::write(&path, &good[..5 * LEAF]).unwrap();
     damage(&dir.path().join("copy/f"), &[7]);
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     assert_contains(&out, "f: leaf 5: REPAIRED\nf: leaf 6: REPAIRED\n");
     assert!(out.contains("f: leaf 7: FAILED (the copy's leaf does not match either)\n"));
     for leaf in 8..13 {
-        let line = format!(
-            "f: leaf {leaf}: FAILED (the file ends before it, and leaves before it are not mended)\n"
-        );
-        assert_contains(&out, &line);
+        let why = "the file ends before it, and leaves before it are not mended";
+        assert_contains(&out, &format!("f: leaf {leaf}: FAILED ({why})\n"));
     }
-    assert!(err.contains(&format!(
-        "bt2sum: f: is still {} bytes long, shorter than its listed {}\n",
-        7 * LEAF,
-        12 * LEAF + 1000
-    )));
+    let (short, listed) = (7 * LEAF, 12 * LEAF + 1000);
+    assert_contains(
+        &err,
+        &format!("bt2sum: f: is still {short} bytes long, shorter than its listed {listed}\n"),
+    );
     assert!(
         err.ends_with("bt2sum: WARNING: 6 damaged leaves could not be repaired\n"),
         "{err}"
@@ -133,7 +139,7 @@ fn a_longer_file_is_cut_only_when_asked() {
     let mut longer = good.clone();
     longer.extend(b"appended");
     fs::write(&path, &longer).unwrap();
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     assert_eq!(out, "f: FAILED\nf: leaf 5: FAILED\n");
     assert_contains(
         &err,
@@ -144,8 +150,9 @@ fn a_longer_file_is_cut_only_when_asked() {
     let args = ["--quiet", "--repair-from", "copy", "--repair-truncate"];
     let (out, err, code) = check(dir.path(), &args);
     assert_eq!(out, "f: FAILED\nf: leaf 5: FAILED\n");
-    assert!(
-        err.contains("bt2sum: f: was 20498 bytes long: cut to its listed length, 20490 bytes\n")
+    assert_contains(
+        &err,
+        "bt2sum: f: was 20498 bytes long: cut to its listed length, 20490 bytes\n",
     );
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good);
@@ -167,7 +174,7 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
     let damaged = fs::read(&path).unwrap();
     // The copy damaged at one of the two leaves: the other is mended.
     damage(&copy, &[6]);
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     assert!(out.ends_with(
         "f: leaf 1: REPAIRED\nf: leaf 6: FAILED (the copy's leaf does not match either)\n"
     ));
@@ -180,7 +187,7 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
     assert_eq!(fs::read(&path).unwrap(), expected);
     // A copy that ends before the leaf.
     fs::write(&copy, &good[..6 * LEAF + 100]).unwrap();
-    let (out, _, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, _, code) = mend(dir.path());
     assert!(
         out.ends_with("f: leaf 6: FAILED (the copy ends before the leaf does)\n"),
         "{out}"
@@ -226,12 +233,11 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
         }
         goods.push(good);
     }
-    let out = run_in(
+    let listing = super::ok_bytes_in(
         root,
         ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"],
-        b"",
     );
-    fs::write(root.join("LEAVES"), &out.stdout).unwrap();
+    fs::write(root.join("LEAVES"), listing).unwrap();
     for name in names {
         damage(&root.join(name), &[1]);
     }
@@ -254,13 +260,7 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
 
 #[test]
 fn files_that_cannot_be_mended_leaf_by_leaf_are_told_so() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("copy")).unwrap();
-    let good = noise(3 * LEAF, 1);
-    fs::write(dir.path().join("copy/f"), &good).unwrap();
-    fs::write(dir.path().join("f"), &good).unwrap();
-    let out = run_in(dir.path(), ["-t", "4096", "f"], b"");
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let dir = listed_with("f", &noise(3 * LEAF, 1), &[]);
     damage(&dir.path().join("f"), &[1]);
     let damaged = fs::read(dir.path().join("f")).unwrap();
     let (out, err, code) = check(dir.path(), &["-t", "4096", "--repair-from", "copy"]);
@@ -279,14 +279,12 @@ fn a_file_that_cannot_be_written_is_told_so() {
     damage(&path, &[2]);
     let damaged = fs::read(&path).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     // Root may write any file: it is mended, and stays read-only.
     let root = fs::File::options().write(true).open(&path).is_ok();
     if root {
-        assert_eq!(
-            (out.as_str(), code),
-            ("f: FAILED\nf: leaf 2: FAILED\nf: leaf 2: REPAIRED\n", 0)
-        );
+        let repaired = "f: FAILED\nf: leaf 2: FAILED\nf: leaf 2: REPAIRED\n";
+        assert_eq!((out.as_str(), code), (repaired, 0));
         assert_eq!(fs::read(&path).unwrap(), good);
     } else {
         assert_contains(
@@ -322,15 +320,11 @@ fn a_file_on_a_read_only_mount_is_told_so() {
     };
     let out = run_in(
         &mountpoint,
-        ["-c", "--quiet", "--repair-from", "../copy", "../LEAVES"],
+        "-c --quiet --repair-from ../copy ../LEAVES".split(' '),
         b"",
     );
-    assert!(
-        stderr(&out)
-            .contains("bt2sum: f: cannot be repaired: cannot be written: Read-only file system\n"),
-        "{}",
-        stderr(&out)
-    );
+    let read_only = "bt2sum: f: cannot be repaired: cannot be written: Read-only file system\n";
+    assert_contains(&stderr(&out), read_only);
     assert_eq!(status(&out), 1);
     drop(_mounted);
     assert_eq!(fs::read(source.join("f")).unwrap(), damaged);
@@ -338,23 +332,17 @@ fn a_file_on_a_read_only_mount_is_told_so() {
 
 #[test]
 fn an_edited_file_is_not_reverted() {
-    let dir = tempfile::tempdir().unwrap();
     let good = noise(3 * LEAF, 5);
-    fs::create_dir(dir.path().join("copy")).unwrap();
-    fs::write(dir.path().join("copy/f"), &good).unwrap();
-    fs::write(dir.path().join("f"), &good).unwrap();
-    let out = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"]);
-    fs::write(dir.path().join("LEAVES"), &out).unwrap();
+    let dir = listed_with("f", &good, &["--leaves", "--stat"]);
     // Edited: a new modification time.
     std::thread::sleep(Duration::from_millis(20));
     let mut edited = good.clone();
     edited[123] ^= 0x10;
     fs::write(dir.path().join("f"), &edited).unwrap();
-    let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
-    assert_contains(
-        &err,
-        "bt2sum: f: cannot be repaired: its size or modification time differ from its stat line's: edited, not damaged\n",
-    );
+    let (_, err, code) = mend(dir.path());
+    let edited_not_damaged = "bt2sum: f: cannot be repaired: its size or modification time differ \
+                              from its stat line's: edited, not damaged\n";
+    assert_contains(&err, edited_not_damaged);
     assert_eq!(code, 1);
     assert_eq!(fs::read(dir.path().join("f")).unwrap(), edited);
 }
@@ -370,33 +358,28 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
         fs::create_dir(dir.path().join(tree)).unwrap();
         fs::write(dir.path().join(tree).join("v.mp4"), &good).unwrap();
     }
-    let made = run_in(
-        dir.path(),
-        ["-C", "tree", "-r", "--stat", "--leaves", "-t", "4k", "."],
-        b"",
-    );
-    assert_eq!(status(&made), 0, "{}", stderr(&made));
-    fs::write(dir.path().join("SUMS"), &made.stdout).unwrap();
+    let made = super::ok_bytes_in(dir.path(), "-C tree -r --stat --leaves -t 4k .".split(' '));
+    fs::write(dir.path().join("SUMS"), &made).unwrap();
     let path = dir.path().join("tree/v.mp4");
     let listed = fs::metadata(&path).unwrap().modified().unwrap();
-    let repair = [
-        "-C",
-        "tree",
-        "-c",
-        "--quiet",
-        "--repair-from",
-        "../backup",
-        "../SUMS",
-    ];
+    let repair = || {
+        run_in(
+            dir.path(),
+            "-C tree -c --quiet --repair-from ../backup ../SUMS".split(' '),
+            b"",
+        )
+    };
     let audit = ["-C", "tree", "-c", "--quiet", "--audit", ".", "../SUMS"];
 
     rot(&path, [10]);
-    let out = run_in(dir.path(), repair, b"");
+    let out = repair();
+    let repaired = "./v.mp4: FAILED\n./v.mp4: leaf 0: FAILED\n./v.mp4: leaf 0: REPAIRED\n";
     assert_eq!(
-        stdout(&out),
-        "./v.mp4: FAILED\n./v.mp4: leaf 0: FAILED\n./v.mp4: leaf 0: REPAIRED\n"
+        (stdout(&out).as_str(), status(&out)),
+        (repaired, 0),
+        "{}",
+        stderr(&out)
     );
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), listed);
 
     rot(&path, [2 * LEAF + 7]);
@@ -407,14 +390,13 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     update.insert(4, "--update");
     let out = run_in(dir.path(), &update, b"");
     assert_eq!(status(&out), 1, "{}", stderr(&out));
-    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), made.stdout);
-    let out = run_in(dir.path(), repair, b"");
+    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), made);
+    let out = repair();
+    let said = [stdout(&out), stderr(&out)].concat();
     assert!(
-        stdout(&out).ends_with("./v.mp4: leaf 2: REPAIRED\n"),
-        "{}",
-        stdout(&out)
+        stdout(&out).ends_with("./v.mp4: leaf 2: REPAIRED\n") && status(&out) == 0,
+        "{said}"
     );
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert_eq!(fs::read(&path).unwrap(), good);
     assert_eq!(run_in(dir.path(), audit, b"").status.code(), Some(0));
 }
@@ -427,17 +409,18 @@ fn a_time_that_cannot_be_set_back_is_said() {
     use std::os::unix::process::CommandExt;
     let test = "a_time_that_cannot_be_set_back_is_said";
     let (dir, good) = listed_file("f", 3 * LEAF);
-    let stat = run_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"], b"");
-    fs::write(dir.path().join("LEAVES"), &stat.stdout).unwrap();
-    for (path, mode) in [
+    let stat = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"]);
+    fs::write(dir.path().join("LEAVES"), stat).unwrap();
+    let modes = [
         ("", 0o777),
         ("f", 0o666),
         ("LEAVES", 0o644),
         ("copy", 0o755),
-    ] {
+        ("copy/f", 0o644),
+    ];
+    for (path, mode) in modes {
         fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(mode)).unwrap();
     }
-    fs::set_permissions(dir.path().join("copy/f"), fs::Permissions::from_mode(0o644)).unwrap();
     let user = match super::ux::unprivileged(dir.path(), "LEAVES") {
         Ok(Some(user)) => user,
         Ok(None) => return super::skip(test, "needs root, to run bt2sum as another user"),
@@ -452,14 +435,11 @@ fn a_time_that_cannot_be_set_back_is_said() {
         .output()
         .unwrap();
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(
-            "bt2sum: f: is repaired, but its modification time cannot be set back to its stat \
-             line's (Operation not permitted): that stat line is stale until an audit with \
-             --update writes it anew (bt2sum -c --audit DIR --update LIST)\n"
-        ),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "bt2sum: f: is repaired, but its modification time cannot be set back to its stat \
+         line's (Operation not permitted): that stat line is stale until an audit with \
+         --update writes it anew (bt2sum -c --audit DIR --update LIST)\n",
     );
     assert_eq!(fs::read(dir.path().join("f")).unwrap(), good);
 }
@@ -498,8 +478,9 @@ fn a_repair_killed_at_any_moment_is_finished_by_a_second_run() {
         assert_eq!(now.len(), good.len());
         let mut mended = 0;
         for (at, byte) in now.iter().enumerate() {
+            let either = *byte == good[at] || *byte == damaged[at];
             assert!(
-                *byte == good[at] || *byte == damaged[at],
+                either,
                 "round {round}: byte {at} is neither as it was nor the copy's"
             );
             mended += usize::from(*byte == good[at]);
@@ -507,15 +488,13 @@ fn a_repair_killed_at_any_moment_is_finished_by_a_second_run() {
         if 0 < mended && mended < good.len() {
             caught_in_the_middle += 1;
         }
-        let (_, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+        let (_, err, code) = mend(dir.path());
         assert_eq!(code, 0, "round {round}: {err}");
         assert_eq!(fs::read(&path).unwrap(), good, "round {round}");
         assert!(verifies(dir.path()));
     }
-    eprintln!(
-        "{test}: {caught_in_the_middle} of {} kills caught the repair in the middle",
-        delays.len()
-    );
+    let kills = delays.len();
+    eprintln!("{test}: {caught_in_the_middle} of {kills} kills caught the repair in the middle");
 }
 
 /// Only the damaged leaves' bytes are read from a copy on the
@@ -534,8 +513,8 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
     let good = noise(64 * mib, 9);
     fs::write(source.join("f"), &good).unwrap();
     fs::write(dir.path().join("f"), &good).unwrap();
-    let out = run_in(dir.path(), ["-t", "1048576", "--leaves", "f"], b"");
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let listing = super::ok_bytes_in(dir.path(), ["-t", "1048576", "--leaves", "f"]);
+    fs::write(dir.path().join("LEAVES"), listing).unwrap();
     rot(
         &dir.path().join("f"),
         [3 * mib + 5, 40 * mib + 5, 41 * mib + 5],
@@ -588,10 +567,8 @@ fn the_http_recipe_mends_what_it_fetches() {
     }
     for tool in ["jq", "curl"] {
         let found = std::process::Command::new(tool).arg("--version").output();
-        assert!(
-            found.is_ok_and(|out| out.status.success()),
-            "{tool} is needed (scripts/test-deps installs it)"
-        );
+        let found = found.is_ok_and(|out| out.status.success());
+        assert!(found, "{tool} is needed (scripts/test-deps installs it)");
     }
     let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/leaves.md")).unwrap();
     let (_, recipe) = super::parts::shell_blocks(&docs)
@@ -607,8 +584,8 @@ fn the_http_recipe_mends_what_it_fetches() {
     let good = noise(12 * mib + 777, 11);
     fs::write(mirror.join("disk.img"), &good).unwrap();
     fs::write(work.join("disk.img"), &good).unwrap();
-    let out = run_in(&work, ["-t", "1048576", "--leaves", "disk.img"], b"");
-    fs::write(work.join("disk.img.leaves"), &out.stdout).unwrap();
+    let listing = super::ok_bytes_in(&work, ["-t", "1048576", "--leaves", "disk.img"]);
+    fs::write(work.join("disk.img.leaves"), listing).unwrap();
     rot(&work.join("disk.img"), [2 * mib + 9, 7 * mib, 12 * mib + 5]);
     // The server, on a free port it names.
     let port_file = dir.path().join("port");
@@ -652,11 +629,7 @@ fn the_http_recipe_mends_what_it_fetches() {
     );
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     assert_eq!(fs::read(work.join("disk.img")).unwrap(), good);
-    let sent: u64 = String::from_utf8(sent.stdout)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let sent: u64 = stdout(&sent).trim().parse().unwrap();
     assert_eq!(
         sent,
         2 * mib as u64 + 777,
@@ -701,14 +674,10 @@ fn slices_never_leave_a_hole_in_a_file_cut_short() {
 fn a_file_listed_twice_is_mended_after_both_are_checked() {
     let (dir, good) = listed_file("f", 300 * LEAF);
     let listing = fs::read(dir.path().join("LEAVES")).unwrap();
-    fs::write(
-        dir.path().join("LEAVES"),
-        [&listing[..], &listing[..]].concat(),
-    )
-    .unwrap();
+    fs::write(dir.path().join("LEAVES"), listing.repeat(2)).unwrap();
     let path = dir.path().join("f");
     damage(&path, &[0, 299]);
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     assert_eq!(
         out,
         "f: FAILED\nf: leaf 0: FAILED\nf: leaf 299: FAILED\n\
@@ -728,38 +697,27 @@ fn a_file_listed_twice_is_mended_after_both_are_checked() {
 /// which the whole file, hashed again, says.
 #[test]
 fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let good = noise(3 * LEAF, 21);
-    fs::create_dir(dir.path().join("copy")).unwrap();
-    fs::write(dir.path().join("copy/f"), &good).unwrap();
-    fs::write(dir.path().join("f"), &good).unwrap();
-    let mut list = run_in(dir.path(), ["-t", "4096", "f"], b"").stdout;
-    list.extend(
-        run_in(
-            dir.path(),
-            ["-t", "4096", "--leaves", "--leaf-range", "0..1", "f"],
-            b"",
-        )
-        .stdout,
+    let dir = listed_with("f", &noise(3 * LEAF, 21), &[]);
+    let leaf_0 = super::ok_bytes_in(
+        dir.path(),
+        ["-t", "4096", "--leaves", "--leaf-range", "0..1", "f"],
     );
+    let list = [fs::read(dir.path().join("LEAVES")).unwrap(), leaf_0].concat();
     fs::write(dir.path().join("LEAVES"), list).unwrap();
     // Only the listed leaf damaged: mended, and the file verifies.
     damage(&dir.path().join("f"), &[0]);
-    let (out, _, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, _, code) = mend(dir.path());
     assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
     assert_eq!(code, 0);
     assert!(verifies(dir.path()));
     // The listed leaf and an unlisted one: the listed one is mended, and
     // the file still fails.
     damage(&dir.path().join("f"), &[0, 2]);
-    let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "copy"]);
+    let (out, err, code) = mend(dir.path());
     assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
-    assert!(
-        err.contains(
-            "bt2sum: f: still fails its checksum line: bytes its leaf lines do not list differ\n"
-        ),
-        "{err}"
-    );
+    let unlisted =
+        "bt2sum: f: still fails its checksum line: bytes its leaf lines do not list differ\n";
+    assert_contains(&err, unlisted);
     assert_eq!(code, 1);
     assert!(!verifies(dir.path()));
 }
@@ -780,16 +738,10 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
         fs::write(root.join("a"), b"alpha\n").unwrap();
     }
     fs::set_permissions(copy.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
-    let list = run_in(&tree, ["-r", "--stat", "--leaves", "-t", "4096", "."], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    let list = super::ok_bytes_in(&tree, ["-r", "--stat", "--leaves", "-t", "4096", "."]);
+    fs::write(dir.path().join("SUMS"), list).unwrap();
     let listed_time = fs::metadata(tree.join("a")).unwrap().modified().unwrap();
-    let run = |args: &[&str]| {
-        let mut all = vec!["-c"];
-        all.extend(args);
-        all.push("../SUMS");
-        let out = run_in(&tree, &all, b"");
-        (stdout(&out), stderr(&out), status(&out))
-    };
+    let run = |args: &[&str]| said_in(&tree, ["-c"].iter().chain(args).chain(&["../SUMS"]));
     fs::remove_dir_all(tree.join("sub")).unwrap();
     fs::remove_file(tree.join("a")).unwrap();
     // Not in an audit, nor with --ignore-missing.
@@ -808,12 +760,9 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
                    not written)\n";
     assert_contains(&out, differs);
     assert!(out.ends_with("./sub/deeper/v: RESTORED\n"), "{out}");
-    assert!(
-        err.ends_with(
-            "bt2sum: 1 missing file was restored\nbt2sum: WARNING: 1 missing file could not be restored\n"
-        ),
-        "{err}"
-    );
+    let summary = "bt2sum: 1 missing file was restored\n\
+                   bt2sum: WARNING: 1 missing file could not be restored\n";
+    assert!(err.ends_with(summary), "{err}");
     assert_eq!(code, 1);
     assert_eq!(fs::read(tree.join("sub/deeper/v")).unwrap(), good);
     let names: Vec<_> = fs::read_dir(&tree)
@@ -834,11 +783,8 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     // The right copy: restored with its permissions and the listed time.
     fs::write(copy.join("a"), b"alpha\n").unwrap();
     let (out, _, code) = run(&["--repair-from", "../copy"]);
-    assert_eq!(
-        out,
-        "./a: FAILED open or read\n./sub/deeper/v: OK\n./a: RESTORED\n"
-    );
-    assert_eq!(code, 0);
+    let restored = "./a: FAILED open or read\n./sub/deeper/v: OK\n./a: RESTORED\n";
+    assert_eq!((out.as_str(), code), (restored, 0));
     let restored = fs::metadata(tree.join("a")).unwrap();
     assert_eq!(restored.permissions().mode() & 0o7777, 0o640);
     assert_eq!(restored.modified().unwrap(), listed_time);
@@ -850,16 +796,11 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let lines = line("../outside") + &line(&outside.display().to_string());
     fs::write(dir.path().join("OUT"), lines).unwrap();
     let out = run_in(&tree, ["-c", "--repair-from", "../copy", "../OUT"], b"");
-    assert!(
-        stdout(&out).contains("../outside: FAILED to restore (its name climbs out with '..'"),
-        "{}",
-        stdout(&out)
+    assert_contains(
+        &stdout(&out),
+        "../outside: FAILED to restore (its name climbs out with '..'",
     );
-    assert!(
-        stdout(&out).contains("FAILED to restore (its name is absolute"),
-        "{}",
-        stdout(&out)
-    );
+    assert_contains(&stdout(&out), "FAILED to restore (its name is absolute");
     assert!(!outside.exists());
     // A dangling link where the file was is missing, and is never written
     // through: the name is taken.
@@ -867,9 +808,9 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let target = dir.path().join("target");
     std::os::unix::fs::symlink(&target, tree.join("a")).unwrap();
     let (out, _, code) = run(&["--repair-from", "../copy"]);
-    assert!(
-        out.contains("./a: FAILED to restore (a file of its name appeared meanwhile"),
-        "{out}"
+    assert_contains(
+        &out,
+        "./a: FAILED to restore (a file of its name appeared meanwhile",
     );
     assert_eq!(code, 1);
     assert!(!target.exists());
@@ -880,9 +821,9 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     fs::create_dir(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, tree.join("sub")).unwrap();
     let (out, _, code) = run(&["--repair-from", "../copy"]);
-    assert!(
-        out.contains("./sub/deeper/v: FAILED to restore (sub is a symbolic link on its way"),
-        "{out}"
+    assert_contains(
+        &out,
+        "./sub/deeper/v: FAILED to restore (sub is a symbolic link on its way",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);

@@ -61,8 +61,7 @@ fn a_gone_reader_stops_the_check_without_success() {
             .spawn_retried();
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
-        assert_eq!(status(&out), 1, "{list}: {}", stderr(&out));
-        assert_eq!(stderr(&out), "", "{list}");
+        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 1), "{list}");
     }
 }
 
@@ -123,8 +122,11 @@ fn closed_descriptors_are_errors_when_used() {
             "{script}: {}",
             stdout(&output)
         );
-        assert_eq!(stderr(&output), err, "{script}");
-        assert_eq!(status(&output), code, "{script}");
+        assert_eq!(
+            (stderr(&output).as_str(), status(&output)),
+            (err, code),
+            "{script}"
+        );
     }
 }
 
@@ -201,12 +203,10 @@ fn limited_memory_gives_the_whole_output_or_a_clear_error() {
     }
     // Combined: the checksum line, then the count line that records the
     // leaf size.
+    let whole = shell(dir, r#""$BT2SUM" -t 1 f; "$BT2SUM" -t 1 --leaf-count f"#);
     assert_eq!(
         stdout(&shell(dir, r#""$BT2SUM" --combine scrambled"#)),
-        stdout(&shell(
-            dir,
-            r#""$BT2SUM" -t 1 f; "$BT2SUM" -t 1 --leaf-count f"#
-        ))
+        stdout(&whole)
     );
     // (In memory where the system has a tmpfs: a disk makes 400,000 files
     // slowly.)
@@ -221,19 +221,14 @@ fn limited_memory_gives_the_whole_output_or_a_clear_error() {
             fs::File::create(directory.join(format!("photo-{file:04}.jpg"))).unwrap();
         }
     }
-    let bt2sum = |args: &[&str]| -> Vec<String> {
-        args.iter()
+    let bt2sum = |args: &str| -> Vec<String> {
+        args.split('|')
             .map(|args| format!(r#""$BT2SUM" {args}"#))
             .collect()
     };
-    let hash = bt2sum(&["big", "--cpus 7 -t 1k big"]);
-    let grows = bt2sum(&[
-        "--combine scrambled",
-        "-r many",
-        "-c --quiet listing",
-        "-c --quiet long",
-        "--combine long",
-    ]);
+    let hash = bt2sum("big|--cpus 7 -t 1k big");
+    let grows =
+        bt2sum("--combine scrambled|-r many|-c --quiet listing|-c --quiet long|--combine long");
     let modes = [
         "--leaves -t 4k b31",
         "-t 4k --leaves - < b31",
@@ -340,10 +335,9 @@ fn below_start(dir: &Path, limits: &[u64], test: &str) -> Vec<u64> {
         })
         .collect();
     if !below.is_empty() {
-        super::skip(
-            test,
-            &format!("the limits {below:?} (KB): not even bt2sum --version starts under them here"),
-        );
+        let why =
+            format!("the limits {below:?} (KB): not even bt2sum --version starts under them here");
+        super::skip(test, &why);
     }
     below
 }
@@ -410,24 +404,22 @@ fn the_file_size_limit_is_a_clear_error() {
         r#"ulimit -f 2000; TMPDIR='{}' "$BT2SUM" --leaves -t 1 big small > listed"#,
         tmp.display()
     );
-    let out = shell(dir.path(), &script);
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "bt2sum: big: cannot keep leaf digests in a temporary file in {}: File too large\n",
-            tmp.display()
-        )
-    );
-    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
+    let cannot = "cannot keep leaf digests in a temporary file in";
+    let too_large = format!("bt2sum: big: {cannot} {}: File too large\n", tmp.display());
+    super::assert_output(&shell(dir.path(), &script), "", &too_large, 1);
     let listed = fs::read_to_string(dir.path().join("listed")).unwrap();
-    assert!(listed.starts_with("BLAKE2b-64 (small) = "), "{listed}");
+    super::assert_starts(&listed, "BLAKE2b-64 (small) = ");
     // Standard output: every line that fits, then the error.
-    let out = shell(
-        dir.path(),
-        r#"ulimit -f 1; "$BT2SUM" --leaves -t 1 small small small small small small small small > out"#,
+    let script = format!(
+        r#"ulimit -f 1; "$BT2SUM" --leaves -t 1 {} > out"#,
+        ["small"; 8].join(" ")
     );
-    assert_eq!(stderr(&out), "bt2sum: write error: File too large\n");
-    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
+    super::assert_output(
+        &shell(dir.path(), &script),
+        "",
+        "bt2sum: write error: File too large\n",
+        1,
+    );
     assert!(fs::metadata(dir.path().join("out")).unwrap().len() <= 512);
 }
 
@@ -481,9 +473,8 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
                     assert_eq!((status(&out), stdout(&out)), (1, String::new()));
                     continue;
                 }
-                assert_eq!(stderr(&out), stderr(expected), "{script}");
-                assert_eq!(stdout(&out), stdout(expected), "{script}");
-                assert_eq!(status(&out), status(expected), "{script}");
+                let (text, err, code) = super::said(expected);
+                super::assert_said(&out, &text, &err, code, &script);
             }
         }
     }
@@ -528,12 +519,11 @@ fn a_fault_elsewhere_goes_to_the_handler_before() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["robust::sigbus_chain_child", "--exact", "--ignored"])
         .output_retried();
+    let said = [stdout(&out), stderr(&out)].concat();
     assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "{:?}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        out.status.success() && stdout(&out).contains("1 passed"),
+        "{:?}\n{said}",
+        out.status
     );
 }
 
@@ -582,49 +572,30 @@ fn a_small_stack_runs_every_mode() {
     if emulated(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    fs::create_dir(dir.path().join("tree")).unwrap();
-    fs::write(dir.path().join("tree/two"), HELLO).unwrap();
+    let dir = super::dir_with(&[("one", HELLO), ("tree/two", HELLO)]);
     let listing = shell(dir.path(), r#""$BT2SUM" -t 4 --leaves one"#).stdout;
     fs::write(dir.path().join("listing"), listing).unwrap();
     let mut runs = 0;
     for limit in [24, 32, 64] {
         let small = "env -i PATH=/usr/bin:/bin";
-        if !shell(
+        let starts = shell(
             dir.path(),
             &format!("ulimit -s {limit} && {small} env true"),
-        )
-        .status
-        .success()
-        {
+        );
+        if !starts.status.success() {
             super::skip(
                 test,
                 &format!("the stack of {limit} KiB: nothing starts under it here"),
             );
             continue;
         }
-        for command in [
-            "--version",
-            "--help",
-            "one tree/two",
-            "-r tree",
-            "-c listing",
-            "--combine listing",
-            "--leaf-count one",
-            "--nonsense",
-        ] {
-            let out = shell(
-                dir.path(),
-                &format!(r#"ulimit -s {limit} && {small} "$BT2SUM" {command} < one"#),
-            );
+        let commands = "--version|--help|one tree/two|-r tree|-c listing|--combine listing|\
+                        --leaf-count one|--nonsense";
+        for command in commands.split('|') {
+            let script = format!(r#"ulimit -s {limit} && {small} "$BT2SUM" {command} < one"#);
+            let out = shell(dir.path(), &script);
             let expected = if command == "--nonsense" { 2 } else { 0 };
-            assert_eq!(
-                status(&out),
-                expected,
-                "ulimit -s {limit}; bt2sum {command}: {}",
-                stderr(&out)
-            );
+            assert_eq!(status(&out), expected, "{script}: {}", stderr(&out));
             runs += 1;
         }
     }

@@ -32,19 +32,17 @@ fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
 /// when it does. A leaf listing's own line (`NAME: OK`, named in
 /// `leaf_listed`) gets no verdict in a slice: its leaves get theirs.
 fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], options: &[&str]) {
-    let args = |part: Option<String>| {
-        let mut args: Vec<String> = ["-c", "--verbose"].map(String::from).to_vec();
-        args.extend(options.iter().map(|option| option.to_string()));
-        if let Some(part) = part {
-            args.push("--part".into());
-            args.push(part);
-        }
-        args.extend(lists.iter().map(|list| list.to_string()));
-        args
+    let args = |part: &[&str]| -> Vec<String> {
+        let args = ["-c", "--verbose"]
+            .iter()
+            .chain(options)
+            .chain(part)
+            .chain(lists);
+        args.map(|arg| arg.to_string()).collect()
     };
-    let full_args = args(None);
-    let full_args: Vec<&str> = full_args.iter().map(String::as_str).collect();
-    let (full, full_status) = verdicts(dir, &full_args);
+    let verdicts =
+        |args: Vec<String>| verdicts(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (full, full_status) = verdicts(args(&[]));
     let expected: Vec<String> = full
         .into_iter()
         .filter(|line| {
@@ -58,9 +56,7 @@ fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], o
         let mut together = Vec::new();
         let mut worst = 0;
         for part in 1..=parts {
-            let slice_args = args(Some(format!("{part}/{parts}")));
-            let slice_args: Vec<&str> = slice_args.iter().map(String::as_str).collect();
-            let (lines, status) = verdicts(dir, &slice_args);
+            let (lines, status) = verdicts(args(&["--part", &format!("{part}/{parts}")]));
             together.extend(lines);
             worst = worst.max(status);
         }
@@ -98,14 +94,11 @@ fn slices_of_one_big_file_cut_at_leaves() {
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
     // bytes go with the seventh).
     for part in 1..=7 {
-        let (lines, status) = verdicts(
-            dir.path(),
-            &["-c", "--verbose", "--part", &format!("{part}/7"), "LEAVES"],
-        );
-        assert_eq!(status, 0);
+        let part = format!("{part}/7");
+        let (lines, status) = verdicts(dir.path(), &["-c", "--verbose", "--part", &part, "LEAVES"]);
         let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
         assert!(
-            (100..=101).contains(&leaves),
+            (100..=101).contains(&leaves) && status == 0,
             "slice {part}: {leaves} leaves"
         );
     }
@@ -113,13 +106,12 @@ fn slices_of_one_big_file_cut_at_leaves() {
     // there.
     rot(&dir.path().join("big"), [5 * 4096, 650 * 4096 + 7]);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
-    let out = run_in(dir.path(), ["-c", "--part", "7/7", "LEAVES"], b"");
-    assert_eq!(stdout(&out), "big: FAILED\nbig: leaf 650: FAILED\n");
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n"
+    super::assert_output(
+        &run_in(dir.path(), ["-c", "--part", "7/7", "LEAVES"], b""),
+        "big: FAILED\nbig: leaf 650: FAILED\n",
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n",
+        1,
     );
-    assert_eq!(status(&out), 1);
     let out = run_in(dir.path(), ["-c", "--part", "4/7", "LEAVES"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("big: OK\n", 0));
     // Shortened, the file fails in the slice of its last leaf (and in
@@ -137,9 +129,12 @@ fn slices_of_thousands_of_small_files() {
     for (i, name) in names.iter().enumerate() {
         write(dir.path(), name, &noise(i % 1500, i as u64));
     }
-    let mut args = vec!["-t", "1024"];
-    args.extend(names.iter().map(String::as_str));
-    let sums = ok_bytes_in(dir.path(), &args);
+    let sums = ok_bytes_in(
+        dir.path(),
+        ["-t", "1024"]
+            .into_iter()
+            .chain(names.iter().map(String::as_str)),
+    );
     write(dir.path(), "SUMS", &sums);
     write(dir.path(), "f0100", b"damaged");
     fs::remove_file(dir.path().join("f0200")).unwrap();
@@ -151,35 +146,18 @@ fn slices_of_thousands_of_small_files() {
 fn slices_of_mixed_lists() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    for (i, len) in [0usize, 1, 4095, 4096, 4097, 50_000, 200_000]
-        .iter()
-        .enumerate()
-    {
-        write(root, &format!("w{i}"), &noise(*len, 100 + i as u64));
-        write(root, &format!("l{i}"), &noise(*len, 200 + i as u64));
-        write(root, &format!("s{i}"), &noise(*len, 300 + i as u64));
+    let sizes = [0usize, 1, 4095, 4096, 4097, 50_000, 200_000];
+    for (i, len) in sizes.into_iter().enumerate() {
+        for (kind, seed) in [("w", 100), ("l", 200), ("s", 300)] {
+            write(root, &format!("{kind}{i}"), &noise(len, seed + i as u64));
+        }
     }
-    let whole = ok_bytes_in(
-        root,
-        ["-t", "4096", "w0", "w1", "w2", "w3", "w4", "w5", "w6"],
-    );
-    let mut leaves = ok_bytes_in(
-        root,
-        [
-            "-t", "4096", "--leaves", "l0", "l1", "l2", "l3", "l4", "l5", "l6",
-        ],
-    );
+    let list = |args: &str| ok_bytes_in(root, format!("-t 4096 {args}").split(' '));
+    let whole = list("w0 w1 w2 w3 w4 w5 w6");
+    let mut leaves = list("--leaves l0 l1 l2 l3 l4 l5 l6");
     // A leaf listing of only some leaves, as `--part` makes them.
-    leaves.extend(ok_bytes_in(
-        root,
-        ["-t", "4096", "--leaves", "--part", "2/3", "w6"],
-    ));
-    let stat = ok_bytes_in(
-        root,
-        [
-            "-t", "4096", "--stat", "s0", "s1", "s2", "s3", "s4", "s5", "s6",
-        ],
-    );
+    leaves.extend(list("--leaves --part 2/3 w6"));
+    let stat = list("--stat s0 s1 s2 s3 s4 s5 s6");
     write(root, "WHOLE", &whole);
     write(root, "LEAVES", &leaves);
     write(root, "STAT", &stat);
@@ -225,9 +203,7 @@ fn a_slice_of_a_list_holding_none_of_its_files_passes_quietly() {
     assert_eq!((stdout(&out).as_str(), status(&out)), ("a: OK\n", 0));
     for part in ["2/3", "3/3"] {
         let out = run_in(dir.path(), ["-c", "--part", part, "SUMS"], b"");
-        assert_eq!(stdout(&out), "");
-        assert_eq!(stderr(&out), "");
-        assert_eq!(status(&out), 0);
+        super::assert_said(&out, "", "", 0, part);
     }
 }
 
@@ -281,12 +257,10 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
             "../SUMS",
         ];
         let (lines, status) = verdicts(&root, &args);
-        let findings: Vec<&String> = lines
-            .iter()
-            .filter(|line| {
-                line.ends_with("NEW") || line.contains("MOVED") || line.ends_with("MISSING")
-            })
-            .collect();
+        let finding = |line: &&String| {
+            line.ends_with("NEW") || line.contains("MOVED") || line.ends_with("MISSING")
+        };
+        let findings: Vec<&String> = lines.iter().filter(finding).collect();
         if part == "1/4" {
             assert_eq!(
                 findings,
@@ -335,10 +309,10 @@ fn a_slice_reads_only_its_own_bytes() {
     );
     let read = served() - before;
     // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
+    let kib = read >> 10;
     assert!(
         (8 * mib as u64..=12 * mib as u64).contains(&read),
-        "a slice of 8 MiB read {} KiB",
-        read >> 10
+        "a slice of 8 MiB read {kib} KiB"
     );
 }
 
@@ -381,8 +355,8 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
         .split_whitespace()
         .skip(5)
         .collect::<Vec<_>>()
-        .join(" ")
-        .replace("\\%", "%");
+        .join(" ");
+    let cron_command = cron_command.replace("\\%", "%");
     assert!(!cron_command.contains('%') || cron_command.contains("+%u"));
     // systemd: ExecStart's `/bin/sh -c '…'`, `$$` standing for `$` and
     // `%%` for `%`.
@@ -544,10 +518,7 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     write(root, "S", &list);
     rot(&root.join("a"), [3 * 4096]);
     let (full, status) = verdicts(root, &["-c", "-t", "4096", "S"]);
-    assert_eq!(
-        (full.as_slice(), status),
-        (&["a: FAILED".to_string()][..], 1)
-    );
+    assert_eq!((full, status), (vec!["a: FAILED".to_string()], 1));
     slices_cover_a_full_check(root, &["S"], &[], &["-t", "4096"]);
 }
 
@@ -564,10 +535,14 @@ fn an_edited_file_is_changed_in_its_slices() {
     let mut bytes = fs::read(root.join("a")).unwrap();
     bytes[100] ^= 1;
     write(root, "a", &bytes);
-    let out = run_in(root, ["-c", "--quiet", "S"], b"");
-    assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
+    for args in [
+        &["-c", "--quiet", "S"][..],
+        &["-c", "--quiet", "--part", "1/2", "S"],
+    ] {
+        let out = stdout(&run_in(root, args, b""));
+        assert!(out.starts_with("a: CHANGED\n"), "{args:?}: {out}");
+    }
     let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
-    assert!(stdout(&out).starts_with("a: CHANGED\n"), "{}", stdout(&out));
     assert_contains(&stderr(&out), "1 listed file was changed");
     assert_eq!(status(&out), 1);
 }
@@ -590,29 +565,22 @@ fn a_slice_of_missing_files_verified_nothing() {
     for name in ["f1", "f2", "f3"] {
         fs::remove_file(root.join(name)).unwrap();
     }
-    let out = run_in(root, ["-c", "--ignore-missing", "SUMS"], b"");
-    assert_eq!(
-        (stderr(&out).as_str(), status(&out)),
-        ("bt2sum: SUMS: no file was verified\n", 1)
-    );
-    for part in ["1/3", "2/3", "3/3"] {
-        let out = run_in(
+    let none = "bt2sum: SUMS: no file was verified\n";
+    let run = |part: &[&str]| {
+        run_in(
             root,
-            ["-c", "--ignore-missing", "--part", part, "SUMS"],
+            ["-c", "--ignore-missing"]
+                .iter()
+                .chain(part)
+                .chain(&["SUMS"]),
             b"",
-        );
-        assert_eq!(
-            (stderr(&out).as_str(), status(&out)),
-            ("bt2sum: SUMS: no file was verified\n", 1),
-            "{part}"
-        );
+        )
+    };
+    super::assert_said(&run(&[]), "", none, 1, "whole");
+    for part in ["1/3", "2/3", "3/3"] {
+        super::assert_said(&run(&["--part", part]), "", none, 1, part);
     }
-    let out = run_in(
-        root,
-        ["-c", "--ignore-missing", "--part", "5/5", "SUMS"],
-        b"",
-    );
-    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    super::assert_said(&run(&["--part", "5/5"]), "", "", 0, "5/5");
 }
 
 /// More leaf lines than one pass holds (300,000 of 64 bytes): the file is
@@ -633,11 +601,13 @@ fn slices_of_a_listing_longer_than_a_pass() {
     rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
     let failing = |args: &[&str]| {
         let (lines, status) = verdicts(root, args);
-        let leaves: Vec<String> = lines
-            .into_iter()
-            .filter(|line| line.contains(": leaf "))
-            .collect();
-        (leaves, status)
+        (
+            lines
+                .into_iter()
+                .filter(|line| line.contains(": leaf "))
+                .collect::<Vec<_>>(),
+            status,
+        )
     };
     let (full, full_status) = failing(&["-c", "--quiet", "L"]);
     assert_eq!(full, ["big: leaf 1000: FAILED", "big: leaf 250000: FAILED"]);
@@ -659,8 +629,7 @@ fn slices_of_a_listing_longer_than_a_pass() {
 fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "f", &noise(40_000, 3));
-    let listing =
-        String::from_utf8(ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "f"])).unwrap();
+    let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
     let flipped = if hex.starts_with('0') { "1" } else { "0" };
@@ -673,13 +642,13 @@ fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
                 contradicts itself\n";
     for part in ["1/1", "1/3", "2/3", "3/3"] {
         let out = run_in(dir.path(), ["-c", "--part", part, "LEAVES"], b"");
-        assert_eq!(stdout(&out), "f: FAILED\n", "--part {part}");
-        assert!(
-            stderr(&out).starts_with(said),
-            "--part {part}: {}",
-            stderr(&out)
+        let err = stderr(&out);
+        assert_eq!(
+            (stdout(&out).as_str(), status(&out)),
+            ("f: FAILED\n", 1),
+            "--part {part}"
         );
-        assert_eq!(status(&out), 1, "--part {part}");
+        assert!(err.starts_with(said), "--part {part}: {err}");
     }
     let out = run_in(dir.path(), ["-c", "LEAVES"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("f: FAILED\n", 1));

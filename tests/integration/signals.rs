@@ -116,13 +116,7 @@ fn many_files(dir: &Path) -> Vec<u8> {
         )
         .unwrap();
     }
-    let out = bt2sum()
-        .current_dir(dir)
-        .args(["-r", "tree"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    out.stdout
+    super::ok_bytes_in(dir, ["-r", "tree"])
 }
 
 /// Each stop signal, sent while bt2sum is blocked writing to a full pipe
@@ -139,7 +133,6 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
     }
     let dir = tempfile::tempdir().unwrap();
     let all = many_files(dir.path());
-    let mut runs = 0;
     for stop in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         for read_first in [10_000, 23_456, 41_000] {
             let (mut pipe, lines) = narrow_pipe();
@@ -170,10 +163,8 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
                 String::from_utf8_lossy(&out[out.len().saturating_sub(80)..])
             );
             assert_eq!(&all[..out.len()], &out[..], "signal {stop}");
-            runs += 1;
         }
     }
-    assert_eq!(runs, 9);
 }
 
 /// A stop signal while bt2sum's output is blocked for good (nobody reads

@@ -4,7 +4,6 @@
 //! pipes and stdout, forced with `--progress`, and drawn in a real terminal
 //! under tmux).
 
-use std::ffi::OsStr;
 use std::fs;
 #[cfg(unix)]
 use std::io::{self, Write};
@@ -154,6 +153,14 @@ fn untagged_names(output: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The names `bt2sum -r --untagged ARGS` lists in `dir`, which must
+/// succeed without a message.
+fn walked(dir: &Path, args: &[&str]) -> Vec<Vec<u8>> {
+    let out = super::run_in(dir, ["-r", "--untagged"].iter().chain(args), b"");
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{args:?}");
+    untagged_names(&out.stdout)
+}
+
 /// `prefix` joined to each path, sorted bytewise: what `find | LC_ALL=C
 /// sort` lists.
 fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
@@ -244,26 +251,18 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     make_files(&dir.path().join("t"), &tree);
     fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
     let expected = sorted_paths("t", &tree);
-
-    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
-    assert_eq!(stderr(&out), "");
-    assert_eq!(status(&out), 0);
-    assert_eq!(untagged_names(&out.stdout), expected);
-    if let Some(found) = find_and_sort(dir.path(), "t", test) {
-        assert_eq!(found, expected, "find | sort");
-    }
-
+    let out = super::ok_in(dir.path(), ["-r", "--untagged", "t"]);
+    assert_eq!(walked(dir.path(), &["t"]), expected);
     // `t/` is written `t/a`, as find writes it; the digests do not change.
-    let slash = super::run_in(dir.path(), ["-r", "--untagged", "t/"], b"");
-    assert_eq!(slash.stdout, out.stdout);
-    if let Some(found) = find_and_sort(dir.path(), "t/", test) {
-        assert_eq!(untagged_names(&slash.stdout), found, "find t/ | sort");
+    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "t/"]), out);
+    for arg in ["t", "t/"] {
+        if let Some(found) = find_and_sort(dir.path(), arg, test) {
+            assert_eq!(found, expected, "find {arg} | sort");
+        }
     }
-
     // Each line is the file's own checksum line.
-    let one = super::run_in(dir.path(), ["--untagged", "t/a/b/c/deep"], b"");
-    let line = String::from_utf8(one.stdout).unwrap();
-    assert!(stdout(&out).contains(&line), "{line}");
+    let line = super::ok_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
+    assert!(out.contains(&line), "{line}");
 }
 
 #[test]
@@ -271,16 +270,14 @@ fn recursive_without_arguments_walks_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
     make_files(dir.path(), paths);
-    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
-    assert_eq!(status(&out), 0);
-    assert_eq!(untagged_names(&out.stdout), sorted_paths(".", paths));
+    let out = super::ok_in(dir.path(), ["-r", "--untagged"]);
+    assert_eq!(walked(dir.path(), &[]), sorted_paths(".", paths));
     let test = "recursive_without_arguments_walks_the_current_directory";
     if let Some(found) = find_and_sort(dir.path(), ".", test) {
-        assert_eq!(untagged_names(&out.stdout), found, "find . | sort");
+        assert_eq!(found, sorted_paths(".", paths), "find . | sort");
     }
     // `-r .` says the same.
-    let dot = super::run_in(dir.path(), ["-r", "--untagged", "."], b"");
-    assert_eq!(dot.stdout, out.stdout);
+    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "."]), out);
 }
 
 #[test]
@@ -298,8 +295,7 @@ fn recursive_list_round_trips_through_check() {
     fs::write(dir.path().join("t/big"), pattern(3 << 20)).unwrap();
 
     let out = super::run_in(dir.path(), ["-r", "-t", "1m", "t"], b"");
-    assert_eq!(stderr(&out), "");
-    assert_eq!(status(&out), 0);
+    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
     assert_eq!(
         out.stdout.iter().filter(|&&b| b == b'\n').count(),
         paths.len() + 1
@@ -313,21 +309,15 @@ fn recursive_list_round_trips_through_check() {
     }
     fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
 
-    let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
-    assert_eq!(stderr(&check), "");
-    assert_eq!(status(&check), 0);
-    let verdicts = String::from_utf8_lossy(&check.stdout);
-    assert_eq!(verdicts.lines().count(), paths.len() + 1, "{verdicts}");
-    assert!(
-        verdicts.lines().all(|line| line.ends_with(": OK")),
-        "{verdicts}"
-    );
+    let verdicts = super::ok_in(dir.path(), ["-c", "-t", "1m", "SUMS"]);
+    let ok = verdicts.lines().filter(|line| line.ends_with(": OK"));
+    assert_eq!(ok.count(), paths.len() + 1, "{verdicts}");
 
     // A changed file is caught.
     fs::write(dir.path().join("t/a/x"), b"changed").unwrap();
     let check = super::run_in(dir.path(), ["-c", "-t", "1m", "SUMS"], b"");
     assert_eq!(status(&check), 1);
-    assert!(stdout(&check).contains("t/a/x: FAILED\n"));
+    assert_contains(&stdout(&check), "t/a/x: FAILED\n");
 }
 
 /// `cd dir && bt2sum -r > SUMS && bt2sum -c SUMS`: the walk skips the file
@@ -363,17 +353,10 @@ fn recursive_skips_the_list_it_writes() {
             .args(args)
             .stdout(sums)
             .output_retried();
-        assert_eq!(stderr(&hashed), "", "{args:?}");
-        assert_eq!(status(&hashed), 0, "{args:?}");
+        super::assert_said(&hashed, "", "", 0, &format!("{args:?}"));
         let out = super::run_in(dir.path(), ["-c", "SUMS"], b"");
-        assert_eq!(stderr(&out), "", "{args:?}");
-        let expected = if appended {
-            "./a: OK\n./sub/b: OK\n./a: OK\n./sub/b: OK\n"
-        } else {
-            "./a: OK\n./sub/b: OK\n"
-        };
-        assert_eq!(stdout(&out), expected, "{args:?}");
-        assert_eq!(status(&out), 0);
+        let expected = "./a: OK\n./sub/b: OK\n".repeat(if appended { 2 } else { 1 });
+        super::assert_said(&out, &expected, "", 0, &format!("{args:?}"));
     }
     let names = |list: &[u8]| -> Vec<String> {
         let list = String::from_utf8(list.to_vec()).unwrap();
@@ -400,10 +383,7 @@ fn recursive_skips_the_list_it_writes() {
 fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"file", b"d2/b", b"d1/a"]);
-    let args: Vec<&OsStr> = ["-r", "--untagged", "d2", "file", "missing", "d1"]
-        .iter()
-        .map(OsStr::new)
-        .collect();
+    let args = ["-r", "--untagged", "d2", "file", "missing", "d1"];
     let missing = read_error(&dir.path().join("missing"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
@@ -433,26 +413,15 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
         }
     }
 
-    let out = super::run_in(dir.path(), ["-r", "--untagged", "t"], b"");
-    assert_eq!(stderr(&out), "");
-    assert_eq!(status(&out), 0);
-    assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
-
+    assert_eq!(walked(dir.path(), &["t"]), [b"t/file"]);
     // -L: links to files are hashed, links to directories walked, dangling
     // links skipped (as `find -L -type f`).
     for flag in ["-L", "--dereference"] {
-        let out = super::run_in(dir.path(), ["-r", flag, "--untagged", "t"], b"");
-        assert_eq!(stderr(&out), "");
-        assert_eq!(status(&out), 0);
-        assert_eq!(
-            untagged_names(&out.stdout),
-            sorted_paths("t", &[b"file", b"to-dir/inner", b"to-file"])
-        );
+        let expected = sorted_paths("t", &[b"file", b"to-dir/inner", b"to-file"]);
+        assert_eq!(walked(dir.path(), &[flag, "t"]), expected);
     }
-
     // A link named as an argument is followed, and paths go through it.
-    let out = super::run_in(dir.path(), ["-r", "--untagged", "link-to-t"], b"");
-    assert_eq!(untagged_names(&out.stdout), [b"link-to-t/file".to_vec()]);
+    assert_eq!(walked(dir.path(), &["link-to-t"]), [b"link-to-t/file"]);
 
     // -L needs -r.
     assert_eq!(status(&run(["-L", "lone"], b"")), 2);
@@ -478,35 +447,19 @@ fn dereference_reports_link_loops_without_hanging() {
         .current_dir(dir.path())
         .args(["-r", "-L", "--untagged", "t"]);
     let out = output_within(command, Duration::from_secs(60));
-    assert_eq!(
-        untagged_names(&out.stdout),
-        [b"t/a/file".to_vec(), b"t/z".to_vec()]
-    );
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "bt2sum: t/a/up: File system loop detected\n\
-             bt2sum: t/self: {looped}\n"
-        )
-    );
-    assert_eq!(status(&out), 1);
+    assert_eq!(untagged_names(&out.stdout), [&b"t/a/file"[..], b"t/z"]);
+    let loops = format!("bt2sum: t/a/up: File system loop detected\nbt2sum: t/self: {looped}\n");
+    assert_eq!((stderr(&out), status(&out)), (loops, 1));
 }
 
 /// (Unix: FIFOs and Unix sockets.)
 #[cfg(unix)]
 #[test]
 fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::symlink;
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/file"]);
-    let fifo = dir.path().join("t/fifo");
-    let made = unsafe {
-        // SAFETY: a NUL-terminated path and a mode.
-        let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        libc::mkfifo(path.as_ptr(), 0o644)
-    };
-    assert_eq!(made, 0, "mkfifo: {}", io::Error::last_os_error());
+    super::mkfifo(&dir.path().join("t/fifo"));
     let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("t/socket")).unwrap();
     symlink("/dev/null", dir.path().join("t/device")).unwrap();
 
@@ -514,12 +467,11 @@ fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
         let mut command = bt2sum();
         command
             .current_dir(dir.path())
-            .args(["-r", "--untagged", "t"]);
-        command.args(extra);
+            .args(["-r", "--untagged", "t"])
+            .args(extra);
         let out = output_within(command, Duration::from_secs(60));
-        assert_eq!(stderr(&out), "");
-        assert_eq!(status(&out), 0);
-        assert_eq!(untagged_names(&out.stdout), [b"t/file".to_vec()]);
+        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{extra:?}");
+        assert_eq!(untagged_names(&out.stdout), [b"t/file"]);
     }
 }
 
@@ -578,11 +530,13 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
             return;
         }
     };
-    fs::set_permissions(
-        dir.path().join("t/locked"),
-        fs::Permissions::from_mode(0o000),
-    )
-    .unwrap();
+    let lock = |mode| {
+        fs::set_permissions(
+            dir.path().join("t/locked"),
+            fs::Permissions::from_mode(mode),
+        )
+    };
+    lock(0o000).unwrap();
 
     let mut command = bt2sum();
     command
@@ -591,26 +545,11 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
     if let Some(user) = user {
         command.uid(user).gid(user);
     }
-    let out = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("bt2sum runs");
-    fs::set_permissions(
-        dir.path().join("t/locked"),
-        fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: t/locked: Permission denied\n",
-        "stdout: {}",
-        stdout(&out)
-    );
-    assert_eq!(
-        untagged_names(&out.stdout),
-        [b"t/a".to_vec(), b"t/z".to_vec()]
-    );
+    let out = command.output().expect("bt2sum runs");
+    lock(0o755).unwrap();
+    let denied = "bt2sum: t/locked: Permission denied\n";
+    assert_eq!(stderr(&out), denied, "stdout: {}", stdout(&out));
+    assert_eq!(untagged_names(&out.stdout), [b"t/a", b"t/z"]);
     assert_eq!(status(&out), 1);
 }
 
@@ -618,21 +557,18 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
 fn completions_for_bash_zsh_and_fish() {
     for shell in ["bash", "zsh", "fish"] {
         let out = run(["--completions", shell], b"");
-        assert_eq!(stderr(&out), "", "{shell}");
-        assert_eq!(status(&out), 0, "{shell}");
+        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{shell}");
         let script = stdout(&out);
-        assert!(script.contains("bt2sum"), "{shell}");
-        for option in [
+        let words = [
+            "bt2sum",
             "tree",
             "recursive",
             "check",
             "completions",
             "leaf-range",
-            "part",
-            "total",
-            "name",
-        ] {
-            assert!(script.contains(option), "{shell}: {option}");
+        ];
+        for word in words.into_iter().chain(["part", "total", "name"]) {
+            assert!(script.contains(word), "{shell}: {word}");
         }
     }
     assert!(stdout(&run(["--completions", "bash"], b"")).contains("--tree"));
@@ -684,21 +620,16 @@ fn completion_offers_sizes_where_sizes_go() {
     for option in ["-s", "-t"] {
         let out = run([option], b"");
         assert_eq!(status(&out), 2, "{option}");
-        assert!(
-            stderr(&out).starts_with("error: a value is required")
-                && !stderr(&out).contains("possible values"),
-            "{option}: {}",
-            stderr(&out)
-        );
+        let said = stderr(&out);
+        let plain =
+            said.starts_with("error: a value is required") && !said.contains("possible values");
+        assert!(plain, "{option}: {said}");
     }
 }
 
 #[test]
 fn man_page_is_roff() {
-    let out = run(["--man"], b"");
-    assert_eq!(stderr(&out), "");
-    assert_eq!(status(&out), 0);
-    let page = stdout(&out);
+    let page = super::ok_in(Path::new("."), ["--man"]);
     assert!(page.starts_with('.'), "{}", &page[..page.len().min(200)]);
     assert_contains(&page, ".TH bt2sum 1");
     assert_contains(&page, "\\-\\-tree");
@@ -710,16 +641,20 @@ fn man_page_is_roff() {
             "no --{option}:\n{page}"
         );
     }
-    for section in [
-        ".SH SYNOPSIS",
-        ".SH OUTPUT",
-        ".SH \"EXIT STATUS\"",
-        ".SH \"CHECK LIST FORMAT\"",
-        ".SH \"LEAF LISTINGS\"",
-        ".SH ENVIRONMENT",
-        ".SH EXAMPLES",
-    ] {
-        assert!(page.contains(section), "no {section}:\n{page}");
+    let sections = [
+        "SYNOPSIS",
+        "OUTPUT",
+        "\"EXIT STATUS\"",
+        "\"CHECK LIST FORMAT\"",
+    ];
+    for section in sections
+        .into_iter()
+        .chain(["\"LEAF LISTINGS\"", "ENVIRONMENT", "EXAMPLES"])
+    {
+        assert!(
+            page.contains(&format!(".SH {section}")),
+            "no {section}:\n{page}"
+        );
     }
     // Literal text is bold, as manual pages set it, never in Markdown's
     // backticks.
@@ -790,18 +725,7 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
         match step {
             2 => both("c.jpg", b"c\n"),
             4 => {
-                let time = fs::metadata(tree.join("a.jpg"))
-                    .unwrap()
-                    .modified()
-                    .unwrap();
-                let mut bytes = fs::read(tree.join("a.jpg")).unwrap();
-                bytes[1 << 20] ^= 1;
-                fs::write(tree.join("a.jpg"), bytes).unwrap();
-                let file = fs::File::options()
-                    .write(true)
-                    .open(tree.join("a.jpg"))
-                    .unwrap();
-                file.set_modified(time).unwrap();
+                super::rot(&tree.join("a.jpg"), [1 << 20]);
                 fs::remove_file(tree.join("b.jpg")).unwrap();
             }
             _ => {}
@@ -816,10 +740,8 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
     }
     let out = super::run_in(&tree, ["-c", "--quiet", "../SUMS"], b"");
     assert_eq!((stdout(&out).as_str(), status(&out)), ("", 0));
-    assert_eq!(
-        fs::read(tree.join("a.jpg")).unwrap(),
-        fs::read(copy.join("a.jpg")).unwrap()
-    );
+    let read = |root: &Path| fs::read(root.join("a.jpg")).unwrap();
+    assert_eq!(read(&tree), read(&copy));
 }
 
 /// Where `-C` sends the lists and the copies, the messages say: a list
@@ -827,30 +749,19 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
 /// said once, with where they were looked for.
 #[test]
 fn dash_c_and_missing_copies_are_explained() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("tree");
-    fs::create_dir(&tree).unwrap();
-    fs::write(tree.join("a"), b"a").unwrap();
-    fs::write(tree.join("b"), b"b").unwrap();
-    let list = super::run_in(&tree, ["--leaves", "a", "b"], b"");
-    fs::write(dir.path().join("sums.txt"), &list.stdout).unwrap();
+    let dir = super::dir_with(&[("tree/a", b"a"), ("tree/b", b"b")]);
+    let list = super::ok_in(&dir.path().join("tree"), ["--leaves", "a", "b"]);
+    fs::write(dir.path().join("sums.txt"), list).unwrap();
     let out = super::run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"], b"");
     assert_eq!(status(&out), 1);
-    assert!(
-        stderr(&out).contains(
-            "bt2sum: tip: -C tree applies to the lists too: sums.txt was looked for in tree; \
-             give its path from there, or an absolute one"
-        ),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "bt2sum: tip: -C tree applies to the lists too: sums.txt was looked for in tree; \
+         give its path from there, or an absolute one",
     );
-    let out = super::run_in(
-        dir.path(),
-        ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"],
-        b"",
-    );
-    assert_eq!(status(&out), 1);
-    assert_eq!(stdout(&out), "");
+    let args = ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"];
+    let out = super::run_in(dir.path(), args, b"");
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
     let said = stderr(&out);
     assert!(
         said.starts_with("bt2sum: backup: the copies given to --repair-from: ")
@@ -862,9 +773,7 @@ fn dash_c_and_missing_copies_are_explained() {
 
 #[test]
 fn help_has_examples_and_defaults() {
-    let out = run(["--help"], b"");
-    assert_eq!(status(&out), 0);
-    let help = stdout(&out);
+    let help = super::ok_in(Path::new("."), ["--help"]);
     for text in [
         "Examples:",
         "bt2sum -r DIR",
@@ -903,11 +812,8 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let missing = read_error(&dir.path().join("missing"));
     #[cfg(unix)]
     assert_eq!(missing, "No such file or directory");
-    let args = ["data", "missing"];
-    let plain = super::run_in(dir.path(), args, b"");
-    let mut forced_args = vec![OsStr::new("--progress")];
-    forced_args.extend(args.map(OsStr::new));
-    let forced = super::run_in(dir.path(), forced_args, b"");
+    let plain = super::run_in(dir.path(), ["data", "missing"], b"");
+    let forced = super::run_in(dir.path(), ["--progress", "data", "missing"], b"");
 
     assert_eq!(forced.stdout, plain.stdout);
     assert_eq!(status(&forced), status(&plain));
@@ -918,10 +824,8 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     assert_contains(&text, "3.00 MiB / 3.00 MiB");
     assert!(text.ends_with('\n'), "{text:?}");
     assert!(!text.contains('\x1b'), "{text:?}");
-    assert!(
-        pieces(&text).contains(&format!("bt2sum: missing: {missing}").as_str()),
-        "{text:?}"
-    );
+    let error = format!("bt2sum: missing: {missing}");
+    assert!(pieces(&text).contains(&error.as_str()), "{text:?}");
 
     // Without a total (standard input): bytes and rate.
     let out = run(["--progress"], &pattern(1 << 20));
@@ -962,11 +866,8 @@ fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
     // A line each 5 seconds, and the last, whole.
     assert!((2..=4).contains(&lines.len()), "{log}");
     for line in &lines {
-        assert!(
-            line.starts_with("bt2sum: progress: ") && !line.ends_with(' '),
-            "{line:?}"
-        );
-        assert_contains(line, "B/s");
+        let plain = line.starts_with("bt2sum: progress: ") && !line.ends_with(' ');
+        assert!(plain && line.contains("B/s"), "{line:?}");
     }
     assert!(lines.last().unwrap().ends_with(", done"), "{log}");
 }
@@ -1003,38 +904,33 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 
 #[test]
 fn check_mode_shows_progress_when_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("data"), pattern(2 << 20)).unwrap();
-    let list = super::run_in(dir.path(), ["data"], b"");
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
-    let args = ["-c", "SUMS"].map(OsStr::new);
-    let plain = super::run_in(dir.path(), args, b"");
-    assert_eq!(stderr(&plain), "");
-    let forced = super::run_in(
-        dir.path(),
-        [&[OsStr::new("--progress")], &args[..]].concat(),
-        b"",
+    let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
+    fs::write(dir.path().join("SUMS"), super::ok_in(dir.path(), ["data"])).unwrap();
+    super::assert_output(
+        &super::run_in(dir.path(), ["-c", "SUMS"], b""),
+        "data: OK\n",
+        "",
+        0,
     );
-    assert_eq!(forced.stdout, plain.stdout);
-    assert_eq!(stdout(&forced), "data: OK\n");
+    let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
+    assert_eq!(
+        (stdout(&forced).as_str(), status(&forced)),
+        ("data: OK\n", 0)
+    );
     // The total, from the file system (a checksum line alone).
     assert_contains(&stderr(&forced), "2.00 MiB / 2.00 MiB");
-    assert_eq!(status(&forced), 0);
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
-    let lines = super::run_in(dir.path(), ["--stat", "--leaves", "data"], b"");
-    fs::write(dir.path().join("LISTED"), &lines.stdout).unwrap();
+    let lines = super::ok_in(dir.path(), ["--stat", "--leaves", "data"]);
+    fs::write(dir.path().join("LISTED"), lines).unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
     let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
     assert_contains(&stderr(&forced), "3.00 MiB / 2.00 MiB");
     for args in [&["-c", "-"][..], &["-c", "--part", "1/1", "LISTED"]] {
         let forced = super::run_in(dir.path(), [&["--progress"][..], args].concat(), b"");
-        assert!(
-            !stderr(&forced).contains(" / "),
-            "{args:?}: {}",
-            stderr(&forced)
-        );
+        let said = stderr(&forced);
+        assert!(!said.contains(" / "), "{args:?}: {said}");
     }
 }
 
@@ -1188,15 +1084,9 @@ fn feed_slowly(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<
 #[cfg(unix)]
 #[test]
 fn progress_bar_in_a_real_terminal() {
-    use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    let made = unsafe {
-        // SAFETY: a NUL-terminated path and a mode.
-        let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        libc::mkfifo(path.as_ptr(), 0o644)
-    };
-    assert_eq!(made, 0, "mkfifo: {}", io::Error::last_os_error());
+    super::mkfifo(&fifo);
 
     // Dropped before `dir`: the server goes first, then its socket's
     // directory.
@@ -1226,14 +1116,12 @@ fn progress_bar_in_a_real_terminal() {
         screen.contains("exit status")
     });
     assert!(done, "bt2sum did not finish:\n{screen}");
-    let expected = stdout(&run::<[&str; 0], _>([], &pattern(written)));
-    let digest = expected.trim_end().rsplit(" = ").next().unwrap();
+    let digest = super::digest(&stdout(&run::<[&str; 0], _>([], &pattern(written))));
     assert_contains(&screen, &format!("BLAKE2b-64 (fifo) = {digest}"));
     // The error line came out whole, above the bar (still drawn then).
+    let error = "bt2sum: missing: No such file or directory";
     assert!(
-        screen
-            .lines()
-            .any(|line| line.trim_end() == "bt2sum: missing: No such file or directory"),
+        screen.lines().any(|line| line.trim_end() == error),
         "{screen}"
     );
     assert_contains(&screen, "exit status 1");
@@ -1291,7 +1179,7 @@ fn ctrl_c_clears_the_progress_bar() {
 fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();
-    let list = stdout(&super::run_in(dir.path(), ["a"], b""));
+    let list = super::ok_in(dir.path(), ["a"]);
     let tmux = Tmux::new(dir.path());
     let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
     tmux.start(&format!(
@@ -1299,8 +1187,7 @@ fn no_spinner_over_typing() {
          {binary} --progress; echo \"third $?\"; sleep 600",
         quoted(dir.path()),
     ));
-    let typed = stdout(&run(["-"], b"hello s3git\n"));
-    let digest = typed.trim_end().rsplit(" = ").next().unwrap();
+    let digest = super::digest(&stdout(&run(["-"], b"hello s3git\n")));
     for (step, text, done) in [
         ("hash", "hello s3git", "first 0"),
         ("check", list.trim_end(), "second 0"),

@@ -12,7 +12,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::{assert_contains, bt2sum, mkfifo, output_within, rot, run_in, status, stderr, stdout};
+use super::{
+    assert_contains, bt2sum, mkfifo, ok_bytes_in, output_within, rot, run_in, said_in, status,
+    stderr, stdout,
+};
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
@@ -31,11 +34,8 @@ fn tree() -> tempfile::TempDir {
 
 /// Runs `bt2sum -c --repair-from ../mirror ARGS ../LEAVES` in `t/`.
 fn repair(dir: &Path, args: &[&str]) -> (String, String, i32) {
-    let mut all = vec!["-c", "--repair-from", "../mirror"];
-    all.extend(args);
-    all.push("../LEAVES");
-    let out = run_in(&dir.join("t"), &all, b"");
-    (stdout(&out), stderr(&out), status(&out))
+    let args = ["-c", "--repair-from", "../mirror"].iter().chain(args);
+    said_in(&dir.join("t"), args.chain(&["../LEAVES"]))
 }
 
 /// A file outside the tree, with its bytes and mode, to check it is left
@@ -86,12 +86,8 @@ fn a_symbolically_linked_directory_is_not_written_through() {
     // whose `f` is another file.
     fs::create_dir(dir.path().join("t/sub")).unwrap();
     fs::write(dir.path().join("t/sub/f"), &good).unwrap();
-    let out = run_in(
-        &dir.path().join("t"),
-        ["-t", "4096", "--leaves", "sub/f"],
-        b"",
-    );
-    fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+    let out = ok_bytes_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "sub/f"]);
+    fs::write(dir.path().join("LEAVES"), out).unwrap();
     fs::create_dir(dir.path().join("mirror/sub")).unwrap();
     fs::write(dir.path().join("mirror/sub/f"), &good).unwrap();
     let mut longer = good[..5000].to_vec();
@@ -121,25 +117,13 @@ fn names_outside_the_tree_are_written_only_when_asked() {
         // The listing names the file outside, as a crafted list would; the
         // fetched copy has the listed bytes.
         fs::write(&victim_path, &good).unwrap();
-        let out = run_in(
-            &dir.path().join("t"),
-            ["-t", "4096", "--leaves", &listed],
-            b"",
-        );
-        fs::write(dir.path().join("LEAVES"), &out.stdout).unwrap();
+        let t = dir.path().join("t");
+        let listing = ok_bytes_in(&t, ["-t", "4096", "--leaves", &listed]);
         fs::write(dir.path().join("fetched"), &good).unwrap();
         let victim = Untouched::new(&victim_path, b"the user's own file\n", 0o644);
-        let out = run_in(
-            &dir.path().join("t"),
-            [
-                "-c",
-                "--repair-from",
-                "../fetched",
-                "--repair-truncate",
-                "../LEAVES",
-            ],
-            b"",
-        );
+        let repair = "-c --repair-from ../fetched --repair-truncate";
+        fs::write(dir.path().join("LEAVES"), &listing).unwrap();
+        let out = run_in(&t, repair.split(' ').chain(["../LEAVES"]), b"");
         let err = stderr(&out);
         assert_eq!(status(&out), 1, "{name}: {err}");
         let why = match name {
@@ -150,17 +134,7 @@ fn names_outside_the_tree_are_written_only_when_asked() {
         assert!(err.contains("--absolute-names allows it"), "{name}: {err}");
         victim.check(name);
         // Asked for, it is written.
-        let out = run_in(
-            &dir.path().join("t"),
-            [
-                "-c",
-                "--repair-from",
-                "../fetched",
-                "--repair-truncate",
-                "--absolute-names",
-            ],
-            &fs::read(dir.path().join("LEAVES")).unwrap(),
-        );
+        let out = run_in(&t, repair.split(' ').chain(["--absolute-names"]), &listing);
         assert_eq!(status(&out), 0, "{name}: {}", stderr(&out));
         assert_eq!(fs::read(&victim_path).unwrap(), good, "{name}");
     }
@@ -179,14 +153,7 @@ fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, Str
     list.extend(fifo_line.as_bytes());
     fs::write(dir.join("LEAVES"), list).unwrap();
     let mut child = bt2sum()
-        .args([
-            "-c",
-            "-t",
-            "4096",
-            "--repair-from",
-            "../mirror",
-            "../LEAVES",
-        ])
+        .args("-c -t 4096 --repair-from ../mirror ../LEAVES".split(' '))
         .current_dir(dir.join("t"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -299,23 +266,10 @@ fn a_fifo_is_never_written_nor_read_twice() {
                 .and_then(|mut fifo| fifo.write_all(&bytes));
         })
     };
-    let out = run_in(
-        &dir.path().join("t"),
-        [
-            "-c",
-            "--repair-from",
-            "../mirror",
-            "--repair-truncate",
-            "../LEAVES",
-        ],
-        b"",
-    );
+    let (_, err, code) = repair(dir.path(), &["--repair-truncate"]);
     writer.join().unwrap();
-    assert_eq!(status(&out), 1);
-    assert_contains(
-        &stderr(&out),
-        "f: cannot be repaired: it is not a regular file",
-    );
+    assert_eq!(code, 1);
+    assert_contains(&err, "f: cannot be repaired: it is not a regular file");
 }
 
 #[test]
@@ -325,42 +279,33 @@ fn a_list_that_names_a_file_with_two_contents_repairs_neither() {
     // Listed before an edit (the mirror has that version), and after.
     let edited = super::noise(3 * 4096, 8);
     fs::write(&path, &edited).unwrap();
-    let out = run_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"], b"");
     let mut list = fs::read(dir.path().join("LEAVES")).unwrap();
-    list.extend(&out.stdout);
+    list.extend(ok_bytes_in(
+        &dir.path().join("t"),
+        ["-t", "4096", "--leaves", "f"],
+    ));
     fs::write(dir.path().join("LEAVES"), list).unwrap();
     let (out, err, code) = repair(dir.path(), &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(!out.contains("REPAIRED"), "{out}");
-    assert!(
-        err.contains(
-            "f: cannot be repaired: the list gives it two different contents (lines 1 and 5)"
-        ),
-        "{err}"
-    );
+    let two = "f: cannot be repaired: the list gives it two different contents (lines 1 and 5)";
+    assert_contains(&err, two);
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
 
 /// A tree `t/` of files `a` and `b` listed in `SUMS` beside it with stat
 /// lines, made from inside it.
 fn archive() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("t")).unwrap();
-    fs::write(dir.path().join("t/a"), b"file a\n").unwrap();
-    fs::write(dir.path().join("t/b"), b"file b\n").unwrap();
-    let out = run_in(&dir.path().join("t"), ["-r", "--stat", "."], b"");
-    assert_eq!(status(&out), 0);
-    fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
+    let dir = super::dir_with(&[("t/a", b"file a\n"), ("t/b", b"file b\n")]);
+    let list = ok_bytes_in(&dir.path().join("t"), ["-r", "--stat", "."]);
+    fs::write(dir.path().join("SUMS"), list).unwrap();
     dir
 }
 
 /// Runs `bt2sum -c --audit . --update ARGS LIST` in `t/`.
 fn update(dir: &Path, list: &str, args: &[&str]) -> (String, String, i32) {
-    let mut all = vec!["-c", "--audit", ".", "--update"];
-    all.extend(args);
-    all.push(list);
-    let out = run_in(&dir.join("t"), &all, b"");
-    (stdout(&out), stderr(&out), status(&out))
+    let args = ["-c", "--audit", ".", "--update"].iter().chain(args);
+    said_in(&dir.join("t"), args.chain([&list]))
 }
 
 /// Whether an audit of `t/` against `SUMS` finds every file OK.
@@ -489,8 +434,9 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
     if root {
         std::os::unix::fs::chown(dir.path().join("lists/SUMS"), Some(65534), Some(65534)).unwrap();
     } else {
+        let test = "an_update_rewrites_a_linked_lists_target_and_keeps_its_owner";
         super::skip(
-            "an_update_rewrites_a_linked_lists_target_and_keeps_its_owner",
+            test,
             "not root: the list's owner is not changed to another user's",
         );
     }
@@ -508,10 +454,9 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
         use std::os::unix::fs::MetadataExt;
         assert_eq!((metadata.uid(), metadata.gid()), (65534, 65534));
     }
-    assert!(
-        fs::read_to_string(dir.path().join("SUMS"))
-            .unwrap()
-            .contains("(./c)")
+    assert_contains(
+        &fs::read_to_string(dir.path().join("SUMS")).unwrap(),
+        "(./c)",
     );
     assert!(audits_clean(dir.path()));
 }
@@ -524,10 +469,8 @@ fn an_update_refuses_a_hard_linked_list() {
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let (_, err, code) = update(dir.path(), "../SUMS", &[]);
     assert_eq!(code, 1);
-    assert_contains(
-        &err,
-        "../SUMS: not updated: it has 2 hard links, which replacing it would split",
-    );
+    let split = "../SUMS: not updated: it has 2 hard links, which replacing it would split";
+    assert_contains(&err, split);
     assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), list);
     assert_eq!(fs::read(dir.path().join("SUMS.too")).unwrap(), list);
 }
@@ -616,13 +559,9 @@ fn an_update_in_a_read_only_directory_says_so_plainly() {
     };
     let (_, err, code) = update(dir.path(), "../mounted/SUMS", &[]);
     assert_eq!(code, 1);
-    assert!(
-        err.ends_with(
-            "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
-             ../mounted: Read-only file system\n"
-        ),
-        "{err}"
-    );
+    let read_only = "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
+                     ../mounted: Read-only file system\n";
+    assert!(err.ends_with(read_only), "{err}");
 }
 
 /// Every file under `dir`, with its bytes, mode and modification time.
@@ -636,13 +575,8 @@ fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, u32, std::time::Sys
             if metadata.is_dir() {
                 pending.push(path);
             } else if metadata.is_file() {
-                let mode = metadata.permissions().mode();
-                files.push((
-                    path.clone(),
-                    fs::read(&path).unwrap(),
-                    mode,
-                    metadata.modified().unwrap(),
-                ));
+                let (mode, time) = (metadata.permissions().mode(), metadata.modified().unwrap());
+                files.push((path.clone(), fs::read(&path).unwrap(), mode, time));
             }
         }
     }
@@ -675,17 +609,14 @@ fn no_byte_is_written_outside_what_is_reported() {
     fs::write(dir.path().join("LEAVES"), &listing).unwrap();
     // The mirror holds good copies of every name; the tree and the files
     // outside are then damaged and trapped.
-    for name in names.iter().chain(&["outside/climb"]) {
+    for name in names
+        .iter()
+        .chain(&["outside/climb", absolute.trim_start_matches('/')])
+    {
         let copy = dir.path().join("mirror").join(name);
         fs::create_dir_all(copy.parent().unwrap()).unwrap();
         fs::write(copy, &good).unwrap();
     }
-    let copy = dir
-        .path()
-        .join("mirror")
-        .join(absolute.trim_start_matches('/'));
-    fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    fs::write(copy, &good).unwrap();
     for name in ["good", "setid"] {
         rot(&t.join(name), [4096 + 10]);
     }
@@ -734,16 +665,18 @@ fn no_byte_is_written_outside_what_is_reported() {
     }
     assert_eq!(snapshot(&outside), before);
     // An update writes the list, and nothing else.
-    let out = run_in(&t, ["--stat", "-r", "."], b"");
-    fs::write(dir.path().join("SUMS"), &out.stdout).unwrap();
+    fs::write(
+        dir.path().join("SUMS"),
+        ok_bytes_in(&t, ["--stat", "-r", "."]),
+    )
+    .unwrap();
     fs::write(t.join("new"), b"new\n").unwrap();
     let (out, err, code) = update(dir.path(), "../SUMS", &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(snapshot(&outside), before);
-    assert!(
-        fs::read_to_string(dir.path().join("SUMS"))
-            .unwrap()
-            .contains("(./new)")
+    assert_contains(
+        &fs::read_to_string(dir.path().join("SUMS")).unwrap(),
+        "(./new)",
     );
 }
 
@@ -761,15 +694,17 @@ fn an_update_refuses_a_list_that_is_not_a_regular_file() {
         .spawn()
         .unwrap();
     let out = output_within(child, Duration::from_secs(20));
-    assert_eq!(
-        (stdout(&out).as_str(), stderr(&out).as_str(), status(&out)),
-        (
-            "",
-            "bt2sum: ../FIFO: not updated: it is not a regular file\n",
-            1
-        )
+    super::assert_output(
+        &out,
+        "",
+        "bt2sum: ../FIFO: not updated: it is not a regular file\n",
+        1,
     );
 }
+
+/// The update of `parent/dir/SUMS` with what `t` holds.
+#[cfg(target_os = "linux")]
+const UPDATE_PARENT: &str = "-c --quiet --audit t --update parent/dir/SUMS";
 
 /// While another thread swaps the list's parent directory with a symbolic
 /// link to another directory (`renameat2` with `RENAME_EXCHANGE`, again and
@@ -791,8 +726,11 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
         fs::create_dir_all(base.join(directory)).unwrap();
     }
     fs::write(base.join("t/a"), b"file a\n").unwrap();
-    let list = run_in(base, ["-r", "--stat", "t"], b"").stdout;
-    fs::write(base.join("parent/dir/SUMS"), &list).unwrap();
+    fs::write(
+        base.join("parent/dir/SUMS"),
+        ok_bytes_in(base, ["-r", "--stat", "t"]),
+    )
+    .unwrap();
     let victim = b"the other directory's list\n";
     fs::write(base.join("victim/dir/SUMS"), victim).unwrap();
     symlink("victim", base.join("link")).unwrap();
@@ -840,18 +778,7 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     let (mut updated, mut refused) = (0, 0);
     for round in 0..300 {
         fs::write(base.join(format!("t/new{round}")), format!("{round}\n")).unwrap();
-        let out = run_in(
-            base,
-            [
-                "-c",
-                "--quiet",
-                "--audit",
-                "t",
-                "--update",
-                "parent/dir/SUMS",
-            ],
-            b"",
-        );
+        let out = run_in(base, UPDATE_PARENT.split(' '), b"");
         let err = stderr(&out);
         match status(&out) {
             0 => updated += 1,
@@ -864,31 +791,22 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     eprintln!("{updated} updated, {refused} refused, {swaps} swaps");
     assert!(updated > 0);
     let other = fs::read(base.join("victim/dir/SUMS")).unwrap();
+    let kept = other == victim;
     assert!(
-        other == victim,
+        kept,
         "the other directory's list was replaced: {} bytes",
         other.len()
     );
     for directory in ["parent/dir", "victim/dir", "victim", "parent", "t", ""] {
         for entry in fs::read_dir(base.join(directory)).unwrap() {
             let name = entry.unwrap().file_name();
-            assert!(
-                !name.to_string_lossy().starts_with(".bt2sum-update-"),
-                "{directory}: {name:?}"
-            );
+            let temporary = name.to_string_lossy().starts_with(".bt2sum-update-");
+            assert!(!temporary, "{directory}: {name:?}");
         }
     }
     // The list is whole: one more update takes in what the refused ones
     // did not, and an audit then finds every file as listed.
-    let last = [
-        "-c",
-        "--quiet",
-        "--audit",
-        "t",
-        "--update",
-        "parent/dir/SUMS",
-    ];
-    assert_eq!(status(&run_in(base, last, b"")), 0);
+    assert_eq!(status(&run_in(base, UPDATE_PARENT.split(' '), b"")), 0);
     let audit = run_in(base, ["-c", "--audit", "t", "parent/dir/SUMS"], b"");
     let clean = "bt2sum: audited 301 files: 301 OK\n";
     assert_eq!((stderr(&audit).as_str(), status(&audit)), (clean, 0));
