@@ -1,20 +1,9 @@
-//! `--combine`: reads the leaf lines of partial listings of one file (made by
-//! `--leaves`, maybe with `--leaf-range` or `--part`, on many machines) in
-//! any order, and prints that file's checksum line, exactly as hashing it
-//! whole would. Made with another leaf size than the default, the checksum
-//! line is followed by the file's count line, whose `tree=` check mode
-//! takes as the checksum line's leaf size: the result verifies with `-c`
-//! without `-t`.
-//!
-//! Every leaf line must be well formed, all must describe one file with one
-//! algorithm, digest size, leaf size and length, together they must list
-//! every leaf, and a leaf listed twice must have one digest. Checksum lines
-//! (the nameless one of standard input too), blank lines and `#` comments
-//! are passed over; any other line is
-//! improperly formatted. The first problem is reported (`LISTING: LINE: …`,
-//! or the first gap) and the exit status is 1. Memory stays bounded: lines
-//! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
-//! The lines are the one printer's, as every mode's.
+//! `--combine`: reads the leaf lines of partial listings of one file in any
+//! order, and prints that file's checksum line, exactly as hashing it whole
+//! would (followed, for another leaf size than the default, by its count
+//! line, whose `tree=` check mode takes as the checksum line's leaf size).
+//! Checksum lines, blank lines and `#` comments are passed over; the first
+//! problem is reported (`LISTING: LINE: …`, or the first gap), status 1.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;

@@ -34,13 +34,6 @@ pub enum Status {
     Usage = 2,
 }
 
-impl Status {
-    /// The worse of two statuses.
-    pub fn max(self, other: Status) -> Status {
-        Ord::max(self, other)
-    }
-}
-
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
         ExitCode::from(status as u8)
@@ -390,19 +383,10 @@ fn some_mtime<S: Serializer>(mtime: &Option<Mtime>, serializer: S) -> Result<S::
 }
 
 /// How lines are laid out: the checksum line's style and every line's end.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Layout {
     pub style: Style,
     pub ending: Ending,
-}
-
-impl Default for Layout {
-    fn default() -> Self {
-        Layout {
-            style: Style::Tagged,
-            ending: Ending::Newline,
-        }
-    }
 }
 
 /// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of

@@ -209,6 +209,20 @@ pub struct Unit<'u> {
 /// ends).
 pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
 
+/// The leaf listings with a checksum line that the lists counted by
+/// [`Verifier::total_bytes`] hold, numbered in list order (`counted`, and
+/// `checked` so far): those that do not list every leaf of their file, whose
+/// checksum line is a unit of its own, and those that list every leaf and
+/// whose leaves do not make the digest of their checksum line (the list
+/// contradicts itself).
+#[derive(Default)]
+struct Listings {
+    counted: u64,
+    checked: u64,
+    incomplete: Vec<u64>,
+    contradicted: Vec<u64>,
+}
+
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool.
 pub struct Verifier<'a> {
@@ -221,16 +235,7 @@ pub struct Verifier<'a> {
     pass_bytes: Option<u64>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: std::cell::Cell<u64>,
-    /// The leaf listings with a checksum line that the lists counted by
-    /// [`total_bytes`](Self::total_bytes) hold (numbered in list order),
-    /// and those among them that do not list every leaf of their file,
-    /// whose checksum line is a unit of its own.
-    listings_counted: std::cell::Cell<u64>,
-    listings_checked: std::cell::Cell<u64>,
-    incomplete: RefCell<Vec<u64>>,
-    /// Those among them that list every leaf, and whose leaves do not make
-    /// the digest of their checksum line (the list contradicts itself).
-    contradicted: RefCell<Vec<u64>>,
+    listings: RefCell<Listings>,
     progress: Option<Arc<AtomicU64>>,
     /// Whether files whose stat lines say they are unchanged go unread.
     quick: bool,
@@ -248,10 +253,7 @@ impl<'a> Verifier<'a> {
             chooser: None,
             pass_bytes: None,
             offset: std::cell::Cell::new(0),
-            listings_counted: std::cell::Cell::new(0),
-            listings_checked: std::cell::Cell::new(0),
-            incomplete: RefCell::new(Vec::new()),
-            contradicted: RefCell::new(Vec::new()),
+            listings: RefCell::default(),
             progress: None,
             quick: false,
             look_up_sizes: true,
@@ -313,7 +315,7 @@ impl<'a> Verifier<'a> {
     /// chooses its units does in rounds.
     pub fn restart(&self) {
         self.offset.set(0);
-        self.listings_checked.set(0);
+        self.listings.borrow_mut().checked = 0;
     }
 
     /// Whether only some units of the lists are checked.

@@ -1,21 +1,9 @@
 //! The check driver (`bt2sum -c`): hands each list to the library's
-//! verifier, and prints its verdicts GNU coreutils style, counts them and
-//! hints at causes.
-//!
-//! Per file, in list order: `NAME: OK`, `NAME: FAILED` or `NAME: FAILED
-//! open or read`; for a leaf listing, that line (its worst verdict), then
-//! `NAME: leaf I: FAILED` for each failing leaf, or with `--verbose` a
-//! verdict for every line. An improperly formatted line is reported (with
-//! `--warn`) just before the file that follows it.
-//!
-//! Per list, after its verdicts, the summary goes to standard error in
-//! GNU's order: the non-zero counts of improperly formatted lines,
-//! unreadable files and mismatches, then `no file was verified`
-//! (`--ignore-missing`); or, for a list without a single valid line, only
-//! `no properly formatted checksum lines found`. As in GNU, `--status`
-//! silences stdout, the counts and `no file was verified`, but not the
-//! reasons a file or list could not be read, nor `no properly formatted
-//! checksum lines found`. The hints come last, once for the run.
+//! verifier, prints its verdicts GNU coreutils style (docs/check.md), counts
+//! them, hints at causes, and hands each pass to the features that act on
+//! it (an audit, repairs, the ledger). As in GNU, `--status` silences
+//! stdout, the counts and `no file was verified`, but not why a file or
+//! list could not be read, nor `no properly formatted checksum lines found`.
 
 mod hints;
 mod ledger;
@@ -28,7 +16,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
+use bt2sum::format::lines::{Record as Line, read_line};
 use bt2sum::format::name::Name;
+use bt2sum::format::stat::is_stat_line;
 use bt2sum::plain_message;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 
@@ -303,15 +293,11 @@ fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
     };
     let mut line = Vec::new();
     loop {
-        match bt2sum::format::lines::read_line(&mut list, &mut line) {
-            Ok(bt2sum::format::lines::Record::Line) => {}
-            Ok(bt2sum::format::lines::Record::TooLong) => continue,
-            Ok(bt2sum::format::lines::Record::End) => return false,
-            Err(_) => return true,
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        if bt2sum::format::stat::is_stat_line(text.strip_suffix(b"\r").unwrap_or(text)) {
-            return true;
+        match read_line(&mut list, &mut line) {
+            Ok(Line::End) => return false,
+            Ok(Line::Line) if !is_stat_line(&line) => {}
+            Ok(Line::TooLong) => {}
+            Ok(Line::Line) | Err(_) => return true,
         }
     }
 }
