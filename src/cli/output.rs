@@ -305,57 +305,40 @@ pub enum Summary<'a> {
     },
 }
 
-/// The counts of one checked list. Files are counted, not lines: a file
-/// listed with its leaves counts once, by its worst line. Over all lists,
-/// they are the counts of the run's summary record (`--json`), under the
-/// names docs/json.md gives them; `tally` counts them.
+/// The counts of one checked list, or over all lists with what an audit
+/// found (`tally`), under the names the summary record gives them
+/// (docs/json.md says what each counts). Files are counted, not lines: a
+/// file listed with its leaves counts once, by its worst line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
     /// Properly formatted lines (of files checked, or skipped as missing).
     #[serde(skip)]
     pub entries: u64,
-    /// Improperly formatted lines (blank and `#` lines are not counted).
     pub improperly_formatted: u64,
-    /// Files whose every line matched.
     #[serde(rename = "ok")]
     pub matched: u64,
-    /// Files of which a line did not match (damaged).
     #[serde(rename = "failed")]
     pub mismatched: u64,
-    /// Files that did not match and whose size or modification time differ
-    /// from their stat line's (edited).
     pub changed: u64,
-    /// Files that could not be opened or read.
     pub unreadable: u64,
-    /// Files listed without a digest (count lines only) whose length
-    /// matched: nothing of their bytes was verified.
     pub unverified: u64,
-    /// Files taken as unchanged and not read (`--quick`).
     pub unread: u64,
     /// Properly formatted lines left to other slices (`--part`).
     #[serde(skip)]
     pub outside_slice: u64,
-    /// Failing leaves mended from a good copy (`--repair-from`).
     #[serde(rename = "repaired")]
     pub repaired_leaves: u64,
-    /// Failing leaves that could not be mended.
     #[serde(rename = "unrepaired")]
     pub unrepaired_leaves: u64,
     /// Files that failed and verify now, mended.
     #[serde(skip)]
     pub mended_files: u64,
-    /// Missing files restored from their copies, and those that could not
-    /// be (`--repair-from`).
     pub restored: u64,
     pub unrestored: u64,
-    /// Listed files an audit leaves out (`Scope`): neither read nor missing.
     pub out_of_scope: u64,
     /// Files that failed and an update takes in as they are (`--accept`).
     #[serde(skip)]
     pub accepted: u64,
-    /// What an audit found besides the lists' verdicts: files under its
-    /// roots no list names, files moved, listed files missing, and errors
-    /// of its walk.
     pub new: u64,
     pub moved: u64,
     pub missing: u64,

@@ -59,7 +59,7 @@ pub use pass::{Checked, Subject};
 use pass::{Pass, worse};
 use passes::{PassOutcome, Passes, Queued};
 
-/// What check mode found out about one listed file.
+/// What check mode found out about one listed file (or line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The computed checksum is the listed one.
@@ -70,11 +70,10 @@ pub enum Verdict {
     Unreadable,
     /// A listed leaf is no longer in the file (it got shorter).
     Missing,
-    /// Not read: its size and modification time are those of its stat
-    /// line ([`Verifier::quick`]), so it is taken as unchanged.
+    /// Not read, taken as unchanged: see [`Verifier::quick`].
     Unread,
-    /// The computed checksum differs, and so do the file's size or
-    /// modification time from its stat line's: an edit, not damage.
+    /// Failed, and the file's size or modification time differ from its
+    /// stat line's: an edit, not damage.
     Changed,
 }
 
@@ -227,19 +226,14 @@ struct Listings {
 /// current rayon pool.
 pub struct Verifier<'a> {
     settings: Settings,
-    /// The slice checked, if only one is.
     slice: Option<Slice>,
-    /// What chooses the units checked, if the caller does.
     chooser: Option<Chooser<'a>>,
-    /// The bytes of leaves one pass holds at most, if it is bounded.
     pass_bytes: Option<u64>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: std::cell::Cell<u64>,
     listings: RefCell<Listings>,
     progress: Option<Arc<AtomicU64>>,
-    /// Whether files whose stat lines say they are unchanged go unread.
     quick: bool,
-    /// Whether a file listed without its size is looked up to count it.
     look_up_sizes: bool,
     before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
@@ -318,7 +312,6 @@ impl<'a> Verifier<'a> {
         self.listings.borrow_mut().checked = 0;
     }
 
-    /// Whether only some units of the lists are checked.
     fn selects(&self) -> bool {
         self.slice.is_some() || self.chooser.is_some()
     }
@@ -369,8 +362,6 @@ impl<'a> Verifier<'a> {
         mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let mut passes = Passes::new(list, list_is_stdin, self);
-        // The worst verdict so far on the lines of the file checked last,
-        // and its first line.
         let mut file_worst = (None, 0, false);
         let mut flow = ControlFlow::Continue(());
         hash_each(&mut passes, |event| {
@@ -400,7 +391,9 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// Reports the improperly formatted lines before a pass, and the pass.
+    /// Reports the improperly formatted lines before a pass, and the pass;
+    /// `file_worst`: the worst verdict so far on the lines of the file
+    /// checked last, its first line, and whether it was edited.
     fn report_pass(
         &self,
         outcome: PassOutcome,

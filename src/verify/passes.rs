@@ -39,12 +39,10 @@ pub(super) type PassOutcome = Outcome<Queued, Option<ListedLeaves>>;
 /// The lines of a list made into passes.
 pub(super) struct Passes<'a> {
     reader: &'a mut dyn BufRead,
-    /// The line being read.
     line: Vec<u8>,
     line_number: u64,
     /// A line read past the end of the last pass, and its number.
     ahead: Option<(u64, ListLine)>,
-    /// Whether the list has ended.
     ended: bool,
     /// Improperly formatted lines not yet handed on with a pass.
     pub bad_lines: Vec<(u64, BadLine)>,
@@ -60,7 +58,6 @@ pub(super) struct Passes<'a> {
     /// Whether the passes that go on with the file of the last one are
     /// dropped: it was taken as unchanged, unread.
     unread_file: bool,
-
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
     /// Whether a nameless line (of standard input, as hashing it without a
@@ -99,7 +96,6 @@ impl<'a> Passes<'a> {
             reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
             previous_reported: false,
             unread_file: false,
-
             cut: false,
             nameless_is_stdin: !list_is_stdin,
             verifier,
@@ -132,7 +128,7 @@ impl<'a> Passes<'a> {
                 }
             };
             self.line_number += 1;
-            let line = match line {
+            let mut line = match line {
                 ListLine::Nameless {
                     algorithm,
                     expected,
@@ -142,16 +138,14 @@ impl<'a> Passes<'a> {
                     expected,
                     tagged: true,
                 }),
-                ListLine::Leaf(mut leaf) if leaf.name.is_none() && self.nameless_is_stdin => {
-                    leaf.name = Some(b"-".to_vec());
-                    ListLine::Leaf(leaf)
-                }
-                ListLine::Stat(mut stat) if stat.name.is_none() && self.nameless_is_stdin => {
-                    stat.name = Some(b"-".to_vec());
-                    ListLine::Stat(stat)
-                }
                 line => line,
             };
+            if let ListLine::Leaf(LeafLine { name, .. }) | ListLine::Stat(StatLine { name, .. }) =
+                &mut line
+                && self.nameless_is_stdin
+            {
+                name.get_or_insert_with(|| b"-".to_vec());
+            }
             if !matches!(line, ListLine::Skip) {
                 return Some((self.line_number, line));
             }
@@ -543,21 +537,18 @@ impl<'a> Iterator for Passes<'a> {
         }
         // Leaf and count lines alone need only the leaves they list (none
         // for count lines): the outcome's length is the file's.
-        let range = match (pass.judged_checksum(), &listed) {
-            (Some(_), _) => None,
-            (None, listed) => Some(
-                listed
-                    .as_ref()
-                    .and_then(ListedLeaves::indices)
-                    .unwrap_or(0..0),
-            ),
-        };
+        let range = (pass.judged_checksum().is_none()).then(|| {
+            listed
+                .as_ref()
+                .and_then(ListedLeaves::indices)
+                .unwrap_or(0..0)
+        });
         let held = pass.lines(listed.as_ref()) * ListedLeaves::BYTES_PER_LEAF;
         let tree = pass.tree;
-        let stdin = pass.name == b"-";
         // (A name no path here can have was refused as improperly
         // formatted.)
         let path = Name::listed(&pass.name).path().unwrap_or_default();
+        let stdin = pass.name == b"-";
         let queued = Queued { bad_lines, pass };
         let job = if stdin {
             // Standard input may be a pipe: hashed whole, in turn.
