@@ -36,23 +36,18 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             return Status::Failure;
         }
     }
-    let combined = match combiner.finish() {
-        Ok(combined) => combined,
-        Err(CombineError::Clash {
+    let combined = combiner.finish().map_err(|error| match error {
+        CombineError::Clash {
             index,
             at: (listing, line),
-        }) => {
-            let place = at_line(&listings[listing as usize], line);
-            report(
-                &place,
-                &format!("leaf {index} is listed twice with different digests"),
-            );
-            return Status::Failure;
-        }
-        Err(error) => {
-            warn(&error.to_string());
-            return Status::Failure;
-        }
+        } => report(
+            &at_line(&listings[listing as usize], line),
+            &format!("leaf {index} is listed twice with different digests"),
+        ),
+        error => warn(&error.to_string()),
+    });
+    let Ok(combined) = combined else {
+        return Status::Failure;
     };
     let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());
