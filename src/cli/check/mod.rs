@@ -280,15 +280,11 @@ impl Lists<'_> {
     /// The bytes `lists` describe (see [`Slice`]); a list that cannot be
     /// read is reported when it is checked.
     fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
-        let mut total = 0u64;
-        for list in self.names {
-            if let Ok(mut reader) = self.open(list)
-                && let Ok(bytes) = verifier.total_bytes(&mut reader)
-            {
-                total = total.saturating_add(bytes);
-            }
-        }
-        total
+        let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
+        self.names
+            .iter()
+            .filter_map(bytes)
+            .fold(0, u64::saturating_add)
     }
 }
 
