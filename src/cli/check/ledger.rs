@@ -224,12 +224,10 @@ impl Ledger {
     /// Commits what was verified so far.
     pub fn commit(&mut self) -> Result<(), redb::Error> {
         self.last_commit = Instant::now();
-        Ok(self
-            .pending
-            .take()
-            .map(WriteTransaction::commit)
-            .transpose()?
-            .unwrap_or(()))
+        if let Some(write) = self.pending.take() {
+            write.commit()?;
+        }
+        Ok(())
     }
 
     /// Drops the records of units no longer listed: every key not in
