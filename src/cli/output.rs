@@ -358,11 +358,9 @@ pub struct Coverage {
     pub oldest_verification: Option<u64>,
 }
 
+/// A modification time as stat lines write it, `SECONDS.NANOSECONDS`.
 fn some_mtime<S: Serializer>(mtime: &Option<Mtime>, serializer: S) -> Result<S::Ok, S::Error> {
-    match mtime {
-        Some(mtime) => serializer.serialize_str(&mtime.to_string()),
-        None => serializer.serialize_none(),
-    }
+    mtime.map(|mtime| mtime.to_string()).serialize(serializer)
 }
 
 /// How lines are laid out: the checksum line's style and every line's end.
