@@ -1,20 +1,9 @@
-//! `--combine`: reads the leaf lines of partial listings of one file (made by
-//! `--leaves`, maybe with `--leaf-range` or `--part`, on many machines) in
-//! any order, and prints that file's checksum line, exactly as hashing it
-//! whole would. Made with another leaf size than the default, the checksum
-//! line is followed by the file's count line, whose `tree=` check mode
-//! takes as the checksum line's leaf size: the result verifies with `-c`
-//! without `-t`.
-//!
-//! Every leaf line must be well formed, all must describe one file with one
-//! algorithm, digest size, leaf size and length, together they must list
-//! every leaf, and a leaf listed twice must have one digest. Checksum lines
-//! (the nameless one of standard input too), blank lines and `#` comments
-//! are passed over; any other line is
-//! improperly formatted. The first problem is reported (`LISTING: LINE: …`,
-//! or the first gap) and the exit status is 1. Memory stays bounded: lines
-//! are at most 16 MiB, and the leaves are kept as `Combiner` keeps them.
-//! The lines are the one printer's, as every mode's.
+//! `--combine`: reads the leaf lines of partial listings of one file in any
+//! order, and prints that file's checksum line, exactly as hashing it whole
+//! would (followed, for another leaf size than the default, by its count
+//! line, whose `tree=` check mode takes as the checksum line's leaf size).
+//! Checksum lines, blank lines and `#` comments are passed over; the first
+//! problem is reported (`LISTING: LINE: …`, or the first gap), status 1.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -47,23 +36,18 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             return Status::Failure;
         }
     }
-    let combined = match combiner.finish() {
-        Ok(combined) => combined,
-        Err(CombineError::Clash {
+    let combined = combiner.finish().map_err(|error| match error {
+        CombineError::Clash {
             index,
             at: (listing, line),
-        }) => {
-            let place = at_line(&listings[listing as usize], line);
-            report(
-                &place,
-                &format!("leaf {index} is listed twice with different digests"),
-            );
-            return Status::Failure;
-        }
-        Err(error) => {
-            warn(&error.to_string());
-            return Status::Failure;
-        }
+        } => report(
+            &at_line(&listings[listing as usize], line),
+            &format!("leaf {index} is listed twice with different digests"),
+        ),
+        error => warn(&error.to_string()),
+    });
+    let Ok(combined) = combined else {
+        return Status::Failure;
     };
     let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());

@@ -34,13 +34,6 @@ pub enum Status {
     Usage = 2,
 }
 
-impl Status {
-    /// The worse of two statuses.
-    pub fn max(self, other: Status) -> Status {
-        Ord::max(self, other)
-    }
-}
-
 impl From<Status> for ExitCode {
     fn from(status: Status) -> ExitCode {
         ExitCode::from(status as u8)
@@ -312,57 +305,40 @@ pub enum Summary<'a> {
     },
 }
 
-/// The counts of one checked list. Files are counted, not lines: a file
-/// listed with its leaves counts once, by its worst line. Over all lists,
-/// they are the counts of the run's summary record (`--json`), under the
-/// names docs/json.md gives them; `tally` counts them.
+/// The counts of one checked list, or over all lists with what an audit
+/// found (`tally`), under the names the summary record gives them
+/// (docs/json.md says what each counts). Files are counted, not lines: a
+/// file listed with its leaves counts once, by its worst line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
     /// Properly formatted lines (of files checked, or skipped as missing).
     #[serde(skip)]
     pub entries: u64,
-    /// Improperly formatted lines (blank and `#` lines are not counted).
     pub improperly_formatted: u64,
-    /// Files whose every line matched.
     #[serde(rename = "ok")]
     pub matched: u64,
-    /// Files of which a line did not match (damaged).
     #[serde(rename = "failed")]
     pub mismatched: u64,
-    /// Files that did not match and whose size or modification time differ
-    /// from their stat line's (edited).
     pub changed: u64,
-    /// Files that could not be opened or read.
     pub unreadable: u64,
-    /// Files listed without a digest (count lines only) whose length
-    /// matched: nothing of their bytes was verified.
     pub unverified: u64,
-    /// Files taken as unchanged and not read (`--quick`).
     pub unread: u64,
     /// Properly formatted lines left to other slices (`--part`).
     #[serde(skip)]
     pub outside_slice: u64,
-    /// Failing leaves mended from a good copy (`--repair-from`).
     #[serde(rename = "repaired")]
     pub repaired_leaves: u64,
-    /// Failing leaves that could not be mended.
     #[serde(rename = "unrepaired")]
     pub unrepaired_leaves: u64,
     /// Files that failed and verify now, mended.
     #[serde(skip)]
     pub mended_files: u64,
-    /// Missing files restored from their copies, and those that could not
-    /// be (`--repair-from`).
     pub restored: u64,
     pub unrestored: u64,
-    /// Listed files an audit leaves out (`Scope`): neither read nor missing.
     pub out_of_scope: u64,
     /// Files that failed and an update takes in as they are (`--accept`).
     #[serde(skip)]
     pub accepted: u64,
-    /// What an audit found besides the lists' verdicts: files under its
-    /// roots no list names, files moved, listed files missing, and errors
-    /// of its walk.
     pub new: u64,
     pub moved: u64,
     pub missing: u64,
@@ -382,27 +358,16 @@ pub struct Coverage {
     pub oldest_verification: Option<u64>,
 }
 
+/// A modification time as stat lines write it, `SECONDS.NANOSECONDS`.
 fn some_mtime<S: Serializer>(mtime: &Option<Mtime>, serializer: S) -> Result<S::Ok, S::Error> {
-    match mtime {
-        Some(mtime) => serializer.serialize_str(&mtime.to_string()),
-        None => serializer.serialize_none(),
-    }
+    mtime.map(|mtime| mtime.to_string()).serialize(serializer)
 }
 
 /// How lines are laid out: the checksum line's style and every line's end.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Layout {
     pub style: Style,
     pub ending: Ending,
-}
-
-impl Default for Layout {
-    fn default() -> Self {
-        Layout {
-            style: Style::Tagged,
-            ending: Ending::Newline,
-        }
-    }
 }
 
 /// What check mode prints: GNU's `--status`, `--quiet` and `--warn`, of
@@ -444,33 +409,29 @@ impl<'o> Printer<'o> {
     /// be read or hashed: on standard error, after what standard output
     /// holds so far, and with `--json` as an object.
     pub fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
+        self.failed(name, false, message)
+    }
+
+    /// Says why a list could not be opened or read on, as [`error`](Self::error).
+    pub fn list_error(&mut self, list: &OsStr, message: &str) -> io::Result<()> {
+        self.failed(Name::of_path_lossy(list).printed(), true, message)
+    }
+
+    fn failed(&mut self, name: &[u8], is_list: bool, message: &str) -> io::Result<()> {
         if self.json {
-            let name = Some(JsonName(Some(name)));
-            self.emit(&Record::Error {
+            let (name, list) = match is_list {
+                false => (Some(JsonName(Some(name))), None),
+                true => (None, Some(JsonName(Some(name)))),
+            };
+            let error = Record::Error {
                 name,
-                list: None,
+                list,
                 message,
-            })?;
+            };
+            self.emit(&error)?;
         }
         self.out.flush()?;
         report_listed(name, message);
-        Ok(())
-    }
-
-    /// Says why a list could not be opened or read on: on standard error,
-    /// and with `--json` as an object.
-    pub fn list_error(&mut self, list_name: &OsStr, message: &str) -> io::Result<()> {
-        if self.json {
-            let list = Name::of_path_lossy(list_name);
-            let list = Some(JsonName(Some(list.printed())));
-            self.emit(&Record::Error {
-                name: None,
-                list,
-                message,
-            })?;
-        }
-        self.out.flush()?;
-        report(list_name, message);
         Ok(())
     }
 
@@ -495,14 +456,16 @@ impl<'o> Printer<'o> {
 }
 
 impl Record<'_> {
-    /// Appends the record's lines, if it has any.
+    /// Appends the record's lines, if it has any: an input's lines, or a
+    /// verdict, `NAME: VERDICT[ from NAME]`, names shown escaped where they
+    /// hold a backslash or a control byte.
     fn push_text(&self, out: &mut Vec<u8>, layout: Layout) {
         let ending = layout.ending;
         fn input<'a>(tree: &Tree<'a>, name: &JsonName<'a>, ending: Ending) -> InputLines<'a> {
             let (tree, name) = (tree.0, name.0);
             InputLines { tree, name, ending }
         }
-        match self {
+        let (name, verdict, from) = match self {
             Record::Checksum {
                 tree,
                 name,
@@ -511,17 +474,12 @@ impl Record<'_> {
                 mtime,
             } => {
                 let checksum = bt2sum::Digest::from_slice(digest.0).expect("a digest");
-                push_line(
-                    out,
-                    layout.style,
-                    tree.0.algorithm(),
-                    &checksum,
-                    name.0,
-                    ending,
-                );
+                let algorithm = tree.0.algorithm();
+                push_line(out, layout.style, algorithm, &checksum, name.0, ending);
                 if let (Some(mtime), Some(_)) = (mtime, name.0) {
                     input(tree, name, ending).push_stat(out, *length, *mtime);
                 }
+                return;
             }
             Record::Leaf {
                 tree,
@@ -530,80 +488,65 @@ impl Record<'_> {
                 total,
                 digest,
                 ..
-            } => input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
+            } => return input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
             Record::Count {
                 tree,
                 name,
                 total,
                 selected,
                 ..
-            } => match selected {
-                Some(leaves) => input(tree, name, ending).push_selection_count(out, *total, leaves),
-                None => input(tree, name, ending).push_count(out, *total),
-            },
-            Record::Verdict { name, verdict, .. } => {
-                push_shown(out, name);
-                out.extend_from_slice(format!(": {}\n", verdict.text()).as_bytes());
+            } => {
+                return match selected {
+                    Some(leaves) => {
+                        input(tree, name, ending).push_selection_count(out, *total, leaves)
+                    }
+                    None => input(tree, name, ending).push_count(out, *total),
+                };
             }
+            Record::Verdict { name, verdict, .. } => (name, verdict.text().into(), None),
             Record::Class {
                 name,
                 verdict,
                 from,
-            } => {
-                push_shown(out, name);
-                out.extend_from_slice(format!(": {verdict}").as_bytes());
-                if let Some(from) = from {
-                    out.extend_from_slice(b" from ");
-                    push_shown(out, from);
-                }
-                out.push(b'\n');
-            }
+            } => (name, verdict.to_string(), from.as_ref()),
             Record::LeafVerdict {
                 name,
                 verdict,
                 index,
                 ..
-            } => {
-                push_shown(out, name);
-                out.extend_from_slice(format!(": leaf {index}: {}\n", verdict.text()).as_bytes());
-            }
+            } => (name, format!("leaf {index}: {}", verdict.text()), None),
             Record::CountVerdict { name, verdict, .. } => {
-                push_shown(out, name);
-                out.extend_from_slice(format!(": leaf count: {}\n", verdict.text()).as_bytes());
+                (name, format!("leaf count: {}", verdict.text()), None)
             }
             Record::Repair {
                 name,
                 index,
                 reason,
                 ..
-            } => {
-                push_shown(out, name);
-                let line = match reason {
-                    None => format!(": leaf {index}: REPAIRED\n"),
-                    Some(why) => format!(": leaf {index}: FAILED ({why})\n"),
-                };
-                out.extend_from_slice(line.as_bytes());
-            }
-            Record::Restore { name, reason, .. } => {
-                push_shown(out, name);
-                let line = match reason {
-                    None => ": RESTORED\n".to_string(),
-                    Some(why) => format!(": FAILED to restore ({why})\n"),
-                };
-                out.extend_from_slice(line.as_bytes());
-            }
+            } => match reason {
+                None => (name, format!("leaf {index}: REPAIRED"), None),
+                Some(why) => (name, format!("leaf {index}: FAILED ({why})"), None),
+            },
+            Record::Restore { name, reason, .. } => match reason {
+                None => (name, "RESTORED".into(), None),
+                Some(why) => (name, format!("FAILED to restore ({why})"), None),
+            },
             Record::BadLine { .. }
             | Record::Error { .. }
             | Record::Update { .. }
-            | Record::Summary(_) => {}
+            | Record::Summary(_) => return,
+        };
+        let shown = |out: &mut Vec<u8>, name: &JsonName<'_>| {
+            Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
+        };
+        shown(out, name);
+        out.extend_from_slice(format!(": {verdict}").as_bytes());
+        if let Some(from) = from {
+            out.extend_from_slice(b" from ");
+            shown(out, from);
         }
+        out.push(b'\n');
     }
-}
-
-/// A name as verdicts show it (escaped where it holds a backslash or a
-/// control byte).
-fn push_shown(out: &mut Vec<u8>, name: &JsonName<'_>) {
-    Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
 }
 
 #[cfg(test)]

@@ -8,38 +8,29 @@ use bt2sum::verify::Verdict;
 pub use crate::cli::output::Tally;
 use crate::cli::output::{Coverage, Status, Summary};
 
-/// `WARNING: 1 ONE` or `WARNING: COUNT MANY`, unless the count is 0.
-fn counted(lines: &mut Vec<String>, count: u64, one: &str, many: &str) {
-    said(lines, "WARNING: ", count, one, many);
-}
-
-/// `1 ONE` or `COUNT MANY` after `prefix`, unless the count is 0.
-fn said(lines: &mut Vec<String>, prefix: &str, count: u64, one: &str, many: &str) {
-    match count {
-        0 => {}
-        1 => lines.push(format!("{prefix}1 {one}")),
-        _ => lines.push(format!("{prefix}{count} {many}")),
-    }
+/// For each non-zero count, `1 ONE` or `COUNT MANY`, after `WARNING: `
+/// where it is a warning (not news), to follow `bt2sum: `.
+fn said(counts: &[(u64, bool, &str, &str)]) -> Vec<String> {
+    let said = |&(count, warning, one, many): &(u64, bool, &str, &str)| {
+        let prefix = if warning { "WARNING: " } else { "" };
+        match count {
+            0 => None,
+            1 => Some(format!("{prefix}1 {one}")),
+            _ => Some(format!("{prefix}{count} {many}")),
+        }
+    };
+    counts.iter().filter_map(said).collect()
 }
 
 impl Tally {
     /// Adds another list's counts.
     pub fn add(&mut self, other: &Tally) {
-        self.entries += other.entries;
-        self.improperly_formatted += other.improperly_formatted;
-        self.matched += other.matched;
-        self.mismatched += other.mismatched;
-        self.changed += other.changed;
-        self.unreadable += other.unreadable;
-        self.unverified += other.unverified;
-        self.unread += other.unread;
-        self.outside_slice += other.outside_slice;
-        self.repaired_leaves += other.repaired_leaves;
-        self.unrepaired_leaves += other.unrepaired_leaves;
-        self.mended_files += other.mended_files;
-        self.accepted += other.accepted;
-        self.restored += other.restored;
-        self.unrestored += other.unrestored;
+        macro_rules! add {
+            ($($field:ident)*) => { $(self.$field += other.$field;)* };
+        }
+        add!(entries improperly_formatted matched mismatched changed unreadable unverified unread
+            outside_slice repaired_leaves unrepaired_leaves mended_files accepted restored
+            unrestored);
     }
 
     /// The status of an audit: a failure if anything but OK was found.
@@ -50,31 +41,27 @@ impl Tally {
         }
     }
 
-    /// An audit's summary, in GNU's words and style, each to follow
-    /// `bt2sum: `.
+    /// An audit's summary, in GNU's words and style.
     pub fn audit_warnings(&self, ignore_missing: bool) -> Vec<String> {
-        let mut warnings = Vec::new();
-        counted(&mut warnings, self.new, "file is new", "files are new");
-        counted(
-            &mut warnings,
-            self.moved,
-            "file was moved",
-            "files were moved",
-        );
-        if !ignore_missing {
-            let (one, many) = ("listed file is missing", "listed files are missing");
-            counted(&mut warnings, self.missing, one, many);
-        }
-        let why = "(under no directory audited, excluded, deeper than --max-depth, or on \
-                   another file system): not read";
-        said(
-            &mut warnings,
-            "",
-            self.out_of_scope,
-            &format!("listed file was out of the audit's scope {why}"),
-            &format!("listed files were out of the audit's scope {why}"),
-        );
-        warnings
+        let missing = if ignore_missing { 0 } else { self.missing };
+        let scope = "(under no directory audited, excluded, deeper than --max-depth, or on \
+                     another file system): not read";
+        said(&[
+            (self.new, true, "file is new", "files are new"),
+            (self.moved, true, "file was moved", "files were moved"),
+            (
+                missing,
+                true,
+                "listed file is missing",
+                "listed files are missing",
+            ),
+            (
+                self.out_of_scope,
+                false,
+                &format!("listed file was out of the audit's scope {scope}"),
+                &format!("listed files were out of the audit's scope {scope}"),
+            ),
+        ])
     }
 
     /// An audit's last line, counting the files of every class found (OK
@@ -115,20 +102,15 @@ impl Tally {
         }
     }
 
-    /// Whether no file was verified, although some were for the list to
-    /// verify: with `--ignore-missing`, all were missing. (A list checked
-    /// in slices may well have none of its files in one: that slice
-    /// verifies nothing of it, and fails nothing.)
-    pub fn verified_none(&self) -> bool {
+    /// Whether the list verified no file where it may have although its
+    /// lines were good: with `--ignore-missing` (all were missing), or
+    /// where some file was listed without a digest. It then fails, saying
+    /// so. (A list checked in slices may well have none of its files in
+    /// one: that slice verifies nothing of it, and fails nothing.)
+    pub fn verified_none(&self, ignore_missing: bool) -> bool {
         let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
-        self.matched + self.unread == 0 && self.mended_files + self.restored == 0 && held_some
-    }
-
-    /// Whether the list may have verified no file although its lines were
-    /// good: with `--ignore-missing`, or where some file was listed without
-    /// a digest. It then fails, saying so.
-    pub fn may_verify_none(&self, ignore_missing: bool) -> bool {
-        ignore_missing || self.unverified > 0
+        let verified = self.matched + self.unread + self.mended_files + self.restored;
+        (ignore_missing || self.unverified > 0) && verified == 0 && held_some
     }
 
     /// Counts a pass's lines, and its file once its last pass is checked;
@@ -154,77 +136,43 @@ impl Tally {
     }
 
     /// GNU's summary warnings for the non-zero counts, in GNU's order and
-    /// wording, each to follow `bt2sum: `.
+    /// wording; then what mending did: the leaves repaired and files
+    /// restored (news, not warnings), then what is still damaged or missing.
     pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        let mut warn = |count: u64, one: &str, many: &str| counted(&mut warnings, count, one, many);
-        warn(
-            self.improperly_formatted,
-            "line is improperly formatted",
-            "lines are improperly formatted",
-        );
-        warn(
-            self.unreadable,
-            "listed file could not be read",
-            "listed files could not be read",
-        );
-        warn(
-            self.mismatched,
-            "computed checksum did NOT match",
-            "computed checksums did NOT match",
-        );
-        warn(
-            self.changed,
-            "listed file was changed since it was listed",
-            "listed files were changed since they were listed",
-        );
-        warn(
-            self.unverified,
-            "listed file has no digest in the list: only its length was checked",
-            "listed files have no digest in the list: only their length was checked",
-        );
-        said(
-            &mut warnings,
-            "",
-            self.unread,
-            "listed file was not read: its stat line says it is unchanged (--quick)",
-            "listed files were not read: their stat lines say they are unchanged (--quick)",
-        );
-        // What mending did: the leaves repaired and files restored (news,
-        // not warnings), then what is still damaged or missing.
-        let (one, many) = ("damaged leaf was repaired", "damaged leaves were repaired");
-        said(&mut warnings, "", self.repaired_leaves, one, many);
-        let (one, many) = ("missing file was restored", "missing files were restored");
-        said(&mut warnings, "", self.restored, one, many);
-        let (one, many) = (
-            "missing file could not be restored",
-            "missing files could not be restored",
-        );
-        counted(&mut warnings, self.unrestored, one, many);
-        let (one, many) = (
-            "damaged leaf could not be repaired",
-            "damaged leaves could not be repaired",
-        );
-        counted(&mut warnings, self.unrepaired_leaves, one, many);
-        warnings
+        let (warning, news) = (true, false);
+        #[rustfmt::skip]
+        let counts = [
+            (self.improperly_formatted, warning, "line is improperly formatted", "lines are improperly formatted"),
+            (self.unreadable, warning, "listed file could not be read", "listed files could not be read"),
+            (self.mismatched, warning, "computed checksum did NOT match", "computed checksums did NOT match"),
+            (self.changed, warning, "listed file was changed since it was listed",
+                "listed files were changed since they were listed"),
+            (self.unverified, warning, "listed file has no digest in the list: only its length was checked",
+                "listed files have no digest in the list: only their length was checked"),
+            (self.unread, news, "listed file was not read: its stat line says it is unchanged (--quick)",
+                "listed files were not read: their stat lines say they are unchanged (--quick)"),
+            (self.repaired_leaves, news, "damaged leaf was repaired", "damaged leaves were repaired"),
+            (self.restored, news, "missing file was restored", "missing files were restored"),
+            (self.unrestored, warning, "missing file could not be restored", "missing files could not be restored"),
+            (self.unrepaired_leaves, warning, "damaged leaf could not be repaired",
+                "damaged leaves could not be repaired"),
+        ];
+        said(&counts)
     }
 
     /// Whether the list verifies: it has a properly formatted line, none
     /// of its files failed (but those mended or accepted) or was unreadable
-    /// (but those restored), none
-    /// changed unless `updated` (the update lists it as it is now), with
-    /// `strict` no line was improperly formatted, and with
-    /// `ignore_missing` some file was verified (or, being `updated`,
-    /// changed): a list whose files were all skipped as missing verifies
-    /// nothing, as in GNU. (Missing files an audit skips are its own
-    /// findings, or another slice's.)
+    /// (but those restored), none changed unless `updated` (the update
+    /// lists it as it is now), with `strict` no line was improperly
+    /// formatted, and with `ignore_missing` some file was verified (or,
+    /// being `updated`, changed): a list whose files were all skipped as
+    /// missing verifies nothing, as in GNU. (Missing files an audit skips
+    /// are its own findings, or another slice's.)
     pub fn passed(&self, strict: bool, updated: bool, ignore_missing: bool) -> bool {
-        let changed_ok = updated || self.changed == 0;
-        let verified_nothing = self.may_verify_none(ignore_missing) && self.verified_none();
         self.entries > 0
-            && (!verified_nothing || updated && self.changed > 0)
+            && (!self.verified_none(ignore_missing) || updated && self.changed > 0)
             && self.mismatched == self.mended_files + self.accepted
-            && changed_ok
+            && (updated || self.changed == 0)
             && self.unreadable == self.restored
             && !(strict && self.improperly_formatted > 0)
     }

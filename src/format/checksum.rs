@@ -17,9 +17,10 @@ use crate::digest::Digest;
 use crate::params::Algorithm;
 
 /// How a checksum line is laid out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Style {
     /// `BLAKE2b-64 (NAME) = HEX`, as the original tool prints.
+    #[default]
     Tagged,
     /// `HEX  NAME`, as GNU `b2sum` prints.
     Untagged,

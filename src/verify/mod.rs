@@ -59,7 +59,7 @@ pub use pass::{Checked, Subject};
 use pass::{Pass, worse};
 use passes::{PassOutcome, Passes, Queued};
 
-/// What check mode found out about one listed file.
+/// What check mode found out about one listed file (or line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The computed checksum is the listed one.
@@ -70,11 +70,10 @@ pub enum Verdict {
     Unreadable,
     /// A listed leaf is no longer in the file (it got shorter).
     Missing,
-    /// Not read: its size and modification time are those of its stat
-    /// line ([`Verifier::quick`]), so it is taken as unchanged.
+    /// Not read, taken as unchanged: see [`Verifier::quick`].
     Unread,
-    /// The computed checksum differs, and so do the file's size or
-    /// modification time from its stat line's: an edit, not damage.
+    /// Failed, and the file's size or modification time differ from its
+    /// stat line's: an edit, not damage.
     Changed,
 }
 
@@ -209,32 +208,32 @@ pub struct Unit<'u> {
 /// ends).
 pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
 
+/// The leaf listings with a checksum line that the lists counted by
+/// [`Verifier::total_bytes`] hold, numbered in list order (`counted`, and
+/// `checked` so far): those that do not list every leaf of their file, whose
+/// checksum line is a unit of its own, and those that list every leaf and
+/// whose leaves do not make the digest of their checksum line (the list
+/// contradicts itself).
+#[derive(Default)]
+struct Listings {
+    counted: u64,
+    checked: u64,
+    incomplete: Vec<u64>,
+    contradicted: Vec<u64>,
+}
+
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool.
 pub struct Verifier<'a> {
     settings: Settings,
-    /// The slice checked, if only one is.
     slice: Option<Slice>,
-    /// What chooses the units checked, if the caller does.
     chooser: Option<Chooser<'a>>,
-    /// The bytes of leaves one pass holds at most, if it is bounded.
     pass_bytes: Option<u64>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: std::cell::Cell<u64>,
-    /// The leaf listings with a checksum line that the lists counted by
-    /// [`total_bytes`](Self::total_bytes) hold (numbered in list order),
-    /// and those among them that do not list every leaf of their file,
-    /// whose checksum line is a unit of its own.
-    listings_counted: std::cell::Cell<u64>,
-    listings_checked: std::cell::Cell<u64>,
-    incomplete: RefCell<Vec<u64>>,
-    /// Those among them that list every leaf, and whose leaves do not make
-    /// the digest of their checksum line (the list contradicts itself).
-    contradicted: RefCell<Vec<u64>>,
+    listings: RefCell<Listings>,
     progress: Option<Arc<AtomicU64>>,
-    /// Whether files whose stat lines say they are unchanged go unread.
     quick: bool,
-    /// Whether a file listed without its size is looked up to count it.
     look_up_sizes: bool,
     before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
@@ -248,10 +247,7 @@ impl<'a> Verifier<'a> {
             chooser: None,
             pass_bytes: None,
             offset: std::cell::Cell::new(0),
-            listings_counted: std::cell::Cell::new(0),
-            listings_checked: std::cell::Cell::new(0),
-            incomplete: RefCell::new(Vec::new()),
-            contradicted: RefCell::new(Vec::new()),
+            listings: RefCell::default(),
             progress: None,
             quick: false,
             look_up_sizes: true,
@@ -313,10 +309,9 @@ impl<'a> Verifier<'a> {
     /// chooses its units does in rounds.
     pub fn restart(&self) {
         self.offset.set(0);
-        self.listings_checked.set(0);
+        self.listings.borrow_mut().checked = 0;
     }
 
-    /// Whether only some units of the lists are checked.
     fn selects(&self) -> bool {
         self.slice.is_some() || self.chooser.is_some()
     }
@@ -367,8 +362,6 @@ impl<'a> Verifier<'a> {
         mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let mut passes = Passes::new(list, list_is_stdin, self);
-        // The worst verdict so far on the lines of the file checked last,
-        // and its first line.
         let mut file_worst = (None, 0, false);
         let mut flow = ControlFlow::Continue(());
         hash_each(&mut passes, |event| {
@@ -398,7 +391,9 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// Reports the improperly formatted lines before a pass, and the pass.
+    /// Reports the improperly formatted lines before a pass, and the pass;
+    /// `file_worst`: the worst verdict so far on the lines of the file
+    /// checked last, its first line, and whether it was edited.
     fn report_pass(
         &self,
         outcome: PassOutcome,

@@ -25,11 +25,10 @@ pub enum Subject {
     Length,
 }
 
-/// The lines of a list about one file that are checked in one pass over
-/// it: a checksum line with the leaf and count lines that follow it, or
-/// leaf and count lines alone. A file's listing too long for one pass (more
-/// leaf lines than memory is set aside for) is checked in several, each
-/// hashing only its own leaves.
+/// The lines of a list about one file checked in one pass over it (see the
+/// module's notes). A file's listing too long for one pass (more leaf lines
+/// than memory is set aside for) is checked in several, each hashing only
+/// its own leaves.
 pub(super) struct Pass {
     /// The file's name, unescaped (`-` for standard input).
     pub name: Vec<u8>,
@@ -38,27 +37,22 @@ pub(super) struct Pass {
     pub tree: TreeParams,
     /// The checksum line, if the pass starts with one.
     pub checksum: Option<ListedChecksum>,
-    /// The file's length, as its leaf and count lines list it, if it has
-    /// any.
+    /// The file's length, as its leaf and count lines list it.
     pub total: Option<u64>,
-    /// The file's size and modification time as its stat line lists them.
+    /// The file's size and modification time, as its stat line lists them.
     pub stat: Option<(u64, Mtime)>,
     /// For each count line, how many of the pass's leaf lines precede it.
     pub count_lines: Vec<usize>,
-    /// Whether the pass goes on with the file of the pass before it: its
-    /// listing was cut there (memory, or leaf indices that stopped
-    /// increasing).
+    /// Whether the pass goes on with the file of the pass before it (its
+    /// listing was cut there: memory, or leaf indices that stopped
+    /// increasing), and whether the pass after it goes on with its file.
     pub continues: bool,
-    /// Whether the pass after it goes on with its file.
     pub continued: bool,
-    /// Its lines in the list, by number (from 1): a pass is one run of
-    /// lines.
+    /// Its lines in the list, by number (from 1).
     pub lines: RangeInclusive<u64>,
-    /// Whether the file is only looked for (opened, not read): it is not in
-    /// the slice being checked, but an audit needs to know if it is there.
+    /// Whether the file is only opened, not read: a probe (see
+    /// [`Checked::is_probe`]), or taken as unchanged (`Verifier::quick`).
     pub probe: bool,
-    /// Whether the file is taken as unchanged, and only opened: its size
-    /// and modification time are its stat line's (`Verifier::quick`).
     pub unread: bool,
     /// Whether the file's listing is complete and its leaves do not make
     /// its checksum line's digest: the checksum line fails, whatever the
@@ -95,7 +89,6 @@ impl Pass {
         }
     }
 
-    /// A pass starting with a file's checksum line or first leaf line.
     pub fn new(name: Vec<u8>, tree: TreeParams, checksum: Option<ListedChecksum>) -> Pass {
         Pass {
             name,
@@ -114,7 +107,6 @@ impl Pass {
         }
     }
 
-    /// The checksum line, if the pass judges it.
     pub fn judged_checksum(&self) -> Option<&ListedChecksum> {
         self.checksum.as_ref().filter(|_| !self.checksum_elsewhere)
     }
@@ -201,18 +193,14 @@ pub struct Checked {
     pub(super) pass: Pass,
     pub(super) listed: Option<ListedLeaves>,
     pub(super) result: Result<Hashed, Error>,
-    /// A regular file's stamp while it was hashed.
     pub(super) stamp: Option<Stamp>,
     pub(super) checksum_matched: bool,
-    /// The worst verdict on the file's lines in every pass so far, this one
-    /// included.
+    /// Of the file's passes so far, this one included: the worst verdict,
+    /// whether an earlier one found it unreadable, its first line's
+    /// number, and whether the first found it edited.
     pub(super) worst: Verdict,
-    /// Whether an earlier pass over the file already found it unreadable.
     pub(super) unreadable_before: bool,
-    /// The number of the first line about the file, in its first pass.
     pub(super) first_line: u64,
-    /// Whether the file's size or modification time differ from its stat
-    /// line's, as its first pass found.
     pub(super) edited: bool,
 }
 
@@ -255,10 +243,7 @@ impl Checked {
 
     /// The checksum the pass's checksum line lists, if it has one.
     pub fn expected(&self) -> Option<&Digest> {
-        self.pass
-            .checksum
-            .as_ref()
-            .map(|checksum| &checksum.expected)
+        Some(&self.pass.checksum.as_ref()?.expected)
     }
 
     /// The file's length as its leaf and count lines list it, if the pass
@@ -274,14 +259,12 @@ impl Checked {
         let (Some(listed), Some(total)) = (&self.listed, self.pass.total) else {
             return false;
         };
-        let count = self.pass.tree.leaf_count(total);
-        !self.pass.continues
-            && !self.pass.continued
-            && listed.len() as u64 == count
-            && listed
-                .indices_listed()
-                .zip(0..)
-                .all(|(index, at)| index == at)
+        let in_order = listed
+            .indices_listed()
+            .zip(0..)
+            .all(|(index, at)| index == at);
+        let one_pass = !self.pass.continues && !self.pass.continued;
+        one_pass && listed.len() as u64 == self.pass.tree.leaf_count(total) && in_order
     }
 
     /// The listed leaves of the pass, with their listed digests, in leaf
@@ -306,15 +289,11 @@ impl Checked {
     /// The verdict on each line the pass checked, in list order (none for
     /// a file only looked for: see [`is_probe`](Self::is_probe)).
     pub fn lines(&self) -> impl Iterator<Item = (Subject, Verdict)> + '_ {
-        let probe = self.pass.probe;
-        self.pass
-            .verdicts(
-                self.listed.as_ref(),
-                self.result.as_ref().ok(),
-                self.checksum_matched,
-                self.changed(),
-            )
-            .filter(move |_| !probe)
+        let (listed, hashed) = (self.listed.as_ref(), self.result.as_ref().ok());
+        let verdicts = self
+            .pass
+            .verdicts(listed, hashed, self.checksum_matched, self.changed());
+        verdicts.filter(|_| !self.pass.probe)
     }
 
     /// Whether the file's listing is complete and its leaf digests do not
@@ -427,9 +406,7 @@ impl Checked {
     /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
     pub fn failed_like(&self) -> Option<&OtherTool> {
         let checksum = self.pass.judged_checksum()?;
-        if self.result.is_err() || self.checksum_matched {
-            return None;
-        }
-        checksum.sized_like.as_ref()
+        let failed = self.result.is_ok() && !self.checksum_matched;
+        checksum.sized_like.as_ref().filter(|_| failed)
     }
 }

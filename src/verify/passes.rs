@@ -39,12 +39,10 @@ pub(super) type PassOutcome = Outcome<Queued, Option<ListedLeaves>>;
 /// The lines of a list made into passes.
 pub(super) struct Passes<'a> {
     reader: &'a mut dyn BufRead,
-    /// The line being read.
     line: Vec<u8>,
     line_number: u64,
     /// A line read past the end of the last pass, and its number.
     ahead: Option<(u64, ListLine)>,
-    /// Whether the list has ended.
     ended: bool,
     /// Improperly formatted lines not yet handed on with a pass.
     pub bad_lines: Vec<(u64, BadLine)>,
@@ -55,12 +53,11 @@ pub(super) struct Passes<'a> {
     /// Whether improperly formatted lines are reported (not in slices but
     /// the first).
     reports_bad_lines: bool,
-    /// When slicing: what became of the pass before.
-    previous: Disposition,
+    /// When slicing: whether the pass before was checked in this slice.
+    previous_reported: bool,
     /// Whether the passes that go on with the file of the last one are
     /// dropped: it was taken as unchanged, unread.
     unread_file: bool,
-
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
     /// Whether a nameless line (of standard input, as hashing it without a
@@ -97,9 +94,8 @@ impl<'a> Passes<'a> {
             error: None,
             outside_slice: 0,
             reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
-            previous: Disposition::Skipped,
+            previous_reported: false,
             unread_file: false,
-
             cut: false,
             nameless_is_stdin: !list_is_stdin,
             verifier,
@@ -132,7 +128,7 @@ impl<'a> Passes<'a> {
                 }
             };
             self.line_number += 1;
-            let line = match line {
+            let mut line = match line {
                 ListLine::Nameless {
                     algorithm,
                     expected,
@@ -142,16 +138,14 @@ impl<'a> Passes<'a> {
                     expected,
                     tagged: true,
                 }),
-                ListLine::Leaf(mut leaf) if leaf.name.is_none() && self.nameless_is_stdin => {
-                    leaf.name = Some(b"-".to_vec());
-                    ListLine::Leaf(leaf)
-                }
-                ListLine::Stat(mut stat) if stat.name.is_none() && self.nameless_is_stdin => {
-                    stat.name = Some(b"-".to_vec());
-                    ListLine::Stat(stat)
-                }
                 line => line,
             };
+            if let ListLine::Leaf(LeafLine { name, .. }) | ListLine::Stat(StatLine { name, .. }) =
+                &mut line
+                && self.nameless_is_stdin
+            {
+                name.get_or_insert_with(|| b"-".to_vec());
+            }
             if !matches!(line, ListLine::Skip) {
                 return Some((self.line_number, line));
             }
@@ -286,24 +280,6 @@ fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
     Joined::Yes
 }
 
-/// Whether a pass has units in the slice being checked.
-enum InSlice {
-    Yes,
-    No,
-}
-
-/// What became of the pass before, when slicing: whether the pass after it
-/// goes on with a file reported here.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Disposition {
-    /// Checked in this slice.
-    Reported,
-    /// Only looked for (an audit's first slice).
-    Probed,
-    /// Left to another slice.
-    Skipped,
-}
-
 /// How one leaf listing with a checksum line is sliced: whether it lists
 /// every leaf of its file (its leaves then stand for the checksum line),
 /// and, while its passes are read, where the leaves seen so far leave off;
@@ -322,7 +298,7 @@ impl Passes<'_> {
     /// checked (see [`super::Slice`]), moving on the offset of the bytes
     /// the lists describe; whether any is left. A pass that goes on with a
     /// file reported here, or is gone on with by one, says so only then.
-    fn slice_pass(&mut self, pass: &mut Pass, listed: &mut Option<ListedLeaves>) -> InSlice {
+    fn slice_pass(&mut self, pass: &mut Pass, listed: &mut Option<ListedLeaves>) -> bool {
         let verifier = self.verifier;
         let offset = &verifier.offset;
         // Moves the offset past a unit of `bytes`, and says whether the
@@ -347,18 +323,13 @@ impl Passes<'_> {
                 if let (Some(checksum), false) = (&pass.checksum, pass.continues) {
                     // A listing's first pass: is it complete, and do its
                     // leaves make its checksum?
-                    let ordinal = verifier.listings_checked.get();
-                    verifier.listings_checked.set(ordinal + 1);
-                    if verifier
-                        .contradicted
-                        .borrow()
-                        .binary_search(&ordinal)
-                        .is_ok()
-                    {
-                        pass.contradicts_leaves = true;
-                    }
-                    if verifier.incomplete.borrow().binary_search(&ordinal).is_ok() {
-                        // Its checksum line is a unit of the file's size.
+                    let mut listings = verifier.listings.borrow_mut();
+                    let ordinal = listings.checked;
+                    listings.checked += 1;
+                    pass.contradicts_leaves = listings.contradicted.binary_search(&ordinal).is_ok();
+                    let incomplete = listings.incomplete.binary_search(&ordinal).is_ok();
+                    drop(listings);
+                    if incomplete {
                         checksum_in = unit(None, &checksum.expected, whole_size(pass, verifier));
                     }
                 }
@@ -390,17 +361,13 @@ impl Passes<'_> {
             },
         };
         if !in_this {
-            return InSlice::No;
+            return false;
         }
         // Reported here, a pass starts or ends its file's report where the
         // passes of the file before or after it are not.
-        if pass.continues && self.previous != Disposition::Reported {
-            pass.continues = false;
-        }
-        if pass.continued && !verifier.holds(offset.get(), None) {
-            pass.continued = false;
-        }
-        InSlice::Yes
+        pass.continues &= self.previous_reported;
+        pass.continued &= verifier.holds(offset.get(), None);
+        true
     }
 
     /// The bytes every pass of the list describes (see [`super::Slice`]),
@@ -437,15 +404,16 @@ impl Passes<'_> {
                     if !pass.continued
                         && let Some(done) = listing.take()
                     {
-                        let ordinal = verifier.listings_counted.get();
-                        verifier.listings_counted.set(ordinal + 1);
+                        let mut listings = verifier.listings.borrow_mut();
+                        let ordinal = listings.counted;
+                        listings.counted += 1;
                         let complete =
                             done.in_order && done.next_index == pass.tree.leaf_count(length);
                         if !complete {
-                            verifier.incomplete.borrow_mut().push(ordinal);
+                            listings.incomplete.push(ordinal);
                             bytes = bytes.saturating_add(done.size);
                         } else if done.expected != Some(done.root.finalize()) {
-                            verifier.contradicted.borrow_mut().push(ordinal);
+                            listings.contradicted.push(ordinal);
                         }
                     }
                     bytes
@@ -471,27 +439,23 @@ impl Passes<'_> {
             let probe_others = self.verifier.slice.is_some_and(|slice| slice.probe_others);
             let lines = pass.lines(listed.as_ref());
             let in_slice = self.slice_pass(&mut pass, &mut listed);
-            let kept = match in_slice {
-                InSlice::Yes => pass.lines(listed.as_ref()),
-                InSlice::No => 0,
+            let kept = if in_slice {
+                pass.lines(listed.as_ref())
+            } else {
+                0
             };
             self.outside_slice += (lines - kept) as u64;
-            match in_slice {
-                InSlice::Yes => {
-                    self.previous = Disposition::Reported;
-                    return Some((pass, listed));
-                }
-                // A file's first pass outside the slice is looked for, for
-                // the whole file; the passes that go on with it are not.
-                // (Probes are only the first slice's, whose passes of a
-                // file all come before those outside it.)
-                InSlice::No if probe_others && !pass.continues => {
-                    self.previous = Disposition::Probed;
-                    pass.probe = true;
-                    pass.continued = false;
-                    return Some((pass, None));
-                }
-                InSlice::No => self.previous = Disposition::Skipped,
+            self.previous_reported = in_slice;
+            if in_slice {
+                return Some((pass, listed));
+            }
+            // A file's first pass outside the slice is looked for, for the
+            // whole file; the passes that go on with it are not. (Probes are
+            // only the first slice's, whose passes of a file all come before
+            // those outside it.)
+            if probe_others && !pass.continues {
+                (pass.probe, pass.continued) = (true, false);
+                return Some((pass, None));
             }
         }
     }
@@ -573,21 +537,18 @@ impl<'a> Iterator for Passes<'a> {
         }
         // Leaf and count lines alone need only the leaves they list (none
         // for count lines): the outcome's length is the file's.
-        let range = match (pass.judged_checksum(), &listed) {
-            (Some(_), _) => None,
-            (None, listed) => Some(
-                listed
-                    .as_ref()
-                    .and_then(ListedLeaves::indices)
-                    .unwrap_or(0..0),
-            ),
-        };
+        let range = (pass.judged_checksum().is_none()).then(|| {
+            listed
+                .as_ref()
+                .and_then(ListedLeaves::indices)
+                .unwrap_or(0..0)
+        });
         let held = pass.lines(listed.as_ref()) * ListedLeaves::BYTES_PER_LEAF;
         let tree = pass.tree;
-        let stdin = pass.name == b"-";
         // (A name no path here can have was refused as improperly
         // formatted.)
         let path = Name::listed(&pass.name).path().unwrap_or_default();
+        let stdin = pass.name == b"-";
         let queued = Queued { bad_lines, pass };
         let job = if stdin {
             // Standard input may be a pipe: hashed whole, in turn.

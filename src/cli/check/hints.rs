@@ -144,6 +144,20 @@ impl Hints {
                 lines(self.stdin_in_stdin, "checks", "check")
             ));
         }
+        self.show_sized();
+        if self.every_line_failed {
+            warn(&format!(
+                "hint: every checksum line failed: checksum lines do not record their leaf \
+                 size, these were checked with -t {}, and a list made with another size needs \
+                 it given with -t; a list made by b2sum (which hashes a file as one sequential \
+                 BLAKE2 stream) or by another algorithm never matches a tree hash",
+                shown_leaf_size(leaf_size)
+            ));
+        }
+    }
+
+    /// The hints at failing lines the size of another algorithm's digests.
+    fn show_sized(&self) {
         for (tool, count) in &self.failed_like {
             let OtherTool::Sized { algorithm, bytes } = tool else {
                 continue;
@@ -165,15 +179,6 @@ impl Hints {
                 lines(*count, "holds", "hold"),
                 2 * bytes,
                 tool.writer()
-            ));
-        }
-        if self.every_line_failed {
-            warn(&format!(
-                "hint: every checksum line failed: checksum lines do not record their leaf \
-                 size, these were checked with -t {}, and a list made with another size needs \
-                 it given with -t; a list made by b2sum (which hashes a file as one sequential \
-                 BLAKE2 stream) or by another algorithm never matches a tree hash",
-                shown_leaf_size(leaf_size)
             ));
         }
     }

@@ -63,12 +63,11 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
         return Ok(None);
     }
-    Ledger::open(&ledgering.file, ledgering.reset)
-        .map(Some)
-        .map_err(|why| {
-            report(ledgering.file.as_os_str(), &why.to_string());
-            Status::Failure
-        })
+    let ledger = Ledger::open(&ledgering.file, ledgering.reset).map_err(|why| {
+        report(ledgering.file.as_os_str(), &why.to_string());
+        Status::Failure
+    });
+    ledger.map(Some)
 }
 
 /// The ledger of a check, open.
@@ -225,10 +224,10 @@ impl Ledger {
     /// Commits what was verified so far.
     pub fn commit(&mut self) -> Result<(), redb::Error> {
         self.last_commit = Instant::now();
-        match self.pending.take() {
-            Some(write) => Ok(write.commit()?),
-            None => Ok(()),
+        if let Some(write) = self.pending.take() {
+            write.commit()?;
         }
+        Ok(())
     }
 
     /// Drops the records of units no longer listed: every key not in
@@ -259,11 +258,9 @@ struct Reader(Option<redb::ReadOnlyTable<Key, u64>>);
 impl Reader {
     /// When the unit `key` was last verified (`None`: never).
     fn verified(&self, key: &Key) -> Option<u64> {
-        let table = self.0.as_ref()?;
-        table.get(key).ok().flatten().map(|time| time.value())
+        Some(self.0.as_ref()?.get(key).ok()??.value())
     }
 
-    /// How many units it records.
     fn len(&self) -> u64 {
         self.0
             .as_ref()
@@ -429,29 +426,23 @@ impl Coverage {
                 *within += bytes;
             }
         }
-        self.oldest_verification = Some(
-            self.oldest_verification
-                .map_or(verified, |o| o.min(verified)),
-        );
+        let oldest = self.oldest_verification.get_or_insert(verified);
+        *oldest = verified.min(*oldest);
     }
 
     /// The bytes of each age, youngest first, with its words and its
     /// shade on the bar.
     fn ages(&self) -> [(u64, &'static str, char); 5] {
-        let older =
-            self.total_bytes - self.never_verified_bytes - self.verified_within_30_days_bytes;
+        let (day, week, month) = (
+            self.verified_within_1_day_bytes,
+            self.verified_within_7_days_bytes,
+            self.verified_within_30_days_bytes,
+        );
+        let older = self.total_bytes - self.never_verified_bytes - month;
         [
-            (self.verified_within_1_day_bytes, "under a day", '█'),
-            (
-                self.verified_within_7_days_bytes - self.verified_within_1_day_bytes,
-                "1-7 days",
-                '▓',
-            ),
-            (
-                self.verified_within_30_days_bytes - self.verified_within_7_days_bytes,
-                "7-30 days",
-                '▒',
-            ),
+            (day, "under a day", '█'),
+            (week - day, "1-7 days", '▓'),
+            (month - week, "7-30 days", '▒'),
             (older, "over 30 days", '░'),
             (self.never_verified_bytes, "never", ' '),
         ]

@@ -1,21 +1,9 @@
 //! The check driver (`bt2sum -c`): hands each list to the library's
-//! verifier, and prints its verdicts GNU coreutils style, counts them and
-//! hints at causes.
-//!
-//! Per file, in list order: `NAME: OK`, `NAME: FAILED` or `NAME: FAILED
-//! open or read`; for a leaf listing, that line (its worst verdict), then
-//! `NAME: leaf I: FAILED` for each failing leaf, or with `--verbose` a
-//! verdict for every line. An improperly formatted line is reported (with
-//! `--warn`) just before the file that follows it.
-//!
-//! Per list, after its verdicts, the summary goes to standard error in
-//! GNU's order: the non-zero counts of improperly formatted lines,
-//! unreadable files and mismatches, then `no file was verified`
-//! (`--ignore-missing`); or, for a list without a single valid line, only
-//! `no properly formatted checksum lines found`. As in GNU, `--status`
-//! silences stdout, the counts and `no file was verified`, but not the
-//! reasons a file or list could not be read, nor `no properly formatted
-//! checksum lines found`. The hints come last, once for the run.
+//! verifier, prints its verdicts GNU coreutils style (docs/check.md), counts
+//! them, hints at causes, and hands each pass to the features that act on
+//! it (an audit, repairs, the ledger). As in GNU, `--status` silences
+//! stdout, the counts and `no file was verified`, but not why a file or
+//! list could not be read, nor `no properly formatted checksum lines found`.
 
 mod hints;
 mod ledger;
@@ -28,7 +16,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
+use bt2sum::format::lines::{Record as Line, read_line};
 use bt2sum::format::name::Name;
+use bt2sum::format::stat::is_stat_line;
 use bt2sum::plain_message;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 
@@ -48,29 +38,24 @@ use ledger::{Ledger, Rounds, Schedule};
 /// Verifies every list (standard input when none is given), writing
 /// verdicts to `out`; returns the exit status.
 pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
-    if let Err(status) = nothing_missing(plan) {
-        return status;
-    }
-    // The list an update rewrites is opened first, and read through that
-    // descriptor only.
-    let update = plan.audit.as_ref().and_then(|audit| audit.update.as_ref());
-    let updated = match update.map(|_| UpdatedList::open(Path::new(&plan.lists[0]))) {
-        Some(Err(why)) => {
-            let shown = Name::of_path_lossy(&plan.lists[0]).shown();
-            warn(&format!("{shown}: not updated: {why}"));
-            return Status::Failure;
-        }
-        opened => opened.transpose().ok().flatten(),
-    };
+    check(plan, when, out).unwrap_or_else(|status| status)
+}
+
+/// [`run`], with `Err` for a check that ends early.
+fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, Status> {
+    nothing_missing(plan)?;
+    let updated = updated_list(plan)?;
     let stdin_only = [OsString::from("-")];
     let lists = match plan.lists.is_empty() {
         true => &stdin_only[..],
         false => &plan.lists[..],
     };
-    let ledger = match plan.ledger.as_ref().map(ledger::open).transpose() {
-        Ok(ledger) => ledger.flatten(),
-        Err(status) => return status,
-    };
+    let ledger = plan
+        .ledger
+        .as_ref()
+        .map(ledger::open)
+        .transpose()?
+        .flatten();
     let mut sources = Lists {
         names: lists,
         updated: updated.as_ref(),
@@ -81,51 +66,32 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
         && let Err(error) = sources.keep_stdin()
     {
         report(OsStr::new("standard input"), &plain_message(&error));
-        return Status::Failure;
+        return Err(Status::Failure);
     }
-    // The units of the lists, with a ledger: listed as the lists are read
-    // the first time, then checked in rounds, the least recently verified
-    // first, until every one is or the time (--max-duration) is up.
-    let schedule = ledger
-        .as_ref()
-        .map(|ledger| RefCell::new(Schedule::new(ledger)));
-    let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
-    let choice = Choice {
-        // An audit checks only the listed files its walk would meet. (Not
-        // in slices, which hold every file.)
-        scope: (plan.audit.as_ref())
-            .filter(|_| plan.slice.is_none())
-            .and_then(Scope::new),
-        schedule,
-        listing: Cell::new(true),
-    };
+    let choice = Choice::new(plan, ledger.as_ref());
     let progress = Progress::start(when, || sizes::listed_bytes(plan));
     let verifier = verifier(plan, &progress, &choice, &sources);
+    let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
-    let audit = (plan.audit.as_ref())
-        .filter(|_| first_slice)
-        .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter()));
     let mut check = Check {
         plan,
         printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
         hints: Hints::default(),
         totals: Tally::default(),
         summaries: Vec::new(),
-        audit,
+        audit: (plan.audit.as_ref())
+            .filter(|_| first_slice)
+            .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter())),
         // (In an audit, a missing file may have moved.)
-        repairs: plan
-            .repair
-            .as_ref()
+        repairs: (plan.repair.as_ref())
             .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
         ledger,
         deadline: max_duration.map(|duration| Instant::now() + duration),
         status: Status::Success,
         unusable_list: false,
     };
-    if let Err(status) = check.lists(&verifier, &progress, &choice, &sources) {
-        return status;
-    }
+    check.lists(&verifier, &progress, &choice, &sources)?;
     drop(verifier);
     let Choice {
         scope, schedule, ..
@@ -134,13 +100,29 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     if let (Some(audit), Some(scope)) = (&mut check.audit, &scope) {
         audit.first_outside = scope.first_outside();
     }
-    let coverage = schedule
-        .map(RefCell::into_inner)
-        .and_then(|schedule| check.coverage(schedule));
-    match check.finish(lists.len(), coverage) {
-        Ok(status) => status,
-        Err(error) => write_failed(&error),
-    }
+    let coverage = schedule.and_then(|schedule| check.coverage(schedule.into_inner()));
+    (check.finish(lists.len(), coverage)).map_err(|error| write_failed(&error))
+}
+
+/// The list an update rewrites, opened first, and read through that
+/// descriptor only.
+fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
+    let update = plan.audit.as_ref().and_then(|audit| audit.update.as_ref());
+    let list = Path::new(
+        plan.lists
+            .first()
+            .map_or("-".as_ref(), |list| list.as_os_str()),
+    );
+    update
+        .map(|_| UpdatedList::open(list))
+        .transpose()
+        .map_err(|why| {
+            warn(&format!(
+                "{}: not updated: {why}",
+                Name::of_path_lossy(list.as_os_str()).shown()
+            ));
+            Status::Failure
+        })
 }
 
 /// Says what a check would find missing everywhere before anything is read:
@@ -178,7 +160,22 @@ struct Choice<'a> {
     listing: Cell<bool>,
 }
 
-impl Choice<'_> {
+impl<'a> Choice<'a> {
+    fn new(plan: &'a Checking, ledger: Option<&Ledger>) -> Self {
+        Choice {
+            // An audit checks only the listed files its walk would meet.
+            // (Not in slices, which hold every file.)
+            scope: (plan.audit.as_ref())
+                .filter(|_| plan.slice.is_none())
+                .and_then(Scope::new),
+            // The units of the lists, with a ledger: listed as the lists
+            // are read the first time, then checked in rounds, the least
+            // recently verified first, until every one is or the time is up.
+            schedule: ledger.map(|ledger| Schedule::new(ledger).into()),
+            listing: Cell::new(true),
+        }
+    }
+
     /// Whether the unit starting at `start` is read.
     fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
         if let (Some(scope), Some(unit)) = (&self.scope, unit)
@@ -283,17 +280,16 @@ impl Lists<'_> {
     /// The bytes `lists` describe (see [`Slice`]); a list that cannot be
     /// read is reported when it is checked.
     fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
-        let mut total = 0u64;
-        for list in self.names {
-            if let Ok(mut reader) = self.open(list)
-                && let Ok(bytes) = verifier.total_bytes(&mut reader)
-            {
-                total = total.saturating_add(bytes);
-            }
-        }
-        total
+        let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
+        self.names
+            .iter()
+            .filter_map(bytes)
+            .fold(0, u64::saturating_add)
     }
 }
+
+const NO_STAT_LINES: &str = "--quick needs stat lines, and the list has none: make it with \
+                             --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
 
 /// Whether a list has a stat line (a list that cannot be read says yes:
 /// checking it says why it cannot).
@@ -303,15 +299,11 @@ fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
     };
     let mut line = Vec::new();
     loop {
-        match bt2sum::format::lines::read_line(&mut list, &mut line) {
-            Ok(bt2sum::format::lines::Record::Line) => {}
-            Ok(bt2sum::format::lines::Record::TooLong) => continue,
-            Ok(bt2sum::format::lines::Record::End) => return false,
-            Err(_) => return true,
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        if bt2sum::format::stat::is_stat_line(text.strip_suffix(b"\r").unwrap_or(text)) {
-            return true;
+        match read_line(&mut list, &mut line) {
+            Ok(Line::End) => return false,
+            Ok(Line::Line) if !is_stat_line(&line) => {}
+            Ok(Line::TooLong) => {}
+            Ok(Line::Line) | Err(_) => return true,
         }
     }
 }
@@ -380,9 +372,7 @@ impl Check<'_, '_> {
                 }
                 if quick && list != "-" && !has_stat_line(sources.open(list)) {
                     // (Every file would be read: the user meant otherwise.)
-                    let message = "--quick needs stat lines, and the list has none: make it with \
-                                   --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
-                    report(list, message);
+                    report(list, NO_STAT_LINES);
                     (self.status, self.unusable_list) = (Status::Failure, true);
                     *read = Err(None);
                     continue;
@@ -406,16 +396,7 @@ impl Check<'_, '_> {
             let Some(schedule) = &choice.schedule else {
                 return Ok(());
             };
-            if choice.listing.replace(false) && schedule.borrow().foreign() {
-                let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
-                report(ledger, &ledger::Unusable::Foreign.to_string());
-                return Err(Status::Failure);
-            }
-            if let Err(error) = rounds.next(&mut schedule.borrow_mut(), self.deadline) {
-                self.ledger_failed(&error);
-                break;
-            }
-            if schedule.borrow().round.is_empty() {
+            if !self.next_round(&mut rounds, schedule, choice.listing.replace(false))? {
                 break;
             }
         }
@@ -441,76 +422,34 @@ impl Check<'_, '_> {
         tally: &mut Tally,
         again: bool,
     ) -> io::Result<io::Result<()>> {
-        let list_is_stdin = list == "-";
         let mut reader = match reader {
             Ok(reader) => reader,
             Err(error) => return Ok(Err(error)),
         };
-        let mut written = Ok(());
-        let mut kept = Ok(());
-        let mut out_of_time = false;
-        // Missing files an audit classes at its end (in its first slice,
-        // when checked in slices); --ignore-missing skips.
-        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
-        let checked = verifier.check(&mut reader, list_is_stdin, |report| {
-            written = match report {
-                Report::Waiting => self.printer.flush(),
-                Report::OutsideSlice { .. } | Report::BadLine { .. } if again => Ok(()),
+        let (mut written, mut kept) = (Ok(()), Ok(()));
+        let checked = verifier.check(&mut reader, list == "-", |report| {
+            let flow = match report {
+                Report::Waiting => self.printer.flush().map(|()| ControlFlow::Continue(())),
+                Report::OutsideSlice { .. } | Report::BadLine { .. } if again => {
+                    Ok(ControlFlow::Continue(()))
+                }
                 Report::OutsideSlice { lines } => {
                     tally.entries += lines;
                     tally.outside_slice += lines;
-                    Ok(())
+                    Ok(ControlFlow::Continue(()))
                 }
                 Report::BadLine { line, why } => {
                     tally.improperly_formatted += 1;
                     self.hints.bad_line(why);
-                    self.printer.bad_line(super::list_name(list), line)
+                    let printed = self.printer.bad_line(super::list_name(list), line);
+                    printed.map(|()| ControlFlow::Continue(()))
                 }
-                Report::Checked(checked) => {
-                    if let Some(audit) = &mut self.audit {
-                        kept = audit.keep(checked).map(|accepted| {
-                            tally.accepted += u64::from(accepted);
-                        });
-                    }
-                    // (Only looked for, for the audit: another slice's.)
-                    if checked.is_probe() || kept.is_err() {
-                        return kept
-                            .as_ref()
-                            .map_or(ControlFlow::Break(()), |_| ControlFlow::Continue(()));
-                    }
-                    if checked.is_last_pass() {
-                        progress.file_done();
-                    }
-                    if let Some(ledger) = &mut self.ledger {
-                        ledger.note(checked);
-                    }
-                    let skipped = deferred && checked.is_missing();
-                    tally.count_checked(checked, skipped);
-                    if again {
-                        // (Its lines were counted as others' when listed.)
-                        let lines = checked.lines().count() as u64;
-                        tally.entries -= lines;
-                        tally.outside_slice -= lines;
-                    }
-                    self.hints.checked(checked);
-                    out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
-                    self.printer
-                        .checked(checked, skipped, self.plan.every_line)
-                        .and_then(|()| match &mut self.repairs {
-                            Some(repairs) => repairs.note(checked, &mut self.printer),
-                            None => Ok(()),
-                        })
-                        .and_then(|()| match out_of_time && !checked.is_last_pass() {
-                            // The file's report ends where the time did.
-                            true => self.end_file(checked, tally),
-                            false => Ok(()),
-                        })
-                }
+                Report::Checked(checked) => self.pass(checked, tally, progress, again, &mut kept),
             };
-            match written {
-                Ok(()) if !out_of_time => ControlFlow::Continue(()),
-                _ => ControlFlow::Break(()),
-            }
+            flow.unwrap_or_else(|error| {
+                written = Err(error);
+                ControlFlow::Break(())
+            })
         });
         written?;
         if let Some(repairs) = &mut self.repairs {
@@ -520,6 +459,68 @@ impl Check<'_, '_> {
         self.hints.list_ended(list, self.audit.is_none());
         self.printer.flush()?;
         Ok(kept.and(checked.map(drop)))
+    }
+
+    /// Hands one pass to the features (an audit keeps it, the ledger and
+    /// the repairs note it), counts and prints it; `Break` when the time is
+    /// up, or the audit could not keep it (`kept`: why).
+    fn pass(
+        &mut self,
+        checked: &Checked,
+        tally: &mut Tally,
+        progress: &Progress,
+        again: bool,
+        kept: &mut io::Result<()>,
+    ) -> io::Result<ControlFlow<()>> {
+        if let Some(audit) = &mut self.audit {
+            match audit.keep(checked) {
+                Ok(accepted) => tally.accepted += u64::from(accepted),
+                Err(error) => {
+                    *kept = Err(error);
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        // (Only looked for, for the audit: another slice's.)
+        if checked.is_probe() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        if checked.is_last_pass() {
+            progress.file_done();
+        }
+        if let Some(ledger) = &mut self.ledger {
+            ledger.note(checked);
+        }
+        // Missing files an audit classes at its end (in its first slice,
+        // when checked in slices); --ignore-missing skips.
+        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
+        let skipped = deferred && checked.is_missing();
+        tally.count_checked(checked, skipped);
+        if again {
+            // (Its lines were counted as others' when listed.)
+            let lines = checked.lines().count() as u64;
+            tally.entries -= lines;
+            tally.outside_slice -= lines;
+        }
+        self.hints.checked(checked);
+        let out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
+        self.printer
+            .checked(checked, skipped, self.plan.every_line)?;
+        if let Some(repairs) = &mut self.repairs {
+            repairs.note(checked, &mut self.printer)?;
+        }
+        if !out_of_time {
+            return Ok(ControlFlow::Continue(()));
+        }
+        if !checked.is_last_pass() {
+            // The file's report ends where the time did: its verdict so far.
+            let verdict = checked.verdict_so_far();
+            tally.count(verdict);
+            if !self.plan.every_line {
+                self.printer.verdict(checked, Subject::Checksum, verdict)?;
+            }
+        }
+        Ok(ControlFlow::Break(()))
     }
 
     /// Ends one list once it is checked: its summary (after an audit's
@@ -573,15 +574,25 @@ impl Check<'_, '_> {
         Ok(())
     }
 
-    /// Ends the report of a file checked in several passes after `checked`,
-    /// which is not its last: its verdict so far, printed and counted.
-    fn end_file(&mut self, checked: &Checked, tally: &mut Tally) -> io::Result<()> {
-        let verdict = checked.verdict_so_far();
-        tally.count(verdict);
-        match self.plan.every_line {
-            true => Ok(()),
-            false => self.printer.verdict(checked, Subject::Checksum, verdict),
+    /// Chooses the next round of a check with a ledger (`listed`: the lists
+    /// were just listed); whether there is one. `Err`: the ledger is
+    /// another list's.
+    fn next_round(
+        &mut self,
+        rounds: &mut Rounds,
+        schedule: &RefCell<Schedule>,
+        listed: bool,
+    ) -> Result<bool, Status> {
+        if listed && schedule.borrow().foreign() {
+            let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
+            report(ledger, &ledger::Unusable::Foreign.to_string());
+            return Err(Status::Failure);
         }
+        if let Err(error) = rounds.next(&mut schedule.borrow_mut(), self.deadline) {
+            self.ledger_failed(&error);
+            return Ok(false);
+        }
+        Ok(!schedule.borrow().round.is_empty())
     }
 
     /// Says that the ledger could not be kept: the run fails.
@@ -658,7 +669,7 @@ fn summarize(plan: &Checking, list_name: &OsStr, tally: &Tally) {
     for warning in tally.warnings() {
         warn(&warning);
     }
-    if tally.may_verify_none(plan.ignore_missing) && tally.verified_none() {
+    if tally.verified_none(plan.ignore_missing) {
         report(list_name, "no file was verified");
     }
 }
