@@ -24,7 +24,7 @@ mod stream;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 
 pub use kernel::{HASH_KERNEL_ENV, LeafKernel};
@@ -196,9 +196,9 @@ impl Leaf {
 pub(crate) struct Done {
     pub tree: TreeParams,
     digests: Mutex<BTreeMap<u64, Digest>>,
-    /// Why a leaf could not be hashed (a piece could not be read).
-    error: Mutex<Option<io::Error>>,
-    faulted: AtomicBool,
+    /// Why the input's digest cannot be reported: a piece could not be
+    /// read, or the input changed while it was hashed.
+    failure: Mutex<Option<Error>>,
 }
 
 impl Done {
@@ -206,8 +206,7 @@ impl Done {
         Arc::new(Done {
             tree: *tree,
             digests: Mutex::new(BTreeMap::new()),
-            error: Mutex::new(None),
-            faulted: AtomicBool::new(false),
+            failure: Mutex::new(None),
         })
     }
 
@@ -215,25 +214,24 @@ impl Done {
         lock(&self.digests).insert(index, digest);
     }
 
-    /// Says why a leaf could not be hashed: a file that ended early changed
-    /// (see [`Feed::finish`]); other errors are the input's.
-    pub(crate) fn fail(&self, error: io::Error) {
-        match error.kind() {
-            io::ErrorKind::UnexpectedEof => self.faulted.store(true, Ordering::Relaxed),
-            _ => *lock(&self.error) = Some(error),
+    /// Says why the input's digest cannot be reported: a file that ended
+    /// early (or whose mapping faulted) changed; an error reading it
+    /// outweighs that.
+    pub(crate) fn fail(&self, error: Error) {
+        let error = match error {
+            Error::Io(error) if error.kind() == io::ErrorKind::UnexpectedEof => Error::Changed,
+            error => error,
+        };
+        let mut failure = lock(&self.failure);
+        if !matches!(*failure, Some(Error::Io(_))) {
+            *failure = Some(error);
         }
-    }
-
-    /// Says that the input changed while it was hashed: its digest is
-    /// not reported.
-    pub(crate) fn changed(&self) {
-        self.faulted.store(true, Ordering::Relaxed);
     }
 
     /// Whether a leaf failed or the input changed: no more of it is worth
     /// hashing.
     pub(crate) fn failed(&self) -> bool {
-        self.faulted.load(Ordering::Relaxed) || lock(&self.error).is_some()
+        lock(&self.failure).is_some()
     }
 }
 
@@ -300,17 +298,14 @@ impl Feed {
         self.next + waiting == self.queued || self.done.failed()
     }
 
-    /// The root digest, once every leaf is fed; or why a leaf could not
-    /// be hashed; [`Error::Changed`] for a mapping that faulted (the file
+    /// The root digest, once every leaf is fed; or why it cannot be
+    /// reported ([`Error::Changed`] for a mapping that faulted: the file
     /// shrank while it was hashed).
     pub(crate) fn finish(self) -> Result<Digest, Error> {
-        if let Some(error) = lock(&self.done.error).take() {
-            return Err(error.into());
+        match lock(&self.done.failure).take() {
+            Some(error) => Err(error),
+            None => Ok(self.root.finalize()),
         }
-        if self.done.faulted.load(Ordering::Relaxed) {
-            return Err(Error::Changed);
-        }
-        Ok(self.root.finalize())
     }
 }
 
@@ -667,7 +662,7 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
         // (A big leaf is a task of its own.)
         match hash_pieces(&tree, &task[0], pieces.as_ref(), *len) {
             Ok(digest) => out.copy_from_slice(digest.as_bytes()),
-            Err(error) => return finish_task(shared, weight, || task[0].done.fail(error)),
+            Err(error) => return finish_task(shared, weight, || task[0].done.fail(error.into())),
         }
     } else {
         let jobs: Vec<LeafJob<'_>> = task
@@ -695,7 +690,7 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
             if let Source::Bytes(bytes, _) = &leaf.source
                 && bytes.faulted()
             {
-                leaf.done.faulted.store(true, Ordering::Relaxed);
+                leaf.done.fail(Error::Changed);
             }
             digests.insert(leaf.index, Digest::from_slice(digest).expect("a digest"));
         };
@@ -784,7 +779,7 @@ fn hash_pieces(
         let piece = pieces.piece(at..end)?;
         state.update(piece.bytes());
         if piece.faulted() {
-            leaf.done.faulted.store(true, Ordering::Relaxed);
+            leaf.done.fail(Error::Changed);
         }
         at = end;
     }

@@ -1106,10 +1106,7 @@ impl<T, S: LeafSink> Running<T, S> {
         if whole.is_none()
             && let Err(error) = self.opened.as_ref().expect("mapped").unchanged()
         {
-            match error {
-                Error::Io(error) => feed.done.fail(error),
-                _ => feed.done.changed(),
-            }
+            feed.done.fail(error);
         }
         if feed.done.failed() {
             *next = *end;
@@ -1124,7 +1121,7 @@ impl<T, S: LeafSink> Running<T, S> {
                 match window_source(opened, &tree, &leaves, *end, *length, *skip) {
                     Ok(source) => (source, tree.leaves_bytes(&leaves, *length).start),
                     Err(error) => {
-                        feed.done.fail(error);
+                        feed.done.fail(error.into());
                         *next = *end;
                         return true;
                     }
