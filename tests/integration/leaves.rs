@@ -560,16 +560,8 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         let mut parts = Vec::new();
         for start in (0..=leaves).step_by(2) {
             let range = format!("{start}..{}", start + 2);
-            let args = [
-                "--cpus",
-                "1",
-                "-t",
-                "1k",
-                "--leaves",
-                "--leaf-range",
-                &range,
-                "f",
-            ];
+            #[rustfmt::skip]
+            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", &range, "f"];
             let part = ok_bytes_in(dir.path(), args);
             parts.push(listing(dir.path(), &format!("part.{range}"), &part));
         }
