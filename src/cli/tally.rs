@@ -219,10 +219,7 @@ mod tests {
         );
         let one_each = Tally {
             entries: 2,
-            improperly_formatted: 0,
-            matched: 0,
             mismatched: 2,
-            changed: 0,
             unreadable: 1,
             ..Tally::default()
         };

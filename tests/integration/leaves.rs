@@ -180,24 +180,16 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     // fail (leaf 8, now the last and shorter), and so does the count; the
     // others still verify. Said once, counted as one file.
     fs::write(dir.path().join("f"), &data[..9000]).unwrap();
+    let longer = "bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
+                  bt2sum: WARNING: 1 computed checksum did NOT match\n";
     let out = check(dir.path(), &["--verbose"], &listed);
-    assert_eq!(
-        stdout(&out),
-        "f: leaf 7: OK\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: OK\n"
-    );
+    let verbose = "f: leaf 7: OK\nf: leaf 8: FAILED\nf: leaf count: FAILED\nf: leaf 2: OK\n";
+    assert_said(&out, verbose, longer, 1, "shorter, verbose");
     // (Leaf 2, listed after leaf 8, is checked in a pass of its own: the
     // file's line follows the failing lines of the passes before.)
     let out = check(dir.path(), &[], &listed);
-    assert_eq!(
-        stdout(&out),
-        "f: leaf 8: FAILED\nf: leaf count: FAILED\nf: FAILED\n"
-    );
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: f: is 9000 bytes long, but its leaf lines say total=10000\n\
-         bt2sum: WARNING: 1 computed checksum did NOT match\n"
-    );
-    assert_eq!(status(&out), 1);
+    let failed = "f: leaf 8: FAILED\nf: leaf count: FAILED\nf: FAILED\n";
+    assert_said(&out, failed, longer, 1, "shorter");
 
     // Gone: every line is unreadable, the reason given once, one file.
     fs::remove_file(dir.path().join("f")).unwrap();
@@ -568,16 +560,8 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         let mut parts = Vec::new();
         for start in (0..=leaves).step_by(2) {
             let range = format!("{start}..{}", start + 2);
-            let args = [
-                "--cpus",
-                "1",
-                "-t",
-                "1k",
-                "--leaves",
-                "--leaf-range",
-                &range,
-                "f",
-            ];
+            #[rustfmt::skip]
+            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", &range, "f"];
             let part = ok_bytes_in(dir.path(), args);
             parts.push(listing(dir.path(), &format!("part.{range}"), &part));
         }
@@ -942,16 +926,12 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
             58 + 1 - expected.len(),
             "{what}"
         );
-        assert_eq!(
-            stderr(&out),
-            format!(
-                "bt2sum: f: is {length} bytes long, but its leaf lines say total={}\n\
-                 bt2sum: WARNING: 1 computed checksum did NOT match\n",
-                data.len()
-            ),
-            "{what}"
+        let said = format!(
+            "bt2sum: f: is {length} bytes long, but its leaf lines say total={}\n\
+             bt2sum: WARNING: 1 computed checksum did NOT match\n",
+            data.len()
         );
-        assert_eq!(status(&out), 1);
+        assert_eq!((stderr(&out), status(&out)), (said, 1), "{what}");
     }
 }
 

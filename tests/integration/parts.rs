@@ -297,15 +297,8 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
 #[test]
 fn planning_reads_no_input_and_the_options_go_together() {
     let child = bt2sum()
-        .args([
-            "--leaf-count",
-            "--part",
-            "2/8",
-            "--total",
-            "40m",
-            "--name",
-            "big file",
-        ])
+        .args(["--leaf-count", "--part", "2/8", "--total", "40m", "--name"])
+        .arg("big file")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -632,17 +625,8 @@ fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
     ];
     for (range, bytes, expected) in cases {
         fs::write(dir.path().join("part"), bytes).unwrap();
-        let args = [
-            "-t",
-            "1",
-            "--leaves",
-            "--leaf-range",
-            &range,
-            "--total",
-            TOTAL,
-            "--name",
-            "x",
-        ];
+        #[rustfmt::skip]
+        let args = ["-t", "1", "--leaves", "--leaf-range", &range, "--total", TOTAL, "--name", "x"];
         let from_file = run_in(dir.path(), with(&args, &["part"]), b"");
         super::assert_said(&from_file, &expected, "", 0, &range);
         let from_stream = run_in(dir.path(), with(&args, &["-"]), bytes);

@@ -559,15 +559,8 @@ fn completions_for_bash_zsh_and_fish() {
         let out = run(["--completions", shell], b"");
         assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{shell}");
         let script = stdout(&out);
-        let words = [
-            "bt2sum",
-            "tree",
-            "recursive",
-            "check",
-            "completions",
-            "leaf-range",
-        ];
-        for word in words.into_iter().chain(["part", "total", "name"]) {
+        let words = "bt2sum tree recursive check completions leaf-range part total name";
+        for word in words.split(' ') {
             assert!(script.contains(word), "{shell}: {word}");
         }
     }
@@ -661,13 +654,7 @@ fn man_page_is_roff() {
     assert!(!page.contains('`'), "{page}");
     assert_contains(&page, "\\fBb2sum \\-\\-tag\\fR");
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
-    for text in [
-        "b2sum(1)",
-        "sha256sum(1)",
-        "b3sum(1)",
-        "docs/check.md",
-        "README.md",
-    ] {
+    for text in "b2sum(1) sha256sum(1) b3sum(1) docs/check.md README.md".split(' ') {
         assert!(see_also.contains(text), "{text}: {see_also}");
     }
     // The synopsis says that several FILEs may be given.
@@ -772,7 +759,7 @@ fn dash_c_and_missing_copies_are_explained() {
 }
 
 #[test]
-fn help_has_examples_and_defaults() {
+fn help_has_examples_and_defaults_and_version_its_own() {
     let help = super::ok_in(Path::new("."), ["--help"]);
     for text in [
         "Examples:",
@@ -780,6 +767,7 @@ fn help_has_examples_and_defaults() {
         "bt2sum -c SUMS",
         "--combine P1 P2",
         "--part 2/8 --total T --name F -",
+        "--tree <SIZE>",
         "--part <K/N>",
         "--total <T>",
         "--name <NAME>",
@@ -797,6 +785,8 @@ fn help_has_examples_and_defaults() {
     let short = stdout(&run(["-h"], b""));
     assert!(short.len() < help.len());
     assert!(short.contains("--recursive"));
+    let version = format!("bt2sum {}\n", env!("CARGO_PKG_VERSION"));
+    super::assert_output(&run(["-V"], b""), &version, "", 0);
 }
 
 /// Standard error with the bar's carriage-return updates split off, as

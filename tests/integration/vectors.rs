@@ -231,17 +231,9 @@ fn vectors_cover_the_boundaries() {
                 .iter()
                 .filter(|v| v.tree.leaf_size() == leaf as u64)
                 .collect();
-            for len in [
-                0,
-                1,
-                block - 1,
-                block,
-                block + 1,
-                leaf - 1,
-                leaf,
-                leaf + 1,
-                3 * leaf,
-            ] {
+            #[rustfmt::skip]
+            let lengths = [0, 1, block - 1, block, block + 1, leaf - 1, leaf, leaf + 1, 3 * leaf];
+            for len in lengths {
                 assert!(
                     with_leaf.iter().any(|v| v.len == len),
                     "{algorithm} leaf {leaf} length {len}"
