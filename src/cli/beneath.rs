@@ -24,8 +24,6 @@ use bt2sum::sys::lock;
 
 pub use platform::{Directory, links};
 
-use super::plan::Names;
-
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
@@ -73,8 +71,8 @@ enum Failed {
 
 /// Opens the file at `path` for reading and writing, as the module
 /// documentation says.
-pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Refusal> {
-    let (directory, name) = directory_of(path, names, false)?;
+pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, Refusal> {
+    let (directory, name) = directory_of(path, any_path, false)?;
     let file = directory.open(&name, true).map_err(|failed| match failed {
         Failed::Link => Refusal::Link(String::new()),
         Failed::Io(error) => Refusal::Io(error),
@@ -87,7 +85,7 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
         return Err(Refusal::SetId);
     }
     let links = links(&file, &metadata).map_err(Refusal::Io)?;
-    if links > 1 && names == Names::Inside {
+    if links > 1 && !any_path {
         return Err(Refusal::Linked(links));
     }
     Ok(file)
@@ -98,16 +96,16 @@ pub fn open_to_write(path: &Path, names: Names, setid: bool) -> Result<File, Ref
 /// directories not there are made on the way.
 pub fn directory_of(
     path: &Path,
-    names: Names,
+    any_path: bool,
     make: bool,
 ) -> Result<(Directory, OsString), Refusal> {
-    allowed(path, names)?;
+    allowed(path, any_path)?;
     Directory::holding(None, path, make)
 }
 
-/// Whether `names` allows writing the file `path` names.
-pub fn allowed(path: &Path, names: Names) -> Result<(), Refusal> {
-    if names == Names::Inside {
+/// Whether the file `path` names may be written: any may with `any_path`.
+pub fn allowed(path: &Path, any_path: bool) -> Result<(), Refusal> {
+    if !any_path {
         for component in path.components() {
             match component {
                 Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
@@ -122,7 +120,7 @@ pub fn allowed(path: &Path, names: Names) -> Result<(), Refusal> {
 /// Opens (or creates) the file at `path` as [`open_to_write`] does any
 /// name: the ledger.
 pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
-    match open_to_write(path, Names::AnyPath, false) {
+    match open_to_write(path, true, false) {
         Err(Refusal::Io(error)) if error.kind() == io::ErrorKind::NotFound => {
             let (directory, name) = Directory::holding(None, path, false)?;
             directory.create_new(&name).map_err(Refusal::Io)

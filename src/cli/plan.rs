@@ -174,19 +174,12 @@ pub struct Update {
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,
-    pub names: Names,
+    /// Whether a list may name any file to write: absolute names and `..`
+    /// too, and files with several hard links (`--absolute-names`, as
+    /// tar's); else only relative names inside the tree, of files with one
+    /// hard link.
+    pub any_path: bool,
     pub setid: bool,
-}
-
-/// Which names a list may give a file to write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Names {
-    /// Relative names that stay inside the tree (no `..`), of files with
-    /// one hard link.
-    Inside,
-    /// Absolute names and `..` too (`--absolute-names`, as tar's), and
-    /// files with several hard links.
-    AnyPath,
 }
 
 /// The settings of `--combine`.
@@ -408,10 +401,7 @@ fn checking(
         repair: args.repair_from.map(|copy| Repair {
             copy: copy.into(),
             truncate: args.repair_truncate,
-            names: match args.absolute_names {
-                true => Names::AnyPath,
-                false => Names::Inside,
-            },
+            any_path: args.absolute_names,
             setid: args.repair_setid,
         }),
         ledger,

@@ -21,7 +21,7 @@ use bt2sum::format::name::Name;
 use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::sys::FileId;
 use bt2sum::verify::{Checked, Verdict};
-use bt2sum::{Event, Job, TreeParams, hash_each};
+use bt2sum::{Digest, Event, Job, Stamp, TreeParams, hash_each};
 use moves::{Joined, NewFile};
 use rewrite::{Rewrite, Shape};
 pub use scope::Scope;
@@ -165,21 +165,7 @@ impl<'a> Audit<'a> {
         written?;
         printer.flush()?;
         summarize();
-        if printer.verbosity != Verbosity::Status {
-            for warning in tally.audit_warnings(check.ignore_missing) {
-                warn(&warning);
-            }
-            if !matches!(printer.verbosity, Verbosity::Quiet) {
-                warn(&tally.audit_line(check.ignore_missing));
-            }
-            let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
-            if let (0, Some((name, from))) = (found_here + tally.moved, &deeper) {
-                base.moved(name, from);
-            }
-            if let (0, Some(hint)) = (found_here, base.hint()) {
-                warn(&hint);
-            }
-        }
+        warn_found(printer.verbosity, tally, check.ignore_missing, base, deeper);
         let rewrite = match finished {
             Ok(Some(rewrite)) => rewrite,
             Ok(None) => return Ok(tally.audit_status()),
@@ -263,69 +249,50 @@ impl<'a> Audit<'a> {
         report: &mut impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let Some(tree) = self.tree else {
-            for found in unlisted {
-                match found? {
-                    Ok(name) => {
-                        new.push(&ByteBuf::from(Name::of_path_lossy(&name).into_bytes()))?
-                    }
-                    Err((name, error)) => {
-                        let name = Name::of_path_lossy(&name).into_bytes();
-                        if report(Finding::Error { name, error }).is_break() {
-                            return Ok(ControlFlow::Break(()));
-                        }
-                    }
-                }
-            }
-            return Ok(ControlFlow::Continue(()));
+            return keep_names(unlisted, new, report);
         };
         let mut failed = Ok(());
         let jobs = unlisted.map_while(|found| {
-            let job = match found {
+            let (path, walk_error) = match found {
                 Err(error) => {
                     failed = Err(error);
                     return None;
                 }
-                Ok(Ok(path)) => {
-                    Job::path((true, Name::of_path_lossy(&path).into_bytes()), path, &tree)
-                }
-                // A walk error, in its place.
-                Ok(Err((path, error))) => Job::path(
-                    (false, Name::of_path_lossy(&path).into_bytes()),
-                    path,
-                    &tree,
-                )
-                .failing(error),
+                Ok(Ok(path)) => (path, None),
+                Ok(Err((path, error))) => (path, Some(error)),
             };
-            Some(match &self.progress {
-                Some(counter) => job.progress(counter.clone()),
-                None => job,
-            })
+            let name = Name::of_path_lossy(&path).into_bytes();
+            let mut job = Job::path((walk_error.is_none(), name), path, &tree);
+            if let Some(error) = walk_error {
+                // A walk error, in its place.
+                job = job.failing(error);
+            }
+            if let Some(counter) = &self.progress {
+                job = job.progress(counter.clone());
+            }
+            Some(job)
         });
         let mut kept = Ok(());
         let mut flow = ControlFlow::Continue(());
         hash_each(jobs, |event| {
             flow = match event {
                 Event::Waiting => report(Finding::Waiting),
-                Event::Ready(outcome) => {
-                    let (file, name) = outcome.tag;
-                    let index = new.len();
-                    if file {
-                        kept = new.push(&ByteBuf::from(name.clone()));
+                Event::Ready(outcome) => match outcome.result {
+                    Ok(hashed) => {
+                        let (name, stamp) = (outcome.tag.1, outcome.stamp.as_ref());
+                        kept = keep_hashed(new, &mut self.joined, name, &hashed.digest, stamp);
+                        ControlFlow::Continue(())
                     }
-                    match outcome.result {
-                        Ok(hashed) => {
-                            if kept.is_ok() {
-                                let file = NewFile::of(&name, outcome.stamp.as_ref());
-                                let joined = Joined::new_file(&hashed.digest, index, file);
-                                kept = self.joined.push(&joined);
-                            }
-                            ControlFlow::Continue(())
+                    // A walk error, or a new file that could not be read:
+                    // said (the file is new all the same).
+                    Err(error) => {
+                        let (file, name) = outcome.tag;
+                        if file {
+                            kept = new.push(&ByteBuf::from(name.clone()));
                         }
-                        // A walk error, or a new file that could not be
-                        // read: said (the file is new all the same).
-                        Err(error) => report(Finding::Error { name, error }),
+                        report(Finding::Error { name, error })
                     }
-                }
+                },
             };
             if kept.is_err() {
                 flow = ControlFlow::Break(());
@@ -336,6 +303,71 @@ impl<'a> Audit<'a> {
         failed?;
         Ok(flow)
     }
+}
+
+/// Warns what the audit found, unless `--status`: its warnings, its line
+/// (unless `--quiet`), and a hint if it found no listed file where the list
+/// says, and the moves (`base`), or the first listed file out of scope
+/// found one directory deeper (`deeper`), say where the list's base is.
+fn warn_found(
+    verbosity: Verbosity,
+    tally: &Tally,
+    ignore_missing: bool,
+    mut base: Base,
+    deeper: Option<(Vec<u8>, Vec<u8>)>,
+) {
+    if verbosity == Verbosity::Status {
+        return;
+    }
+    for warning in tally.audit_warnings(ignore_missing) {
+        warn(&warning);
+    }
+    if verbosity != Verbosity::Quiet {
+        warn(&tally.audit_line(ignore_missing));
+    }
+    let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
+    if let (0, Some((name, from))) = (found_here + tally.moved, &deeper) {
+        base.moved(name, from);
+    }
+    if let (0, Some(hint)) = (found_here, base.hint()) {
+        warn(&hint);
+    }
+}
+
+/// Keeps a new file that was hashed: its name, and its digest to pair with
+/// a missing entry's.
+fn keep_hashed(
+    new: &mut Spill<ByteBuf>,
+    joined: &mut Spill<Joined>,
+    name: Vec<u8>,
+    digest: &Digest,
+    stamp: Option<&Stamp>,
+) -> io::Result<()> {
+    let index = new.len();
+    new.push(&ByteBuf::from(name.clone()))?;
+    joined.push(&Joined::new_file(digest, index, NewFile::of(&name, stamp)))
+}
+
+/// Keeps the names of the files of one root that no list names, in walk
+/// order, unread: with no missing entry to pair them with, they are not
+/// hashed. Reports the walk's errors.
+fn keep_names(
+    unlisted: Unlisted<'_>,
+    new: &mut Spill<ByteBuf>,
+    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+) -> io::Result<ControlFlow<()>> {
+    for found in unlisted {
+        match found? {
+            Ok(name) => new.push(&ByteBuf::from(Name::of_path_lossy(&name).into_bytes()))?,
+            Err((name, error)) => {
+                let name = Name::of_path_lossy(&name).into_bytes();
+                if report(Finding::Error { name, error }).is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// What a walk passes over in an audit: the lists, their ledger, standard

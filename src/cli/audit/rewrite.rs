@@ -130,6 +130,24 @@ pub struct Rewritten {
     pub unreadable: u64,
 }
 
+/// Reads the list's next line into `line`, ended by a newline (the last
+/// line too: lines may follow it now); `false` at the list's end.
+fn next_line(list: &mut dyn BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
+    match read_line(&mut &mut *list, line)? {
+        Record::End => return Ok(false),
+        Record::TooLong => {
+            return Err(io::Error::other(
+                "the list has a line over 16 MiB, which cannot be copied",
+            ));
+        }
+        Record::Line => {}
+    }
+    if !line.ends_with(b"\n") {
+        line.push(b'\n');
+    }
+    Ok(true)
+}
+
 /// Copies a line of an entry whose stat line is written anew (`first`: its
 /// first line), leaving its old stat line out and writing the new one after
 /// the checksum line; whether the new one was written.
@@ -149,11 +167,7 @@ fn restat(
         return Ok(false);
     };
     let mut stat = Vec::new();
-    let lines = InputLines {
-        tree,
-        name: Some(&name),
-        ending: Ending::Newline,
-    };
+    let lines = lines_of(tree, &name);
     lines.push_stat(&mut stat, size, mtime);
     out.write_all(&stat)?;
     Ok(true)
@@ -171,37 +185,40 @@ impl Rewrite {
         default_tree: &TreeParams,
         mut unreadable: impl FnMut(&[u8], &Error),
     ) -> io::Result<Rewritten> {
+        let mut done = self.copy(list, out, &mut unreadable)?;
+        let shape = self.shape.unwrap_or(Shape {
+            tree: *default_tree,
+            tagged: true,
+            leaves: false,
+            stat: self.stat,
+        });
+        self.add_new(out, &shape, &mut done, &mut unreadable)?;
+        out.flush()?;
+        Ok(done)
+    }
+
+    /// Copies the list to `out`, each entry's lines as its fate says.
+    fn copy(
+        &mut self,
+        list: &mut dyn BufRead,
+        out: &mut dyn Write,
+        unreadable: &mut impl FnMut(&[u8], &Error),
+    ) -> io::Result<Rewritten> {
         let mut done = Rewritten::default();
         let mut entries = self.entries.iter()?.peekable();
         let mut moved = self.moves.by_missing.iter()?.peekable();
-        let mut current: Option<Entry> = None;
-        let mut state = State::default();
+        let mut current: Option<(Entry, State)> = None;
         let mut line = Vec::new();
         let mut number = 0u64;
-        loop {
-            match read_line(&mut &mut *list, &mut line)? {
-                Record::End => break,
-                Record::TooLong => {
-                    return Err(io::Error::other(
-                        "the list has a line over 16 MiB, which cannot be copied",
-                    ));
-                }
-                Record::Line => number += 1,
-            }
-            if !line.ends_with(b"\n") {
-                // The list's last line: lines may follow it now.
-                line.push(b'\n');
-            }
-            if current.as_ref().is_some_and(|entry| number > entry.lines.1) {
-                current = None;
-                state = State::default();
-            }
+        while next_line(list, &mut line)? {
+            number += 1;
+            current.take_if(|(entry, _)| number > entry.lines.1);
             if current.is_none()
                 && matches!(entries.peek(), Some(Ok(next)) if next.lines.0 == number)
             {
-                current = entries.next().transpose()?;
+                current = (entries.next().transpose()?).map(|entry| (entry, State::default()));
             }
-            let Some(entry) = &current else {
+            let Some((entry, state)) = &mut current else {
                 out.write_all(&line)?;
                 continue;
             };
@@ -210,14 +227,9 @@ impl Rewrite {
                 Fate::Keep => out.write_all(&line)?,
                 Fate::Missing(index, forget) => {
                     if first {
-                        let pair = |moved: &io::Result<(u64, NewFile)>| matches!(moved, Ok((at, _)) if at == index);
-                        state.renamed = match moved.next_if(pair) {
-                            Some(moved) => {
-                                done.renamed += 1;
-                                Some(moved?.1)
-                            }
-                            None => None,
-                        };
+                        let to = moved.next_if(|next| matches!(next, Ok((at, _)) if at == index));
+                        state.renamed = to.transpose()?.map(|(_, file)| file);
+                        done.renamed += u64::from(state.renamed.is_some());
                     }
                     match &state.renamed {
                         Some(file) => renamed(out, &line, file)?,
@@ -230,12 +242,9 @@ impl Rewrite {
                 }
                 Fate::Changed(shape) => {
                     if first {
-                        state.written = rehash(out, &line, shape, &mut unreadable)?;
-                        if state.written {
-                            done.rehashed += 1;
-                        } else {
-                            done.unreadable += 1;
-                        }
+                        state.written = rehash(out, &line, shape, unreadable)?;
+                        done.rehashed += u64::from(state.written);
+                        done.unreadable += u64::from(!state.written);
                     }
                     // (Its comments and blank lines are kept.)
                     if !state.written || named(&line).is_none() {
@@ -243,21 +252,10 @@ impl Rewrite {
                     }
                 }
                 Fate::Restat(tree, size, mtime) => {
-                    if restat(out, &line, first, tree, *size, *mtime)? {
-                        done.restated += 1;
-                    }
+                    done.restated += u64::from(restat(out, &line, first, tree, *size, *mtime)?);
                 }
             }
         }
-        drop((entries, moved));
-        let shape = self.shape.unwrap_or(Shape {
-            tree: *default_tree,
-            tagged: true,
-            leaves: false,
-            stat: self.stat,
-        });
-        self.add_new(out, &shape, &mut done, &mut unreadable)?;
-        out.flush()?;
         Ok(done)
     }
 
@@ -341,20 +339,15 @@ fn write_outcome<T>(
     };
     let modified = outcome.stamp.and_then(|stamp| stamp.modified());
     let mut lines = Vec::new();
-    let (tree, name) = (&shape.tree, Some(name));
     push_line(
         &mut lines,
         style(shape.tagged),
-        tree.algorithm(),
+        shape.tree.algorithm(),
         &hashed.digest,
-        name,
+        Some(name),
         Ending::Newline,
     );
-    let input = InputLines {
-        tree,
-        name,
-        ending: Ending::Newline,
-    };
+    let input = lines_of(&shape.tree, name);
     if let (true, Some(modified)) = (shape.stat, modified) {
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
     }
@@ -414,11 +407,7 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
             );
         }
         ListLine::Leaf(leaf) => {
-            let input = InputLines {
-                tree: &leaf.tree,
-                name: Some(name),
-                ending: Ending::Newline,
-            };
+            let input = lines_of(&leaf.tree, name);
             match (&leaf.leaf, &leaf.span) {
                 (Some(listed), _) => {
                     input.push_leaf(
@@ -445,11 +434,7 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
         }
         ListLine::Stat(stat) => {
             let (size, mtime) = file.stat.unwrap_or((stat.size, stat.mtime));
-            let input = InputLines {
-                tree: &stat.tree,
-                name: Some(name),
-                ending: Ending::Newline,
-            };
+            let input = lines_of(&stat.tree, name);
             input.push_stat(&mut again, size, mtime);
         }
         // (An entry's lines are all one of these; anything else is kept.)
@@ -458,6 +443,15 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
         }
     }
     out.write_all(&again)
+}
+
+/// The lines of the file `name` that end in a newline.
+fn lines_of<'a>(tree: &'a TreeParams, name: &'a [u8]) -> InputLines<'a> {
+    InputLines {
+        tree,
+        name: Some(name),
+        ending: Ending::Newline,
+    }
 }
 
 fn style(tagged: bool) -> Style {

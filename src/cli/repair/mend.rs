@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::beneath::{Refusal, Temporary};
-use crate::cli::plan::{Names, Repair};
+use crate::cli::plan::Repair;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
 use bt2sum::plain_message;
@@ -37,7 +37,7 @@ pub struct Mender {
     copy_is_dir: bool,
     /// `--repair-truncate`, `--absolute-names`, `--repair-setid`.
     truncate: bool,
-    names: Names,
+    any_path: bool,
     setid: bool,
     /// The file the single copy was first used for.
     single_copy_of: RefCell<Option<PathBuf>>,
@@ -105,7 +105,7 @@ impl Mender {
             copy: repair.copy.clone(),
             copy_is_dir: repair.copy.is_dir(),
             truncate: repair.truncate,
-            names: repair.names,
+            any_path: repair.any_path,
             setid: repair.setid,
             single_copy_of: RefCell::default(),
         }
@@ -114,7 +114,7 @@ impl Mender {
     /// Opens the file at `path` to mend it, if it is still the file a check
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::cli::beneath::open_to_write(path, self.names, self.setid)
+        let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)
             .map_err(Unmendable::Refused)?;
         match Stamp::now(&file) {
             Ok(now) if now == *checked => Ok(file),
@@ -199,7 +199,7 @@ impl Mender {
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
-        crate::cli::beneath::allowed(path, self.names).map_err(Unmendable::Refused)?;
+        crate::cli::beneath::allowed(path, self.any_path).map_err(Unmendable::Refused)?;
         let copy_path = self.copy_of(path)?;
         let copy_error = |error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -225,7 +225,7 @@ impl Mender {
             return Err(Unmendable::CopyDiffers { path: copy_path });
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
-        let (directory, name) = crate::cli::beneath::directory_of(path, self.names, true)
+        let (directory, name) = crate::cli::beneath::directory_of(path, self.any_path, true)
             .map_err(Unmendable::Refused)?;
         let temporary = Temporary::create(&directory, ".bt2sum-restore-")
             .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;

@@ -73,57 +73,13 @@ impl Repairs {
     /// end; says at once why a damaged file cannot be mended.
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if checked.is_first_pass() {
-            (self.mendable, self.noted, self.whole) = (true, false, None);
-            self.claim = DefaultHasher::new();
-            // (A stat line is on the first pass, with the checksum line.)
-            self.mtime = match checked.listed_stat() {
-                Some((_, mtime)) => (Some(mtime), true),
-                None => (checked.modified().map(Mtime::of), false),
-            };
-            self.lost_here = checked.expected().map(|digest| Lost {
-                name: checked.name().to_vec(),
-                tree: *checked.tree(),
-                digest: *digest,
-                length: checked.listed_stat().map(|(size, _)| size),
-                mtime: checked.listed_stat().map(|(_, mtime)| mtime),
-            });
+            self.start_file(checked);
         }
         self.keep_claim(checked);
         if checked.is_missing() {
-            if let Some(lost) = self.lost_here.as_mut() {
-                lost.length = lost.length.or(checked.listed_length());
-            }
-            if !checked.is_last_pass() || !self.restore {
-                return Ok(());
-            }
-            return match self.lost_here.take() {
-                Some(lost) => self.lost.push(&lost),
-                None => printer.error(
-                    checked.name(),
-                    "cannot be restored: only an entry with a checksum line is restored from \
-                     its copy",
-                ),
-            };
+            return self.note_missing(checked, printer);
         }
-        let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
-        let mut lines = checked.lines();
-        if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
-            && !checked.lists_every_leaf()
-        {
-            self.whole = checked.expected().copied();
-        }
-        let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
-        if failed_here && checked.outcome().is_err() {
-            // Unreadable: said already.
-            self.mendable = false;
-        }
-        if failed_here
-            && self.mendable
-            && let Some(why) = why_not(checked)
-        {
-            self.mendable = false;
-            printer.error(checked.name(), &format!("cannot be repaired: {why}"))?;
-        }
+        self.judge(checked, printer)?;
         let failing = checked.failed_leaves();
         let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
             return Ok(());
@@ -169,6 +125,67 @@ impl Repairs {
             None => "its length differs from its leaf lines' total, and no leaf line says how",
         };
         printer.error(checked.name(), &format!("cannot be repaired: {why}"))
+    }
+
+    /// Starts on the file whose first pass `checked` is.
+    fn start_file(&mut self, checked: &Checked) {
+        (self.mendable, self.noted, self.whole) = (true, false, None);
+        self.claim = DefaultHasher::new();
+        // (A stat line is on the first pass, with the checksum line.)
+        self.mtime = match checked.listed_stat() {
+            Some((_, mtime)) => (Some(mtime), true),
+            None => (checked.modified().map(Mtime::of), false),
+        };
+        self.lost_here = checked.expected().map(|digest| Lost {
+            name: checked.name().to_vec(),
+            tree: *checked.tree(),
+            digest: *digest,
+            length: checked.listed_stat().map(|(size, _)| size),
+            mtime: checked.listed_stat().map(|(_, mtime)| mtime),
+        });
+    }
+
+    /// Notes a missing file, to restore at the list's end.
+    fn note_missing(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
+        if let Some(lost) = self.lost_here.as_mut() {
+            lost.length = lost.length.or(checked.listed_length());
+        }
+        if !checked.is_last_pass() || !self.restore {
+            return Ok(());
+        }
+        match self.lost_here.take() {
+            Some(lost) => self.lost.push(&lost),
+            None => printer.error(
+                checked.name(),
+                "cannot be restored: only an entry with a checksum line is restored from \
+                 its copy",
+            ),
+        }
+    }
+
+    /// Sees from the pass whether the file can still be mended, and
+    /// whether only its checksum line will say it is.
+    fn judge(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
+        let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
+        let mut lines = checked.lines();
+        if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
+            && !checked.lists_every_leaf()
+        {
+            self.whole = checked.expected().copied();
+        }
+        let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
+        if failed_here && checked.outcome().is_err() {
+            // Unreadable: said already.
+            self.mendable = false;
+        }
+        if failed_here
+            && self.mendable
+            && let Some(why) = why_not(checked)
+        {
+            self.mendable = false;
+            printer.error(checked.name(), &format!("cannot be repaired: {why}"))?;
+        }
+        Ok(())
     }
 
     /// Keeps what the pass's entry says the file is, and, on its last pass,
@@ -255,27 +272,14 @@ impl Repairs {
                 file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
                 continue;
             }
-            if ends {
-                file_mended &= settle_length(mender, target, &damaged, printer)?;
-            }
-            if file_mended && let Some(expected) = &damaged.whole {
-                // Its leaf lines leave bytes out: only the whole file says
-                // whether it verifies.
-                let whole = target
-                    .try_clone()
-                    .ok()
-                    .map(|file| bt2sum::hash_file(&damaged.tree, file));
-                if whole.and_then(Result::ok).as_ref() != Some(expected) {
-                    let message =
-                        "still fails its checksum line: bytes its leaf lines do not list differ";
-                    printer.error(name, message)?;
-                    file_mended = false;
-                }
-            }
-            if file_mended {
-                tally.mended_files += 1;
-                put_time_back(target, &damaged, printer)?;
-            }
+            finish_file(
+                mender,
+                target,
+                &damaged,
+                (file_mended, ends),
+                printer,
+                tally,
+            )?;
             if let Ok(now) = Stamp::now(target) {
                 mended_here.insert(damaged.stamp, now);
             }
@@ -309,6 +313,37 @@ impl Repairs {
         }
         Ok(())
     }
+}
+
+/// Ends the mending of a file at its last record, given whether every leaf
+/// of it was mended and whether its last was: its length settled and its
+/// checksum seen to, it is counted mended and its time put back.
+fn finish_file(
+    mender: &Mender,
+    target: &File,
+    damaged: &Damaged,
+    (mut mended, ends): (bool, bool),
+    printer: &mut Printer<'_>,
+    tally: &mut Tally,
+) -> io::Result<()> {
+    if ends {
+        mended &= settle_length(mender, target, damaged, printer)?;
+    }
+    if mended && let Some(expected) = &damaged.whole {
+        // Its leaf lines leave bytes out: only the whole file says whether
+        // it verifies.
+        let whole = (target.try_clone().ok()).map(|file| bt2sum::hash_file(&damaged.tree, file));
+        if whole.and_then(Result::ok).as_ref() != Some(expected) {
+            let message = "still fails its checksum line: bytes its leaf lines do not list differ";
+            printer.error(&damaged.name, message)?;
+            mended = false;
+        }
+    }
+    if mended {
+        tally.mended_files += 1;
+        put_time_back(target, damaged, printer)?;
+    }
+    Ok(())
 }
 
 /// Opens a damaged file to mend it, unless its list contradicts itself
