@@ -455,7 +455,8 @@ impl Engine {
 
     /// Queues a batch of leaves of one tree (a window, a small file, a
     /// stream's chunk) at once, hashing meanwhile until they fit in the
-    /// budget (unless `reading` a stream: see [`Self::wait_reading`]). The
+    /// budget (unless `reading` a stream: see [`Self::wait_reading`]; its
+    /// leaves go to the front of the queue). The
     /// batch is handed over under one lock: the workers see all of it or
     /// none, and never wait on the queue while it is filled a leaf at a
     /// time.
@@ -478,7 +479,17 @@ impl Engine {
         let mut queue = lock(&self.shared.queue);
         #[cfg(feature = "schedule-probe")]
         probe::handed(leaves.len());
+        // A stream's leaves go first, after those of it queued before: its
+        // writer waits for them, and the inputs behind it would hold it up.
+        let at = match reading {
+            true => (queue.leaves.iter())
+                .position(|leaf| !Arc::ptr_eq(&leaf.done, &first.done))
+                .unwrap_or(queue.leaves.len()),
+            false => queue.leaves.len(),
+        };
+        let behind = queue.leaves.split_off(at);
         queue.leaves.extend(leaves);
+        queue.leaves.extend(behind);
         // The owner is the pool's one thread (`--cpus 1`): nothing hashes
         // beside it, so it hashes the whole lane groups it queues, as it
         // goes (else it would read the whole budget ahead first).

@@ -636,8 +636,8 @@ impl<T, S: LeafSink> Owner<T, S> {
         true
     }
 
-    /// Reports the first input in flight if it is done, or reads it if it
-    /// is a stream: `None` if it is neither.
+    /// Reports the first input in flight if it is done: `None` if it is
+    /// not.
     fn report_front(
         &mut self,
         report: &mut impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
@@ -655,35 +655,19 @@ impl<T, S: LeafSink> Owner<T, S> {
             self.reported = true;
             return Some(report(Event::Ready(running.finish())));
         }
-        if let Work::Stream { .. } = front.work {
-            self.send_errands();
-            if std::mem::take(&mut self.reported) && report(Event::Waiting).is_break() {
-                return Some(ControlFlow::Break(()));
-            }
-            self.flight
-                .front_mut()
-                .expect("a front")
-                .read_stream(&self.engine);
-            return Some(ControlFlow::Continue(()));
-        }
         None
     }
 
     /// Takes `job` on, if there is room for it: it is opened on a worker if
     /// it names a path, else here. Gives it back if there is no room.
     fn take_on(&mut self, job: Job<T, S>) -> Option<Job<T, S>> {
-        // (Nothing is taken on past a stream, which is read in its turn;
-        // standard input is opened in its turn too: its offset is where the
+        // (Standard input is opened in its turn: its offset is where the
         // jobs before it left it. Those being opened stay at the back of
         // `flight`: any other job waits for them.)
         let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
         let room = self.flight.len() < IN_FLIGHT
             && self.open < self.engine.budget().inputs
             && (self.held == 0 || self.held + job.weight() <= self.engine.budget().bytes)
-            && !self
-                .flight
-                .iter()
-                .any(|running| matches!(running.work, Work::Stream { .. }))
             && (self.flight.is_empty() || !matches!(job.target, Target::Stdin))
             && match by_path {
                 true => self.opening < self.opening_most,
@@ -732,7 +716,9 @@ impl<T, S: LeafSink> Owner<T, S> {
     }
 
     /// Waits, doing queued work meanwhile, until the first input is done,
-    /// the next window fits, or the next input being opened is.
+    /// the next window fits, or the next input being opened is; or, if the
+    /// first input is a stream, reads it to its end: the inputs behind it
+    /// were taken on while there was room, and are hashed meanwhile.
     fn wait(
         &mut self,
         report: &mut impl FnMut(Event<Outcome<T, S>>) -> ControlFlow<()>,
@@ -740,6 +726,11 @@ impl<T, S: LeafSink> Owner<T, S> {
         self.send_errands();
         if std::mem::take(&mut self.reported) && report(Event::Waiting).is_break() {
             return ControlFlow::Break(());
+        }
+        let front = self.flight.front_mut().expect("inputs in flight");
+        if let Work::Stream { .. } = front.work {
+            front.read_stream(&self.engine);
+            return ControlFlow::Continue(());
         }
         let front = self.flight.front().expect("inputs in flight");
         let window = self

@@ -165,6 +165,39 @@ fn fifos_written_in_turn_are_read_in_turn() {
     }
 }
 
+/// A stream waits for its own writer only: the inputs behind it are opened
+/// meanwhile, so a writer that feeds a FIFO named after standard input
+/// before standard input itself (as `tee` to several pipes may) does not
+/// wait for bt2sum, nor it for the writer.
+#[cfg(unix)]
+#[test]
+fn a_fifo_behind_a_waiting_stream_is_opened_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join("fifo"));
+    for cpus in ["1", "2"] {
+        let mut child = bt2sum()
+            .current_dir(dir.path())
+            .args(["--cpus", cpus, "-", "fifo"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_retried();
+        let writer = {
+            let (dir, mut stdin) = (dir.path().to_path_buf(), child.stdin.take().unwrap());
+            std::thread::spawn(move || {
+                fs::write(dir.join("fifo"), HELLO).unwrap();
+                stdin.write_all(HELLO).unwrap();
+            })
+        };
+        let out = output_within(child, Duration::from_secs(60));
+        writer.join().unwrap();
+        assert_eq!(
+            stdout(&out),
+            format!("BLAKE2b-64 (-) = {HELLO_B64}\nBLAKE2b-64 (fifo) = {HELLO_B64}\n"),
+            "--cpus {cpus}"
+        );
+    }
+}
+
 /// A FIFO that waits for its writer holds back only the lines after it: the
 /// line of the file before it is out first.
 #[cfg(unix)]
