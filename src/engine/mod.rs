@@ -327,11 +327,26 @@ const TASK_BYTES: usize = 16 << 20;
 const TASK_LEAVES: usize = 1 << 14;
 
 /// The budgets of a process, computed once from the machine and its
-/// limits: the threads, the bytes in flight, the inputs open at once.
+/// limits, each field one bound.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Budget {
+    /// The threads of the pool: at most these hash or read at once.
     pub threads: usize,
-    pub bytes: usize,
+    /// The bytes of leaves queued or being hashed, each leaf's cost
+    /// counted.
+    pub in_flight: usize,
+    /// The bytes the jobs in flight hold besides: their names and what
+    /// their callers said they hold.
+    pub held: usize,
+    /// The bytes a mapped window aims at, and the most it maps once
+    /// rounded up to whole lane groups.
+    pub window: u64,
+    pub window_most: u64,
+    /// The bytes of the small files read whole at once on the workers.
+    pub reading_whole: usize,
+    /// The bytes the read buffers kept for the next small files hold.
+    pub spare_buffers: usize,
+    /// The inputs open at once.
     pub inputs: usize,
 }
 
@@ -352,9 +367,16 @@ impl Budget {
                 bytes = bytes.min(left / 3).max(PIECE);
             }
             let inputs = crate::budget::descriptors().inputs;
+            // A window and the leaves in flight fit in the bytes in flight.
+            let window_most = bytes as u64 / 2;
             Budget {
                 threads,
-                bytes,
+                in_flight: bytes,
+                held: bytes,
+                window: window_most.min(64 << 20),
+                window_most,
+                reading_whole: bytes / 4,
+                spare_buffers: bytes / 8,
                 inputs,
             }
         })
@@ -450,7 +472,7 @@ impl Engine {
     /// Whether `bytes` more may be queued now.
     pub(crate) fn has_room(&self, bytes: usize) -> bool {
         let in_flight = self.shared.in_flight.load(Ordering::Acquire);
-        in_flight == 0 || in_flight + bytes <= self.shared.budget.bytes
+        in_flight == 0 || in_flight + bytes <= self.shared.budget.in_flight
     }
 
     /// Queues a batch of leaves of one tree (a window, a small file, a

@@ -70,7 +70,7 @@ impl Drop for Buffer {
         }
         buffer.clear();
         let mut spare = lock(&SPARE);
-        if spare.bytes + class <= spare_most() {
+        if spare.bytes + class <= crate::engine::Budget::get().spare_buffers {
             spare.bytes += class;
             spare.by_class.entry(class).or_default().push(buffer);
         }
@@ -83,11 +83,6 @@ impl Drop for Buffer {
 fn size_class(len: usize) -> usize {
     let len = len.max(4096);
     len.next_multiple_of(len.next_power_of_two() / 8)
-}
-
-/// The bytes the spares hold at most: an eighth of the bytes in flight.
-fn spare_most() -> usize {
-    crate::engine::Budget::get().bytes / 8
 }
 
 #[cfg(test)]

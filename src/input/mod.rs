@@ -54,12 +54,6 @@ pub use platform::duplicate_stdin;
 
 /// A regular file up to this long is read whole, and closed, at once.
 const SMALL: u64 = 256 << 10;
-/// The most bytes of one file mapped at once; less where the budget of
-/// bytes in flight is small (an address-space limit), so that a window and
-/// the leaves in flight fit in it.
-fn window_size() -> u64 {
-    (64 << 20).min(crate::engine::Budget::get().bytes as u64 / 2)
-}
 /// The most inputs a run of many holds at once (hashed, or waiting for
 /// their turn to be reported).
 const IN_FLIGHT: usize = 1024;
@@ -618,7 +612,7 @@ impl<T, S: LeafSink> Owner<T, S> {
             held: 0,
             open: 0,
             opening: 0,
-            opening_most: (budget.bytes / 4 / SMALL as usize).clamp(1, budget.inputs),
+            opening_most: (budget.reading_whole / SMALL as usize).clamp(1, budget.inputs),
             errands: Vec::with_capacity(ERRAND_FILES),
             reported: false,
         }
@@ -667,7 +661,7 @@ impl<T, S: LeafSink> Owner<T, S> {
         let by_path = matches!(job.target, Target::Path(_)) && job.failed.is_none();
         let room = self.flight.len() < IN_FLIGHT
             && self.open < self.engine.budget().inputs
-            && (self.held == 0 || self.held + job.weight() <= self.engine.budget().bytes)
+            && (self.held == 0 || self.held + job.weight() <= self.engine.budget().held)
             && (self.flight.is_empty() || !matches!(job.target, Target::Stdin))
             && match by_path {
                 true => self.opening < self.opening_most,
@@ -1053,10 +1047,14 @@ impl<T, S: LeafSink> Running<T, S> {
             // Whole lane groups of the kernel where they fit half the
             // budget.
             let lanes = LeafKernel::active().lanes(self.job.tree.algorithm()) as u64;
-            let fit = window_size() / leaf;
+            let budget = crate::engine::Budget::get();
+            let fit = budget.window / leaf;
             let groups = fit.max(1).next_multiple_of(lanes);
-            let half = crate::engine::Budget::get().bytes as u64 / 2;
-            let most = if groups * leaf <= half { groups } else { fit };
+            let most = if groups * leaf <= budget.window_most {
+                groups
+            } else {
+                fit
+            };
             most.clamp(1, BATCH_LEAVES)
         };
         next..end.min(next.saturating_add(most))
