@@ -660,19 +660,27 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
         .len()
         .div_ceil(shared.budget.threads + 1)
         .max(lanes - 1);
-    let mut bytes = first.weight();
+    let (mut bytes, mut longest) = (first.weight(), first.weight());
     let mut task = vec![first];
     // (A whole lane group first, whatever its bytes: a lane left empty is
-    // a share of the kernel's work lost.)
-    while (task.len() < lanes || (task.len() <= share && bytes < TASK_BYTES))
+    // a share of the kernel's work lost. Then, up to a second group, the
+    // leaves that fit in the time lanes would stand idle until the longest
+    // ends, as a lane takes the next leaf when its own ends: a file's last
+    // leaf is short.)
+    while let Some(next) = queue.leaves.front()
+        && (task.len() < lanes
+            || (task.len() <= share && bytes < TASK_BYTES)
+            || (task.len() < 2 * lanes && bytes + next.weight() <= lanes * longest))
         && task.len() < TASK_LEAVES
-        && let Some(next) = queue.leaves.front()
         && next.done.tree == tree
         && matches!(next.source, Source::Bytes(..))
     {
         bytes += next.weight();
+        longest = longest.max(next.weight());
         task.extend(queue.leaves.pop_front());
     }
+    // The longest first, so that the short ones fill the lanes at the end.
+    task.sort_by_key(|leaf| std::cmp::Reverse(leaf.weight()));
     Some(task)
 }
 
@@ -850,4 +858,38 @@ pub(crate) fn hash_slice(tree: &TreeParams, data: &[u8]) -> Result<Digest, Error
         root.feed(&out);
     }
     Ok(root.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Files of 6 MiB in 5 MiB leaves: after their short last leaves, half
+    /// the lanes of a lane group would stand idle; a task takes the leaves
+    /// that fit in that time too, the longest first.
+    #[test]
+    fn a_task_fills_the_time_its_short_leaves_leave_idle() {
+        let (engine, tree) = (Engine::new(), TreeParams::default());
+        let lanes = engine.kernel().lanes(tree.algorithm());
+        let (long, short) = (5 << 20, 1 << 20);
+        let bytes: Arc<dyn Bytes> = Arc::new(vec![0u8; long]);
+        let done = Done::new(&tree);
+        let mut queue = Queue::default();
+        for index in 0..4 * lanes as u64 {
+            queue.leaves.push_back(Leaf {
+                source: Source::Bytes(Arc::clone(&bytes), 0..[long, short][index as usize % 2]),
+                index,
+                last: false,
+                done: Arc::clone(&done),
+            });
+        }
+        let task = take_task(&engine.shared, &mut queue).expect("a task");
+        let lengths: Vec<usize> = task.iter().map(|leaf| leaf.weight() - LEAF_COST).collect();
+        assert!(task.len() > lanes, "{lengths:?}");
+        assert!(
+            lengths.iter().sum::<usize>() <= lanes * (long + LEAF_COST),
+            "{lengths:?}"
+        );
+        assert!(lengths.is_sorted_by(|a, b| a >= b), "{lengths:?}");
+    }
 }
