@@ -17,6 +17,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -168,7 +169,6 @@ impl Mender {
         }
         let mut buffer = Vec::new();
         for (index, digest) in failing {
-            let bytes = tree.leaf_bytes(*index, listed_length);
             let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
                 true => LastNode::Yes,
                 false => LastNode::No,
@@ -177,11 +177,10 @@ impl Mender {
                 tree,
                 index: *index,
                 last,
-                start: bytes.start,
-                len: (bytes.end - bytes.start) as usize,
+                bytes: tree.leaf_bytes(*index, listed_length),
                 digest,
             };
-            let mend = if leaf.start > length {
+            let mend = if leaf.bytes.start > length {
                 Err(Unmended::AfterAGap)
             } else {
                 leaf.mend(file, &copy, &mut buffer, &mut length)
@@ -326,8 +325,7 @@ struct Leaf<'a> {
     tree: &'a TreeParams,
     index: u64,
     last: LastNode,
-    start: u64,
-    len: usize,
+    bytes: Range<u64>,
     digest: &'a Digest,
 }
 
@@ -341,15 +339,15 @@ impl Leaf<'_> {
     /// may extend) from `copy`, reading into `buffer`.
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
         buffer.clear();
-        buffer.resize(self.len, 0);
-        let end = self.start + self.len as u64;
-        if end <= *length
-            && read_exact_at(file, buffer, self.start).is_ok()
+        buffer.resize((self.bytes.end - self.bytes.start) as usize, 0);
+        let start = self.bytes.start;
+        if self.bytes.end <= *length
+            && read_exact_at(file, buffer, start).is_ok()
             && self.verifies(buffer)
         {
             return Ok(Mended::Intact);
         }
-        match read_exact_at(copy, buffer, self.start) {
+        match read_exact_at(copy, buffer, start) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
                 return Err(Unmended::CopyShort);
@@ -359,15 +357,15 @@ impl Leaf<'_> {
         if !self.verifies(buffer) {
             return Err(Unmended::CopyDiffers);
         }
-        let written = write_all_at(file, buffer, self.start).and_then(|()| {
-            *length = (*length).max(end);
+        let written = write_all_at(file, buffer, start).and_then(|()| {
+            *length = (*length).max(self.bytes.end);
             file.sync_all()
         });
         if let Err(error) = written {
             return Err(Unmended::WriteFailed(error));
         }
         buffer.fill(0);
-        match read_exact_at(file, buffer, self.start) {
+        match read_exact_at(file, buffer, start) {
             Ok(()) if self.verifies(buffer) => Ok(Mended::Repaired),
             Ok(()) => Err(Unmended::WriteFailed(io::Error::other(
                 "the leaf read back does not verify",

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
@@ -191,36 +191,23 @@ impl Repairs {
     /// Keeps what the pass's entry says the file is, and, on its last pass,
     /// whether another entry of the list said otherwise.
     fn keep_claim(&mut self, checked: &Checked) {
+        let (tree, length) = (checked.tree(), checked.listed_length());
+        let algorithm = (tree.algorithm() as u8, tree.digest_size());
+        let leaf_size = length.map(|_| tree.leaf_size());
+        let expected = checked.expected().map(Digest::as_bytes);
         let claim = &mut self.claim;
-        let tree = checked.tree();
-        (tree.algorithm() as u8, tree.digest_size()).hash(claim);
-        checked
-            .listed_length()
-            .map(|_| tree.leaf_size())
-            .hash(claim);
-        checked.listed_length().hash(claim);
-        checked
-            .expected()
-            .map(|digest| digest.as_bytes())
-            .hash(claim);
+        (algorithm, leaf_size, length, expected).hash(claim);
         for (index, digest) in checked.listed_leaves() {
             (index, digest.as_bytes()).hash(claim);
         }
         if !checked.is_last_pass() {
             return;
         }
-        let mut name = DefaultHasher::new();
-        Name::normalized(checked.name()).hash(&mut name);
-        let (name, claim) = (name.finish(), claim.finish());
+        let (name, claim) = (name_key(checked.name()), claim.finish());
         let line = *checked.file_lines().start();
-        match self.claims.get(&name) {
-            None => {
-                self.claims.insert(name, (claim, line));
-            }
-            Some(&(first, first_line)) if first != claim => {
-                self.contradicted.entry(name).or_insert((first_line, line));
-            }
-            Some(_) => {}
+        let &mut (first, first_line) = self.claims.entry(name).or_insert((claim, line));
+        if first != claim {
+            self.contradicted.entry(name).or_insert((first_line, line));
         }
     }
 
@@ -359,9 +346,7 @@ fn open(
     seen: &Stamp,
     contradicted: &HashMap<u64, (u64, u64)>,
 ) -> Result<File, String> {
-    let mut hashed = DefaultHasher::new();
-    Name::normalized(name).hash(&mut hashed);
-    if let Some((first, second)) = contradicted.get(&hashed.finish()) {
+    if let Some((first, second)) = contradicted.get(&name_key(name)) {
         return Err(format!(
             "the list gives it two different contents (lines {first} and {second}): not written"
         ));
@@ -369,6 +354,11 @@ fn open(
     mender
         .open(path, seen)
         .map_err(|unmendable| unmendable.to_string())
+}
+
+/// A name as the claims and contradictions of a list know it.
+fn name_key(name: &[u8]) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(Name::normalized(name))
 }
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
