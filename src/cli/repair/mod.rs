@@ -80,13 +80,11 @@ impl Repairs {
             return self.note_missing(checked, printer);
         }
         self.judge(checked, printer)?;
+        let mendable = (checked.listed_length(), checked.stamp(), self.mendable);
+        let (Some(listed_length), Some(&stamp), true) = mendable else {
+            return Ok(());
+        };
         let failing = checked.failed_leaves();
-        let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
-            return Ok(());
-        };
-        let Some(stamp) = checked.stamp().copied() else {
-            return Ok(());
-        };
         let damaged = |failing, last_pass| Damaged {
             name: checked.name().to_vec(),
             tree: *checked.tree(),
