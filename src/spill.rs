@@ -87,16 +87,13 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             .serialize(&mut serializer)
             .map_err(io::Error::other)?;
         let size = 4 + encoded.len();
-        let full = self.buffer.len() + size > self.capacity
+        // (`Vec` at least doubles its room when it grows: a push that would
+        // grow the buffer past the capacity spills it first.)
+        let grows = self.buffer.len() + size > self.buffer.capacity();
+        let full = grows && 2 * self.buffer.capacity().max(size) > self.capacity
             || HELD.load(Ordering::Relaxed) + size > crate::budget::memory().spilled_together;
         if full && !self.buffer.is_empty() {
             self.spill()?;
-        }
-        // (Grown by half at a time, never past the capacity, so that the
-        // buffer's room stays near its bytes.)
-        if self.buffer.capacity() - self.buffer.len() < size {
-            let half = (self.buffer.len() / 2).max(64 << 10);
-            self.buffer.reserve_exact(half.min(self.capacity).max(size));
         }
         let len = u32::try_from(encoded.len())
             .map_err(|_| io::Error::other("a record of 4 GiB or more"))?;
@@ -117,7 +114,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         };
         if self.sorted {
             for record in sorted_records(&self.buffer) {
-                file.write_all(&self.buffer[record])?;
+                file.write_all(&self.buffer[record.start - 4..record.end])?;
             }
         } else {
             file.write_all(&self.buffer)?;
@@ -141,21 +138,13 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             }
             None => None,
         };
-        let mut runs = [
-            Run::new(0..self.written, READ_BUFFER),
-            Run::memory(&self.buffer),
-        ]
-        .into_iter();
-        let mut run = runs.next().expect("two runs");
-        Ok(std::iter::from_fn(move || {
-            loop {
-                match run.next(file) {
-                    Ok(Some(bytes)) => return Some(decode(&bytes)),
-                    Ok(None) => run = runs.next()?,
-                    Err(error) => return Some(Err(error)),
-                }
-            }
-        }))
+        let mut run = Run::new(0..self.written, READ_BUFFER);
+        let spilled = std::iter::from_fn(move || {
+            let record = run.next(file?).transpose()?;
+            Some(record.and_then(|bytes| decode(&bytes)))
+        });
+        let buffer = &self.buffer;
+        Ok(spilled.chain(records(buffer).map(|record| decode(&buffer[record]))))
     }
 }
 
@@ -178,9 +167,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
             let buffer = std::mem::take(&mut self.buffer);
             HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
             let records = order.into_iter();
-            return Ok(Box::new(
-                records.map(move |record| decode(&buffer[record][4..])),
-            ));
+            return Ok(Box::new(records.map(move |record| decode(&buffer[record]))));
         }
         if !self.buffer.is_empty() {
             self.spill()?;
@@ -210,16 +197,20 @@ impl<T> Drop for Spill<T> {
     }
 }
 
+/// Where each record of a buffer is, after its length.
+fn records(buffer: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let len = u32::from_le_bytes(buffer.get(at..at + 4)?.try_into().expect("4 bytes"));
+        at += 4 + len as usize;
+        Some(at - len as usize..at)
+    })
+}
+
 /// The records of a buffer, in the order of their bytes.
 fn sorted_records(buffer: &[u8]) -> Vec<Range<usize>> {
-    let mut records = Vec::new();
-    let mut at = 0;
-    while at < buffer.len() {
-        let len = u32::from_le_bytes(buffer[at..at + 4].try_into().expect("4 bytes")) as usize;
-        records.push(at..at + 4 + len);
-        at += 4 + len;
-    }
-    records.sort_unstable_by(|a, b| buffer[a.start + 4..a.end].cmp(&buffer[b.start + 4..b.end]));
+    let mut records: Vec<_> = records(buffer).collect();
+    records.sort_unstable_by(|a, b| buffer[a.clone()].cmp(&buffer[b.clone()]));
     records
 }
 
@@ -227,10 +218,9 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> io::Result<T> {
     memcomparable::from_slice(bytes).map_err(io::Error::other)
 }
 
-/// Encoded records, from memory or from a range of the file, read a chunk
-/// at a time.
-struct Run<'a> {
-    bytes: std::borrow::Cow<'a, [u8]>,
+/// Encoded records from a range of the file, read a chunk at a time.
+struct Run {
+    bytes: Vec<u8>,
     chunk: usize,
     /// Where the unread part of `bytes` starts.
     at: usize,
@@ -239,10 +229,10 @@ struct Run<'a> {
     end: u64,
 }
 
-impl<'a> Run<'a> {
-    fn new(range: Range<u64>, chunk: usize) -> Run<'a> {
+impl Run {
+    fn new(range: Range<u64>, chunk: usize) -> Run {
         Run {
-            bytes: std::borrow::Cow::Owned(Vec::new()),
+            bytes: Vec::new(),
             chunk,
             at: 0,
             offset: range.start,
@@ -250,18 +240,8 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn memory(bytes: &'a [u8]) -> Run<'a> {
-        Run {
-            bytes: std::borrow::Cow::Borrowed(bytes),
-            chunk: READ_BUFFER,
-            at: 0,
-            offset: 0,
-            end: 0,
-        }
-    }
-
     /// The next record's bytes; `None` at the run's end.
-    fn next(&mut self, file: Option<&File>) -> io::Result<Option<Vec<u8>>> {
+    fn next(&mut self, file: &File) -> io::Result<Option<Vec<u8>>> {
         if !self.fill(file, 4)? {
             return Ok(None);
         }
@@ -276,16 +256,16 @@ impl<'a> Run<'a> {
     }
 
     /// Makes `wanted` unread bytes be at hand; `false` if there are fewer.
-    fn fill(&mut self, file: Option<&File>, wanted: usize) -> io::Result<bool> {
+    fn fill(&mut self, file: &File, wanted: usize) -> io::Result<bool> {
         let unread = self.bytes.len() - self.at;
         if unread >= wanted {
             return Ok(true);
         }
         let left = self.end - self.offset;
-        let Some(file) = file.filter(|_| (unread as u64) + left >= wanted as u64) else {
+        if (unread as u64) + left < wanted as u64 {
             return Ok(false);
-        };
-        let bytes = self.bytes.to_mut();
+        }
+        let bytes = &mut self.bytes;
         bytes.drain(..self.at);
         self.at = 0;
         let more = ((wanted - unread).max(self.chunk) as u64).min(left) as usize;
@@ -300,14 +280,14 @@ impl<'a> Run<'a> {
 /// A sorted store's runs, merged.
 struct Merge<T> {
     file: File,
-    runs: Vec<Run<'static>>,
+    runs: Vec<Run>,
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
     records: PhantomData<fn() -> T>,
 }
 
 impl<T> Merge<T> {
     fn refill(&mut self, run: usize) -> io::Result<()> {
-        if let Some(record) = self.runs[run].next(Some(&self.file))? {
+        if let Some(record) = self.runs[run].next(&self.file)? {
             self.heap.push(Reverse((record, run)));
         }
         Ok(())

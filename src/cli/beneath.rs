@@ -37,10 +37,12 @@ pub enum Refusal {
          in (--absolute-names allows it)"
     )]
     Climbs,
-    /// A component of the name, shown (empty: the file itself), is a
-    /// symbolic link (or, on Windows, a junction or other reparse point).
-    #[error("{}", link_message(.0))]
-    Link(String),
+    /// The file is a symbolic link (or, on Windows, a junction or other
+    /// reparse point), or a directory on its way, shown, is.
+    #[error("it is a symbolic link, which bt2sum does not write through")]
+    Link,
+    #[error("{0} is a symbolic link on its way, which bt2sum does not write through")]
+    LinkOnTheWay(String),
     #[error("it is not a regular file")]
     NotRegular,
     #[error(
@@ -57,13 +59,6 @@ pub enum Refusal {
     Io(io::Error),
 }
 
-fn link_message(at: &str) -> String {
-    match at {
-        "" => "it is a symbolic link, which bt2sum does not write through".into(),
-        at => format!("{at} is a symbolic link on its way, which bt2sum does not write through"),
-    }
-}
-
 enum Failed {
     Link,
     Io(io::Error),
@@ -74,7 +69,7 @@ enum Failed {
 pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, Refusal> {
     let (directory, name) = directory_of(path, any_path, false)?;
     let file = directory.open(&name, true).map_err(|failed| match failed {
-        Failed::Link => Refusal::Link(String::new()),
+        Failed::Link => Refusal::Link,
         Failed::Io(error) => Refusal::Io(error),
     })?;
     let metadata = file.metadata().map_err(Refusal::Io)?;
@@ -212,6 +207,7 @@ impl Temporary {
             drop(held);
             crate::cli::sys::wait_to_be_stopped();
         }
+        // (Not tempfile's names: an audit passes over this shape only.)
         let since = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
         for attempt in 0..100u32 {
             let number = since.subsec_nanos().wrapping_add(attempt);
@@ -304,7 +300,7 @@ impl Directory {
                 child => child,
             };
             directory = child.map_err(|failed| match failed {
-                Failed::Link => Refusal::Link(shown(way, index + 1)),
+                Failed::Link => Refusal::LinkOnTheWay(shown(way, index + 1)),
                 Failed::Io(error) => Refusal::Io(error),
             })?;
         }

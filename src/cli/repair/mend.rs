@@ -17,6 +17,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -77,9 +78,9 @@ pub type Mend = Result<Mended, Unmended>;
 #[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
     #[error("cannot be written: {}", plain_message(.0))]
-    File(io::Error),
+    File(#[from] io::Error),
     #[error(transparent)]
-    Refused(Refusal),
+    Refused(#[from] Refusal),
     #[error("it changed since it was checked (or was replaced): not written; check it again")]
     Changed,
     #[error("its copy {} cannot be read: {}", path.display(), plain_message(error))]
@@ -114,8 +115,7 @@ impl Mender {
     /// Opens the file at `path` to mend it, if it is still the file a check
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)
-            .map_err(Unmendable::Refused)?;
+        let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)?;
         match Stamp::now(&file) {
             Ok(now) if now == *checked => Ok(file),
             Ok(_) => Err(Unmendable::Changed),
@@ -157,7 +157,7 @@ impl Mender {
         failing: &[(u64, Digest)],
         mut mended: impl FnMut(u64, &Mend),
     ) -> Result<(), Unmendable> {
-        let mut length = file.metadata().map_err(Unmendable::File)?.len();
+        let mut length = file.metadata()?.len();
         let copy_path = self.copy_of(path)?;
         let copy = File::open(&copy_path).map_err(|error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -168,7 +168,6 @@ impl Mender {
         }
         let mut buffer = Vec::new();
         for (index, digest) in failing {
-            let bytes = tree.leaf_bytes(*index, listed_length);
             let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
                 true => LastNode::Yes,
                 false => LastNode::No,
@@ -177,11 +176,10 @@ impl Mender {
                 tree,
                 index: *index,
                 last,
-                start: bytes.start,
-                len: (bytes.end - bytes.start) as usize,
+                bytes: tree.leaf_bytes(*index, listed_length),
                 digest,
             };
-            let mend = if leaf.start > length {
+            let mend = if leaf.bytes.start > length {
                 Err(Unmended::AfterAGap)
             } else {
                 leaf.mend(file, &copy, &mut buffer, &mut length)
@@ -199,7 +197,7 @@ impl Mender {
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
-        crate::cli::beneath::allowed(path, self.any_path).map_err(Unmendable::Refused)?;
+        crate::cli::beneath::allowed(path, self.any_path)?;
         let copy_path = self.copy_of(path)?;
         let copy_error = |error| Unmendable::Copy {
             path: copy_path.clone(),
@@ -210,14 +208,11 @@ impl Mender {
         // The copy proved first, so that one that does not match leaves no
         // directory behind; the file written is proved again.
         let matches = |file: &File| -> Result<bool, Unmendable> {
-            let length = file.metadata().map_err(Unmendable::File)?.len();
-            let hashed = file
-                .try_clone()
-                .and_then(|mut reader| {
-                    io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
-                    bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
-                })
-                .map_err(Unmendable::File)?;
+            let length = file.metadata()?.len();
+            let hashed = file.try_clone().and_then(|mut reader| {
+                io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
+                bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
+            })?;
             // (`==` on digests is constant-time.)
             Ok(hashed == lost.digest && lost.length.is_none_or(|listed| listed == length))
         };
@@ -225,20 +220,17 @@ impl Mender {
             return Err(Unmendable::CopyDiffers { path: copy_path });
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
-        let (directory, name) = crate::cli::beneath::directory_of(path, self.any_path, true)
-            .map_err(Unmendable::Refused)?;
-        let temporary = Temporary::create(&directory, ".bt2sum-restore-")
-            .map_err(|error| Unmendable::Refused(Refusal::Io(error)))?;
+        let (directory, name) = crate::cli::beneath::directory_of(path, self.any_path, true)?;
+        let temporary = Temporary::create(&directory, ".bt2sum-restore-")?;
         let file = temporary.file();
         io::copy(&mut copy, &mut &*file).map_err(copy_error)?;
-        file.sync_all().map_err(Unmendable::File)?;
+        file.sync_all()?;
         if !matches(file)? {
             return Err(Unmendable::CopyDiffers { path: copy_path });
         }
-        file.set_permissions(without_setid(permissions))
-            .map_err(Unmendable::File)?;
+        file.set_permissions(without_setid(permissions))?;
         if let Some(mtime) = lost.mtime {
-            set_modified(file, mtime).map_err(Unmendable::File)?;
+            set_modified(file, mtime)?;
         }
         temporary
             .persist(&name, false)
@@ -326,8 +318,7 @@ struct Leaf<'a> {
     tree: &'a TreeParams,
     index: u64,
     last: LastNode,
-    start: u64,
-    len: usize,
+    bytes: Range<u64>,
     digest: &'a Digest,
 }
 
@@ -341,15 +332,15 @@ impl Leaf<'_> {
     /// may extend) from `copy`, reading into `buffer`.
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
         buffer.clear();
-        buffer.resize(self.len, 0);
-        let end = self.start + self.len as u64;
-        if end <= *length
-            && read_exact_at(file, buffer, self.start).is_ok()
+        buffer.resize((self.bytes.end - self.bytes.start) as usize, 0);
+        let start = self.bytes.start;
+        if self.bytes.end <= *length
+            && read_exact_at(file, buffer, start).is_ok()
             && self.verifies(buffer)
         {
             return Ok(Mended::Intact);
         }
-        match read_exact_at(copy, buffer, self.start) {
+        match read_exact_at(copy, buffer, start) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
                 return Err(Unmended::CopyShort);
@@ -359,15 +350,15 @@ impl Leaf<'_> {
         if !self.verifies(buffer) {
             return Err(Unmended::CopyDiffers);
         }
-        let written = write_all_at(file, buffer, self.start).and_then(|()| {
-            *length = (*length).max(end);
+        let written = write_all_at(file, buffer, start).and_then(|()| {
+            *length = (*length).max(self.bytes.end);
             file.sync_all()
         });
         if let Err(error) = written {
             return Err(Unmended::WriteFailed(error));
         }
         buffer.fill(0);
-        match read_exact_at(file, buffer, self.start) {
+        match read_exact_at(file, buffer, start) {
             Ok(()) if self.verifies(buffer) => Ok(Mended::Repaired),
             Ok(()) => Err(Unmended::WriteFailed(io::Error::other(
                 "the leaf read back does not verify",

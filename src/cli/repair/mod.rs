@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Lost, Mend, Mended, Mender, set_modified};
+use mend::{Damaged, Lost, Mended, Mender, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -80,13 +80,11 @@ impl Repairs {
             return self.note_missing(checked, printer);
         }
         self.judge(checked, printer)?;
+        let mendable = (checked.listed_length(), checked.stamp(), self.mendable);
+        let (Some(listed_length), Some(&stamp), true) = mendable else {
+            return Ok(());
+        };
         let failing = checked.failed_leaves();
-        let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
-            return Ok(());
-        };
-        let Some(stamp) = checked.stamp().copied() else {
-            return Ok(());
-        };
         let damaged = |failing, last_pass| Damaged {
             name: checked.name().to_vec(),
             tree: *checked.tree(),
@@ -191,36 +189,23 @@ impl Repairs {
     /// Keeps what the pass's entry says the file is, and, on its last pass,
     /// whether another entry of the list said otherwise.
     fn keep_claim(&mut self, checked: &Checked) {
+        let (tree, length) = (checked.tree(), checked.listed_length());
+        let algorithm = (tree.algorithm() as u8, tree.digest_size());
+        let leaf_size = length.map(|_| tree.leaf_size());
+        let expected = checked.expected().map(Digest::as_bytes);
         let claim = &mut self.claim;
-        let tree = checked.tree();
-        (tree.algorithm() as u8, tree.digest_size()).hash(claim);
-        checked
-            .listed_length()
-            .map(|_| tree.leaf_size())
-            .hash(claim);
-        checked.listed_length().hash(claim);
-        checked
-            .expected()
-            .map(|digest| digest.as_bytes())
-            .hash(claim);
+        (algorithm, leaf_size, length, expected).hash(claim);
         for (index, digest) in checked.listed_leaves() {
             (index, digest.as_bytes()).hash(claim);
         }
         if !checked.is_last_pass() {
             return;
         }
-        let mut name = DefaultHasher::new();
-        Name::normalized(checked.name()).hash(&mut name);
-        let (name, claim) = (name.finish(), claim.finish());
+        let (name, claim) = (name_key(checked.name()), claim.finish());
         let line = *checked.file_lines().start();
-        match self.claims.get(&name) {
-            None => {
-                self.claims.insert(name, (claim, line));
-            }
-            Some(&(first, first_line)) if first != claim => {
-                self.contradicted.entry(name).or_insert((first_line, line));
-            }
-            Some(_) => {}
+        let &mut (first, first_line) = self.claims.entry(name).or_insert((claim, line));
+        if first != claim {
+            self.contradicted.entry(name).or_insert((first_line, line));
         }
     }
 
@@ -241,49 +226,46 @@ impl Repairs {
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
         for damaged in pending.iter()? {
             let damaged = damaged?;
-            let name = &damaged.name[..];
             // (A name no path here can have was refused as improperly
             // formatted.)
-            let path = Name::listed(name).path().unwrap_or_default();
+            let path = Name::listed(&damaged.name).path().unwrap_or_default();
             let opened = file.get_or_insert_with(|| {
                 let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
                 open(mender, &path, &damaged.name, seen, &contradicted)
             });
-            let target = match opened {
-                Ok(target) => target,
+            match opened {
                 Err(why) => {
                     if !why.is_empty() {
-                        printer.error(name, &format!("cannot be repaired: {why}"))?;
+                        printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
                         why.clear();
                     }
                     tally.unrepaired_leaves += damaged.failing.len() as u64;
-                    if damaged.last_pass {
-                        (file, file_mended, ends) = (None, true, false);
-                    }
-                    continue;
                 }
-            };
-            if !damaged.last_pass {
-                let last_leaf = damaged
-                    .tree
-                    .leaf_count(damaged.listed_length)
-                    .saturating_sub(1);
-                ends |= damaged.failing.iter().any(|(index, _)| *index == last_leaf);
-                file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-                continue;
+                Ok(target) if !damaged.last_pass => {
+                    let leaves = damaged.tree.leaf_count(damaged.listed_length);
+                    ends |= damaged
+                        .failing
+                        .iter()
+                        .any(|(index, _)| *index + 1 == leaves);
+                    file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
+                }
+                Ok(target) => {
+                    finish_file(
+                        mender,
+                        target,
+                        &damaged,
+                        (file_mended, ends),
+                        printer,
+                        tally,
+                    )?;
+                    if let Ok(now) = Stamp::now(target) {
+                        mended_here.insert(damaged.stamp, now);
+                    }
+                }
             }
-            finish_file(
-                mender,
-                target,
-                &damaged,
-                (file_mended, ends),
-                printer,
-                tally,
-            )?;
-            if let Ok(now) = Stamp::now(target) {
-                mended_here.insert(damaged.stamp, now);
+            if damaged.last_pass {
+                (file, file_mended, ends) = (None, true, false);
             }
-            (file, file_mended, ends) = (None, true, false);
         }
         self.restore_lost(printer, tally)
     }
@@ -294,19 +276,16 @@ impl Repairs {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
             let restored = self.mender.restore(&path, &lost);
-            let reason = restored.as_ref().err().map(ToString::to_string);
-            match reason {
-                None => tally.restored += 1,
-                Some(_) => tally.unrestored += 1,
-            }
+            let reason = restored.err().map(|why| why.to_string());
+            let (count, verdict) = match reason {
+                None => (&mut tally.restored, "RESTORED"),
+                Some(_) => (&mut tally.unrestored, "FAILED"),
+            };
+            *count += 1;
             if printer.verbosity != Verbosity::Status {
                 printer.emit(&Record::Restore {
                     name: JsonName(Some(&lost.name)),
-                    verdict: if reason.is_none() {
-                        "RESTORED"
-                    } else {
-                        "FAILED"
-                    },
+                    verdict,
                     reason: reason.as_deref(),
                 })?;
             }
@@ -327,7 +306,17 @@ fn finish_file(
     tally: &mut Tally,
 ) -> io::Result<()> {
     if ends {
-        mended &= settle_length(mender, target, damaged, printer)?;
+        match mender.settle_length(target, damaged.listed_length) {
+            Ok(Some(cut)) if printer.verbosity != Verbosity::Status => {
+                printer.flush()?;
+                super::output::report_listed(&damaged.name, &cut);
+            }
+            Ok(_) => {}
+            Err(why) => {
+                printer.error(&damaged.name, &why)?;
+                mended = false;
+            }
+        }
     }
     if mended && let Some(expected) = &damaged.whole {
         // Its leaf lines leave bytes out: only the whole file says whether
@@ -355,9 +344,7 @@ fn open(
     seen: &Stamp,
     contradicted: &HashMap<u64, (u64, u64)>,
 ) -> Result<File, String> {
-    let mut hashed = DefaultHasher::new();
-    Name::normalized(name).hash(&mut hashed);
-    if let Some((first, second)) = contradicted.get(&hashed.finish()) {
+    if let Some((first, second)) = contradicted.get(&name_key(name)) {
         return Err(format!(
             "the list gives it two different contents (lines {first} and {second}): not written"
         ));
@@ -365,6 +352,11 @@ fn open(
     mender
         .open(path, seen)
         .map_err(|unmendable| unmendable.to_string())
+}
+
+/// A name as the claims and contradictions of a list know it.
+fn name_key(name: &[u8]) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(Name::normalized(name))
 }
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
@@ -415,9 +407,18 @@ fn mend_leaves(
                 Ok(Mended::Repaired) => tally.repaired_leaves += 1,
                 Err(_) => tally.unrepaired_leaves += 1,
             }
-            if lines.is_ok() {
+            // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
+            if lines.is_ok() && printer.verbosity != Verbosity::Status {
                 let bytes = tree.leaf_bytes(index, listed_length);
-                lines = printer.mend(name, index, bytes, mend);
+                let why = mend.as_ref().err().map(ToString::to_string);
+                lines = printer.emit(&Record::Repair {
+                    name: JsonName(Some(name)),
+                    index,
+                    offset: bytes.start,
+                    length: bytes.end - bytes.start,
+                    verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
+                    reason: why.as_deref(),
+                });
             }
         },
     );
@@ -449,56 +450,5 @@ fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> i
             );
             printer.error(&damaged.name, &message)
         }
-    }
-}
-
-/// Whether a mended file's length is as listed now.
-fn settle_length(
-    mender: &Mender,
-    file: &File,
-    damaged: &Damaged,
-    printer: &mut Printer<'_>,
-) -> io::Result<bool> {
-    let name = &damaged.name[..];
-    match mender.settle_length(file, damaged.listed_length) {
-        Ok(None) => Ok(true),
-        Ok(Some(cut)) => printer.note(name, &cut).map(|()| true),
-        Err(why) => printer.error(name, &why).map(|()| false),
-    }
-}
-
-impl Printer<'_> {
-    /// Prints what became of a failing leaf: `NAME: leaf I: REPAIRED`, or
-    /// `FAILED` and why.
-    fn mend(
-        &mut self,
-        name: &[u8],
-        index: u64,
-        bytes: std::ops::Range<u64>,
-        mend: &Mend,
-    ) -> io::Result<()> {
-        if self.verbosity == Verbosity::Status {
-            return Ok(());
-        }
-        let why = mend.as_ref().err().map(ToString::to_string);
-        let record = Record::Repair {
-            name: JsonName(Some(name)),
-            index,
-            offset: bytes.start,
-            length: bytes.end - bytes.start,
-            verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
-            reason: why.as_deref(),
-        };
-        self.emit(&record)
-    }
-
-    /// Says what was done to a file's length (standard error).
-    fn note(&mut self, name: &[u8], message: &str) -> io::Result<()> {
-        if self.verbosity == Verbosity::Status {
-            return Ok(());
-        }
-        self.flush()?;
-        super::output::report_listed(name, message);
-        Ok(())
     }
 }
