@@ -81,15 +81,15 @@ impl Repairs {
         }
         self.judge(checked, printer)?;
         let failing = checked.failed_leaves();
-        let (Some(listed_length), true) = (checked.listed_length(), self.mendable) else {
+        let (Some(listed_length), true) = (checked.pass.total, self.mendable) else {
             return Ok(());
         };
-        let Some(stamp) = checked.stamp().copied() else {
+        let Some(stamp) = checked.stamp else {
             return Ok(());
         };
         let damaged = |failing, last_pass| Damaged {
-            name: checked.name().to_vec(),
-            tree: *checked.tree(),
+            name: checked.pass.name.clone(),
+            tree: checked.pass.tree,
             listed_length,
             failing,
             whole: None,
@@ -124,7 +124,7 @@ impl Repairs {
             }
             None => "its length differs from its leaf lines' total, and no leaf line says how",
         };
-        printer.error(checked.name(), &format!("cannot be repaired: {why}"))
+        printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))
     }
 
     /// Starts on the file whose first pass `checked` is.
@@ -132,23 +132,23 @@ impl Repairs {
         (self.mendable, self.noted, self.whole) = (true, false, None);
         self.claim = DefaultHasher::new();
         // (A stat line is on the first pass, with the checksum line.)
-        self.mtime = match checked.listed_stat() {
+        self.mtime = match checked.pass.stat {
             Some((_, mtime)) => (Some(mtime), true),
             None => (checked.modified().map(Mtime::of), false),
         };
         self.lost_here = checked.expected().map(|digest| Lost {
-            name: checked.name().to_vec(),
-            tree: *checked.tree(),
+            name: checked.pass.name.clone(),
+            tree: checked.pass.tree,
             digest: *digest,
-            length: checked.listed_stat().map(|(size, _)| size),
-            mtime: checked.listed_stat().map(|(_, mtime)| mtime),
+            length: checked.pass.stat.map(|(size, _)| size),
+            mtime: checked.pass.stat.map(|(_, mtime)| mtime),
         });
     }
 
     /// Notes a missing file, to restore at the list's end.
     fn note_missing(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if let Some(lost) = self.lost_here.as_mut() {
-            lost.length = lost.length.or(checked.listed_length());
+            lost.length = lost.length.or(checked.pass.total);
         }
         if !checked.is_last_pass() || !self.restore {
             return Ok(());
@@ -156,7 +156,7 @@ impl Repairs {
         match self.lost_here.take() {
             Some(lost) => self.lost.push(&lost),
             None => printer.error(
-                checked.name(),
+                &checked.pass.name,
                 "cannot be restored: only an entry with a checksum line is restored from \
                  its copy",
             ),
@@ -174,7 +174,7 @@ impl Repairs {
             self.whole = checked.expected().copied();
         }
         let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
-        if failed_here && checked.outcome().is_err() {
+        if failed_here && checked.outcome.is_err() {
             // Unreadable: said already.
             self.mendable = false;
         }
@@ -183,7 +183,7 @@ impl Repairs {
             && let Some(why) = why_not(checked)
         {
             self.mendable = false;
-            printer.error(checked.name(), &format!("cannot be repaired: {why}"))?;
+            printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))?;
         }
         Ok(())
     }
@@ -192,13 +192,10 @@ impl Repairs {
     /// whether another entry of the list said otherwise.
     fn keep_claim(&mut self, checked: &Checked) {
         let claim = &mut self.claim;
-        let tree = checked.tree();
+        let tree = &checked.pass.tree;
         (tree.algorithm() as u8, tree.digest_size()).hash(claim);
-        checked
-            .listed_length()
-            .map(|_| tree.leaf_size())
-            .hash(claim);
-        checked.listed_length().hash(claim);
+        checked.pass.total.map(|_| tree.leaf_size()).hash(claim);
+        checked.pass.total.hash(claim);
         checked
             .expected()
             .map(|digest| digest.as_bytes())
@@ -210,7 +207,7 @@ impl Repairs {
             return;
         }
         let mut name = DefaultHasher::new();
-        Name::normalized(checked.name()).hash(&mut name);
+        Name::normalized(&checked.pass.name).hash(&mut name);
         let (name, claim) = (name.finish(), claim.finish());
         let line = *checked.file_lines().start();
         match self.claims.get(&name) {
@@ -369,10 +366,10 @@ fn open(
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
 fn why_not(checked: &Checked) -> Option<&'static str> {
-    if checked.name() == b"-" {
+    if checked.pass.name == b"-" {
         return Some("it is standard input");
     }
-    if checked.listed_length().is_none() {
+    if checked.pass.total.is_none() {
         return Some(
             "it is listed without leaf lines (list its leaves with --leaves, and a damaged \
              leaf can be mended alone)",
@@ -383,7 +380,7 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
             "its size or modification time differ from its stat line's: edited, not damaged",
         );
     }
-    if checked.outcome().is_ok() && checked.stamp().is_none() {
+    if checked.outcome.is_ok() && checked.stamp.is_none() {
         return Some("it is not a regular file");
     }
     None
