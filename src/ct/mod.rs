@@ -118,11 +118,10 @@ impl Default for Level {
 #[inline]
 #[must_use]
 pub fn timingsafe_bcmp(level: Level, a: &[u8], b: &[u8]) -> i32 {
-    assert!(
-        a.len() == b.len(),
-        "timingsafe_bcmp: slices of different lengths ({} and {})",
+    assert_eq!(
         a.len(),
-        b.len()
+        b.len(),
+        "timingsafe_bcmp: slices of different lengths"
     );
     match level {
         Level::Portable => portable::timingsafe_bcmp(a, b),

@@ -60,9 +60,10 @@ pub struct Pass {
     /// Whether the file is only opened, not read: taken as unchanged
     /// ([`Verifier::quick`](super::Verifier::quick)).
     pub(super) unread: bool,
-    /// Whether the listing is complete and its leaves do not make its
-    /// checksum line's digest (found in a slice, without reading the file).
-    pub(super) contradicts_leaves: bool,
+    /// Whether the list contradicts itself: the file's listing is complete
+    /// and its leaves do not make its checksum line's digest, which this
+    /// pass does not judge (found in a slice, without reading the file).
+    pub contradicts_itself: bool,
     /// Whether the checksum line is not judged in this pass (in a slice:
     /// the leaves stand for it, or another slice hashes the file whole).
     pub(super) checksum_elsewhere: bool,
@@ -79,10 +80,10 @@ pub(super) struct ListedChecksum {
 
 impl Pass {
     /// Whether a leaf or stat line goes with the pass's lines: the same
-    /// file, algorithm and digest size, and, where the pass already has a
-    /// listing, the same leaf size and length.
+    /// file (a nameless line's is `-`), algorithm and digest size, and,
+    /// where the pass already has a listing, the same leaf size and length.
     pub(super) fn takes(&self, name: Option<&[u8]>, tree: &TreeParams, total: u64) -> bool {
-        let same_file = name == Some(&self.name[..])
+        let same_file = name.unwrap_or(b"-") == self.name
             && tree.algorithm() == self.tree.algorithm()
             && tree.digest_size() == self.tree.digest_size();
         match self.total {
@@ -106,7 +107,7 @@ impl Pass {
     /// How many lines the pass checks.
     pub(super) fn lines(&self) -> usize {
         let leaves = self.listed.as_ref().map_or(0, ListedLeaves::len);
-        let checksum = self.judged_checksum().is_some() || self.contradicts_leaves;
+        let checksum = self.judged_checksum().is_some() || self.contradicts_itself;
         usize::from(checksum) + leaves + self.count_lines.len()
     }
 }
@@ -219,7 +220,7 @@ impl Checked {
             };
             (Subject::Checksum, verdict)
         });
-        let checksum = match self.contradicts_itself() {
+        let checksum = match pass.contradicts_itself {
             true => Some((Subject::Checksum, Verdict::Failed)),
             false => checksum,
         };
@@ -244,12 +245,6 @@ impl Checked {
             Some((Subject::Leaf(index), verdict))
         });
         checksum.into_iter().chain(rest).filter(|_| !pass.probe)
-    }
-
-    /// Whether the list contradicts itself: the file's listing is complete
-    /// and its leaves do not make its checksum line's digest.
-    pub fn contradicts_itself(&self) -> bool {
-        self.pass.contradicts_leaves && self.pass.checksum_elsewhere
     }
 
     /// Whether the file's lines list no digest (count lines only): checking

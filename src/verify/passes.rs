@@ -17,11 +17,9 @@ use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
 
-/// The most leaf and count lines of one file checked in one pass over it:
-/// what their listed digests take in 16 MiB (less where the address space
-/// is limited), and at most `pass_bytes` of leaves of `tree` where the
-/// verifier bounds them. A longer run of them is checked a part at a time,
-/// each part hashing only its own leaves.
+/// The most leaf and count lines of one pass: what their digests take in
+/// the budget of a structure, and at most `pass_bytes` of leaves of `tree`
+/// where the verifier bounds them.
 fn pass_lines(pass_bytes: Option<u64>, tree: &TreeParams) -> usize {
     let by_memory = crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF;
     let by_bytes = pass_bytes.map_or(u64::MAX, |bytes| (bytes / tree.leaf_size()).max(1));
@@ -50,14 +48,13 @@ pub(super) struct Passes<'a> {
     reports_bad_lines: bool,
     /// When slicing: whether the pass before was checked in this slice.
     previous_reported: bool,
-    /// Whether the passes that go on with the file of the last one are
-    /// dropped: it was taken as unchanged, unread.
+    /// Whether the last file was taken as unchanged: its next passes are
+    /// dropped.
     unread_file: bool,
     /// Whether the next pass goes on with the file of the last one.
     cut: bool,
-    /// Whether a nameless line (of standard input, as hashing it without a
-    /// FILE prints) names standard input: when the list is not read from
-    /// there.
+    /// Whether nameless lines name standard input (the list is not read
+    /// from there).
     nameless_is_stdin: bool,
     verifier: &'a Verifier<'a>,
 }
@@ -68,8 +65,7 @@ enum Joined {
     /// It is about another file or listing, or is no leaf or count line.
     No,
     /// It goes on with the pass's listing, which is cut before it (memory,
-    /// or an index that does not follow the pass's): the next pass goes on
-    /// with the file.
+    /// or an index that does not follow the pass's).
     Cut,
 }
 
@@ -97,15 +93,13 @@ impl<'a> Passes<'a> {
         }
     }
 
-    /// The next line that is not blank or a comment, with its number. The
-    /// nameless lines of standard input name it, `-`, unless the list is
-    /// standard input itself.
+    /// The next line that is not blank or a comment, with its number.
     fn next_line(&mut self) -> Option<(u64, ListLine)> {
         if let Some(ahead) = self.ahead.take() {
             return Some(ahead);
         }
         while !self.ended && self.error.is_none() {
-            let mut line = match read_line(&mut self.reader, &mut self.line) {
+            let line = match read_line(&mut self.reader, &mut self.line) {
                 // Not read again: a terminal's end of input is one Ctrl-D,
                 // not the end of the terminal.
                 Ok(Record::End) => {
@@ -123,24 +117,6 @@ impl<'a> Passes<'a> {
                 }
             };
             self.line_number += 1;
-            match &mut line {
-                _ if !self.nameless_is_stdin => {}
-                ListLine::Nameless {
-                    algorithm,
-                    expected,
-                } => {
-                    line = ListLine::Checksum(Entry {
-                        algorithm: *algorithm,
-                        name: b"-".to_vec(),
-                        expected: *expected,
-                        tagged: true,
-                    });
-                }
-                ListLine::Leaf(LeafLine { name, .. }) | ListLine::Stat(StatLine { name, .. }) => {
-                    name.get_or_insert_with(|| b"-".to_vec());
-                }
-                _ => {}
-            }
             if !matches!(line, ListLine::Skip) {
                 return Some((self.line_number, line));
             }
@@ -148,9 +124,20 @@ impl<'a> Passes<'a> {
         None
     }
 
-    /// The pass a line starts, or why it starts none.
+    /// The pass a line starts, or why it starts none. Nameless lines (as
+    /// hashing standard input without a FILE prints them) are standard
+    /// input's, `-`.
     fn start(&mut self, line: ListLine) -> Result<Pass, BadLine> {
         let pass = match line {
+            ListLine::Nameless {
+                algorithm,
+                expected,
+            } => self.start(ListLine::Checksum(Entry {
+                algorithm,
+                name: b"-".to_vec(),
+                expected,
+                tagged: true,
+            }))?,
             ListLine::Checksum(entry) => {
                 let size = entry.expected.as_bytes().len();
                 let leaf_size = self.verifier.settings.leaf_size;
@@ -171,14 +158,13 @@ impl<'a> Passes<'a> {
             }
             ListLine::Leaf(leaf) => {
                 let mut pass = Pass {
-                    name: leaf.name.clone().ok_or(BadLine::StdinInStdin)?,
+                    name: leaf.name.clone().unwrap_or(b"-".to_vec()),
                     tree: leaf.tree,
                     ..Pass::default()
                 };
                 self.join(&mut pass, leaf);
                 pass
             }
-            ListLine::Nameless { .. } => return Err(BadLine::StdinInStdin),
             ListLine::Stat(_) => return Err(BadLine::LoneStat),
             ListLine::Improper(improper) => return Err(BadLine::Grammar(improper)),
             ListLine::Skip => return Err(BadLine::Grammar(Improper::Junk)),
@@ -236,15 +222,9 @@ impl<'a> Passes<'a> {
         Some(pass)
     }
 
-    /// Adds a leaf or count line to `pass` if it goes on with it: it names
-    /// the same file with the same algorithm and digest size, the same leaf
-    /// size and length as the pass's other leaf lines, a leaf after theirs,
-    /// and the pass holds fewer than [`pass_lines`] lines. A checksum line
-    /// takes the leaf size of the first leaf line joining it.
-    ///
-    /// A pass cut before the line still takes its leaf size and length (the
-    /// line is of its listing, and starts the next pass, which goes on with
-    /// it), so that its checksum line is checked with the right leaf size.
+    /// Adds a leaf or count line to `pass` if it goes on with it ([`Pass::takes`],
+    /// a leaf after the pass's, fewer than [`pass_lines`] lines). A checksum
+    /// line takes the leaf size of the first leaf line joining it.
     fn join(&self, pass: &mut Pass, leaf: LeafLine) -> Joined {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
@@ -296,10 +276,9 @@ impl<'a> Passes<'a> {
         true
     }
 
-    /// The bytes every pass of the list describes (see [`super::Slice`]),
-    /// noting which leaf listings with a checksum line list only some of
-    /// their file's leaves, and which list leaves that do not make their
-    /// checksum line's digest.
+    /// The bytes the list describes (see [`super::Slice`]), noting its
+    /// incomplete and self-contradicting listings in the verifier's
+    /// `listings`.
     pub fn total_bytes(&mut self) -> u64 {
         let verifier = self.verifier;
         let mut total = 0u64;
@@ -376,9 +355,8 @@ impl<'a> Passes<'a> {
     }
 
     /// With `--quick`, marks the first pass of a file whose size and
-    /// modification time are its stat line's as unread (opened, not read:
-    /// its only verdict is the file's), and drops the passes that go on
-    /// with such a file (`None`).
+    /// modification time are its stat line's as unread, and drops the
+    /// passes that go on with it (`None`).
     fn take_unread(&mut self, mut pass: Pass) -> Option<Pass> {
         if pass.continues && self.unread_file {
             self.outside_slice += pass.lines() as u64;
@@ -402,10 +380,8 @@ impl<'a> Passes<'a> {
     }
 }
 
-/// How one leaf listing with a checksum line is sliced: whether it lists
-/// every leaf of its file (its leaves then stand for the checksum line),
-/// and, while its passes are read, where the leaves seen so far leave off;
-/// the root its listed leaves make, to hold against its checksum line.
+/// A leaf listing with a checksum line, as its passes are counted: whether
+/// its leaves so far are 0, 1, 2..., and the root they make.
 struct Listing {
     next_index: u64,
     in_order: bool,
@@ -415,10 +391,8 @@ struct Listing {
     expected: Option<Digest>,
 }
 
-/// Adds a stat line to `pass` if it is its checksum line's: it names the
-/// same file with the same algorithm and digest size, the pass has a
-/// checksum line and no stat line yet, and any leaf lines it has are of the
-/// same leaf size and length. Its `tree=` is the checksum line's leaf size.
+/// Adds a stat line to `pass` if it is its checksum line's; its `tree=` is
+/// the checksum line's leaf size.
 fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
     let takes = pass.takes(stat.name.as_deref(), &stat.tree, stat.size);
     if !(takes && pass.checksum.is_some() && pass.stat.is_none()) {
@@ -465,14 +439,14 @@ fn slice_leaves(
     leaves: &mut ListedLeaves,
     starts_in: bool,
 ) -> bool {
-    let mut checksum_in = false;
+    let (mut checksum_in, mut contradicts) = (false, false);
     if let (Some(checksum), false) = (&pass.checksum, pass.continues) {
         // A listing's first pass: is it complete, and do its leaves make
         // its checksum?
         let mut listings = verifier.listings.borrow_mut();
         let ordinal = listings.checked;
         listings.checked += 1;
-        pass.contradicts_leaves = listings.contradicted.binary_search(&ordinal).is_ok();
+        contradicts = listings.contradicted.binary_search(&ordinal).is_ok();
         let incomplete = listings.incomplete.binary_search(&ordinal).is_ok();
         drop(listings);
         checksum_in = incomplete && whole_unit(verifier, pass, &checksum.expected);
@@ -486,19 +460,19 @@ fn slice_leaves(
         pass.count_lines.clear();
     }
     let kept = !leaves.is_empty() || !pass.count_lines.is_empty();
-    if !(kept || checksum_in || pass.contradicts_leaves) {
+    if !(kept || checksum_in || contradicts) {
         return false;
     }
     // The leaves decide; the checksum line, unless its file is hashed whole
     // here, is theirs or another slice's.
     pass.checksum_elsewhere = !checksum_in;
+    pass.contradicts_itself = contradicts && !checksum_in;
     pass.count_lines.iter_mut().for_each(|before| *before = 0);
     true
 }
 
-/// The size of a file checked whole: as its stat line lists it, or its
-/// leaf or count lines, or else as the system says now (0 for a file that
-/// is not there, or where the verifier looks up no sizes).
+/// The size of a file checked whole: as its stat, leaf or count lines list
+/// it, or else as the system says now (or 0).
 fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     let now = || {
         let path = pass.path().filter(|_| verifier.look_up_sizes)?;

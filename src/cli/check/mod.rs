@@ -697,7 +697,7 @@ impl Printer<'_> {
         if let Some(error) = checked.new_error() {
             self.error(&checked.pass.name, &error.to_string())?;
         }
-        if checked.contradicts_itself() {
+        if checked.pass.contradicts_itself {
             let message = "its leaf lines do not make its checksum line's digest: the list \
                            contradicts itself";
             self.error(&checked.pass.name, message)?;
