@@ -496,6 +496,7 @@ impl Iterator for Passes<'_> {
             }
         };
         pass.bad_lines = std::mem::take(&mut self.bad_lines);
+        let held = pass.lines() * ListedLeaves::BYTES_PER_LEAF;
         let listed = pass.listed.take().filter(|listed| !listed.is_empty());
         // (A name no path here can have was refused as improperly
         // formatted.)
@@ -506,16 +507,6 @@ impl Iterator for Passes<'_> {
             pass.count_lines.clear();
             return Some(Job::path(pass, path, &tree).with_leaves(None).select(0..0));
         }
-        // Leaf and count lines alone need only the leaves they list (none
-        // for count lines): the outcome's length is the file's.
-        let range = (pass.judged_checksum().is_none()).then(|| {
-            listed
-                .as_ref()
-                .and_then(ListedLeaves::indices)
-                .unwrap_or(0..0)
-        });
-        let held = (pass.lines() + listed.as_ref().map_or(0, ListedLeaves::len))
-            * ListedLeaves::BYTES_PER_LEAF;
         let job = if pass.name == b"-" {
             // Standard input may be a pipe: hashed whole, in turn.
             let job = Job::stdin(pass, &tree).with_leaves(listed);
@@ -524,10 +515,14 @@ impl Iterator for Passes<'_> {
                 Err(error) => job.failing(error.into()),
             }
         } else {
+            // Leaf and count lines alone need only the leaves they list
+            // (none for count lines): the outcome's length is the file's.
+            let whole = pass.judged_checksum().is_some();
+            let range = listed.as_ref().and_then(ListedLeaves::indices);
             let job = Job::path(pass, path, &tree).with_leaves(listed);
-            match range {
-                Some(range) => job.select(range),
-                None => job,
+            match whole {
+                true => job,
+                false => job.select(range.unwrap_or(0..0)),
             }
         };
         let job = job.holds(held);
