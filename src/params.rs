@@ -125,15 +125,12 @@ impl Default for TreeParams {
         TreeParams {
             algorithm: Algorithm::Blake2b,
             digest_size: Algorithm::Blake2b.max_digest_size() as u8,
-            leaf_size: Self::DEFAULT_LEAF_SIZE,
+            leaf_size: 5 << 20,
         }
     }
 }
 
 impl TreeParams {
-    /// The default leaf size, 5 MiB.
-    pub const DEFAULT_LEAF_SIZE: u32 = 5 << 20;
-
     /// The largest leaf size, 2^32 - 1 bytes: the leaf-length field of the
     /// parameter block is 32 bits. The smallest is 1.
     pub const MAX_LEAF_SIZE: u64 = u32::MAX as u64;
@@ -315,45 +312,34 @@ impl fmt::Display for Part {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Node {
     /// Leaf number `offset` (from 0); `last` on the input's final leaf.
-    Leaf {
-        /// The leaf's index, which is its node offset.
-        offset: u64,
-        /// Whether it is the input's final leaf.
-        last: LastNode,
-    },
+    #[allow(missing_docs)]
+    Leaf { offset: u64, last: LastNode },
     /// The root, which hashes the leaf digests.
     Root,
 }
 
-/// Whether a node is the last one of its level (the BLAKE2 last-node flag).
+/// The BLAKE2 last-node flag: whether a node is the last of its level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub enum LastNode {
-    /// Another node follows.
     No,
-    /// The final node of its level.
     Yes,
 }
 
 /// The fields of a BLAKE2 parameter block that the tree sets (no key, zero
-/// salt and personalization). The same fields exist in BLAKE2b and BLAKE2s;
-/// BLAKE2s's node offset has 48 bits.
+/// salt and personalization), named as the BLAKE2 specification names
+/// them; see the module's notes for their values. BLAKE2s's node offset
+/// has 48 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct NodeParams {
-    /// Digest length in bytes.
     pub digest_length: u8,
-    /// Fanout: 0, unlimited.
     pub fanout: u8,
-    /// Maximal depth: 2.
     pub max_depth: u8,
-    /// Leaf length in bytes.
     pub leaf_length: u32,
-    /// Node offset: the leaf's index, 0 for the root.
     pub node_offset: u64,
-    /// Node depth: 0 for leaves, 1 for the root.
     pub node_depth: u8,
-    /// Inner hash length: the digest length.
     pub inner_length: u8,
-    /// The last-node flag.
     pub last_node: LastNode,
 }
 

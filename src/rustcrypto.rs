@@ -1,18 +1,7 @@
-//! The RustCrypto [`digest`] traits (version 0.10, the one that has
-//! run-time output sizes), with the `digest` feature: Rust code that takes
-//! any `digest` hasher can take a BLAKE2 tree hash.
-//!
-//! - [`TreeHasher`] has any parameters, so its output size is known at run
-//!   time: [`VariableOutput`] (`new(n)` is BLAKE2b with `n`-byte digests and
-//!   the default 5 MiB leaves), [`VariableOutputReset`], [`Update`],
-//!   [`Reset`], [`HashMarker`] and [`Default`] (the default parameters).
-//! - [`DefaultTreeHasher`] is the tree hash with the default parameters,
-//!   BLAKE2b-64 with 5 MiB leaves (what `bt2sum FILE` prints), with a fixed
-//!   64-byte output: [`FixedOutput`] and [`FixedOutputReset`] besides the
-//!   others, so it is a [`digest::Digest`].
-//!
-//! The traits cannot report errors: where the library returns one, they
-//! panic (see the `# Panics` of each).
+//! The RustCrypto `digest` 0.10 traits, with the `digest` feature:
+//! [`TreeHasher`] with a run-time output size, [`DefaultTreeHasher`] with a
+//! fixed one. The traits cannot report errors: where the library returns
+//! one, they panic.
 
 use std::io::{self, Write};
 
@@ -27,14 +16,12 @@ use crate::engine::TreeHasher;
 use crate::params::{Algorithm, TreeParams};
 
 impl TreeHasher {
-    /// Takes `data`, panicking where the traits cannot say it failed.
     fn update_or_panic(&mut self, data: &[u8]) {
         if let Err(error) = self.write_all(data) {
             panic!("BLAKE2 tree hash: {error}");
         }
     }
 
-    /// The checksum, panicking where the traits cannot say it failed.
     fn finalize_or_panic(self) -> Digest {
         match self.finalize() {
             Ok(digest) => digest,

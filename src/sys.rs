@@ -27,9 +27,8 @@ impl FileId {
     pub fn of(file: &File, metadata: &std::fs::Metadata) -> io::Result<FileId> {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::MetadataExt;
             let _ = file;
-            Ok(FileId(metadata.dev(), metadata.ino()))
+            Ok(FileId::of_unix(metadata))
         }
         #[cfg(windows)]
         {

@@ -7,23 +7,10 @@
 //! that `bt2sum::Digest`'s `==` uses).
 //!
 //! The implementations, or levels ([`Level`]), follow FreeBSD's amd64
-//! `timingsafe_bcmp(3)`:
-//!
-//! - `scalar` (x86_64): hand-written assembly using general-purpose
-//!   registers only.
-//! - `baseline` (x86_64, the default there): hand-written assembly using
-//!   SSE2, which every x86_64 CPU has.
-//! - `portable` (every target, the only one on other architectures and
-//!   under Miri): Rust, eight bytes at a time, with an optimisation barrier
-//!   on the accumulator.
-//!
-//! The assembly uses only instructions that Intel lists as having
-//! data-operand-independent timing (on recent Intel CPUs that guarantee
-//! holds when the DOITM mode is on, which the operating system may or may
-//! not enable). The test suite checks every level against a plain loop for
-//! every length up to 300 and every alignment, against guard pages, and
-//! under valgrind memcheck with the inputs marked undefined, and checks the
-//! assembly's instructions against an allowlist.
+//! `timingsafe_bcmp(3)`. The assembly uses only instructions that Intel
+//! lists as having data-operand-independent timing (on recent Intel CPUs
+//! that guarantee holds when the DOITM mode is on, which the operating
+//! system may or may not enable).
 //!
 //! # Choosing a level
 //!
@@ -51,27 +38,25 @@ use std::sync::OnceLock;
 mod amd64;
 mod portable;
 
-/// One implementation of [`timingsafe_bcmp`].
-///
-/// `Scalar` and `Baseline` exist only on x86_64 (and not under Miri, which
-/// cannot run assembly). Every level of a target runs on every CPU of it.
-/// [`Level::default`] is the level that [`eq`] uses.
+/// One implementation of [`timingsafe_bcmp`]. Every level of a target
+/// runs on every CPU of it; [`Level::default`] is the one [`eq`] uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
-    /// Rust for every target: 8 bytes at a time, with an optimisation
-    /// barrier so that the compiler cannot add an early exit.
+    /// Rust for every target (the only level on other architectures and
+    /// under Miri): 8 bytes at a time, with an optimisation barrier so that
+    /// the compiler cannot add an early exit.
     Portable,
     /// Hand-written x86_64 assembly, general-purpose registers only.
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     Scalar,
-    /// Hand-written x86_64 assembly with SSE2 (16 bytes per load).
+    /// Hand-written x86_64 assembly with SSE2 (16 bytes per load), which
+    /// every x86_64 CPU has.
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     Baseline,
 }
 
 impl Level {
-    /// The levels of this target, slowest first: `Portable`, `Scalar`,
-    /// `Baseline` on x86_64, `Portable` elsewhere.
+    /// The levels of this target, slowest first.
     #[must_use]
     pub const fn available() -> &'static [Level] {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -109,9 +94,8 @@ impl Level {
 }
 
 impl Default for Level {
-    /// The level `BT2SUM_ARCHLEVEL` selects, read on the first call and
-    /// kept for the life of the process; if it selects none, the fastest
-    /// level of this target: `Baseline` on x86_64, `Portable` elsewhere.
+    /// The level `BT2SUM_ARCHLEVEL` selects, read on the first call; if it
+    /// selects none, the fastest level of this target.
     fn default() -> Level {
         static LEVEL: OnceLock<Level> = OnceLock::new();
         *LEVEL.get_or_init(|| {
@@ -134,11 +118,10 @@ impl Default for Level {
 #[inline]
 #[must_use]
 pub fn timingsafe_bcmp(level: Level, a: &[u8], b: &[u8]) -> i32 {
-    assert!(
-        a.len() == b.len(),
-        "timingsafe_bcmp: slices of different lengths ({} and {})",
+    assert_eq!(
         a.len(),
-        b.len()
+        b.len(),
+        "timingsafe_bcmp: slices of different lengths"
     );
     match level {
         Level::Portable => portable::timingsafe_bcmp(a, b),

@@ -1,18 +1,13 @@
-//! The portable constant-time comparator: plain Rust for every target (and
-//! for Miri), used where no assembly version exists or when
-//! `BT2SUM_ARCHLEVEL=portable` asks for it.
+//! The portable constant-time comparator, [`super::Level::Portable`].
 //!
 //! It reads bytes at 0, `len/2` and `len-1` for 1..=3 bytes, two
 //! overlapping 32-bit words for 4..=7, and from 8 bytes on 32-byte blocks
 //! (four native-endian `u64` XORs), then 64-bit words, the last one
-//! overlapping. All differences are OR-ed into one accumulator; it branches
-//! only on the length.
-//!
-//! After each block the accumulator passes through
-//! [`core::hint::black_box`], so the compiler cannot know its value and
-//! cannot turn the loop into one that stops at the first difference.
-//! `black_box` is documented as best effort, so the test suite also checks
-//! the compiled code under valgrind memcheck.
+//! overlapping. All differences are OR-ed into one accumulator, which
+//! passes through [`core::hint::black_box`] after each block, so that the
+//! compiler cannot turn the loop into one that stops at the first
+//! difference (best effort: the tests check the compiled code under
+//! valgrind).
 
 use core::hint::black_box;
 
@@ -45,13 +40,7 @@ fn half_diff(a: &[u8], b: &[u8], at: usize) -> u32 {
 }
 
 /// 0 if `a == b`, non-zero otherwise, in time that depends only on the
-/// length.
-///
-/// # Panics
-///
-/// If the lengths differ.
-///
-/// Never inlined, so that every caller runs the one compiled body that the
+/// length (which must be the same). Never inlined, so that every caller runs the one compiled body that the
 /// tests check, not a copy the compiler shaped to the call site.
 #[inline(never)]
 pub(super) fn timingsafe_bcmp(a: &[u8], b: &[u8]) -> i32 {

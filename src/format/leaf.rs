@@ -117,12 +117,10 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     let rest = rest.strip_prefix(b" ").ok_or(refused("unknown tag"))?;
     // The fields end where the name begins, or where a nameless line's
     // digest does: fields hold no `(` and no `=` after a space.
-    let (text, named, nameless_hex) = match split(rest, b" (", false) {
-        Some((text, named)) => (text, Some(named), None),
-        None => match split(rest, b" = ", false) {
-            Some((text, hex)) => (text, None, Some(hex)),
-            None => (rest, None, None),
-        },
+    let (text, named, hex) = match (split(rest, b" (", false), split(rest, b" = ", false)) {
+        (Some((text, named)), _) => (text, Some(named), None),
+        (None, Some((text, hex))) => (text, None, Some(hex)),
+        (None, None) => (rest, None, None),
     };
     let [leaf, leaves, offset, length, total, leaf_size] = fields(text)?;
     let total = total.ok_or(refused("no total="))?;
@@ -132,52 +130,37 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     if escaped && named.is_none() {
         return Err(refused("bad name"));
     }
-    let (name, leaf, span) = if let Some(listed) = leaves {
-        if leaf.is_some() {
-            return Err(refused("bad field leaf= with leaves="));
-        }
-        let actual = tree.leaf_count(total);
-        if listed != actual {
-            let counts = format!("leaves={listed}, but total= and tree= make {actual} leaves");
-            return Err(refused(counts));
-        }
-        let span = match (offset, length) {
-            (None, None) => None,
-            (Some(offset), Some(length)) => {
-                let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
-                let end = offset.checked_add(length);
-                let end = end.filter(|&end| end <= total && boundary(offset) && boundary(end));
-                let span = "offset and offset + length are not leaf boundaries within total";
-                Some(offset..end.ok_or(refused(span))?)
+    let (name, leaf, span) = match (leaves, leaf) {
+        (Some(_), Some(_)) => return Err(refused("bad field leaf= with leaves=")),
+        (Some(listed), None) => {
+            let span = count_span(&tree, total, listed, offset, length)?;
+            if hex.is_some() {
+                return Err(refused("bad name"));
             }
-            (None, Some(_)) => return Err(refused("no offset=")),
-            (Some(_), None) => return Err(refused("no length=")),
-        };
-        let name = match named {
-            Some(named) => Some(named.strip_suffix(b")").ok_or(refused("bad name"))?),
-            None if nameless_hex.is_none() => None,
-            None => return Err(refused("bad name")),
-        };
-        (name, None, span)
-    } else {
-        let index = leaf.ok_or(refused("no leaf="))?;
-        let offset = offset.ok_or(refused("no offset="))?;
-        let length = length.ok_or(refused("no length="))?;
-        let bad_digest = || refused("the digest is not 2N hex digits of one case");
-        let (name, hex) = match named {
-            Some(named) => split(named, b") = ", true).map(|(name, hex)| (Some(name), hex)),
-            None => nameless_hex.map(|hex| (None, hex)),
+            let name = named.map(|named| named.strip_suffix(b")").ok_or(refused("bad name")));
+            (name.transpose()?, None, span)
         }
-        .ok_or_else(bad_digest)?;
-        let digest = decode_hex(hex, tree.digest_size()).ok_or_else(bad_digest)?;
-        let bytes = tree.leaf_bytes(index, total);
-        if index >= tree.leaf_count(total)
-            || (offset, length) != (bytes.start, bytes.end - bytes.start)
-        {
-            let inconsistent = "offset or length do not match the leaf index, leaf size and total";
-            return Err(refused(inconsistent));
+        (None, index) => {
+            let index = index.ok_or(refused("no leaf="))?;
+            let offset = offset.ok_or(refused("no offset="))?;
+            let length = length.ok_or(refused("no length="))?;
+            let bad_digest = || refused("the digest is not 2N hex digits of one case");
+            let (name, hex) = match named {
+                Some(named) => split(named, b") = ", true).map(|(name, hex)| (Some(name), hex)),
+                None => hex.map(|hex| (None, hex)),
+            }
+            .ok_or_else(bad_digest)?;
+            let digest = decode_hex(hex, tree.digest_size()).ok_or_else(bad_digest)?;
+            let bytes = tree.leaf_bytes(index, total);
+            if index >= tree.leaf_count(total)
+                || (offset, length) != (bytes.start, bytes.end - bytes.start)
+            {
+                let inconsistent =
+                    "offset or length do not match the leaf index, leaf size and total";
+                return Err(refused(inconsistent));
+            }
+            (name, Some(Leaf { index, digest }), None)
         }
-        (name, Some(Leaf { index, digest }), None)
     };
     let name = name.map(|name| read_back(name, escaped).ok_or(refused("bad escape in the name")));
     Ok(LeafLine {
@@ -187,6 +170,33 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
         leaf,
         span,
     })
+}
+
+/// A count line's `offset=X length=Y`, checked against its `leaves=`.
+fn count_span(
+    tree: &TreeParams,
+    total: u64,
+    listed: u64,
+    offset: Option<u64>,
+    length: Option<u64>,
+) -> Result<Option<Range<u64>>, LeafLineError> {
+    let actual = tree.leaf_count(total);
+    if listed != actual {
+        let counts = format!("leaves={listed}, but total= and tree= make {actual} leaves");
+        return Err(refused(counts));
+    }
+    match (offset, length) {
+        (None, None) => Ok(None),
+        (Some(offset), Some(length)) => {
+            let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
+            let end = offset.checked_add(length);
+            let end = end.filter(|&end| end <= total && boundary(offset) && boundary(end));
+            let span = "offset and offset + length are not leaf boundaries within total";
+            Ok(Some(offset..end.ok_or(refused(span))?))
+        }
+        (None, Some(_)) => Err(refused("no offset=")),
+        (Some(_), None) => Err(refused("no length=")),
+    }
 }
 
 #[cfg(test)]

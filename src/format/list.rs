@@ -25,8 +25,7 @@ use crate::params::Algorithm;
 pub struct Grammar {
     /// The algorithm of GNU-style `HEX  NAME` lines (`-a`).
     pub untagged_algorithm: Algorithm,
-    /// Only digests of this many bytes are read (`-s N` with `-c`); a line
-    /// of another size is improperly formatted. `None`: any size.
+    /// Only digests of this many bytes are read (`-s N` with `-c`).
     pub digest_size: Option<usize>,
 }
 
@@ -39,15 +38,14 @@ pub enum ListLine {
     Checksum(Entry),
     /// `BLAKE2b-64 = HEX`: the checksum line of standard input read because
     /// no FILE was given.
+    #[allow(missing_docs)]
     Nameless {
-        /// The algorithm of its tag.
         algorithm: Algorithm,
-        /// The listed checksum.
         expected: Digest,
     },
-    /// A leaf or count line of a listing.
+    /// A leaf or count line.
     Leaf(LeafLine),
-    /// The stat line that follows a checksum line.
+    #[allow(missing_docs)]
     Stat(StatLine),
     /// Anything else.
     Improper(Improper),
@@ -59,10 +57,10 @@ pub enum Improper {
     /// A line no tool bt2sum knows of writes (a malformed leaf line
     /// included).
     Junk,
-    /// A line of another tool.
+    #[allow(missing_docs)]
     OtherTool(OtherTool),
-    /// One of bt2sum's lines, of a digest size other than the one asked for
-    /// ([`Grammar::digest_size`]): it holds this many bytes.
+    /// One of bt2sum's lines, of a digest size (in bytes) other than
+    /// [`Grammar::digest_size`].
     OtherSize(usize),
     /// A line longer than [`super::lines::MAX_LINE`], never held whole.
     TooLong,
@@ -77,12 +75,12 @@ pub enum OtherTool {
     GnuB2sum,
     /// A tagged line of another algorithm: its tag, such as `SHA256`.
     Tagged(&'static str),
-    /// A GNU-style line whose digest has the size of another algorithm's,
-    /// and not the default size of `-a`'s.
+    /// A GNU-style line whose digest has the size (`bytes`) of another
+    /// `algorithm`'s (such as `BLAKE3 or SHA-256` for 32), and not the
+    /// default size of `-a`'s.
+    #[allow(missing_docs)]
     Sized {
-        /// That algorithm, such as `BLAKE3 or SHA-256` for 32 bytes.
         algorithm: &'static str,
-        /// The digest size, in bytes.
         bytes: usize,
     },
 }

@@ -39,20 +39,12 @@ impl<'a> Name<'a> {
     /// assert_eq!(Name::normalized(b"../a"), b"../a");
     /// ```
     pub fn normalized(name: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(name.len());
-        if name.starts_with(b"/") {
-            out.push(b'/');
-        }
-        for part in name.split(|&b| b == b'/') {
-            if part.is_empty() || part == b"." {
-                continue;
-            }
-            if !out.is_empty() && out != b"/" {
-                out.push(b'/');
-            }
-            out.extend_from_slice(part);
-        }
-        out
+        let parts = name.split(|&b| b == b'/');
+        let parts: Vec<_> = parts
+            .filter(|part| !part.is_empty() && *part != b".")
+            .collect();
+        let root: &[u8] = if name.starts_with(b"/") { b"/" } else { b"" };
+        [root, &parts.join(&b'/')].concat()
     }
 
     /// The name lines print for `path`; `None` if it cannot be printed (on

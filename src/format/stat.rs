@@ -31,23 +31,15 @@ pub struct Mtime {
 impl Mtime {
     /// The modification time a file's metadata gives.
     pub fn of(time: SystemTime) -> Mtime {
-        let (seconds, nanoseconds) = match time.duration_since(UNIX_EPOCH) {
-            Ok(after) => (
-                i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
-                after.subsec_nanos(),
-            ),
-            Err(before) => {
-                let before = before.duration();
-                let seconds = -i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
-                match before.subsec_nanos() {
-                    0 => (seconds, 0),
-                    nanos => (seconds - 1, 1_000_000_000 - nanos),
-                }
-            }
+        let nanos = match time.duration_since(UNIX_EPOCH) {
+            Ok(after) => after.as_nanos() as i128,
+            Err(before) => -(before.duration().as_nanos() as i128),
         };
+        let seconds = nanos.div_euclid(1_000_000_000);
+        let limit = if seconds < 0 { i64::MIN } else { i64::MAX };
         Mtime {
-            seconds,
-            nanoseconds,
+            seconds: i64::try_from(seconds).unwrap_or(limit),
+            nanoseconds: nanos.rem_euclid(1_000_000_000) as u32,
         }
     }
 

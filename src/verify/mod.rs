@@ -6,7 +6,7 @@
 //! count, hint, act) is its own.
 //!
 //! A verifier may check one slice of what its lists describe
-//! ([`Verifier::slicing`]), for a scrub spread over several runs; a leaf a
+//! ([`Verifier::slice`]), for a scrub spread over several runs; a leaf a
 //! check finds failing can be mended from a good copy, from
 //! [`Checked::failed_leaves`].
 //!
@@ -44,7 +44,7 @@
 mod pass;
 mod passes;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, BufRead};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -52,14 +52,13 @@ use std::sync::atomic::AtomicU64;
 
 use crate::engine::Event;
 use crate::format::list::{Grammar, Improper};
-use crate::format::name::Name;
 use crate::input::{self, hash_each};
 use crate::params::{Part, TreeParams};
-pub use pass::{Checked, Subject};
-use pass::{Pass, worse};
-use passes::{PassOutcome, Passes, Queued};
+use pass::worse;
+pub use pass::{Checked, Pass, Subject};
+use passes::{PassOutcome, Passes};
 
-/// What check mode found out about one listed file (or line).
+/// What check mode found out about one listed file or line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The computed checksum is the listed one.
@@ -94,10 +93,10 @@ impl Verdict {
 /// What changes how lists are read and files hashed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
-    /// How lines read: `-a` for GNU-style lines, and `-s`.
+    /// How lines read (`-a`, `-s`).
     pub grammar: Grammar,
     /// The leaf size of checksum lines that no leaf or count line gives one
-    /// (`-t`; 5 MiB by default).
+    /// (`-t`).
     pub leaf_size: u64,
 }
 
@@ -126,24 +125,22 @@ pub enum BadLine {
 
 /// What verifying a list tells, in list order.
 pub enum Report<'a> {
-    /// An improperly formatted line, by number (from 1), reported before
-    /// the file checked after it.
+    /// An improperly formatted line, reported before the file checked
+    /// after it.
     BadLine {
-        /// The line's number.
+        /// The line's number, from 1.
         line: u64,
         /// Why it is improperly formatted.
         why: &'a BadLine,
     },
     /// One pass over one listed file, checked.
     Checked(&'a Checked),
-    /// The next file is not checked yet, and the verifier is about to wait
-    /// for it: a good time to flush what was written so far.
+    /// The verifier is about to wait for the next file: a good time to
+    /// flush what was written so far.
     Waiting,
-    /// At the end of a list checked in slices ([`Verifier::slicing`]): how
-    /// many of its properly formatted lines were other slices' (and got no
-    /// verdict here).
+    /// At the end of a list checked in slices ([`Verifier::slice`]).
     OutsideSlice {
-        /// The lines other slices check.
+        /// The properly formatted lines other slices check.
         lines: u64,
     },
 }
@@ -161,18 +158,16 @@ pub enum Report<'a> {
 pub struct Slice {
     /// Which slice, of how many.
     pub part: Part,
-    /// The bytes the lists describe, as [`Verifier::total_bytes`] counts
-    /// them.
+    /// What [`Verifier::total_bytes`] counts.
     pub total: u64,
     /// Whether the files outside the slice are looked for (opened, not
     /// read), for an audit to tell the missing ones: reported as probes
-    /// ([`Checked::is_probe`]).
+    /// ([`Pass::probe`]).
     pub probe_others: bool,
 }
 
 impl Slice {
-    /// Whether the unit starting `start` bytes into the lists is the
-    /// slice's.
+    /// Whether the unit starting `start` bytes into the lists is the slice's.
     fn holds(&self, start: u64) -> bool {
         let run = match self.total {
             0 => 0,
@@ -185,35 +180,29 @@ impl Slice {
 }
 
 /// A unit of the lists, as [`Slice`] counts them, handed to a caller that
-/// chooses the units to check itself ([`Verifier::choosing`]): a file
+/// chooses the units to check itself ([`Verifier::chooser`]): a file
 /// checked whole (`leaf` is `None`, `digest` its checksum line's) or one
-/// listed leaf.
+/// listed leaf, of `bytes` bytes.
 #[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
 pub struct Unit<'u> {
-    /// The file's name, as the list gives it.
     pub name: &'u [u8],
-    /// The tree the unit is checked with.
     pub tree: &'u TreeParams,
-    /// The leaf's index, for a leaf.
     pub leaf: Option<u64>,
-    /// The listed digest: the file's checksum, or the leaf's.
     pub digest: &'u crate::digest::Digest,
-    /// The bytes it covers.
     pub bytes: u64,
 }
 
 /// Says whether the unit starting `start` bytes into the lists (see
-/// [`Slice`]) is checked; the unit is `None` where only the start is
-/// asked about (whether the next unit is, to know where a file's report
-/// ends).
+/// [`Slice`]) is checked; `None` where only the start is asked about (to
+/// know where a file's report ends).
 pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
 
-/// The leaf listings with a checksum line that the lists counted by
-/// [`Verifier::total_bytes`] hold, numbered in list order (`counted`, and
-/// `checked` so far): those that do not list every leaf of their file, whose
-/// checksum line is a unit of its own, and those that list every leaf and
-/// whose leaves do not make the digest of their checksum line (the list
-/// contradicts itself).
+/// The leaf listings with a checksum line in the lists counted by
+/// [`Verifier::total_bytes`], by number in list order (`counted`, and
+/// `checked` so far): those incomplete, whose checksum line is a unit of
+/// its own, and those whose leaves do not make their checksum line's
+/// digest.
 #[derive(Default)]
 struct Listings {
     counted: u64,
@@ -223,85 +212,52 @@ struct Listings {
 }
 
 /// Verifies checksum lists, with the same settings for each, on the
-/// current rayon pool.
+/// current rayon pool. Its public fields may be set before the first check.
 pub struct Verifier<'a> {
-    settings: Settings,
-    slice: Option<Slice>,
-    chooser: Option<Chooser<'a>>,
-    pass_bytes: Option<u64>,
+    #[allow(missing_docs)]
+    pub settings: Settings,
+    /// Counts the bytes hashed as the work goes.
+    pub progress: Option<Arc<AtomicU64>>,
+    /// `--quick`: a listed file whose size and modification time are its
+    /// stat line's is opened, not read ([`Verdict::Unread`]). Damage that
+    /// left both as they were (bit rot) goes unseen: a scrub finds it.
+    pub quick: bool,
+    /// Checks only this slice (of the lists as
+    /// [`total_bytes`](Self::total_bytes) counted them, in that order).
+    pub slice: Option<Slice>,
+    /// Checks only the units this chooses, as a slice checks its own.
+    pub chooser: Option<Chooser<'a>>,
+    /// Whether a file listed without its size (no stat, leaf or count line)
+    /// counts the size the system gives now (`true`), or 0: a chooser that
+    /// chooses by name alone needs no sizes.
+    pub look_up_sizes: bool,
+    /// Cuts a file's leaf listing into passes of at most this many bytes of
+    /// leaves, each reported on its own: a run that stops midway loses at
+    /// most one pass of a file.
+    pub pass_bytes: Option<u64>,
+    /// Called before standard input is read for a listed `-`; an error it
+    /// returns (standard input was closed) is that file's.
+    pub before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
     /// How many bytes the lists checked so far describe (with a slice).
-    offset: std::cell::Cell<u64>,
+    offset: Cell<u64>,
     listings: RefCell<Listings>,
-    progress: Option<Arc<AtomicU64>>,
-    quick: bool,
-    look_up_sizes: bool,
-    before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
 }
 
 impl<'a> Verifier<'a> {
-    /// A verifier of lists read with `settings`.
+    /// A verifier of lists read with `settings`, checking them whole.
     pub fn new(settings: Settings) -> Self {
         Verifier {
             settings,
-            slice: None,
-            chooser: None,
-            pass_bytes: None,
-            offset: std::cell::Cell::new(0),
-            listings: RefCell::default(),
             progress: None,
             quick: false,
+            slice: None,
+            chooser: None,
             look_up_sizes: true,
+            pass_bytes: None,
             before_stdin: Box::new(|| Ok(())),
+            offset: Cell::new(0),
+            listings: RefCell::default(),
         }
-    }
-
-    /// Adds the bytes hashed to `counter` as the work goes.
-    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
-        self.progress = Some(counter);
-        self
-    }
-
-    /// Takes a listed file whose size and modification time are those its
-    /// stat line lists as unchanged: it is opened, not read, and its
-    /// verdict is [`Verdict::Unread`] (`--quick`). Damage that left both as
-    /// they were (bit rot) goes unseen: a scrub finds it.
-    pub fn quick(mut self) -> Self {
-        self.quick = true;
-        self
-    }
-
-    /// Checks only `slice` of what the lists describe (given to
-    /// [`check`](Self::check) in the order [`total_bytes`](Self::total_bytes)
-    /// counted them).
-    pub fn slicing(mut self, slice: Slice) -> Self {
-        self.slice = Some(slice);
-        self
-    }
-
-    /// Checks only the units `chooser` chooses (see [`Unit`]), as a slice
-    /// checks its own: with the lists counted by
-    /// [`total_bytes`](Self::total_bytes) first, each time they are checked.
-    pub fn choosing(mut self, chooser: Chooser<'a>) -> Self {
-        self.chooser = Some(chooser);
-        self
-    }
-
-    /// Counts a file listed without its size (no stat, leaf or count line)
-    /// as 0 bytes, where [`total_bytes`](Self::total_bytes) and a
-    /// [`Unit`] would ask the system its size now: for a chooser that
-    /// chooses by name alone, which needs no sizes, and would pay a lookup
-    /// of every such file twice.
-    pub fn without_looking_up_sizes(mut self) -> Self {
-        self.look_up_sizes = false;
-        self
-    }
-
-    /// Cuts a file's leaf listing into passes of at most `bytes` of leaves,
-    /// so that each pass is checked, and reported, on its own: a run that
-    /// stops midway loses at most one pass of a file.
-    pub fn pass_bytes(mut self, bytes: u64) -> Self {
-        self.pass_bytes = Some(bytes);
-        self
     }
 
     /// Starts the lists over, to check them again as
@@ -332,18 +288,7 @@ impl<'a> Verifier<'a> {
     pub fn total_bytes(&self, list: &mut dyn BufRead) -> io::Result<u64> {
         let mut passes = Passes::new(list, false, self);
         let total = passes.total_bytes();
-        match passes.error.take() {
-            Some(error) => Err(error),
-            None => Ok(total),
-        }
-    }
-
-    /// Calls `before` whenever standard input is about to be read for a
-    /// listed `-` (a progress bar may stop drawing over a terminal's input);
-    /// an error it returns (standard input was closed) is that file's.
-    pub fn before_reading_stdin(mut self, before: impl Fn() -> io::Result<()> + 'a) -> Self {
-        self.before_stdin = Box::new(before);
-        self
+        passes.error.take().map_or(Ok(total), Err)
     }
 
     /// Verifies one list, read from `list` (`list_is_stdin`: it is standard
@@ -371,23 +316,21 @@ impl<'a> Verifier<'a> {
             };
             flow
         });
-        if flow.is_break() {
-            return Ok(flow);
-        }
-        for (line, why) in &passes.bad_lines {
-            if report(Report::BadLine { line: *line, why }).is_break() {
-                return Ok(ControlFlow::Break(()));
+        let mut report_rest = || {
+            flow?;
+            for (line, why) in &passes.bad_lines {
+                report(Report::BadLine { line: *line, why })?;
             }
-        }
-        if self.selects() {
-            let lines = passes.outside_slice;
-            if report(Report::OutsideSlice { lines }).is_break() {
-                return Ok(ControlFlow::Break(()));
+            match self.selects() {
+                true => report(Report::OutsideSlice {
+                    lines: passes.outside_slice,
+                }),
+                false => ControlFlow::Continue(()),
             }
-        }
-        match passes.error.take() {
-            Some(error) => Err(error),
-            None => Ok(ControlFlow::Continue(())),
+        };
+        match report_rest() {
+            ControlFlow::Continue(()) => passes.error.take().map_or(Ok(flow), Err),
+            stop => Ok(stop),
         }
     }
 
@@ -400,32 +343,31 @@ impl<'a> Verifier<'a> {
         (file_worst, first_line, edited): &mut (Option<Verdict>, u64, bool),
         report: &mut impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Queued { bad_lines, pass } = outcome.tag;
-        for (line, why) in &bad_lines {
+        let mut pass = outcome.tag;
+        for (line, why) in &pass.bad_lines {
             report(Report::BadLine { line: *line, why })?;
         }
-        let listed = outcome.leaves;
+        pass.listed = outcome.leaves;
         let checksum_matched = !pass.probe
             && !pass.unread
             && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
         let mut checked = Checked {
             pass,
-            listed,
-            result: outcome.result,
+            outcome: outcome.result,
             stamp: outcome.stamp,
             checksum_matched,
             worst: Verdict::Ok,
             unreadable_before: false,
-            first_line: 0,
+            file_first_line: 0,
             edited: false,
         };
         if !checked.pass.continues {
             *file_worst = None;
-            *first_line = *checked.pass.lines.start();
+            *first_line = checked.pass.first_line;
             // (A stat line is on the first pass.)
             *edited = checked.changed();
         }
-        checked.first_line = *first_line;
+        checked.file_first_line = *first_line;
         checked.edited = *edited;
         checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
         *file_worst = checked
@@ -473,8 +415,8 @@ impl<'a> Verifier<'a> {
             pass.tree.digest_size(),
             self.settings.leaf_size,
         );
-        match (by_option, Name::listed(&pass.name).path()) {
-            (Ok(tree), Some(path)) if tree != pass.tree && regular && pass.name != b"-" => {
+        match (by_option, pass.path()) {
+            (Ok(tree), Some(path)) if tree != pass.tree && regular => {
                 input::hash_path(&tree, path).is_ok_and(|digest| digest == checksum.expected)
             }
             _ => false,

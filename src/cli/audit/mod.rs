@@ -91,22 +91,23 @@ impl<'a> Audit<'a> {
         let index = self.missing.len();
         if missing {
             let movable = checked.expected().filter(|expected| {
-                let tree = *self.tree.get_or_insert(*checked.tree());
+                let tree = *self.tree.get_or_insert(checked.pass.tree);
                 // (Every empty file has the digest of empty input.)
                 let empty = bt2sum::TreeHasher::new(&tree).finalize().ok();
-                tree == *checked.tree() && Some(**expected) != empty
+                tree == checked.pass.tree && Some(**expected) != empty
             });
             if let Some(digest) = movable {
                 self.joined
-                    .push(&Joined::missing(digest, index, checked.name()))?;
+                    .push(&Joined::missing(digest, index, &checked.pass.name))?;
             }
-            self.missing.push(&ByteBuf::from(checked.name()))?;
+            self.missing
+                .push(&ByteBuf::from(checked.pass.name.clone()))?;
         }
         if let Some(update) = &self.plan.update {
             if self.shape.is_none()
                 && let Some(tagged) = checked.tagged()
             {
-                let stat = update.stat || checked.listed_stat().is_some();
+                let stat = update.stat || checked.pass.stat.is_some();
                 self.shape = Some(Shape::of(checked, tagged, stat));
             }
             if checked.is_last_pass() {
@@ -122,7 +123,7 @@ impl<'a> Audit<'a> {
             }
         }
         self.listed
-            .push(&ByteBuf::from(Name::normalized(checked.name())))?;
+            .push(&ByteBuf::from(Name::normalized(&checked.pass.name)))?;
         Ok(accepted)
     }
 

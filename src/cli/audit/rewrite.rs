@@ -43,7 +43,7 @@ impl Shape {
     /// The shape of a checked file's lines (tagged as `tagged`), with a
     /// stat line if `stat`.
     pub fn of(checked: &Checked, tagged: bool, stat: bool) -> Shape {
-        let (tree, leaves) = (*checked.tree(), checked.listed_length().is_some());
+        let (tree, leaves) = (checked.pass.tree, checked.pass.total.is_some());
         Shape {
             tree,
             tagged,
@@ -78,19 +78,19 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
     let one_pass = checked.is_first_pass();
     match (
         checked.file_verdict(),
-        checked.outcome(),
+        checked.outcome.as_ref(),
         checked.modified(),
     ) {
         (Some(Verdict::Changed), _, _) => Fate::Changed(Shape::of(checked, tagged, true)),
-        (Some(Verdict::Failed), _, _) if update.accept.matches_listed(checked.name()) => {
-            let stat = update.stat || checked.listed_stat().is_some();
+        (Some(Verdict::Failed), _, _) if update.accept.matches_listed(&checked.pass.name) => {
+            let stat = update.stat || checked.pass.stat.is_some();
             Fate::Changed(Shape::of(checked, tagged, stat))
         }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
-            let listed = checked.listed_stat();
+            let listed = checked.pass.stat;
             if (update.stat || listed.is_some()) && listed != Some(now) {
-                Fate::Restat(*checked.tree(), now.0, now.1)
+                Fate::Restat(checked.pass.tree, now.0, now.1)
             } else {
                 Fate::Keep
             }

@@ -64,7 +64,7 @@ impl Hints {
             if checked.is_missing() {
                 self.missing += 1;
                 if self.first_missing.is_empty() {
-                    self.first_missing.extend_from_slice(checked.name());
+                    self.first_missing.extend_from_slice(&checked.pass.name);
                 }
             }
         }
@@ -73,10 +73,10 @@ impl Hints {
         }
         match checked.matched_with_option_leaf_size() {
             Some(true) => self.by_option.0 += 1,
-            Some(false) if checked.name() != self.last_failed => {
+            Some(false) if checked.pass.name != self.last_failed => {
                 self.by_option.1 += 1;
                 self.last_failed.clear();
-                self.last_failed.extend_from_slice(checked.name());
+                self.last_failed.extend_from_slice(&checked.pass.name);
             }
             Some(false) | None => {}
         }

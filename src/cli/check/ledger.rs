@@ -181,7 +181,7 @@ impl Ledger {
             let at = leaves.binary_search_by_key(&index, |(index, _)| *index);
             at.ok().map(|at| leaves[at].1)
         };
-        let (name, tree) = (checked.name(), checked.tree());
+        let (name, tree) = (&checked.pass.name, &checked.pass.tree);
         let mut units: Vec<(Key, Verdict)> = checked
             .listed_leaves()
             .filter_map(|(index, digest)| {

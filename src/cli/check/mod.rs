@@ -204,35 +204,28 @@ fn verifier<'v>(
     choice: &'v Choice<'_>,
     sources: &Lists<'_>,
 ) -> Verifier<'v> {
-    let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
+    let mut verifier = Verifier::new(plan.settings);
+    verifier.before_stdin = Box::new(|| {
         progress.reading_stdin();
         match sys::stdin_closed() {
             true => Err(sys::closed_stream()),
             false => Ok(()),
         }
     });
-    if let Some(counter) = progress.counter() {
-        verifier = verifier.progress(counter.clone());
-    }
-    if plan.audit.as_ref().is_some_and(|audit| audit.quick) {
-        verifier = verifier.quick();
-    }
-    if choice.schedule.is_some() {
-        verifier = verifier.pass_bytes(PASS_BYTES);
-    }
+    verifier.progress = progress.counter().cloned();
+    verifier.quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
+    verifier.pass_bytes = choice.schedule.is_some().then_some(PASS_BYTES);
     if choice.schedule.is_some() || choice.scope.is_some() {
-        verifier = verifier.choosing(Box::new(|start, unit| choice.reads(start, unit)));
+        verifier.chooser = Some(Box::new(|start, unit| choice.reads(start, unit)));
     }
-    if choice.schedule.is_none() && plan.slice.is_none() {
-        // (The scope chooses by name.)
-        verifier = verifier.without_looking_up_sizes();
-    }
+    // (The scope chooses by name.)
+    verifier.look_up_sizes = choice.schedule.is_some() || plan.slice.is_some();
     if let Some(part) = plan.slice {
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
         let probe_others = plan.audit.is_some() && part.part() == 1;
         let total = sources.total_bytes(&verifier);
-        verifier = verifier.slicing(Slice {
+        verifier.slice = Some(Slice {
             part,
             total,
             probe_others,
@@ -482,7 +475,7 @@ impl Check<'_, '_> {
             }
         }
         // (Only looked for, for the audit: another slice's.)
-        if checked.is_probe() {
+        if checked.pass.probe {
             return Ok(ControlFlow::Continue(()));
         }
         if checked.is_last_pass() {
@@ -514,7 +507,7 @@ impl Check<'_, '_> {
         }
         if !checked.is_last_pass() {
             // The file's report ends where the time did: its verdict so far.
-            let verdict = checked.verdict_so_far();
+            let verdict = checked.worst;
             tally.count(verdict);
             if !self.plan.every_line {
                 self.printer.verdict(checked, Subject::Checksum, verdict)?;
@@ -702,17 +695,17 @@ impl Printer<'_> {
             return Ok(());
         }
         if let Some(error) = checked.new_error() {
-            self.error(checked.name(), &error.to_string())?;
+            self.error(&checked.pass.name, &error.to_string())?;
         }
-        if checked.contradicts_itself() {
+        if checked.pass.contradicts_itself {
             let message = "its leaf lines do not make its checksum line's digest: the list \
                            contradicts itself";
-            self.error(checked.name(), message)?;
+            self.error(&checked.pass.name, message)?;
         }
-        if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited()) {
+        if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited) {
             self.flush()?;
             let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
-            report_listed(checked.name(), &message);
+            report_listed(&checked.pass.name, &message);
         }
         if every_line {
             for (subject, verdict) in checked.lines() {
@@ -738,7 +731,7 @@ impl Printer<'_> {
             );
             // (An edited file is CHANGED once: its leaves speak of no
             // damage.)
-            if subject != Subject::Checksum && failed && !checked.edited() {
+            if subject != Subject::Checksum && failed && !checked.edited {
                 self.verdict(checked, subject, verdict)?;
             }
         }
@@ -770,8 +763,11 @@ impl Printer<'_> {
 /// `leaf-verdict` with the leaf's bytes (what to fetch again); and
 /// `count-verdict`.
 fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Record<'_> {
-    let (name, tree) = (JsonName(Some(checked.name())), Tree(checked.tree()));
-    let hashed = checked.outcome().ok();
+    let (name, tree) = (
+        JsonName(Some(&checked.pass.name[..])),
+        Tree(&checked.pass.tree),
+    );
+    let hashed = checked.outcome.as_ref().ok();
     match subject {
         Subject::Checksum => Record::Verdict {
             tree,
@@ -785,8 +781,9 @@ fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Reco
         },
         Subject::Leaf(index) => {
             let bytes = checked
-                .tree()
-                .leaf_bytes(index, checked.listed_length().unwrap_or(0));
+                .pass
+                .tree
+                .leaf_bytes(index, checked.pass.total.unwrap_or(0));
             Record::LeafVerdict {
                 tree,
                 name,
@@ -800,7 +797,7 @@ fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Reco
             tree,
             name,
             verdict,
-            total: checked.listed_length(),
+            total: checked.pass.total,
         },
     }
 }

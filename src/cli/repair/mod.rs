@@ -80,14 +80,14 @@ impl Repairs {
             return self.note_missing(checked, printer);
         }
         self.judge(checked, printer)?;
-        let mendable = (checked.listed_length(), checked.stamp(), self.mendable);
-        let (Some(listed_length), Some(&stamp), true) = mendable else {
+        let mendable = (checked.pass.total, checked.stamp, self.mendable);
+        let (Some(listed_length), Some(stamp), true) = mendable else {
             return Ok(());
         };
         let failing = checked.failed_leaves();
         let damaged = |failing, last_pass| Damaged {
-            name: checked.name().to_vec(),
-            tree: *checked.tree(),
+            name: checked.pass.name.clone(),
+            tree: checked.pass.tree,
             listed_length,
             failing,
             whole: None,
@@ -122,7 +122,7 @@ impl Repairs {
             }
             None => "its length differs from its leaf lines' total, and no leaf line says how",
         };
-        printer.error(checked.name(), &format!("cannot be repaired: {why}"))
+        printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))
     }
 
     /// Starts on the file whose first pass `checked` is.
@@ -130,23 +130,23 @@ impl Repairs {
         (self.mendable, self.noted, self.whole) = (true, false, None);
         self.claim = DefaultHasher::new();
         // (A stat line is on the first pass, with the checksum line.)
-        self.mtime = match checked.listed_stat() {
+        self.mtime = match checked.pass.stat {
             Some((_, mtime)) => (Some(mtime), true),
             None => (checked.modified().map(Mtime::of), false),
         };
         self.lost_here = checked.expected().map(|digest| Lost {
-            name: checked.name().to_vec(),
-            tree: *checked.tree(),
+            name: checked.pass.name.clone(),
+            tree: checked.pass.tree,
             digest: *digest,
-            length: checked.listed_stat().map(|(size, _)| size),
-            mtime: checked.listed_stat().map(|(_, mtime)| mtime),
+            length: checked.pass.stat.map(|(size, _)| size),
+            mtime: checked.pass.stat.map(|(_, mtime)| mtime),
         });
     }
 
     /// Notes a missing file, to restore at the list's end.
     fn note_missing(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if let Some(lost) = self.lost_here.as_mut() {
-            lost.length = lost.length.or(checked.listed_length());
+            lost.length = lost.length.or(checked.pass.total);
         }
         if !checked.is_last_pass() || !self.restore {
             return Ok(());
@@ -154,7 +154,7 @@ impl Repairs {
         match self.lost_here.take() {
             Some(lost) => self.lost.push(&lost),
             None => printer.error(
-                checked.name(),
+                &checked.pass.name,
                 "cannot be restored: only an entry with a checksum line is restored from \
                  its copy",
             ),
@@ -172,7 +172,7 @@ impl Repairs {
             self.whole = checked.expected().copied();
         }
         let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
-        if failed_here && checked.outcome().is_err() {
+        if failed_here && checked.outcome.is_err() {
             // Unreadable: said already.
             self.mendable = false;
         }
@@ -181,7 +181,7 @@ impl Repairs {
             && let Some(why) = why_not(checked)
         {
             self.mendable = false;
-            printer.error(checked.name(), &format!("cannot be repaired: {why}"))?;
+            printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))?;
         }
         Ok(())
     }
@@ -189,7 +189,7 @@ impl Repairs {
     /// Keeps what the pass's entry says the file is, and, on its last pass,
     /// whether another entry of the list said otherwise.
     fn keep_claim(&mut self, checked: &Checked) {
-        let (tree, length) = (checked.tree(), checked.listed_length());
+        let (tree, length) = (&checked.pass.tree, checked.pass.total);
         let algorithm = (tree.algorithm() as u8, tree.digest_size());
         let leaf_size = length.map(|_| tree.leaf_size());
         let expected = checked.expected().map(Digest::as_bytes);
@@ -201,7 +201,7 @@ impl Repairs {
         if !checked.is_last_pass() {
             return;
         }
-        let (name, claim) = (name_key(checked.name()), claim.finish());
+        let (name, claim) = (name_key(&checked.pass.name), claim.finish());
         let line = *checked.file_lines().start();
         let &mut (first, first_line) = self.claims.entry(name).or_insert((claim, line));
         if first != claim {
@@ -361,10 +361,10 @@ fn name_key(name: &[u8]) -> u64 {
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
 fn why_not(checked: &Checked) -> Option<&'static str> {
-    if checked.name() == b"-" {
+    if checked.pass.name == b"-" {
         return Some("it is standard input");
     }
-    if checked.listed_length().is_none() {
+    if checked.pass.total.is_none() {
         return Some(
             "it is listed without leaf lines (list its leaves with --leaves, and a damaged \
              leaf can be mended alone)",
@@ -375,7 +375,7 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
             "its size or modification time differ from its stat line's: edited, not damaged",
         );
     }
-    if checked.outcome().is_ok() && checked.stamp().is_none() {
+    if checked.outcome.is_ok() && checked.stamp.is_none() {
         return Some("it is not a regular file");
     }
     None
