@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{Retried, assert_contains, bt2sum, ok_in, run_in, said_in, stderr, stdout};
+use super::{assert_contains, ok_in, run_in, said_in, stderr, stdout};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -513,88 +513,6 @@ fn an_update_keeps_each_entrys_shape() {
         "bt2sum: audited 4 files: 4 OK\n",
         0,
     );
-}
-
-/// An update killed at any moment leaves the list as it was, or as the
-/// update wrote it: never a mix, never half a list.
-#[test]
-#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
-fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
-    if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("t");
-    let many = |prefix: &str, text: &str| {
-        for index in 0..300 {
-            let (name, data) = (format!("{prefix}{index:03}"), format!("{text} {index}\n"));
-            tree(&root, &[(name.as_bytes(), data.as_bytes())]);
-        }
-    };
-    many("f", "file");
-    let list = super::ok_bytes_in(&root, ["-r", "."]);
-    // Many new files, one of them big enough to take a while.
-    many("new/", "new");
-    fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
-    // The list lives in the tree it lists, so that the temporary files
-    // killed updates leave beside it are in the tree too.
-    let sums = root.join("SUMS");
-    let update = |sums: &Path| {
-        bt2sum()
-            .current_dir(&root)
-            .args(["-c", "--audit", ".", "--update", "--cpus", "1"])
-            .arg(sums)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn_retried()
-    };
-    // The list the update writes, made once without a kill; the kills are
-    // spread over the time that took.
-    fs::write(&sums, &list).unwrap();
-    let started = std::time::Instant::now();
-    let mut done = update(&sums);
-    assert!(done.wait().unwrap().success());
-    let took = started.elapsed();
-    let updated = fs::read(&sums).unwrap();
-    assert_ne!(updated, list);
-    let mut old = 0;
-    let mut new_whole = 0;
-    for round in 0..40u32 {
-        fs::write(&sums, &list).unwrap();
-        let mut child = update(&sums);
-        std::thread::sleep(took * round / 20);
-        let _ = child.kill();
-        let _ = child.wait();
-        let now = fs::read(&sums).unwrap();
-        if now == list {
-            old += 1;
-        } else {
-            let whole = now == updated;
-            assert!(
-                whole,
-                "round {round}: the list is neither the old one nor the new one"
-            );
-            new_whole += 1;
-        }
-    }
-    assert_eq!(old + new_whole, 40);
-    let leftovers = fs::read_dir(&root)
-        .unwrap()
-        .filter(|entry| {
-            let name = entry.as_ref().unwrap().file_name();
-            name.to_string_lossy().starts_with(".bt2sum-update-")
-        })
-        .count();
-    eprintln!(
-        "{old} killed before the rename, {new_whole} after; {leftovers} temporary files left"
-    );
-    // What a killed update left behind is never new: an update run to its
-    // end writes the same list, and an audit then finds nothing to say.
-    assert!(update(&sums).wait().unwrap().success());
-    let rewritten = fs::read(&sums).unwrap() == updated;
-    assert!(rewritten, "the list is not the one an update writes");
-    let (out, _, code) = said_in(&root, "-c --quiet --audit . SUMS".split(' '));
-    assert_eq!((out.as_str(), code), ("", 0), "{out}");
 }
 
 /// The classes of hashdeep's audit (`hashdeep -a -k`), on the cases where

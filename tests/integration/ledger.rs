@@ -181,33 +181,6 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
     refused(&["--ledger", "no/such/dir/L"], "cannot open the ledger");
 }
 
-/// A ledger on a read-only file system is said, and the check fails
-/// without a verdict: what it proves could not be kept.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_ledger_that_cannot_be_written_is_said() {
-    let test = "a_ledger_that_cannot_be_written_is_said";
-    if super::emulated(test) {
-        return;
-    }
-    let dir = archive();
-    assert_eq!(check(dir.path(), &["--max-duration", "1h"]).0, 0);
-    let mountpoint = tempfile::tempdir().unwrap();
-    let Some(_mounted) = super::Mounted::counting_disk(test, dir.path(), mountpoint.path()) else {
-        return;
-    };
-    let out = run_in(
-        mountpoint.path(),
-        ["-c", "--max-duration", "1h", "SUMS"],
-        b"",
-    );
-    let said = stderr(&out);
-    let read_only =
-        said.contains("cannot open the ledger") && said.contains("Read-only file system");
-    assert!(read_only, "{said}");
-    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
-}
-
 #[test]
 #[cfg(unix)]
 fn a_ledger_in_use_is_said() {

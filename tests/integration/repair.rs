@@ -4,7 +4,7 @@
 //! written; lists without leaf lines; kills at any moment followed by a
 //! second run. After each, the file verifies against its listing, or is
 //! unchanged; and only the damaged leaves' bytes are read from the copy.
-//! (Unix: modes, `kill`, a read-only mount.)
+//! (Unix: modes, `kill`.)
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -296,38 +296,6 @@ fn a_file_that_cannot_be_written_is_told_so() {
     }
     let mode = fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o444);
-}
-
-/// A file on a read-only mount (the spinning-disk model, a FUSE file
-/// system) cannot be written, whoever asks: it is reported, and left as it
-/// is.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_file_on_a_read_only_mount_is_told_so() {
-    let test = "a_file_on_a_read_only_mount_is_told_so";
-    if super::emulated(test) {
-        return;
-    }
-    let (dir, _) = listed_file("f", 4 * LEAF);
-    let source = dir.path().join("source");
-    fs::create_dir(&source).unwrap();
-    fs::rename(dir.path().join("f"), source.join("f")).unwrap();
-    damage(&source.join("f"), &[1]);
-    let damaged = fs::read(source.join("f")).unwrap();
-    let mountpoint = dir.path().join("mounted");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
-        return;
-    };
-    let out = run_in(
-        &mountpoint,
-        "-c --quiet --repair-from ../copy ../LEAVES".split(' '),
-        b"",
-    );
-    let read_only = "bt2sum: f: cannot be repaired: cannot be written: Read-only file system\n";
-    assert_contains(&stderr(&out), read_only);
-    assert_eq!(status(&out), 1);
-    drop(_mounted);
-    assert_eq!(fs::read(source.join("f")).unwrap(), damaged);
 }
 
 #[test]
