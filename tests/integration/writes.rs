@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::{
     assert_contains, bt2sum, mkfifo, ok_bytes_in, output_within, rot, run_in, said_in, status,
-    stderr, stdout,
+    stderr, stdout, write_list,
 };
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
@@ -231,8 +231,7 @@ fn a_list_that_names_a_file_with_two_contents_repairs_neither() {
 /// lines, made from inside it.
 fn archive() -> tempfile::TempDir {
     let dir = super::dir_with(&[("t/a", b"file a\n"), ("t/b", b"file b\n")]);
-    let list = ok_bytes_in(&dir.path().join("t"), ["-r", "--stat", "."]);
-    fs::write(dir.path().join("SUMS"), list).unwrap();
+    write_list(&dir.path().join("t"), "../SUMS", ["-r", "--stat", "."]);
     dir
 }
 
@@ -512,8 +511,7 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     let good = super::noise(4 * 4096, 3);
     fs::write(source.join("f"), &good).unwrap();
     fs::write(dir.path().join("copy/f"), &good).unwrap();
-    let listing = ok_bytes_in(&source, ["-t", "4096", "--leaves", "f"]);
-    fs::write(source.join("LEAVES"), &listing).unwrap();
+    let listing = write_list(&source, "LEAVES", ["-t", "4096", "--leaves", "f"]);
     // The same list with a ledger.
     fs::write(source.join("KEPT"), listing).unwrap();
     ok_bytes_in(&source, ["-c", "--max-duration", "1h", "KEPT"]);
@@ -708,11 +706,7 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
         fs::create_dir_all(base.join(directory)).unwrap();
     }
     fs::write(base.join("t/a"), b"file a\n").unwrap();
-    fs::write(
-        base.join("parent/dir/SUMS"),
-        ok_bytes_in(base, ["-r", "--stat", "t"]),
-    )
-    .unwrap();
+    write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     let victim = b"the other directory's list\n";
     fs::write(base.join("victim/dir/SUMS"), victim).unwrap();
     symlink("victim", base.join("link")).unwrap();
