@@ -247,39 +247,26 @@ fn audits_clean(dir: &Path) -> bool {
     status(&out) == 0
 }
 
+/// An update keeps a comment and a blank line among the lines of a file it
+/// hashes again, and ends a last line that has no newline before it adds
+/// a file's lines after it.
 #[test]
-fn an_update_ends_a_last_line_that_has_no_newline() {
-    let dir = archive();
-    let sums = dir.path().join("SUMS");
-    let mut list = fs::read(&sums).unwrap();
-    assert_eq!(list.pop(), Some(b'\n'));
-    fs::write(&sums, &list).unwrap();
-    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
-    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
-    assert_eq!(code, 0, "{out}{err}");
-    let updated = fs::read(&sums).unwrap();
-    assert!(updated.starts_with(&list) && updated[list.len()] == b'\n');
-    assert!(
-        audits_clean(dir.path()),
-        "{}",
-        String::from_utf8_lossy(&updated)
-    );
-}
-
-#[test]
-fn an_update_keeps_comments_and_blank_lines_among_a_files_lines() {
+fn an_update_keeps_comments_and_ends_a_last_line_that_has_no_newline() {
     let dir = archive();
     let sums = dir.path().join("SUMS");
     let list = String::from_utf8(fs::read(&sums).unwrap()).unwrap();
     // A comment and a blank line between `a`'s checksum and stat lines.
     let (first, rest) = list.split_once('\n').unwrap();
-    fs::write(&sums, format!("{first}\n# a's note\n\n{rest}")).unwrap();
+    let last = rest.strip_suffix('\n').unwrap();
+    fs::write(&sums, format!("{first}\n# a's note\n\n{last}")).unwrap();
     fs::write(dir.path().join("t/a"), b"file a, edited\n").unwrap();
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let (out, err, code) = update(dir.path(), "../SUMS", &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_contains(&err, "1 hashed again");
+    assert_contains(&err, "1 file added, 1 hashed again");
     let updated = fs::read_to_string(&sums).unwrap();
     assert_contains(&updated, "\n# a's note\n\n");
+    assert_contains(&updated, &format!("{}\n", last.lines().last().unwrap()));
     assert!(audits_clean(dir.path()), "{updated}");
 }
 
