@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{Retried, assert_contains, bt2sum, ok_in, run_in, said_in, stderr, stdout};
+use super::{assert_contains, ok_in, run_in, said_in, stderr, stdout, write_list};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -57,8 +57,7 @@ fn changed_archive(stat: bool) -> tempfile::TempDir {
     if stat {
         args.push("--stat");
     }
-    let list = super::ok_bytes_in(&root, &args);
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    write_list(&root, "../SUMS", &args);
     // Deliberate changes: added, deleted, renamed, edited.
     tree(&root, &[(b"added", b"a new file\n"), (b"empty3", b"")]);
     fs::remove_file(root.join("gone")).unwrap();
@@ -148,11 +147,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     let same_size = tempfile::tempdir().unwrap();
     tree(same_size.path(), &[(b"f", b"version 1\n")]);
     let f = same_size.path().join("f");
-    fs::write(
-        same_size.path().join("S"),
-        ok_in(same_size.path(), ["--stat", "f"]),
-    )
-    .unwrap();
+    write_list(same_size.path(), "S", ["--stat", "f"]);
     let before = fs::metadata(&f).unwrap().modified().unwrap();
     fs::write(&f, b"version 2\n").unwrap();
     set_mtime(&f, before + Duration::from_secs(3600));
@@ -176,8 +171,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     // GNU b2sum reads such a list too, its stat lines improperly formatted
     // as leaf lines are.
     if super::gnu::gnu_b2sum("stat_lines_tell_an_edit_from_damage").is_some() {
-        let gnu_list = ok_in(touched.path(), ["--stat", "--untagged", "f"]);
-        fs::write(touched.path().join("G"), gnu_list).unwrap();
+        write_list(touched.path(), "G", ["--stat", "--untagged", "f"]);
         let out = Command::new("b2sum")
             .args(["-c", "G"])
             .current_dir(touched.path())
@@ -253,7 +247,7 @@ fn excludes_and_links_are_as_in_a_walk() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
     tree(&root, &[(b"a", b"a\n"), (b"elsewhere/x", b"x\n")]);
-    fs::write(dir.path().join("SUMS"), ok_in(&root, ["-r", "."])).unwrap();
+    write_list(&root, "../SUMS", ["-r", "."]);
     let added: [(&[u8], &[u8]); 4] = [
         (b"scratch.tmp", b"t\n"),
         (b".s3git/objects/1", b"o\n"),
@@ -293,7 +287,7 @@ fn excludes_and_links_are_as_in_a_walk() {
 fn the_lists_are_never_new() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), &[(b"a", b"a\n")]);
-    fs::write(dir.path().join("SUMS"), ok_in(dir.path(), ["-r", "."])).unwrap();
+    write_list(dir.path(), "SUMS", ["-r", "."]);
     let out = run_in(dir.path(), ["-c", "--audit", ".", "SUMS"], b"");
     super::assert_output(&out, "./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
     // Nor what an update left behind when it was killed, beside the list;
@@ -363,11 +357,7 @@ fn the_wrong_base_is_named() {
     tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
     let inside = ok_in(&dir.path().join("photos"), ["a", "b"]);
     fs::write(dir.path().join("photos/SUMS"), inside).unwrap();
-    fs::write(
-        dir.path().join("ABOVE"),
-        ok_in(dir.path(), ["-r", "photos"]),
-    )
-    .unwrap();
+    write_list(dir.path(), "ABOVE", ["-r", "photos"]);
     // Checked from above: the files are beside the list.
     let (_, err, code) = said_in(dir.path(), ["-c", "photos/SUMS"]);
     assert_eq!(code, 1);
@@ -515,88 +505,6 @@ fn an_update_keeps_each_entrys_shape() {
     );
 }
 
-/// An update killed at any moment leaves the list as it was, or as the
-/// update wrote it: never a mix, never half a list.
-#[test]
-#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
-fn a_killed_update_leaves_the_old_list_or_the_new_one_whole() {
-    if super::emulated("a_killed_update_leaves_the_old_list_or_the_new_one_whole") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("t");
-    let many = |prefix: &str, text: &str| {
-        for index in 0..300 {
-            let (name, data) = (format!("{prefix}{index:03}"), format!("{text} {index}\n"));
-            tree(&root, &[(name.as_bytes(), data.as_bytes())]);
-        }
-    };
-    many("f", "file");
-    let list = super::ok_bytes_in(&root, ["-r", "."]);
-    // Many new files, one of them big enough to take a while.
-    many("new/", "new");
-    fs::write(root.join("big"), super::pattern(64 << 20)).unwrap();
-    // The list lives in the tree it lists, so that the temporary files
-    // killed updates leave beside it are in the tree too.
-    let sums = root.join("SUMS");
-    let update = |sums: &Path| {
-        bt2sum()
-            .current_dir(&root)
-            .args(["-c", "--audit", ".", "--update", "--cpus", "1"])
-            .arg(sums)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn_retried()
-    };
-    // The list the update writes, made once without a kill; the kills are
-    // spread over the time that took.
-    fs::write(&sums, &list).unwrap();
-    let started = std::time::Instant::now();
-    let mut done = update(&sums);
-    assert!(done.wait().unwrap().success());
-    let took = started.elapsed();
-    let updated = fs::read(&sums).unwrap();
-    assert_ne!(updated, list);
-    let mut old = 0;
-    let mut new_whole = 0;
-    for round in 0..40u32 {
-        fs::write(&sums, &list).unwrap();
-        let mut child = update(&sums);
-        std::thread::sleep(took * round / 20);
-        let _ = child.kill();
-        let _ = child.wait();
-        let now = fs::read(&sums).unwrap();
-        if now == list {
-            old += 1;
-        } else {
-            let whole = now == updated;
-            assert!(
-                whole,
-                "round {round}: the list is neither the old one nor the new one"
-            );
-            new_whole += 1;
-        }
-    }
-    assert_eq!(old + new_whole, 40);
-    let leftovers = fs::read_dir(&root)
-        .unwrap()
-        .filter(|entry| {
-            let name = entry.as_ref().unwrap().file_name();
-            name.to_string_lossy().starts_with(".bt2sum-update-")
-        })
-        .count();
-    eprintln!(
-        "{old} killed before the rename, {new_whole} after; {leftovers} temporary files left"
-    );
-    // What a killed update left behind is never new: an update run to its
-    // end writes the same list, and an audit then finds nothing to say.
-    assert!(update(&sums).wait().unwrap().success());
-    let rewritten = fs::read(&sums).unwrap() == updated;
-    assert!(rewritten, "the list is not the one an update writes");
-    let (out, _, code) = said_in(&root, "-c --quiet --audit . SUMS".split(' '));
-    assert_eq!((out.as_str(), code), ("", 0), "{out}");
-}
-
 /// The classes of hashdeep's audit (`hashdeep -a -k`), on the cases where
 /// hashdeep is right: OK, new, moved, missing; and where bt2sum says more:
 /// a changed file is one FAILED line (hashdeep: "No match" and "Known file
@@ -628,7 +536,7 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
     ];
     tree(&root, &files);
     fs::write(dir.path().join("known.txt"), hashdeep("-c md5 -r -l .")).unwrap();
-    fs::write(dir.path().join("SUMS"), ok_in(&root, ["-r", "."])).unwrap();
+    write_list(&root, "../SUMS", ["-r", "."]);
     tree(&root, &[(b"new", b"new\n")]);
     fs::rename(root.join("c"), root.join("s/c2")).unwrap();
     fs::remove_file(root.join("b")).unwrap();

@@ -245,23 +245,6 @@ fn malformed_and_nameless_leaf_lines_are_improperly_formatted() {
     );
 }
 
-#[test]
-fn a_listing_of_standard_input_verifies_against_standard_input() {
-    let data = pattern(3000);
-    let listed = run(["--leaves", "-t", "1k", "-"], &data).stdout;
-    let dir = tempfile::tempdir().unwrap();
-    let list = listing(dir.path(), "list", &listed);
-    let out = run([Path::new("-c"), &list], &data);
-    assert_output(&out, "-: OK\n", "", 0);
-    let out = run([Path::new("-c"), Path::new("--verbose"), &list], &data);
-    assert_output(
-        &out,
-        "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n",
-        "",
-        0,
-    );
-}
-
 /// A FIFO can be read only once: its checksum and leaves verify in one pass.
 #[cfg(unix)]
 #[test]
@@ -345,17 +328,6 @@ fn big_leaves_are_ranged_from_mapped_pieces() {
 }
 
 #[test]
-fn combine_prints_untagged_lines_on_request() {
-    let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing_text = ok_bytes_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
-    listing(dir.path(), "listing", &listing_text);
-    let combined = run_in(dir.path(), ["--combine", "--untagged", "listing"], b"");
-    let whole = combined_lines(dir.path(), &["--untagged", "-t", "1k"], "f");
-    assert!(whole.ends_with(" tree=1024 (f)\n"), "{whole}");
-    assert_eq!(stdout(&combined), whole);
-}
-
-#[test]
 fn leaf_ranges_are_cut_at_the_end_and_checked() {
     let dir = dir_with(&[("f", &pattern(3000))]);
     let ranged = |range| {
@@ -430,9 +402,18 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     let missing = run_in(dir.path(), ["--combine", "absent"], b"");
     assert_eq!(stderr(&missing), format!("bt2sum: absent: {absent}\n"));
 
-    // Duplicates that agree, in any order, from standard input.
+    // Duplicates that agree, in any order, among comments and blank lines,
+    // from standard input.
     let shuffled = [
-        lines[5], lines[1], lines[3], lines[0], lines[2], lines[3], lines[4],
+        "# a comment",
+        "",
+        lines[5],
+        lines[1],
+        lines[3],
+        lines[0],
+        lines[2],
+        lines[3],
+        lines[4],
     ]
     .join("\r\n");
     let out = run(["--combine"], shuffled.as_bytes());
@@ -443,6 +424,11 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
             lines[0]
         )
     );
+    // A line that is neither a checksum line nor a leaf line fails, with
+    // its number.
+    let junk = run(["--combine"], format!("{text}junk\n").as_bytes());
+    let improper = "bt2sum: standard input: 7: improperly formatted line\n";
+    assert_output(&junk, "", improper, 1);
 }
 
 /// (Unix: Windows names cannot hold `\n` or bytes that are not UTF-8, and
@@ -573,25 +559,18 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             0,
             &format!("{size} bytes"),
         );
-        // The same as the shell recipe of docs/leaves.md writes them.
-        #[cfg(unix)]
-        {
-            // Cut as the recipe in docs/leaves.md cuts them.
-            let script = r#"n=$("$BT2SUM" --leaf-count -t 1k f | sed 's/.* leaves=\([0-9]*\) .*/\1/')
-                seq 0 2 "$n" | awk '{ print $1 ".." $1 + 2 }' |
-                  xargs -P 4 -I{} sh -c '"$BT2SUM" --cpus 1 -t 1k --leaves --leaf-range {} f > part.{}'
-                "$BT2SUM" --combine part.*"#;
-            let combined = shell(dir.path(), script);
-            assert_eq!(stderr(&combined), "", "{size}");
-            assert_eq!(stdout(&combined), whole, "{size} bytes");
-            // And two parts split at leaf 3, whatever the size.
-            let script = r#""$BT2SUM" -t 1k --leaves --leaf-range 0..3 f > part1 &&
-                "$BT2SUM" -t 1k --leaves --leaf-range 3.. f > part2 &&
-                "$BT2SUM" --combine part1 part2"#;
-            let combined = shell(dir.path(), script);
-            assert_eq!(stderr(&combined), "", "{size}");
-            assert_eq!(stdout(&combined), whole, "{size} bytes");
-        }
+        // And two parts split at leaf 3, the second open-ended, whatever
+        // the size.
+        let halves = ["0..3", "3.."].map(|range| {
+            let args = ["-t", "1k", "--leaves", "--leaf-range", range, "f"];
+            listing(
+                dir.path(),
+                &range.replace('.', "_"),
+                &ok_bytes_in(dir.path(), args),
+            )
+        });
+        let out = combine(dir.path(), &[&halves[0], &halves[1]]);
+        assert_said(&out, &whole, "", 0, &format!("{size} bytes in two"));
     }
     let dir = dir_with(&[("empty", b"")]);
     let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
@@ -604,12 +583,12 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
 
 /// Standard input read because no FILE was given has no name: neither do its
 /// leaf lines, and combining them gives its nameless line back. `-` keeps
-/// its name.
+/// its name, and its listing verifies against standard input.
 #[test]
 fn nameless_standard_input_lists_and_combines_nameless() {
     let data = pattern(3000);
-    let listing = run(["--leaves", "-t", "1k"], &data);
-    let text = stdout(&listing);
+    let listed = run(["--leaves", "-t", "1k"], &data);
+    let text = stdout(&listed);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
     assert!(lines[0].starts_with("BLAKE2b-64 = "), "{text}");
@@ -632,25 +611,13 @@ fn nameless_standard_input_lists_and_combines_nameless() {
     assert_eq!((stdout(&combined), status(&combined)), (nameless_empty, 0));
     let dash = run(["--leaves", "-t", "1k", "-"], &data);
     assert_contains(&stdout(&dash), " tree=1024 (-) = ");
-}
-
-/// A line that is neither a checksum line nor a leaf line makes combining
-/// fail, with its number; blank lines, comments and checksum lines do not.
-#[test]
-fn combining_refuses_lines_it_does_not_know() {
-    let dir = dir_with(&[("f", &pattern(3000))]);
-    let listing = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
-    let with_extras = format!("# a comment\n\n{listing}");
-    let out = run(["--combine"], with_extras.as_bytes());
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    let with_junk = format!("{listing}junk\n");
-    let out = run(["--combine"], with_junk.as_bytes());
-    assert_output(
-        &out,
-        "",
-        "bt2sum: standard input: 5: improperly formatted line\n",
-        1,
-    );
+    // Its listing verifies against standard input.
+    let dir = tempfile::tempdir().unwrap();
+    let list = listing(dir.path(), "list", &dash.stdout);
+    assert_output(&run([Path::new("-c"), &list], &data), "-: OK\n", "", 0);
+    let out = run([Path::new("-c"), Path::new("--verbose"), &list], &data);
+    let every_leaf = "-: OK\n-: leaf 0: OK\n-: leaf 1: OK\n-: leaf 2: OK\n";
+    assert_output(&out, every_leaf, "", 0);
 }
 
 /// Whether the tests of bounded memory can run here: not under emulation

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, ok_bytes_in, rot, run_in, status, stderr, stdout};
+use super::{bt2sum, noise, ok_bytes_in, rot, run_in, status, stderr, stdout, write_list};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -150,7 +150,7 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     // Made for another list.
     let other = super::dir_with(&[("x", b"x")]);
-    fs::write(other.path().join("SUMS"), ok_bytes_in(other.path(), ["x"])).unwrap();
+    write_list(other.path(), "SUMS", ["x"]);
     fs::copy(&path, other.path().join("SUMS.ledger")).unwrap();
     let (status, _, _) = check(other.path(), &[]);
     assert_eq!(status, 1);
@@ -179,33 +179,6 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
         assert!(!dir.path().join("elsewhere").exists());
     }
     refused(&["--ledger", "no/such/dir/L"], "cannot open the ledger");
-}
-
-/// A ledger on a read-only file system is said, and the check fails
-/// without a verdict: what it proves could not be kept.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_ledger_that_cannot_be_written_is_said() {
-    let test = "a_ledger_that_cannot_be_written_is_said";
-    if super::emulated(test) {
-        return;
-    }
-    let dir = archive();
-    assert_eq!(check(dir.path(), &["--max-duration", "1h"]).0, 0);
-    let mountpoint = tempfile::tempdir().unwrap();
-    let Some(_mounted) = super::Mounted::counting_disk(test, dir.path(), mountpoint.path()) else {
-        return;
-    };
-    let out = run_in(
-        mountpoint.path(),
-        ["-c", "--max-duration", "1h", "SUMS"],
-        b"",
-    );
-    let said = stderr(&out);
-    let read_only =
-        said.contains("cannot open the ledger") && said.contains("Read-only file system");
-    assert!(read_only, "{said}");
-    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
 }
 
 #[test]
@@ -279,8 +252,7 @@ fn a_kill_loses_at_most_the_last_moments() {
     let file = dir.path().join("big");
     let chunk = noise(1 << 20, 3);
     fs::write(&file, chunk.repeat(96)).unwrap();
-    let listing = ok_bytes_in(dir.path(), ["-t", "1m", "--leaves", "big"]);
-    fs::write(dir.path().join("SUMS"), listing).unwrap();
+    write_list(dir.path(), "SUMS", ["-t", "1m", "--leaves", "big"]);
     let mut verified = 0;
     for delay in [50, 300, 800, 1500] {
         let mut child = bt2sum()

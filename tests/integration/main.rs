@@ -538,3 +538,17 @@ impl Drop for Mounted {
         let _ = self.server.wait();
     }
 }
+
+/// Runs `bt2sum ARGS` in `dir`, which must succeed, and writes its standard
+/// output to `list` (relative to `dir`): a list for a test to check.
+/// Returns what it wrote.
+#[track_caller]
+pub fn write_list<I, S>(dir: &Path, list: &str, args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let listed = ok_bytes_in(dir, args);
+    std::fs::write(dir.join(list), &listed).unwrap();
+    listed
+}

@@ -397,16 +397,17 @@ fn combined_lines_verify_without_the_leaf_size() {
         assert_eq!(status(&out), 1, "{tree:?}");
         fs::write(dir.path().join("f"), pattern(3 * (5 << 20) + 17)).unwrap();
     }
-    // Untagged, of nameless standard input: the count line names `-` as
-    // the checksum line does, and both check standard input.
+    // Untagged, of nameless standard input: the line hashing it untagged
+    // prints, and a count line naming `-` as that line does; both check
+    // standard input.
     let data = pattern(5000);
     let listing = run(["-t", "1k", "--leaves"], &data);
     let combined = run(["--combine", "--untagged"], &listing.stdout);
     let text = stdout(&combined);
-    assert!(
-        text.ends_with("  -\nBLAKE2b-64 leaves=5 total=5000 tree=1024 (-)\n"),
-        "{text}"
-    );
+    let untagged = stdout(&run(["-t", "1k", "--untagged"], &data));
+    assert!(untagged.ends_with("  -\n"), "{untagged}");
+    let count = "BLAKE2b-64 leaves=5 total=5000 tree=1024 (-)\n";
+    assert_eq!(text, untagged + count);
     fs::write(dir.path().join("U"), &text).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "--verbose", "U"], &data);
     super::assert_output(&out, "-: OK\n-: leaf count: OK\n", "", 0);

@@ -110,18 +110,14 @@ fn read_through(tree: &TreeParams, data: &[u8]) -> String {
     digest.to_hex()
 }
 
-fn from_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String {
+/// From a file; `cold`, with its pages not in memory: read ahead from the
+/// storage while it is hashed.
+fn from_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir, cold: bool) -> String {
     let path = dir.path().join("input");
     std::fs::write(&path, data).unwrap();
-    hash_path(tree, &path).unwrap().to_hex()
-}
-
-/// From a file whose pages are not in memory: read ahead from the storage
-/// while it is hashed.
-fn from_cold_file(tree: &TreeParams, data: &[u8], dir: &tempfile::TempDir) -> String {
-    let path = dir.path().join("cold");
-    std::fs::write(&path, data).unwrap();
-    evict(&path);
+    if cold {
+        evict(&path);
+    }
     hash_path(tree, &path).unwrap().to_hex()
 }
 
@@ -138,7 +134,6 @@ fn every_path_matches_the_oracle() {
         .num_threads(1)
         .build()
         .unwrap();
-    let mut checked = 0;
     for vector in &vectors {
         let data = vector.data();
         let tree = &vector.tree;
@@ -154,19 +149,22 @@ fn every_path_matches_the_oracle() {
             vector.hex,
             "read in pieces, {what}"
         );
-        assert_eq!(from_file(tree, &data, &dir), vector.hex, "file, {what}");
+        let file = from_file(tree, &data, &dir, false);
+        assert_eq!(file, vector.hex, "file, {what}");
         // Files of 1 MiB or more are mapped, and read ahead when cold.
         if vector.len >= 1 << 20 {
-            let cold = from_cold_file(tree, &data, &dir);
+            let cold = from_file(tree, &data, &dir, true);
             assert_eq!(cold, vector.hex, "file not in memory, {what}");
         }
-        let (one_shot, file) =
-            serial.install(|| (hash(tree, &data).to_hex(), from_file(tree, &data, &dir)));
+        let (one_shot, file) = serial.install(|| {
+            (
+                hash(tree, &data).to_hex(),
+                from_file(tree, &data, &dir, false),
+            )
+        });
         assert_eq!(one_shot, vector.hex, "one-shot on one thread, {what}");
         assert_eq!(file, vector.hex, "file on one thread, {what}");
-        checked += 1;
     }
-    assert_eq!(checked, 2228);
 }
 
 /// Many files in one run, each with its own parameters: those of one leaf
@@ -246,13 +244,10 @@ fn vectors_cover_the_boundaries() {
 #[test]
 fn known_answers_of_the_spec() {
     let tree = TreeParams::default();
-    assert_eq!(
-        hash(&tree, b"hello s3git\n").to_hex(),
-        "18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3ef306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053"
-    );
+    assert_eq!(hash(&tree, super::HELLO).to_hex(), super::HELLO_B64);
     let forty = TreeParams::new(Algorithm::Blake2b, 40, 5 << 20).unwrap();
     assert_eq!(
-        hash(&forty, b"hello s3git\n").to_hex(),
+        hash(&forty, super::HELLO).to_hex(),
         "919f330a1b4a3a02aced735e7675905c159b99e07e0c8aa087d0327b26e4d3aa8323bc82962b8e8e"
     );
 }
