@@ -37,6 +37,8 @@ fn known_answers_from_standard_input() {
         (&["-a", "blake2s"], b"", format!("BLAKE2s-32 = {EMPTY_S32}\n")),
         (&["--untagged"], HELLO, format!("{HELLO_B64}  -\n")),
         (&["--untagged", "-a", "blake2s"], b"", format!("{EMPTY_S32}  -\n")),
+        // b3sum's spellings of --cpus and -s.
+        (&["--num-threads", "1", "--length", "40"], HELLO, format!("BLAKE2b-40 = {HELLO_B40}\n")),
     ];
     for (args, input, line) in table {
         assert_said(&run(args, input), &line, "", 0, &format!("{args:?}"));
@@ -308,55 +310,6 @@ fn unreadable_file_is_an_error() {
     );
 }
 
-/// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
-/// UTF-8, and `\` separates there.)
-#[cfg(unix)]
-#[test]
-fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
-    use std::ffi::OsStr;
-    use std::os::unix::ffi::OsStrExt;
-    let dir = tempfile::tempdir().unwrap();
-    // Each name, whether its line is escaped, and the name as the line has
-    // it. (Only the names the file system here holds: macOS's refuses
-    // bytes that are not UTF-8.)
-    let names: Vec<(&[u8], bool, &[u8])> = [
-        (&b"new\nline"[..], true, &b"new\\nline"[..]),
-        (b"back\\slash", true, b"back\\\\slash"),
-        (b"carriage\rreturn", true, b"carriage\\rreturn"),
-        (b"caf\xe9", false, b"caf\xe9"),
-    ]
-    .into_iter()
-    .filter(|(name, ..)| {
-        let test = "names_are_escaped_the_gnu_way_and_kept_as_bytes";
-        super::ux::write_named(dir.path(), name, HELLO, test)
-    })
-    .collect();
-    assert!(
-        names.len() >= 3,
-        "names of ASCII bytes are taken everywhere"
-    );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(names.iter().map(|(name, ..)| OsStr::from_bytes(name)))
-        .output_retried();
-    let expected: Vec<u8> = names
-        .iter()
-        .flat_map(|(_, escaped, name)| {
-            let escape: &[u8] = if *escaped { b"\\" } else { b"" };
-            [
-                escape,
-                b"BLAKE2b-64 (",
-                name,
-                format!(") = {HELLO_B64}\n").as_bytes(),
-            ]
-            .concat()
-        })
-        .collect();
-    assert_eq!(out.stdout, expected);
-    let out = super::run_in(dir.path(), ["--untagged", "new\nline"], b"");
-    assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
-}
-
 /// Options that are malformed, out of range, unknown, or without meaning
 /// in a mode are usage errors (status 2, nothing done, a message saying
 /// why), never accepted and ignored.
@@ -410,6 +363,24 @@ fn bad_options_are_usage_errors() {
         (&["--leaves", "--untagged"], conflict),
         (&["--leaf-range", "0..1"], "<--leaves|--leaf-count>"),
         (&["--leaves", "--leaf-range", "x"], "expected A..B"),
+        (&["--num-threads", "0"], "0 is not in 1..=1024"),
+        (&["-c", "-z", "SUMS"], "the --zero option is not supported when verifying checksums"),
+        (&["--files0-from", "L", "f"], conflict),
+        (&["-L", "f"], "<--recursive|--audit <DIR>>"),
+        (&["--completions", "bash", "-r"], conflict),
+        (&["--completions", "tcsh"], "invalid value 'tcsh'"),
+        (&["--man", "FILE"], conflict),
+        // b3sum's --raw writes one digest; --no-names goes with hashing.
+        (&["--raw", "f", "f"], "--raw writes one digest's bytes: give one FILE"),
+        (&["--raw", "-c", "f"], "'--raw' cannot be used with '--check'"),
+        (&["--raw", "-r", "."], conflict),
+        (&["--no-names", "--leaves", "f"], conflict),
+        (&["--no-names", "-c", "f"], conflict),
+        // A usage error shows the usage of every mode, not a line that makes
+        // the options in conflict look required.
+        (&["-c", "-r", "f"], "Usage: bt2sum [OPTIONS] [FILE]...\n       \
+            bt2sum --check [OPTIONS] [LIST]...\n       \
+            bt2sum --combine [OPTIONS] [LISTING]...\n"),
     ];
     if cfg!(unix) {
         let update_one = "--update rewrites one list: give one LIST, a file";
