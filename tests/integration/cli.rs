@@ -107,22 +107,6 @@ fn stdin_as_a_regular_file_is_hashed_as_that_file() {
     assert_eq!(digest(&stdout(&piped)), digest(&named));
 }
 
-#[cfg(unix)]
-#[test]
-fn a_fifo_waits_for_its_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    mkfifo(&fifo);
-    let child = bt2sum().arg(&fifo).stdout(Stdio::piped()).spawn_retried();
-    std::thread::sleep(Duration::from_millis(200));
-    fs::write(&fifo, HELLO).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        stdout(&out),
-        format!("BLAKE2b-64 ({}) = {HELLO_B64}\n", fifo.display())
-    );
-}
-
 /// FIFOs fed one after the other by one writer, as a script would: each is
 /// read when its turn comes, whatever the number of threads, and no pool
 /// thread waits for a writer.

@@ -21,19 +21,10 @@ fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
         let out = run(args, b"hi");
         assert_eq!((&stdout(&out), status(&out)), (expected, 0), "{args:?}");
     }
-    // Tagged lines are what a leaf listing prints anyway.
+    // Tagged lines are what a leaf listing prints anyway. (When checking:
+    // gnu::binary_and_text_are_accepted_and_change_nothing.)
     let out = run(["--untagged", "--tag", "--leaves"], b"hi");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-    let dir = super::dir_with(&[("f", b"hi")]);
-    std::fs::write(dir.path().join("S"), super::ok_in(dir.path(), ["f"])).unwrap();
-    for args in [["-c", "--tag", "S"], ["-c", "--untagged", "S"]] {
-        let out = super::run_in(dir.path(), args, b"");
-        assert_eq!(
-            (stdout(&out).as_str(), status(&out)),
-            ("f: OK\n", 0),
-            "{args:?}"
-        );
-    }
 }
 
 /// `-a` takes the algorithm's name in any case: `BLAKE2b`, as lines spell
@@ -184,9 +175,7 @@ fn the_nameless_line_of_standard_input_checks_standard_input() {
 #[test]
 fn the_hint_names_every_likely_cause() {
     use super::run_in;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f"), b"hello\n").unwrap();
-    std::fs::write(dir.path().join("g"), b"world\n").unwrap();
+    let dir = super::dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
     let check = |list: &str| {
         let out = run_in(dir.path(), ["-c"], list.as_bytes());
         assert_eq!(status(&out), 1, "{list}");
@@ -261,11 +250,9 @@ fn the_hint_names_every_likely_cause() {
 /// adding no backslash. `--raw`: the digest's bytes and nothing else.
 #[test]
 fn b3sums_no_names_and_raw() {
-    let dir = tempfile::tempdir().unwrap();
     // (A name lines escape: one holding a newline, which Windows refuses.)
     let escaped = if cfg!(windows) { "b" } else { "b\nc" };
-    std::fs::write(dir.path().join("a"), b"hello s3git\n").unwrap();
-    std::fs::write(dir.path().join(escaped), b"hello s3git\n").unwrap();
+    let dir = super::dir_with(&[("a", super::HELLO), (escaped, super::HELLO)]);
     let in_dir = |args: &[&str], stdin: &[u8]| super::run_in(dir.path(), args, stdin);
     let bare = in_dir(&["--no-names", "a", escaped, "-"], b"hello s3git\n");
     assert_eq!(stdout(&bare), format!("{HELLO_B64}\n").repeat(3));

@@ -237,36 +237,29 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     let dir = tempfile::tempdir().unwrap();
     let test = "recursive_lists_files_in_bytewise_path_order_like_find_and_sort";
     let tree = possible(TREE, test);
-    make_files(&dir.path().join("t"), &tree);
-    fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
-    let expected = sorted_paths("t", &tree);
-    let out = super::ok_in(dir.path(), ["-r", "--untagged", "t"]);
-    assert_eq!(walked(dir.path(), &["t"]), expected);
-    // `t/` is written `t/a`, as find writes it; the digests do not change.
-    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "t/"]), out);
-    for arg in ["t", "t/"] {
-        if let Some(found) = find_and_sort(dir.path(), arg, test) {
+    let t = dir.path().join("t");
+    make_files(&t, &tree);
+    fs::create_dir_all(t.join("empty dir/really empty")).unwrap();
+    // `t/` is written `t/a`, as find writes it.
+    for (at, arg, prefix) in [
+        (dir.path(), "t", "t"),
+        (dir.path(), "t/", "t"),
+        (&t, ".", "."),
+    ] {
+        let expected = sorted_paths(prefix, &tree);
+        assert_eq!(walked(at, &[arg]), expected, "{arg}");
+        if let Some(found) = find_and_sort(at, arg, test) {
             assert_eq!(found, expected, "find {arg} | sort");
         }
     }
+    // The digests do not change; without arguments, `-r` walks `.`.
+    let out = super::ok_in(dir.path(), ["-r", "--untagged", "t"]);
+    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "t/"]), out);
+    let here = super::ok_in(&t, ["-r", "--untagged"]);
+    assert_eq!(here, super::ok_in(&t, ["-r", "--untagged", "."]));
     // Each line is the file's own checksum line.
     let line = super::ok_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
     assert!(out.contains(&line), "{line}");
-}
-
-#[test]
-fn recursive_without_arguments_walks_the_current_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
-    make_files(dir.path(), paths);
-    let out = super::ok_in(dir.path(), ["-r", "--untagged"]);
-    assert_eq!(walked(dir.path(), &[]), sorted_paths(".", paths));
-    let test = "recursive_without_arguments_walks_the_current_directory";
-    if let Some(found) = find_and_sort(dir.path(), ".", test) {
-        assert_eq!(found, sorted_paths(".", paths), "find . | sort");
-    }
-    // `-r .` says the same.
-    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "."]), out);
 }
 
 #[test]
