@@ -528,27 +528,12 @@ fn closed_pipes_end_quietly() {
 /// systems (and Wine's files, which are theirs) leave a hole.
 #[cfg(windows)]
 fn make_sparse(file: &fs::File) -> std::io::Result<()> {
-    use std::ffi::c_void;
     use std::os::windows::io::AsRawHandle;
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn DeviceIoControl(
-            device: *mut c_void,
-            code: u32,
-            input: *const c_void,
-            input_size: u32,
-            output: *mut c_void,
-            output_size: u32,
-            returned: *mut u32,
-            overlapped: *mut c_void,
-        ) -> i32;
-    }
-    // CTL_CODE(FILE_DEVICE_FILE_SYSTEM, 49, METHOD_BUFFERED,
-    // FILE_SPECIAL_ACCESS); without an input buffer it sets the flag.
-    const FSCTL_SET_SPARSE: u32 = 0x0009_00c4;
+    use windows_sys::Win32::System::{IO::DeviceIoControl, Ioctl::FSCTL_SET_SPARSE};
     let mut returned = 0;
-    // SAFETY: a handle of an open file, no buffers, and no OVERLAPPED (the
-    // call completes before it returns).
+    // SAFETY: a handle of an open file, no buffers (without an input buffer
+    // FSCTL_SET_SPARSE sets the flag), and no OVERLAPPED (the call
+    // completes before it returns).
     let done = unsafe {
         DeviceIoControl(
             file.as_raw_handle(),

@@ -168,49 +168,38 @@ fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
 /// searches text), or there is no `sort` beside it or no `sh`. The tests
 /// compare with their own expectation in every case.
 fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
-    let skipped = |why: &str| {
-        super::skip(
-            test,
-            &format!("the comparison with `find {arg} | sort`: {why}"),
-        );
-    };
-    // (Windows' own `find.exe` and `sort.exe` come in pairs: neither
-    // answers `--version`.)
-    let versions = "find --version && sort --version";
-    match Command::new("sh").args(["-c", versions]).output() {
-        Ok(out) if out.status.success() && stdout(&out).contains("GNU findutils") => {}
-        Ok(out) => {
-            let said = [stdout(&out), stderr(&out)].concat();
-            let first = said.lines().next().unwrap_or("").to_string();
-            skipped(&format!(
-                "the find here is not GNU find, or no sort ({first})"
-            ));
-            return None;
-        }
-        Err(error) => {
-            skipped(&format!("there is no sh here ({error})"));
-            return None;
-        }
-    }
-    let output = Command::new("sh")
+    // (Windows' own `find.exe` and `sort.exe` answer no `--version`.)
+    let script = "find --version 2>&1 | grep -q 'GNU findutils' && sort --version > /dev/null \
+                  || exit 99; find \"$1\" -type f | LC_ALL=C sort";
+    let found = Command::new("sh")
         .current_dir(dir)
-        .args(["-c", "find \"$1\" -type f | LC_ALL=C sort", "sh", arg])
-        .output()
-        .expect("sh runs");
-    assert!(
-        output.status.success() && output.stderr.is_empty(),
-        "find {arg} | sort: {:?}: {}",
-        output.status,
-        stderr(&output)
+        .args(["-c", script, "sh", arg])
+        .output();
+    let why = match found {
+        Err(error) => format!("there is no sh here ({error})"),
+        Ok(out) if out.status.code() == Some(99) => {
+            "the find here is not GNU find, or no sort".into()
+        }
+        Ok(out) => {
+            let (status, said) = (out.status, stderr(&out));
+            assert!(
+                status.success() && said.is_empty(),
+                "find {arg} | sort: {status:?}: {said}"
+            );
+            let lines = out.stdout.split(|&byte| byte == b'\n');
+            return Some(
+                lines
+                    .filter(|line| !line.is_empty())
+                    .map(<[u8]>::to_vec)
+                    .collect(),
+            );
+        }
+    };
+    super::skip(
+        test,
+        &format!("the comparison with `find {arg} | sort`: {why}"),
     );
-    Some(untagged_names(
-        &output
-            .stdout
-            .split(|&byte| byte == b'\n')
-            .filter(|line| !line.is_empty())
-            .flat_map(|line| [b"x  ".as_slice(), line, b"\n"].concat())
-            .collect::<Vec<u8>>(),
-    ))
+    None
 }
 
 /// A tree whose paths sort differently bytewise than walk by walk: `a-b`
@@ -664,12 +653,6 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
     };
     both("a.jpg", &pattern(3 << 20));
     both("b.jpg", b"b\n");
-    let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     for (step, command) in recipe.iter().enumerate() {
         match step {
             2 => both("c.jpg", b"c\n"),
@@ -679,12 +662,9 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
             }
             _ => {}
         }
-        let out = std::process::Command::new("sh")
-            .args(["-c", command])
-            .current_dir(&tree)
-            .env("PATH", &path)
-            .output()
-            .unwrap();
+        // (The recipe runs `bt2sum`: the built one, first on PATH.)
+        let script = format!("PATH=\"$(dirname \"$BT2SUM\"):$PATH\"; {command}");
+        let out = super::shell(&tree, &script);
         assert_eq!(status(&out), 0, "{command}: {}", stderr(&out));
     }
     let out = super::run_in(&tree, ["-c", "--quiet", "../SUMS"], b"");
