@@ -136,24 +136,34 @@ fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let tagged = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
     let untagged = String::from_utf8(ok_bytes_in(dir.path(), ["--untagged", "c d"])).unwrap();
     let crlf = tagged.replace('\n', "\r\n");
-    let upper = tagged
-        .lines()
-        .map(|line| {
-            let (head, hex) = line.rsplit_once(" = ").unwrap();
-            format!("{head} = {}\n", hex.to_uppercase())
-        })
-        .collect::<String>();
+    let upper = upper_case(&tagged);
     let binary_marker = untagged.replacen("  ", " *", 1);
     let list = format!("# made by bt2sum\n\n{crlf}\r\n{upper}#\n{binary_marker}");
     let out = run_in(dir.path(), ["-c", "--strict"], list.as_bytes());
     assert_output(&out, "a: OK\nb: OK\na: OK\nb: OK\nc d: OK\n", "", 0);
     // Mixed case is not hex as bt2sum or GNU write it.
-    let (head, hex) = tagged.lines().next().unwrap().rsplit_once(" = ").unwrap();
-    let mut mixed = hex.to_uppercase();
-    let letter = mixed.find(|c: char| c.is_ascii_uppercase()).unwrap();
-    mixed.replace_range(letter..=letter, &mixed[letter..=letter].to_lowercase());
-    let out = run_in(dir.path(), ["-c"], format!("{head} = {mixed}\n").as_bytes());
+    let mixed = mixed_case(tagged.lines().next().unwrap()) + "\n";
+    let out = run_in(dir.path(), ["-c"], mixed.as_bytes());
     assert_output(&out, "", NO_LINE_ON_STDIN, 1);
+}
+
+/// `list` with every digest (after ` = `) in upper case.
+fn upper_case(list: &str) -> String {
+    let upper = |line: &str| match line.rsplit_once(" = ") {
+        Some((head, hex)) => format!("{head} = {}\n", hex.to_uppercase()),
+        None => format!("{line}\n"),
+    };
+    list.lines().map(upper).collect()
+}
+
+/// `line` with its digest in upper case but for its first letter: mixed
+/// case, which no tool writes.
+fn mixed_case(line: &str) -> String {
+    let (head, hex) = line.rsplit_once(" = ").unwrap();
+    let mut hex = hex.to_uppercase();
+    let letter = hex.find(|c: char| c.is_ascii_uppercase()).unwrap();
+    hex.replace_range(letter..=letter, &hex[letter..=letter].to_lowercase());
+    format!("{head} = {hex}")
 }
 
 #[test]
@@ -548,22 +558,28 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
     }
 }
 
+/// A name that cannot be read is shown, escaped where it must be, in its
+/// verdict and its message: one holding a newline, and one of 3 MB, too long
+/// for the system.
 #[test]
 fn unreadable_names_are_shown_escaped_on_both_streams() {
     let dir = tempfile::tempdir().unwrap();
-    let list = b"\\BLAKE2b-1 (gone\\nfile) = 00\n";
-    let missing = read_error(&dir.path().join("gone\nfile"));
+    let long = "n".repeat(3_000_000);
+    let errors = ["gone\nfile", &long].map(|name| read_error(&dir.path().join(name)));
     #[cfg(unix)]
-    assert_eq!(missing, "No such file or directory");
-    assert_output(
-        &run_in(dir.path(), ["-c"], list),
-        "\\gone\\nfile: FAILED open or read\n",
-        &format!(
-            "bt2sum: \\gone\\nfile: {missing}\n\
-             bt2sum: WARNING: 1 listed file could not be read\n"
-        ),
-        1,
-    );
+    assert_eq!(errors, ["No such file or directory", "File name too long"]);
+    let long_line = format!("BLAKE2b-64 ({long}) = {HELLO_B64}\n");
+    let lists = ["\\BLAKE2b-1 (gone\\nfile) = 00\n", &long_line];
+    for ((list, shown), error) in lists.iter().zip(["\\gone\\nfile", &long]).zip(errors) {
+        assert_output(
+            &run_in(dir.path(), ["-c"], list.as_bytes()),
+            &format!("{shown}: FAILED open or read\n"),
+            &format!(
+                "bt2sum: {shown}: {error}\nbt2sum: WARNING: 1 listed file could not be read\n"
+            ),
+            1,
+        );
+    }
 }
 
 /// A name crafted to act on a terminal (here: `: OK` and the escape that
@@ -614,26 +630,6 @@ fn control_bytes_in_a_missing_name_are_shown_escaped() {
         &out,
         "",
         &format!("bt2sum: \\tab\\x09here\\x07: {missing}\n"),
-        1,
-    );
-}
-
-#[test]
-fn a_3_mb_name_is_too_long_for_the_system() {
-    let dir = tempfile::tempdir().unwrap();
-    let name = "n".repeat(3_000_000);
-    let list = format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
-    let too_long = read_error(&dir.path().join(&name));
-    #[cfg(unix)]
-    assert_eq!(too_long, "File name too long");
-    let out = run_in(dir.path(), ["-c"], list.as_bytes());
-    assert_output(
-        &out,
-        &format!("{name}: FAILED open or read\n"),
-        &format!(
-            "bt2sum: {name}: {too_long}\n\
-             bt2sum: WARNING: 1 listed file could not be read\n"
-        ),
         1,
     );
 }
@@ -714,29 +710,14 @@ fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
     let data = pattern(20_000);
     let dir = dir_with(&[("f", &data[..])]);
     let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
-    let upper: String = listing
-        .lines()
-        .map(|line| match line.rsplit_once(" = ") {
-            Some((head, hex)) => format!("{head} = {}\n", hex.to_uppercase()),
-            None => format!("{line}\n"),
-        })
-        .collect();
+    let upper = upper_case(&listing);
     fs::write(dir.path().join("UPPER"), &upper).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");
     assert_output(&out, "f: OK\n", "", 0);
     // One case a digest: a leaf line's in mixed case is improperly
     // formatted.
-    let at = upper.find("leaf=1 ").unwrap();
-    let letter = at + upper[at..].find(" = ").unwrap() + 3;
-    let letter = letter
-        + upper[letter..]
-            .find(|c: char| c.is_ascii_uppercase())
-            .unwrap();
-    let mut mixed = upper.clone();
-    mixed.replace_range(
-        letter..letter + 1,
-        &upper[letter..letter + 1].to_lowercase(),
-    );
+    let leaf_1 = upper.lines().find(|line| line.contains("leaf=1 ")).unwrap();
+    let mixed = upper.replace(leaf_1, &mixed_case(leaf_1));
     fs::write(dir.path().join("MIXED"), mixed).unwrap();
     assert_eq!(
         status(&run_in(dir.path(), ["-c", "--strict", "MIXED"], b"")),

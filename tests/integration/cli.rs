@@ -151,38 +151,6 @@ fn fifos_written_in_turn_are_read_in_turn() {
     }
 }
 
-/// A FIFO that waits for its writer holds back only the lines after it: the
-/// line of the file before it is out first.
-#[cfg(unix)]
-#[test]
-fn the_lines_before_a_waiting_fifo_come_out_first() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    mkfifo(&dir.path().join("ff"));
-    let mut child = bt2sum()
-        .current_dir(dir.path())
-        .args(["one", "ff"])
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        sender.send(line).unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-        rest
-    });
-    let first = receiver.recv_timeout(Duration::from_secs(30));
-    // Only now does the FIFO get its writer.
-    fs::write(dir.path().join("ff"), HELLO).unwrap();
-    let rest = reader.join().unwrap();
-    assert!(child.wait().unwrap().success());
-    assert_eq!(first.unwrap(), format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
-    assert_eq!(rest, format!("BLAKE2b-64 (ff) = {HELLO_B64}\n"));
-}
-
 #[test]
 fn errors_are_reported_per_file_and_the_rest_is_hashed() {
     let (dir, _) = file_with("hello.txt", HELLO);
