@@ -491,22 +491,6 @@ fn make_files(dir: &Path, count: usize) {
     fs::write(dir.join("big"), pattern(3 << 20)).unwrap();
 }
 
-#[test]
-fn hashing_ends_quietly_when_its_reader_goes() {
-    let data = pattern(1 << 20);
-    let mut child = bt2sum()
-        .args(["-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    drop(child.stdout.take());
-    let mut input = child.stdin.take().unwrap();
-    let _ = std::io::Write::write_all(&mut input, &data);
-    drop(input);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(status(&out), 0);
-}
-
 /// A SIGBUS that is not about a file bt2sum maps goes to the handler that
 /// was there before bt2sum's guard: the guard records it before it takes
 /// the signal. (In a child process: a disposition is the whole process's.)
