@@ -462,6 +462,7 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
     let list2 = ok_bytes_in(dir.path(), ["c d"]);
     fs::write(dir.path().join("two"), [&list2[..], &list[..]].concat()).unwrap();
     fs::create_dir(dir.path().join("dir")).unwrap();
+    fs::write(dir.path().join("empty"), b"").unwrap();
     let (missing, directory) = (
         read_error(&dir.path().join("nolist")),
         read_error(&dir.path().join("dir")),
@@ -471,7 +472,8 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
         (missing.as_str(), directory.as_str()),
         ("No such file or directory", "Is a directory")
     );
-    let (merged, code) = run_merged(dir.path(), ["-c", "one", "nolist", "dir", "two"]);
+    let lists = ["-c", "one", "nolist", "dir", "empty", "two"];
+    let (merged, code) = run_merged(dir.path(), lists);
     assert_eq!(
         merged,
         format!(
@@ -481,6 +483,7 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
              bt2sum: WARNING: 1 computed checksum did NOT match\n\
              bt2sum: nolist: {missing}\n\
              bt2sum: dir: {directory}\n\
+             bt2sum: empty: no properly formatted checksum lines found\n\
              c d: OK\n\
              a: FAILED\n\
              b: OK\n\

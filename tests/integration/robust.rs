@@ -6,9 +6,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Stdio;
 
-use super::{HELLO, HELLO_B64, Retried, bt2sum, pattern, status, stderr};
+use super::{HELLO, HELLO_B64, Retried, bt2sum, status, stderr};
 #[cfg(unix)]
-use super::{emulated, shell, stdout};
+use super::{emulated, pattern, shell, stdout};
 
 /// Whether the address-space limits of the memory tests were chosen on this
 /// kind of machine, Linux on x86 (64- and 32-bit): there every limit starts
