@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -37,6 +36,8 @@ fn known_answers_from_standard_input() {
         (&["-a", "blake2s"], b"", format!("BLAKE2s-32 = {EMPTY_S32}\n")),
         (&["--untagged"], HELLO, format!("{HELLO_B64}  -\n")),
         (&["--untagged", "-a", "blake2s"], b"", format!("{EMPTY_S32}  -\n")),
+        // b3sum's spellings of --cpus and -s.
+        (&["--num-threads", "1", "--length", "40"], HELLO, format!("BLAKE2b-40 = {HELLO_B40}\n")),
     ];
     for (args, input, line) in table {
         assert_said(&run(args, input), &line, "", 0, &format!("{args:?}"));
@@ -103,22 +104,6 @@ fn stdin_as_a_regular_file_is_hashed_as_that_file() {
     assert_eq!(digest(&stdout(&redirected)), digest(&named));
     let piped = run::<[&str; 0], _>([], &data);
     assert_eq!(digest(&stdout(&piped)), digest(&named));
-}
-
-#[cfg(unix)]
-#[test]
-fn a_fifo_waits_for_its_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    mkfifo(&fifo);
-    let child = bt2sum().arg(&fifo).stdout(Stdio::piped()).spawn_retried();
-    std::thread::sleep(Duration::from_millis(200));
-    fs::write(&fifo, HELLO).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        stdout(&out),
-        format!("BLAKE2b-64 ({}) = {HELLO_B64}\n", fifo.display())
-    );
 }
 
 /// FIFOs fed one after the other by one writer, as a script would: each is
@@ -196,38 +181,6 @@ fn a_fifo_behind_a_waiting_stream_is_opened_meanwhile() {
             "--cpus {cpus}"
         );
     }
-}
-
-/// A FIFO that waits for its writer holds back only the lines after it: the
-/// line of the file before it is out first.
-#[cfg(unix)]
-#[test]
-fn the_lines_before_a_waiting_fifo_come_out_first() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("one"), HELLO).unwrap();
-    mkfifo(&dir.path().join("ff"));
-    let mut child = bt2sum()
-        .current_dir(dir.path())
-        .args(["one", "ff"])
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        sender.send(line).unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-        rest
-    });
-    let first = receiver.recv_timeout(Duration::from_secs(30));
-    // Only now does the FIFO get its writer.
-    fs::write(dir.path().join("ff"), HELLO).unwrap();
-    let rest = reader.join().unwrap();
-    assert!(child.wait().unwrap().success());
-    assert_eq!(first.unwrap(), format!("BLAKE2b-64 (one) = {HELLO_B64}\n"));
-    assert_eq!(rest, format!("BLAKE2b-64 (ff) = {HELLO_B64}\n"));
 }
 
 #[test]
@@ -341,55 +294,6 @@ fn unreadable_file_is_an_error() {
     );
 }
 
-/// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
-/// UTF-8, and `\` separates there.)
-#[cfg(unix)]
-#[test]
-fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
-    use std::ffi::OsStr;
-    use std::os::unix::ffi::OsStrExt;
-    let dir = tempfile::tempdir().unwrap();
-    // Each name, whether its line is escaped, and the name as the line has
-    // it. (Only the names the file system here holds: macOS's refuses
-    // bytes that are not UTF-8.)
-    let names: Vec<(&[u8], bool, &[u8])> = [
-        (&b"new\nline"[..], true, &b"new\\nline"[..]),
-        (b"back\\slash", true, b"back\\\\slash"),
-        (b"carriage\rreturn", true, b"carriage\\rreturn"),
-        (b"caf\xe9", false, b"caf\xe9"),
-    ]
-    .into_iter()
-    .filter(|(name, ..)| {
-        let test = "names_are_escaped_the_gnu_way_and_kept_as_bytes";
-        super::ux::write_named(dir.path(), name, HELLO, test)
-    })
-    .collect();
-    assert!(
-        names.len() >= 3,
-        "names of ASCII bytes are taken everywhere"
-    );
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .args(names.iter().map(|(name, ..)| OsStr::from_bytes(name)))
-        .output_retried();
-    let expected: Vec<u8> = names
-        .iter()
-        .flat_map(|(_, escaped, name)| {
-            let escape: &[u8] = if *escaped { b"\\" } else { b"" };
-            [
-                escape,
-                b"BLAKE2b-64 (",
-                name,
-                format!(") = {HELLO_B64}\n").as_bytes(),
-            ]
-            .concat()
-        })
-        .collect();
-    assert_eq!(out.stdout, expected);
-    let out = super::run_in(dir.path(), ["--untagged", "new\nline"], b"");
-    assert_eq!(stdout(&out), format!("\\{HELLO_B64}  new\\nline\n"));
-}
-
 /// Options that are malformed, out of range, unknown, or without meaning
 /// in a mode are usage errors (status 2, nothing done, a message saying
 /// why), never accepted and ignored.
@@ -443,6 +347,24 @@ fn bad_options_are_usage_errors() {
         (&["--leaves", "--untagged"], conflict),
         (&["--leaf-range", "0..1"], "<--leaves|--leaf-count>"),
         (&["--leaves", "--leaf-range", "x"], "expected A..B"),
+        (&["--num-threads", "0"], "0 is not in 1..=1024"),
+        (&["-c", "-z", "SUMS"], "the --zero option is not supported when verifying checksums"),
+        (&["--files0-from", "L", "f"], conflict),
+        (&["-L", "f"], "<--recursive|--audit <DIR>>"),
+        (&["--completions", "bash", "-r"], conflict),
+        (&["--completions", "tcsh"], "invalid value 'tcsh'"),
+        (&["--man", "FILE"], conflict),
+        // b3sum's --raw writes one digest; --no-names goes with hashing.
+        (&["--raw", "f", "f"], "--raw writes one digest's bytes: give one FILE"),
+        (&["--raw", "-c", "f"], "'--raw' cannot be used with '--check'"),
+        (&["--raw", "-r", "."], conflict),
+        (&["--no-names", "--leaves", "f"], conflict),
+        (&["--no-names", "-c", "f"], conflict),
+        // A usage error shows the usage of every mode, not a line that makes
+        // the options in conflict look required.
+        (&["-c", "-r", "f"], "Usage: bt2sum [OPTIONS] [FILE]...\n       \
+            bt2sum --check [OPTIONS] [LIST]...\n       \
+            bt2sum --combine [OPTIONS] [LISTING]...\n"),
     ];
     if cfg!(unix) {
         let update_one = "--update rewrites one list: give one LIST, a file";
@@ -521,20 +443,11 @@ fn go_spellings_and_last_value_wins() {
 
 #[test]
 fn one_thread_and_many_threads_agree() {
-    let (_dir, path) = file_with("data", &pattern((23 << 20) + 5));
-    let default = run([Path::new("-t"), Path::new("1m"), &path], b"");
+    let dir = super::dir_with(&[("data", &pattern((23 << 20) + 5))]);
+    let default = ok_in(dir.path(), ["-t", "1m", "data"]);
     for cpus in ["1", "3", "16"] {
-        let out = run(
-            [
-                Path::new("-t"),
-                "1m".as_ref(),
-                "--cpus".as_ref(),
-                cpus.as_ref(),
-                &path,
-            ],
-            b"",
-        );
-        assert_eq!(out.stdout, default.stdout, "--cpus {cpus}");
+        let out = ok_in(dir.path(), ["-t", "1m", "--cpus", cpus, "data"]);
+        assert_eq!(out, default, "--cpus {cpus}");
     }
 }
 
@@ -584,21 +497,31 @@ fn an_unwritable_output_is_a_write_error_in_every_mode() {
     }
 }
 
+/// When standard output's reader goes away, hashing ends quietly, with
+/// status 0: many empty inputs, or standard input read twice.
 #[test]
 fn closed_pipes_end_quietly() {
-    // Empty inputs, many lines: `/dev/null` on Unix; on Windows, whose
-    // command lines hold 32767 characters, an empty file with a short name.
-    let dir = tempfile::tempdir().unwrap();
+    // Many lines: `/dev/null` on Unix; on Windows, whose command lines hold
+    // 32767 characters, an empty file with a short name.
+    let dir = super::dir_with(&[("e", b"")]);
     let empty = if cfg!(unix) { "/dev/null" } else { "e" };
-    fs::write(dir.path().join("e"), b"").unwrap();
-    let mut child = bt2sum()
-        .current_dir(dir.path())
-        .args(std::iter::repeat_n(empty, 5000))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
-    drop(child.stdout.take());
-    assert_output(&child.wait_with_output().unwrap(), "", "", 0);
+    let inputs = [
+        (vec![empty; 5000], vec![]),
+        (vec!["-", "-"], pattern(1 << 20)),
+    ];
+    for (args, input) in inputs {
+        let mut child = bt2sum()
+            .current_dir(dir.path())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn_retried();
+        drop(child.stdout.take());
+        // (bt2sum may end before it has read it all.)
+        let _ = child.stdin.take().unwrap().write_all(&input);
+        assert_output(&child.wait_with_output().unwrap(), "", "", 0);
+    }
 }
 
 /// Marks `file` sparse, so that the length it is given takes no room: NTFS
@@ -606,27 +529,12 @@ fn closed_pipes_end_quietly() {
 /// systems (and Wine's files, which are theirs) leave a hole.
 #[cfg(windows)]
 fn make_sparse(file: &fs::File) -> std::io::Result<()> {
-    use std::ffi::c_void;
     use std::os::windows::io::AsRawHandle;
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        fn DeviceIoControl(
-            device: *mut c_void,
-            code: u32,
-            input: *const c_void,
-            input_size: u32,
-            output: *mut c_void,
-            output_size: u32,
-            returned: *mut u32,
-            overlapped: *mut c_void,
-        ) -> i32;
-    }
-    // CTL_CODE(FILE_DEVICE_FILE_SYSTEM, 49, METHOD_BUFFERED,
-    // FILE_SPECIAL_ACCESS); without an input buffer it sets the flag.
-    const FSCTL_SET_SPARSE: u32 = 0x0009_00c4;
+    use windows_sys::Win32::System::{IO::DeviceIoControl, Ioctl::FSCTL_SET_SPARSE};
     let mut returned = 0;
-    // SAFETY: a handle of an open file, no buffers, and no OVERLAPPED (the
-    // call completes before it returns).
+    // SAFETY: a handle of an open file, no buffers (without an input buffer
+    // FSCTL_SET_SPARSE sets the flag), and no OVERLAPPED (the call
+    // completes before it returns).
     let done = unsafe {
         DeviceIoControl(
             file.as_raw_handle(),

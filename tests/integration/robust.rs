@@ -6,9 +6,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Stdio;
 
-use super::{HELLO, HELLO_B64, Retried, bt2sum, pattern, status, stderr};
+use super::{HELLO, HELLO_B64, Retried, bt2sum, status, stderr};
 #[cfg(unix)]
-use super::{emulated, shell, stdout};
+use super::{emulated, pattern, shell, stdout};
 
 /// Whether the address-space limits of the memory tests were chosen on this
 /// kind of machine, Linux on x86 (64- and 32-bit): there every limit starts
@@ -489,22 +489,6 @@ fn make_files(dir: &Path, count: usize) {
         fs::write(dir.join(format!("f{index:05}")), pattern(index % 3000)).unwrap();
     }
     fs::write(dir.join("big"), pattern(3 << 20)).unwrap();
-}
-
-#[test]
-fn hashing_ends_quietly_when_its_reader_goes() {
-    let data = pattern(1 << 20);
-    let mut child = bt2sum()
-        .args(["-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_retried();
-    drop(child.stdout.take());
-    let mut input = child.stdin.take().unwrap();
-    let _ = std::io::Write::write_all(&mut input, &data);
-    drop(input);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(status(&out), 0);
 }
 
 /// A SIGBUS that is not about a file bt2sum maps goes to the handler that

@@ -39,10 +39,11 @@ fn signal(child: &Child, signal: libc::c_int) {
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
 }
 
-/// While a FIFO waits for its writer, the first input's line out: Ctrl-C
-/// leaves the finished lines and ends the process by SIGINT (the shell sees
-/// 130); SIGHUP ignored when bt2sum starts (as `nohup` leaves it) stays
-/// ignored, and the run goes on to its end.
+/// A FIFO that waits for its writer holds back only the lines after it: the
+/// line of the file before it is out first. Then Ctrl-C leaves the finished
+/// lines and ends the process by SIGINT (the shell sees 130); SIGHUP ignored
+/// when bt2sum starts (as `nohup` leaves it) stays ignored, and the run goes
+/// on to its end.
 #[test]
 fn an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored() {
     if emulated("an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored") {

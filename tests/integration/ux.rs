@@ -8,7 +8,7 @@ use std::fs;
 #[cfg(unix)]
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 #[cfg(unix)]
 use std::sync::Arc;
 #[cfg(unix)]
@@ -20,17 +20,6 @@ use std::time::Instant;
 use super::{
     Retried, assert_contains, bt2sum, name, pattern, read_error, run, status, stderr, stdout,
 };
-
-/// Runs `command` to its end with its output captured; panics (after
-/// killing it) if it takes longer than `limit`: nothing here may hang.
-fn output_within(mut command: Command, limit: Duration) -> Output {
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
-    super::output_within(child, limit)
-}
 
 /// Makes a symbolic link at `link` to `target` (a directory if `directory`,
 /// which Windows needs to know); `false`, with a note naming `test`, where
@@ -179,49 +168,38 @@ fn sorted_paths(prefix: &str, paths: &[&[u8]]) -> Vec<Vec<u8>> {
 /// searches text), or there is no `sort` beside it or no `sh`. The tests
 /// compare with their own expectation in every case.
 fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
-    let skipped = |why: &str| {
-        super::skip(
-            test,
-            &format!("the comparison with `find {arg} | sort`: {why}"),
-        );
-    };
-    // (Windows' own `find.exe` and `sort.exe` come in pairs: neither
-    // answers `--version`.)
-    let versions = "find --version && sort --version";
-    match Command::new("sh").args(["-c", versions]).output() {
-        Ok(out) if out.status.success() && stdout(&out).contains("GNU findutils") => {}
-        Ok(out) => {
-            let said = [stdout(&out), stderr(&out)].concat();
-            let first = said.lines().next().unwrap_or("").to_string();
-            skipped(&format!(
-                "the find here is not GNU find, or no sort ({first})"
-            ));
-            return None;
-        }
-        Err(error) => {
-            skipped(&format!("there is no sh here ({error})"));
-            return None;
-        }
-    }
-    let output = Command::new("sh")
+    // (Windows' own `find.exe` and `sort.exe` answer no `--version`.)
+    let script = "find --version 2>&1 | grep -q 'GNU findutils' && sort --version > /dev/null \
+                  || exit 99; find \"$1\" -type f | LC_ALL=C sort";
+    let found = Command::new("sh")
         .current_dir(dir)
-        .args(["-c", "find \"$1\" -type f | LC_ALL=C sort", "sh", arg])
-        .output()
-        .expect("sh runs");
-    assert!(
-        output.status.success() && output.stderr.is_empty(),
-        "find {arg} | sort: {:?}: {}",
-        output.status,
-        stderr(&output)
+        .args(["-c", script, "sh", arg])
+        .output();
+    let why = match found {
+        Err(error) => format!("there is no sh here ({error})"),
+        Ok(out) if out.status.code() == Some(99) => {
+            "the find here is not GNU find, or no sort".into()
+        }
+        Ok(out) => {
+            let (status, said) = (out.status, stderr(&out));
+            assert!(
+                status.success() && said.is_empty(),
+                "find {arg} | sort: {status:?}: {said}"
+            );
+            let lines = out.stdout.split(|&byte| byte == b'\n');
+            return Some(
+                lines
+                    .filter(|line| !line.is_empty())
+                    .map(<[u8]>::to_vec)
+                    .collect(),
+            );
+        }
+    };
+    super::skip(
+        test,
+        &format!("the comparison with `find {arg} | sort`: {why}"),
     );
-    Some(untagged_names(
-        &output
-            .stdout
-            .split(|&byte| byte == b'\n')
-            .filter(|line| !line.is_empty())
-            .flat_map(|line| [b"x  ".as_slice(), line, b"\n"].concat())
-            .collect::<Vec<u8>>(),
-    ))
+    None
 }
 
 /// A tree whose paths sort differently bytewise than walk by walk: `a-b`
@@ -248,36 +226,29 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     let dir = tempfile::tempdir().unwrap();
     let test = "recursive_lists_files_in_bytewise_path_order_like_find_and_sort";
     let tree = possible(TREE, test);
-    make_files(&dir.path().join("t"), &tree);
-    fs::create_dir_all(dir.path().join("t/empty dir/really empty")).unwrap();
-    let expected = sorted_paths("t", &tree);
-    let out = super::ok_in(dir.path(), ["-r", "--untagged", "t"]);
-    assert_eq!(walked(dir.path(), &["t"]), expected);
-    // `t/` is written `t/a`, as find writes it; the digests do not change.
-    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "t/"]), out);
-    for arg in ["t", "t/"] {
-        if let Some(found) = find_and_sort(dir.path(), arg, test) {
+    let t = dir.path().join("t");
+    make_files(&t, &tree);
+    fs::create_dir_all(t.join("empty dir/really empty")).unwrap();
+    // `t/` is written `t/a`, as find writes it.
+    for (at, arg, prefix) in [
+        (dir.path(), "t", "t"),
+        (dir.path(), "t/", "t"),
+        (&t, ".", "."),
+    ] {
+        let expected = sorted_paths(prefix, &tree);
+        assert_eq!(walked(at, &[arg]), expected, "{arg}");
+        if let Some(found) = find_and_sort(at, arg, test) {
             assert_eq!(found, expected, "find {arg} | sort");
         }
     }
+    // The digests do not change; without arguments, `-r` walks `.`.
+    let out = super::ok_in(dir.path(), ["-r", "--untagged", "t"]);
+    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "t/"]), out);
+    let here = super::ok_in(&t, ["-r", "--untagged"]);
+    assert_eq!(here, super::ok_in(&t, ["-r", "--untagged", "."]));
     // Each line is the file's own checksum line.
     let line = super::ok_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
     assert!(out.contains(&line), "{line}");
-}
-
-#[test]
-fn recursive_without_arguments_walks_the_current_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths: &[&[u8]] = &[b"one", b"sub/two", b"sub-three", b".four"];
-    make_files(dir.path(), paths);
-    let out = super::ok_in(dir.path(), ["-r", "--untagged"]);
-    assert_eq!(walked(dir.path(), &[]), sorted_paths(".", paths));
-    let test = "recursive_without_arguments_walks_the_current_directory";
-    if let Some(found) = find_and_sort(dir.path(), ".", test) {
-        assert_eq!(found, sorted_paths(".", paths), "find . | sort");
-    }
-    // `-r .` says the same.
-    assert_eq!(super::ok_in(dir.path(), ["-r", "--untagged", "."]), out);
 }
 
 #[test]
@@ -422,9 +393,6 @@ fn links_in_the_walk_are_skipped_unless_dereference() {
     }
     // A link named as an argument is followed, and paths go through it.
     assert_eq!(walked(dir.path(), &["link-to-t"]), [b"link-to-t/file"]);
-
-    // -L needs -r.
-    assert_eq!(status(&run(["-L", "lone"], b"")), 2);
 }
 
 #[test]
@@ -442,11 +410,8 @@ fn dereference_reports_link_loops_without_hanging() {
     let looped = bt2sum::plain_message(&fs::metadata(&own).unwrap_err());
     #[cfg(unix)]
     assert_eq!(looped, "Too many levels of symbolic links");
-    let mut command = bt2sum();
-    command
-        .current_dir(dir.path())
-        .args(["-r", "-L", "--untagged", "t"]);
-    let out = output_within(command, Duration::from_secs(60));
+    // (run_in fails the test if the run hangs.)
+    let out = super::run_in(dir.path(), ["-r", "-L", "--untagged", "t"], b"");
     assert_eq!(untagged_names(&out.stdout), [&b"t/a/file"[..], b"t/z"]);
     let loops = format!("bt2sum: t/a/up: File system loop detected\nbt2sum: t/self: {looped}\n");
     assert_eq!((stderr(&out), status(&out)), (loops, 1));
@@ -463,15 +428,9 @@ fn fifos_and_sockets_in_the_walk_are_skipped_not_waited_on() {
     let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("t/socket")).unwrap();
     symlink("/dev/null", dir.path().join("t/device")).unwrap();
 
-    for extra in [None, Some("-L")] {
-        let mut command = bt2sum();
-        command
-            .current_dir(dir.path())
-            .args(["-r", "--untagged", "t"])
-            .args(extra);
-        let out = output_within(command, Duration::from_secs(60));
-        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{extra:?}");
-        assert_eq!(untagged_names(&out.stdout), [b"t/file"]);
+    // (walked fails the test if the run hangs.)
+    for extra in [&[][..], &["-L"]] {
+        assert_eq!(walked(dir.path(), &[extra, &["t"]].concat()), [b"t/file"]);
     }
 }
 
@@ -555,20 +514,17 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
 
 #[test]
 fn completions_for_bash_zsh_and_fish() {
-    for shell in ["bash", "zsh", "fish"] {
+    // (Nothing else with them, and only known shells:
+    // cli::bad_options_are_usage_errors.)
+    for (shell, own) in [("bash", "--tree"), ("zsh", "tree"), ("fish", "-l tree")] {
         let out = run(["--completions", shell], b"");
         assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{shell}");
         let script = stdout(&out);
         let words = "bt2sum tree recursive check completions leaf-range part total name";
-        for word in words.split(' ') {
+        for word in words.split(' ').chain([own]) {
             assert!(script.contains(word), "{shell}: {word}");
         }
     }
-    assert!(stdout(&run(["--completions", "bash"], b"")).contains("--tree"));
-    assert!(stdout(&run(["--completions", "fish"], b"")).contains("-l tree"));
-    // Nothing else with them, and only known shells.
-    assert_eq!(status(&run(["--completions", "bash", "-r"], b"")), 2);
-    assert_eq!(status(&run(["--completions", "tcsh"], b"")), 2);
 }
 
 /// bash, running the generated script as it does on Tab: `-t` and `-s`
@@ -624,9 +580,18 @@ fn completion_offers_sizes_where_sizes_go() {
 fn man_page_is_roff() {
     let page = super::ok_in(Path::new("."), ["--man"]);
     assert!(page.starts_with('.'), "{}", &page[..page.len().min(200)]);
-    assert_contains(&page, ".TH bt2sum 1");
-    assert_contains(&page, "\\-\\-tree");
-    assert_contains(&page, "\\-\\-recursive");
+    // The synopsis says that several FILEs may be given; literal text is
+    // bold, as manual pages set it, never in Markdown's backticks.
+    for text in [
+        ".TH bt2sum 1",
+        "\\-\\-tree",
+        "\\-\\-recursive",
+        "[\\fIFILE\\fR]...",
+        "\\fBb2sum \\-\\-tag\\fR",
+    ] {
+        assert_contains(&page, text);
+    }
+    assert!(!page.contains('`'), "{page}");
     for option in ["part", "total", "name", "leaf\\-range"] {
         assert!(
             page.contains(&format!(".B \\-\\-{option}"))
@@ -634,31 +599,18 @@ fn man_page_is_roff() {
             "no --{option}:\n{page}"
         );
     }
-    let sections = [
-        "SYNOPSIS",
-        "OUTPUT",
-        "\"EXIT STATUS\"",
-        "\"CHECK LIST FORMAT\"",
-    ];
-    for section in sections
-        .into_iter()
-        .chain(["\"LEAF LISTINGS\"", "ENVIRONMENT", "EXAMPLES"])
-    {
+    let sections = "SYNOPSIS|OUTPUT|\"EXIT STATUS\"|\"CHECK LIST FORMAT\"|\"LEAF LISTINGS\"|\
+                    ENVIRONMENT|EXAMPLES";
+    for section in sections.split('|') {
         assert!(
             page.contains(&format!(".SH {section}")),
             "no {section}:\n{page}"
         );
     }
-    // Literal text is bold, as manual pages set it, never in Markdown's
-    // backticks.
-    assert!(!page.contains('`'), "{page}");
-    assert_contains(&page, "\\fBb2sum \\-\\-tag\\fR");
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
     for text in "b2sum(1) sha256sum(1) b3sum(1) docs/check.md README.md".split(' ') {
         assert!(see_also.contains(text), "{text}: {see_also}");
     }
-    // The synopsis says that several FILEs may be given.
-    assert_contains(&page, "[\\fIFILE\\fR]...");
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
     let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
@@ -673,7 +625,6 @@ fn man_page_is_roff() {
     for status in ["0: every input", "1: an input", "2: bad usage"] {
         assert_contains(exit, status);
     }
-    assert_eq!(status(&run(["--man", "FILE"], b"")), 2);
 }
 
 /// The archive's life that `--help` ends with runs as written, one command
@@ -702,12 +653,6 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
     };
     both("a.jpg", &pattern(3 << 20));
     both("b.jpg", b"b\n");
-    let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     for (step, command) in recipe.iter().enumerate() {
         match step {
             2 => both("c.jpg", b"c\n"),
@@ -717,12 +662,9 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
             }
             _ => {}
         }
-        let out = std::process::Command::new("sh")
-            .args(["-c", command])
-            .current_dir(&tree)
-            .env("PATH", &path)
-            .output()
-            .unwrap();
+        // (The recipe runs `bt2sum`: the built one, first on PATH.)
+        let script = format!("PATH=\"$(dirname \"$BT2SUM\"):$PATH\"; {command}");
+        let out = super::shell(&tree, &script);
         assert_eq!(status(&out), 0, "{command}: {}", stderr(&out));
     }
     let out = super::run_in(&tree, ["-c", "--quiet", "../SUMS"], b"");
@@ -896,12 +838,6 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 fn check_mode_shows_progress_when_forced() {
     let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
     fs::write(dir.path().join("SUMS"), super::ok_in(dir.path(), ["data"])).unwrap();
-    super::assert_output(
-        &super::run_in(dir.path(), ["-c", "SUMS"], b""),
-        "data: OK\n",
-        "",
-        0,
-    );
     let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
     assert_eq!(
         (stdout(&forced).as_str(), status(&forced)),
