@@ -565,9 +565,6 @@ impl<'a> Iterator for Passes<'a> {
             }
         };
         let job = job.holds(held);
-        Some(match &self.verifier.progress {
-            Some(counter) => job.progress(counter.clone()),
-            None => job,
-        })
+        Some(job.progress(self.verifier.progress.clone()))
     }
 }
