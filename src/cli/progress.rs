@@ -101,17 +101,13 @@ impl Progress {
     /// interactive terminal, a default bar stays hidden for the rest of the
     /// run, not to draw a spinner over the typing.
     pub fn reading_stdin(&self) {
-        let State {
-            bar: Some(bar),
-            delayed: true,
-            silenced,
-            ..
-        } = &self.state
-        else {
-            return;
-        };
-        if !silenced.load(Ordering::Relaxed) && io::stdin().is_terminal() {
-            silenced.store(true, Ordering::Relaxed);
+        let state = &self.state;
+        if let Some(bar) = &state.bar
+            && state.delayed
+            && !state.silenced.load(Ordering::Relaxed)
+            && io::stdin().is_terminal()
+        {
+            state.silenced.store(true, Ordering::Relaxed);
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
     }
