@@ -12,7 +12,7 @@ use bt2sum::format::checksum::Style;
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::format::lines::{MAX_LINE, Record as Line, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
-use bt2sum::leaves::{CombineError, Combiner};
+use bt2sum::leaves::{CombineError, Combined, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
 use super::output::{
@@ -29,24 +29,7 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
         true => &stdin_only[..],
         false => &config.listings[..],
     };
-    let mut combiner = Combiner::default();
-    for (number, listing) in listings.iter().enumerate() {
-        if let Err((place, message)) = add_listing(&mut combiner, listing, number as u32) {
-            report(&place, &message);
-            return Status::Failure;
-        }
-    }
-    let combined = combiner.finish().map_err(|error| match error {
-        CombineError::Clash {
-            index,
-            at: (listing, line),
-        } => report(
-            &at_line(&listings[listing as usize], line),
-            &format!("leaf {index} is listed twice with different digests"),
-        ),
-        error => warn(&error.to_string()),
-    });
-    let Ok(combined) = combined else {
+    let Some(combined) = combine(listings) else {
         return Status::Failure;
     };
     let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
@@ -65,22 +48,36 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
             (Style::Untagged, None) => Some(&b"-"[..]),
             _ => name,
         };
-        written = written.and_then(|()| {
-            printer.emit(&Record::Count {
-                tree: Tree(tree),
-                name: JsonName(shown),
-                leaves: tree.leaf_count(combined.total),
-                total: combined.total,
-                offset: None,
-                length: None,
-                selected: None,
-            })
-        });
+        let count = Record::count(tree, JsonName(shown), combined.total, None);
+        written = written.and_then(|()| printer.emit(&count));
     }
     match written.and_then(|()| printer.flush()) {
         Ok(()) => Status::Success,
         Err(error) => output_failed(&error),
     }
+}
+
+/// The file that the listings' leaves make up; `None` once the first
+/// problem is reported.
+fn combine(listings: &[OsString]) -> Option<Combined> {
+    let mut combiner = Combiner::default();
+    for (number, listing) in listings.iter().enumerate() {
+        if let Err((place, message)) = add_listing(&mut combiner, listing, number as u32) {
+            report(&place, &message);
+            return None;
+        }
+    }
+    let combined = combiner.finish().map_err(|error| match error {
+        CombineError::Clash {
+            index,
+            at: (listing, line),
+        } => report(
+            &at_line(&listings[listing as usize], line),
+            &format!("leaf {index} is listed twice with different digests"),
+        ),
+        error => warn(&error.to_string()),
+    });
+    combined.ok()
 }
 
 /// `LISTING: LINE`, where messages say a line is.

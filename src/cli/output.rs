@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use base64::Engine;
 use serde::{Serialize, Serializer};
 
-use bt2sum::TreeParams;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::format::{Ending, InputLines};
 use bt2sum::plain_message;
 use bt2sum::verify::Verdict;
+use bt2sum::{Selection, TreeParams};
 
 use super::progress;
 
@@ -121,19 +121,17 @@ pub struct JsonName<'a>(pub Option<&'a [u8]>);
 
 impl Serialize for JsonName<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Some(bytes) = self.0 else {
-            return serializer.serialize_none();
-        };
-        let mut map = serializer.serialize_map(Some(1))?;
-        match std::str::from_utf8(bytes) {
-            Ok(text) => map.serialize_entry("text", text)?,
-            Err(_) => {
-                let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-                map.serialize_entry("bytes", &encoded)?;
-            }
+        #[derive(Serialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Shown<'a> {
+            Text(&'a str),
+            Bytes(String),
         }
-        map.end()
+        let shown = self.0.map(|bytes| match std::str::from_utf8(bytes) {
+            Ok(text) => Shown::Text(text),
+            Err(_) => Shown::Bytes(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        });
+        shown.serialize(serializer)
     }
 }
 
@@ -419,16 +417,17 @@ impl<'o> Printer<'o> {
 
     fn failed(&mut self, name: &[u8], is_list: bool, message: &str) -> io::Result<()> {
         if self.json {
-            let (name, list) = match is_list {
-                false => (Some(JsonName(Some(name))), None),
-                true => (None, Some(JsonName(Some(name)))),
+            let named = Some(JsonName(Some(name)));
+            let (name, list) = if is_list {
+                (None, named)
+            } else {
+                (named, None)
             };
-            let error = Record::Error {
+            self.emit(&Record::Error {
                 name,
                 list,
                 message,
-            };
-            self.emit(&error)?;
+            })?;
         }
         self.out.flush()?;
         report_listed(name, message);
@@ -455,7 +454,31 @@ impl<'o> Printer<'o> {
     }
 }
 
-impl Record<'_> {
+impl<'a> Record<'a> {
+    /// The count record of a `total`-byte input, with the bytes of the
+    /// selected leaves if there is a selection.
+    pub fn count(
+        tree: &'a TreeParams,
+        name: JsonName<'a>,
+        total: u64,
+        selection: Option<&Selection>,
+    ) -> Record<'a> {
+        let leaves = tree.leaf_count(total);
+        let selected = selection.map(|selection| selection.leaves(leaves));
+        let bytes = selected
+            .as_ref()
+            .map(|leaves| tree.leaves_bytes(leaves, total));
+        Record::Count {
+            tree: Tree(tree),
+            name,
+            leaves,
+            total,
+            offset: bytes.as_ref().map(|bytes| bytes.start),
+            length: bytes.map(|bytes| bytes.end - bytes.start),
+            selected,
+        }
+    }
+
     /// Appends the record's lines, if it has any: an input's lines, or a
     /// verdict, `NAME: VERDICT[ from NAME]`, names shown escaped where they
     /// hold a backslash or a control byte.
@@ -465,7 +488,7 @@ impl Record<'_> {
             let (tree, name) = (tree.0, name.0);
             InputLines { tree, name, ending }
         }
-        let (name, verdict, from) = match self {
+        match self {
             Record::Checksum {
                 tree,
                 name,
@@ -479,7 +502,6 @@ impl Record<'_> {
                 if let (Some(mtime), Some(_)) = (mtime, name.0) {
                     input(tree, name, ending).push_stat(out, *length, *mtime);
                 }
-                return;
             }
             Record::Leaf {
                 tree,
@@ -488,21 +510,38 @@ impl Record<'_> {
                 total,
                 digest,
                 ..
-            } => return input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
+            } => input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
             Record::Count {
                 tree,
                 name,
                 total,
-                selected,
+                selected: Some(leaves),
                 ..
-            } => {
-                return match selected {
-                    Some(leaves) => {
-                        input(tree, name, ending).push_selection_count(out, *total, leaves)
-                    }
-                    None => input(tree, name, ending).push_count(out, *total),
+            } => input(tree, name, ending).push_selection_count(out, *total, leaves),
+            Record::Count {
+                tree, name, total, ..
+            } => input(tree, name, ending).push_count(out, *total),
+            _ => {
+                let Some((name, verdict, from)) = self.verdict() else {
+                    return;
                 };
+                let shown = |out: &mut Vec<u8>, name: &JsonName<'_>| {
+                    Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
+                };
+                shown(out, name);
+                out.extend_from_slice(format!(": {verdict}").as_bytes());
+                if let Some(from) = from {
+                    out.extend_from_slice(b" from ");
+                    shown(out, from);
+                }
+                out.push(b'\n');
             }
+        }
+    }
+
+    /// A verdict's name, its words, and the name a file moved from.
+    fn verdict(&self) -> Option<(&JsonName<'a>, String, Option<&JsonName<'a>>)> {
+        Some(match self {
             Record::Verdict { name, verdict, .. } => (name, verdict.text().into(), None),
             Record::Class {
                 name,
@@ -531,21 +570,8 @@ impl Record<'_> {
                 None => (name, "RESTORED".into(), None),
                 Some(why) => (name, format!("FAILED to restore ({why})"), None),
             },
-            Record::BadLine { .. }
-            | Record::Error { .. }
-            | Record::Update { .. }
-            | Record::Summary(_) => return,
-        };
-        let shown = |out: &mut Vec<u8>, name: &JsonName<'_>| {
-            Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
-        };
-        shown(out, name);
-        out.extend_from_slice(format!(": {verdict}").as_bytes());
-        if let Some(from) = from {
-            out.extend_from_slice(b" from ");
-            shown(out, from);
-        }
-        out.push(b'\n');
+            _ => return None,
+        })
     }
 }
 

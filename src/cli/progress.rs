@@ -44,9 +44,8 @@ pub enum BarMode {
 pub struct Progress {
     state: State,
     shown: bool,
-    /// Dropping the sender stops the poller.
-    stop: Option<mpsc::Sender<()>>,
-    poller: Option<JoinHandle<()>>,
+    /// The poller, which dropping the sender stops.
+    poller: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
 /// What the poller and the end of the run show.
@@ -81,19 +80,20 @@ impl Progress {
             started: Instant::now(),
         };
         let (stop, stopped) = mpsc::channel::<()>();
-        let poller = (shown && crate::cli::sys::room_for_threads()).then(|| {
-            let poll = state.clone();
-            std::thread::Builder::new()
-                .name("progress".into())
-                .stack_size(64 << 10)
-                .spawn(move || poll.run(&stopped))
-                .ok()
-        });
+        let poll = state.clone();
+        let poller = (shown && crate::cli::sys::room_for_threads())
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("progress".into())
+                    .stack_size(64 << 10)
+                    .spawn(move || poll.run(&stopped))
+                    .ok()
+            })
+            .flatten();
         Progress {
             state,
             shown,
-            stop: Some(stop),
-            poller: poller.flatten(),
+            poller: poller.map(|poller| (stop, poller)),
         }
     }
 
@@ -101,17 +101,13 @@ impl Progress {
     /// interactive terminal, a default bar stays hidden for the rest of the
     /// run, not to draw a spinner over the typing.
     pub fn reading_stdin(&self) {
-        let State {
-            bar: Some(bar),
-            delayed: true,
-            silenced,
-            ..
-        } = &self.state
-        else {
-            return;
-        };
-        if !silenced.load(Ordering::Relaxed) && io::stdin().is_terminal() {
-            silenced.store(true, Ordering::Relaxed);
+        let state = &self.state;
+        if let Some(bar) = &state.bar
+            && state.delayed
+            && !state.silenced.load(Ordering::Relaxed)
+            && io::stdin().is_terminal()
+        {
+            state.silenced.store(true, Ordering::Relaxed);
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
     }
@@ -128,8 +124,8 @@ impl Progress {
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(poller) = self.poller.take() {
+        if let Some((stop, poller)) = self.poller.take() {
+            drop(stop);
             let _ = poller.join();
         }
         match &self.state.bar {
@@ -195,10 +191,6 @@ impl indicatif::TermLike for Narrower {
         self.0.size().1.saturating_sub(ECHO_ROOM).max(1)
     }
 
-    fn height(&self) -> u16 {
-        self.0.size().0
-    }
-
     as_the_terminal! {
         move_cursor_up(lines: usize);
         move_cursor_down(lines: usize);
@@ -248,24 +240,17 @@ impl State {
     /// progress: 1.50 GiB / 3.00 GiB, 12 files, 210.00 MiB/s, 7s left`
     /// (`done` at the `end`).
     fn plain_line(&self, end: bool) {
-        let (done, files) = (
-            self.counter.load(Ordering::Relaxed),
-            self.files.load(Ordering::Relaxed),
-        );
-        let (started, total) = (self.started, self.total);
-        let seconds = started.elapsed().as_secs_f64();
-        let rate = if seconds > 0.0 {
-            done as f64 / seconds
-        } else {
-            0.0
-        };
+        let done = self.counter.load(Ordering::Relaxed);
+        let files = self.files.load(Ordering::Relaxed);
+        // (At no time passed, a rate of 0 rather than NaN.)
+        let rate = done as f64 / self.started.elapsed().as_secs_f64().max(f64::MIN_POSITIVE);
         let mut line = format!("progress: {}", BinaryBytes(done));
-        if let Some(total) = total {
+        if let Some(total) = self.total {
             line += &format!(" / {}", BinaryBytes(total));
         }
         let noun = if files == 1 { "file" } else { "files" };
         line += &format!(", {files} {noun}, {}/s", BinaryBytes(rate as u64));
-        match (end, total) {
+        match (end, self.total) {
             (true, _) => line += ", done",
             (false, Some(total)) if rate > 0.0 && total > done => {
                 let left = Duration::from_secs_f64((total - done) as f64 / rate);
@@ -298,11 +283,6 @@ impl<W: Write> Write for AboveBar<W> {
             inner.flush()?;
             Ok(written)
         })
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        let inner = &mut self.0;
-        suspend(|| inner.write_all(buf).and_then(|()| inner.flush()))
     }
 
     fn flush(&mut self) -> io::Result<()> {

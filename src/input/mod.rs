@@ -474,9 +474,9 @@ impl<T, S: LeafSink> Job<T, S> {
         self
     }
 
-    /// Adds the bytes hashed to `counter` as the work goes.
-    pub fn progress(mut self, counter: Arc<AtomicU64>) -> Self {
-        self.progress = Some(counter);
+    /// Adds the bytes hashed to `counter`, if there is one, as the work goes.
+    pub fn progress(mut self, counter: Option<Arc<AtomicU64>>) -> Self {
+        self.progress = counter;
         self
     }
 

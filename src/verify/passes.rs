@@ -526,9 +526,6 @@ impl Iterator for Passes<'_> {
             }
         };
         let job = job.holds(held);
-        Some(match &self.verifier.progress {
-            Some(counter) => job.progress(counter.clone()),
-            None => job,
-        })
+        Some(job.progress(self.verifier.progress.clone()))
     }
 }

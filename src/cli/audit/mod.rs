@@ -268,10 +268,7 @@ impl<'a> Audit<'a> {
                 // A walk error, in its place.
                 job = job.failing(error);
             }
-            if let Some(counter) = &self.progress {
-                job = job.progress(counter.clone());
-            }
-            Some(job)
+            Some(job.progress(self.progress.clone()))
         });
         let mut kept = Ok(());
         let mut flow = ControlFlow::Continue(());

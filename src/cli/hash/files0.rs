@@ -27,76 +27,62 @@ pub enum Entry {
 
 /// The names of a list, read as they are asked for.
 pub struct Names {
-    reader: Box<dyn BufRead>,
+    /// `None` once the list has ended, or could not be read on.
+    reader: Option<Box<dyn BufRead>>,
     /// The list as messages name it.
     list: OsString,
     /// How many names have been read.
     number: u64,
     record: Vec<u8>,
-    ended: bool,
 }
 
 /// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
     Ok(Names {
-        reader: sys::open_list(list)?,
+        reader: Some(sys::open_list(list)?),
         list: list.to_os_string(),
         number: 0,
         record: Vec::new(),
-        ended: false,
     })
-}
-
-impl Names {
-    fn bad(&self, message: &str) -> Entry {
-        let mut place = self.list.clone();
-        place.push(format!(":{}", self.number));
-        Entry::Bad {
-            place,
-            message: message.to_string(),
-        }
-    }
 }
 
 impl Iterator for Names {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
-        if self.ended {
-            return None;
-        }
-        let read = match read_until(&mut self.reader, &mut self.record, 0) {
-            Ok(read) => read,
+        let read = read_until(self.reader.as_mut()?, &mut self.record, 0);
+        self.number += 1;
+        let message = match read {
             Err(error) => {
-                self.ended = true;
+                self.reader = None;
                 return Some(Entry::Bad {
                     place: self.list.clone(),
                     message: plain_message(&error),
                 });
             }
-        };
-        self.number += 1;
-        let name = match read {
-            Record::End => {
-                self.ended = true;
+            Ok(Record::End) => {
+                self.reader = None;
                 return None;
             }
-            Record::TooLong => {
-                return Some(self.bad(&format!("file name longer than {} MiB", MAX_LINE >> 20)));
+            Ok(Record::TooLong) => format!("file name longer than {} MiB", MAX_LINE >> 20),
+            Ok(Record::Line) => {
+                let name = self.record.strip_suffix(b"\0").unwrap_or(&self.record);
+                if name.is_empty() {
+                    "invalid zero-length file name".into()
+                } else if self.list == "-" && name == b"-" {
+                    "when reading file names from standard input, no file name of '-' allowed"
+                        .into()
+                } else {
+                    match os_name(name) {
+                        Some(name) => return Some(Entry::Name(name)),
+                        None => "the name is not valid Unicode".into(),
+                    }
+                }
             }
-            Record::Line => self.record.strip_suffix(b"\0").unwrap_or(&self.record),
         };
-        let why = if name.is_empty() {
-            "invalid zero-length file name"
-        } else if self.list == "-" && name == b"-" {
-            "when reading file names from standard input, no file name of '-' allowed"
-        } else {
-            match os_name(name) {
-                Some(name) => return Some(Entry::Name(name)),
-                None => "the name is not valid Unicode",
-            }
-        };
-        Some(self.bad(why))
+        let mut place = self.list.clone();
+        place.push(format!(":{}", self.number));
+        Some(Entry::Bad { place, message })
     }
 }
 

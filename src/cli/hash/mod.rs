@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, Unwritten};
-use bt2sum::{Event, Hashed, Job, Outcome, Selection, TreeParams, hash_each, plain_message};
+use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 use files0::Entry;
 
 use super::output::{
@@ -127,7 +127,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
     Ok(match &config.inputs {
         Inputs::Planned { total, selection } => {
             let name = JsonName(config.name.as_deref());
-            let record = count_record(&config.tree, name, *total, selection.as_ref());
+            let record = Record::count(&config.tree, name, *total, selection.as_ref());
             return Err(match out.emit(&record).and_then(|()| out.flush()) {
                 Ok(()) => Status::Success,
                 Err(error) => output_failed(&error),
@@ -220,10 +220,7 @@ fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<L
     if let Some(total) = config.excerpt_of {
         job = job.excerpt_of(total);
     }
-    match progress.counter() {
-        Some(counter) => job.progress(counter.clone()),
-        None => job,
-    }
+    job.progress(progress.counter().cloned())
 }
 
 /// What the run has written and found: the count of inputs hashed and
@@ -292,47 +289,42 @@ impl Report<'_, '_> {
         mtime: Option<Mtime>,
         leaves: Option<LeafLog>,
     ) -> io::Result<()> {
-        let (config, length) = (self.config, hashed.length);
-        let tree = Tree(&config.tree);
-        let name = JsonName(name);
-        let listed_from_start = match &config.listing {
-            Listing::Leaves(None) => true,
-            Listing::Leaves(Some(selection)) => selection.takes_the_start(),
-            Listing::None | Listing::Count(_) => false,
-        };
-        match &config.listing {
-            Listing::None | Listing::Leaves(None) => self.printer.emit(&Record::Checksum {
-                tree,
-                name,
-                digest: Hex(hashed.digest.as_bytes()),
-                length,
-                mtime: mtime.filter(|_| name.0.is_some()),
-            })?,
+        let (tree, length, name) = (&self.config.tree, hashed.length, JsonName(name));
+        let selection = match &self.config.listing {
             Listing::Count(selection) => {
-                self.printer.emit(&count_record(
-                    &config.tree,
-                    name,
-                    length,
-                    selection.as_ref(),
-                ))?;
+                let count = Record::count(tree, name, length, selection.as_ref());
+                return self.printer.emit(&count);
             }
-            Listing::Leaves(Some(_)) => {}
-        }
+            Listing::Leaves(Some(selection)) => Some(selection),
+            Listing::None | Listing::Leaves(None) => {
+                self.printer.emit(&Record::Checksum {
+                    tree: Tree(tree),
+                    name,
+                    digest: Hex(hashed.digest.as_bytes()),
+                    length,
+                    mtime: mtime.filter(|_| name.0.is_some()),
+                })?;
+                None
+            }
+        };
         let Some(leaves) = leaves else {
             return Ok(());
         };
-        if length == 0 && listed_from_start {
+        if length == 0 && selection.is_none_or(Selection::takes_the_start) {
             // An empty input has no leaf: its listing says so.
-            return self
-                .printer
-                .emit(&count_record(&config.tree, name, 0, None));
+            return self.printer.emit(&Record::count(tree, name, 0, None));
         }
-        let printer = &mut self.printer;
+        self.write_leaves(name, length, leaves)
+    }
+
+    /// Writes the leaf lines of a `length`-byte input.
+    fn write_leaves(&mut self, name: JsonName, length: u64, leaves: LeafLog) -> io::Result<()> {
+        let (printer, tree) = (&mut self.printer, &self.config.tree);
         let written = leaves.for_each(|index, digest| {
-            let bytes = config.tree.leaf_bytes(index, length);
+            let bytes = tree.leaf_bytes(index, length);
             printer
                 .emit(&Record::Leaf {
-                    tree,
+                    tree: Tree(tree),
                     name,
                     index,
                     offset: bytes.start,
@@ -369,30 +361,6 @@ impl Report<'_, '_> {
             Ok(()) => self.status,
             Err(error) => self.status.max(output_failed(&error)),
         }
-    }
-}
-
-/// The count record of a `total`-byte input, with the bytes of the
-/// selected leaves if there is a selection.
-fn count_record<'a>(
-    tree: &'a TreeParams,
-    name: JsonName<'a>,
-    total: u64,
-    selection: Option<&Selection>,
-) -> Record<'a> {
-    let leaves = tree.leaf_count(total);
-    let selected = selection.map(|selection| selection.leaves(leaves));
-    let bytes = selected
-        .as_ref()
-        .map(|leaves| tree.leaves_bytes(leaves, total));
-    Record::Count {
-        tree: Tree(tree),
-        name,
-        leaves,
-        total,
-        offset: bytes.as_ref().map(|bytes| bytes.start),
-        length: bytes.map(|bytes| bytes.end - bytes.start),
-        selected,
     }
 }
 
