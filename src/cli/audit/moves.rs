@@ -110,7 +110,7 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
 }
 
 /// A sorted store's records, sorted, in a store that can be read again.
-fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
+pub(super) fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
     sorted: Spill<T>,
 ) -> io::Result<Spill<T>> {
     let mut again = Spill::new(IN_MEMORY);
