@@ -140,18 +140,17 @@ impl<'a> Audit<'a> {
         let updated = self.updated;
         let mut base = Base::default();
         let outside = self.first_outside.clone();
-        let mut deeper = None;
+        // (The first listed file out of scope found as a new file one
+        // directory deeper: the walk began above the list's.)
+        let mut deeper = Base::default();
         let finished = self.classify(|finding| {
             match &finding {
                 Finding::Class("MOVED", name, Some(from)) => base.moved(name, from),
-                // (A new file that is the first listed file out of scope,
-                // one directory deeper: the walk began above the list's.)
-                Finding::Class("NEW", name, _) if deeper.is_none() => {
-                    let name = Name::normalized(name);
+                Finding::Class("NEW", name, _) if matches!(deeper, Base::NoMove) => {
                     if let Some(outside) = &outside
-                        && prefix_of(&name, outside).is_some()
+                        && prefix_of(&Name::normalized(name), outside).is_some()
                     {
-                        deeper = Some((name, outside.clone()));
+                        deeper.moved(name, outside);
                     }
                 }
                 _ => {}
@@ -206,24 +205,19 @@ impl<'a> Audit<'a> {
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.
-        let new_or_moved = |name, from: Option<ByteBuf>| {
+        for pair in moves::paired(&mut new, &mut moves.by_new)? {
+            let (name, from) = pair?;
             let class = if from.is_some() { "MOVED" } else { "NEW" };
-            Some(Finding::Class(class, name, from.map(ByteBuf::into_vec)))
-        };
-        let missing = |name, to: Option<NewFile>| {
-            to.is_none()
-                .then_some(Finding::Class("MISSING", name, None))
-        };
-        if report_paired(&mut new, &mut moves.by_new, &mut report, new_or_moved)?.is_break()
-            || report_paired(
-                &mut self.missing,
-                &mut moves.by_missing,
-                &mut report,
-                missing,
-            )?
-            .is_break()
-        {
-            return Ok(None);
+            if report(Finding::Class(class, name, from.map(ByteBuf::into_vec))).is_break() {
+                return Ok(None);
+            }
+        }
+        for pair in moves::paired(&mut self.missing, &mut moves.by_missing)? {
+            if let (name, None) = pair?
+                && report(Finding::Class("MISSING", name, None)).is_break()
+            {
+                return Ok(None);
+            }
         }
         Ok(self.plan.update.as_ref().map(|update| Rewrite {
             entries: self.entries,
@@ -311,15 +305,9 @@ impl<'a> Audit<'a> {
 
 /// Warns what the audit found, unless `--status`: its warnings, its line
 /// (unless `--quiet`), and a hint if it found no listed file where the list
-/// says, and the moves (`base`), or the first listed file out of scope
+/// says, and the moves (`base`), or else the first listed file out of scope
 /// found one directory deeper (`deeper`), say where the list's base is.
-fn warn_found(
-    verbosity: Verbosity,
-    tally: &Tally,
-    ignore_missing: bool,
-    mut base: Base,
-    deeper: Option<(Vec<u8>, Vec<u8>)>,
-) {
+fn warn_found(verbosity: Verbosity, tally: &Tally, ignore_missing: bool, base: Base, deeper: Base) {
     if verbosity == Verbosity::Status {
         return;
     }
@@ -330,9 +318,11 @@ fn warn_found(
         warn(&tally.audit_line(ignore_missing));
     }
     let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
-    if let (0, Some((name, from))) = (found_here + tally.moved, &deeper) {
-        base.moved(name, from);
-    }
+    let base = if found_here + tally.moved == 0 {
+        deeper
+    } else {
+        base
+    };
     if let (0, Some(hint)) = (found_here, base.hint()) {
         warn(&hint);
     }
@@ -411,7 +401,7 @@ impl Finding {
 
 /// Whether every file that moved moved by one prefix, added or taken away:
 /// then the audit, or the list, started from another directory.
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 enum Base {
     #[default]
     NoMove,
@@ -429,15 +419,11 @@ impl Base {
             (None, Some(prefix)) => Base::Prefix(prefix, false),
             (None, None) => Base::Other,
         };
-        *self = match (std::mem::take(self), this) {
-            (Base::NoMove, this) => this,
-            (Base::Prefix(was, deeper), Base::Prefix(prefix, now))
-                if was == prefix && deeper == now =>
-            {
-                Base::Prefix(prefix, now)
-            }
-            _ => Base::Other,
-        };
+        if *self != Base::NoMove && *self != this {
+            *self = Base::Other;
+        } else {
+            *self = this;
+        }
     }
 
     fn hint(&self) -> Option<String> {
@@ -465,28 +451,6 @@ fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
     (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
 }
 
-/// Reports what `finding` makes of each name of `names` and the move that
-/// pairs it (by index), until `report` says to stop.
-fn report_paired<M: serde::Serialize + serde::de::DeserializeOwned>(
-    names: &mut Spill<ByteBuf>,
-    moves: &mut Spill<(u64, M)>,
-    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-    finding: impl Fn(Vec<u8>, Option<M>) -> Option<Finding>,
-) -> io::Result<ControlFlow<()>> {
-    let mut moves = moves.iter()?.peekable();
-    for (index, name) in names.iter()?.enumerate() {
-        let moved = moves
-            .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
-            .transpose()?;
-        if let Some(finding) = finding(name?.into_vec(), moved.map(|(_, moved)| moved))
-            && report(finding).is_break()
-        {
-            return Ok(ControlFlow::Break(()));
-        }
-    }
-    Ok(ControlFlow::Continue(()))
-}
-
 /// A path walked, and why the walk failed there if it did.
 type Found = (OsString, Option<bt2sum::Error>);
 
@@ -500,8 +464,8 @@ fn unlisted<'a>(
     let mut listed = listed.iter()?.peekable();
     Ok(walk.filter_map(move |walked| {
         let path = match walked {
-            Walked::File(path) => path,
-            Walked::Error { path, error } => return Some(Ok((path, Some(error.into())))),
+            Ok(path) => path,
+            Err((path, error)) => return Some(Ok((path, Some(error.into())))),
         };
         let key = Name::normalized(Name::of_path_lossy(&path).printed());
         while listed

@@ -247,19 +247,14 @@ impl Rewrite {
         done: &mut Rewritten,
         unreadable: &mut impl FnMut(&[u8], &Error),
     ) -> io::Result<()> {
-        let mut moves = self.moves.by_new.iter()?.peekable();
         let mut failed = Ok(());
-        let names = self.new.iter()?.enumerate().filter_map(|(index, name)| {
-            let moved = moves
-                .next_if(|moved| matches!(moved, Ok((at, _)) if *at == index as u64))
-                .is_some();
-            match name {
-                Ok(name) if !moved => Some(name.into_vec()),
-                Ok(_) => None,
-                Err(error) => {
-                    failed = Err(error);
-                    None
-                }
+        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new)?;
+        let names = pairs.filter_map(|pair| match pair {
+            Ok((name, None)) => Some(name),
+            Ok(_) => None,
+            Err(error) => {
+                failed = Err(error);
+                None
             }
         });
         let jobs = names.map(|name| job(name.clone(), &name, shape));
