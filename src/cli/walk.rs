@@ -19,15 +19,10 @@ use std::sync::Arc;
 use bt2sum::sys::FileId;
 use walkdir::{DirEntry, WalkDir};
 
-#[derive(Debug)]
-pub enum Walked {
-    /// A regular file under a root; or a root that is no directory (a file,
-    /// `-`, a missing name), as given.
-    File(OsString),
-    /// A directory that could not be read, an entry that could not be
-    /// examined, a loop.
-    Error { path: OsString, error: io::Error },
-}
+/// A regular file under a root, or a root that is no directory (a file,
+/// `-`, a missing name), as given; or where the walk failed (a directory
+/// that could not be read, an entry that could not be examined, a loop).
+pub type Walked = Result<OsString, (OsString, io::Error)>;
 
 /// How to walk: `-L`, `--exclude`, `-x`, `--max-depth`.
 #[derive(Clone, Default)]
@@ -67,7 +62,7 @@ fn walk_root(
 ) -> Box<dyn Iterator<Item = Walked>> {
     // A link named as a root is followed (`metadata`).
     if root == "-" || !std::fs::metadata(&root).is_ok_and(|metadata| metadata.is_dir()) {
-        return Box::new(std::iter::once(Walked::File(root)));
+        return Box::new(std::iter::once(Ok(root)));
     }
     let (within, among) = (Arc::clone(&plan), Arc::clone(&skipped));
     // The ledger beside a list being written (`LIST.ledger`, which sorts
@@ -92,7 +87,7 @@ fn walk_root(
             if ledger_beside.as_deref() == Some(entry.path()) {
                 return None;
             }
-            Some(Walked::File(entry.into_path().into_os_string()))
+            Some(Ok(entry.into_path().into_os_string()))
         }
         Ok(_) => None,
         Err(error) => walk_error(error),
@@ -100,9 +95,8 @@ fn walk_root(
 }
 
 /// The order of two entries of one directory: by name, a directory's as
-/// if it ended in `/`. (Their paths share the directory's: the whole
-/// paths compare as the names do, and are there, where walkdir finds a
-/// name by parsing the path, at each of the sort's comparisons.)
+/// if it ended in `/`. (Their whole paths compare as their names do, and
+/// walkdir would parse the path for the name at each comparison.)
 fn sort_order(a: &DirEntry, b: &DirEntry) -> std::cmp::Ordering {
     fn key(entry: &DirEntry) -> (&[u8], Option<&u8>) {
         let slash = entry.file_type().is_dir().then_some(&b'/');
@@ -152,21 +146,12 @@ fn is_skipped(entry: &DirEntry, skipped: &Skipped) -> bool {
 
 /// A walk error in its place; a dangling link, nothing (as `find -L`).
 fn walk_error(error: walkdir::Error) -> Option<Walked> {
-    let path = error
-        .path()
-        .map(|path| path.as_os_str().to_os_string())
-        .unwrap_or_default();
-    if error.loop_ancestor().is_some() {
-        let error = io::Error::other("File system loop detected");
-        return Some(Walked::Error { path, error });
-    }
-    let error = error
-        .into_io_error()
-        .unwrap_or_else(|| io::Error::other("the walk failed"));
-    if error.kind() == io::ErrorKind::NotFound {
-        return None;
-    }
-    Some(Walked::Error { path, error })
+    let path = (error.path()).map_or_else(OsString::new, |path| path.as_os_str().to_os_string());
+    let error = match error.loop_ancestor() {
+        Some(_) => io::Error::other("File system loop detected"),
+        None => (error.into_io_error()).unwrap_or_else(|| io::Error::other("the walk failed")),
+    };
+    (error.kind() != io::ErrorKind::NotFound).then_some(Err((path, error)))
 }
 
 /// What a walk leaves out (`--exclude`): gitignore's patterns, as git

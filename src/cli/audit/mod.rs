@@ -21,7 +21,7 @@ use bt2sum::format::name::Name;
 use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::sys::FileId;
 use bt2sum::verify::{Checked, Verdict};
-use bt2sum::{Digest, Event, Job, Stamp, TreeParams, hash_each};
+use bt2sum::{Event, Job, TreeParams, hash_each};
 use moves::{Joined, NewFile};
 use rewrite::{Rewrite, Shape};
 pub use scope::Scope;
@@ -86,7 +86,6 @@ impl<'a> Audit<'a> {
     /// Keeps what the audit and the update need of a checked file; whether
     /// it failed and the update takes it in (`--accept`).
     pub fn keep(&mut self, checked: &Checked) -> io::Result<bool> {
-        let mut accepted = false;
         let missing = checked.is_missing() && checked.is_last_pass();
         let index = self.missing.len();
         if missing {
@@ -103,27 +102,28 @@ impl<'a> Audit<'a> {
             self.missing
                 .push(&ByteBuf::from(checked.pass.name.clone()))?;
         }
-        if let Some(update) = &self.plan.update {
-            if self.shape.is_none()
-                && let Some(tagged) = checked.tagged()
-            {
-                let stat = update.stat || checked.pass.stat.is_some();
-                self.shape = Some(Shape::of(checked, tagged, stat));
-            }
-            if checked.is_last_pass() {
-                let fate = rewrite::fate(checked, missing.then_some(index), update);
-                accepted = matches!(fate, rewrite::Fate::Changed(_))
-                    && checked.file_verdict() == Some(Verdict::Failed);
-                let lines = checked.file_lines();
-                let entry = rewrite::Entry {
-                    lines: (*lines.start(), *lines.end()),
-                    fate,
-                };
-                self.entries.push(&entry)?;
-            }
-        }
         self.listed
             .push(&ByteBuf::from(Name::normalized(&checked.pass.name)))?;
+        let Some(update) = &self.plan.update else {
+            return Ok(false);
+        };
+        if self.shape.is_none()
+            && let Some(tagged) = checked.tagged()
+        {
+            let stat = update.stat || checked.pass.stat.is_some();
+            self.shape = Some(Shape::of(checked, tagged, stat));
+        }
+        let fate = checked
+            .is_last_pass()
+            .then(|| rewrite::fate(checked, missing.then_some(index), update));
+        let Some(fate) = fate.flatten() else {
+            return Ok(false);
+        };
+        let accepted = matches!(fate, rewrite::Fate::Changed(_))
+            && checked.file_verdict() == Some(Verdict::Failed);
+        let lines = checked.file_lines();
+        let lines = (*lines.start(), *lines.end());
+        self.entries.push(&rewrite::Entry { lines, fate })?;
         Ok(accepted)
     }
 
@@ -141,18 +141,17 @@ impl<'a> Audit<'a> {
         let updated = self.updated;
         let mut base = Base::default();
         let outside = self.first_outside.clone();
-        let mut deeper = None;
+        // (The first listed file out of scope found as a new file one
+        // directory deeper: the walk began above the list's.)
+        let mut deeper = Base::default();
         let finished = self.classify(|finding| {
             match &finding {
-                Finding::Moved { name, from } => base.moved(name, from),
-                // (A new file that is the first listed file out of scope,
-                // one directory deeper: the walk began above the list's.)
-                Finding::New { name } if deeper.is_none() => {
-                    let name = Name::normalized(name);
+                Finding::Class("MOVED", name, Some(from)) => base.moved(name, from),
+                Finding::Class("NEW", name, _) if matches!(deeper, Base::NoMove) => {
                     if let Some(outside) = &outside
-                        && prefix_of(&name, outside).is_some()
+                        && prefix_of(&Name::normalized(name), outside).is_some()
                     {
-                        deeper = Some((name, outside.clone()));
+                        deeper.moved(name, outside);
                     }
                 }
                 _ => {}
@@ -187,21 +186,19 @@ impl<'a> Audit<'a> {
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<Option<Rewrite>> {
-        let mut listed = Spill::new(IN_MEMORY);
-        for name in std::mem::replace(&mut self.listed, Spill::sorted(0)).into_sorted()? {
-            listed.push(&name?)?;
-        }
+        let mut listed = moves::resorted(std::mem::replace(&mut self.listed, Spill::sorted(0)))?;
         let mut new = Spill::new(IN_MEMORY);
+        let plan = Arc::new(self.plan.walk.clone());
         for root in &self.plan.roots {
-            let unlisted = Unlisted {
-                walk: Box::new(walk(
-                    vec![root.clone()],
-                    Arc::new(self.plan.walk.clone()),
-                    Arc::clone(&self.skipped),
-                )),
-                listed: (Box::new(listed.iter()?) as Box<dyn Iterator<Item = _>>).peekable(),
-            };
-            if self.walk_new(unlisted, &mut new, &mut report)?.is_break() {
+            let walk = walk(
+                vec![root.clone()],
+                Arc::clone(&plan),
+                Arc::clone(&self.skipped),
+            );
+            if self
+                .walk_new(unlisted(walk, &mut listed)?, &mut new, &mut report)?
+                .is_break()
+            {
                 return Ok(None);
             }
         }
@@ -209,27 +206,19 @@ impl<'a> Audit<'a> {
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.
-        let new_or_moved = |name, moved: Option<ByteBuf>| {
-            Some(match moved {
-                Some(from) => Finding::Moved {
-                    name,
-                    from: from.into_vec(),
-                },
-                None => Finding::New { name },
-            })
-        };
-        let missing =
-            |name, moved: Option<NewFile>| moved.is_none().then_some(Finding::Missing { name });
-        if report_paired(&mut new, &mut moves.by_new, &mut report, new_or_moved)?.is_break()
-            || report_paired(
-                &mut self.missing,
-                &mut moves.by_missing,
-                &mut report,
-                missing,
-            )?
-            .is_break()
-        {
-            return Ok(None);
+        for pair in moves::paired(&mut new, &mut moves.by_new)? {
+            let (name, from) = pair?;
+            let class = if from.is_some() { "MOVED" } else { "NEW" };
+            if report(Finding::Class(class, name, from.map(ByteBuf::into_vec))).is_break() {
+                return Ok(None);
+            }
+        }
+        for pair in moves::paired(&mut self.missing, &mut moves.by_missing)? {
+            if let (name, None) = pair?
+                && report(Finding::Class("MISSING", name, None)).is_break()
+            {
+                return Ok(None);
+            }
         }
         Ok(self.plan.update.as_ref().map(|update| Rewrite {
             entries: self.entries,
@@ -241,30 +230,34 @@ impl<'a> Audit<'a> {
     }
 
     /// Keeps the files of one root that no list names, in walk order, with
-    /// their digests where a missing entry may be one of them; reports the
-    /// walk's errors.
+    /// their digests where a missing entry may be one of them (none is
+    /// read otherwise); reports the walk's errors.
     fn walk_new(
         &mut self,
-        unlisted: Unlisted<'_>,
+        unlisted: impl Iterator<Item = io::Result<Found>>,
         new: &mut Spill<ByteBuf>,
         report: &mut impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let Some(tree) = self.tree else {
-            return keep_names(unlisted, new, report);
+            for found in unlisted {
+                let (path, error) = found?;
+                let name = Name::of_path_lossy(&path).into_bytes();
+                let flow = match error {
+                    None => ControlFlow::Continue(new.push(&ByteBuf::from(name))?),
+                    Some(error) => report(Finding::Error(name, error)),
+                };
+                if flow.is_break() {
+                    return Ok(flow);
+                }
+            }
+            return Ok(ControlFlow::Continue(()));
         };
         let mut failed = Ok(());
         let jobs = unlisted.map_while(|found| {
-            let (path, walk_error) = match found {
-                Err(error) => {
-                    failed = Err(error);
-                    return None;
-                }
-                Ok(Ok(path)) => (path, None),
-                Ok(Err((path, error))) => (path, Some(error)),
-            };
+            let (path, error) = found.map_err(|error| failed = Err(error)).ok()?;
             let name = Name::of_path_lossy(&path).into_bytes();
-            let mut job = Job::path((walk_error.is_none(), name), path, &tree);
-            if let Some(error) = walk_error {
+            let mut job = Job::path((error.is_none(), name), path, &tree);
+            if let Some(error) = error {
                 // A walk error, in its place.
                 job = job.failing(error);
             }
@@ -273,24 +266,29 @@ impl<'a> Audit<'a> {
         let mut kept = Ok(());
         let mut flow = ControlFlow::Continue(());
         hash_each(jobs, |event| {
-            flow = match event {
-                Event::Waiting => report(Finding::Waiting),
-                Event::Ready(outcome) => match outcome.result {
-                    Ok(hashed) => {
-                        let (name, stamp) = (outcome.tag.1, outcome.stamp.as_ref());
-                        kept = keep_hashed(new, &mut self.joined, name, &hashed.digest, stamp);
-                        ControlFlow::Continue(())
+            let Event::Ready(outcome) = event else {
+                flow = report(Finding::Waiting);
+                return flow;
+            };
+            let (file, name) = outcome.tag;
+            flow = match outcome.result {
+                Ok(hashed) => {
+                    let index = new.len();
+                    let moved = NewFile::of(&name, outcome.stamp.as_ref());
+                    kept = new.push(&ByteBuf::from(name)).and_then(|()| {
+                        self.joined
+                            .push(&Joined::new_file(&hashed.digest, index, moved))
+                    });
+                    ControlFlow::Continue(())
+                }
+                // A walk error, or a new file that could not be read: said
+                // (the file is new all the same).
+                Err(error) => {
+                    if file {
+                        kept = new.push(&ByteBuf::from(name.clone()));
                     }
-                    // A walk error, or a new file that could not be read:
-                    // said (the file is new all the same).
-                    Err(error) => {
-                        let (file, name) = outcome.tag;
-                        if file {
-                            kept = new.push(&ByteBuf::from(name.clone()));
-                        }
-                        report(Finding::Error { name, error })
-                    }
-                },
+                    report(Finding::Error(name, error))
+                }
             };
             if kept.is_err() {
                 flow = ControlFlow::Break(());
@@ -305,15 +303,9 @@ impl<'a> Audit<'a> {
 
 /// Warns what the audit found, unless `--status`: its warnings, its line
 /// (unless `--quiet`), and a hint if it found no listed file where the list
-/// says, and the moves (`base`), or the first listed file out of scope
+/// says, and the moves (`base`), or else the first listed file out of scope
 /// found one directory deeper (`deeper`), say where the list's base is.
-fn warn_found(
-    verbosity: Verbosity,
-    tally: &Tally,
-    ignore_missing: bool,
-    mut base: Base,
-    deeper: Option<(Vec<u8>, Vec<u8>)>,
-) {
+fn warn_found(verbosity: Verbosity, tally: &Tally, ignore_missing: bool, base: Base, deeper: Base) {
     if verbosity == Verbosity::Status {
         return;
     }
@@ -324,48 +316,14 @@ fn warn_found(
         warn(&tally.audit_line(ignore_missing));
     }
     let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
-    if let (0, Some((name, from))) = (found_here + tally.moved, &deeper) {
-        base.moved(name, from);
-    }
+    let base = if found_here + tally.moved == 0 {
+        deeper
+    } else {
+        base
+    };
     if let (0, Some(hint)) = (found_here, base.hint()) {
         warn(&hint);
     }
-}
-
-/// Keeps a new file that was hashed: its name, and its digest to pair with
-/// a missing entry's.
-fn keep_hashed(
-    new: &mut Spill<ByteBuf>,
-    joined: &mut Spill<Joined>,
-    name: Vec<u8>,
-    digest: &Digest,
-    stamp: Option<&Stamp>,
-) -> io::Result<()> {
-    let index = new.len();
-    new.push(&ByteBuf::from(name.clone()))?;
-    joined.push(&Joined::new_file(digest, index, NewFile::of(&name, stamp)))
-}
-
-/// Keeps the names of the files of one root that no list names, in walk
-/// order, unread: with no missing entry to pair them with, they are not
-/// hashed. Reports the walk's errors.
-fn keep_names(
-    unlisted: Unlisted<'_>,
-    new: &mut Spill<ByteBuf>,
-    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-) -> io::Result<ControlFlow<()>> {
-    for found in unlisted {
-        match found? {
-            Ok(name) => new.push(&ByteBuf::from(Name::of_path_lossy(&name).into_bytes()))?,
-            Err((name, error)) => {
-                let name = Name::of_path_lossy(&name).into_bytes();
-                if report(Finding::Error { name, error }).is_break() {
-                    return Ok(ControlFlow::Break(()));
-                }
-            }
-        }
-    }
-    Ok(ControlFlow::Continue(()))
 }
 
 /// What a walk passes over in an audit: the lists, their ledger, standard
@@ -398,22 +356,11 @@ fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
 
 /// What an audit finds once the lists are checked, in order.
 enum Finding {
-    New {
-        name: Vec<u8>,
-    },
-    Moved {
-        name: Vec<u8>,
-        from: Vec<u8>,
-    },
-    Missing {
-        name: Vec<u8>,
-    },
+    /// NEW, MOVED (from a listed name) or MISSING.
+    Class(&'static str, Vec<u8>, Option<Vec<u8>>),
     /// A walk's error, or a new file that could not be hashed (it is new
     /// all the same).
-    Error {
-        name: Vec<u8>,
-        error: bt2sum::Error,
-    },
+    Error(Vec<u8>, bt2sum::Error),
     /// The next finding is not ready: a good time to flush.
     Waiting,
 }
@@ -425,37 +372,34 @@ impl Finding {
         tally: &mut Tally,
         ignore_missing: bool,
     ) -> io::Result<()> {
-        let (name, class, from) = match self {
+        let (class, name, from) = match self {
             Finding::Waiting => return printer.flush(),
-            Finding::Error { name, error } => {
+            Finding::Error(name, error) => {
                 tally.errors += 1;
                 return printer.error(name, &error.to_string());
             }
-            Finding::New { name } => (name, "NEW", None),
-            Finding::Moved { name, from } => (name, "MOVED", Some(from)),
-            Finding::Missing { .. } if ignore_missing => return Ok(()),
-            Finding::Missing { name } => (name, "MISSING", None),
+            Finding::Class("MISSING", ..) if ignore_missing => return Ok(()),
+            Finding::Class(class, name, from) => (*class, name, from),
         };
-        match class {
-            "NEW" => tally.new += 1,
-            "MOVED" => tally.moved += 1,
-            _ => tally.missing += 1,
-        }
+        *match class {
+            "NEW" => &mut tally.new,
+            "MOVED" => &mut tally.moved,
+            _ => &mut tally.missing,
+        } += 1;
         if printer.verbosity == Verbosity::Status {
             return Ok(());
         }
-        let (name, from) = (JsonName(Some(name)), from.map(|from| JsonName(Some(from))));
         printer.emit(&Record::Class {
-            name,
+            name: JsonName(Some(name)),
             verdict: class,
-            from,
+            from: from.as_deref().map(|from| JsonName(Some(from))),
         })
     }
 }
 
 /// Whether every file that moved moved by one prefix, added or taken away:
 /// then the audit, or the list, started from another directory.
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 enum Base {
     #[default]
     NoMove,
@@ -473,15 +417,11 @@ impl Base {
             (None, Some(prefix)) => Base::Prefix(prefix, false),
             (None, None) => Base::Other,
         };
-        *self = match (std::mem::take(self), this) {
-            (Base::NoMove, this) => this,
-            (Base::Prefix(was, deeper), Base::Prefix(prefix, now))
-                if was == prefix && deeper == now =>
-            {
-                Base::Prefix(prefix, now)
-            }
-            _ => Base::Other,
-        };
+        if *self != Base::NoMove && *self != this {
+            *self = Base::Other;
+        } else {
+            *self = this;
+        }
     }
 
     fn hint(&self) -> Option<String> {
@@ -509,61 +449,31 @@ fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
     (long.ends_with(short) && long[cut] == b'/').then(|| long[..cut].to_vec())
 }
 
-/// Reports what `finding` makes of each name of `names` and the move that
-/// pairs it (by index), until `report` says to stop.
-fn report_paired<M: serde::Serialize + serde::de::DeserializeOwned>(
-    names: &mut Spill<ByteBuf>,
-    moves: &mut Spill<(u64, M)>,
-    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-    finding: impl Fn(Vec<u8>, Option<M>) -> Option<Finding>,
-) -> io::Result<ControlFlow<()>> {
-    let mut moves = moves.iter()?.peekable();
-    for (index, name) in names.iter()?.enumerate() {
-        let moved = moves
-            .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
-            .transpose()?;
-        if let Some(finding) = finding(name?.into_vec(), moved.map(|(_, moved)| moved))
-            && report(finding).is_break()
-        {
-            return Ok(ControlFlow::Break(()));
+/// A path walked, and why the walk failed there if it did.
+type Found = (OsString, Option<bt2sum::Error>);
+
+/// The files of a walk that no list names (`listed`, sorted), and the
+/// walk's errors, in walk order; `Err` if the listed names cannot be read
+/// back.
+fn unlisted<'a>(
+    walk: impl Iterator<Item = Walked> + 'a,
+    listed: &'a mut Spill<ByteBuf>,
+) -> io::Result<impl Iterator<Item = io::Result<Found>> + 'a> {
+    let mut listed = listed.iter()?.peekable();
+    Ok(walk.filter_map(move |walked| {
+        let path = match walked {
+            Ok(path) => path,
+            Err((path, error)) => return Some(Ok((path, Some(error.into())))),
+        };
+        let key = Name::normalized(Name::of_path_lossy(&path).printed());
+        while listed
+            .next_if(|next| matches!(next, Ok(next) if **next < key))
+            .is_some()
+        {}
+        match listed.peek() {
+            Some(Ok(next)) if **next == key => None,
+            Some(Err(_)) => listed.next().and_then(Result::err).map(Err),
+            _ => Some(Ok((path, None))),
         }
-    }
-    Ok(ControlFlow::Continue(()))
-}
-
-/// The files of a walk that no list names, or the walk's errors; `Err` if
-/// the listed names cannot be read back.
-struct Unlisted<'a> {
-    walk: Box<dyn Iterator<Item = Walked> + 'a>,
-    listed: std::iter::Peekable<Box<dyn Iterator<Item = io::Result<ByteBuf>> + 'a>>,
-}
-
-/// A path, or where the walk failed and why.
-type Found = Result<OsString, (OsString, bt2sum::Error)>;
-
-impl Iterator for Unlisted<'_> {
-    type Item = io::Result<Found>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let path = match self.walk.next()? {
-                Walked::File(path) => path,
-                Walked::Error { path, error } => return Some(Ok(Err((path, error.into())))),
-            };
-            let key = Name::normalized(&Name::of_path_lossy(&path).into_bytes());
-            let known = loop {
-                match self.listed.peek() {
-                    Some(Ok(next)) if **next < key => {
-                        self.listed.next();
-                    }
-                    Some(Ok(next)) => break **next == key,
-                    Some(Err(_)) => return self.listed.next().map(|error| error.map(|_| Ok(path))),
-                    None => break false,
-                }
-            };
-            if !known {
-                return Some(Ok(Ok(path)));
-            }
-        }
-    }
+    }))
 }

@@ -109,8 +109,22 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
     })
 }
 
+/// Each name of `names` with the move that pairs it (by index).
+pub(super) fn paired<'a, M: Serialize + serde::de::DeserializeOwned>(
+    names: &'a mut Spill<ByteBuf>,
+    moves: &'a mut Spill<(u64, M)>,
+) -> io::Result<impl Iterator<Item = io::Result<(Vec<u8>, Option<M>)>> + 'a> {
+    let mut moves = moves.iter()?.peekable();
+    Ok(names.iter()?.enumerate().map(move |(index, name)| {
+        let moved = moves
+            .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
+            .transpose()?;
+        Ok((name?.into_vec(), moved.map(|(_, moved)| moved)))
+    }))
+}
+
 /// A sorted store's records, sorted, in a store that can be read again.
-fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
+pub(super) fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
     sorted: Spill<T>,
 ) -> io::Result<Spill<T>> {
     let mut again = Spill::new(IN_MEMORY);

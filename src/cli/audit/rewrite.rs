@@ -53,9 +53,9 @@ impl Shape {
     }
 }
 
+/// What becomes of a listed file's lines that are not kept as they are.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
-    Keep,
     /// Missing entry `index`: renamed if it moved, else copied (or, when
     /// `true`, dropped).
     Missing(u64, bool),
@@ -64,16 +64,14 @@ pub(super) enum Fate {
     Restat(TreeParams, u64, Mtime),
 }
 
-/// What becomes of a listed file's lines: `missing`, its index among the
-/// missing entries.
-pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Fate {
+/// What becomes of a listed file's lines (`None`: they are kept):
+/// `missing`, its index among the missing entries.
+pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Option<Fate> {
     if let Some(index) = missing {
-        return Fate::Missing(index, update.forget_missing);
+        return Some(Fate::Missing(index, update.forget_missing));
     }
-    let Some(tagged) = checked.tagged() else {
-        // Leaf lines alone: nothing to write anew.
-        return Fate::Keep;
-    };
+    // (Leaf lines alone: nothing to write anew.)
+    let tagged = checked.tagged()?;
     // (A stat line is on the file's first pass, with its checksum line.)
     let one_pass = checked.is_first_pass();
     match (
@@ -81,21 +79,18 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
         checked.outcome.as_ref(),
         checked.modified(),
     ) {
-        (Some(Verdict::Changed), _, _) => Fate::Changed(Shape::of(checked, tagged, true)),
+        (Some(Verdict::Changed), _, _) => Some(Fate::Changed(Shape::of(checked, tagged, true))),
         (Some(Verdict::Failed), _, _) if update.accept.matches_listed(&checked.pass.name) => {
             let stat = update.stat || checked.pass.stat.is_some();
-            Fate::Changed(Shape::of(checked, tagged, stat))
+            Some(Fate::Changed(Shape::of(checked, tagged, stat)))
         }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
             let listed = checked.pass.stat;
-            if (update.stat || listed.is_some()) && listed != Some(now) {
-                Fate::Restat(checked.pass.tree, now.0, now.1)
-            } else {
-                Fate::Keep
-            }
+            let restat = (update.stat || listed.is_some()) && listed != Some(now);
+            restat.then_some(Fate::Restat(checked.pass.tree, now.0, now.1))
         }
-        _ => Fate::Keep,
+        _ => None,
     }
 }
 
@@ -148,31 +143,6 @@ fn next_line(list: &mut dyn BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Copies a line of an entry whose stat line is written anew (`first`: its
-/// first line), leaving its old stat line out and writing the new one after
-/// the checksum line; whether the new one was written.
-fn restat(
-    out: &mut dyn Write,
-    line: &[u8],
-    first: bool,
-    tree: &TreeParams,
-    size: u64,
-    mtime: Mtime,
-) -> io::Result<bool> {
-    if is_stat(line) {
-        return Ok(false);
-    }
-    out.write_all(line)?;
-    let Some(name) = named(line).filter(|_| first) else {
-        return Ok(false);
-    };
-    let mut stat = Vec::new();
-    let lines = lines_of(tree, &name);
-    lines.push_stat(&mut stat, size, mtime);
-    out.write_all(&stat)?;
-    Ok(true)
-}
-
 impl Rewrite {
     /// Writes the list as the audit found the tree to `out`, reading `list`
     /// again; `default_tree` lists new files when the list has no checksum
@@ -207,33 +177,34 @@ impl Rewrite {
         let mut done = Rewritten::default();
         let mut entries = self.entries.iter()?.peekable();
         let mut moved = self.moves.by_missing.iter()?.peekable();
-        let mut current: Option<(Entry, State)> = None;
-        let mut line = Vec::new();
-        let mut number = 0u64;
+        let mut current: Option<Entry> = None;
+        // Of the current entry: the file it moved to, and whether its lines
+        // were written anew (the old ones are then left out).
+        let (mut renamed, mut written) = (None, false);
+        let (mut line, mut number) = (Vec::new(), 0u64);
         while next_line(list, &mut line)? {
             number += 1;
-            current.take_if(|(entry, _)| number > entry.lines.1);
+            current.take_if(|entry| number > entry.lines.1);
             if current.is_none()
                 && matches!(entries.peek(), Some(Ok(next)) if next.lines.0 == number)
             {
-                current = (entries.next().transpose()?).map(|entry| (entry, State::default()));
+                current = entries.next().transpose()?;
             }
-            let Some((entry, state)) = &mut current else {
+            let Some(entry) = &current else {
                 out.write_all(&line)?;
                 continue;
             };
             let first = number == entry.lines.0;
+            // (An entry's comments and blank lines are kept.)
             match &entry.fate {
-                Fate::Keep => out.write_all(&line)?,
                 Fate::Missing(index, forget) => {
                     if first {
                         let to = moved.next_if(|next| matches!(next, Ok((at, _)) if at == index));
-                        state.renamed = to.transpose()?.map(|(_, file)| file);
-                        done.renamed += u64::from(state.renamed.is_some());
+                        renamed = to.transpose()?.map(|(_, file)| file);
+                        done.renamed += u64::from(renamed.is_some());
                     }
-                    match &state.renamed {
-                        Some(file) => renamed(out, &line, file)?,
-                        // (Its comments and blank lines are kept.)
+                    match &renamed {
+                        Some(file) => rename(out, &line, file)?,
                         None if *forget && named(&line).is_some() => {
                             done.forgotten += u64::from(first);
                         }
@@ -242,18 +213,26 @@ impl Rewrite {
                 }
                 Fate::Changed(shape) => {
                     if first {
-                        state.written = rehash(out, &line, shape, unreadable)?;
-                        done.rehashed += u64::from(state.written);
-                        done.unreadable += u64::from(!state.written);
+                        written = rehash(out, &line, shape, unreadable)?;
+                        done.rehashed += u64::from(written);
+                        done.unreadable += u64::from(!written);
                     }
-                    // (Its comments and blank lines are kept.)
-                    if !state.written || named(&line).is_none() {
+                    if !written || named(&line).is_none() {
                         out.write_all(&line)?;
                     }
                 }
-                Fate::Restat(tree, size, mtime) => {
-                    done.restated += u64::from(restat(out, &line, first, tree, *size, *mtime)?);
+                // (The old stat line is left out, the new one written after
+                // the checksum line.)
+                Fate::Restat(tree, size, mtime) if !is_stat(&line) => {
+                    out.write_all(&line)?;
+                    if let Some(name) = named(&line).filter(|_| first) {
+                        let mut stat = Vec::new();
+                        lines_of(tree, &name).push_stat(&mut stat, *size, *mtime);
+                        out.write_all(&stat)?;
+                        done.restated += 1;
+                    }
                 }
+                Fate::Restat(..) => {}
             }
         }
         Ok(done)
@@ -268,26 +247,17 @@ impl Rewrite {
         done: &mut Rewritten,
         unreadable: &mut impl FnMut(&[u8], &Error),
     ) -> io::Result<()> {
-        let mut moves = self.moves.by_new.iter()?.peekable();
         let mut failed = Ok(());
-        let names = self.new.iter()?.enumerate().filter_map(|(index, name)| {
-            let moved = moves
-                .next_if(|moved| matches!(moved, Ok((at, _)) if *at == index as u64))
-                .is_some();
-            match name {
-                Ok(name) if !moved => Some(name.into_vec()),
-                Ok(_) => None,
-                Err(error) => {
-                    failed = Err(error);
-                    None
-                }
+        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new)?;
+        let names = pairs.filter_map(|pair| match pair {
+            Ok((name, None)) => Some(name),
+            Ok(_) => None,
+            Err(error) => {
+                failed = Err(error);
+                None
             }
         });
-        let jobs = names.map(|name| {
-            let path = Name::listed(&name).path().unwrap_or_default();
-            let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
-            Job::path(name, path, &shape.tree).with_leaves(log)
-        });
+        let jobs = names.map(|name| job(name.clone(), &name, shape));
         let mut written = Ok(());
         hash_each(jobs, |event| {
             let Event::Ready(outcome) = event else {
@@ -309,14 +279,11 @@ impl Rewrite {
     }
 }
 
-/// What is known of the entry whose lines are being written.
-#[derive(Default)]
-struct State {
-    /// The file it moved to, if it moved.
-    renamed: Option<NewFile>,
-    /// Whether its lines were written anew (the old ones are then left
-    /// out).
-    written: bool,
+/// The job that hashes the file a list names `name` for lines of `shape`.
+fn job<T>(tag: T, name: &[u8], shape: &Shape) -> Job<T, Option<LeafLog>> {
+    let path = Name::listed(name).path().unwrap_or_default();
+    let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
+    Job::path(tag, path, &shape.tree).with_leaves(log)
 }
 
 /// Writes the lines of the file `name` hashed (`outcome`) in `shape`: its
@@ -375,11 +342,8 @@ fn rehash(
     let Some(name) = named(line) else {
         return Ok(false);
     };
-    let path = Name::listed(&name).path().unwrap_or_default();
-    let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
-    let job = Job::path((), path, &shape.tree).with_leaves(log);
     let mut result = None;
-    hash_each(std::iter::once(job), |event| {
+    hash_each(std::iter::once(job((), &name, shape)), |event| {
         if let Event::Ready(outcome) = event {
             result = Some(outcome);
         }
@@ -391,16 +355,16 @@ fn rehash(
 
 /// Writes a line of a moved file again, with the name of the file it moved
 /// to; a stat line with that file's size and time when it was hashed.
-fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
+fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let name = &file.name[..];
     let mut again = Vec::new();
-    let grammar = Grammar::default();
-    match classify(line, &grammar) {
+    match classify(line, &Grammar::default()) {
         ListLine::Checksum(entry) => {
+            let (algorithm, style) = (entry.algorithm, style(entry.tagged));
             push_line(
                 &mut again,
-                style(entry.tagged),
-                entry.algorithm,
+                style,
+                algorithm,
                 &entry.expected,
                 Some(name),
                 Ending::Newline,
@@ -410,22 +374,12 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
             let input = lines_of(&leaf.tree, name);
             match (&leaf.leaf, &leaf.span) {
                 (Some(listed), _) => {
-                    input.push_leaf(
-                        &mut again,
-                        leaf.total,
-                        listed.index,
-                        listed.digest.as_bytes(),
-                    );
+                    let digest = listed.digest.as_bytes();
+                    input.push_leaf(&mut again, leaf.total, listed.index, digest);
                 }
+                // (A span runs from a leaf's start to another's, or to the end.)
                 (None, Some(span)) => {
-                    let count = leaf.tree.leaf_count(leaf.total);
-                    let at = |offset: u64| {
-                        if offset == leaf.total {
-                            count
-                        } else {
-                            offset / leaf.tree.leaf_size()
-                        }
-                    };
+                    let at = |offset: u64| offset.div_ceil(leaf.tree.leaf_size());
                     let leaves = at(span.start)..at(span.end);
                     input.push_selection_count(&mut again, leaf.total, &leaves);
                 }
@@ -434,13 +388,10 @@ fn renamed(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
         }
         ListLine::Stat(stat) => {
             let (size, mtime) = file.stat.unwrap_or((stat.size, stat.mtime));
-            let input = lines_of(&stat.tree, name);
-            input.push_stat(&mut again, size, mtime);
+            lines_of(&stat.tree, name).push_stat(&mut again, size, mtime);
         }
         // (An entry's lines are all one of these; anything else is kept.)
-        ListLine::Skip | ListLine::Nameless { .. } | ListLine::Improper(_) => {
-            again.extend_from_slice(line);
-        }
+        _ => again.extend_from_slice(line),
     }
     out.write_all(&again)
 }

@@ -10,7 +10,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Seek, Write};
+use std::io::{self, Seek};
 use std::path::Path;
 
 use super::rewrite::{Rewrite, Rewritten};
@@ -91,39 +91,32 @@ impl UpdatedList {
         unreadable: impl FnMut(&[u8], &Error),
     ) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
-        let changed = || "it changed while the audit ran (audit it again)".to_string();
-        if !self.unchanged() {
-            return Err(changed());
-        }
-        let directory = &self.list.directory;
-        let temporary = Temporary::create(directory, PREFIX).map_err(|error| {
+        // (Checked again before the rename: no other update came first.)
+        let unchanged = || match self.unchanged() {
+            true => Ok(()),
+            false => Err("it changed while the audit ran (audit it again)".to_string()),
+        };
+        unchanged()?;
+        let temporary = Temporary::create(&self.list.directory, PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
             format!(
                 "cannot create a temporary file in {shown}: {}",
                 plain(error)
             )
         })?;
-        let done = {
-            let mut out = io::BufWriter::with_capacity(64 << 10, temporary.file());
-            let mut reader = self.reader().map_err(plain)?;
-            let done = rewrite
-                .write(&mut reader, &mut out, default_tree, unreadable)
-                .map_err(plain)?;
-            out.flush().map_err(plain)?;
-            done
-        };
         let new = temporary.file();
+        let mut out = io::BufWriter::with_capacity(64 << 10, new);
+        let mut list = self.reader().map_err(plain)?;
+        let done = (rewrite.write(&mut list, &mut out, default_tree, unreadable)).map_err(plain)?;
+        drop(out);
         sys::keep_owner(new, &self.metadata)
             .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
         new.set_permissions(self.metadata.permissions())
             .map_err(plain)?;
         new.sync_all().map_err(plain)?;
-        // The list read is still the list there (no other update came first).
-        if !self.unchanged() {
-            return Err(changed());
-        }
+        unchanged()?;
         temporary.persist(&self.list.name, true).map_err(plain)?;
-        directory.sync().map_err(plain)?;
+        self.list.directory.sync().map_err(plain)?;
         Ok(done)
     }
 }
@@ -138,7 +131,7 @@ pub fn update(
     printer: &mut Printer<'_>,
     tally: &Tally,
 ) -> io::Result<Status> {
-    let list = &check.lists[0];
+    let list = Name::of_path_lossy(&check.lists[0]);
     let grammar = &check.settings.grammar;
     let algorithm = grammar.untagged_algorithm;
     let size = grammar.digest_size.unwrap_or(algorithm.max_digest_size());
@@ -151,18 +144,16 @@ pub fn update(
                 report_listed(name, &error.to_string());
             })
         });
-    let shown = Name::of_path_lossy(list).shown();
     let done = match rewritten {
         Ok(done) => done,
         Err(why) => {
-            warn(&format!("{shown}: not updated: {why}"));
+            warn(&format!("{}: not updated: {why}", list.shown()));
             return Ok(Status::Failure);
         }
     };
     if printer.verbosity != Verbosity::Status {
-        warn(&format!("{shown}: updated: {}", said(&done)));
+        warn(&format!("{}: updated: {}", list.shown(), said(&done)));
         if printer.json {
-            let list = Name::of_path_lossy(list);
             printer.emit(&Record::Update {
                 list: JsonName(Some(list.printed())),
                 added: done.added,
@@ -174,14 +165,13 @@ pub fn update(
         }
     }
     let missing = tally.missing - done.forgotten;
-    let failed = missing + tally.errors + done.unreadable > 0;
-    Ok(if failed {
-        Status::Failure
-    } else {
-        Status::Success
+    Ok(match missing + tally.errors + done.unreadable {
+        0 => Status::Success,
+        _ => Status::Failure,
     })
 }
 
+/// What an update did, as its line says it.
 fn said(done: &Rewritten) -> String {
     let parts: Vec<String> = [
         (done.added, "file added", "files added"),

@@ -25,7 +25,7 @@ use super::output::{
 use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
 use super::sys;
-use super::walk::{Skipped, WalkPlan, Walked, walk};
+use super::walk::{Skipped, WalkPlan, walk};
 
 mod files0;
 
@@ -110,8 +110,8 @@ fn walked(
 ) -> impl Iterator<Item = Entry> + 'static {
     let (plan, skipped) = (Arc::clone(plan), Arc::clone(skipped));
     walk(roots.to_vec(), plan, skipped).map(|walked| match walked {
-        Walked::File(path) => Entry::Name(path),
-        Walked::Error { path, error } => Entry::Bad {
+        Ok(path) => Entry::Name(path),
+        Err((path, error)) => Entry::Bad {
             place: path,
             message: plain_message(&error),
         },
