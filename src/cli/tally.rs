@@ -5,8 +5,8 @@
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
 
+use crate::cli::output::Status;
 pub use crate::cli::output::Tally;
-use crate::cli::output::{Coverage, Status, Summary};
 
 /// For each non-zero count, `1 ONE` or `COUNT MANY`, after `WARNING: `
 /// where it is a warning (not news), to follow `bt2sum: `.
@@ -92,16 +92,6 @@ impl Tally {
         format!("audited {files}: {}", counted.join(", "))
     }
 
-    /// The run's summary record (`--json`).
-    pub fn summary(&self, lists: usize, status: Status, ledger: Option<Coverage>) -> Summary<'_> {
-        Summary::Check {
-            lists,
-            counts: self,
-            status: status as u8,
-            ledger,
-        }
-    }
-
     /// Whether the list verified no file where it may have although its
     /// lines were good: with `--ignore-missing` (all were missing), or
     /// where some file was listed without a digest. It then fails, saying
@@ -113,10 +103,9 @@ impl Tally {
         (ignore_missing || self.unverified > 0) && verified == 0 && held_some
     }
 
-    /// Counts a pass's lines, and its file once its last pass is checked;
-    /// `skipped`: the file is missing and `--ignore-missing` was given.
+    /// Counts a file once its last pass is checked; `skipped`: the file is
+    /// missing and `--ignore-missing` was given.
     pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
-        self.entries += checked.lines().count() as u64;
         match (checked.file_verdict(), skipped) {
             (Some(Verdict::Ok), false) if checked.lists_no_digest() => self.unverified += 1,
             (Some(verdict), false) => self.count(verdict),
