@@ -12,6 +12,7 @@
 //! only a unit that matched is recorded (one found failing loses its
 //! record, so that it comes first in the next scrub).
 
+use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -27,22 +28,18 @@ use super::super::beneath;
 use super::super::output::{Coverage, Status, report};
 use super::super::plan::Ledgering;
 
-/// When each unit was last verified to match (seconds since 1970), by the
-/// unit's key.
+/// When each unit was last verified to match (seconds since 1970).
 const VERIFIED: TableDefinition<[u8; 16], u64> = TableDefinition::new("verified");
 /// What the ledger is: its `format`.
 const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
 /// The format this bt2sum writes and reads; a newer one is refused.
 const FORMAT: u64 = 1;
 
-/// How often what was verified is committed.
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 
-/// A unit's key in the ledger.
 type Key = [u8; 16];
 
-/// The key of a unit: a hash of what makes it (see the module
-/// documentation).
+/// A unit's key in the ledger (see the module documentation).
 fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Key {
     let mut state = blake2b_simd::Params::new().hash_length(16).to_state();
     state.update(&(name.len() as u64).to_le_bytes());
@@ -56,29 +53,17 @@ fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Ke
     key
 }
 
-/// The check's ledger, open (`None`: it is to be used only if it is
-/// there, and it is not); else the run's status, said why.
-pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
-    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
-        return Ok(None);
-    }
-    Ledger::open(&ledgering.file, ledgering.reset)
-        .map(Some)
-        .map_err(|why| {
-            report(ledgering.file.as_os_str(), &why.to_string());
-            Status::Failure
-        })
-}
-
-/// The ledger of a check, open.
 pub struct Ledger {
     database: Database,
+    name: OsString,
     /// What was verified since the last commit.
     pending: Option<WriteTransaction>,
     last_commit: Instant,
     /// Why it could not be written, once it could not: nothing more is
     /// recorded.
-    pub failed: Option<String>,
+    unwritten: Option<String>,
+    /// Whether it could not be kept: the run fails.
+    pub failed: bool,
 }
 
 /// Why a ledger cannot be used.
@@ -108,9 +93,22 @@ impl From<redb::Error> for Unusable {
     }
 }
 
+/// The check's ledger, open (`None`: it is used only if it is there, and
+/// it is not), else the run's status, said why: a regular file, reached
+/// without following a link, created if it is not there (emptied first
+/// with `--ledger-reset`).
+pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
+    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+        return Ok(None);
+    }
+    let name = ledgering.file.as_os_str();
+    let ledger = Ledger::open(&ledgering.file, ledgering.reset);
+    ledger
+        .map(Some)
+        .map_err(|why| super::failed(name, &why.to_string()))
+}
+
 impl Ledger {
-    /// Opens the ledger at `path`, creating it if it is not there (emptied
-    /// first if `reset`): a regular file, reached without following a link.
     fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
         let file = beneath::open_or_create(path)?;
         if reset {
@@ -140,10 +138,18 @@ impl Ledger {
         }
         Ok(Ledger {
             database,
+            name: path.as_os_str().to_os_string(),
             pending: None,
             last_commit: Instant::now(),
-            failed: None,
+            unwritten: None,
+            failed: false,
         })
+    }
+
+    /// Says that the ledger cannot be kept: the run fails.
+    fn fail(&mut self, error: &dyn std::fmt::Display) {
+        report(&self.name, &format!("the ledger cannot be kept: {error}"));
+        self.failed = true;
     }
 
     /// What the ledger records now, to look units up in.
@@ -156,7 +162,7 @@ impl Ledger {
     /// verified now; one that did not (damaged, missing, edited) loses its
     /// record; one not read (`--quick`) keeps its record.
     pub fn note(&mut self, checked: &Checked) {
-        if self.failed.is_some() {
+        if self.unwritten.is_some() {
             return;
         }
         let (mut whole, mut leaves) = (None, Vec::new());
@@ -183,7 +189,7 @@ impl Ledger {
             units.push((key(name, tree, None, expected), verdict));
         }
         if let Err(error) = self.record(&units) {
-            self.failed = Some(error.to_string());
+            self.unwritten = Some(error.to_string());
         }
     }
 
@@ -212,7 +218,6 @@ impl Ledger {
         Ok(())
     }
 
-    /// Commits what was verified so far.
     fn commit(&mut self) -> Result<(), redb::Error> {
         self.last_commit = Instant::now();
         if let Some(write) = self.pending.take() {
@@ -222,7 +227,7 @@ impl Ledger {
     }
 
     /// Drops the records of units no longer listed: every key not in
-    /// `listed`, in key order.
+    /// `listed` (in key order).
     fn forget_others(&mut self, listed: impl Iterator<Item = io::Result<Key>>) -> io::Result<()> {
         self.commit().map_err(io::Error::other)?;
         let write = self.database.begin_write().map_err(io::Error::other)?;
@@ -257,7 +262,6 @@ impl Reader {
     }
 }
 
-/// Seconds since 1970.
 fn seconds(time: SystemTime) -> u64 {
     time.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
@@ -283,9 +287,8 @@ fn same_age(first: u64, next: u64) -> bool {
 }
 
 /// The bytes of the first round of a scrub with a time budget, before its
-/// speed is known: what a spinning disk reads in the time (a round checks
-/// its units in list order, so one too big would pass over older ones),
-/// from 4 MiB up to 256 MiB.
+/// speed is known: what a spinning disk reads in the time (see
+/// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
 const FIRST_ROUND_RATE: f64 = 100e6;
 const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
 
@@ -299,13 +302,11 @@ pub struct Schedule {
     pub ledger: Ledger,
     /// The ledger as it was before the check.
     before: Reader,
-    /// Whether the lists are being listed: no round was chosen yet.
+    /// No round was chosen yet.
     pub listing: bool,
-    /// The units not chosen yet, least recently verified first (sorted
-    /// when the first round is chosen).
+    /// The units not chosen yet (sorted when the first round is chosen).
     units: Spill<Planned>,
     left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
-    /// The units chosen so far.
     chosen: Spill<Planned>,
     /// Every unit's key, to drop the records of units no longer listed.
     keys: Spill<Key>,
@@ -362,18 +363,14 @@ impl Schedule {
         false
     }
 
-    /// Whether the ledger held records, none of them of these lists.
-    pub fn foreign(&self) -> bool {
-        !self.known && !self.keys.is_empty() && self.before.len() > 0
-    }
-
-    /// Chooses the next round (none when the time is up); whether it has
-    /// units.
-    pub fn next_round(&mut self, deadline: Option<Instant>) -> io::Result<bool> {
-        self.listing = false;
-        if let Some(error) = self.error.take() {
-            return Err(error);
+    /// Chooses the next round (empty when the time is up); whether it has
+    /// units. `Err`: the ledger held records, none of them of these lists.
+    pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
+        if self.listing && !self.known && !self.keys.is_empty() && self.before.len() > 0 {
+            let foreign = Unusable::Foreign.to_string();
+            return Err(super::failed(&self.ledger.name, &foreign));
         }
+        self.listing = false;
         let now = Instant::now();
         let elapsed = now.duration_since(*self.started.get_or_insert(now));
         let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
@@ -386,23 +383,32 @@ impl Schedule {
                 (rate * left.as_secs_f64() * 1.5) as u64
             }
         };
-        match bytes {
-            0 => self.round.clear(),
-            bytes => self.bytes += self.choose(bytes)?,
+        match self.choose(bytes) {
+            Ok(chosen) => self.bytes += chosen,
+            Err(error) => {
+                self.ledger.fail(&error);
+                return Ok(false);
+            }
         }
         Ok(!self.round.is_empty())
     }
 
     /// Chooses a round: the units least recently verified, `bytes` of them
-    /// (at least one; none when every unit was chosen; fewer when their
-    /// starts would outgrow memory, or when the next were verified at
-    /// another time: see [`same_age`]); the bytes chosen.
+    /// (none if 0, else at least one; none when every unit was chosen;
+    /// fewer when their starts would outgrow memory, or when the next were
+    /// verified at another time: see [`same_age`]); the bytes chosen.
     fn choose(&mut self, bytes: u64) -> io::Result<u64> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        self.round.clear();
+        if bytes == 0 {
+            return Ok(0);
+        }
         if self.left.is_none() {
             let units = std::mem::replace(&mut self.units, Spill::new(0));
             self.left = Some(units.into_sorted()?.peekable());
         }
-        self.round.clear();
         // (A round's starts are held in memory: at most a structure's
         // worth of them.)
         let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
@@ -429,10 +435,24 @@ impl Schedule {
         Ok(taken)
     }
 
-    /// The bytes each age of last proof covers, as the ledger says at the
-    /// end of the check; the records of units no longer listed are dropped
-    /// from it.
-    pub fn coverage(&mut self) -> io::Result<Coverage> {
+    /// What the ledger says once the check is done, said on standard error
+    /// if `shown`.
+    pub fn coverage(&mut self, shown: bool) -> Option<Coverage> {
+        let unwritten = self.ledger.unwritten.take();
+        let coverage = self.ages();
+        if let Some(error) = unwritten {
+            self.ledger.fail(&error);
+        }
+        let coverage = coverage.map_err(|error| self.ledger.fail(&error)).ok()?;
+        if shown {
+            coverage.show(&self.ledger.name);
+        }
+        Some(coverage)
+    }
+
+    /// The bytes each age of last proof covers; the records of units no
+    /// longer listed are dropped.
+    fn ages(&mut self) -> io::Result<Coverage> {
         self.ledger.commit().map_err(io::Error::other)?;
         let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
         let mut coverage = Coverage::default();
@@ -476,9 +496,9 @@ impl Coverage {
         *oldest = verified.min(*oldest);
     }
 
-    /// Says the coverage on standard error: a bar of the bytes by age of
-    /// their last proof on a terminal, the same in words elsewhere.
-    pub fn show(&self, ledger: &std::ffi::OsStr) {
+    /// Says the coverage on standard error: in words, after a bar on a
+    /// terminal.
+    fn show(&self, ledger: &OsStr) {
         let (day, week, month) = (
             self.verified_within_1_day_bytes,
             self.verified_within_7_days_bytes,

@@ -26,8 +26,8 @@ use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 use super::audit::{Audit, Scope, UpdatedList};
 use super::list_name;
 use super::output::{
-    Coverage, Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity,
-    output_failed, report, report_listed, warn,
+    Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
+    report, report_listed, warn,
 };
 use super::plan::Checking;
 use super::progress::{BarMode, Progress};
@@ -37,8 +37,7 @@ use super::tally::Tally;
 use hints::Hints;
 use ledger::Schedule;
 
-/// Verifies every list (standard input when none is given), writing
-/// verdicts to `out`; returns the exit status.
+/// Verifies every list, writing verdicts to `out`; returns the exit status.
 pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
     check(plan, when, out).unwrap_or_else(|status| status)
 }
@@ -47,22 +46,11 @@ pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
 fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, Status> {
     nothing_missing(plan)?;
     let updated = updated_list(plan)?;
-    let ledger = plan
-        .ledger
-        .as_ref()
-        .map(ledger::open)
-        .transpose()?
-        .flatten();
-    let stdin_only = [OsString::from("-")];
-    let names = match plan.lists.is_empty() {
-        true => &stdin_only[..],
-        false => &plan.lists[..],
-    };
-    let lists = Lists::new(plan, names, updated.as_ref(), ledger)
+    let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
+    let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
         .map_err(|error| failed(OsStr::new("standard input"), &plain_message(&error)))?;
     let progress = Progress::start(when, || sizes::listed_bytes(plan));
     let verifier = verifier(plan, &progress, &lists);
-    let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
     let mut check = Check {
@@ -79,7 +67,9 @@ fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, 
         // (In an audit, a missing file may have moved.)
         repairs: (plan.repair.as_ref())
             .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
-        deadline: max_duration.map(|duration| Instant::now() + duration),
+        deadline: (plan.ledger.as_ref())
+            .and_then(|ledger| ledger.max_duration)
+            .map(|duration| Instant::now() + duration),
         status: Status::Success,
         unusable_list: false,
     };
@@ -104,13 +94,9 @@ fn write_failed(error: &io::Error) -> Status {
 /// The list an update rewrites, opened first, and read through that
 /// descriptor only.
 fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
-    if plan
-        .audit
-        .as_ref()
-        .is_none_or(|audit| audit.update.is_none())
-    {
+    let Some(_) = plan.audit.as_ref().and_then(|audit| audit.update.as_ref()) else {
         return Ok(None);
-    }
+    };
     let list = plan.lists.first().map_or("-".as_ref(), OsString::as_os_str);
     UpdatedList::open(Path::new(list)).map(Some).map_err(|why| {
         let list = Name::of_path_lossy(list).shown();
@@ -143,13 +129,13 @@ fn nothing_missing(plan: &Checking) -> Result<(), Status> {
     Ok(())
 }
 
-/// The lists of a check, each to read from its start as often as needed
-/// (the list an update rewrites through the update's descriptor, standard
-/// input from a temporary copy where a ledger reads it more than once), and
-/// which of their files the check reads: those in an audit's scope and,
-/// with a ledger, those of the round.
+/// The lists of a check (standard input when none is given), each to read
+/// from its start as often as needed (the list an update rewrites through
+/// the update's descriptor, standard input from a temporary copy where a
+/// ledger reads it more than once), and which of their files the check
+/// reads: those in an audit's scope and, with a ledger, those of the round.
 struct Lists<'a> {
-    names: &'a [OsString],
+    names: Vec<OsString>,
     updated: Option<&'a UpdatedList>,
     stdin: Option<File>,
     scope: Option<Scope<'a>>,
@@ -159,10 +145,13 @@ struct Lists<'a> {
 impl<'a> Lists<'a> {
     fn new(
         plan: &'a Checking,
-        names: &'a [OsString],
         updated: Option<&'a UpdatedList>,
         ledger: Option<ledger::Ledger>,
     ) -> io::Result<Self> {
+        let names = match plan.lists.is_empty() {
+            true => vec![OsString::from("-")],
+            false => plan.lists.clone(),
+        };
         let mut stdin = None;
         if ledger.is_some() && names.iter().any(|list| list == "-") {
             let copy = stdin.insert(tempfile::tempfile()?);
@@ -194,7 +183,6 @@ impl<'a> Lists<'a> {
         }
     }
 
-    /// Whether the unit starting at `start` is read.
     fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
         if let (Some(scope), Some(unit)) = (&self.scope, unit)
             && !scope.holds(unit.name)
@@ -215,8 +203,6 @@ impl<'a> Lists<'a> {
     }
 }
 
-/// The verifier of a check: its settings, progress, quick look, the
-/// choice of what it reads, and its slice.
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings).before_reading_stdin(|| {
         progress.reading_stdin();
@@ -255,8 +241,8 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
     verifier
 }
 
-/// The most bytes of leaves of one file a pass checks with a ledger: what
-/// a kill or a deadline leaves unrecorded of a big file at most.
+/// The most bytes of leaves of one file a pass checks with a ledger: at
+/// most what a kill or a deadline leaves unrecorded.
 const PASS_BYTES: u64 = 64 << 20;
 
 const NO_STAT_LINES: &str = "--quick needs stat lines, and the list has none: make it with \
@@ -283,8 +269,7 @@ fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
 /// already.
 type Read = Result<(), Option<io::Error>>;
 
-/// A check under way: what it reads, where verdicts go, what is counted,
-/// and what goes with verifying (an audit, repairs).
+/// A check under way.
 struct Check<'a, 'o> {
     plan: &'a Checking,
     lists: &'a Lists<'a>,
@@ -305,10 +290,10 @@ struct Check<'a, 'o> {
 }
 
 impl Check<'_, '_> {
-    /// Reads every list through the verifier, once, or with a ledger in
-    /// rounds until the schedule is done or the time is up; each list is
-    /// summed up as it ends (with a ledger, after the last round). `Err`:
-    /// the run's status, when it ends early.
+    /// Reads every list, once, or with a ledger in rounds until the
+    /// schedule is done or the time is up; each list is summed up as it
+    /// ends (with a ledger, after the last round). `Err`: the run's status,
+    /// when it ends early.
     fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
         let lists = self.lists;
         let mut tallies: Vec<(Tally, Read)> = lists
@@ -348,7 +333,7 @@ impl Check<'_, '_> {
             let Some(schedule) = &lists.schedule else {
                 return Ok(());
             };
-            if !self.next_round(&mut schedule.borrow_mut())? {
+            if !schedule.borrow_mut().next_round(self.deadline)? {
                 break;
             }
         }
@@ -519,47 +504,6 @@ impl Check<'_, '_> {
         Ok(())
     }
 
-    /// Chooses the next round of a check with a ledger; whether there is
-    /// one. `Err`: the ledger is another list's.
-    fn next_round(&mut self, schedule: &mut Schedule) -> Result<bool, Status> {
-        if schedule.listing && schedule.foreign() {
-            let foreign = ledger::Unusable::Foreign.to_string();
-            return Err(failed(self.ledger_name(), &foreign));
-        }
-        schedule.next_round(self.deadline).or_else(|error| {
-            self.ledger_failed(&error);
-            Ok(false)
-        })
-    }
-
-    fn ledger_name(&self) -> &OsStr {
-        (self.plan.ledger.as_ref()).map_or(OsStr::new(""), |ledger| ledger.file.as_os_str())
-    }
-
-    /// Says that the ledger could not be kept: the run fails.
-    fn ledger_failed(&mut self, error: &dyn std::fmt::Display) {
-        report(
-            self.ledger_name(),
-            &format!("the ledger cannot be kept: {error}"),
-        );
-        self.status = Status::Failure;
-    }
-
-    /// What the ledger says at the end of the check, said on standard error
-    /// (but with --status).
-    fn coverage(&mut self, schedule: &mut Schedule) -> Option<Coverage> {
-        let failed = schedule.ledger.failed.take();
-        let coverage = schedule.coverage();
-        if let Some(error) = failed {
-            self.ledger_failed(&error);
-        }
-        let coverage = coverage.map_err(|error| self.ledger_failed(&error)).ok()?;
-        if self.plan.verbosity != Verbosity::Status {
-            coverage.show(self.ledger_name());
-        }
-        Some(coverage)
-    }
-
     /// Ends the check: the ledger's coverage, an audit's findings and
     /// update, the summaries, the hints; the run's status.
     fn finish(mut self) -> io::Result<Status> {
@@ -570,7 +514,15 @@ impl Check<'_, '_> {
                 audit.first_outside = scope.first_outside();
             }
         }
-        let coverage = (lists.schedule.as_ref()).and_then(|s| self.coverage(&mut s.borrow_mut()));
+        let shown = plan.verbosity != Verbosity::Status;
+        let coverage = (lists.schedule.as_ref()).and_then(|s| s.borrow_mut().coverage(shown));
+        if lists
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.borrow().ledger.failed)
+        {
+            self.status = Status::Failure;
+        }
         let summaries = std::mem::take(&mut self.summaries);
         let summarize = || {
             for (list_name, tally) in &summaries {
