@@ -17,7 +17,7 @@ use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use bt2sum::spill::Spill;
+use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
@@ -308,8 +308,6 @@ pub struct Schedule {
     units: Spill<Planned>,
     left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
     chosen: Spill<Planned>,
-    /// Every unit's key, to drop the records of units no longer listed.
-    keys: Spill<Key>,
     /// Whether the ledger knew any unit.
     known: bool,
     /// The starts of the units of the round under way, in order.
@@ -323,15 +321,13 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn new(ledger: Ledger) -> Schedule {
-        let capacity = bt2sum::spill::IN_MEMORY;
         Schedule {
             before: ledger.reader(),
             ledger,
             listing: true,
-            units: Spill::sorted(capacity),
+            units: Spill::sorted(IN_MEMORY),
             left: None,
-            chosen: Spill::new(capacity),
-            keys: Spill::sorted(capacity),
+            chosen: Spill::new(IN_MEMORY),
             known: false,
             round: Vec::new(),
             started: None,
@@ -356,7 +352,7 @@ impl Schedule {
                 bytes: unit.bytes,
                 key,
             };
-            if let Err(error) = self.units.push(&planned).and(self.keys.push(&key)) {
+            if let Err(error) = self.units.push(&planned) {
                 self.error.get_or_insert(error);
             }
         }
@@ -366,7 +362,7 @@ impl Schedule {
     /// Chooses the next round (empty when the time is up); whether it has
     /// units. `Err`: the ledger held records, none of them of these lists.
     pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
-        if self.listing && !self.known && !self.keys.is_empty() && self.before.len() > 0 {
+        if self.listing && !self.known && !self.units.is_empty() && self.before.len() > 0 {
             let foreign = Unusable::Foreign.to_string();
             return Err(super::failed(&self.ledger.name, &foreign));
         }
@@ -455,7 +451,7 @@ impl Schedule {
     fn ages(&mut self) -> io::Result<Coverage> {
         self.ledger.commit().map_err(io::Error::other)?;
         let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
-        let mut coverage = Coverage::default();
+        let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
         let left = match self.left.take() {
             Some(left) => left,
             None => std::mem::replace(&mut self.units, Spill::new(0))
@@ -465,9 +461,9 @@ impl Schedule {
         for planned in self.chosen.iter()?.chain(left) {
             let planned = planned?;
             coverage.add(now, after.verified(&planned.key), planned.bytes);
+            keys.push(&planned.key)?;
         }
         drop(after);
-        let keys = std::mem::replace(&mut self.keys, Spill::new(0));
         self.ledger.forget_others(keys.into_sorted()?)?;
         Ok(coverage)
     }

@@ -29,8 +29,8 @@ use super::output::{
     Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
     report, report_listed, warn,
 };
-use super::plan::Checking;
-use super::progress::{BarMode, Progress};
+use super::plan::{Checking, Config};
+use super::progress::Progress;
 use super::repair::Repairs;
 use super::sys;
 use super::tally::Tally;
@@ -38,23 +38,24 @@ use hints::Hints;
 use ledger::Schedule;
 
 /// Verifies every list, writing verdicts to `out`; returns the exit status.
-pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
-    check(plan, when, out).unwrap_or_else(|status| status)
+pub fn run(plan: &Checking, config: &Config, out: &mut dyn Write) -> Status {
+    check(plan, config, out).unwrap_or_else(|status| status)
 }
 
 /// [`run`], with `Err` for a check that ends early.
-fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, Status> {
+fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status, Status> {
     nothing_missing(plan)?;
     let updated = updated_list(plan)?;
     let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
     let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
         .map_err(|error| failed(OsStr::new("standard input"), &plain_message(&error)))?;
-    let progress = Progress::start(when, || sizes::listed_bytes(plan));
+    let progress = Progress::start(config.progress, || sizes::listed_bytes(plan));
     let verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
     let mut check = Check {
         plan,
+        directory: config.directory.as_deref(),
         lists: &lists,
         progress: &progress,
         printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
@@ -272,6 +273,8 @@ type Read = Result<(), Option<io::Error>>;
 /// A check under way.
 struct Check<'a, 'o> {
     plan: &'a Checking,
+    /// The directory `-C` named, which the lists' paths are read from too.
+    directory: Option<&'a OsStr>,
     lists: &'a Lists<'a>,
     progress: &'a Progress,
     printer: Printer<'o>,
@@ -491,7 +494,7 @@ impl Check<'_, '_> {
     fn unreadable(&mut self, list: &OsStr, error: &io::Error) -> io::Result<()> {
         (self.status, self.unusable_list) = (Status::Failure, true);
         (self.printer).list_error(list_name(list), &plain_message(error))?;
-        if let (io::ErrorKind::NotFound, Some(directory)) = (error.kind(), &self.plan.directory)
+        if let (io::ErrorKind::NotFound, Some(directory)) = (error.kind(), self.directory)
             && Path::new(list).is_relative()
         {
             let directory = Name::of_path_lossy(directory).shown();
