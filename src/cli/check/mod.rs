@@ -85,15 +85,13 @@ fn failed(name: &OsStr, message: &str) -> Status {
     Status::Failure
 }
 
-/// What a failed write to standard output means for a check: it did not
-/// finish, so it fails, whether the reader has gone (quietly, as GNU's
-/// tools end on SIGPIPE) or the write failed (with the reason).
+/// A check whose output could not be written did not finish: it fails,
+/// quietly if the reader has gone (as GNU's tools end on SIGPIPE).
 fn write_failed(error: &io::Error) -> Status {
     output_failed(error).max(Status::Failure)
 }
 
-/// The list an update rewrites, opened first, and read through that
-/// descriptor only.
+/// The list an update rewrites, opened first, and read only through it.
 fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
     let Some(_) = plan.audit.as_ref().and_then(|audit| audit.update.as_ref()) else {
         return Ok(None);
@@ -171,7 +169,6 @@ impl<'a> Lists<'a> {
         })
     }
 
-    /// The list `list`, from its start.
     fn open(&self, list: &OsStr) -> io::Result<Box<dyn io::BufRead + '_>> {
         match (self.updated, &self.stdin) {
             (Some(updated), _) => Ok(Box::new(updated.reader()?)),
@@ -266,8 +263,7 @@ fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
     }
 }
 
-/// How reading a list went: `Err(None)` when why it failed was said
-/// already.
+/// How reading a list went (`Err(None)`: why not was said already).
 type Read = Result<(), Option<io::Error>>;
 
 /// A check under way.
@@ -351,9 +347,8 @@ impl Check<'_, '_> {
         self.deadline.is_some_and(|at| Instant::now() >= at)
     }
 
-    /// Reads one list through the verifier, printing and counting into
-    /// `tally`; how reading it went. `Err` only when writing to standard
-    /// output fails.
+    /// Checks one list, printing and counting into `tally`. `Err` only when
+    /// writing to standard output fails.
     fn list(
         &mut self,
         verifier: &Verifier<'_>,
@@ -465,8 +460,8 @@ impl Check<'_, '_> {
         Ok(Break(()))
     }
 
-    /// Ends one list once it is checked: its summary (after an audit's
-    /// findings, for an audit), or why it could not be read.
+    /// Ends one list once it is checked: its summary, or why it could not
+    /// be read.
     fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> io::Result<()> {
         self.totals.add(&tally);
         match read {
@@ -621,15 +616,18 @@ impl Printer<'_> {
             }
             return Ok(());
         }
-        // The file's line first, when it is checked in one pass (as nearly
-        // every file is); else after the failing leaves of its last pass.
-        let in_one_pass = checked.is_first_pass() && checked.is_last_pass();
         // (A file listed without a digest is not OK: its bytes were not
         // checked. Its count lines fail if its length changed.)
         let file_verdict = checked
             .file_verdict()
             .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest());
-        if let (true, Some(verdict)) = (in_one_pass, file_verdict) {
+        // The file's line first, when it is checked in one pass (as nearly
+        // every file is); else after the failing leaves of its last pass.
+        let (first, last) = match checked.is_first_pass() && checked.is_last_pass() {
+            true => (file_verdict, None),
+            false => (None, file_verdict),
+        };
+        if let Some(verdict) = first {
             self.verdict(checked, Subject::Checksum, verdict)?;
         }
         for (subject, verdict) in checked.lines() {
@@ -643,15 +641,12 @@ impl Printer<'_> {
                 self.verdict(checked, subject, verdict)?;
             }
         }
-        if let (false, Some(verdict)) = (in_one_pass, file_verdict) {
-            self.verdict(checked, Subject::Checksum, verdict)?;
-        }
-        Ok(())
+        last.map_or(Ok(()), |verdict| {
+            self.verdict(checked, Subject::Checksum, verdict)
+        })
     }
 
-    /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the
-    /// file, or its checksum line), `NAME: leaf I: OK`, `NAME: leaf count:
-    /// OK`.
+    /// Prints one verdict, unless the verbosity hides it.
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
         let printed = match verdict {
             Verdict::Ok | Verdict::Unread => {
@@ -666,10 +661,7 @@ impl Printer<'_> {
     }
 }
 
-/// A verdict's record: `verdict` for a file (or its checksum line), with
-/// its tree, the listed and computed checksums and its length;
-/// `leaf-verdict` with the leaf's bytes (what to fetch again); and
-/// `count-verdict`.
+/// A verdict's record: a leaf's with its bytes (what to fetch again).
 fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Record<'_> {
     let (name, tree) = (JsonName(Some(checked.name())), Tree(checked.tree()));
     let hashed = checked.outcome().ok();
