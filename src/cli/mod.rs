@@ -103,7 +103,7 @@ pub fn run(config: Config) -> Status {
 fn drive(config: &Config, out: &mut dyn Write) -> Status {
     output::with_stderr(match &config.mode {
         Mode::Hash(hashing) => hash::run(hashing, config.progress, out),
-        Mode::Check(checking) => check::run(checking, config.progress, out),
+        Mode::Check(checking) => check::run(checking, config, out),
         Mode::Combine(combining) => combine::run(combining, out),
         Mode::Completions(_) | Mode::Man => Status::Success,
     })

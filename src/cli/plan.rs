@@ -107,9 +107,6 @@ pub enum Listing {
 
 /// The settings of a check run.
 pub struct Checking {
-    /// The directory `-C` named, which the lists' paths are read from too
-    /// (for a tip when one is not there).
-    pub directory: Option<OsString>,
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
     /// How lines read (`-a`, `-s`) and the leaf size of checksum lines
@@ -313,7 +310,7 @@ impl Config {
         } else if args.man {
             Mode::Man
         } else if args.check {
-            Mode::Check(checking(args, walk, directory.clone())?)
+            Mode::Check(checking(args, walk)?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
@@ -332,11 +329,7 @@ impl Config {
 }
 
 /// The settings of `--check`, as the arguments give them.
-fn checking(
-    args: Args,
-    walk: WalkPlan,
-    directory: Option<OsString>,
-) -> Result<Checking, clap::Error> {
+fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
     // (They override each other: one at most is given.)
     let verbosity = match (args.status, args.quiet, args.warn) {
         (true, ..) => Verbosity::Status,
@@ -385,7 +378,6 @@ fn checking(
         quick: args.quick,
     });
     Ok(Checking {
-        directory,
         lists: args.files,
         settings: Settings {
             grammar,

@@ -2,22 +2,18 @@
 //! found, and GNU's summary of them. ([`Tally`] itself is a record of
 //! `output`, the JSON summary's counts.)
 
-use bt2sum::verify::Checked;
-use bt2sum::verify::Verdict;
+use bt2sum::verify::{Checked, Verdict};
 
+use crate::cli::output::Status;
 pub use crate::cli::output::Tally;
-use crate::cli::output::{Coverage, Status, Summary};
 
 /// For each non-zero count, `1 ONE` or `COUNT MANY`, after `WARNING: `
 /// where it is a warning (not news), to follow `bt2sum: `.
 fn said(counts: &[(u64, bool, &str, &str)]) -> Vec<String> {
     let said = |&(count, warning, one, many): &(u64, bool, &str, &str)| {
         let prefix = if warning { "WARNING: " } else { "" };
-        match count {
-            0 => None,
-            1 => Some(format!("{prefix}1 {one}")),
-            _ => Some(format!("{prefix}{count} {many}")),
-        }
+        let words = if count == 1 { one } else { many };
+        (count > 0).then(|| format!("{prefix}{count} {words}"))
     };
     counts.iter().filter_map(said).collect()
 }
@@ -33,7 +29,7 @@ impl Tally {
             unrestored);
     }
 
-    /// The status of an audit: a failure if anything but OK was found.
+    /// A failure if an audit found anything but OK.
     pub fn audit_status(&self) -> Status {
         match self.new + self.moved + self.missing + self.errors {
             0 => Status::Success,
@@ -92,31 +88,19 @@ impl Tally {
         format!("audited {files}: {}", counted.join(", "))
     }
 
-    /// The run's summary record (`--json`).
-    pub fn summary(&self, lists: usize, status: Status, ledger: Option<Coverage>) -> Summary<'_> {
-        Summary::Check {
-            lists,
-            counts: self,
-            status: status as u8,
-            ledger,
-        }
-    }
-
     /// Whether the list verified no file where it may have although its
-    /// lines were good: with `--ignore-missing` (all were missing), or
-    /// where some file was listed without a digest. It then fails, saying
-    /// so. (A list checked in slices may well have none of its files in
-    /// one: that slice verifies nothing of it, and fails nothing.)
+    /// lines were good (with `--ignore-missing`, or where some file was
+    /// listed without a digest): it then fails, saying so. (A slice may
+    /// well hold none of a list's files: it fails nothing.)
     pub fn verified_none(&self, ignore_missing: bool) -> bool {
         let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
         let verified = self.matched + self.unread + self.mended_files + self.restored;
         (ignore_missing || self.unverified > 0) && verified == 0 && held_some
     }
 
-    /// Counts a pass's lines, and its file once its last pass is checked;
-    /// `skipped`: the file is missing and `--ignore-missing` was given.
+    /// Counts a file once its last pass is checked; `skipped`: the file is
+    /// missing and `--ignore-missing` was given.
     pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
-        self.entries += checked.lines().count() as u64;
         match (checked.file_verdict(), skipped) {
             (Some(Verdict::Ok), false) if checked.lists_no_digest() => self.unverified += 1,
             (Some(verdict), false) => self.count(verdict),
@@ -160,14 +144,11 @@ impl Tally {
         said(&counts)
     }
 
-    /// Whether the list verifies: it has a properly formatted line, none
-    /// of its files failed (but those mended or accepted) or was unreadable
-    /// (but those restored), none changed unless `updated` (the update
-    /// lists it as it is now), with `strict` no line was improperly
-    /// formatted, and with `ignore_missing` some file was verified (or,
-    /// being `updated`, changed): a list whose files were all skipped as
-    /// missing verifies nothing, as in GNU. (Missing files an audit skips
-    /// are its own findings, or another slice's.)
+    /// Whether the list verifies. A file that failed may have been mended
+    /// or accepted, an unreadable one restored, a changed one `updated`
+    /// (the update lists it as it is now); a list whose files were all
+    /// skipped as missing verifies nothing, as in GNU. (Missing files an
+    /// audit skips are its own findings, or another slice's.)
     pub fn passed(&self, strict: bool, updated: bool, ignore_missing: bool) -> bool {
         self.entries > 0
             && (!self.verified_none(ignore_missing) || updated && self.changed > 0)

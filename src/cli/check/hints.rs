@@ -5,9 +5,8 @@
 //! shape shows another tool.
 
 use bt2sum::format::list::{Improper, OtherTool};
-use bt2sum::verify::{BadLine, Checked};
-
 use bt2sum::format::name::Name;
+use bt2sum::verify::{BadLine, Checked};
 
 use crate::cli::args::shown_leaf_size;
 use crate::cli::output::warn;
@@ -48,7 +47,6 @@ fn add(counts: &mut Vec<(OtherTool, u64)>, tool: &OtherTool) {
 }
 
 impl Hints {
-    /// Notes an improperly formatted line.
     pub fn bad_line(&mut self, why: &BadLine) {
         match why {
             BadLine::Grammar(Improper::OtherTool(tool)) => add(&mut self.other_tools, tool),
@@ -57,7 +55,6 @@ impl Hints {
         }
     }
 
-    /// Notes a checked pass.
     pub fn checked(&mut self, checked: &Checked) {
         if checked.is_last_pass() {
             self.files += 1;
@@ -120,21 +117,7 @@ impl Hints {
             ));
         }
         for (tool, count) in &self.other_tools {
-            warn(&match tool {
-                OtherTool::GnuB2sum => format!(
-                    "hint: {} GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with N \
-                     in bits, where bt2sum's counts bytes): b2sum hashes a file as one \
-                     sequential BLAKE2b stream, which never matches a tree hash",
-                    lines(*count, "has", "have")
-                ),
-                OtherTool::Tagged(tag) => format!(
-                    "hint: {} tagged {tag}, as {} writes them: another algorithm's \
-                     digests never match a tree hash",
-                    lines(*count, "is", "are"),
-                    tool.writer()
-                ),
-                OtherTool::Sized { .. } => continue,
-            });
+            warn(&tool_hint(tool, *count));
         }
         if self.stdin_in_stdin > 0 {
             warn(&format!(
@@ -144,7 +127,9 @@ impl Hints {
                 lines(self.stdin_in_stdin, "checks", "check")
             ));
         }
-        self.show_sized();
+        for (tool, count) in &self.failed_like {
+            warn(&tool_hint(tool, *count));
+        }
         if self.every_line_failed {
             warn(&format!(
                 "hint: every checksum line failed: checksum lines do not record their leaf \
@@ -155,31 +140,38 @@ impl Hints {
             ));
         }
     }
+}
 
-    /// The hints at failing lines the size of another algorithm's digests.
-    fn show_sized(&self) {
-        for (tool, count) in &self.failed_like {
-            let OtherTool::Sized { algorithm, bytes } = tool else {
-                continue;
-            };
-            let blake2s = if *bytes == 32 {
-                " (one made by bt2sum -a blake2s --untagged is checked with -a blake2s)"
-            } else {
-                ""
+/// The hint at `count` lines of another tool: improperly formatted ones
+/// of its shape, or failing ones the size of its digests.
+fn tool_hint(tool: &OtherTool, count: u64) -> String {
+    match tool {
+        OtherTool::GnuB2sum => format!(
+            "hint: {} GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with N in bits, \
+             where bt2sum's counts bytes): b2sum hashes a file as one sequential BLAKE2b \
+             stream, which never matches a tree hash",
+            lines(count, "has", "have")
+        ),
+        OtherTool::Tagged(tag) => format!(
+            "hint: {} tagged {tag}, as {} writes them: another algorithm's digests never \
+             match a tree hash",
+            lines(count, "is", "are"),
+            tool.writer()
+        ),
+        OtherTool::Sized { algorithm, bytes } => {
+            let blake2s = match bytes {
+                32 => " (one made by bt2sum -a blake2s --untagged is checked with -a blake2s)",
+                _ => "",
             };
             // ("an MD5": said "em-dee".)
-            let article = if algorithm.starts_with("MD") {
-                "an"
-            } else {
-                "a"
-            };
-            warn(&format!(
-                "hint: {} {} hex digits, the size of {article} {algorithm} digest, and failed: \
-                 a list made by {} never matches a tree hash{blake2s}",
-                lines(*count, "holds", "hold"),
+            let article = ["a", "an"][usize::from(algorithm.starts_with("MD"))];
+            format!(
+                "hint: {} {} hex digits, the size of {article} {algorithm} digest, and \
+                 failed: a list made by {} never matches a tree hash{blake2s}",
+                lines(count, "holds", "hold"),
                 2 * bytes,
                 tool.writer()
-            ));
+            )
         }
     }
 }

@@ -6,18 +6,18 @@
 //! loses at most the last second of progress, never the ledger) beside the
 //! list, which itself never changes for it. A unit is known by a hash of
 //! its name, tree, leaf index and listed digest: a line `--update` keeps
-//! keeps its record, an edited line is a new unit, and a ledger made for
+//! its record, an edited line is a new unit, and a ledger made for
 //! another list knows none of the list's units. The ledger only orders a
 //! check's work and reports its coverage: it never makes a file pass, and
 //! only a unit that matched is recorded (one found failing loses its
-//! record).
+//! record, so that it comes first in the next scrub).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use bt2sum::spill::Spill;
+use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
@@ -28,23 +28,19 @@ use super::super::beneath;
 use super::super::output::{Coverage, Status, report};
 use super::super::plan::Ledgering;
 
-/// When each unit was last verified to match (seconds since 1970), by the
-/// unit's key.
+/// When each unit was last verified to match (seconds since 1970).
 const VERIFIED: TableDefinition<[u8; 16], u64> = TableDefinition::new("verified");
 /// What the ledger is: its `format`.
 const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
 /// The format this bt2sum writes and reads; a newer one is refused.
 const FORMAT: u64 = 1;
 
-/// How often what was verified is committed.
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 
-/// A unit's key in the ledger.
-pub type Key = [u8; 16];
+type Key = [u8; 16];
 
-/// The key of a unit: a hash of what makes it (see the module
-/// documentation).
-pub fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Key {
+/// A unit's key in the ledger (see the module documentation).
+fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Key {
     let mut state = blake2b_simd::Params::new().hash_length(16).to_state();
     state.update(&(name.len() as u64).to_le_bytes());
     state.update(name);
@@ -57,30 +53,17 @@ pub fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -
     key
 }
 
-/// The check's ledger, open, if it is to be used; else the run's status,
-/// said why.
-pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
-    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
-        return Ok(None);
-    }
-    let ledger = Ledger::open(&ledgering.file, ledgering.reset).map_err(|why| {
-        report(ledgering.file.as_os_str(), &why.to_string());
-        Status::Failure
-    });
-    ledger.map(Some)
-}
-
-/// The ledger of a check, open.
 pub struct Ledger {
     database: Database,
-    /// Its name, for messages.
-    shown: std::ffi::OsString,
+    name: OsString,
     /// What was verified since the last commit.
     pending: Option<WriteTransaction>,
     last_commit: Instant,
     /// Why it could not be written, once it could not: nothing more is
     /// recorded.
-    pub failed: Option<String>,
+    unwritten: Option<String>,
+    /// Whether it could not be kept: the run fails.
+    pub failed: bool,
 }
 
 /// Why a ledger cannot be used.
@@ -110,10 +93,23 @@ impl From<redb::Error> for Unusable {
     }
 }
 
+/// The check's ledger, open (`None`: it is used only if it is there, and
+/// it is not), else the run's status, said why: a regular file, reached
+/// without following a link, created if it is not there (emptied first
+/// with `--ledger-reset`).
+pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
+    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+        return Ok(None);
+    }
+    let name = ledgering.file.as_os_str();
+    let ledger = Ledger::open(&ledgering.file, ledgering.reset);
+    ledger
+        .map(Some)
+        .map_err(|why| super::failed(name, &why.to_string()))
+}
+
 impl Ledger {
-    /// Opens the ledger at `path`, creating it if it is not there (emptied
-    /// first if `reset`): a regular file, reached without following a link.
-    pub fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
+    fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
         let file = beneath::open_or_create(path)?;
         if reset {
             file.set_len(0).map_err(beneath::Refusal::Io)?;
@@ -133,7 +129,7 @@ impl Ledger {
             Some(format) if format > FORMAT => return Err(Unusable::Newer(format)),
             Some(_) => {}
             None => {
-                let about = |write: redb::WriteTransaction| -> Result<(), redb::Error> {
+                let about = |write: WriteTransaction| -> Result<(), redb::Error> {
                     write.open_table(ABOUT)?.insert("format", FORMAT)?;
                     Ok(write.commit()?)
                 };
@@ -142,16 +138,18 @@ impl Ledger {
         }
         Ok(Ledger {
             database,
-            shown: path.as_os_str().to_os_string(),
+            name: path.as_os_str().to_os_string(),
             pending: None,
             last_commit: Instant::now(),
-            failed: None,
+            unwritten: None,
+            failed: false,
         })
     }
 
-    /// The ledger's name, for messages.
-    pub fn shown(&self) -> &OsStr {
-        &self.shown
+    /// Says that the ledger cannot be kept: the run fails.
+    fn fail(&mut self, error: &dyn std::fmt::Display) {
+        report(&self.name, &format!("the ledger cannot be kept: {error}"));
+        self.failed = true;
     }
 
     /// What the ledger records now, to look units up in.
@@ -162,10 +160,9 @@ impl Ledger {
 
     /// Records what a pass verified: each of its units that matched is
     /// verified now; one that did not (damaged, missing, edited) loses its
-    /// record, so that it counts as never verified and comes first in the
-    /// next scrub; one not read (`--quick`) keeps its record.
+    /// record; one not read (`--quick`) keeps its record.
     pub fn note(&mut self, checked: &Checked) {
-        if self.failed.is_some() {
+        if self.unwritten.is_some() {
             return;
         }
         let (mut whole, mut leaves) = (None, Vec::new());
@@ -192,7 +189,7 @@ impl Ledger {
             units.push((key(name, tree, None, expected), verdict));
         }
         if let Err(error) = self.record(&units) {
-            self.failed = Some(error.to_string());
+            self.unwritten = Some(error.to_string());
         }
     }
 
@@ -221,8 +218,7 @@ impl Ledger {
         Ok(())
     }
 
-    /// Commits what was verified so far.
-    pub fn commit(&mut self) -> Result<(), redb::Error> {
+    fn commit(&mut self) -> Result<(), redb::Error> {
         self.last_commit = Instant::now();
         if let Some(write) = self.pending.take() {
             write.commit()?;
@@ -231,7 +227,7 @@ impl Ledger {
     }
 
     /// Drops the records of units no longer listed: every key not in
-    /// `listed`, in key order.
+    /// `listed` (in key order).
     fn forget_others(&mut self, listed: impl Iterator<Item = io::Result<Key>>) -> io::Result<()> {
         self.commit().map_err(io::Error::other)?;
         let write = self.database.begin_write().map_err(io::Error::other)?;
@@ -262,14 +258,10 @@ impl Reader {
     }
 
     fn len(&self) -> u64 {
-        self.0
-            .as_ref()
-            .and_then(|table| table.len().ok())
-            .unwrap_or(0)
+        self.0.as_ref().map_or(0, |table| table.len().unwrap_or(0))
     }
 }
 
-/// Seconds since 1970.
 fn seconds(time: SystemTime) -> u64 {
     time.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
@@ -294,73 +286,125 @@ fn same_age(first: u64, next: u64) -> bool {
     (first == 0) == (next == 0) && next - first <= 3600
 }
 
-/// The units of the lists, as a check with a ledger finds them, and
-/// which of them each round verifies.
+/// The bytes of the first round of a scrub with a time budget, before its
+/// speed is known: what a spinning disk reads in the time (see
+/// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
+const FIRST_ROUND_RATE: f64 = 100e6;
+const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
+
+/// A check with a ledger: the ledger, the units of the lists, noted as the
+/// lists are read the first time (the listing), and the rounds that then
+/// verify them. Each round chooses the least recently verified units left,
+/// as many as the time left (`--max-duration`) and the speed so far can
+/// verify (a round too big is cut at the deadline), or all of them without
+/// a time budget.
 pub struct Schedule {
+    pub ledger: Ledger,
     /// The ledger as it was before the check.
     before: Reader,
-    /// The units not chosen yet, least recently verified first (sorted
-    /// when the first round is chosen).
+    /// No round was chosen yet.
+    pub listing: bool,
+    /// The units not chosen yet (sorted when the first round is chosen).
     units: Spill<Planned>,
     left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
-    /// The units chosen so far.
     chosen: Spill<Planned>,
-    /// Every unit's key, to drop the records of units no longer listed.
-    keys: Spill<Key>,
     /// Whether the ledger knew any unit.
     known: bool,
     /// The starts of the units of the round under way, in order.
-    pub round: Vec<u64>,
+    round: Vec<u64>,
+    /// When the first round started, and the bytes the rounds chose.
+    started: Option<Instant>,
+    bytes: u64,
     /// Why a unit could not be kept (the disk under the spill store).
-    pub error: Option<io::Error>,
+    error: Option<io::Error>,
 }
 
 impl Schedule {
-    pub fn new(ledger: &Ledger) -> Schedule {
-        let capacity = bt2sum::spill::IN_MEMORY;
+    pub fn new(ledger: Ledger) -> Schedule {
         Schedule {
             before: ledger.reader(),
-            units: Spill::sorted(capacity),
+            ledger,
+            listing: true,
+            units: Spill::sorted(IN_MEMORY),
             left: None,
-            chosen: Spill::new(capacity),
-            keys: Spill::sorted(capacity),
+            chosen: Spill::new(IN_MEMORY),
             known: false,
             round: Vec::new(),
+            started: None,
+            bytes: 0,
             error: None,
         }
     }
 
-    /// Notes a unit the lists hold, starting `start` bytes into them.
-    pub fn add(&mut self, start: u64, unit: &Unit<'_>) {
-        let key = key(unit.name, unit.tree, unit.leaf, unit.digest);
-        let verified = self.before.verified(&key);
-        self.known |= verified.is_some();
-        let planned = Planned {
-            verified: verified.unwrap_or(0),
-            start,
-            bytes: unit.bytes,
-            key,
-        };
-        if let Err(error) = self.units.push(&planned).and(self.keys.push(&key)) {
-            self.error.get_or_insert(error);
+    /// Whether the unit starting at `start` is read: none while the lists
+    /// are listed (each unit is noted), then those of the round.
+    pub fn reads(&mut self, start: u64, unit: Option<&Unit<'_>>) -> bool {
+        if !self.listing {
+            return self.round.binary_search(&start).is_ok();
         }
+        if let Some(unit) = unit {
+            let key = key(unit.name, unit.tree, unit.leaf, unit.digest);
+            let verified = self.before.verified(&key);
+            self.known |= verified.is_some();
+            let planned = Planned {
+                verified: verified.unwrap_or(0),
+                start,
+                bytes: unit.bytes,
+                key,
+            };
+            if let Err(error) = self.units.push(&planned) {
+                self.error.get_or_insert(error);
+            }
+        }
+        false
     }
 
-    /// Whether the ledger held records, none of them of these lists.
-    pub fn foreign(&self) -> bool {
-        !self.known && !self.keys.is_empty() && self.before.len() > 0
+    /// Chooses the next round (empty when the time is up); whether it has
+    /// units. `Err`: the ledger held records, none of them of these lists.
+    pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
+        if self.listing && !self.known && !self.units.is_empty() && self.before.len() > 0 {
+            let foreign = Unusable::Foreign.to_string();
+            return Err(super::failed(&self.ledger.name, &foreign));
+        }
+        self.listing = false;
+        let now = Instant::now();
+        let elapsed = now.duration_since(*self.started.get_or_insert(now));
+        let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
+            None => u64::MAX,
+            Some(left) if left.is_zero() => 0,
+            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
+                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
+            Some(left) => {
+                let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
+                (rate * left.as_secs_f64() * 1.5) as u64
+            }
+        };
+        match self.choose(bytes) {
+            Ok(chosen) => self.bytes += chosen,
+            Err(error) => {
+                self.ledger.fail(&error);
+                return Ok(false);
+            }
+        }
+        Ok(!self.round.is_empty())
     }
 
-    /// Chooses the next round: the units least recently verified, `bytes`
-    /// of them (at least one; none when every unit was chosen; fewer when
-    /// their starts would outgrow memory, or when the next were verified at
-    /// another time: see [`same_age`]); the bytes chosen.
-    pub fn choose(&mut self, bytes: u64) -> io::Result<u64> {
+    /// Chooses a round: the units least recently verified, `bytes` of them
+    /// (none if 0, else at least one; none when every unit was chosen;
+    /// fewer when their starts would outgrow memory, or when the next were
+    /// verified at another time: see [`same_age`]); the bytes chosen.
+    fn choose(&mut self, bytes: u64) -> io::Result<u64> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        self.round.clear();
+        if bytes == 0 {
+            return Ok(0);
+        }
         if self.left.is_none() {
             let units = std::mem::replace(&mut self.units, Spill::new(0));
             self.left = Some(units.into_sorted()?.peekable());
         }
-        self.round.clear();
         // (A round's starts are held in memory: at most a structure's
         // worth of them.)
         let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
@@ -387,22 +431,40 @@ impl Schedule {
         Ok(taken)
     }
 
-    /// The bytes each age of last proof covers, as the ledger says now;
-    /// the records of units no longer listed are dropped from it.
-    pub fn coverage(mut self, ledger: &mut Ledger) -> io::Result<Coverage> {
-        ledger.commit().map_err(io::Error::other)?;
-        let (now, after) = (seconds(SystemTime::now()), ledger.reader());
-        let mut coverage = Coverage::default();
+    /// What the ledger says once the check is done, said on standard error
+    /// if `shown`.
+    pub fn coverage(&mut self, shown: bool) -> Option<Coverage> {
+        let unwritten = self.ledger.unwritten.take();
+        let coverage = self.ages();
+        if let Some(error) = unwritten {
+            self.ledger.fail(&error);
+        }
+        let coverage = coverage.map_err(|error| self.ledger.fail(&error)).ok()?;
+        if shown {
+            coverage.show(&self.ledger.name);
+        }
+        Some(coverage)
+    }
+
+    /// The bytes each age of last proof covers; the records of units no
+    /// longer listed are dropped.
+    fn ages(&mut self) -> io::Result<Coverage> {
+        self.ledger.commit().map_err(io::Error::other)?;
+        let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
+        let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
         let left = match self.left.take() {
             Some(left) => left,
-            None => self.units.into_sorted()?.peekable(),
+            None => std::mem::replace(&mut self.units, Spill::new(0))
+                .into_sorted()?
+                .peekable(),
         };
         for planned in self.chosen.iter()?.chain(left) {
             let planned = planned?;
             coverage.add(now, after.verified(&planned.key), planned.bytes);
+            keys.push(&planned.key)?;
         }
         drop(after);
-        ledger.forget_others(self.keys.into_sorted()?)?;
+        self.ledger.forget_others(keys.into_sorted()?)?;
         Ok(coverage)
     }
 }
@@ -430,27 +492,24 @@ impl Coverage {
         *oldest = verified.min(*oldest);
     }
 
-    /// The bytes of each age, youngest first, with its words and its
-    /// shade on the bar.
-    fn ages(&self) -> [(u64, &'static str, char); 5] {
+    /// Says the coverage on standard error: in words, after a bar on a
+    /// terminal.
+    fn show(&self, ledger: &OsStr) {
         let (day, week, month) = (
             self.verified_within_1_day_bytes,
             self.verified_within_7_days_bytes,
             self.verified_within_30_days_bytes,
         );
         let older = self.total_bytes - self.never_verified_bytes - month;
-        [
-            (day, "under a day", '█'),
-            (week - day, "1-7 days", '▓'),
-            (month - week, "7-30 days", '▒'),
-            (older, "over 30 days", '░'),
-            (self.never_verified_bytes, "never", ' '),
-        ]
-    }
-
-    /// Says the coverage on standard error: a bar of the bytes by age of
-    /// their last proof on a terminal, the same in words elsewhere.
-    pub fn show(&self, ledger: &OsStr) {
+        // The bytes of each age, youngest first, with its words and its
+        // shade on the bar.
+        let ages = [
+            (day, "verified under a day ago", '█'),
+            (week - day, "verified 1-7 days ago", '▓'),
+            (month - week, "verified 7-30 days ago", '▒'),
+            (older, "verified over 30 days ago", '░'),
+            (self.never_verified_bytes, "never verified", ' '),
+        ];
         // (A part too small for a whole percent is not said to be none, nor
         // one short of the whole to be all.)
         let total = u128::from(self.total_bytes);
@@ -459,14 +518,10 @@ impl Coverage {
             100 if u128::from(bytes) < total => ">99".to_string(),
             percent => percent.to_string(),
         };
-        let ages = self.ages();
         let words: Vec<String> = ages
             .iter()
             .filter(|(bytes, ..)| *bytes > 0)
-            .map(|(bytes, age, _)| match *age {
-                "never" => format!("{}% never verified", percent(*bytes)),
-                age => format!("{}% verified {age} ago", percent(*bytes)),
-            })
+            .map(|(bytes, age, _)| format!("{}% {age}", percent(*bytes)))
             .collect();
         let mut line = format!("{} listed", BinaryBytes(self.total_bytes));
         if io::stderr().is_terminal() {
@@ -474,10 +529,8 @@ impl Coverage {
             let bar: String = ages
                 .iter()
                 .flat_map(|(bytes, _, shade)| {
-                    std::iter::repeat_n(
-                        *shade,
-                        (bytes * WIDTH).div_ceil(self.total_bytes.max(1)) as usize,
-                    )
+                    let width = (bytes * WIDTH).div_ceil(self.total_bytes.max(1));
+                    std::iter::repeat_n(*shade, width as usize)
                 })
                 .take(WIDTH as usize)
                 .collect();
@@ -487,63 +540,9 @@ impl Coverage {
             line += &format!(": {}", words.join(", "));
         }
         if let Some(oldest) = self.oldest_verification {
-            let age = seconds(SystemTime::now()).saturating_sub(oldest);
-            line += &format!(
-                "; the oldest proof is {} old",
-                HumanDuration(Duration::from_secs(age))
-            );
+            let age = Duration::from_secs(seconds(SystemTime::now()).saturating_sub(oldest));
+            line += &format!("; the oldest proof is {} old", HumanDuration(age));
         }
         report(ledger, &line);
-    }
-}
-
-/// The bytes of the first round of a scrub with a time budget, before its
-/// speed is known: what a spinning disk reads in the time (a round checks
-/// its units in list order, so one too big would pass over older ones),
-/// from 4 MiB up to 256 MiB.
-const FIRST_ROUND_RATE: f64 = 100e6;
-const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
-
-/// The rounds of a check with a ledger: each chooses the least recently
-/// verified units left, as many as the time left (`--max-duration`) and
-/// the speed so far can verify (a round too big is cut at the deadline),
-/// or all of them without a time budget.
-#[derive(Default)]
-pub struct Rounds {
-    chosen: u64,
-    /// When the first round started, and the bytes the rounds chose.
-    started: Option<Instant>,
-    bytes: u64,
-}
-
-impl Rounds {
-    /// Whether no round was chosen yet (the lists are being listed).
-    pub fn first(&self) -> bool {
-        self.chosen == 0
-    }
-
-    /// Chooses the next round (none when the time is up).
-    pub fn next(&mut self, schedule: &mut Schedule, deadline: Option<Instant>) -> io::Result<()> {
-        if let Some(error) = schedule.error.take() {
-            return Err(error);
-        }
-        let now = Instant::now();
-        let elapsed = now.duration_since(*self.started.get_or_insert(now));
-        let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
-            None => u64::MAX,
-            Some(left) if left.is_zero() => 0,
-            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
-                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
-            Some(left) => {
-                let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
-                (rate * left.as_secs_f64() * 1.5) as u64
-            }
-        };
-        match bytes {
-            0 => schedule.round.clear(),
-            bytes => self.bytes += schedule.choose(bytes)?,
-        }
-        self.chosen += 1;
-        Ok(())
     }
 }

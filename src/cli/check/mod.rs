@@ -9,10 +9,11 @@ mod hints;
 mod ledger;
 mod sizes;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{self, Seek, Write};
-use std::ops::ControlFlow;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::path::Path;
 use std::time::Instant;
 
@@ -23,59 +24,40 @@ use bt2sum::plain_message;
 use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 
 use super::audit::{Audit, Scope, UpdatedList};
+use super::list_name;
 use super::output::{
-    Coverage, Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed,
+    Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
     report, report_listed, warn,
 };
-use super::plan::Checking;
-use super::progress::{BarMode, Progress};
+use super::plan::{Checking, Config};
+use super::progress::Progress;
 use super::repair::Repairs;
 use super::sys;
 use super::tally::Tally;
 use hints::Hints;
-use ledger::{Ledger, Rounds, Schedule};
+use ledger::Schedule;
 
-/// Verifies every list (standard input when none is given), writing
-/// verdicts to `out`; returns the exit status.
-pub fn run(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Status {
-    check(plan, when, out).unwrap_or_else(|status| status)
+/// Verifies every list, writing verdicts to `out`; returns the exit status.
+pub fn run(plan: &Checking, config: &Config, out: &mut dyn Write) -> Status {
+    check(plan, config, out).unwrap_or_else(|status| status)
 }
 
 /// [`run`], with `Err` for a check that ends early.
-fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, Status> {
+fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status, Status> {
     nothing_missing(plan)?;
     let updated = updated_list(plan)?;
-    let stdin_only = [OsString::from("-")];
-    let lists = match plan.lists.is_empty() {
-        true => &stdin_only[..],
-        false => &plan.lists[..],
-    };
-    let ledger = plan
-        .ledger
-        .as_ref()
-        .map(ledger::open)
-        .transpose()?
-        .flatten();
-    let mut sources = Lists {
-        names: lists,
-        updated: updated.as_ref(),
-        stdin: None,
-    };
-    if ledger.is_some()
-        && lists.iter().any(|list| list == "-")
-        && let Err(error) = sources.keep_stdin()
-    {
-        report(OsStr::new("standard input"), &plain_message(&error));
-        return Err(Status::Failure);
-    }
-    let choice = Choice::new(plan, ledger.as_ref());
-    let progress = Progress::start(when, || sizes::listed_bytes(plan));
-    let verifier = verifier(plan, &progress, &choice, &sources);
-    let max_duration = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
+    let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
+    let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
+        .map_err(|error| failed(OsStr::new("standard input"), &plain_message(&error)))?;
+    let progress = Progress::start(config.progress, || sizes::listed_bytes(plan));
+    let verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
     let mut check = Check {
         plan,
+        directory: config.directory.as_deref(),
+        lists: &lists,
+        progress: &progress,
         printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
         hints: Hints::default(),
         totals: Tally::default(),
@@ -86,43 +68,40 @@ fn check(plan: &Checking, when: BarMode, out: &mut dyn Write) -> Result<Status, 
         // (In an audit, a missing file may have moved.)
         repairs: (plan.repair.as_ref())
             .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
-        ledger,
-        deadline: max_duration.map(|duration| Instant::now() + duration),
+        deadline: (plan.ledger.as_ref())
+            .and_then(|ledger| ledger.max_duration)
+            .map(|duration| Instant::now() + duration),
         status: Status::Success,
         unusable_list: false,
     };
-    check.lists(&verifier, &progress, &choice, &sources)?;
+    check.lists(&verifier)?;
     drop(verifier);
-    let Choice {
-        scope, schedule, ..
-    } = choice;
-    check.totals.out_of_scope = scope.as_ref().map_or(0, Scope::outside);
-    if let (Some(audit), Some(scope)) = (&mut check.audit, &scope) {
-        audit.first_outside = scope.first_outside();
-    }
-    let coverage = schedule.and_then(|schedule| check.coverage(schedule.into_inner()));
-    (check.finish(lists.len(), coverage)).map_err(|error| write_failed(&error))
+    check.finish().map_err(|error| write_failed(&error))
 }
 
-/// The list an update rewrites, opened first, and read through that
-/// descriptor only.
+/// Says why the run fails at `name`.
+fn failed(name: &OsStr, message: &str) -> Status {
+    report(name, message);
+    Status::Failure
+}
+
+/// A check whose output could not be written did not finish: it fails,
+/// quietly if the reader has gone (as GNU's tools end on SIGPIPE).
+fn write_failed(error: &io::Error) -> Status {
+    output_failed(error).max(Status::Failure)
+}
+
+/// The list an update rewrites, opened first, and read only through it.
 fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
-    let update = plan.audit.as_ref().and_then(|audit| audit.update.as_ref());
-    let list = Path::new(
-        plan.lists
-            .first()
-            .map_or("-".as_ref(), |list| list.as_os_str()),
-    );
-    update
-        .map(|_| UpdatedList::open(list))
-        .transpose()
-        .map_err(|why| {
-            warn(&format!(
-                "{}: not updated: {why}",
-                Name::of_path_lossy(list.as_os_str()).shown()
-            ));
-            Status::Failure
-        })
+    let Some(_) = plan.audit.as_ref().and_then(|audit| audit.update.as_ref()) else {
+        return Ok(None);
+    };
+    let list = plan.lists.first().map_or("-".as_ref(), OsString::as_os_str);
+    UpdatedList::open(Path::new(list)).map(Some).map_err(|why| {
+        let list = Name::of_path_lossy(list).shown();
+        warn(&format!("{list}: not updated: {why}"));
+        Status::Failure
+    })
 }
 
 /// Says what a check would find missing everywhere before anything is read:
@@ -132,8 +111,7 @@ fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
 fn nothing_missing(plan: &Checking) -> Result<(), Status> {
     for root in plan.audit.iter().flat_map(|audit| &audit.roots) {
         if let Err(error) = std::fs::metadata(root) {
-            report(root, &plain_message(&error));
-            return Err(Status::Failure);
+            return Err(failed(root, &plain_message(&error)));
         }
     }
     if let Some(repair) = &plan.repair
@@ -145,111 +123,52 @@ fn nothing_missing(plan: &Checking) -> Result<(), Status> {
             plain_message(&error),
             Name::of_path_lossy(here.as_os_str()).shown()
         );
-        report(repair.copy.as_os_str(), &message);
-        return Err(Status::Failure);
+        return Err(failed(repair.copy.as_os_str(), &message));
     }
     Ok(())
 }
 
-/// Which of the lists' files a check reads: those in an audit's scope,
-/// and, with a ledger, those of the round (none while the lists are being
-/// listed, the first time they are read).
-struct Choice<'a> {
+/// The lists of a check (standard input when none is given), each to read
+/// from its start as often as needed (the list an update rewrites through
+/// the update's descriptor, standard input from a temporary copy where a
+/// ledger reads it more than once), and which of their files the check
+/// reads: those in an audit's scope and, with a ledger, those of the round.
+struct Lists<'a> {
+    names: Vec<OsString>,
+    updated: Option<&'a UpdatedList>,
+    stdin: Option<File>,
     scope: Option<Scope<'a>>,
     schedule: Option<RefCell<Schedule>>,
-    listing: Cell<bool>,
 }
 
-impl<'a> Choice<'a> {
-    fn new(plan: &'a Checking, ledger: Option<&Ledger>) -> Self {
-        Choice {
+impl<'a> Lists<'a> {
+    fn new(
+        plan: &'a Checking,
+        updated: Option<&'a UpdatedList>,
+        ledger: Option<ledger::Ledger>,
+    ) -> io::Result<Self> {
+        let names = match plan.lists.is_empty() {
+            true => vec![OsString::from("-")],
+            false => plan.lists.clone(),
+        };
+        let mut stdin = None;
+        if ledger.is_some() && names.iter().any(|list| list == "-") {
+            let copy = stdin.insert(tempfile::tempfile()?);
+            io::copy(&mut io::stdin().lock(), copy)?;
+        }
+        Ok(Lists {
+            names,
+            updated,
+            stdin,
             // An audit checks only the listed files its walk would meet.
             // (Not in slices, which hold every file.)
             scope: (plan.audit.as_ref())
                 .filter(|_| plan.slice.is_none())
                 .and_then(Scope::new),
-            // The units of the lists, with a ledger: listed as the lists
-            // are read the first time, then checked in rounds, the least
-            // recently verified first, until every one is or the time is up.
             schedule: ledger.map(|ledger| Schedule::new(ledger).into()),
-            listing: Cell::new(true),
-        }
+        })
     }
 
-    /// Whether the unit starting at `start` is read.
-    fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
-        if let (Some(scope), Some(unit)) = (&self.scope, unit)
-            && !scope.holds(unit.name)
-        {
-            return false;
-        }
-        let Some(schedule) = &self.schedule else {
-            return true;
-        };
-        if self.listing.get() {
-            if let Some(unit) = unit {
-                schedule.borrow_mut().add(start, unit);
-            }
-            return false;
-        }
-        schedule.borrow().round.binary_search(&start).is_ok()
-    }
-}
-
-/// The verifier of a check: its settings, progress, quick look, the
-/// choice of what it reads, and its slice.
-fn verifier<'v>(
-    plan: &'v Checking,
-    progress: &'v Progress,
-    choice: &'v Choice<'_>,
-    sources: &Lists<'_>,
-) -> Verifier<'v> {
-    let mut verifier = Verifier::new(plan.settings);
-    verifier.before_stdin = Box::new(|| {
-        progress.reading_stdin();
-        match sys::stdin_closed() {
-            true => Err(sys::closed_stream()),
-            false => Ok(()),
-        }
-    });
-    verifier.progress = progress.counter().cloned();
-    verifier.quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
-    verifier.pass_bytes = choice.schedule.is_some().then_some(PASS_BYTES);
-    if choice.schedule.is_some() || choice.scope.is_some() {
-        verifier.chooser = Some(Box::new(|start, unit| choice.reads(start, unit)));
-    }
-    // (The scope chooses by name.)
-    verifier.look_up_sizes = choice.schedule.is_some() || plan.slice.is_some();
-    if let Some(part) = plan.slice {
-        // An audit walks in the first slice only, which looks for every
-        // listed file to tell the missing ones.
-        let probe_others = plan.audit.is_some() && part.part() == 1;
-        let total = sources.total_bytes(&verifier);
-        verifier.slice = Some(Slice {
-            part,
-            total,
-            probe_others,
-        });
-    }
-    verifier
-}
-
-/// The most bytes of leaves of one file a pass checks with a ledger: what
-/// a kill or a deadline leaves unrecorded of a big file at most.
-const PASS_BYTES: u64 = 64 << 20;
-
-/// The lists of a check, each to read from its start as often as needed:
-/// the list an update rewrites through the update's descriptor, and
-/// standard input, where it is read more than once, from a temporary
-/// copy.
-struct Lists<'a> {
-    names: &'a [OsString],
-    updated: Option<&'a UpdatedList>,
-    stdin: Option<std::fs::File>,
-}
-
-impl Lists<'_> {
-    /// The list `list`, from its start.
     fn open(&self, list: &OsStr) -> io::Result<Box<dyn io::BufRead + '_>> {
         match (self.updated, &self.stdin) {
             (Some(updated), _) => Ok(Box::new(updated.reader()?)),
@@ -262,15 +181,16 @@ impl Lists<'_> {
         }
     }
 
-    /// Keeps standard input in a temporary file, to read it again.
-    fn keep_stdin(&mut self) -> io::Result<()> {
-        let mut copy = tempfile::tempfile()?;
-        io::copy(&mut io::stdin().lock(), &mut copy)?;
-        self.stdin = Some(copy);
-        Ok(())
+    fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
+        if let (Some(scope), Some(unit)) = (&self.scope, unit)
+            && !scope.holds(unit.name)
+        {
+            return false;
+        }
+        (self.schedule.as_ref()).is_none_or(|schedule| schedule.borrow_mut().reads(start, unit))
     }
 
-    /// The bytes `lists` describe (see [`Slice`]); a list that cannot be
+    /// The bytes the lists describe (see [`Slice`]); a list that cannot be
     /// read is reported when it is checked.
     fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
         let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
@@ -280,6 +200,43 @@ impl Lists<'_> {
             .fold(0, u64::saturating_add)
     }
 }
+
+/// The verifier of a check: its settings, progress, quick look, the
+/// choice of what it reads, and its slice.
+fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
+    let mut verifier = Verifier::new(plan.settings);
+    verifier.before_stdin = Box::new(|| {
+        progress.reading_stdin();
+        match sys::stdin_closed() {
+            true => Err(sys::closed_stream()),
+            false => Ok(()),
+        }
+    });
+    verifier.progress = progress.counter().cloned();
+    verifier.quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
+    verifier.pass_bytes = lists.schedule.is_some().then_some(PASS_BYTES);
+    if lists.schedule.is_some() || lists.scope.is_some() {
+        verifier.chooser = Some(Box::new(|start, unit| lists.reads(start, unit)));
+    }
+    // (The scope chooses by name.)
+    verifier.look_up_sizes = lists.schedule.is_some() || plan.slice.is_some();
+    if let Some(part) = plan.slice {
+        // An audit walks in the first slice only, which looks for every
+        // listed file to tell the missing ones.
+        let probe_others = plan.audit.is_some() && part.part() == 1;
+        let total = lists.total_bytes(&verifier);
+        verifier.slice = Some(Slice {
+            part,
+            total,
+            probe_others,
+        });
+    }
+    verifier
+}
+
+/// The most bytes of leaves of one file a pass checks with a ledger: at
+/// most what a kill or a deadline leaves unrecorded.
+const PASS_BYTES: u64 = 64 << 20;
 
 const NO_STAT_LINES: &str = "--quick needs stat lines, and the list has none: make it with \
                              --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
@@ -301,21 +258,16 @@ fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
     }
 }
 
-/// What a failed write to standard output means for a check: the check
-/// did not finish, so the status is a failure, whether the reader has gone
-/// (quietly, as GNU's tools end on SIGPIPE) or the write failed (with the
-/// reason).
-fn write_failed(error: &io::Error) -> Status {
-    match error.kind() {
-        io::ErrorKind::BrokenPipe => Status::Failure,
-        _ => output_failed(error),
-    }
-}
+/// How reading a list went (`Err(None)`: why not was said already).
+type Read = Result<(), Option<io::Error>>;
 
-/// A check under way: where verdicts go, what is counted, and what goes
-/// with verifying (an audit, repairs).
+/// A check under way.
 struct Check<'a, 'o> {
     plan: &'a Checking,
+    /// The directory `-C` named, which the lists' paths are read from too.
+    directory: Option<&'a OsStr>,
+    lists: &'a Lists<'a>,
+    progress: &'a Progress,
     printer: Printer<'o>,
     hints: Hints,
     totals: Tally,
@@ -323,7 +275,6 @@ struct Check<'a, 'o> {
     summaries: Vec<(OsString, Tally)>,
     audit: Option<Audit<'a>>,
     repairs: Option<Repairs>,
-    ledger: Option<Ledger>,
     /// When a check with a time budget stops (`--max-duration`).
     deadline: Option<Instant>,
     status: Status,
@@ -333,115 +284,105 @@ struct Check<'a, 'o> {
 }
 
 impl Check<'_, '_> {
-    /// Reads every list through the verifier, once, or with a ledger in
-    /// rounds until the schedule is done or the time is up; each list is
-    /// summed up as it ends (with a ledger, after the last round). `Err`:
-    /// the run's status, when it ends early.
-    fn lists(
-        &mut self,
-        verifier: &Verifier<'_>,
-        progress: &Progress,
-        choice: &Choice<'_>,
-        sources: &Lists<'_>,
-    ) -> Result<(), Status> {
-        let lists = sources.names;
-        let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
-        let mut tallies: Vec<_> = lists.iter().map(|_| (Tally::default(), Ok(()))).collect();
-        let mut rounds = Rounds::default();
-        let failed = |check: &Check, error: &io::Error| check.status.max(write_failed(error));
+    /// Reads every list, once, or with a ledger in rounds until the
+    /// schedule is done or the time is up; each list is summed up as it
+    /// ends (with a ledger, after the last round). `Err`: the run's status,
+    /// when it ends early.
+    fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
+        let lists = self.lists;
+        let mut tallies: Vec<(Tally, Read)> = lists
+            .names
+            .iter()
+            .map(|_| (Tally::default(), Ok(())))
+            .collect();
         loop {
+            // (A later round of a check with a ledger: its lines were
+            // counted when the lists were listed.)
+            let again =
+                (lists.schedule.as_ref()).is_some_and(|schedule| !schedule.borrow().listing);
             // (The lists are counted once: each round starts them over.)
-            if (choice.schedule.is_some() || choice.scope.is_some()) && rounds.first() {
-                sources.total_bytes(verifier);
+            if (lists.schedule.is_some() || lists.scope.is_some()) && !again {
+                lists.total_bytes(verifier);
             }
             verifier.restart();
-            for (list, (tally, read)) in lists.iter().zip(&mut tallies) {
+            for (list, (tally, read)) in lists.names.iter().zip(&mut tallies) {
                 if list == "-" {
-                    progress.reading_stdin();
+                    self.progress.reading_stdin();
                 }
-                let out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
-                if read.is_err() || out_of_time && !choice.listing.get() {
+                if read.is_err() || again && self.out_of_time() {
                     continue;
                 }
-                if quick && list != "-" && !has_stat_line(sources.open(list)) {
-                    // (Every file would be read: the user meant otherwise.)
-                    report(list, NO_STAT_LINES);
-                    (self.status, self.unusable_list) = (Status::Failure, true);
-                    *read = Err(None);
-                    continue;
-                }
-                let reader = sources.open(list);
-                match self.list(verifier, progress, list, reader, tally, !rounds.first()) {
-                    Ok(result) => *read = result.map_err(Some),
-                    Err(error) => return Err(failed(self, &error)),
-                }
-                if choice.schedule.is_none() {
+                *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
+                if lists.schedule.is_none() {
                     // (Read once: each list is summed up as it ends.)
-                    let ended = std::mem::replace(read, Err(None));
-                    if let Err(error) = self.end_list(list, std::mem::take(tally), ended) {
-                        return Err(failed(self, &error));
-                    }
+                    let read = std::mem::replace(read, Err(None));
+                    let tally = std::mem::take(tally);
+                    self.end_list(list, tally, read)
+                        .map_err(|e| write_failed(&e))?;
                 }
             }
-            if let Some(scope) = &choice.scope {
+            if let Some(scope) = &lists.scope {
                 scope.counted();
             }
-            let Some(schedule) = &choice.schedule else {
+            let Some(schedule) = &lists.schedule else {
                 return Ok(());
             };
-            if !self.next_round(&mut rounds, schedule, choice.listing.replace(false))? {
+            if !schedule.borrow_mut().next_round(self.deadline)? {
                 break;
             }
         }
-        for (list, (tally, read)) in lists.iter().zip(tallies) {
-            if let Err(error) = self.end_list(list, tally, read) {
-                return Err(failed(self, &error));
-            }
+        for (list, (tally, read)) in lists.names.iter().zip(tallies) {
+            self.end_list(list, tally, read)
+                .map_err(|e| write_failed(&e))?;
         }
         Ok(())
     }
 
-    /// Reads one list through the verifier, printing and counting into
-    /// `tally` (`again`: a later round of a check with a ledger, whose
-    /// lines were counted when it was listed); `Ok(Err)` when the list
-    /// could not be read on, `Err` only when writing to standard output
-    /// fails.
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Checks one list, printing and counting into `tally`. `Err` only when
+    /// writing to standard output fails.
     fn list(
         &mut self,
         verifier: &Verifier<'_>,
-        progress: &Progress,
         list: &OsStr,
-        reader: io::Result<Box<dyn io::BufRead + '_>>,
         tally: &mut Tally,
         again: bool,
-    ) -> io::Result<io::Result<()>> {
-        let mut reader = match reader {
+    ) -> io::Result<Read> {
+        let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
+        if quick && list != "-" && !has_stat_line(self.lists.open(list)) {
+            // (Every file would be read: the user meant otherwise.)
+            report(list, NO_STAT_LINES);
+            (self.status, self.unusable_list) = (Status::Failure, true);
+            return Ok(Err(None));
+        }
+        let mut reader = match self.lists.open(list) {
             Ok(reader) => reader,
-            Err(error) => return Ok(Err(error)),
+            Err(error) => return Ok(Err(Some(error))),
         };
         let (mut written, mut kept) = (Ok(()), Ok(()));
         let checked = verifier.check(&mut reader, list == "-", |report| {
             let flow = match report {
-                Report::Waiting => self.printer.flush().map(|()| ControlFlow::Continue(())),
-                Report::OutsideSlice { .. } | Report::BadLine { .. } if again => {
-                    Ok(ControlFlow::Continue(()))
-                }
+                Report::Checked(checked) => self.pass(checked, tally, again, &mut kept),
+                Report::Waiting => self.printer.flush().map(|()| Continue(())),
+                Report::OutsideSlice { .. } | Report::BadLine { .. } if again => Ok(Continue(())),
                 Report::OutsideSlice { lines } => {
                     tally.entries += lines;
                     tally.outside_slice += lines;
-                    Ok(ControlFlow::Continue(()))
+                    Ok(Continue(()))
                 }
                 Report::BadLine { line, why } => {
                     tally.improperly_formatted += 1;
                     self.hints.bad_line(why);
-                    let printed = self.printer.bad_line(super::list_name(list), line);
-                    printed.map(|()| ControlFlow::Continue(()))
+                    let printed = self.printer.bad_line(list_name(list), line);
+                    printed.map(|()| Continue(()))
                 }
-                Report::Checked(checked) => self.pass(checked, tally, progress, again, &mut kept),
             };
             flow.unwrap_or_else(|error| {
                 written = Err(error);
-                ControlFlow::Break(())
+                Break(())
             })
         });
         written?;
@@ -451,7 +392,7 @@ impl Check<'_, '_> {
         // (An audit says where its missing files are.)
         self.hints.list_ended(list, self.audit.is_none());
         self.printer.flush()?;
-        Ok(kept.and(checked.map(drop)))
+        Ok(kept.and(checked.map(drop)).map_err(Some))
     }
 
     /// Hands one pass to the features (an audit keeps it, the ledger and
@@ -461,7 +402,6 @@ impl Check<'_, '_> {
         &mut self,
         checked: &Checked,
         tally: &mut Tally,
-        progress: &Progress,
         again: bool,
         kept: &mut io::Result<()>,
     ) -> io::Result<ControlFlow<()>> {
@@ -470,40 +410,39 @@ impl Check<'_, '_> {
                 Ok(accepted) => tally.accepted += u64::from(accepted),
                 Err(error) => {
                     *kept = Err(error);
-                    return Ok(ControlFlow::Break(()));
+                    return Ok(Break(()));
                 }
             }
         }
         // (Only looked for, for the audit: another slice's.)
         if checked.pass.probe {
-            return Ok(ControlFlow::Continue(()));
+            return Ok(Continue(()));
         }
         if checked.is_last_pass() {
-            progress.file_done();
+            self.progress.file_done();
         }
-        if let Some(ledger) = &mut self.ledger {
-            ledger.note(checked);
+        if let Some(schedule) = &self.lists.schedule {
+            schedule.borrow_mut().ledger.note(checked);
         }
         // Missing files an audit classes at its end (in its first slice,
         // when checked in slices); --ignore-missing skips.
         let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
         let skipped = deferred && checked.is_missing();
-        tally.count_checked(checked, skipped);
-        if again {
-            // (Its lines were counted as others' when listed.)
-            let lines = checked.lines().count() as u64;
-            tally.entries -= lines;
-            tally.outside_slice -= lines;
+        let lines = checked.lines().count() as u64;
+        match again {
+            true => tally.outside_slice -= lines,
+            false => tally.entries += lines,
         }
+        tally.count_checked(checked, skipped);
         self.hints.checked(checked);
-        let out_of_time = self.deadline.is_some_and(|at| Instant::now() >= at);
+        let out_of_time = self.out_of_time();
         self.printer
             .checked(checked, skipped, self.plan.every_line)?;
         if let Some(repairs) = &mut self.repairs {
             repairs.note(checked, &mut self.printer)?;
         }
         if !out_of_time {
-            return Ok(ControlFlow::Continue(()));
+            return Ok(Continue(()));
         }
         if !checked.is_last_pass() {
             // The file's report ends where the time did: its verdict so far.
@@ -513,115 +452,71 @@ impl Check<'_, '_> {
                 self.printer.verdict(checked, Subject::Checksum, verdict)?;
             }
         }
-        Ok(ControlFlow::Break(()))
+        Ok(Break(()))
     }
 
-    /// Ends one list once it is checked: its summary (after an audit's
-    /// findings, for an audit), or why it could not be read (`None`: said
-    /// already).
-    fn end_list(
-        &mut self,
-        list: &OsStr,
-        tally: Tally,
-        read: Result<(), Option<io::Error>>,
-    ) -> io::Result<()> {
-        let list_name = super::list_name(list);
+    /// Ends one list once it is checked: its summary, or why it could not
+    /// be read.
+    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> io::Result<()> {
         self.totals.add(&tally);
         match read {
             Ok(()) => {}
             Err(None) => return Ok(()),
-            Err(Some(error)) => {
-                // As GNU: what was read is reported, then the list fails
-                // without a summary.
-                (self.status, self.unusable_list) = (Status::Failure, true);
-                self.printer.list_error(list_name, &plain_message(&error))?;
-                if let (io::ErrorKind::NotFound, Some(directory)) =
-                    (error.kind(), &self.plan.directory)
-                    && Path::new(list).is_relative()
-                {
-                    let directory = Name::of_path_lossy(directory).shown();
-                    warn(&format!(
-                        "tip: -C {directory} applies to the lists too: {} was looked for in \
-                         {directory}; give its path from there, or an absolute one",
-                        Name::of_path_lossy(list).shown()
-                    ));
-                }
-                return Ok(());
-            }
+            Err(Some(error)) => return self.unreadable(list, &error),
         }
         if self.audit.is_some() {
             // An audit's lists are summed up after what the audit finds.
-            self.summaries.push((list_name.to_os_string(), tally));
+            self.summaries.push((list_name(list).to_os_string(), tally));
         } else {
-            summarize(self.plan, list_name, &tally);
+            summarize(self.plan, list_name(list), &tally);
         }
         self.unusable_list |= tally.entries == 0;
         let plan = self.plan;
-        let updating = plan
-            .audit
-            .as_ref()
-            .is_some_and(|audit| audit.update.is_some());
+        let updating = self.lists.updated.is_some();
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
             self.status = Status::Failure;
         }
         Ok(())
     }
 
-    /// Chooses the next round of a check with a ledger (`listed`: the lists
-    /// were just listed); whether there is one. `Err`: the ledger is
-    /// another list's.
-    fn next_round(
-        &mut self,
-        rounds: &mut Rounds,
-        schedule: &RefCell<Schedule>,
-        listed: bool,
-    ) -> Result<bool, Status> {
-        if listed && schedule.borrow().foreign() {
-            let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
-            report(ledger, &ledger::Unusable::Foreign.to_string());
-            return Err(Status::Failure);
+    /// Says why a list could not be read on: as GNU, what was read is
+    /// reported, then the list fails without a summary.
+    fn unreadable(&mut self, list: &OsStr, error: &io::Error) -> io::Result<()> {
+        (self.status, self.unusable_list) = (Status::Failure, true);
+        (self.printer).list_error(list_name(list), &plain_message(error))?;
+        if let (io::ErrorKind::NotFound, Some(directory)) = (error.kind(), self.directory)
+            && Path::new(list).is_relative()
+        {
+            let directory = Name::of_path_lossy(directory).shown();
+            warn(&format!(
+                "tip: -C {directory} applies to the lists too: {} was looked for in \
+                 {directory}; give its path from there, or an absolute one",
+                Name::of_path_lossy(list).shown()
+            ));
         }
-        if let Err(error) = rounds.next(&mut schedule.borrow_mut(), self.deadline) {
-            self.ledger_failed(&error);
-            return Ok(false);
-        }
-        Ok(!schedule.borrow().round.is_empty())
+        Ok(())
     }
 
-    /// Says that the ledger could not be kept: the run fails.
-    fn ledger_failed(&mut self, error: &dyn std::fmt::Display) {
-        let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
-        report(ledger, &format!("the ledger cannot be kept: {error}"));
-        self.status = Status::Failure;
-    }
-
-    /// What the ledger says at the end of the check, said on standard error
-    /// (but with --status).
-    fn coverage(&mut self, schedule: Schedule) -> Option<Coverage> {
-        let ledger = self.ledger.as_mut()?;
-        let failed = ledger.failed.take();
-        let coverage = schedule.coverage(ledger);
-        if let Some(error) = failed {
-            self.ledger_failed(&error);
-        }
-        let coverage = match coverage {
-            Ok(coverage) => coverage,
-            Err(error) => {
-                self.ledger_failed(&error);
-                return None;
+    /// Ends the check: the ledger's coverage, an audit's findings and
+    /// update, the summaries, the hints; the run's status.
+    fn finish(mut self) -> io::Result<Status> {
+        let (plan, lists) = (self.plan, self.lists);
+        if let Some(scope) = &lists.scope {
+            self.totals.out_of_scope = scope.outside();
+            if let Some(audit) = &mut self.audit {
+                audit.first_outside = scope.first_outside();
             }
-        };
-        if self.plan.verbosity != Verbosity::Status {
-            let ledger = self.ledger.as_ref().map_or(OsStr::new(""), Ledger::shown);
-            coverage.show(ledger);
         }
-        Some(coverage)
-    }
-
-    /// Ends the check: an audit's findings and update, the summaries, the
-    /// hints; the run's status.
-    fn finish(mut self, lists: usize, coverage: Option<Coverage>) -> io::Result<Status> {
-        let (plan, summaries) = (self.plan, std::mem::take(&mut self.summaries));
+        let shown = plan.verbosity != Verbosity::Status;
+        let coverage = (lists.schedule.as_ref()).and_then(|s| s.borrow_mut().coverage(shown));
+        if lists
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.borrow().ledger.failed)
+        {
+            self.status = Status::Failure;
+        }
+        let summaries = std::mem::take(&mut self.summaries);
         let summarize = || {
             for (list_name, tally) in &summaries {
                 summarize(plan, list_name, tally);
@@ -638,13 +533,17 @@ impl Check<'_, '_> {
             }
             None => {}
         }
-        if self.plan.json && self.plan.verbosity != Verbosity::Status {
-            let summary = self.totals.summary(lists, self.status, coverage);
-            self.printer.emit(&Record::Summary(summary))?;
+        if plan.json && plan.verbosity != Verbosity::Status {
+            self.printer.emit(&Record::Summary(Summary::Check {
+                lists: lists.names.len(),
+                counts: &self.totals,
+                status: self.status as u8,
+                ledger: coverage,
+            }))?;
         }
         self.printer.flush()?;
-        if self.plan.verbosity != Verbosity::Status {
-            self.hints.show(self.plan.settings.leaf_size);
+        if plan.verbosity != Verbosity::Status {
+            self.hints.show(plan.settings.leaf_size);
         }
         Ok(self.status)
     }
@@ -666,7 +565,6 @@ fn summarize(plan: &Checking, list_name: &OsStr, tally: &Tally) {
         report(list_name, "no file was verified");
     }
 }
-
 impl Printer<'_> {
     /// With `--warn`, says that line `line` is improperly formatted (with
     /// `--json`, always, as an object).
@@ -713,15 +611,18 @@ impl Printer<'_> {
             }
             return Ok(());
         }
-        // The file's line first, when it is checked in one pass (as nearly
-        // every file is); else after the failing leaves of its last pass.
-        let in_one_pass = checked.is_first_pass() && checked.is_last_pass();
         // (A file listed without a digest is not OK: its bytes were not
         // checked. Its count lines fail if its length changed.)
         let file_verdict = checked
             .file_verdict()
             .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest());
-        if let (true, Some(verdict)) = (in_one_pass, file_verdict) {
+        // The file's line first, when it is checked in one pass (as nearly
+        // every file is); else after the failing leaves of its last pass.
+        let (first, last) = match checked.is_first_pass() && checked.is_last_pass() {
+            true => (file_verdict, None),
+            false => (None, file_verdict),
+        };
+        if let Some(verdict) = first {
             self.verdict(checked, Subject::Checksum, verdict)?;
         }
         for (subject, verdict) in checked.lines() {
@@ -735,15 +636,12 @@ impl Printer<'_> {
                 self.verdict(checked, subject, verdict)?;
             }
         }
-        if let (false, Some(verdict)) = (in_one_pass, file_verdict) {
-            self.verdict(checked, Subject::Checksum, verdict)?;
-        }
-        Ok(())
+        last.map_or(Ok(()), |verdict| {
+            self.verdict(checked, Subject::Checksum, verdict)
+        })
     }
 
-    /// Prints one verdict, unless the verbosity hides it: `NAME: OK` (the
-    /// file, or its checksum line), `NAME: leaf I: OK`, `NAME: leaf count:
-    /// OK`.
+    /// Prints one verdict, unless the verbosity hides it.
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
         let printed = match verdict {
             Verdict::Ok | Verdict::Unread => {
@@ -758,10 +656,7 @@ impl Printer<'_> {
     }
 }
 
-/// A verdict's record: `verdict` for a file (or its checksum line), with
-/// its tree, the listed and computed checksums and its length;
-/// `leaf-verdict` with the leaf's bytes (what to fetch again); and
-/// `count-verdict`.
+/// A verdict's record: a leaf's with its bytes (what to fetch again).
 fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Record<'_> {
     let (name, tree) = (
         JsonName(Some(&checked.pass.name[..])),

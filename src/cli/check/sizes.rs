@@ -13,15 +13,12 @@ use bt2sum::format::name::Name;
 
 use crate::cli::plan::Checking;
 
-/// The longest list read twice for its sizes.
 const MAX_LIST: u64 = 256 << 20;
 
-/// The most files whose length is asked of the file system.
 const MAX_STATS: u64 = 100_000;
 
-/// The bytes of the files the lists name, or `None` when that is not
-/// cheap to know, or is not what the check reads (slices, a time budget,
-/// files not read with `--quick`).
+/// The bytes of the files the lists name; `None` when that is not cheap to
+/// know, or not what the check reads (slices, a time budget, `--quick`).
 pub fn listed_bytes(plan: &Checking) -> Option<u64> {
     let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
     let budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
@@ -86,8 +83,7 @@ impl Sizes {
         Some(())
     }
 
-    /// The entry being read is `length` bytes long, unless a line said so
-    /// before.
+    /// The entry being read is `length` bytes long, unless a line said so.
     fn known(&mut self, length: u64) {
         if let Some((_, known @ None)) = &mut self.current {
             *known = Some(length);
