@@ -239,18 +239,7 @@ impl<'a> Audit<'a> {
         report: &mut impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let Some(tree) = self.tree else {
-            for found in unlisted {
-                let (path, error) = found?;
-                let name = Name::of_path_lossy(&path).into_bytes();
-                let flow = match error {
-                    None => ControlFlow::Continue(new.push(&ByteBuf::from(name))?),
-                    Some(error) => report(Finding::Error(name, error)),
-                };
-                if flow.is_break() {
-                    return Ok(flow);
-                }
-            }
-            return Ok(ControlFlow::Continue(()));
+            return keep_unhashed(unlisted, new, report);
         };
         let mut failed = Ok(());
         let jobs = unlisted.map_while(|found| {
@@ -299,6 +288,27 @@ impl<'a> Audit<'a> {
         failed?;
         Ok(flow)
     }
+}
+
+/// Keeps the names of the new files, unread: with no listed file missing,
+/// none of them can be one moved.
+fn keep_unhashed(
+    unlisted: impl Iterator<Item = io::Result<Found>>,
+    new: &mut Spill<ByteBuf>,
+    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
+) -> io::Result<ControlFlow<()>> {
+    for found in unlisted {
+        let (path, error) = found?;
+        let name = Name::of_path_lossy(&path).into_bytes();
+        let flow = match error {
+            None => ControlFlow::Continue(new.push(&ByteBuf::from(name))?),
+            Some(error) => report(Finding::Error(name, error)),
+        };
+        if flow.is_break() {
+            return Ok(flow);
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Warns what the audit found, unless `--status`: its warnings, its line
