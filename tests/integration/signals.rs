@@ -106,6 +106,17 @@ fn narrow_pipe() -> (std::io::PipeReader, Stdio) {
     (reader, writer.into())
 }
 
+/// How many bytes wait in `pipe` to be read.
+fn unread_bytes(pipe: &std::io::PipeReader) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int, into `waiting`; the descriptor is
+    // open for the call.
+    let asked = unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &mut waiting) };
+    assert_eq!(asked, 0, "{}", std::io::Error::last_os_error());
+    waiting as usize
+}
+
 /// A tree of small files whose lines fill a pipe many times over.
 fn many_files(dir: &Path) -> Vec<u8> {
     let tree = dir.join("tree");
@@ -148,13 +159,25 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
             let mut out = vec![0; read_first];
             pipe.read_exact(&mut out).unwrap();
             std::thread::sleep(Duration::from_millis(100));
+            // What the pipe holds when the signal goes: if it is the rest of
+            // the run, the run could finish before it (a pipe that cannot
+            // be narrowed here), and this case says nothing.
+            let waiting = unread_bytes(&pipe);
             signal(&child, stop);
             pipe.read_to_end(&mut out).unwrap();
             let ended = child.wait().unwrap();
+            if read_first + waiting >= all.len() {
+                super::skip(
+                    "signals::a_stop_signal_leaves_whole_lines_and_ends_by_it",
+                    &format!("the pipe held the run's last {waiting} bytes before the signal"),
+                );
+                continue;
+            }
             assert!(
                 out.len() < all.len(),
                 "signal {stop}: the run wrote all its {} bytes and ended ({ended:?}) \
-                 although only {read_first} had been read when the signal came",
+                 although only {read_first} had been read when the signal came, \
+                 and {waiting} waited in the pipe",
                 all.len()
             );
             assert_eq!(ended.signal(), Some(stop), "{ended:?}");
