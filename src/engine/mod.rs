@@ -686,6 +686,35 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
 
 /// Hashes a task's leaves, leaves their digests with their inputs, and
 /// gives their bytes back to the budget.
+/// Hands hashed bytes back to their source, adjacent ranges of one source
+/// as one range: a lane group's leaves end side by side, and each hand-back
+/// of a mapping costs the other threads a TLB flush.
+#[derive(Default)]
+struct HandBack<'a>(Option<(&'a Arc<dyn Bytes>, Range<usize>)>);
+
+impl<'a> HandBack<'a> {
+    fn add(&mut self, bytes: &'a Arc<dyn Bytes>, range: Range<usize>) {
+        match &mut self.0 {
+            Some((held, pending)) if Arc::ptr_eq(held, bytes) && pending.end == range.start => {
+                pending.end = range.end;
+            }
+            _ => {
+                if let Some((held, pending)) = self.0.replace((bytes, range)) {
+                    held.release(pending);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for HandBack<'_> {
+    fn drop(&mut self) {
+        if let Some((bytes, range)) = self.0.take() {
+            bytes.release(range);
+        }
+    }
+}
+
 fn hash_task(shared: &Shared, task: Vec<Leaf>) {
     #[cfg(feature = "schedule-probe")]
     probe::hashing();
@@ -717,9 +746,10 @@ fn hash_task(shared: &Shared, task: Vec<Leaf>) {
                 Source::Pieces(..) => unreachable!("a big leaf is a task of its own"),
             })
             .collect();
+        let mut hashed = HandBack::default();
         kernel::hash_leaves(shared.kernel, &tree, &jobs, &mut out, &mut |job, range| {
             if let Source::Bytes(bytes, at) = &task[job].source {
-                bytes.release(at.start + range.start..at.start + range.end);
+                hashed.add(bytes, at.start + range.start..at.start + range.end);
             }
         });
     }
