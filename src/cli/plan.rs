@@ -30,6 +30,15 @@ pub struct Config {
     pub mode: Mode,
 }
 
+/// What the command line asks for: a run, or a text about bt2sum.
+pub enum Request {
+    Run(Box<Config>),
+    /// A shell completion script.
+    Completions(Shell),
+    /// The manual page.
+    Man,
+}
+
 /// What a run does.
 pub enum Mode {
     /// Print a checksum line per input.
@@ -38,10 +47,6 @@ pub enum Mode {
     Check(Checking),
     /// Turn partial leaf listings into a checksum line.
     Combine(Combining),
-    /// Print a shell completion script.
-    Completions(Shell),
-    /// Print the manual page.
-    Man,
 }
 
 /// The settings of a hashing run.
@@ -219,10 +224,6 @@ fn broken_rule(args: &Args) -> Option<&'static str> {
             "--part with --check reads its lists twice: give them as files, not standard input",
         ),
         (
-            args.update && args.part.is_some(),
-            "--update rewrites a whole list: not with --part",
-        ),
-        (
             args.update && !one_list_file,
             "--update rewrites one list: give one LIST, a file (not standard input)",
         ),
@@ -273,12 +274,17 @@ fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
     Excludes::new(&all).map_err(|error| usage(format!("--exclude: {error}")))
 }
 
-impl Config {
+impl Request {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
-    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, clap::Error> {
         let args = go_spellings(args);
         let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
+        if let Some(shell) = args.completions {
+            return Ok(Request::Completions(shell));
+        } else if args.man {
+            return Ok(Request::Man);
+        }
         if let Some(message) = broken_rule(&args) {
             return Err(usage(message));
         }
@@ -305,11 +311,7 @@ impl Config {
             max_depth: args.max_depth.map(usize::from),
         };
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
-        let mode = if let Some(shell) = args.completions {
-            Mode::Completions(shell)
-        } else if args.man {
-            Mode::Man
-        } else if args.check {
+        let mode = if args.check {
             Mode::Check(checking(args, walk)?)
         } else if args.combine {
             Mode::Combine(Combining {
@@ -319,12 +321,12 @@ impl Config {
         } else {
             Mode::Hash(hashing(args, layout, walk)?)
         };
-        Ok(Config {
+        Ok(Request::Run(Box::new(Config {
             directory,
             threads,
             progress,
             mode,
-        })
+        })))
     }
 }
 
