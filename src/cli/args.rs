@@ -30,12 +30,6 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
-/// What `--part` cannot go with: as a selection, but it slices a check.
-const NOT_WITH_PART: [&str; 2] = ["combine", "recursive"];
-
-/// What `--recursive` cannot go with.
-const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part", "total", "name"];
-
 /// What a walk (`-r`, `--audit`) cannot go with; `-L` neither.
 const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "name"];
 
@@ -180,7 +174,8 @@ pub struct Args {
 
     /// Hash every regular file under the directories given (`.` when none),
     /// in bytewise path order
-    #[arg(short, long, conflicts_with_all = NOT_WITH_RECURSIVE)]
+    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range", "part",
+          "total", "name"])]
     pub recursive: bool,
 
     /// With --recursive or --audit: leave out the files and directories a
@@ -237,7 +232,7 @@ pub struct Args {
     /// leaves (from 1, as in `split -n K/N`); with --check, only the K-th of
     /// N slices of what the lists describe
     #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "sliceable",
-          conflicts_with = "leaf_range", conflicts_with_all = NOT_WITH_PART,
+          conflicts_with_all = ["leaf_range", "combine", "recursive"],
           value_parser = parse_part)]
     pub part: Option<Part>,
 

@@ -92,12 +92,6 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
     Ok(Box::new(io::stdin().lock()))
 }
 
-/// What the system says of standard input; `None` for a stream that says
-/// nothing of itself.
-pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
-    Ok(bt2sum::duplicate_stdin()?.metadata().ok())
-}
-
 /// A duplicate of standard output's descriptor, written to without Rust's
 /// line buffering: bytes go out as they are, lines ending in `\n`.
 pub fn duplicate_stdout() -> io::Result<File> {
