@@ -1,6 +1,6 @@
 //! The clap definition (its doc comments are the help), the parsers of the
 //! values clap cannot check alone, and the shim for the original Go tool's
-//! option spellings. Nothing here runs anything: `config` resolves the
+//! option spellings. Nothing here runs anything: `plan` resolves the
 //! parsed flags once into what the drivers use.
 
 use std::ffi::OsString;
@@ -9,6 +9,7 @@ use std::ops::Range;
 use clap::builder::TypedValueParser;
 use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
 
+use bt2sum::format::decimal;
 use bt2sum::{Algorithm, Part, TreeParams};
 
 /// The examples that end `--help` and the manual page.
@@ -338,30 +339,28 @@ pub struct Args {
     pub man: bool,
 }
 
-/// The leaf sizes that shell completion offers for `-t` (any is taken).
-const LEAF_SIZES_OFFERED: [&str; 10] = [
-    "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
-];
-
-/// The digest sizes that shell completion offers for `-s` (any is taken).
-const DIGEST_SIZES_OFFERED: [&str; 8] = ["0", "16", "20", "28", "32", "40", "48", "64"];
-
 /// The command as shell completion sees it: `-t <Tab>` and `-s <Tab>`
-/// offer common sizes instead of file names. Only the completions are
+/// offer common sizes (any is taken) instead of file names. Only the completions are
 /// made from it: the parser itself offers nothing, so that no message
 /// lists these as the only values allowed.
 pub fn for_completion() -> clap::Command {
     Args::command()
-        .mut_arg("leaf_size", |arg| arg.value_parser(LEAF_SIZES_OFFERED))
-        .mut_arg("size", |arg| arg.value_parser(DIGEST_SIZES_OFFERED))
+        .mut_arg("leaf_size", |arg| {
+            arg.value_parser([
+                "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
+            ])
+        })
+        .mut_arg("size", |arg| {
+            arg.value_parser(["0", "16", "20", "28", "32", "40", "48", "64"])
+        })
 }
 
 /// Parses `K/N`: part K of N, from 1.
 pub fn parse_part(text: &str) -> Result<Part, String> {
     let allowed = "expected K/N (part K of N near-equal parts), with 1 <= K <= N";
     let (part, parts) = text.split_once('/').ok_or(allowed)?;
-    let part = decimal(part).ok_or(allowed)?;
-    let parts = decimal(parts).ok_or(allowed)?;
+    let part = decimal(part.as_bytes()).ok_or(allowed)?;
+    let parts = decimal(parts.as_bytes()).ok_or(allowed)?;
     Part::new(part, parts).ok_or_else(|| allowed.to_string())
 }
 
@@ -385,13 +384,6 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| "expected a duration: a number with ms, s, m, h or d (90m, 2h, 3600)".into())
 }
 
-/// Digits only, as a number that fits in 64 bits.
-fn decimal(digits: &str) -> Option<u64> {
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| digits.parse().ok())
-        .flatten()
-}
-
 /// Digits with an optional `k`, `m` or `g` suffix (either case), as bytes;
 /// `None` if that is not what `text` is, or it does not fit in 64 bits.
 fn with_unit(text: &str) -> Option<u64> {
@@ -401,7 +393,7 @@ fn with_unit(text: &str) -> Option<u64> {
         Some(b'g') => (&text[..text.len() - 1], 1 << 30),
         _ => (text, 1),
     };
-    decimal(digits)?.checked_mul(unit)
+    decimal(digits.as_bytes())?.checked_mul(unit)
 }
 
 /// Parses a file's length in bytes, as `-t` takes sizes: `1000`, `12m`.
@@ -423,11 +415,11 @@ pub fn parse_name(name: OsString) -> Result<OsString, String> {
 pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
-    let start = decimal(start).ok_or(allowed)?;
+    let start = decimal(start.as_bytes()).ok_or(allowed)?;
     let end = if end.is_empty() {
         u64::MAX
     } else {
-        decimal(end).ok_or(allowed)?
+        decimal(end.as_bytes()).ok_or(allowed)?
     };
     if start > end {
         return Err(allowed.to_string());

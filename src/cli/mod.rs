@@ -1,5 +1,5 @@
-//! The command line: flags parsed and resolved once into a [`Config`]
-//! (`args`, `config`), then handed to the driver of its mode (`hash`,
+//! The command line: flags parsed and resolved once into a [`Request`]
+//! (`args`, `plan`), then handed to the driver of its mode (`hash`,
 //! `check`, `combine`), which uses the library and writes the lines.
 
 mod args;

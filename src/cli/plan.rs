@@ -171,15 +171,11 @@ pub struct Update {
 
 /// Where good copies of damaged files are (`--repair-from`), and what
 /// mending may do: cut a file longer than listed (`--repair-truncate`),
-/// write any name (`--absolute-names`), write set-id files
-/// (`--repair-setid`).
+/// write any file, named absolute or with `..` or with several hard links
+/// (`--absolute-names`, as tar's), write set-id files (`--repair-setid`).
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,
-    /// Whether a list may name any file to write: absolute names and `..`
-    /// too, and files with several hard links (`--absolute-names`, as
-    /// tar's); else only relative names inside the tree, of files with one
-    /// hard link.
     pub any_path: bool,
     pub setid: bool,
 }
