@@ -53,6 +53,8 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
                       bt2sum --combine [OPTIONS] [LISTING]...",
     args_override_self = true,
     after_help = EXAMPLES,
+    after_long_help = concat!("The manual page (bt2sum --man) tells each option in full.\n\n",
+                              include_str!("examples.txt")),
     // What selects leaves needs a leaf listing or count to print.
     group(ArgGroup::new("listing").args(["leaves", "leaf_count"])),
     // `--total` says what a selection's input holds, or plans one.
