@@ -39,8 +39,8 @@ fn main() -> ExitCode {
 }
 
 fn work() -> cli::Status {
-    match cli::Config::from_args(cli::sys::args_os()) {
-        Ok(config) => cli::run(config),
+    match cli::Request::from_args(cli::sys::args_os()) {
+        Ok(request) => cli::run(request),
         Err(error) => cli::refused(&error),
     }
 }

@@ -1,6 +1,6 @@
 //! The clap definition (its doc comments are the help), the parsers of the
 //! values clap cannot check alone, and the shim for the original Go tool's
-//! option spellings. Nothing here runs anything: `config` resolves the
+//! option spellings. Nothing here runs anything: `plan` resolves the
 //! parsed flags once into what the drivers use.
 
 use std::ffi::OsString;
@@ -9,6 +9,7 @@ use std::ops::Range;
 use clap::builder::TypedValueParser;
 use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
 
+use bt2sum::format::decimal;
 use bt2sum::{Algorithm, Part, TreeParams};
 
 /// The examples that end `--help` and the manual page.
@@ -29,12 +30,6 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// What a selection of leaves (`--leaf-range`, `--part`) and `--total`
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
-
-/// What `--part` cannot go with: as a selection, but it slices a check.
-const NOT_WITH_PART: [&str; 2] = ["combine", "recursive"];
-
-/// What `--recursive` cannot go with.
-const NOT_WITH_RECURSIVE: [&str; 6] = ["check", "combine", "leaf_range", "part", "total", "name"];
 
 /// What a walk (`-r`, `--audit`) cannot go with; `-L` neither.
 const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "name"];
@@ -58,6 +53,8 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
                       bt2sum --combine [OPTIONS] [LISTING]...",
     args_override_self = true,
     after_help = EXAMPLES,
+    after_long_help = concat!("The manual page (bt2sum --man) tells each option in full.\n\n",
+                              include_str!("examples.txt")),
     // What selects leaves needs a leaf listing or count to print.
     group(ArgGroup::new("listing").args(["leaves", "leaf_count"])),
     // `--total` says what a selection's input holds, or plans one.
@@ -68,21 +65,13 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
     group(ArgGroup::new("walking").args(["recursive", "audit"]).multiple(true)),
 )]
 pub struct Args {
-    /// Files to hash; none, or `-`, means standard input
-    ///
-    /// With --check, the checksum lists to verify; with --combine, the
-    /// partial leaf listings; with --recursive, the directories to walk
-    /// (default: `.`).
+    /// Files to hash; none, or `-`, means standard input (with --check: the
+    /// lists; with --combine: the listings; with -r: the directories, `.` if none)
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
 
     /// Read the names of the inputs from F, each ended by NUL (`-`: standard
-    /// input), instead of taking FILEs
-    ///
-    /// As GNU du and wc do: for lists too long for the command line, as
-    /// `find -print0` writes them. The names are taken as if given as FILEs
-    /// (with -r, as the directories to walk); an empty name is an error that
-    /// says where it is, and the others are still hashed.
+    /// input), as `find -print0` writes them, instead of taking FILEs
     #[arg(long, value_name = "F", value_hint = ValueHint::FilePath,
           conflicts_with_all = ["files", "check", "combine", "name"])]
     pub files0_from: Option<OsString>,
@@ -92,10 +81,7 @@ pub struct Args {
     pub algorithm: AlgorithmArg,
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
-    /// the maximum
-    ///
-    /// --length is b3sum's spelling (in bytes too; GNU b2sum's -l counts
-    /// bits).
+    /// the maximum (GNU b2sum's -l counts bits)
     #[arg(
         short,
         long,
@@ -105,72 +91,44 @@ pub struct Args {
     )]
     pub size: usize,
 
-    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1)
-    ///
-    /// Digits with an optional k, m or g suffix (x1024, x1048576,
-    /// x1073741824; either case). A checksum only verifies with the leaf
-    /// size it was made with.
+    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1), with an optional k, m
+    /// or g suffix
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
           value_parser = parse_leaf_size)]
     pub leaf_size: u64,
 
     /// Act as if started in DIR: every FILE, LIST and name in a list is
     /// relative to it (as `git -C`, `make -C`, `tar -C`)
-    ///
-    /// For a list made on one machine and checked against a copy mounted
-    /// elsewhere: `bt2sum -C /mnt/backup -c SUMS`.
     #[arg(short = 'C', long = "directory", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub directory: Option<OsString>,
 
     /// Threads that hash, 1 to 1024 [default: the number of processors]
-    ///
-    /// At most N threads hash or read at once, the one that owns the run
-    /// counted (it works as the N-th, beside N − 1 workers): --cpus 1
-    /// keeps to one core. --num-threads is b3sum's spelling; -cpus N the
-    /// original's.
     #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,
 
     /// Read checksum lists from the FILEs (or standard input) and verify them
-    ///
-    /// Prints `NAME: OK`, `NAME: FAILED` or `NAME: FAILED open or read` per
-    /// listed file, and a summary of the problems on standard error. Leaf
-    /// listings (--leaves) are checked leaf by leaf, with their own leaf
-    /// size: `NAME: leaf I: FAILED` follows the file's line for each damaged
-    /// leaf. With -s N, only N-byte digests are read.
     #[arg(short, long, conflicts_with_all = NOT_WITH_CHECK)]
     pub check: bool,
 
     /// Print GNU-style `HEX  NAME` lines instead of the default tagged
-    /// `BLAKE2b-64 (NAME) = HEX` lines
-    ///
-    /// --tag and --untagged override each other: the last one wins.
+    /// `BLAKE2b-64 (NAME) = HEX` lines (the last of --tag and --untagged wins)
     #[arg(long, overrides_with = "tag")]
     pub untagged: bool,
 
     /// Print only each input's digest, in hex, without its name (as b3sum's
     /// --no-names)
-    ///
-    /// For `$(bt2sum --no-names FILE)`. Not with --check, --combine or the
-    /// leaf listings, whose lines need their names.
     #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "tag", "untagged"])]
     pub no_names: bool,
 
     /// Write the digest's bytes themselves, nothing else, for one input (as
     /// b3sum's --raw)
-    ///
-    /// One FILE or standard input; not with --check, --combine, the leaf
-    /// listings, --recursive or --files0-from.
     #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "recursive",
           "files0_from", "zero", "tag", "untagged", "no_names"])]
     pub raw: bool,
 
     /// End each output line with NUL, not newline, and write names as they
     /// are, not escaped (GNU's --zero)
-    ///
-    /// For checksum lines, leaf lines and --combine's line. Not with
-    /// --check, as in GNU coreutils 9.1: lists are read a line at a time.
     #[arg(short, long)]
     pub zero: bool,
 
@@ -181,21 +139,15 @@ pub struct Args {
 
     /// Read in binary mode: accepted for scripts written for sha256sum -b,
     /// and changes nothing
-    ///
-    /// Binary and text mode are the same on every system bt2sum runs on;
-    /// lines keep two spaces between digest and name, and `HEX *NAME` lines
-    /// are read as any other.
     #[arg(short, long, overrides_with = "text")]
     pub binary: bool,
 
     /// Read in text mode: accepted for scripts written for sha256sum --text,
-    /// and changes nothing (see --binary)
+    /// and changes nothing
     #[arg(long, overrides_with = "binary")]
     pub text: bool,
 
     /// With --check: print no OK line for each verified file
-    ///
-    /// --quiet, --status and --warn override each other: the last one wins.
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK,
           overrides_with_all = ["status", "warn"])]
     pub quiet: bool,
@@ -206,9 +158,6 @@ pub struct Args {
     pub status: bool,
 
     /// With --check: fail on improperly formatted checksum lines
-    ///
-    /// By default they are counted in a warning but do not change the exit
-    /// status.
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub strict: bool,
 
@@ -221,32 +170,19 @@ pub struct Args {
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ignore_missing: bool,
 
-    /// With --check: print a verdict for every line of a leaf listing, every
-    /// leaf's included, not only the file's line and its failing leaves
-    ///
-    /// --leaves with --check does the same.
+    /// With --check: print a verdict for every line of a leaf listing, not
+    /// only the file's line and its failing leaves (as --leaves does)
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub verbose: bool,
 
-    /// Hash every regular file under the directories given (`.` when none)
-    ///
-    /// Files are listed in bytewise path order, as `find DIR -type f |
-    /// LC_ALL=C sort` lists them, so the list verifies with --check. Links
-    /// met in the walk (unless -L), FIFOs, sockets, devices and the file
-    /// standard output writes to are skipped; a directory that cannot be
-    /// read is an error.
-    #[arg(short, long, conflicts_with_all = NOT_WITH_RECURSIVE)]
+    /// Hash every regular file under the directories given (`.` when none),
+    /// in bytewise path order
+    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range", "part",
+          "total", "name"])]
     pub recursive: bool,
 
     /// With --recursive or --audit: leave out the files and directories a
     /// gitignore pattern matches (repeatable)
-    ///
-    /// A pattern with no `/` matches a name at any depth (`*.tmp`,
-    /// `Thumbs.db`); one with a `/` matches from the directory walked
-    /// (`build/*.o`, `/top.txt`); a trailing `/` matches directories only
-    /// (`.s3git/`), whose contents are then not walked; `**` matches any
-    /// number of directories; `!PATTERN` takes back what an earlier pattern
-    /// left out.
     #[arg(long, value_name = "GLOB", requires = "walking")]
     pub exclude: Vec<String>,
 
@@ -256,44 +192,27 @@ pub struct Args {
     pub exclude_from: Vec<OsString>,
 
     /// With --recursive: follow symbolic links met in the walk
-    ///
-    /// Links named as arguments are always followed. A link back to a
-    /// directory being walked is reported as a file system loop.
     #[arg(short = 'L', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub dereference: bool,
 
     /// With --recursive or --audit: stay on the file system of each
-    /// directory walked (as find -xdev, du -x and rsync -x); an audit
-    /// leaves listed files on others out too
+    /// directory walked (as find -xdev, du -x and rsync -x)
     #[arg(short = 'x', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub one_file_system: bool,
 
     /// With --recursive or --audit: walk at most N levels below each
-    /// directory (1: its own files only, as find -maxdepth 1); an audit
-    /// leaves listed files deeper out too
+    /// directory (1: its own files only, as find -maxdepth 1)
     #[arg(long, value_name = "N", requires = "walking", conflicts_with_all = NOT_WITH_WALKING,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub max_depth: Option<u16>,
 
     /// With --check: walk DIR as -r does and class every file under it
-    /// against the lists (repeatable)
-    ///
-    /// Besides NAME: OK and NAME: FAILED, a file no list names is NAME: NEW,
-    /// a listed file that is gone NAME: MISSING, and a new file whose digest
-    /// is a missing entry's NAME: MOVED from OLD. With stat lines (--stat),
-    /// an edited file is NAME: CHANGED. Names match as the lists spell them,
-    /// relative to the current directory (./a and a are one file). Listed
-    /// files the walk would not meet (under no DIR, excluded, deeper than
-    /// --max-depth, on another file system with -x) are out of scope:
-    /// neither read nor missing, only counted.
+    /// against the lists: NEW, MOVED, MISSING too (repeatable)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
     pub audit: Vec<OsString>,
 
     /// Show a progress bar on standard error [default: when standard error is
     /// a terminal and the work takes over a second]
-    ///
-    /// Forced on with --progress, even into a pipe or a file (as plain text);
-    /// off with --no-progress. The last of the two wins.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
 
@@ -303,22 +222,11 @@ pub struct Args {
 
     /// After each file's line, print one line per leaf: index, byte offset,
     /// length and digest
-    ///
-    /// The format: `BLAKE2b-64 leaf=I offset=O length=N total=T tree=L (NAME)
-    /// = HEX`, or `BLAKE2b-64 leaves=0 total=0 tree=L (NAME)` for an empty
-    /// file. Check mode verifies these lines, each leaf on its own; with
-    /// --check, --leaves prints every leaf's verdict (as --verbose).
     #[arg(long, conflicts_with_all = ["combine", "untagged"])]
     pub leaves: bool,
 
-    /// With --leaves or --leaf-count: only leaves A to B-1 of each file
-    /// [default: every leaf]
-    ///
-    /// Leaves count from 0; B may be left out (`A..`). The range is cut at
-    /// the file's last leaf: a range wholly past it lists nothing, and so
-    /// does an empty one (`A..A`); the range from 0 of an empty file lists
-    /// its `leaves=0` line. Without --total, an input that is not a regular
-    /// file is an error.
+    /// With --leaves or --leaf-count: only leaves A to B-1 of each file, or A
+    /// to the last (`A..`) [default: every leaf]
     #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
@@ -326,73 +234,35 @@ pub struct Args {
     /// With --leaves or --leaf-count: only the K-th of N near-equal runs of
     /// leaves (from 1, as in `split -n K/N`); with --check, only the K-th of
     /// N slices of what the lists describe
-    ///
-    /// Run sizes differ by at most one leaf, the longer first; parts past
-    /// the leaf count list nothing, and part 1 of an empty file lists its
-    /// `leaves=0` line. For job runners that hand each worker an index:
-    /// GNU parallel's {#}, Slurm's SLURM_ARRAY_TASK_ID (with --array=1-N),
-    /// Kubernetes' JOB_COMPLETION_INDEX (from 0: add 1). With --check the
-    /// slices are balanced by bytes, a leaf listing cut at leaves and a file
-    /// listed whole never cut: slices 1 to N check everything once (a
-    /// nightly scrub: `--part "$(date +%u)/7"`).
     #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "sliceable",
-          conflicts_with = "leaf_range", conflicts_with_all = NOT_WITH_PART,
+          conflicts_with_all = ["leaf_range", "combine", "recursive"],
           value_parser = parse_part)]
     pub part: Option<Part>,
 
     /// The input holds only the selected leaves' bytes of a file of T bytes
     /// (with --leaf-range or --part); with --leaf-count, no input is read
-    ///
-    /// For ranged downloads: `curl -r X-Z URL | bt2sum --leaves --part 3/8
-    /// --total T --name NAME -`. An input of another length than the
-    /// selection's is an error naming both, and no leaf of it is listed.
-    /// `--leaf-count --total T` prints the count line of a T-byte file, and
-    /// with a selection its bytes (`offset=X length=Y`), for planning the
-    /// ranges to fetch. T takes the suffixes of -t.
     #[arg(long, value_name = "T", value_hint = ValueHint::Other, requires = "planned",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_byte_count)]
     pub total: Option<u64>,
 
     /// The name lines give the one input instead of its own (`-` for
     /// standard input)
-    ///
-    /// For a listing of a stream or an excerpt that is to name the file it
-    /// came from, so that its combined line does too.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
           value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
     pub name: Option<OsString>,
 
     /// After each file's checksum line, print its stat line: the file's
     /// size, modification time and leaf size
-    ///
-    /// `BLAKE2b-64 size=N mtime=SECONDS.NANOSECONDS tree=L (NAME)`, for
-    /// regular files given by name. Check mode then tells an edit (size or
-    /// time changed: `NAME: CHANGED`) from damage (`NAME: FAILED`), and
-    /// needs no -t.
     #[arg(long, conflicts_with_all = ["combine", "leaf_count", "no_names", "raw"])]
     pub stat: bool,
 
     /// With --check and --audit: rewrite the one LIST to describe the tree
     /// as it is now, for deliberate changes only
-    ///
-    /// NEW files are added (in walk order), MOVED ones renamed and CHANGED
-    /// ones (edits, as stat lines tell) hashed again; FAILED (damaged) and
-    /// MISSING entries are kept as they are (unless named with --accept or
-    /// --forget-missing), and the status is 1 while any remain. The list is replaced atomically: a temporary file beside it,
-    /// flushed to the disk, then renamed over it. With --stat, every entry
-    /// written anew, and every one that verifies, gets a stat line.
-    #[arg(long, requires = "audit")]
+    #[arg(long, requires = "audit", conflicts_with = "part")]
     pub update: bool,
 
     /// With --audit: take a listed file whose size and modification time
-    /// are its stat line's as unchanged, and do not read it (`NAME: OK (not
-    /// read)`)
-    ///
-    /// An audit then costs what changed: new files are read (to find
-    /// moves), edited ones too (with --update, hashed again). The list needs
-    /// stat lines (`-r --stat`). Damage that leaves size and time as they
-    /// were (bit rot) goes unseen: a check without --quick, or a scrub
-    /// (--max-duration, --part), reads every byte.
+    /// are its stat line's as unchanged, and do not read it
     #[arg(long, requires = "audit")]
     pub quick: bool,
 
@@ -402,24 +272,12 @@ pub struct Args {
     pub forget_missing: bool,
 
     /// With --update: take what the files PATTERN matches hold now as
-    /// meant, damaged or not (an edit in a list without stat lines, a file
-    /// replaced on purpose): a FAILED one is hashed again (repeatable)
-    ///
-    /// PATTERN is read as --exclude's are (gitignore's rules), against the
-    /// names as the list spells them, without a leading `./`; a directory
-    /// matched takes in every file under it. No other damage is ever taken
-    /// into the list.
+    /// meant, damaged or not: a FAILED one is hashed again (repeatable)
     #[arg(long, value_name = "PATTERN", requires = "update")]
     pub accept: Vec<String>,
 
-    /// With --check: keep in FILE when each file, and each leaf of a leaf
-    /// listing, was last verified to match (default: LIST.ledger beside
-    /// the one LIST, used when it exists or with --max-duration)
-    ///
-    /// The list itself never changes for it. Only what matched is recorded:
-    /// the ledger orders a scrub's work and reports its coverage, and never
-    /// makes a file pass. Each check with a ledger ends with the bytes by
-    /// the age of their last proof.
+    /// With --check: keep in FILE when each file and leaf was last verified
+    /// to match [default: LIST.ledger, used if it exists or with --max-duration]
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check")]
     pub ledger: Option<OsString>,
 
@@ -431,29 +289,13 @@ pub struct Args {
     /// With --check: verify what the ledger says was least recently
     /// verified first, and stop after DURATION (`90m`, `2h`, `3600s`, `1d`,
     /// plain seconds); `0` verifies nothing and reports the coverage
-    ///
-    /// A nightly scrub: `bt2sum -c --max-duration 1h SUMS` goes on each
-    /// night where the last one stopped, inside a big file too where the
-    /// list has its leaf lines. A file listed whole is verified whole.
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other, requires = "check",
           conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
     /// With --check: mend each failing leaf of a leaf listing from a good
-    /// copy, PATH (the copy of the one file to mend, or a directory holding
-    /// the copies under the names the lists give; relative to -C's
-    /// directory, as the lists are)
-    ///
-    /// Each leaf is read from the copy and verified against its listed
-    /// digest; only then is it written in place, synced, read back and
-    /// verified again: `NAME: leaf I: REPAIRED`. Bytes that do not verify
-    /// are never written (`NAME: leaf I: FAILED (the copy's leaf does not
-    /// match either)`), nor are good leaves. Only the failing leaves' bytes
-    /// are read from the copy. A file listed without leaf lines cannot be
-    /// mended leaf by leaf. A missing file is restored whole from a copy
-    /// that matches its checksum line (`NAME: RESTORED`; not with --audit,
-    /// where it may have moved). The status is 0 only if every file now
-    /// verifies.
+    /// copy, PATH: the copy of the one file, or a directory holding the
+    /// copies under the names the lists give
     #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
           conflicts_with = "update")]
     pub repair_from: Option<OsString>,
@@ -477,71 +319,50 @@ pub struct Args {
 
     /// Print one JSON object a line, in place of lines: checksums, leaves,
     /// verdicts, audit classes, errors, and a summary at the end
-    ///
-    /// Every object has a `type`; names are {"text": …}, or {"bytes":
-    /// BASE64} when they are not UTF-8. docs/json.md is the schema.
     #[arg(long, conflicts_with_all = ["combine", "raw", "no_names", "zero"])]
     pub json: bool,
 
     /// Print how many leaves each file has, without hashing it:
     /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`
-    ///
-    /// For planning --leaf-range or --part over several machines: leaves 0
-    /// to N-1 exist. With a selection the line ends in its bytes,
-    /// `offset=X length=Y`. A file that is not a regular file is an error;
-    /// with --total no file is read.
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged", "leaves"])]
     pub leaf_count: bool,
 
     /// Read the leaf lines of partial listings (the FILEs) of one file and
     /// print that file's checksum line
-    ///
-    /// The listings give the algorithm, digest size and leaf size (so -a, -s
-    /// and -t do not apply). They may come in any order and overlap; together
-    /// they must list every leaf of one file. With another leaf size than the
-    /// default, the file's count line follows, so that --check finds the
-    /// leaf size without -t.
     #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
     pub combine: bool,
 
     /// Print a shell completion script, and exit
-    ///
-    /// For example `bt2sum --completions bash >
-    /// ~/.local/share/bash-completion/completions/bt2sum`.
     #[arg(long, value_name = "SHELL", exclusive = true)]
     pub completions: Option<clap_complete::Shell>,
 
     /// Print the manual page (roff), and exit
-    ///
-    /// For example `bt2sum --man > bt2sum.1; man -l bt2sum.1`.
     #[arg(long, exclusive = true)]
     pub man: bool,
 }
 
-/// The leaf sizes that shell completion offers for `-t` (any is taken).
-const LEAF_SIZES_OFFERED: [&str; 10] = [
-    "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
-];
-
-/// The digest sizes that shell completion offers for `-s` (any is taken).
-const DIGEST_SIZES_OFFERED: [&str; 8] = ["0", "16", "20", "28", "32", "40", "48", "64"];
-
 /// The command as shell completion sees it: `-t <Tab>` and `-s <Tab>`
-/// offer common sizes instead of file names. Only the completions are
+/// offer common sizes (any is taken) instead of file names. Only the completions are
 /// made from it: the parser itself offers nothing, so that no message
 /// lists these as the only values allowed.
 pub fn for_completion() -> clap::Command {
     Args::command()
-        .mut_arg("leaf_size", |arg| arg.value_parser(LEAF_SIZES_OFFERED))
-        .mut_arg("size", |arg| arg.value_parser(DIGEST_SIZES_OFFERED))
+        .mut_arg("leaf_size", |arg| {
+            arg.value_parser([
+                "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
+            ])
+        })
+        .mut_arg("size", |arg| {
+            arg.value_parser(["0", "16", "20", "28", "32", "40", "48", "64"])
+        })
 }
 
 /// Parses `K/N`: part K of N, from 1.
 pub fn parse_part(text: &str) -> Result<Part, String> {
     let allowed = "expected K/N (part K of N near-equal parts), with 1 <= K <= N";
     let (part, parts) = text.split_once('/').ok_or(allowed)?;
-    let part = decimal(part).ok_or(allowed)?;
-    let parts = decimal(parts).ok_or(allowed)?;
+    let part = decimal(part.as_bytes()).ok_or(allowed)?;
+    let parts = decimal(parts.as_bytes()).ok_or(allowed)?;
     Part::new(part, parts).ok_or_else(|| allowed.to_string())
 }
 
@@ -565,13 +386,6 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| "expected a duration: a number with ms, s, m, h or d (90m, 2h, 3600)".into())
 }
 
-/// Digits only, as a number that fits in 64 bits.
-fn decimal(digits: &str) -> Option<u64> {
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| digits.parse().ok())
-        .flatten()
-}
-
 /// Digits with an optional `k`, `m` or `g` suffix (either case), as bytes;
 /// `None` if that is not what `text` is, or it does not fit in 64 bits.
 fn with_unit(text: &str) -> Option<u64> {
@@ -581,7 +395,7 @@ fn with_unit(text: &str) -> Option<u64> {
         Some(b'g') => (&text[..text.len() - 1], 1 << 30),
         _ => (text, 1),
     };
-    decimal(digits)?.checked_mul(unit)
+    decimal(digits.as_bytes())?.checked_mul(unit)
 }
 
 /// Parses a file's length in bytes, as `-t` takes sizes: `1000`, `12m`.
@@ -603,11 +417,11 @@ pub fn parse_name(name: OsString) -> Result<OsString, String> {
 pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
-    let start = decimal(start).ok_or(allowed)?;
+    let start = decimal(start.as_bytes()).ok_or(allowed)?;
     let end = if end.is_empty() {
         u64::MAX
     } else {
-        decimal(end).ok_or(allowed)?
+        decimal(end.as_bytes()).ok_or(allowed)?
     };
     if start > end {
         return Err(allowed.to_string());

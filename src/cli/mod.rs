@@ -1,5 +1,5 @@
-//! The command line: flags parsed and resolved once into a [`Config`]
-//! (`args`, `config`), then handed to the driver of its mode (`hash`,
+//! The command line: flags parsed and resolved once into a [`Request`]
+//! (`args`, `plan`), then handed to the driver of its mode (`hash`,
 //! `check`, `combine`), which uses the library and writes the lines.
 
 mod args;
@@ -22,8 +22,8 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 
 pub use output::Status;
 use output::{output_failed, warn};
-pub use plan::Config;
-use plan::Mode;
+pub use plan::Request;
+use plan::{Config, Mode};
 
 /// Sets up the process before anything else runs.
 pub fn prepare_process() {
@@ -32,56 +32,25 @@ pub fn prepare_process() {
     sys::file_size_limit_is_an_error();
 }
 
-/// Runs a resolved configuration; returns the exit status.
-pub fn run(config: Config) -> Status {
-    match &config.mode {
-        Mode::Completions(shell) => {
+/// Answers what the command line asks for; returns the exit status.
+pub fn run(request: Request) -> Status {
+    let config = match request {
+        Request::Run(config) => *config,
+        Request::Completions(shell) => {
             let mut script = Vec::new();
-            clap_complete::generate(*shell, &mut args::for_completion(), "bt2sum", &mut script);
+            clap_complete::generate(shell, &mut args::for_completion(), "bt2sum", &mut script);
             return print(&script);
         }
-        Mode::Man => {
-            return match man::page() {
-                Ok(page) => print(&page),
-                Err(error) => {
-                    warn(&format!("cannot render the manual page: {error}"));
-                    Status::Failure
-                }
-            };
-        }
-        Mode::Hash(_) | Mode::Check(_) | Mode::Combine(_) => {}
-    }
-    if let Some(directory) = &config.directory
-        && let Err(error) = std::env::set_current_dir(directory)
-    {
-        // Nothing was done: as a usage error.
-        let shown = bt2sum::format::name::Name::of_path_lossy(directory).shown();
-        let reason = bt2sum::plain_message(&error);
-        warn(&format!("-C: cannot change to {shown}: {reason}"));
-        return Status::Usage;
-    }
-    if let Some((limit, needed)) = bt2sum::budget::descriptors().too_few {
-        warn(&format!(
-            "too few file descriptors: the limit is {limit} (ulimit -n), and bt2sum needs {needed}"
-        ));
-        return Status::Failure;
-    }
-    match sys::start_workers(config.threads) {
-        Ok((started, wanted)) if started < wanted => warn(&format!(
-            "started {started} of the {wanted} threads asked for: the system grants no more"
-        )),
-        Ok(_) => {}
-        Err(error) => {
-            // The system's own words, as for any error (no `(os error 11)`).
-            let reason = match std::error::Error::source(&error)
-                .and_then(|source| source.downcast_ref::<io::Error>())
-            {
-                Some(io_error) => bt2sum::plain_message(io_error),
-                None => error.to_string(),
-            };
-            warn(&format!("cannot start worker threads: {reason}"));
-            return Status::Failure;
-        }
+        Request::Man => match man::page() {
+            Ok(page) => return print(&page),
+            Err(error) => {
+                warn(&format!("cannot render the manual page: {error}"));
+                return Status::Failure;
+            }
+        },
+    };
+    if let Err(status) = set_up(&config) {
+        return status;
     }
     if sys::stdout_closed() {
         // Lines would vanish into the /dev/null the runtime put there.
@@ -99,13 +68,49 @@ pub fn run(config: Config) -> Status {
     }
 }
 
+/// Acts in `-C`'s directory, and starts the workers if the descriptors
+/// suffice; else the status to end with, nothing done.
+fn set_up(config: &Config) -> Result<(), Status> {
+    if let Some(directory) = &config.directory
+        && let Err(error) = std::env::set_current_dir(directory)
+    {
+        let shown = bt2sum::format::name::Name::of_path_lossy(directory).shown();
+        let reason = bt2sum::plain_message(&error);
+        warn(&format!("-C: cannot change to {shown}: {reason}"));
+        return Err(Status::Usage);
+    }
+    if let Some((limit, needed)) = bt2sum::budget::descriptors().too_few {
+        warn(&format!(
+            "too few file descriptors: the limit is {limit} (ulimit -n), and bt2sum needs {needed}"
+        ));
+        return Err(Status::Failure);
+    }
+    match sys::start_workers(config.threads) {
+        Ok((started, wanted)) if started < wanted => warn(&format!(
+            "started {started} of the {wanted} threads asked for: the system grants no more"
+        )),
+        Ok(_) => {}
+        Err(error) => {
+            // The system's own words, as for any error (no `(os error 11)`).
+            let reason = match std::error::Error::source(&error)
+                .and_then(|source| source.downcast_ref::<io::Error>())
+            {
+                Some(io_error) => bt2sum::plain_message(io_error),
+                None => error.to_string(),
+            };
+            warn(&format!("cannot start worker threads: {reason}"));
+            return Err(Status::Failure);
+        }
+    }
+    Ok(())
+}
+
 /// Hashes, verifies or combines, writing to `out`.
 fn drive(config: &Config, out: &mut dyn Write) -> Status {
     output::with_stderr(match &config.mode {
         Mode::Hash(hashing) => hash::run(hashing, config.progress, out),
         Mode::Check(checking) => check::run(checking, config, out),
         Mode::Combine(combining) => combine::run(combining, out),
-        Mode::Completions(_) | Mode::Man => Status::Success,
     })
 }
 

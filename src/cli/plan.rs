@@ -30,6 +30,15 @@ pub struct Config {
     pub mode: Mode,
 }
 
+/// What the command line asks for: a run, or a text about bt2sum.
+pub enum Request {
+    Run(Box<Config>),
+    /// A shell completion script.
+    Completions(Shell),
+    /// The manual page.
+    Man,
+}
+
 /// What a run does.
 pub enum Mode {
     /// Print a checksum line per input.
@@ -38,10 +47,6 @@ pub enum Mode {
     Check(Checking),
     /// Turn partial leaf listings into a checksum line.
     Combine(Combining),
-    /// Print a shell completion script.
-    Completions(Shell),
-    /// Print the manual page.
-    Man,
 }
 
 /// The settings of a hashing run.
@@ -166,15 +171,11 @@ pub struct Update {
 
 /// Where good copies of damaged files are (`--repair-from`), and what
 /// mending may do: cut a file longer than listed (`--repair-truncate`),
-/// write any name (`--absolute-names`), write set-id files
-/// (`--repair-setid`).
+/// write any file, named absolute or with `..` or with several hard links
+/// (`--absolute-names`, as tar's), write set-id files (`--repair-setid`).
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,
-    /// Whether a list may name any file to write: absolute names and `..`
-    /// too, and files with several hard links (`--absolute-names`, as
-    /// tar's); else only relative names inside the tree, of files with one
-    /// hard link.
     pub any_path: bool,
     pub setid: bool,
 }
@@ -217,10 +218,6 @@ fn broken_rule(args: &Args) -> Option<&'static str> {
         (
             args.check && args.part.is_some() && !lists_are_files,
             "--part with --check reads its lists twice: give them as files, not standard input",
-        ),
-        (
-            args.update && args.part.is_some(),
-            "--update rewrites a whole list: not with --part",
         ),
         (
             args.update && !one_list_file,
@@ -273,12 +270,17 @@ fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
     Excludes::new(&all).map_err(|error| usage(format!("--exclude: {error}")))
 }
 
-impl Config {
+impl Request {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
-    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Config, clap::Error> {
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, clap::Error> {
         let args = go_spellings(args);
         let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
+        if let Some(shell) = args.completions {
+            return Ok(Request::Completions(shell));
+        } else if args.man {
+            return Ok(Request::Man);
+        }
         if let Some(message) = broken_rule(&args) {
             return Err(usage(message));
         }
@@ -305,11 +307,7 @@ impl Config {
             max_depth: args.max_depth.map(usize::from),
         };
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
-        let mode = if let Some(shell) = args.completions {
-            Mode::Completions(shell)
-        } else if args.man {
-            Mode::Man
-        } else if args.check {
+        let mode = if args.check {
             Mode::Check(checking(args, walk)?)
         } else if args.combine {
             Mode::Combine(Combining {
@@ -319,12 +317,12 @@ impl Config {
         } else {
             Mode::Hash(hashing(args, layout, walk)?)
         };
-        Ok(Config {
+        Ok(Request::Run(Box::new(Config {
             directory,
             threads,
             progress,
             mode,
-        })
+        })))
     }
 }
 

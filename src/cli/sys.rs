@@ -92,23 +92,14 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
     Ok(Box::new(io::stdin().lock()))
 }
 
-/// What the system says of standard input; `None` for a stream that says
-/// nothing of itself.
-pub fn stdin_metadata() -> io::Result<Option<Metadata>> {
-    Ok(bt2sum::duplicate_stdin()?.metadata().ok())
-}
-
 /// A duplicate of standard output's descriptor, written to without Rust's
 /// line buffering: bytes go out as they are, lines ending in `\n`.
 pub fn duplicate_stdout() -> io::Result<File> {
     #[cfg(unix)]
-    return Ok(File::from(
-        std::os::fd::AsFd::as_fd(&io::stdout()).try_clone_to_owned()?,
-    ));
+    let copy = std::os::fd::AsFd::as_fd(&io::stdout()).try_clone_to_owned()?;
     #[cfg(windows)]
-    return Ok(File::from(
-        std::os::windows::io::AsHandle::as_handle(&io::stdout()).try_clone_to_owned()?,
-    ));
+    let copy = std::os::windows::io::AsHandle::as_handle(&io::stdout()).try_clone_to_owned()?;
+    Ok(File::from(copy))
 }
 
 type LastWords = Box<dyn FnOnce() + Send>;

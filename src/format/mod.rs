@@ -145,7 +145,8 @@ fn after_tag(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// The number `digits` (ASCII digits only, leading zeros allowed) writes.
-fn decimal(digits: &[u8]) -> Option<u64> {
+#[doc(hidden)]
+pub fn decimal(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }

@@ -723,9 +723,9 @@ fn help_has_examples_and_defaults_and_version_its_own() {
     ] {
         assert!(help.contains(text), "{text}:\n{help}");
     }
-    // -h is the short form.
+    // -h is the short form: the values' descriptions are --help's only.
     let short = stdout(&run(["-h"], b""));
-    assert!(short.len() < help.len());
+    assert!(help.contains("Possible values:") && !short.contains("Possible values:"));
     assert!(short.contains("--recursive"));
     let version = format!("bt2sum {}\n", env!("CARGO_PKG_VERSION"));
     super::assert_output(&run(["-V"], b""), &version, "", 0);

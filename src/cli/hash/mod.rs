@@ -372,8 +372,9 @@ impl Report<'_, '_> {
 fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
     let mut total = 0u64;
     for name in names {
+        // (A stream that says nothing of itself has no size either.)
         let metadata = if name == "-" {
-            sys::stdin_metadata()
+            bt2sum::duplicate_stdin().map(|stdin| stdin.metadata().ok())
         } else {
             std::fs::metadata(name).map(Some)
         };
