@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use super::{
     HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, pattern, read_error,
-    run_in, status, stderr, stdout,
+    run_in, status, stderr, stdout, write_list,
 };
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
@@ -78,8 +78,7 @@ pub(super) fn leaf_size_hint(size: &str) -> String {
 #[test]
 fn round_trip_from_a_file_stdin_and_dash() {
     let dir = abc_dir();
-    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
+    let list = write_list(dir.path(), "SUMS", ["a", "b", "c d"]);
     let all_ok = "a: OK\nb: OK\nc d: OK\n";
     // A list given twice is checked twice.
     let twice = all_ok.repeat(2);
@@ -731,8 +730,7 @@ fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
 #[test]
 fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     let dir = dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
-    let counts = ok_bytes_in(dir.path(), ["--leaf-count", "f"]);
-    fs::write(dir.path().join("COUNTS"), &counts).unwrap();
+    let counts = write_list(dir.path(), "COUNTS", ["--leaf-count", "f"]);
     // Damaged, of the same length: a count line cannot tell.
     fs::write(dir.path().join("f"), b"HELLO\n").unwrap();
     let note = "bt2sum: WARNING: 1 listed file has no digest in the list: only its length was \

@@ -68,10 +68,7 @@ fn a_trickling_pipe_gives_the_file_digest() {
     let data = pattern((12 << 20) + 3);
     let (_dir, path) = file_with("data", &data);
     let expected = stdout(&bt2sum().arg(&path).output_retried());
-    let mut child = bt2sum()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().spawn_piped();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         let mut rest = &data[..];
@@ -163,9 +160,7 @@ fn a_fifo_behind_a_waiting_stream_is_opened_meanwhile() {
         let mut child = bt2sum()
             .current_dir(dir.path())
             .args(["--cpus", cpus, "-", "fifo"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn_retried();
+            .spawn_piped();
         let writer = {
             let (dir, mut stdin) = (dir.path().to_path_buf(), child.stdin.take().unwrap());
             std::thread::spawn(move || {
@@ -510,13 +505,7 @@ fn closed_pipes_end_quietly() {
         (vec!["-", "-"], pattern(1 << 20)),
     ];
     for (args, input) in inputs {
-        let mut child = bt2sum()
-            .current_dir(dir.path())
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn_retried();
+        let mut child = bt2sum().current_dir(dir.path()).args(&args).spawn_piped();
         drop(child.stdout.take());
         // (bt2sum may end before it has read it all.)
         let _ = child.stdin.take().unwrap().write_all(&input);

@@ -133,6 +133,8 @@ pub trait Retried {
     fn spawn_retried(&mut self) -> Child;
     /// `output`, retried; panics on the last failure.
     fn output_retried(&mut self) -> Output;
+    /// `spawn_retried`, its standard input, output and error piped.
+    fn spawn_piped(&mut self) -> Child;
 }
 
 impl Retried for Command {
@@ -142,6 +144,13 @@ impl Retried for Command {
 
     fn output_retried(&mut self) -> Output {
         retried(|| self.output())
+    }
+
+    fn spawn_piped(&mut self) -> Child {
+        self.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn_retried()
     }
 }
 
@@ -183,13 +192,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut child = bt2sum()
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().current_dir(dir).args(args).spawn_piped();
     let mut input = child.stdin.take().expect("stdin is piped");
     let bytes = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -537,6 +540,21 @@ impl Drop for Mounted {
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
+}
+
+/// The bodies of the blocks of a Markdown text that open with the line
+/// `fence` (such as ```` ```sh ````), each line ended with `\n`.
+#[cfg(unix)]
+pub fn fenced_blocks(text: &str, fence: &str) -> Vec<String> {
+    let mut lines = text.lines();
+    let mut blocks = Vec::new();
+    while let Some(line) = lines.next() {
+        if line == fence {
+            let body = lines.by_ref().take_while(|line| *line != "```");
+            blocks.push(body.map(|line| format!("{line}\n")).collect());
+        }
+    }
+    blocks
 }
 
 /// Runs `bt2sum ARGS` in `dir`, which must succeed, and writes its standard

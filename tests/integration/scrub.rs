@@ -305,19 +305,10 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     }
     let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scrub.md")).unwrap();
     let block = |fence: &str, first: &str| -> String {
-        let mut lines = docs.lines();
-        loop {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("no {fence} block {first}"));
-            if line != fence {
-                continue;
-            }
-            let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
-            if body.first().is_some_and(|line| line.contains(first)) {
-                return body.join("\n");
-            }
-        }
+        let mut blocks = super::fenced_blocks(&docs, fence).into_iter();
+        let found =
+            blocks.find(|body| body.lines().next().is_some_and(|line| line.contains(first)));
+        found.unwrap_or_else(|| panic!("no {fence} block {first}"))
     };
     // Cron runs what follows the five time fields with `sh -c`, a `\%`
     // standing for `%` (a bare `%` would end the command).

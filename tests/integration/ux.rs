@@ -8,7 +8,7 @@ use std::fs;
 #[cfg(unix)]
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 #[cfg(unix)]
 use std::sync::Arc;
 #[cfg(unix)]
@@ -679,8 +679,11 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
 #[test]
 fn dash_c_and_missing_copies_are_explained() {
     let dir = super::dir_with(&[("tree/a", b"a"), ("tree/b", b"b")]);
-    let list = super::ok_in(&dir.path().join("tree"), ["--leaves", "a", "b"]);
-    fs::write(dir.path().join("sums.txt"), list).unwrap();
+    super::write_list(
+        &dir.path().join("tree"),
+        "../sums.txt",
+        ["--leaves", "a", "b"],
+    );
     let out = super::run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"], b"");
     assert_eq!(status(&out), 1);
     assert_contains(
@@ -777,12 +780,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
     use std::io::Write;
-    let mut child = bt2sum()
-        .arg("--progress")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().arg("--progress").spawn_piped();
     let mut input = child.stdin.take().unwrap();
     // About 11 seconds of input, a little at a time.
     let started = std::time::Instant::now();
@@ -817,11 +815,7 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
     use std::io::Write;
     // Standard input trickles in for about two seconds: long enough for the
     // bar, which must still not appear in a pipe.
-    let mut child = bt2sum()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().spawn_piped();
     let mut input = child.stdin.take().unwrap();
     let data = pattern(20 << 16);
     for chunk in data.chunks(1 << 16) {
@@ -837,7 +831,7 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 #[test]
 fn check_mode_shows_progress_when_forced() {
     let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
-    fs::write(dir.path().join("SUMS"), super::ok_in(dir.path(), ["data"])).unwrap();
+    super::write_list(dir.path(), "SUMS", ["data"]);
     let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
     assert_eq!(
         (stdout(&forced).as_str(), status(&forced)),
@@ -848,8 +842,7 @@ fn check_mode_shows_progress_when_forced() {
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
-    let lines = super::ok_in(dir.path(), ["--stat", "--leaves", "data"]);
-    fs::write(dir.path().join("LISTED"), lines).unwrap();
+    super::write_list(dir.path(), "LISTED", ["--stat", "--leaves", "data"]);
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
     let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
     assert_contains(&stderr(&forced), "3.00 MiB / 2.00 MiB");
