@@ -686,19 +686,18 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     )
     .unwrap();
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
     let audit = |extra: &[&str]| {
         for name in &names {
             super::evict(&mountpoint.join(name));
         }
-        let before = served();
+        let before = mounted.served();
         // (The model's counters are a file of the mount.)
         let args = "-c --quiet --audit . --exclude .spinning-disk ../SUMS".split(' ');
         ok_in(&mountpoint, args.chain(extra.iter().copied()));
-        served() - before
+        mounted.served() - before
     };
     assert_eq!(audit(&["--quick"]), 0);
     assert!(audit(&[]) >= 20 * 1000 + (3 << 20));

@@ -473,15 +473,14 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
         [3 * mib + 5, 40 * mib + 5, 41 * mib + 5],
     );
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
-    let before = served();
+    let before = mounted.served();
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "disk"]);
     assert_eq!(out.matches("REPAIRED").count(), 3, "{out}{err}");
     assert_eq!(code, 0);
-    let read = served() - before;
+    let read = mounted.served() - before;
     assert!(
         (3 * mib as u64..=4 * mib as u64).contains(&read),
         "3 damaged leaves of 1 MiB: {} KiB read from the copy",

@@ -270,11 +270,10 @@ fn a_slice_reads_only_its_own_bytes() {
     let sums = ok_bytes_in(&source, ["-t", "1048576", "--leaves", "big"]);
     write(dir.path(), "SUMS", &sums);
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
-    let before = served();
+    let before = mounted.served();
     let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
     assert_eq!(
         (stdout(&out).as_str(), status(&out)),
@@ -282,7 +281,7 @@ fn a_slice_reads_only_its_own_bytes() {
         "{}",
         stderr(&out)
     );
-    let read = served() - before;
+    let read = mounted.served() - before;
     // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
     let kib = read >> 10;
     assert!(

@@ -355,9 +355,7 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"file", b"d2/b", b"d1/a"]);
     let args = ["-r", "--untagged", "d2", "file", "missing", "d1"];
-    let missing = read_error(&dir.path().join("missing"));
-    #[cfg(unix)]
-    assert_eq!(missing, "No such file or directory");
+    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let out = super::run_in(dir.path(), args, b"");
     assert_eq!(
         untagged_names(&out.stdout),
@@ -744,9 +742,7 @@ fn pieces(text: &str) -> Vec<&str> {
 fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
-    let missing = read_error(&dir.path().join("missing"));
-    #[cfg(unix)]
-    assert_eq!(missing, "No such file or directory");
+    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let plain = super::run_in(dir.path(), ["data", "missing"], b"");
     let forced = super::run_in(dir.path(), ["--progress", "data", "missing"], b"");
 

@@ -60,7 +60,10 @@ fn backslashes_in_names_are_printed_as_slashes() {
 #[test]
 fn messages_name_files_with_slashes_too() {
     let dir = dir_with_sub_file();
-    let missing = read_error(&dir.path().join("sub").join("missing"));
+    let missing = read_error(
+        &dir.path().join("sub").join("missing"),
+        "No such file or directory",
+    );
     let out = run_in(dir.path(), [r"sub\missing", r"sub\file"], b"");
     assert_eq!(
         stdout(&out),
