@@ -160,8 +160,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     // leaf size, so a list made with another needs no -t.
     let touched = tempfile::tempdir().unwrap();
     tree(touched.path(), &[(b"f", &super::pattern(200_000))]);
-    let list = ok_in(touched.path(), ["--stat", "-t", "64k", "f"]);
-    fs::write(touched.path().join("S"), list).unwrap();
+    write_list(touched.path(), "S", ["--stat", "-t", "64k", "f"]);
     set_mtime(
         &touched.path().join("f"),
         SystemTime::now() + Duration::from_secs(60),
@@ -355,8 +354,7 @@ fn an_update_follows_deliberate_changes_only() {
 fn the_wrong_base_is_named() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
-    let inside = ok_in(&dir.path().join("photos"), ["a", "b"]);
-    fs::write(dir.path().join("photos/SUMS"), inside).unwrap();
+    write_list(&dir.path().join("photos"), "SUMS", ["a", "b"]);
     write_list(dir.path(), "ABOVE", ["-r", "photos"]);
     // Checked from above: the files are beside the list.
     let (_, err, code) = said_in(dir.path(), ["-c", "photos/SUMS"]);
@@ -688,19 +686,18 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
     )
     .unwrap();
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
     let audit = |extra: &[&str]| {
         for name in &names {
             super::evict(&mountpoint.join(name));
         }
-        let before = served();
+        let before = mounted.served();
         // (The model's counters are a file of the mount.)
         let args = "-c --quiet --audit . --exclude .spinning-disk ../SUMS".split(' ');
         ok_in(&mountpoint, args.chain(extra.iter().copied()));
-        served() - before
+        mounted.served() - before
     };
     assert_eq!(audit(&["--quick"]), 0);
     assert!(audit(&[]) >= 20 * 1000 + (3 << 20));
@@ -722,8 +719,7 @@ fn an_audit_covers_what_its_walk_meets() {
         (b"top", b"top\n"),
     ];
     tree(&root, &files);
-    let before = ok_in(&root, ["-r", "."]);
-    fs::write(dir.path().join("SUMS"), &before).unwrap();
+    let before = String::from_utf8(write_list(&root, "../SUMS", ["-r", "."])).unwrap();
     // The cache is gone, a photo of 2021 damaged: neither is in 2020.
     fs::remove_dir_all(root.join("cache")).unwrap();
     fs::write(root.join("Photos/2021/c"), b"C\n").unwrap();

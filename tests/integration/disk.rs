@@ -62,8 +62,11 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         std::fs::write(dir.path().join(name), pattern(len)).unwrap();
     }
     let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
-    let listing = super::ok_bytes_in(dir.path(), ["--leaves", "-t", "1m", "big", "tree/a"]);
-    std::fs::write(dir.path().join("LIST"), listing).unwrap();
+    super::write_list(
+        dir.path(),
+        "LIST",
+        ["--leaves", "-t", "1m", "big", "tree/a"],
+    );
     let commands: [&[&str]; 9] = [
         &["big"],
         &["--cpus", "1", "big"],

@@ -15,12 +15,8 @@ use super::run_in;
 fn schema() -> Value {
     let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
         .expect("docs/json.md");
-    let block = text
-        .split("```json\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("a json block");
-    serde_json::from_str(block).expect("the schema is JSON")
+    let blocks = super::fenced_blocks(&text, "```json");
+    serde_json::from_str(blocks.first().expect("a json block")).expect("the schema is JSON")
 }
 
 /// Why `value` does not match `schema` (which may `$ref` into `root`), or

@@ -16,7 +16,7 @@ use super::{emulated, shell};
 /// What `--combine` prints for the file that `bt2sum ARGS FILE` hashes (in
 /// `dir`): that checksum line, then, unless the leaf size is the default,
 /// the file's count line, which gives check mode the leaf size.
-fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>) -> String {
+pub(super) fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>) -> String {
     let args = || args.iter().map(OsStr::new);
     let mut lines = ok_in(dir, args().chain([file.as_ref()]));
     let counting = args().filter(|&arg| arg != "--untagged");
@@ -396,9 +396,7 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     let nothing = combine("nothing", lines[0].to_string());
     assert_output(&nothing, "", "bt2sum: no leaf lines found\n", 1);
 
-    let absent = read_error(&dir.path().join("absent"));
-    #[cfg(unix)]
-    assert_eq!(absent, "No such file or directory");
+    let absent = read_error(&dir.path().join("absent"), "No such file or directory");
     let missing = run_in(dir.path(), ["--combine", "absent"], b"");
     assert_eq!(stderr(&missing), format!("bt2sum: absent: {absent}\n"));
 
@@ -700,8 +698,7 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     }
     let mut data = pattern(2_000_000);
     let dir = dir_with(&[("f", &data)]);
-    let listed = ok_bytes_in(dir.path(), ["-s", "1", "-t", "1", "--leaves", "f"]);
-    listing(dir.path(), "all", &listed);
+    super::write_list(dir.path(), "all", ["-s", "1", "-t", "1", "--leaves", "f"]);
     let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
     assert_output(&shell(dir.path(), script), "", "", 0);
     data[1_777_777] ^= 1;

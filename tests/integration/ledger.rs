@@ -24,8 +24,11 @@ fn archive() -> tempfile::TempDir {
         fs::write(dir.path().join(name), noise(len, len as u64)).unwrap();
     }
     fs::write(dir.path().join("big"), noise(40 << 12, 7)).unwrap();
-    let listing = ok_bytes_in(dir.path(), ["-t", "4k", "--leaves", "a", "b", "c", "big"]);
-    fs::write(dir.path().join("SUMS"), listing).unwrap();
+    write_list(
+        dir.path(),
+        "SUMS",
+        ["-t", "4k", "--leaves", "a", "b", "c", "big"],
+    );
     dir
 }
 
@@ -283,8 +286,11 @@ fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
         fs::write(dir.path().join(name), noise(5000, 1)).unwrap();
     }
     // (With leaf lines: a round of the ledger holds a file's leaves.)
-    let listing = ok_bytes_in(dir.path(), ["-r", "--stat", "--leaves", "-t", "1k", "."]);
-    fs::write(dir.path().join("SUMS"), listing).unwrap();
+    write_list(
+        dir.path(),
+        "SUMS",
+        ["-r", "--stat", "--leaves", "-t", "1k", "."],
+    );
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     fs::write(dir.path().join("c"), b"new").unwrap();
     for args in [&["--quick"][..], &["--quick", "--update"]] {

@@ -71,15 +71,6 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// The bytes the spinning-disk model mounted at `mountpoint` has served
-/// so far (its counters file).
-#[cfg(target_os = "linux")]
-pub fn served_by_model(mountpoint: &Path) -> u64 {
-    let counters = std::fs::read_to_string(mountpoint.join(".spinning-disk")).unwrap();
-    let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
-    counters["bytes"].as_u64().unwrap()
-}
-
 /// The digest of the last line in `text`: its field after ` = `.
 pub fn digest(text: &str) -> String {
     text.trim_end().rsplit(" = ").next().unwrap().to_string()
@@ -133,6 +124,8 @@ pub trait Retried {
     fn spawn_retried(&mut self) -> Child;
     /// `output`, retried; panics on the last failure.
     fn output_retried(&mut self) -> Output;
+    /// `spawn_retried`, its standard input, output and error piped.
+    fn spawn_piped(&mut self) -> Child;
 }
 
 impl Retried for Command {
@@ -142,6 +135,13 @@ impl Retried for Command {
 
     fn output_retried(&mut self) -> Output {
         retried(|| self.output())
+    }
+
+    fn spawn_piped(&mut self) -> Child {
+        self.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn_retried()
     }
 }
 
@@ -183,13 +183,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut child = bt2sum()
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().current_dir(dir).args(args).spawn_piped();
     let mut input = child.stdin.take().expect("stdin is piped");
     let bytes = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -327,11 +321,16 @@ pub fn status(output: &Output) -> i32 {
 /// gives, without Rust's ` (os error N)` (`bt2sum::plain_message`). On
 /// Unix, for example, `No such file or directory` or `Is a directory`; on
 /// Windows whatever that system says of the same error. Tests that compare
-/// messages build them with this, and also assert the Unix text under
-/// `cfg(unix)`.
-pub fn read_error(path: &Path) -> String {
+/// messages build them with this; on Unix it must be `on_unix`.
+#[track_caller]
+pub fn read_error(path: &Path, on_unix: &str) -> String {
     let error = std::fs::read(path).expect_err("the file is not readable");
-    bt2sum::plain_message(&error)
+    let message = bt2sum::plain_message(&error);
+    #[cfg(unix)]
+    assert_eq!(message, on_unix, "{}", path.display());
+    #[cfg(not(unix))]
+    let _ = on_unix;
+    message
 }
 
 /// `path` as the binary prints it in its lines and messages
@@ -469,10 +468,18 @@ pub struct Mounted {
 impl Mounted {
     /// The spinning-disk model over `source`, with no seek time and no
     /// speed limit: a FUSE file system that counts what it serves
-    /// ([`served_by_model`]) and answers as a disk does.
+    /// ([`Mounted::served`]) and answers as a disk does.
     pub fn counting_disk(test: &str, source: &Path, mountpoint: &Path) -> Option<Mounted> {
         let args = ["--seek-ms", "0", "--mb-per-s", "100000"];
         Mounted::fuse(test, "scripts/spinning-disk", source, mountpoint, &args)
+    }
+
+    /// The bytes the spinning-disk model has served so far (its counters
+    /// file).
+    pub fn served(&self) -> u64 {
+        let counters = std::fs::read_to_string(self.mountpoint.join(".spinning-disk")).unwrap();
+        let counters: serde_json::Value = serde_json::from_str(&counters).unwrap();
+        counters["bytes"].as_u64().unwrap()
     }
 
     pub fn fuse(
@@ -537,6 +544,21 @@ impl Drop for Mounted {
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
+}
+
+/// The bodies of the blocks of a Markdown text that open with the line
+/// `fence` (such as ```` ```sh ````), each line ended with `\n`.
+#[cfg(unix)]
+pub fn fenced_blocks(text: &str, fence: &str) -> Vec<String> {
+    let mut lines = text.lines();
+    let mut blocks = Vec::new();
+    while let Some(line) = lines.next() {
+        if line == fence {
+            let body = lines.by_ref().take_while(|line| *line != "```");
+            blocks.push(body.map(|line| format!("{line}\n")).collect());
+        }
+    }
+    blocks
 }
 
 /// Runs `bt2sum ARGS` in `dir`, which must succeed, and writes its standard

@@ -5,8 +5,6 @@
 //! compared with hashing the whole file.
 
 use std::fs;
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
@@ -35,17 +33,6 @@ fn field(line: &str, key: &str) -> u64 {
     rest.split([' ', '\n']).next().unwrap().parse().unwrap()
 }
 
-/// What `--combine` of a whole listing made with `tree` prints: the
-/// checksum line, and the count line unless the leaf size is the default.
-fn combined_lines(dir: &Path, tree: &[&str]) -> String {
-    let mut expected = ok_in(dir, with(tree, &["f"]));
-    let count = ok_in(dir, with(tree, &["--leaf-count", "f"]));
-    if !count.contains(" tree=5242880 ") {
-        expected.push_str(&count);
-    }
-    expected
-}
-
 /// Every K/N of files of many sizes and leaf sizes: the parts are the
 /// near-equal runs `--leaf-range` lists (the longer first, empty only past
 /// the leaf count), and they combine into the whole file's lines.
@@ -66,7 +53,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
         for len in [0, 1, leaf - 1, leaf, leaf + 1, 7 * leaf + 3] {
             let dir = dir_with(&[("f", &pattern(len))]);
             let count = len.div_ceil(leaf) as u64;
-            let whole = combined_lines(dir.path(), tree);
+            let whole = super::leaves::combined_lines(dir.path(), tree, "f");
             for parts in [1, 2, 3, 5, count + 2] {
                 let (each, longer) = (count / parts, count % parts);
                 let mut listings = Vec::new();
@@ -146,26 +133,18 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
         ] {
             let on_file = ok_in(
                 dir.path(),
-                with(tree, &with(&["--leaves"], &with(&selection, &["f"]))),
+                [tree, &["--leaves"], &selection, &["f"]].concat(),
             );
             // The plan, from the file and from its length alone.
+            let named = ["--total", &total, "--name", "f"];
             let plan = ok_in(
                 dir.path(),
-                with(
-                    tree,
-                    &with(
-                        &["--leaf-count", "--total", &total, "--name", "f"],
-                        &selection,
-                    ),
-                ),
+                [tree, &["--leaf-count"], &named, &selection].concat(),
             );
-            let plan_of_file = with(tree, &with(&["--leaf-count"], &with(&selection, &["f"])));
+            let plan_of_file = [tree, &["--leaf-count"], &selection, &["f"]].concat();
             assert_eq!(ok_in(dir.path(), plan_of_file), plan);
             let bytes = planned_bytes(&data, &plan);
-            let stream_args = with(
-                tree,
-                &with(&["--leaves", "--total", &total, "--name", "f"], &selection),
-            );
+            let stream_args = [tree, &["--leaves"], &named, &selection].concat();
             let case = format!("{tree:?} {selection:?}");
             // From a pipe.
             let piped = run_in(dir.path(), with(&stream_args, &["-"]), bytes);
@@ -192,9 +171,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                 let child = bt2sum()
                     .current_dir(dir.path())
                     .args(with(&stream_args, &["fifo"]))
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn_retried();
+                    .spawn_piped();
                 fs::write(&fifo, bytes).unwrap();
                 let out = output_within(child, Duration::from_secs(60));
                 super::assert_said(&out, &on_file, "", 0, &case);
@@ -269,13 +246,7 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
     let out = run_in(dir.path(), args.clone().take(7).chain(["excerpt"]), b"");
     super::assert_output(&out, "", &message("1952").replace(": -:", ": excerpt:"), 1);
     // Endless: read 64 MiB past the end, then given up.
-    let child = bt2sum()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
-    let mut child = child;
+    let mut child = bt2sum().args(args).spawn_piped();
     let mut input = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         use std::io::Write;
@@ -296,14 +267,10 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
 /// never ends; it takes no FILE; `--name` names one input only.
 #[test]
 fn planning_reads_no_input_and_the_options_go_together() {
-    let child = bt2sum()
+    let mut child = bt2sum()
         .args(["--leaf-count", "--part", "2/8", "--total", "40m", "--name"])
         .arg("big file")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
-    let mut child = child;
+        .spawn_piped();
     // Standard input stays open and empty while it runs.
     let _stdin = child.stdin.take();
     let out = output_within(child, Duration::from_secs(60));
@@ -427,7 +394,10 @@ fn count_lines_of_a_selection_are_checked_and_combined() {
     let count = "BLAKE2b-64 leaves=5 total=5000 tree=1024 offset=0 length=3072 (f)\n";
     assert!(listing.starts_with(count), "{listing}");
     let out = run(["--combine"], listing.as_bytes());
-    assert_eq!(stdout(&out), combined_lines(dir.path(), &["-t", "1k"]));
+    assert_eq!(
+        stdout(&out),
+        super::leaves::combined_lines(dir.path(), &["-t", "1k"], "f")
+    );
     fs::write(dir.path().join("L"), &listing).unwrap();
     let verbose = || run_in(dir.path(), ["-c", "--verbose", "L"], b"");
     let out = verbose();
@@ -579,22 +549,14 @@ fn run_recipes(recipes: &[(String, String)], path: &str, size: usize) -> Vec<Str
 /// comment line (after a `#!` line).
 #[cfg(unix)]
 pub fn shell_blocks(text: &str) -> Vec<(String, String)> {
-    let mut blocks = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line != "```sh" {
-            continue;
-        }
-        let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
-        let title = body
-            .iter()
-            .find(|line| line.starts_with("# "))
+    let title = |body: &str| {
+        let title = body.lines().find_map(|line| line.strip_prefix("# "));
+        title
             .expect("a recipe starts with a comment naming it")
-            .trim_start_matches("# ")
-            .to_string();
-        blocks.push((title, body.join("\n") + "\n"));
-    }
-    blocks
+            .to_string()
+    };
+    let blocks = super::fenced_blocks(text, "```sh").into_iter();
+    blocks.map(|body| (title(&body), body)).collect()
 }
 
 /// The last leaves of the longest input a leaf index can number (2^64 - 1

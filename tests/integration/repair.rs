@@ -49,8 +49,11 @@ fn listed_with(name: &str, good: &[u8], args: &[&str]) -> tempfile::TempDir {
         fs::create_dir_all(place.parent().unwrap()).unwrap();
         fs::write(place, good).unwrap();
     }
-    let listing = super::ok_bytes_in(dir.path(), ["-t", "4096"].iter().chain(args).chain([&name]));
-    fs::write(dir.path().join("LEAVES"), listing).unwrap();
+    super::write_list(
+        dir.path(),
+        "LEAVES",
+        ["-t", "4096"].iter().chain(args).chain([&name]),
+    );
     dir
 }
 
@@ -233,11 +236,8 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
         }
         goods.push(good);
     }
-    let listing = super::ok_bytes_in(
-        root,
-        ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"],
-    );
-    fs::write(root.join("LEAVES"), listing).unwrap();
+    let args = ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"];
+    super::write_list(root, "LEAVES", args);
     for name in names {
         damage(&root.join(name), &[1]);
     }
@@ -295,8 +295,11 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
         fs::create_dir(dir.path().join(tree)).unwrap();
         fs::write(dir.path().join(tree).join("v.mp4"), &good).unwrap();
     }
-    let made = super::ok_bytes_in(dir.path(), "-C tree -r --stat --leaves -t 4k .".split(' '));
-    fs::write(dir.path().join("SUMS"), &made).unwrap();
+    let made = super::write_list(
+        dir.path(),
+        "SUMS",
+        "-C tree -r --stat --leaves -t 4k .".split(' '),
+    );
     let path = dir.path().join("tree/v.mp4");
     let listed = fs::metadata(&path).unwrap().modified().unwrap();
     let repair = || {
@@ -357,8 +360,11 @@ fn a_time_that_cannot_be_set_back_is_said() {
     use std::os::unix::process::CommandExt;
     let test = "a_time_that_cannot_be_set_back_is_said";
     let (dir, good) = listed_file("f", 3 * LEAF);
-    let stat = super::ok_bytes_in(dir.path(), ["-t", "4096", "--leaves", "--stat", "f"]);
-    fs::write(dir.path().join("LEAVES"), stat).unwrap();
+    super::write_list(
+        dir.path(),
+        "LEAVES",
+        ["-t", "4096", "--leaves", "--stat", "f"],
+    );
     let modes = [
         ("", 0o777),
         ("f", 0o666),
@@ -461,22 +467,20 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
     let good = noise(64 * mib, 9);
     fs::write(source.join("f"), &good).unwrap();
     fs::write(dir.path().join("f"), &good).unwrap();
-    let listing = super::ok_bytes_in(dir.path(), ["-t", "1048576", "--leaves", "f"]);
-    fs::write(dir.path().join("LEAVES"), listing).unwrap();
+    super::write_list(dir.path(), "LEAVES", ["-t", "1048576", "--leaves", "f"]);
     rot(
         &dir.path().join("f"),
         [3 * mib + 5, 40 * mib + 5, 41 * mib + 5],
     );
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
-    let before = served();
+    let before = mounted.served();
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "disk"]);
     assert_eq!(out.matches("REPAIRED").count(), 3, "{out}{err}");
     assert_eq!(code, 0);
-    let read = served() - before;
+    let read = mounted.served() - before;
     assert!(
         (3 * mib as u64..=4 * mib as u64).contains(&read),
         "3 damaged leaves of 1 MiB: {} KiB read from the copy",
@@ -515,8 +519,11 @@ fn the_http_recipe_mends_what_it_fetches() {
     let good = noise(12 * mib + 777, 11);
     fs::write(mirror.join("disk.img"), &good).unwrap();
     fs::write(work.join("disk.img"), &good).unwrap();
-    let listing = super::ok_bytes_in(&work, ["-t", "1048576", "--leaves", "disk.img"]);
-    fs::write(work.join("disk.img.leaves"), listing).unwrap();
+    super::write_list(
+        &work,
+        "disk.img.leaves",
+        ["-t", "1048576", "--leaves", "disk.img"],
+    );
     rot(&work.join("disk.img"), [2 * mib + 9, 7 * mib, 12 * mib + 5]);
     // The server, on a free port it names.
     let port_file = dir.path().join("port");
@@ -689,8 +696,11 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
         fs::write(root.join("a"), b"alpha\n").unwrap();
     }
     fs::set_permissions(copy.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
-    let list = super::ok_bytes_in(&tree, ["-r", "--stat", "--leaves", "-t", "4096", "."]);
-    fs::write(dir.path().join("SUMS"), list).unwrap();
+    super::write_list(
+        &tree,
+        "../SUMS",
+        ["-r", "--stat", "--leaves", "-t", "4096", "."],
+    );
     let listed_time = fs::metadata(tree.join("a")).unwrap().modified().unwrap();
     let run = |args: &[&str]| said_in(&tree, ["-c"].iter().chain(args).chain(&["../SUMS"]));
     fs::remove_dir_all(tree.join("sub")).unwrap();

@@ -329,10 +329,7 @@ fn below_start(dir: &Path, limits: &[u64], test: &str) -> Vec<u64> {
     let below: Vec<u64> = limits
         .iter()
         .copied()
-        .filter(|limit| {
-            let out = shell(dir, &format!(r#"ulimit -v {limit}; "$BT2SUM" --version"#));
-            !(out.status.success() && out.stderr.is_empty())
-        })
+        .filter(|&limit| !starts_under(dir, limit))
         .collect();
     if !below.is_empty() {
         let why =
@@ -340,6 +337,14 @@ fn below_start(dir: &Path, limits: &[u64], test: &str) -> Vec<u64> {
         super::skip(test, &why);
     }
     below
+}
+
+/// Whether `bt2sum --version` starts, and says nothing on standard error,
+/// under an address-space limit of `limit` KB.
+#[cfg(unix)]
+fn starts_under(dir: &Path, limit: u64) -> bool {
+    let out = shell(dir, &format!(r#"ulimit -v {limit}; "$BT2SUM" --version"#));
+    out.status.success() && out.stderr.is_empty()
 }
 
 /// The lowest address-space limit of the memory tests (KiB): 500 KiB above
@@ -350,13 +355,7 @@ fn lowest_limit() -> u64 {
     static LOWEST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LOWEST.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let starts = |limit: u64| {
-            let out = shell(
-                dir.path(),
-                &format!(r#"ulimit -v {limit}; "$BT2SUM" --version"#),
-            );
-            out.status.success() && out.stderr.is_empty()
-        };
+        let starts = |limit| starts_under(dir.path(), limit);
         // Between a limit too low to start a process and one that starts
         // any build: halved to 250 KiB.
         let (mut low, mut high) = (1000, 64000);
@@ -439,7 +438,14 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("d")).unwrap();
-    make_files(&dir.path().join("d"), 3000);
+    for index in 0..3000 {
+        fs::write(
+            dir.path().join(format!("d/f{index:05}")),
+            pattern(index % 3000),
+        )
+        .unwrap();
+    }
+    fs::write(dir.path().join("d/big"), pattern(3 << 20)).unwrap();
     let commands = [
         r#""$BT2SUM" -t 1k d/f* d/big"#,
         r#""$BT2SUM" -c --quiet -t 1k SUMS"#,
@@ -481,14 +487,6 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
     assert_eq!(runs, 13 * 4 * 3);
     // The standard descriptors and three for the work (docs/usage.md).
     assert_eq!(needed, Some(6));
-}
-
-#[cfg(unix)]
-fn make_files(dir: &Path, count: usize) {
-    for index in 0..count {
-        fs::write(dir.join(format!("f{index:05}")), pattern(index % 3000)).unwrap();
-    }
-    fs::write(dir.join("big"), pattern(3 << 20)).unwrap();
 }
 
 /// A SIGBUS that is not about a file bt2sum maps goes to the handler that

@@ -270,11 +270,10 @@ fn a_slice_reads_only_its_own_bytes() {
     let sums = ok_bytes_in(&source, ["-t", "1048576", "--leaves", "big"]);
     write(dir.path(), "SUMS", &sums);
     let mountpoint = dir.path().join("disk");
-    let Some(_mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
+    let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
-    let served = || super::served_by_model(&mountpoint);
-    let before = served();
+    let before = mounted.served();
     let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
     assert_eq!(
         (stdout(&out).as_str(), status(&out)),
@@ -282,7 +281,7 @@ fn a_slice_reads_only_its_own_bytes() {
         "{}",
         stderr(&out)
     );
-    let read = served() - before;
+    let read = mounted.served() - before;
     // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
     let kib = read >> 10;
     assert!(
@@ -305,19 +304,10 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     }
     let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scrub.md")).unwrap();
     let block = |fence: &str, first: &str| -> String {
-        let mut lines = docs.lines();
-        loop {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("no {fence} block {first}"));
-            if line != fence {
-                continue;
-            }
-            let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
-            if body.first().is_some_and(|line| line.contains(first)) {
-                return body.join("\n");
-            }
-        }
+        let mut blocks = super::fenced_blocks(&docs, fence).into_iter();
+        let found =
+            blocks.find(|body| body.lines().next().is_some_and(|line| line.contains(first)));
+        found.unwrap_or_else(|| panic!("no {fence} block {first}"))
     };
     // Cron runs what follows the five time fields with `sh -c`, a `\%`
     // standing for `%` (a bare `%` would end the command).

@@ -8,7 +8,7 @@ use std::fs;
 #[cfg(unix)]
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 #[cfg(unix)]
 use std::sync::Arc;
 #[cfg(unix)]
@@ -355,9 +355,7 @@ fn recursive_hashes_other_arguments_as_given_in_argument_order() {
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"file", b"d2/b", b"d1/a"]);
     let args = ["-r", "--untagged", "d2", "file", "missing", "d1"];
-    let missing = read_error(&dir.path().join("missing"));
-    #[cfg(unix)]
-    assert_eq!(missing, "No such file or directory");
+    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let out = super::run_in(dir.path(), args, b"");
     assert_eq!(
         untagged_names(&out.stdout),
@@ -679,8 +677,11 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
 #[test]
 fn dash_c_and_missing_copies_are_explained() {
     let dir = super::dir_with(&[("tree/a", b"a"), ("tree/b", b"b")]);
-    let list = super::ok_in(&dir.path().join("tree"), ["--leaves", "a", "b"]);
-    fs::write(dir.path().join("sums.txt"), list).unwrap();
+    super::write_list(
+        &dir.path().join("tree"),
+        "../sums.txt",
+        ["--leaves", "a", "b"],
+    );
     let out = super::run_in(dir.path(), ["-C", "tree", "-c", "sums.txt"], b"");
     assert_eq!(status(&out), 1);
     assert_contains(
@@ -741,9 +742,7 @@ fn pieces(text: &str) -> Vec<&str> {
 fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
-    let missing = read_error(&dir.path().join("missing"));
-    #[cfg(unix)]
-    assert_eq!(missing, "No such file or directory");
+    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let plain = super::run_in(dir.path(), ["data", "missing"], b"");
     let forced = super::run_in(dir.path(), ["--progress", "data", "missing"], b"");
 
@@ -777,12 +776,7 @@ fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn progress_into_a_log_is_a_plain_line_every_few_seconds() {
     use std::io::Write;
-    let mut child = bt2sum()
-        .arg("--progress")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().arg("--progress").spawn_piped();
     let mut input = child.stdin.take().unwrap();
     // About 11 seconds of input, a little at a time.
     let started = std::time::Instant::now();
@@ -817,11 +811,7 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
     use std::io::Write;
     // Standard input trickles in for about two seconds: long enough for the
     // bar, which must still not appear in a pipe.
-    let mut child = bt2sum()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn_retried();
+    let mut child = bt2sum().spawn_piped();
     let mut input = child.stdin.take().unwrap();
     let data = pattern(20 << 16);
     for chunk in data.chunks(1 << 16) {
@@ -837,7 +827,7 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 #[test]
 fn check_mode_shows_progress_when_forced() {
     let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
-    fs::write(dir.path().join("SUMS"), super::ok_in(dir.path(), ["data"])).unwrap();
+    super::write_list(dir.path(), "SUMS", ["data"]);
     let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
     assert_eq!(
         (stdout(&forced).as_str(), status(&forced)),
@@ -848,8 +838,7 @@ fn check_mode_shows_progress_when_forced() {
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
-    let lines = super::ok_in(dir.path(), ["--stat", "--leaves", "data"]);
-    fs::write(dir.path().join("LISTED"), lines).unwrap();
+    super::write_list(dir.path(), "LISTED", ["--stat", "--leaves", "data"]);
     fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
     let forced = super::run_in(dir.path(), ["--progress", "-c", "LISTED"], b"");
     assert_contains(&stderr(&forced), "3.00 MiB / 2.00 MiB");
@@ -871,33 +860,32 @@ struct Tmux {
 
 #[cfg(unix)]
 impl Tmux {
-    /// A server whose socket will be `dir/tmux`.
-    fn new(dir: &Path) -> Tmux {
-        Tmux {
+    /// Starts `script` in a detached 200x30 session, in `dir` with `$B`
+    /// naming the built binary; the shell then sleeps, to keep the screen.
+    /// tmux runs it with the server's shell, which it takes from `SHELL`:
+    /// `/bin/sh` here, whatever the user's is (csh, where root's still is
+    /// on older BSDs), so that the script's `sh` syntax holds.
+    fn start(dir: &Path, script: &str) -> Tmux {
+        let quoted =
+            |path: &Path| format!("'{}'", path.display().to_string().replace('\'', r"'\''"));
+        let binary = quoted(Path::new(env!("CARGO_BIN_EXE_bt2sum")));
+        let script = format!("cd {} && B={binary} && {script}; sleep 600", quoted(dir));
+        let tmux = Tmux {
             socket: dir.join("tmux"),
-        }
-    }
-
-    /// A tmux command talking to this server, ignoring any user config.
-    fn command(&self) -> Command {
-        let mut command = Command::new("tmux");
-        command
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["-f", "/dev/null"]);
-        command
-    }
-
-    /// Starts `shell_command` in a detached 200x30 session. tmux runs it
-    /// with the server's shell, which it takes from `SHELL`: `/bin/sh` here,
-    /// whatever the user's is (csh, where root's still is on older BSDs),
-    /// so that the command's `sh` syntax holds.
-    fn start(&self, shell_command: &str) {
-        let out = self
-            .command()
+        };
+        let out = tmux
+            .command(&[
+                "new-session",
+                "-d",
+                "-s",
+                "ux",
+                "-x",
+                "200",
+                "-y",
+                "30",
+                &script,
+            ])
             .env("SHELL", "/bin/sh")
-            .args(["new-session", "-d", "-s", "ux", "-x", "200", "-y", "30"])
-            .arg(shell_command)
             .output();
         match out {
             Ok(out) => assert!(out.status.success(), "tmux: {}", stderr(&out)),
@@ -907,41 +895,48 @@ impl Tmux {
             ),
             Err(error) => panic!("cannot run tmux: {error}"),
         }
+        tmux
+    }
+
+    /// A tmux command talking to this server, ignoring any user config.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
+            .args(args);
+        command
     }
 
     /// Types `keys` (tmux key names: text, `Enter`, `C-d`).
     fn send(&self, keys: &[&str]) {
-        let out = self
-            .command()
-            .args(["send-keys", "-t", "ux"])
-            .args(keys)
-            .output()
-            .expect("tmux send-keys");
+        let out = self.command(&["send-keys", "-t", "ux"]).args(keys).output();
+        let out = out.expect("tmux send-keys");
         assert!(out.status.success(), "tmux: {}", stderr(&out));
     }
 
     /// The text on the screen now.
     fn screen(&self) -> String {
-        let out = self
-            .command()
-            .args(["capture-pane", "-p", "-t", "ux"])
-            .output()
-            .expect("tmux capture-pane");
-        stdout(&out)
+        stdout(
+            &self
+                .command(&["capture-pane", "-p", "-t", "ux"])
+                .output()
+                .expect("tmux"),
+        )
     }
 
-    /// Polls the screen until `done` says yes, for up to `limit`; the last
-    /// screen, and whether `done` said yes.
-    fn wait_for(&self, limit: Duration, done: impl Fn(&str) -> bool) -> (String, bool) {
-        let deadline = Instant::now() + limit;
+    /// Polls the screen until `done` says yes, for up to a minute, and
+    /// returns that screen; fails the test, saying `what` did not come, if
+    /// it never does.
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
             if done(&screen) {
-                return (screen, true);
+                return screen;
             }
-            if Instant::now() > deadline {
-                return (screen, false);
-            }
+            assert!(Instant::now() < deadline, "{what}:\n{screen}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -950,47 +945,20 @@ impl Tmux {
 #[cfg(unix)]
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = self.command().arg("kill-server").output();
+        let _ = self.command(&["kill-server"]).output();
         let _ = fs::remove_file(&self.socket);
     }
 }
 
-/// A path quoted for `sh`.
-#[cfg(unix)]
-fn quoted(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
-}
-
 /// Feeds the FIFO at `path` with the vector pattern, 64 KiB every 50 ms,
 /// until `stop` is set (or a minute has passed); returns the bytes written.
-/// Never blocks waiting for a reader that does not come.
 #[cfg(unix)]
 fn feed_slowly(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
-    use std::os::unix::fs::OpenOptionsExt;
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let mut fifo = loop {
-            match fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&path)
-            {
-                Ok(fifo) => break fifo,
-                // ENXIO: no reader yet.
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(error) => panic!("no reader on the FIFO: {error}"),
-            }
-        };
-        // Blocking writes from here on.
-        // SAFETY: fcntl on a descriptor we own.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            let fd = fifo.as_raw_fd();
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
+        // (Blocks until bt2sum opens it; a test that fails before then
+        // leaves the thread to end with the process.)
+        let mut fifo = fs::OpenOptions::new().write(true).open(&path).unwrap();
         let stream = pattern(251 * 1024);
         let mut written = 0;
         while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -1013,35 +981,25 @@ fn progress_bar_in_a_real_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     super::mkfifo(&fifo);
-
     // Dropped before `dir`: the server goes first, then its socket's
     // directory.
-    let tmux = Tmux::new(dir.path());
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_bt2sum"));
-    tmux.start(&format!(
-        "cd {} && {} fifo missing; echo \"exit status $?\"; sleep 600",
-        quoted(dir.path()),
-        quoted(&binary)
-    ));
+    let tmux = Tmux::start(dir.path(), r#""$B" fifo missing; echo "exit status $?""#);
     let stop = Arc::new(AtomicBool::new(false));
     let feeder = feed_slowly(fifo, Arc::clone(&stop));
 
     // The bar (bytes so far and the rate: the FIFO's size is unknown)
     // appears after about a second, while the input still trickles in.
-    let (screen, seen) = tmux.wait_for(Duration::from_secs(60), |screen| {
-        screen.contains("B/s") && screen.contains("KiB")
-            || screen.contains("B/s") && screen.contains("MiB")
+    let screen = tmux.wait_for("no progress bar on the screen", |screen| {
+        screen.contains("B/s") && (screen.contains("KiB") || screen.contains("MiB"))
     });
     stop.store(true, Ordering::Relaxed);
     let written = feeder.join().unwrap();
-    assert!(seen, "no progress bar on the screen:\n{screen}");
     assert!(!screen.contains("BLAKE2b"), "finished too early:\n{screen}");
 
     // When done: the checksum line, and the bar gone.
-    let (screen, done) = tmux.wait_for(Duration::from_secs(60), |screen| {
+    let screen = tmux.wait_for("bt2sum did not finish", |screen| {
         screen.contains("exit status")
     });
-    assert!(done, "bt2sum did not finish:\n{screen}");
     let digest = super::digest(&stdout(&run::<[&str; 0], _>([], &pattern(written))));
     assert_contains(&screen, &format!("BLAKE2b-64 (fifo) = {digest}"));
     // The error line came out whole, above the bar (still drawn then).
@@ -1068,28 +1026,22 @@ fn ctrl_c_clears_the_progress_bar() {
     // A sparse file: long to hash, nothing on disk.
     let sparse = fs::File::create(dir.path().join("sparse")).unwrap();
     sparse.set_len(64 << 30).unwrap();
-    let tmux = Tmux::new(dir.path());
-    let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
     // The shell survives Ctrl-C (a trap, which its children do not
     // inherit) to say how bt2sum ended.
-    tmux.start(&format!(
-        "cd {} && trap 'true' INT; {binary} --cpus 1 sparse; echo \"exit status $?\"; sleep 600",
-        quoted(dir.path()),
-    ));
-    let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| {
+    let script = r#"trap 'true' INT; "$B" --cpus 1 sparse; echo "exit status $?""#;
+    let tmux = Tmux::start(dir.path(), script);
+    let screen = tmux.wait_for("no progress bar", |screen| {
         screen.contains("/ 64.00 GiB") && screen.contains("ETA")
     });
-    assert!(drawn, "no progress bar:\n{screen}");
     let bar = screen.lines().find(|line| line.contains("ETA")).unwrap();
     assert!(
         bar.trim_end().len() <= 198,
         "the bar fills the line:\n{screen}"
     );
     tmux.send(&["C-c"]);
-    let (screen, ended) = tmux.wait_for(Duration::from_secs(60), |screen| {
+    let screen = tmux.wait_for("bt2sum did not end", |screen| {
         screen.contains("exit status")
     });
-    assert!(ended, "bt2sum did not end:\n{screen}");
     assert_contains(&screen, "exit status 130");
     for left in ["ETA", "GiB", "[="] {
         assert!(!screen.contains(left), "the bar was left behind:\n{screen}");
@@ -1106,13 +1058,9 @@ fn no_spinner_over_typing() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a"), b"alpha").unwrap();
     let list = super::ok_in(dir.path(), ["a"]);
-    let tmux = Tmux::new(dir.path());
-    let binary = quoted(&PathBuf::from(env!("CARGO_BIN_EXE_bt2sum")));
-    tmux.start(&format!(
-        "cd {} && {binary}; echo \"first $?\"; {binary} -c; echo \"second $?\"; \
-         {binary} --progress; echo \"third $?\"; sleep 600",
-        quoted(dir.path()),
-    ));
+    let script =
+        r#""$B"; echo "first $?"; "$B" -c; echo "second $?"; "$B" --progress; echo "third $?""#;
+    let tmux = Tmux::start(dir.path(), script);
     let digest = super::digest(&stdout(&run(["-"], b"hello s3git\n")));
     for (step, text, done) in [
         ("hash", "hello s3git", "first 0"),
@@ -1126,9 +1074,7 @@ fn no_spinner_over_typing() {
             "{step}: a bar over the typing:\n{screen}"
         );
         tmux.send(&[text, "Enter", "C-d"]);
-        let (screen, finished) =
-            tmux.wait_for(Duration::from_secs(60), |screen| screen.contains(done));
-        assert!(finished, "{step}: did not finish:\n{screen}");
+        let screen = tmux.wait_for(&format!("{step}: did not finish"), |s| s.contains(done));
         // (What follows is the next command's.)
         let step_screen = &screen[..screen.find(done).unwrap()];
         assert!(
@@ -1140,10 +1086,7 @@ fn no_spinner_over_typing() {
     assert_contains(&screen, &format!("BLAKE2b-64 = {digest}"));
     assert_contains(&screen, "a: OK");
     // Forced, the bar is drawn even over the typing.
-    let (screen, drawn) = tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("B/s"));
-    assert!(drawn, "--progress drew no bar:\n{screen}");
+    tmux.wait_for("--progress drew no bar", |screen| screen.contains("B/s"));
     tmux.send(&["C-d"]);
-    let (screen, finished) =
-        tmux.wait_for(Duration::from_secs(60), |screen| screen.contains("third 0"));
-    assert!(finished, "did not finish:\n{screen}");
+    tmux.wait_for("did not finish", |screen| screen.contains("third 0"));
 }

@@ -27,8 +27,11 @@ fn tree() -> tempfile::TempDir {
     let good = super::noise(3 * 4096, 7);
     fs::write(dir.path().join("t/f"), &good).unwrap();
     fs::write(dir.path().join("mirror/f"), &good).unwrap();
-    let out = super::ok_bytes_in(&dir.path().join("t"), ["-t", "4096", "--leaves", "f"]);
-    fs::write(dir.path().join("LEAVES"), &out).unwrap();
+    write_list(
+        &dir.path().join("t"),
+        "../LEAVES",
+        ["-t", "4096", "--leaves", "f"],
+    );
     dir
 }
 
@@ -78,11 +81,10 @@ fn names_outside_the_tree_are_written_only_when_asked() {
         // fetched copy has the listed bytes.
         fs::write(&victim_path, &good).unwrap();
         let t = dir.path().join("t");
-        let listing = ok_bytes_in(&t, ["-t", "4096", "--leaves", &listed]);
+        let listing = write_list(&t, "../LEAVES", ["-t", "4096", "--leaves", &listed]);
         fs::write(dir.path().join("fetched"), &good).unwrap();
         let victim = Untouched::new(&victim_path, b"the user's own file\n", 0o644);
         let repair = "-c --repair-from ../fetched --repair-truncate";
-        fs::write(dir.path().join("LEAVES"), &listing).unwrap();
         let out = run_in(&t, repair.split(' ').chain(["../LEAVES"]), b"");
         let err = stderr(&out);
         assert_eq!(status(&out), 1, "{name}: {err}");
@@ -569,8 +571,7 @@ fn no_byte_is_written_outside_what_is_reported() {
     let mut args = vec!["-t", "4096", "--leaves"];
     args.extend(names);
     args.extend(["../outside/climb", absolute]);
-    let listing = super::ok_bytes_in(&t, &args);
-    fs::write(dir.path().join("LEAVES"), &listing).unwrap();
+    write_list(&t, "../LEAVES", &args);
     // The mirror holds good copies of every name; the tree and the files
     // outside are then damaged and trapped.
     for name in names
