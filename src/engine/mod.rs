@@ -797,9 +797,18 @@ pub(crate) fn hash_whole(kernel: LeafKernel, inputs: &[(TreeParams, &[u8])]) -> 
                 })
             })
             .collect();
+        // Longest first: the kernel gives a lane the next leaf as its own
+        // ends, so the short leaves fill the lanes beside the long ones.
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&job| std::cmp::Reverse(jobs[job].bytes.len()));
+        let longest_first: Vec<LeafJob<'_>> = order.iter().map(|&job| jobs[job]).collect();
         let size = tree.digest_size();
+        let mut hashed = vec![0; jobs.len() * size];
+        kernel::hash_leaves(kernel, &tree, &longest_first, &mut hashed, &mut |_, _| {});
         let mut out = vec![0; jobs.len() * size];
-        kernel::hash_leaves(kernel, &tree, &jobs, &mut out, &mut |_, _| {});
+        for (digest, &job) in hashed.chunks(size).zip(&order) {
+            out[job * size..(job + 1) * size].copy_from_slice(digest);
+        }
         let mut out = &out[..];
         for (_, bytes) in group {
             let (input, rest) = out.split_at(tree.leaf_count(bytes.len() as u64) as usize * size);

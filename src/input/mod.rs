@@ -746,8 +746,12 @@ impl<T, S: LeafSink> Owner<T, S> {
     }
 }
 
-/// The files a worker opens (and reads, if small) in one errand.
-const ERRAND_FILES: usize = 8;
+/// The files a worker opens (and reads, if small) in one errand: two lane
+/// groups, so that the short files fill the lanes beside the long ones
+/// (`engine::hash_whole` hashes the longest first). With 8, a tree of
+/// 4 KiB and 256 KiB files side by side left half the lanes idle; 32 kept
+/// the other thread waiting for errands.
+const ERRAND_FILES: usize = 16;
 /// The most leaves of a small file its errand hashes: their digests wait
 /// for the owner outside the budget of bytes in flight.
 const ERRAND_LEAVES: u64 = 64;
