@@ -312,41 +312,8 @@ mod tests {
                 let size = 1 + rng.below(algorithm.max_digest_size() as u64) as usize;
                 let tree = TreeParams::new(algorithm, size, leaf as u64).unwrap();
                 let count = 1 + rng.below(40) as usize;
-                let jobs: Vec<LeafJob<'_>> = (0..count)
-                    .map(|_| {
-                        let len = 1 + rng.below(leaf as u64) as usize;
-                        let start = rng.below((data.len() - len) as u64) as usize;
-                        let index = match rng.below(3) {
-                            0 => rng.below(10),
-                            1 => (1 << 32) - 2 + rng.below(4),
-                            _ => (1 << 48) - 1 - rng.below(4),
-                        };
-                        LeafJob {
-                            bytes: &data[start..start + len],
-                            index,
-                            last: rng.below(2) == 0,
-                        }
-                    })
-                    .collect();
-                let expected: Vec<u8> = jobs
-                    .iter()
-                    .flat_map(|job| {
-                        let last = if job.last {
-                            LastNode::Yes
-                        } else {
-                            LastNode::No
-                        };
-                        let mut state = NodeState::new(
-                            &tree,
-                            Node::Leaf {
-                                offset: job.index,
-                                last,
-                            },
-                        );
-                        state.update(job.bytes);
-                        state.finalize().as_bytes().to_vec()
-                    })
-                    .collect();
+                let jobs = random_jobs(&mut rng, &data, leaf, count);
+                let expected = incrementally(&tree, &jobs);
                 for kernel in kernels.into_iter().filter(|kernel| kernel.available()) {
                     let mut out = vec![0; count * size];
                     let mut released: Vec<Vec<Range<usize>>> = vec![Vec::new(); count];
@@ -354,19 +321,72 @@ mod tests {
                         released[job].push(range)
                     });
                     assert_eq!(out, expected, "{kernel:?}, {tree:?}, {count} jobs");
-                    for (job, mut ranges) in jobs.iter().zip(released) {
-                        ranges.sort_by_key(|range| range.start);
-                        let mut end = 0;
-                        for range in ranges.into_iter().filter(|range| !range.is_empty()) {
-                            assert_eq!(range.start, end, "released twice or not at all");
-                            end = range.end;
-                        }
-                        assert_eq!(end, job.bytes.len(), "not all released");
+                    for (job, ranges) in jobs.iter().zip(released) {
+                        assert_released_once(job, ranges);
                     }
                     cases += 1;
                 }
             }
         }
         assert!(cases >= 48, "{cases} cases");
+    }
+
+    /// `count` jobs of 1 to `leaf` bytes of `data`, at node offsets small,
+    /// near 2^32 and near 2^48, last or not.
+    fn random_jobs<'a>(
+        rng: &mut Rng,
+        data: &'a [u8],
+        leaf: usize,
+        count: usize,
+    ) -> Vec<LeafJob<'a>> {
+        (0..count)
+            .map(|_| {
+                let len = 1 + rng.below(leaf as u64) as usize;
+                let start = rng.below((data.len() - len) as u64) as usize;
+                let index = match rng.below(3) {
+                    0 => rng.below(10),
+                    1 => (1 << 32) - 2 + rng.below(4),
+                    _ => (1 << 48) - 1 - rng.below(4),
+                };
+                LeafJob {
+                    bytes: &data[start..start + len],
+                    index,
+                    last: rng.below(2) == 0,
+                }
+            })
+            .collect()
+    }
+
+    /// The jobs' digests by the crates' incremental API, one after another.
+    fn incrementally(tree: &TreeParams, jobs: &[LeafJob<'_>]) -> Vec<u8> {
+        jobs.iter()
+            .flat_map(|job| {
+                let last = if job.last {
+                    LastNode::Yes
+                } else {
+                    LastNode::No
+                };
+                let mut state = NodeState::new(
+                    tree,
+                    Node::Leaf {
+                        offset: job.index,
+                        last,
+                    },
+                );
+                state.update(job.bytes);
+                state.finalize().as_bytes().to_vec()
+            })
+            .collect()
+    }
+
+    /// Every byte of `job` was released, once.
+    fn assert_released_once(job: &LeafJob<'_>, mut ranges: Vec<Range<usize>>) {
+        ranges.sort_by_key(|range| range.start);
+        let mut end = 0;
+        for range in ranges.into_iter().filter(|range| !range.is_empty()) {
+            assert_eq!(range.start, end, "released twice or not at all");
+            end = range.end;
+        }
+        assert_eq!(end, job.bytes.len(), "not all released");
     }
 }
