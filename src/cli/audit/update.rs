@@ -1,12 +1,8 @@
 //! `--update`: the one list an audit read, rewritten as the audit found
-//! the tree ([`Rewrite`]), atomically: a [`Temporary`] beside it, written,
-//! given the list's owner, group and permissions, synced, renamed over it,
-//! and the directory synced. The list is opened once, through `beneath`
-//! ([`UpdatedList`]), before the audit reads it, and refused if it has
-//! other hard links (which the rename would split); every later step goes
-//! through that descriptor and its directory's, never the list's path
-//! again. The rename is refused, with nothing written, if the list changed
-//! since the audit began, or another file took its name.
+//! the tree ([`Rewrite`]), atomically, by a [`Temporary`] renamed over it
+//! (docs/audit.md). The list is opened once, through `beneath`, before the
+//! audit reads it; every later step goes through that descriptor and its
+//! directory's, never the list's path again.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -77,9 +73,9 @@ impl UpdatedList {
     /// Whether the list is still as the audit began, and still the file
     /// its name gives in its directory.
     fn unchanged(&self) -> bool {
-        let here = self.list.directory.open_file(&self.list.name);
+        let here = self.list.directory.open(&self.list.name, false).ok();
         Stamp::now(&self.list.file).ok() == Some(self.stamp)
-            && here.and_then(|file| Stamp::now(&file)).ok() == Some(self.stamp)
+            && here.and_then(|file| Stamp::now(&file).ok()) == Some(self.stamp)
     }
 
     /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
@@ -174,23 +170,18 @@ pub fn update(
 /// What an update did, as its line says it.
 fn said(done: &Rewritten) -> String {
     let parts: Vec<String> = [
-        (done.added, "file added", "files added"),
-        (done.renamed, "renamed", "renamed"),
-        (done.rehashed, "hashed again", "hashed again"),
-        (
-            done.restated,
-            "stat line written anew",
-            "stat lines written anew",
-        ),
-        (
-            done.forgotten,
-            "missing file forgotten",
-            "missing files forgotten",
-        ),
+        (done.added, "file{s} added"),
+        (done.renamed, "renamed"),
+        (done.rehashed, "hashed again"),
+        (done.restated, "stat line{s} written anew"),
+        (done.forgotten, "missing file{s} forgotten"),
     ]
     .into_iter()
-    .filter(|(count, ..)| *count > 0)
-    .map(|(count, one, many)| format!("{count} {}", if count == 1 { one } else { many }))
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, what)| {
+        let s = if count == 1 { "" } else { "s" };
+        format!("{count} {}", what.replace("{s}", s))
+    })
     .collect();
     match parts.is_empty() {
         true => "nothing changed".to_string(),
