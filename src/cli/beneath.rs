@@ -453,6 +453,7 @@ mod platform {
     /// A directory, by its path, with every directory on the way held
     /// open without the right to delete shared: none can be renamed or
     /// removed while it is held.
+    #[derive(Clone)]
     pub struct Directory {
         path: PathBuf,
         held: Arc<Held>,
@@ -489,10 +490,7 @@ mod platform {
         }
 
         pub fn try_clone(&self) -> io::Result<Directory> {
-            Ok(Directory {
-                path: self.path.clone(),
-                held: Arc::clone(&self.held),
-            })
+            Ok(self.clone())
         }
 
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {

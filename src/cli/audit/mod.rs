@@ -419,11 +419,10 @@ impl Base {
             (None, Some(prefix)) => Base::Prefix(prefix, false),
             (None, None) => Base::Other,
         };
-        if *self != Base::NoMove && *self != this {
-            *self = Base::Other;
-        } else {
-            *self = this;
-        }
+        *self = match *self == Base::NoMove || *self == this {
+            true => this,
+            false => Base::Other,
+        };
     }
 
     fn hint(&self) -> Option<String> {

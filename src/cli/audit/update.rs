@@ -70,12 +70,14 @@ impl UpdatedList {
         Ok((file, self.list.directory.id()?))
     }
 
-    /// Whether the list is still as the audit began, and still the file
-    /// its name gives in its directory.
-    fn unchanged(&self) -> bool {
+    /// Fails unless the list is still as the audit began, and still the
+    /// file its name gives in its directory.
+    fn unchanged(&self) -> Result<(), String> {
         let here = self.list.directory.open(&self.list.name, false).ok();
-        Stamp::now(&self.list.file).ok() == Some(self.stamp)
-            && here.and_then(|file| Stamp::now(&file).ok()) == Some(self.stamp)
+        let same = Stamp::now(&self.list.file).ok() == Some(self.stamp)
+            && here.and_then(|file| Stamp::now(&file).ok()) == Some(self.stamp);
+        same.then_some(())
+            .ok_or_else(|| "it changed while the audit ran (audit it again)".to_string())
     }
 
     /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
@@ -87,12 +89,7 @@ impl UpdatedList {
         unreadable: impl FnMut(&[u8], &Error),
     ) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
-        // (Checked again before the rename: no other update came first.)
-        let unchanged = || match self.unchanged() {
-            true => Ok(()),
-            false => Err("it changed while the audit ran (audit it again)".to_string()),
-        };
-        unchanged()?;
+        self.unchanged()?;
         let temporary = Temporary::create(&self.list.directory, PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
             format!(
@@ -110,7 +107,8 @@ impl UpdatedList {
         new.set_permissions(self.metadata.permissions())
             .map_err(plain)?;
         new.sync_all().map_err(plain)?;
-        unchanged()?;
+        // (Checked again before the rename: no other update came first.)
+        self.unchanged()?;
         temporary.persist(&self.list.name, true).map_err(plain)?;
         self.list.directory.sync().map_err(plain)?;
         Ok(done)

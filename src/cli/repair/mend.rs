@@ -104,38 +104,32 @@ impl Mender {
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
         let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)?;
-        match Stamp::now(&file) {
-            Ok(now) if now == *checked => Ok(file),
-            Ok(_) => Err(Unmendable::Changed),
-            Err(error) => Err(Unmendable::File(error)),
-        }
-    }
-
-    fn copy_of(&self, path: &Path) -> Result<PathBuf, Unmendable> {
-        if self.copy_is_dir {
-            // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
-            let relative: PathBuf = path
-                .components()
-                .filter(|part| matches!(part, std::path::Component::Normal(_)))
-                .collect();
-            return Ok(self.copy.join(relative));
-        }
-        let mut single = self.single_copy_of.borrow_mut();
-        match single.as_ref() {
-            Some(first) if first != path => Err(Unmendable::CopyIsOneFile(first.clone())),
-            _ => {
-                *single = Some(path.to_path_buf());
-                Ok(self.copy.clone())
-            }
+        match Stamp::now(&file)? == *checked {
+            true => Ok(file),
+            false => Err(Unmendable::Changed),
         }
     }
 
     /// The copy of the file at `path`, open, and its path.
     fn open_copy(&self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
-        let path = self.copy_of(path)?;
-        match File::open(&path) {
-            Ok(copy) => Ok((copy, path)),
-            Err(error) => Err(Unmendable::Copy(path, error)),
+        let copy = if self.copy_is_dir {
+            // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
+            let relative: PathBuf = path
+                .components()
+                .filter(|part| matches!(part, std::path::Component::Normal(_)))
+                .collect();
+            self.copy.join(relative)
+        } else {
+            let mut single = self.single_copy_of.borrow_mut();
+            if let Some(first) = single.as_ref().filter(|first| *first != path) {
+                return Err(Unmendable::CopyIsOneFile(first.clone()));
+            }
+            *single = Some(path.to_path_buf());
+            self.copy.clone()
+        };
+        match File::open(&copy) {
+            Ok(file) => Ok((file, copy)),
+            Err(error) => Err(Unmendable::Copy(copy, error)),
         }
     }
 
@@ -168,12 +162,7 @@ impl Mender {
                 bytes: tree.leaf_bytes(*index, listed_length),
                 digest,
             };
-            let mend = if leaf.bytes.start > length {
-                Err(Unmended::AfterAGap)
-            } else {
-                leaf.mend(file, &copy, &mut buffer, &mut length)
-            };
-            mended(*index, &mend);
+            mended(*index, &leaf.mend(file, &copy, &mut buffer, &mut length));
         }
         Ok(())
     }
@@ -314,6 +303,9 @@ impl Leaf<'_> {
     /// Mends the leaf in `file` (now `length` bytes long, which writing it
     /// may extend) from `copy`, reading into `buffer`.
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
+        if self.bytes.start > *length {
+            return Err(Unmended::AfterAGap);
+        }
         buffer.clear();
         buffer.resize((self.bytes.end - self.bytes.start) as usize, 0);
         let start = self.bytes.start;

@@ -85,19 +85,19 @@ impl Repairs {
             return Ok(());
         };
         let failing = checked.failed_leaves();
-        let damaged = |failing, last_pass| Damaged {
+        let damaged = |failing, whole, last_pass| Damaged {
             name: checked.pass.name.clone(),
             tree: checked.pass.tree,
             listed_length,
             failing,
-            whole: None,
+            whole,
             last_pass,
             stamp,
             mtime: self.mtime.0,
             mtime_listed: self.mtime.1,
         };
         if !failing.is_empty() {
-            self.pending.push(&damaged(failing, false))?;
+            self.pending.push(&damaged(failing, None, false))?;
             self.noted = true;
         }
         if !checked.is_last_pass()
@@ -111,10 +111,7 @@ impl Repairs {
         if self.noted {
             // The file's end: its length, and its checksum, are seen to
             // once its leaves are mended.
-            return self.pending.push(&Damaged {
-                whole: self.whole,
-                ..damaged(Vec::new(), true)
-            });
+            return self.pending.push(&damaged(Vec::new(), self.whole, true));
         }
         let why = match self.whole {
             Some(_) => {
