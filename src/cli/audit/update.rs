@@ -24,12 +24,10 @@ const PREFIX: &str = ".bt2sum-update-";
 /// Whether `name` has the exact form of an update's temporary file
 /// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
 pub fn is_temporary(name: &OsStr) -> bool {
-    let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
-        return false;
-    };
     let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
-    rest.split_once('-')
-        .is_some_and(|(pid, number)| digits(pid) && digits(number))
+    let rest = name.to_str().and_then(|name| name.strip_prefix(PREFIX));
+    let parts = rest.and_then(|rest| rest.split_once('-'));
+    parts.is_some_and(|(pid, number)| digits(pid) && digits(number))
 }
 
 /// The list an update rewrites, opened before the audit reads it.

@@ -223,13 +223,13 @@ impl Mender {
             .metadata()
             .map_err(|error| format!("cannot be repaired: {}", Unmendable::File(error)))?
             .len();
-        if length <= listed {
-            return match length == listed {
-                true => Ok(None),
-                false => Err(format!(
-                    "is still {length} bytes long, shorter than its listed {listed}"
-                )),
-            };
+        if length == listed {
+            return Ok(None);
+        }
+        if length < listed {
+            return Err(format!(
+                "is still {length} bytes long, shorter than its listed {listed}"
+            ));
         }
         let longer = format!("is {length} bytes long, longer than its listed {listed}");
         if !self.truncate {

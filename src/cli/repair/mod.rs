@@ -162,10 +162,8 @@ impl Repairs {
     /// whether only its checksum line will say it is.
     fn judge(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
-        let mut lines = checked.lines();
-        if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
-            && !checked.lists_every_leaf()
-        {
+        let checksum_failed = |(subject, verdict)| subject == Subject::Checksum && failed(&verdict);
+        if checked.lines().any(checksum_failed) && !checked.lists_every_leaf() {
             self.whole = checked.expected().copied();
         }
         let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
