@@ -12,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
+use bt2sum::format::name::Name;
 use bt2sum::sys::lock;
 
 pub use platform::{Directory, links};
@@ -275,17 +276,15 @@ impl Directory {
                 child => child,
             };
             directory = child.map_err(|refusal| match refusal {
-                Refusal::Link => Refusal::LinkOnTheWay(shown(way, index + 1)),
+                Refusal::Link => {
+                    let link: PathBuf = way[..=index].iter().collect();
+                    Refusal::LinkOnTheWay(Name::of_path_lossy(link.as_os_str()).shown())
+                }
                 refusal => refusal,
             })?;
         }
         Ok((directory, name.to_os_string()))
     }
-}
-
-fn shown(parts: &[Component<'_>], count: usize) -> String {
-    let path: PathBuf = parts[..count].iter().collect();
-    bt2sum::format::name::Name::of_path_lossy(path.as_os_str()).shown()
 }
 
 #[cfg(unix)]
