@@ -1,17 +1,9 @@
 //! Opening what bt2sum is to write, as `tar` and `rsync` open what they
-//! extract: a list may come from anywhere, and a tree may hold links that
-//! anyone who can write in it made. So a name that is absolute or climbs
-//! out with `..` is refused (unless `--absolute-names`), and so is a file
-//! with several hard links (which may have names outside), a set-id file
-//! (unless `--repair-setid`), and anything but a regular file. Each
-//! directory on the way is opened relative to the one before without
-//! following a link (`openat`, `O_NOFOLLOW`): a link swapped in at any
-//! point is met, not followed. A [`Directory`] held open is where
-//! `--update` and a restore create, rename and remove files by name.
-//!
-//! On Windows, with no `openat`, each directory on the way is held open
-//! without sharing the right to delete it, a junction or link is refused,
-//! and the file is opened without following a reparse point.
+//! extract (docs/scrub.md): a list may come from anywhere, and a tree may
+//! hold links that anyone who can write in it made. Each directory on the
+//! way is opened relative to the one before without following a link
+//! (`openat`, `O_NOFOLLOW`; on Windows, held open without sharing the
+//! right to delete it): a link swapped in at any point is met, not followed.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -20,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
+use bt2sum::format::name::Name;
 use bt2sum::sys::lock;
 
 pub use platform::{Directory, links};
@@ -56,30 +49,22 @@ pub enum Refusal {
     )]
     SetId,
     #[error("cannot be written: {}", bt2sum::plain_message(.0))]
-    Io(io::Error),
-}
-
-enum Failed {
-    Link,
-    Io(io::Error),
+    Io(#[from] io::Error),
 }
 
 /// Opens the file at `path` for reading and writing, as the module
 /// documentation says.
 pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, Refusal> {
     let (directory, name) = directory_of(path, any_path, false)?;
-    let file = directory.open(&name, true).map_err(|failed| match failed {
-        Failed::Link => Refusal::Link,
-        Failed::Io(error) => Refusal::Io(error),
-    })?;
-    let metadata = file.metadata().map_err(Refusal::Io)?;
+    let file = directory.open(&name, true)?;
+    let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Err(Refusal::NotRegular);
     }
     if !setid && platform::is_setid(&metadata) {
         return Err(Refusal::SetId);
     }
-    let links = links(&file, &metadata).map_err(Refusal::Io)?;
+    let links = links(&file, &metadata)?;
     if links > 1 && !any_path {
         return Err(Refusal::Linked(links));
     }
@@ -118,7 +103,7 @@ pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
     match open_to_write(path, true, false) {
         Err(Refusal::Io(error)) if error.kind() == io::ErrorKind::NotFound => {
             let (directory, name) = Directory::holding(None, path, false)?;
-            directory.create_new(&name).map_err(Refusal::Io)
+            Ok(directory.create_new(&name)?)
         }
         opened => opened,
     }
@@ -149,8 +134,7 @@ impl ListFile {
         for _ in 0..40 {
             match directory.open(&name, false) {
                 Ok(file) => {
-                    let metadata = file.metadata().map_err(Refusal::Io)?;
-                    if !metadata.is_file() {
+                    if !file.metadata()?.is_file() {
                         return Err(Refusal::NotRegular);
                     }
                     return Ok(ListFile {
@@ -160,12 +144,12 @@ impl ListFile {
                         file,
                     });
                 }
-                Err(Failed::Io(error)) => return Err(Refusal::Io(error)),
-                Err(Failed::Link) => {
-                    let target = directory.read_link(&name).map_err(Refusal::Io)?;
+                Err(Refusal::Link) => {
+                    let target = directory.read_link(&name)?;
                     (directory, name) = Directory::holding(Some(&directory), &target, false)?;
                     directory_path = parent(&directory_path.join(target));
                 }
+                Err(refusal) => return Err(refusal),
             }
         }
         Err(Refusal::Io(io::Error::other(
@@ -259,13 +243,6 @@ impl Drop for Temporary {
 }
 
 impl Directory {
-    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
-        self.open(name, false).map_err(|failed| match failed {
-            Failed::Link => io::Error::other("it is a symbolic link"),
-            Failed::Io(error) => error,
-        })
-    }
-
     /// The directory holding the file `path` names, walked from `from` (or
     /// the working directory), and the file's name in it.
     fn holding(
@@ -284,8 +261,7 @@ impl Directory {
             (Some(Component::Prefix(_) | Component::RootDir), _) => Directory::root(way),
             (_, Some(from)) => from.try_clone(),
             (_, None) => Directory::working(),
-        }
-        .map_err(Refusal::Io)?;
+        }?;
         for (index, part) in way.iter().enumerate() {
             let name = match part {
                 Component::Normal(name) => *name,
@@ -293,24 +269,22 @@ impl Directory {
                 _ => continue,
             };
             let child = match directory.child(name) {
-                Err(Failed::Io(error)) if make && error.kind() == io::ErrorKind::NotFound => {
-                    directory.make_child(name).map_err(Refusal::Io)?;
+                Err(Refusal::Io(error)) if make && error.kind() == io::ErrorKind::NotFound => {
+                    directory.make_child(name)?;
                     directory.child(name)
                 }
                 child => child,
             };
-            directory = child.map_err(|failed| match failed {
-                Failed::Link => Refusal::LinkOnTheWay(shown(way, index + 1)),
-                Failed::Io(error) => Refusal::Io(error),
+            directory = child.map_err(|refusal| match refusal {
+                Refusal::Link => {
+                    let link: PathBuf = way[..=index].iter().collect();
+                    Refusal::LinkOnTheWay(Name::of_path_lossy(link.as_os_str()).shown())
+                }
+                refusal => refusal,
             })?;
         }
         Ok((directory, name.to_os_string()))
     }
-}
-
-fn shown(parts: &[Component<'_>], count: usize) -> String {
-    let path: PathBuf = parts[..count].iter().collect();
-    bt2sum::format::name::Name::of_path_lossy(path.as_os_str()).shown()
 }
 
 #[cfg(unix)]
@@ -324,7 +298,7 @@ mod platform {
     use bt2sum::sys::FileId;
     use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
-    use super::Failed;
+    use super::Refusal;
 
     pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::PermissionsExt;
@@ -361,7 +335,7 @@ mod platform {
             self.0.try_clone().map(Directory)
         }
 
-        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
+        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {
             self.open_entry(name, OFlags::DIRECTORY).map(Directory)
         }
 
@@ -376,22 +350,22 @@ mod platform {
 
         /// The file `name`, not through a link; a FIFO is opened without
         /// waiting for a writer (and left for the caller to refuse).
-        pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
+        pub fn open(&self, name: &OsStr, write: bool) -> Result<File, Refusal> {
             let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
             let fd = self.open_entry(name, access | OFlags::NONBLOCK | OFlags::NOCTTY)?;
             // (Clearing `O_NONBLOCK` changes nothing for a regular file, and
             // keeps any other from surprising its reader.)
-            let flags = rustix::fs::fcntl_getfl(&fd).map_err(|error| Failed::Io(error.into()))?;
+            let flags = rustix::fs::fcntl_getfl(&fd).map_err(|error| Refusal::Io(error.into()))?;
             let _ = rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK);
             Ok(File::from(fd))
         }
 
-        fn open_entry(&self, name: &OsStr, flags: OFlags) -> Result<OwnedFd, Failed> {
+        fn open_entry(&self, name: &OsStr, flags: OFlags) -> Result<OwnedFd, Refusal> {
             let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rustix::fs::openat(&self.0, name, flags, Mode::empty()) {
                 Ok(fd) => Ok(fd),
-                Err(_) if self.is_link(name) => Err(Failed::Link),
-                Err(error) => Err(Failed::Io(error.into())),
+                Err(_) if self.is_link(name) => Err(Refusal::Link),
+                Err(error) => Err(Refusal::Io(error.into())),
             }
         }
 
@@ -457,7 +431,7 @@ mod platform {
     use std::path::{Component, PathBuf};
     use std::sync::Arc;
 
-    use super::Failed;
+    use super::Refusal;
     use bt2sum::sys::FileId;
 
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
@@ -478,6 +452,7 @@ mod platform {
     /// A directory, by its path, with every directory on the way held
     /// open without the right to delete shared: none can be renamed or
     /// removed while it is held.
+    #[derive(Clone)]
     pub struct Directory {
         path: PathBuf,
         held: Arc<Held>,
@@ -514,36 +489,32 @@ mod platform {
         }
 
         pub fn try_clone(&self) -> io::Result<Directory> {
-            Ok(Directory {
-                path: self.path.clone(),
-                held: Arc::clone(&self.held),
-            })
+            Ok(self.clone())
         }
 
-        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Failed> {
+        pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {
             let path = self.path.join(name);
-            let metadata = std::fs::symlink_metadata(&path).map_err(Failed::Io)?;
+            let metadata = std::fs::symlink_metadata(&path)?;
             if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-                return Err(Failed::Link);
+                return Err(Refusal::Link);
             }
-            Directory::at(path, Some(Arc::clone(&self.held))).map_err(Failed::Io)
+            Ok(Directory::at(path, Some(Arc::clone(&self.held)))?)
         }
 
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
             std::fs::create_dir(self.path.join(name))
         }
 
-        pub(super) fn open(&self, name: &OsStr, write: bool) -> Result<File, Failed> {
+        pub fn open(&self, name: &OsStr, write: bool) -> Result<File, Refusal> {
             let file = OpenOptions::new()
                 .read(true)
                 .write(write)
                 .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
                 .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
-                .open(self.path.join(name))
-                .map_err(Failed::Io)?;
-            let metadata = file.metadata().map_err(Failed::Io)?;
+                .open(self.path.join(name))?;
+            let metadata = file.metadata()?;
             if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-                return Err(Failed::Link);
+                return Err(Refusal::Link);
             }
             Ok(file)
         }

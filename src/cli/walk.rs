@@ -239,16 +239,12 @@ fn braces_literal(pattern: &str) -> String {
     let mut escaped = String::with_capacity(pattern.len() + 4);
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                escaped.push(c);
-                escaped.extend(chars.next());
-            }
-            '{' | '}' => {
-                escaped.push('\\');
-                escaped.push(c);
-            }
-            c => escaped.push(c),
+        if matches!(c, '{' | '}') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+        if c == '\\' {
+            escaped.extend(chars.next());
         }
     }
     escaped

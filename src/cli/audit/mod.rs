@@ -1,14 +1,9 @@
 //! `--check --audit DIR`: every file under the roots classed against the
-//! lists (docs/audit.md). The check hands every pass to [`Audit::keep`],
-//! which keeps, in bounded memory (`bt2sum::spill`), every listed name and
-//! the missing entries; [`Audit::finish`] then walks the roots as `-r`
-//! does: a file no list names is NEW, or MOVED from the one missing entry
-//! whose digest it alone has (never an empty file: they all share one);
-//! a listed file gone, and not moved, is MISSING. New files are hashed
-//! only when a missing entry could have moved to them, with that entry's
-//! parameters. The findings come in a fixed order: the lists' verdicts,
-//! NEW and MOVED in walk order, MISSING in list order, the counts; then
-//! `--update` rewrites the list ([`update`]).
+//! lists (docs/audit.md). [`Audit::keep`] keeps, in bounded memory
+//! (`bt2sum::spill`), every listed name and the missing entries;
+//! [`Audit::finish`] then walks the roots as `-r` does. A new file is
+//! hashed only when a missing entry could have moved to it, and never an
+//! empty one (they all share one digest).
 
 use std::ffi::OsString;
 use std::io;
@@ -347,12 +342,9 @@ fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
     };
     for list in &check.lists {
         skipped.files.extend(FileId::of_path(Path::new(list)));
-        let directory = std::fs::canonicalize(list)
-            .ok()
-            .and_then(|list| Some(list.parent()?.to_path_buf()));
-        skipped
-            .names_in
-            .extend(directory.and_then(|directory| FileId::of_path(&directory).ok()));
+        let list = std::fs::canonicalize(list).ok();
+        let directory = list.and_then(|list| FileId::of_path(list.parent()?).ok());
+        skipped.names_in.extend(directory);
     }
     if let Some(ledger) = &check.ledger {
         skipped.files.extend(FileId::of_path(&ledger.file));
@@ -427,11 +419,10 @@ impl Base {
             (None, Some(prefix)) => Base::Prefix(prefix, false),
             (None, None) => Base::Other,
         };
-        if *self != Base::NoMove && *self != this {
-            *self = Base::Other;
-        } else {
-            *self = this;
-        }
+        *self = match *self == Base::NoMove || *self == this {
+            true => this,
+            false => Base::Other,
+        };
     }
 
     fn hint(&self) -> Option<String> {

@@ -1,12 +1,7 @@
-//! Rewriting an audited list so that it describes the tree as it is now,
-//! for deliberate changes only (`--update`, docs/audit.md): a verified
-//! file keeps its lines, a CHANGED one is hashed again and written anew
-//! in the same shape, a MOVED one's lines get its new name, NEW files are
-//! added at the end in walk order; FAILED, unreadable and MISSING files
-//! keep their lines (unless `--accept` or `--forget-missing`): damage is
-//! never absorbed into the list. Everything else is copied as it is. A
-//! stat line always says what the file was when it was hashed, so that it
-//! goes with the digest beside it.
+//! Rewriting an audited list so that it describes the tree as it is now
+//! (`--update`, docs/audit.md), for deliberate changes only: damage is
+//! never absorbed into the list. A stat line always says what the file was
+//! when it was hashed, so that it goes with the digest beside it.
 
 use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
@@ -162,7 +157,16 @@ impl Rewrite {
             leaves: false,
             stat: self.stat,
         });
-        self.add_new(out, &shape, &mut done, &mut unreadable)?;
+        let mut failed = Ok(());
+        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new)?;
+        // The new files that did not move, in walk order.
+        let names = pairs
+            .filter_map(|pair| pair.map_err(|error| failed = Err(error)).ok())
+            .filter_map(|(name, moved)| moved.is_none().then_some(name));
+        let (added, unread) = write_hashed(out, &shape, names, &mut unreadable)?;
+        done.added += added;
+        done.unreadable += unread;
+        failed?;
         out.flush()?;
         Ok(done)
     }
@@ -213,7 +217,10 @@ impl Rewrite {
                 }
                 Fate::Changed(shape) => {
                     if first {
-                        written = rehash(out, &line, shape, unreadable)?;
+                        // (Its first line is its checksum line: the file
+                        // is hashed again, its lines written anew.)
+                        let names = named(&line).into_iter();
+                        written = write_hashed(out, shape, names, unreadable)?.0 == 1;
                         done.rehashed += u64::from(written);
                         done.unreadable += u64::from(!written);
                     }
@@ -237,53 +244,39 @@ impl Rewrite {
         }
         Ok(done)
     }
-
-    /// Lists the new files that did not move, in walk order, hashed several
-    /// at once.
-    fn add_new(
-        &mut self,
-        out: &mut dyn Write,
-        shape: &Shape,
-        done: &mut Rewritten,
-        unreadable: &mut impl FnMut(&[u8], &Error),
-    ) -> io::Result<()> {
-        let mut failed = Ok(());
-        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new)?;
-        let names = pairs.filter_map(|pair| match pair {
-            Ok((name, None)) => Some(name),
-            Ok(_) => None,
-            Err(error) => {
-                failed = Err(error);
-                None
-            }
-        });
-        let jobs = names.map(|name| job(name.clone(), &name, shape));
-        let mut written = Ok(());
-        hash_each(jobs, |event| {
-            let Event::Ready(outcome) = event else {
-                return ControlFlow::Continue(());
-            };
-            let name = outcome.tag.clone();
-            written =
-                write_outcome(out, shape, &name, outcome, unreadable).map(|listed| match listed {
-                    true => done.added += 1,
-                    false => done.unreadable += 1,
-                });
-            match written {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(_) => ControlFlow::Break(()),
-            }
-        });
-        written?;
-        failed
-    }
 }
 
-/// The job that hashes the file a list names `name` for lines of `shape`.
-fn job<T>(tag: T, name: &[u8], shape: &Shape) -> Job<T, Option<LeafLog>> {
-    let path = Name::listed(name).path().unwrap_or_default();
-    let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
-    Job::path(tag, path, &shape.tree).with_leaves(log)
+/// Writes the lines of each file named in `names`, hashed several at once,
+/// in `shape`: how many were written, and how many could not be hashed
+/// (each reason given to `unreadable`).
+fn write_hashed(
+    out: &mut dyn Write,
+    shape: &Shape,
+    names: impl Iterator<Item = Vec<u8>>,
+    unreadable: &mut impl FnMut(&[u8], &Error),
+) -> io::Result<(u64, u64)> {
+    let jobs = names.map(|name| {
+        let path = Name::listed(&name).path().unwrap_or_default();
+        let log = shape.leaves.then(|| LeafLog::new(shape.tree.digest_size()));
+        Job::path(name, path, &shape.tree).with_leaves(log)
+    });
+    let (mut written, mut counts) = (Ok(()), (0, 0));
+    hash_each(jobs, |event| {
+        let Event::Ready(outcome) = event else {
+            return ControlFlow::Continue(());
+        };
+        let name = outcome.tag.clone();
+        written =
+            write_outcome(out, shape, &name, outcome, unreadable).map(|listed| match listed {
+                true => counts.0 += 1,
+                false => counts.1 += 1,
+            });
+        match written {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    });
+    written.map(|()| counts)
 }
 
 /// Writes the lines of the file `name` hashed (`outcome`) in `shape`: its
@@ -328,29 +321,6 @@ fn write_outcome<T>(
         None => {}
     }
     out.write_all(&lines).map(|()| true)
-}
-
-/// Hashes again the changed file whose first line (its checksum line) is
-/// `line`, and writes its lines anew in `shape`; `false` (nothing written,
-/// the reason given to `unreadable`) if it cannot be hashed.
-fn rehash(
-    out: &mut dyn Write,
-    line: &[u8],
-    shape: &Shape,
-    unreadable: &mut impl FnMut(&[u8], &Error),
-) -> io::Result<bool> {
-    let Some(name) = named(line) else {
-        return Ok(false);
-    };
-    let mut result = None;
-    hash_each(std::iter::once(job((), &name, shape)), |event| {
-        if let Event::Ready(outcome) = event {
-            result = Some(outcome);
-        }
-        ControlFlow::Continue(())
-    });
-    let outcome = result.expect("one job, one outcome");
-    write_outcome(out, shape, &name, outcome, unreadable)
 }
 
 /// Writes a line of a moved file again, with the name of the file it moved

@@ -114,10 +114,8 @@ impl<'a> Scope<'a> {
         #[cfg(unix)]
         if let (Some(devices), Some(path)) = (&self.devices, Name::listed(name).path()) {
             use std::os::unix::fs::MetadataExt;
-            let Ok(metadata) = std::fs::metadata(&path) else {
-                return true;
-            };
-            return devices.contains(&metadata.dev());
+            let metadata = std::fs::metadata(&path).ok();
+            return metadata.is_none_or(|metadata| devices.contains(&metadata.dev()));
         }
         let _ = name;
         true

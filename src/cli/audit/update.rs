@@ -1,12 +1,8 @@
 //! `--update`: the one list an audit read, rewritten as the audit found
-//! the tree ([`Rewrite`]), atomically: a [`Temporary`] beside it, written,
-//! given the list's owner, group and permissions, synced, renamed over it,
-//! and the directory synced. The list is opened once, through `beneath`
-//! ([`UpdatedList`]), before the audit reads it, and refused if it has
-//! other hard links (which the rename would split); every later step goes
-//! through that descriptor and its directory's, never the list's path
-//! again. The rename is refused, with nothing written, if the list changed
-//! since the audit began, or another file took its name.
+//! the tree ([`Rewrite`]), atomically, by a [`Temporary`] renamed over it
+//! (docs/audit.md). The list is opened once, through `beneath`, before the
+//! audit reads it; every later step goes through that descriptor and its
+//! directory's, never the list's path again.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -28,12 +24,10 @@ const PREFIX: &str = ".bt2sum-update-";
 /// Whether `name` has the exact form of an update's temporary file
 /// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
 pub fn is_temporary(name: &OsStr) -> bool {
-    let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
-        return false;
-    };
     let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
-    rest.split_once('-')
-        .is_some_and(|(pid, number)| digits(pid) && digits(number))
+    let rest = name.to_str().and_then(|name| name.strip_prefix(PREFIX));
+    let parts = rest.and_then(|rest| rest.split_once('-'));
+    parts.is_some_and(|(pid, number)| digits(pid) && digits(number))
 }
 
 /// The list an update rewrites, opened before the audit reads it.
@@ -74,12 +68,14 @@ impl UpdatedList {
         Ok((file, self.list.directory.id()?))
     }
 
-    /// Whether the list is still as the audit began, and still the file
-    /// its name gives in its directory.
-    fn unchanged(&self) -> bool {
-        let here = self.list.directory.open_file(&self.list.name);
-        Stamp::now(&self.list.file).ok() == Some(self.stamp)
-            && here.and_then(|file| Stamp::now(&file)).ok() == Some(self.stamp)
+    /// Fails unless the list is still as the audit began, and still the
+    /// file its name gives in its directory.
+    fn unchanged(&self) -> Result<(), String> {
+        let here = self.list.directory.open(&self.list.name, false).ok();
+        let same = Stamp::now(&self.list.file).ok() == Some(self.stamp)
+            && here.and_then(|file| Stamp::now(&file).ok()) == Some(self.stamp);
+        same.then_some(())
+            .ok_or_else(|| "it changed while the audit ran (audit it again)".to_string())
     }
 
     /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
@@ -91,12 +87,7 @@ impl UpdatedList {
         unreadable: impl FnMut(&[u8], &Error),
     ) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
-        // (Checked again before the rename: no other update came first.)
-        let unchanged = || match self.unchanged() {
-            true => Ok(()),
-            false => Err("it changed while the audit ran (audit it again)".to_string()),
-        };
-        unchanged()?;
+        self.unchanged()?;
         let temporary = Temporary::create(&self.list.directory, PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
             format!(
@@ -114,7 +105,8 @@ impl UpdatedList {
         new.set_permissions(self.metadata.permissions())
             .map_err(plain)?;
         new.sync_all().map_err(plain)?;
-        unchanged()?;
+        // (Checked again before the rename: no other update came first.)
+        self.unchanged()?;
         temporary.persist(&self.list.name, true).map_err(plain)?;
         self.list.directory.sync().map_err(plain)?;
         Ok(done)
@@ -174,23 +166,18 @@ pub fn update(
 /// What an update did, as its line says it.
 fn said(done: &Rewritten) -> String {
     let parts: Vec<String> = [
-        (done.added, "file added", "files added"),
-        (done.renamed, "renamed", "renamed"),
-        (done.rehashed, "hashed again", "hashed again"),
-        (
-            done.restated,
-            "stat line written anew",
-            "stat lines written anew",
-        ),
-        (
-            done.forgotten,
-            "missing file forgotten",
-            "missing files forgotten",
-        ),
+        (done.added, "file{s} added"),
+        (done.renamed, "renamed"),
+        (done.rehashed, "hashed again"),
+        (done.restated, "stat line{s} written anew"),
+        (done.forgotten, "missing file{s} forgotten"),
     ]
     .into_iter()
-    .filter(|(count, ..)| *count > 0)
-    .map(|(count, one, many)| format!("{count} {}", if count == 1 { one } else { many }))
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, what)| {
+        let s = if count == 1 { "" } else { "s" };
+        format!("{count} {}", what.replace("{s}", s))
+    })
     .collect();
     match parts.is_empty() {
         true => "nothing changed".to_string(),

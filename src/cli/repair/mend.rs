@@ -1,18 +1,9 @@
-//! Mending a file's damaged leaves from a good copy (`--repair-from`).
-//! A leaf listing holds each leaf's digest, so a leaf fetched again is
-//! proved good before it is written ([`Leaf::mend`]), and proved again
-//! once read back: bytes that do not verify are never written, and a
-//! good leaf never is. So a kill while a leaf is written leaves it no
-//! further from good (every byte written is the listed file's own), and
-//! mending again finishes it. A file cut short is extended only by leaves
-//! that verify, one after another (a leaf past the end would leave a
-//! hole); one longer than listed is cut only when asked.
-//!
-//! The file is opened through `beneath` ([`Mender::open`]) and only if it
-//! is still the file the check saw (its [`Stamp`]); every write goes
-//! through that one descriptor. It keeps its mode, owner and access time;
-//! once it verifies whole, its modification time is put back
-//! ([`set_modified`]) so that its stat line holds.
+//! Mending a file's damaged leaves from a good copy, and restoring a
+//! missing file whole (`--repair-from`, docs/scrub.md). A leaf is proved
+//! good before it is written and again once read back, so a kill while one
+//! is written leaves it no further from good, and mending again finishes
+//! it. Every write goes through the one descriptor `beneath` opened, and
+//! only to the file the check saw (its [`Stamp`]).
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -83,19 +74,16 @@ pub enum Unmendable {
     Refused(#[from] Refusal),
     #[error("it changed since it was checked (or was replaced): not written; check it again")]
     Changed,
-    #[error("its copy {} cannot be read: {}", path.display(), plain_message(error))]
-    Copy { path: PathBuf, error: io::Error },
-    #[error("its copy {} is the file itself", path.display())]
-    CopyIsTheFile { path: PathBuf },
+    #[error("its copy {} cannot be read: {}", .0.display(), plain_message(.1))]
+    Copy(PathBuf, io::Error),
+    #[error("its copy {} is the file itself", .0.display())]
+    CopyIsTheFile(PathBuf),
     /// The one file given as the copy was taken for another file already.
-    #[error(
-        "the copy given is one file, the copy of {}: give a directory of copies",
-        first.display()
-    )]
-    CopyIsOneFile { first: PathBuf },
+    #[error("the copy given is one file, the copy of {}: give a directory of copies", .0.display())]
+    CopyIsOneFile(PathBuf),
     /// A missing file's copy is not what its checksum line says.
-    #[error("its copy {} does not match its checksum line: not written", path.display())]
-    CopyDiffers { path: PathBuf },
+    #[error("its copy {} does not match its checksum line: not written", .0.display())]
+    CopyDiffers(PathBuf),
     #[error("a file of its name appeared meanwhile: left as it is")]
     Appeared,
 }
@@ -116,58 +104,53 @@ impl Mender {
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
         let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)?;
-        match Stamp::now(&file) {
-            Ok(now) if now == *checked => Ok(file),
-            Ok(_) => Err(Unmendable::Changed),
-            Err(error) => Err(Unmendable::File(error)),
+        match Stamp::now(&file)? == *checked {
+            true => Ok(file),
+            false => Err(Unmendable::Changed),
         }
     }
 
-    fn copy_of(&self, path: &Path) -> Result<PathBuf, Unmendable> {
-        if self.copy_is_dir {
+    /// The copy of the file at `path`, open, and its path.
+    fn open_copy(&self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
+        let copy = if self.copy_is_dir {
             // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
             let relative: PathBuf = path
                 .components()
                 .filter(|part| matches!(part, std::path::Component::Normal(_)))
                 .collect();
-            return Ok(self.copy.join(relative));
-        }
-        let mut single = self.single_copy_of.borrow_mut();
-        match single.as_ref() {
-            Some(first) if first != path => Err(Unmendable::CopyIsOneFile {
-                first: first.clone(),
-            }),
-            _ => {
-                *single = Some(path.to_path_buf());
-                Ok(self.copy.clone())
+            self.copy.join(relative)
+        } else {
+            let mut single = self.single_copy_of.borrow_mut();
+            if let Some(first) = single.as_ref().filter(|first| *first != path) {
+                return Err(Unmendable::CopyIsOneFile(first.clone()));
             }
+            *single = Some(path.to_path_buf());
+            self.copy.clone()
+        };
+        match File::open(&copy) {
+            Ok(file) => Ok((file, copy)),
+            Err(error) => Err(Unmendable::Copy(copy, error)),
         }
     }
 
-    /// Mends the failing leaves `failing` (index and listed digest, in leaf
-    /// order) of `file`, opened from `path`, handing what became of each to
-    /// `mended`. Fails, having written nothing, if its copy cannot be
-    /// opened.
+    /// Mends the failing leaves of `damaged` in `file`, opened from `path`,
+    /// handing what became of each to `mended`. Fails, having written
+    /// nothing, if its copy cannot be opened.
     pub fn mend(
         &self,
         file: &File,
         path: &Path,
-        tree: &TreeParams,
-        listed_length: u64,
-        failing: &[(u64, Digest)],
+        damaged: &Damaged,
         mut mended: impl FnMut(u64, &Mend),
     ) -> Result<(), Unmendable> {
+        let (tree, listed_length) = (&damaged.tree, damaged.listed_length);
         let mut length = file.metadata()?.len();
-        let copy_path = self.copy_of(path)?;
-        let copy = File::open(&copy_path).map_err(|error| Unmendable::Copy {
-            path: copy_path.clone(),
-            error,
-        })?;
+        let (copy, copy_path) = self.open_copy(path)?;
         if same_file(file, &copy) {
-            return Err(Unmendable::CopyIsTheFile { path: copy_path });
+            return Err(Unmendable::CopyIsTheFile(copy_path));
         }
         let mut buffer = Vec::new();
-        for (index, digest) in failing {
+        for (index, digest) in &damaged.failing {
             let last = match *index + 1 == tree.leaf_count(listed_length).max(1) {
                 true => LastNode::Yes,
                 false => LastNode::No,
@@ -179,12 +162,7 @@ impl Mender {
                 bytes: tree.leaf_bytes(*index, listed_length),
                 digest,
             };
-            let mend = if leaf.bytes.start > length {
-                Err(Unmended::AfterAGap)
-            } else {
-                leaf.mend(file, &copy, &mut buffer, &mut length)
-            };
-            mended(*index, &mend);
+            mended(*index, &leaf.mend(file, &copy, &mut buffer, &mut length));
         }
         Ok(())
     }
@@ -198,12 +176,8 @@ impl Mender {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
         crate::cli::beneath::allowed(path, self.any_path)?;
-        let copy_path = self.copy_of(path)?;
-        let copy_error = |error| Unmendable::Copy {
-            path: copy_path.clone(),
-            error,
-        };
-        let mut copy = File::open(&copy_path).map_err(copy_error)?;
+        let (mut copy, copy_path) = self.open_copy(path)?;
+        let copy_error = |error| Unmendable::Copy(copy_path.clone(), error);
         let permissions = copy.metadata().map_err(copy_error)?.permissions();
         // The copy proved first, so that one that does not match leaves no
         // directory behind; the file written is proved again.
@@ -217,7 +191,7 @@ impl Mender {
             Ok(hashed == lost.digest && lost.length.is_none_or(|listed| listed == length))
         };
         if !matches(&copy)? {
-            return Err(Unmendable::CopyDiffers { path: copy_path });
+            return Err(Unmendable::CopyDiffers(copy_path));
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
         let (directory, name) = crate::cli::beneath::directory_of(path, self.any_path, true)?;
@@ -226,7 +200,7 @@ impl Mender {
         io::copy(&mut copy, &mut &*file).map_err(copy_error)?;
         file.sync_all()?;
         if !matches(file)? {
-            return Err(Unmendable::CopyDiffers { path: copy_path });
+            return Err(Unmendable::CopyDiffers(copy_path));
         }
         file.set_permissions(without_setid(permissions))?;
         if let Some(mtime) = lost.mtime {
@@ -249,27 +223,25 @@ impl Mender {
             .metadata()
             .map_err(|error| format!("cannot be repaired: {}", Unmendable::File(error)))?
             .len();
-        let longer = format!("is {length} bytes long, longer than its listed {listed}");
-        match length.cmp(&listed) {
-            std::cmp::Ordering::Equal => Ok(None),
-            std::cmp::Ordering::Less => Err(format!(
-                "is still {length} bytes long, shorter than its listed {listed}"
-            )),
-            std::cmp::Ordering::Greater if !self.truncate => Err(format!(
-                "{longer}: left as it is (--repair-truncate cuts it)"
-            )),
-            std::cmp::Ordering::Greater => {
-                match file.set_len(listed).and_then(|()| file.sync_all()) {
-                    Ok(()) => Ok(Some(format!(
-                        "was {length} bytes long: cut to its listed length, {listed} bytes"
-                    ))),
-                    Err(error) => Err(format!(
-                        "{longer}, and cannot be cut: {}",
-                        plain_message(&error)
-                    )),
-                }
-            }
+        if length == listed {
+            return Ok(None);
         }
+        if length < listed {
+            return Err(format!(
+                "is still {length} bytes long, shorter than its listed {listed}"
+            ));
+        }
+        let longer = format!("is {length} bytes long, longer than its listed {listed}");
+        if !self.truncate {
+            return Err(format!(
+                "{longer}: left as it is (--repair-truncate cuts it)"
+            ));
+        }
+        let cut = file.set_len(listed).and_then(|()| file.sync_all());
+        cut.map_err(|error| format!("{longer}, and cannot be cut: {}", plain_message(&error)))?;
+        Ok(Some(format!(
+            "was {length} bytes long: cut to its listed length, {listed} bytes"
+        )))
     }
 }
 
@@ -331,6 +303,9 @@ impl Leaf<'_> {
     /// Mends the leaf in `file` (now `length` bytes long, which writing it
     /// may extend) from `copy`, reading into `buffer`.
     fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
+        if self.bytes.start > *length {
+            return Err(Unmended::AfterAGap);
+        }
         buffer.clear();
         buffer.resize((self.bytes.end - self.bytes.start) as usize, 0);
         let start = self.bytes.start;
@@ -340,30 +315,25 @@ impl Leaf<'_> {
         {
             return Ok(Mended::Intact);
         }
-        match read_exact_at(copy, buffer, start) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(Unmended::CopyShort);
-            }
-            Err(error) => return Err(Unmended::CopyUnreadable(error)),
-        }
+        read_exact_at(copy, buffer, start).map_err(|error| match error.kind() {
+            io::ErrorKind::UnexpectedEof => Unmended::CopyShort,
+            _ => Unmended::CopyUnreadable(error),
+        })?;
         if !self.verifies(buffer) {
             return Err(Unmended::CopyDiffers);
         }
-        let written = write_all_at(file, buffer, start).and_then(|()| {
+        let read_back = write_all_at(file, buffer, start).and_then(|()| {
             *length = (*length).max(self.bytes.end);
-            file.sync_all()
+            file.sync_all()?;
+            buffer.fill(0);
+            read_exact_at(file, buffer, start)
         });
-        if let Err(error) = written {
-            return Err(Unmended::WriteFailed(error));
-        }
-        buffer.fill(0);
-        match read_exact_at(file, buffer, start) {
-            Ok(()) if self.verifies(buffer) => Ok(Mended::Repaired),
-            Ok(()) => Err(Unmended::WriteFailed(io::Error::other(
+        read_back.map_err(Unmended::WriteFailed)?;
+        match self.verifies(buffer) {
+            true => Ok(Mended::Repaired),
+            false => Err(Unmended::WriteFailed(io::Error::other(
                 "the leaf read back does not verify",
             ))),
-            Err(error) => Err(Unmended::WriteFailed(error)),
         }
     }
 }

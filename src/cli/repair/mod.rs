@@ -85,19 +85,19 @@ impl Repairs {
             return Ok(());
         };
         let failing = checked.failed_leaves();
-        let damaged = |failing, last_pass| Damaged {
+        let damaged = |failing, whole, last_pass| Damaged {
             name: checked.pass.name.clone(),
             tree: checked.pass.tree,
             listed_length,
             failing,
-            whole: None,
+            whole,
             last_pass,
             stamp,
             mtime: self.mtime.0,
             mtime_listed: self.mtime.1,
         };
         if !failing.is_empty() {
-            self.pending.push(&damaged(failing, false))?;
+            self.pending.push(&damaged(failing, None, false))?;
             self.noted = true;
         }
         if !checked.is_last_pass()
@@ -111,10 +111,7 @@ impl Repairs {
         if self.noted {
             // The file's end: its length, and its checksum, are seen to
             // once its leaves are mended.
-            return self.pending.push(&Damaged {
-                whole: self.whole,
-                ..damaged(Vec::new(), true)
-            });
+            return self.pending.push(&damaged(Vec::new(), self.whole, true));
         }
         let why = match self.whole {
             Some(_) => {
@@ -165,10 +162,8 @@ impl Repairs {
     /// whether only its checksum line will say it is.
     fn judge(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
-        let mut lines = checked.lines();
-        if lines.any(|(subject, verdict)| subject == Subject::Checksum && failed(&verdict))
-            && !checked.lists_every_leaf()
-        {
+        let checksum_failed = |(subject, verdict)| subject == Subject::Checksum && failed(&verdict);
+        if checked.lines().any(checksum_failed) && !checked.lists_every_leaf() {
             self.whole = checked.expected().copied();
         }
         let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
@@ -229,9 +224,15 @@ impl Repairs {
             // (A name no path here can have was refused as improperly
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
-            let opened = file.get_or_insert_with(|| {
-                let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
-                open(mender, &path, &damaged.name, seen, &contradicted)
+            // (Never written where its list contradicts itself about it.)
+            let opened = file.get_or_insert_with(|| match contradicted.get(&name_key(&damaged.name)) {
+                Some((first, second)) => Err(format!(
+                    "the list gives it two different contents (lines {first} and {second}): not written"
+                )),
+                None => {
+                    let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
+                    mender.open(&path, seen).map_err(|unmendable| unmendable.to_string())
+                }
             });
             match opened {
                 Err(why) => {
@@ -243,10 +244,8 @@ impl Repairs {
                 }
                 Ok(target) if !damaged.last_pass => {
                     let leaves = damaged.tree.leaf_count(damaged.listed_length);
-                    ends |= damaged
-                        .failing
-                        .iter()
-                        .any(|(index, _)| *index + 1 == leaves);
+                    // (In leaf order: the last failing leaf is the one that may end it.)
+                    ends |= (damaged.failing.last()).is_some_and(|(index, _)| index + 1 == leaves);
                     file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
                 }
                 Ok(target) => {
@@ -328,30 +327,24 @@ fn finish_file(
             mended = false;
         }
     }
-    if mended {
-        tally.mended_files += 1;
-        put_time_back(target, damaged, printer)?;
+    if !mended {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// Opens a damaged file to mend it, unless its list contradicts itself
-/// about it.
-fn open(
-    mender: &Mender,
-    path: &Path,
-    name: &[u8],
-    seen: &Stamp,
-    contradicted: &HashMap<u64, (u64, u64)>,
-) -> Result<File, String> {
-    if let Some((first, second)) = contradicted.get(&name_key(name)) {
-        return Err(format!(
-            "the list gives it two different contents (lines {first} and {second}): not written"
-        ));
+    tally.mended_files += 1;
+    // Its stat line then holds, so that a later change of its bytes reads
+    // as damage, never as an edit.
+    match damaged.mtime.map(|mtime| set_modified(target, mtime)) {
+        Some(Err(error)) if damaged.mtime_listed => {
+            let message = format!(
+                "is repaired, but its modification time cannot be set back to its stat \
+                 line's ({}): that stat line is stale until an audit with --update writes it \
+                 anew (bt2sum -c --audit DIR --update LIST)",
+                bt2sum::plain_message(&error)
+            );
+            printer.error(&damaged.name, &message)
+        }
+        _ => Ok(()),
     }
-    mender
-        .open(path, seen)
-        .map_err(|unmendable| unmendable.to_string())
 }
 
 /// A name as the claims and contradictions of a list know it.
@@ -394,34 +387,27 @@ fn mend_leaves(
     let (tree, listed_length) = (damaged.tree, damaged.listed_length);
     let mut lines = Ok(());
     let mut all_good = true;
-    let mended = mender.mend(
-        file,
-        path,
-        &tree,
-        listed_length,
-        &damaged.failing,
-        |index, mend| {
-            all_good &= mend.is_ok();
-            match mend {
-                Ok(Mended::Intact) => return,
-                Ok(Mended::Repaired) => tally.repaired_leaves += 1,
-                Err(_) => tally.unrepaired_leaves += 1,
-            }
-            // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
-            if lines.is_ok() && printer.verbosity != Verbosity::Status {
-                let bytes = tree.leaf_bytes(index, listed_length);
-                let why = mend.as_ref().err().map(ToString::to_string);
-                lines = printer.emit(&Record::Repair {
-                    name: JsonName(Some(name)),
-                    index,
-                    offset: bytes.start,
-                    length: bytes.end - bytes.start,
-                    verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
-                    reason: why.as_deref(),
-                });
-            }
-        },
-    );
+    let mended = mender.mend(file, path, damaged, |index, mend| {
+        all_good &= mend.is_ok();
+        match mend {
+            Ok(Mended::Intact) => return,
+            Ok(Mended::Repaired) => tally.repaired_leaves += 1,
+            Err(_) => tally.unrepaired_leaves += 1,
+        }
+        // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
+        if lines.is_ok() && printer.verbosity != Verbosity::Status {
+            let bytes = tree.leaf_bytes(index, listed_length);
+            let why = mend.as_ref().err().map(ToString::to_string);
+            lines = printer.emit(&Record::Repair {
+                name: JsonName(Some(name)),
+                index,
+                offset: bytes.start,
+                length: bytes.end - bytes.start,
+                verdict: if why.is_none() { "REPAIRED" } else { "FAILED" },
+                reason: why.as_deref(),
+            });
+        }
+    });
     lines?;
     if let Err(unmendable) = mended {
         tally.unrepaired_leaves += damaged.failing.len() as u64;
@@ -429,26 +415,4 @@ fn mend_leaves(
         return Ok(false);
     }
     Ok(all_good)
-}
-
-/// Gives a file that verifies whole its modification time back: its stat
-/// line then holds, so that a later change of its bytes reads as damage,
-/// never as an edit.
-fn put_time_back(file: &File, damaged: &Damaged, printer: &mut Printer<'_>) -> io::Result<()> {
-    let Some(mtime) = damaged.mtime else {
-        return Ok(());
-    };
-    match set_modified(file, mtime) {
-        Ok(()) => Ok(()),
-        Err(_) if !damaged.mtime_listed => Ok(()),
-        Err(error) => {
-            let message = format!(
-                "is repaired, but its modification time cannot be set back to its stat \
-                 line's ({}): that stat line is stale until an audit with --update writes it \
-                 anew (bt2sum -c --audit DIR --update LIST)",
-                bt2sum::plain_message(&error)
-            );
-            printer.error(&damaged.name, &message)
-        }
-    }
 }
