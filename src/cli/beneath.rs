@@ -4,6 +4,8 @@
 //! way is opened relative to the one before without following a link
 //! (`openat`, `O_NOFOLLOW`; on Windows, held open without sharing the
 //! right to delete it): a link swapped in at any point is met, not followed.
+//! What is refused is a [`Refusal`]: a name outside the tree, a file of
+//! several hard links or set-id, anything but a regular file.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
