@@ -684,8 +684,6 @@ fn take_task(shared: &Shared, queue: &mut Queue) -> Option<Vec<Leaf>> {
     Some(task)
 }
 
-/// Hashes a task's leaves, leaves their digests with their inputs, and
-/// gives their bytes back to the budget.
 /// Hands hashed bytes back to their source, adjacent ranges of one source
 /// as one range: a lane group's leaves end side by side, and each hand-back
 /// of a mapping costs the other threads a TLB flush.
@@ -715,6 +713,8 @@ impl Drop for HandBack<'_> {
     }
 }
 
+/// Hashes a task's leaves, leaves their digests with their inputs, and
+/// gives their bytes back to the budget.
 fn hash_task(shared: &Shared, task: Vec<Leaf>) {
     #[cfg(feature = "schedule-probe")]
     probe::hashing();

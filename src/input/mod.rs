@@ -746,9 +746,9 @@ impl<T, S: LeafSink> Owner<T, S> {
     }
 }
 
-/// The files a worker opens (and reads, if small) in one errand: two lane
-/// groups, so that the short files fill the lanes beside the long ones
-/// (`engine::hash_whole` hashes the longest first). With 8, a tree of
+/// The files a worker opens (and reads, if small) in one errand: two of
+/// BLAKE2b's lane groups, so that the short files fill the lanes beside the
+/// long ones (`engine::hash_whole` hashes the longest first). With 8, a tree of
 /// 4 KiB and 256 KiB files side by side left half the lanes idle; 32 kept
 /// the other thread waiting for errands.
 const ERRAND_FILES: usize = 16;
