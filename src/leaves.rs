@@ -227,11 +227,6 @@ impl ListedLeaves {
         self.listed.is_empty()
     }
 
-    /// The listed leaves' indices, in order.
-    pub fn indices_listed(&self) -> impl Iterator<Item = u64> + '_ {
-        self.listed.iter().map(|listed| listed.index)
-    }
-
     /// The range of leaves to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
         let first = self.listed.first()?.index;
