@@ -101,11 +101,9 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
         return Ok(None);
     }
-    let name = ledgering.file.as_os_str();
-    let ledger = Ledger::open(&ledgering.file, ledgering.reset);
-    ledger
+    Ledger::open(&ledgering.file, ledgering.reset)
         .map(Some)
-        .map_err(|why| super::failed(name, &why.to_string()))
+        .map_err(|why| super::failed(ledgering.file.as_os_str(), &why.to_string()))
 }
 
 impl Ledger {
