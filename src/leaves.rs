@@ -102,24 +102,18 @@ impl LeafSink for LeafLog {
 /// The room leaf lines are gathered in before they are written out.
 const LEAF_LINES_ROOM: usize = 64 << 10;
 
-/// Why a listing's lines were not all written.
-#[derive(Debug)]
-pub enum Unwritten {
-    /// Its leaf digests could not be kept: an error about the input.
-    Listing(SpillError),
-    #[allow(missing_docs)]
-    Output(io::Error),
-}
-
+/// Leaf digests that could not be kept are an error about the input, not
+/// the output: [`SpillError::of`] tells them apart again.
 impl From<SpillError> for io::Error {
     fn from(error: SpillError) -> Self {
         io::Error::other(error)
     }
 }
 
-impl From<SpillError> for Unwritten {
-    fn from(error: SpillError) -> Self {
-        Unwritten::Listing(error)
+impl SpillError {
+    /// The leaf digests' error that `error` carries, if it is one.
+    pub fn of(error: &io::Error) -> Option<&SpillError> {
+        error.get_ref()?.downcast_ref()
     }
 }
 
@@ -231,11 +225,6 @@ impl ListedLeaves {
     /// Whether no leaf is listed.
     pub fn is_empty(&self) -> bool {
         self.listed.is_empty()
-    }
-
-    /// The listed leaves' indices, in order.
-    pub fn indices_listed(&self) -> impl Iterator<Item = u64> + '_ {
-        self.listed.iter().map(|listed| listed.index)
     }
 
     /// The range of leaves to hash to check them all.

@@ -69,11 +69,11 @@ fn combine(listings: &[OsString]) -> Option<Combined> {
     }
     let combined = combiner.finish().map_err(|error| match error {
         CombineError::Clash {
-            index,
             at: (listing, line),
+            ..
         } => report(
             &at_line(&listings[listing as usize], line),
-            &format!("leaf {index} is listed twice with different digests"),
+            &error.to_string(),
         ),
         error => warn(&error.to_string()),
     });

@@ -418,14 +418,9 @@ impl<'o> Printer<'o> {
     fn failed(&mut self, name: &[u8], is_list: bool, message: &str) -> io::Result<()> {
         if self.json {
             let named = Some(JsonName(Some(name)));
-            let (name, list) = if is_list {
-                (None, named)
-            } else {
-                (named, None)
-            };
             self.emit(&Record::Error {
-                name,
-                list,
+                name: named.filter(|_| !is_list),
+                list: named.filter(|_| is_list),
                 message,
             })?;
         }

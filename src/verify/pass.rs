@@ -169,10 +169,7 @@ impl Checked {
         let (Some(listed), Some(total)) = (&self.pass.listed, self.pass.total) else {
             return false;
         };
-        let in_order = listed
-            .indices_listed()
-            .zip(0..)
-            .all(|(index, at)| index == at);
+        let in_order = listed.listed().zip(0..).all(|((index, _), at)| index == at);
         let one_pass = !self.pass.continues && !self.pass.continued;
         one_pass && listed.len() as u64 == self.pass.tree.leaf_count(total) && in_order
     }

@@ -101,11 +101,9 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
         return Ok(None);
     }
-    let name = ledgering.file.as_os_str();
-    let ledger = Ledger::open(&ledgering.file, ledgering.reset);
-    ledger
+    Ledger::open(&ledgering.file, ledgering.reset)
         .map(Some)
-        .map_err(|why| super::failed(name, &why.to_string()))
+        .map_err(|why| super::failed(ledgering.file.as_os_str(), &why.to_string()))
 }
 
 impl Ledger {
@@ -228,23 +226,21 @@ impl Ledger {
 
     /// Drops the records of units no longer listed: every key not in
     /// `listed` (in key order).
-    fn forget_others(&mut self, listed: impl Iterator<Item = io::Result<Key>>) -> io::Result<()> {
-        self.commit().map_err(io::Error::other)?;
-        let write = self.database.begin_write().map_err(io::Error::other)?;
-        {
-            let mut table = write.open_table(VERIFIED).map_err(io::Error::other)?;
-            let mut listed = listed.peekable();
-            table
-                .retain(|key, _| {
-                    while listed
-                        .next_if(|next| next.as_ref().is_ok_and(|next| next < &key))
-                        .is_some()
-                    {}
-                    matches!(listed.peek(), Some(Ok(next)) if *next == key)
-                })
-                .map_err(io::Error::other)?;
-        }
-        write.commit().map_err(io::Error::other)
+    fn forget_others(
+        &mut self,
+        listed: impl Iterator<Item = io::Result<Key>>,
+    ) -> Result<(), redb::Error> {
+        self.commit()?;
+        let write = self.database.begin_write()?;
+        let mut listed = listed.peekable();
+        write.open_table(VERIFIED)?.retain(|key, _| {
+            while listed
+                .next_if(|next| next.as_ref().is_ok_and(|next| next < &key))
+                .is_some()
+            {}
+            matches!(listed.peek(), Some(Ok(next)) if *next == key)
+        })?;
+        Ok(write.commit()?)
     }
 }
 
@@ -464,7 +460,7 @@ impl Schedule {
             keys.push(&planned.key)?;
         }
         drop(after);
-        self.ledger.forget_others(keys.into_sorted()?)?;
+        (self.ledger.forget_others(keys.into_sorted()?)).map_err(io::Error::other)?;
         Ok(coverage)
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
-use bt2sum::leaves::{LeafLog, Unwritten};
+use bt2sum::leaves::{LeafLog, SpillError};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 use files0::Entry;
 
@@ -322,29 +322,27 @@ impl Report<'_, '_> {
         let (printer, tree) = (&mut self.printer, &self.config.tree);
         let written = leaves.for_each(|index, digest| {
             let bytes = tree.leaf_bytes(index, length);
-            printer
-                .emit(&Record::Leaf {
-                    tree: Tree(tree),
-                    name,
-                    index,
-                    offset: bytes.start,
-                    length: bytes.end - bytes.start,
-                    total: length,
-                    digest: Hex(digest),
-                })
-                .map_err(Unwritten::Output)
+            printer.emit(&Record::Leaf {
+                tree: Tree(tree),
+                name,
+                index,
+                offset: bytes.start,
+                length: bytes.end - bytes.start,
+                total: length,
+                digest: Hex(digest),
+            })
         });
-        match written {
-            Ok(()) => Ok(()),
-            Err(Unwritten::Output(error)) => Err(error),
-            Err(Unwritten::Listing(error)) => {
-                self.status = Status::Failure;
-                self.errors += 1;
-                self.printer.flush()?;
-                report_listed(name.0.unwrap_or(b"-"), &error.to_string());
-                Ok(())
-            }
-        }
+        let Err(error) = written else {
+            return Ok(());
+        };
+        let Some(unkept) = SpillError::of(&error) else {
+            return Err(error);
+        };
+        self.status = Status::Failure;
+        self.errors += 1;
+        self.printer.flush()?;
+        report_listed(name.0.unwrap_or(b"-"), &unkept.to_string());
+        Ok(())
     }
 
     /// Ends the run: with `--json`, the summary; the status, a failure if
