@@ -731,11 +731,8 @@ mod tests {
             ),
         ];
         for (given, expected) in table {
-            let rewritten = go_spellings(given.iter().map(OsString::from));
-            assert_eq!(
-                rewritten,
-                expected.iter().map(OsString::from).collect::<Vec<_>>()
-            );
+            let expected: Vec<_> = expected.iter().map(OsString::from).collect();
+            assert_eq!(go_spellings(given.iter().map(OsString::from)), expected);
         }
     }
 }
