@@ -345,12 +345,7 @@ mod tests {
             let back: Vec<_> = sorted.into_sorted().unwrap().map(Result::unwrap).collect();
             assert!(back == sorted_records, "capacity {capacity}, sorted");
         }
-        assert!(
-            Spill::<u64>::sorted(0)
-                .into_sorted()
-                .unwrap()
-                .next()
-                .is_none()
-        );
+        let mut nothing = Spill::<u64>::sorted(0).into_sorted().unwrap();
+        assert!(nothing.next().is_none());
     }
 }

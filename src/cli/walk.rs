@@ -321,11 +321,8 @@ mod tests {
         assert!(escaped.excludes(Path::new("d/f.{c,h}"), false));
         assert!(!escaped.excludes(Path::new("f.c"), false));
         // An unclosed class is a name, as git reads it.
-        assert!(
-            Excludes::new(["a["])
-                .unwrap()
-                .excludes(Path::new("a["), false)
-        );
+        let unclosed = Excludes::new(["a["]).unwrap();
+        assert!(unclosed.excludes(Path::new("a["), false));
         assert!(Excludes::new(["/"]).is_err());
     }
 }

@@ -172,9 +172,8 @@ mod tests {
                 }
                 .push_stat(&mut line, 99, mtime);
                 let line = &line[..line.len() - 1];
-                let parsed = parse_stat_line(line)
-                    .filter(|_| is_stat_line(line))
-                    .unwrap();
+                assert!(is_stat_line(line));
+                let parsed = parse_stat_line(line).unwrap();
                 assert_eq!((parsed.tree, parsed.size, parsed.mtime), (tree, 99, mtime));
                 assert_eq!(parsed.name.as_deref(), name);
             }

@@ -517,6 +517,7 @@ mod signal_tests {
 mod stamp_tests {
     use super::*;
     use std::io::{Seek, SeekFrom, Write};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     /// Bytes written in place, then the size and modification time put
     /// back: the stamp still tells, by the change time.
@@ -527,7 +528,7 @@ mod stamp_tests {
         let before = Stamp::now(&file).unwrap();
         assert_eq!(Stamp::now(&file).unwrap(), before);
         let modified = file.metadata().unwrap().modified().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
         let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         writer.seek(SeekFrom::Start(0)).unwrap();
         writer.write_all(b"changed").unwrap();
@@ -542,18 +543,14 @@ mod stamp_tests {
     }
 
     /// A stamp whose change time is `ago` before `now` (negative: ahead).
-    fn changed_at(now: std::time::SystemTime, ago: i64, fraction_of_second: bool) -> Stamp {
-        let since = now.duration_since(std::time::UNIX_EPOCH).unwrap();
-        let nanos = since.as_nanos() as i64 - ago;
-        let (seconds, mut nanos) = (
-            nanos.div_euclid(1_000_000_000),
-            nanos.rem_euclid(1_000_000_000),
-        );
-        if !fraction_of_second {
-            nanos = 0;
-        } else if nanos == 0 {
-            nanos = 1;
-        }
+    fn changed_at(now: SystemTime, ago: i64, fraction_of_second: bool) -> Stamp {
+        let nanos = now.duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64 - ago;
+        let seconds = nanos.div_euclid(1_000_000_000);
+        let nanos = match nanos.rem_euclid(1_000_000_000) {
+            _ if !fraction_of_second => 0,
+            0 => 1,
+            nanos => nanos,
+        };
         #[cfg(unix)]
         let changed = (seconds, nanos);
         #[cfg(windows)]
@@ -571,17 +568,15 @@ mod stamp_tests {
     /// ahead of ours, is not.
     #[test]
     fn a_change_within_a_tick_is_waited_for() {
-        let now = std::time::SystemTime::now();
+        let now = SystemTime::now();
         let tick = clock_tick();
         let ms = 1_000_000;
         let fresh = changed_at(now, ms / 2, true);
         let wait = fresh
             .unsettled(now)
             .expect("changed half a millisecond ago");
-        assert!(
-            wait <= tick && wait + std::time::Duration::from_millis(1) >= tick,
-            "{wait:?}"
-        );
+        let within_a_millisecond = wait + Duration::from_millis(1) >= tick;
+        assert!(wait <= tick && within_a_millisecond, "{wait:?}");
         let old = changed_at(now, tick.as_nanos() as i64 + ms, true);
         assert_eq!(old.unsettled(now), None);
         let ahead = changed_at(now, -(3 * tick.as_nanos() as i64), true);
@@ -590,8 +585,8 @@ mod stamp_tests {
         // seconds) is given two.
         let whole = changed_at(now, 0, false);
         let wait = whole.unsettled(now).expect("changed this second");
-        assert!(wait > std::time::Duration::from_secs(1), "{wait:?}");
-        assert!(wait <= std::time::Duration::from_secs(2), "{wait:?}");
+        assert!(wait > Duration::from_secs(1), "{wait:?}");
+        assert!(wait <= Duration::from_secs(2), "{wait:?}");
     }
 
     /// The settled stamp of a file just written is one that a write right

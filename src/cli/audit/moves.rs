@@ -165,12 +165,8 @@ mod tests {
         }
         let mut moves = moves(joined).unwrap();
         let by_new: Vec<_> = moves.by_new.iter().unwrap().map(Result::unwrap).collect();
-        let by_missing: Vec<_> = moves
-            .by_missing
-            .iter()
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let by_missing = moves.by_missing.iter().unwrap().map(Result::unwrap);
+        let by_missing: Vec<_> = by_missing.collect();
         let named = |index, name: &[u8]| (index, ByteBuf::from(name));
         assert_eq!(by_new, [named(0, b"old-a"), named(5, b"old-f")]);
         assert_eq!(by_missing, [(3, new(b"new-a")), (5, new(b"new-f"))]);

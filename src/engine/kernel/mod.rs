@@ -366,13 +366,11 @@ mod tests {
                 } else {
                     LastNode::No
                 };
-                let mut state = NodeState::new(
-                    tree,
-                    Node::Leaf {
-                        offset: job.index,
-                        last,
-                    },
-                );
+                let leaf = Node::Leaf {
+                    offset: job.index,
+                    last,
+                };
+                let mut state = NodeState::new(tree, leaf);
                 state.update(job.bytes);
                 state.finalize().as_bytes().to_vec()
             })
