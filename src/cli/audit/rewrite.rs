@@ -1,7 +1,10 @@
 //! Rewriting an audited list so that it describes the tree as it is now
-//! (`--update`, docs/audit.md), for deliberate changes only: damage is
-//! never absorbed into the list. A stat line always says what the file was
-//! when it was hashed, so that it goes with the digest beside it.
+//! (`--update`, docs/audit.md), for deliberate changes only: a CHANGED
+//! file is hashed again, a MOVED one renamed, NEW files added at the end;
+//! FAILED, unreadable and MISSING files keep their lines (unless `--accept`
+//! or `--forget-missing`): damage is never absorbed into the list. A stat
+//! line always says what the file was when it was hashed, so that it goes
+//! with the digest beside it.
 
 use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
