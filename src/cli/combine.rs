@@ -15,9 +15,7 @@ use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::leaves::{CombineError, Combined, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
-use super::output::{
-    Hex, JsonName, Printer, Record, Status, Tree, Verbosity, output_failed, report, warn,
-};
+use super::output::{Hex, JsonName, Printer, Record, Status, Tree, Verbosity, ended, report, warn};
 use super::plan::Combining;
 use super::sys;
 
@@ -29,45 +27,42 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
         true => &stdin_only[..],
         false => &config.listings[..],
     };
-    let Some(combined) = combine(listings) else {
-        return Status::Failure;
+    let combined = match combine(listings) {
+        Ok(combined) => combined,
+        Err(status) => return status,
     };
     let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());
-    let mut written = printer.emit(&Record::Checksum {
+    let checksum = Record::Checksum {
         tree: Tree(tree),
         name: JsonName(name),
         digest: Hex(combined.digest.as_bytes()),
         length: combined.total,
         mtime: None,
-    });
-    if tree.leaf_size() != TreeParams::default().leaf_size() {
-        // Named as the checksum line names it: an untagged line names
-        // nameless standard input `-`.
-        let shown = match (config.layout.style, name) {
-            (Style::Untagged, None) => Some(&b"-"[..]),
-            _ => name,
-        };
-        let count = Record::count(tree, JsonName(shown), combined.total, None);
-        written = written.and_then(|()| printer.emit(&count));
+    };
+    if tree.leaf_size() == TreeParams::default().leaf_size() {
+        return ended(printer.end(Ok(()), &checksum));
     }
-    match written.and_then(|()| printer.flush()) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
-    }
+    // Named as the checksum line names it: an untagged line names
+    // nameless standard input `-`.
+    let shown = match (config.layout.style, name) {
+        (Style::Untagged, None) => Some(&b"-"[..]),
+        _ => name,
+    };
+    let count = Record::count(tree, JsonName(shown), combined.total, None);
+    let written = printer.emit(&checksum);
+    ended(printer.end(written, &count))
 }
 
-/// The file that the listings' leaves make up; `None` once the first
+/// The file that the listings' leaves make up; `Err` once the first
 /// problem is reported.
-fn combine(listings: &[OsString]) -> Option<Combined> {
+fn combine(listings: &[OsString]) -> Result<Combined, Status> {
     let mut combiner = Combiner::default();
     for (number, listing) in listings.iter().enumerate() {
-        if let Err((place, message)) = add_listing(&mut combiner, listing, number as u32) {
-            report(&place, &message);
-            return None;
-        }
+        add_listing(&mut combiner, listing, number as u32)
+            .map_err(|(place, message)| report(&place, &message))?;
     }
-    let combined = combiner.finish().map_err(|error| match error {
+    combiner.finish().map_err(|error| match error {
         CombineError::Clash {
             at: (listing, line),
             ..
@@ -75,9 +70,11 @@ fn combine(listings: &[OsString]) -> Option<Combined> {
             &at_line(&listings[listing as usize], line),
             &error.to_string(),
         ),
-        error => warn(&error.to_string()),
-    });
-    combined.ok()
+        error => {
+            warn(&error.to_string());
+            Status::Failure
+        }
+    })
 }
 
 /// `LISTING: LINE`, where messages say a line is.

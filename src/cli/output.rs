@@ -44,9 +44,11 @@ impl From<Status> for ExitCode {
 /// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]:
 /// as lines print it, escaped after a leading `\` if it holds a backslash
 /// or a control byte). A name that lines cannot print is shown with the
-/// characters it cannot have replaced.
-pub fn report(name: &OsStr, message: &str) {
+/// characters it cannot have replaced. Returns the status of a run that
+/// fails there.
+pub fn report(name: &OsStr, message: &str) -> Status {
     report_listed(Name::of_path_lossy(name).printed(), message);
+    Status::Failure
 }
 
 /// [`report`] for a name as a list gives it, in bytes.
@@ -62,6 +64,14 @@ pub fn report_listed(name: &[u8], message: &str) {
 /// Writes `bt2sum: MESSAGE` to standard error.
 pub fn warn(message: &str) {
     write_stderr(format!("bt2sum: {message}\n").as_bytes());
+}
+
+/// `1 ONE` or `COUNT MANY`, as messages count things.
+pub fn counted(count: u64, one: &str, many: &str) -> String {
+    match count {
+        1 => format!("1 {one}"),
+        _ => format!("{count} {many}"),
+    }
 }
 
 /// Whether a message could not be written to standard error: the run then
@@ -97,6 +107,12 @@ pub fn output_failed(error: &io::Error) -> Status {
         warn(&format!("write error: {}", plain_message(error)));
         Status::Failure
     }
+}
+
+/// The status a run's output gives it: [`output_failed`] if it could not
+/// be written.
+pub fn ended(written: io::Result<()>) -> Status {
+    written.map_or_else(|error| output_failed(&error), |()| Status::Success)
 }
 
 /// Standard output that was closed when the process started: every write
@@ -407,31 +423,45 @@ impl<'o> Printer<'o> {
     /// be read or hashed: on standard error, after what standard output
     /// holds so far, and with `--json` as an object.
     pub fn error(&mut self, name: &[u8], message: &str) -> io::Result<()> {
-        self.failed(name, false, message)
+        self.error_as(name, name, message)
+    }
+
+    /// [`error`](Self::error), naming the input on standard error as it
+    /// was given (`shown`), where lines name it otherwise.
+    pub fn error_as(&mut self, name: &[u8], shown: &[u8], message: &str) -> io::Result<()> {
+        self.emit(&Record::Error {
+            name: Some(JsonName(Some(name))),
+            list: None,
+            message,
+        })?;
+        self.say(shown, message)
     }
 
     /// Says why a list could not be opened or read on, as [`error`](Self::error).
     pub fn list_error(&mut self, list: &OsStr, message: &str) -> io::Result<()> {
-        self.failed(Name::of_path_lossy(list).printed(), true, message)
+        let list = Name::of_path_lossy(list);
+        self.emit(&Record::Error {
+            name: None,
+            list: Some(JsonName(Some(list.printed()))),
+            message,
+        })?;
+        self.say(list.printed(), message)
     }
 
-    fn failed(&mut self, name: &[u8], is_list: bool, message: &str) -> io::Result<()> {
-        if self.json {
-            let named = Some(JsonName(Some(name)));
-            self.emit(&Record::Error {
-                name: named.filter(|_| !is_list),
-                list: named.filter(|_| is_list),
-                message,
-            })?;
-        }
+    /// Writes `bt2sum: NAME: MESSAGE` on standard error only (as
+    /// [`report_listed`]), after what standard output holds so far.
+    pub fn say(&mut self, name: &[u8], message: &str) -> io::Result<()> {
         self.out.flush()?;
         report_listed(name, message);
         Ok(())
     }
 
-    /// Writes one record: its object with `--json`, else its lines (a
-    /// record without lines writes nothing).
+    /// Writes one record, if the verbosity shows it: its object with
+    /// `--json`, else its lines (a record without lines writes nothing).
     pub fn emit(&mut self, record: &Record<'_>) -> io::Result<()> {
+        if !self.shows(record) {
+            return Ok(());
+        }
         self.line.clear();
         if self.json {
             let value = serde_json::to_value(record).map_err(io::Error::other)?;
@@ -441,6 +471,30 @@ impl<'o> Printer<'o> {
             record.push_text(&mut self.line, self.layout);
         }
         self.out.write_all(&self.line)
+    }
+
+    /// Whether the verbosity lets `record` out: `--status` nothing but
+    /// errors, `--quiet` no verdict that a file passed.
+    fn shows(&self, record: &Record<'_>) -> bool {
+        match (self.verbosity, record) {
+            (_, Record::Error { .. }) => true,
+            (Verbosity::Status, _) => false,
+            (
+                Verbosity::Quiet,
+                Record::Verdict { verdict, .. }
+                | Record::LeafVerdict { verdict, .. }
+                | Record::CountVerdict { verdict, .. },
+            ) => !matches!(verdict, Verdict::Ok | Verdict::Unread),
+            _ => true,
+        }
+    }
+
+    /// Writes the run's last record (its summary) if everything before it
+    /// was written, and flushes the output.
+    pub fn end(&mut self, written: io::Result<()>, last: &Record<'_>) -> io::Result<()> {
+        written?;
+        self.emit(last)?;
+        self.out.flush()
     }
 
     /// Flushes what was written, so that standard error follows it.
@@ -483,7 +537,7 @@ impl<'a> Record<'a> {
             let (tree, name) = (tree.0, name.0);
             InputLines { tree, name, ending }
         }
-        match self {
+        let (name, verdict) = match self {
             Record::Checksum {
                 tree,
                 name,
@@ -497,6 +551,7 @@ impl<'a> Record<'a> {
                 if let (Some(mtime), Some(_)) = (mtime, name.0) {
                     input(tree, name, ending).push_stat(out, *length, *mtime);
                 }
+                return;
             }
             Record::Leaf {
                 tree,
@@ -505,52 +560,27 @@ impl<'a> Record<'a> {
                 total,
                 digest,
                 ..
-            } => input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
+            } => return input(tree, name, ending).push_leaf(out, *total, *index, digest.0),
             Record::Count {
                 tree,
                 name,
                 total,
                 selected: Some(leaves),
                 ..
-            } => input(tree, name, ending).push_selection_count(out, *total, leaves),
+            } => return input(tree, name, ending).push_selection_count(out, *total, leaves),
             Record::Count {
                 tree, name, total, ..
-            } => input(tree, name, ending).push_count(out, *total),
-            _ => {
-                let Some((name, verdict, from)) = self.verdict() else {
-                    return;
-                };
-                let shown = |out: &mut Vec<u8>, name: &JsonName<'_>| {
-                    Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
-                };
-                shown(out, name);
-                out.extend_from_slice(format!(": {verdict}").as_bytes());
-                if let Some(from) = from {
-                    out.extend_from_slice(b" from ");
-                    shown(out, from);
-                }
-                out.push(b'\n');
-            }
-        }
-    }
-
-    /// A verdict's name, its words, and the name a file moved from.
-    fn verdict(&self) -> Option<(&JsonName<'a>, String, Option<&JsonName<'a>>)> {
-        Some(match self {
-            Record::Verdict { name, verdict, .. } => (name, verdict.text().into(), None),
-            Record::Class {
-                name,
-                verdict,
-                from,
-            } => (name, verdict.to_string(), from.as_ref()),
+            } => return input(tree, name, ending).push_count(out, *total),
+            Record::Verdict { name, verdict, .. } => (name, verdict.text().into()),
+            Record::Class { name, verdict, .. } => (name, verdict.to_string()),
             Record::LeafVerdict {
                 name,
                 verdict,
                 index,
                 ..
-            } => (name, format!("leaf {index}: {}", verdict.text()), None),
+            } => (name, format!("leaf {index}: {}", verdict.text())),
             Record::CountVerdict { name, verdict, .. } => {
-                (name, format!("leaf count: {}", verdict.text()), None)
+                (name, format!("leaf count: {}", verdict.text()))
             }
             Record::Repair {
                 name,
@@ -558,15 +588,28 @@ impl<'a> Record<'a> {
                 reason,
                 ..
             } => match reason {
-                None => (name, format!("leaf {index}: REPAIRED"), None),
-                Some(why) => (name, format!("leaf {index}: FAILED ({why})"), None),
+                None => (name, format!("leaf {index}: REPAIRED")),
+                Some(why) => (name, format!("leaf {index}: FAILED ({why})")),
             },
             Record::Restore { name, reason, .. } => match reason {
-                None => (name, "RESTORED".into(), None),
-                Some(why) => (name, format!("FAILED to restore ({why})"), None),
+                None => (name, "RESTORED".into()),
+                Some(why) => (name, format!("FAILED to restore ({why})")),
             },
-            _ => return None,
-        })
+            _ => return,
+        };
+        let shown = |out: &mut Vec<u8>, name: &JsonName<'_>| {
+            Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
+        };
+        shown(out, name);
+        out.extend_from_slice(format!(": {verdict}").as_bytes());
+        if let Record::Class {
+            from: Some(from), ..
+        } = self
+        {
+            out.extend_from_slice(b" from ");
+            shown(out, from);
+        }
+        out.push(b'\n');
     }
 }
 

@@ -4,16 +4,15 @@
 
 use bt2sum::verify::{Checked, Verdict};
 
-use crate::cli::output::Status;
 pub use crate::cli::output::Tally;
+use crate::cli::output::{Status, counted};
 
-/// For each non-zero count, `1 ONE` or `COUNT MANY`, after `WARNING: `
+/// For each non-zero count, its words ([`counted`]), after `WARNING: `
 /// where it is a warning (not news), to follow `bt2sum: `.
 fn said(counts: &[(u64, bool, &str, &str)]) -> Vec<String> {
     let said = |&(count, warning, one, many): &(u64, bool, &str, &str)| {
         let prefix = if warning { "WARNING: " } else { "" };
-        let words = if count == 1 { one } else { many };
-        (count > 0).then(|| format!("{prefix}{count} {words}"))
+        (count > 0).then(|| format!("{prefix}{}", counted(count, one, many)))
     };
     counts.iter().filter_map(said).collect()
 }
@@ -76,16 +75,13 @@ impl Tally {
             (missing, "MISSING"),
         ];
         let files: u64 = classes.iter().map(|(count, _)| count).sum();
-        let counted: Vec<String> = classes
+        let classes: Vec<String> = classes
             .iter()
             .filter(|&&(count, class)| count > 0 || class == "OK")
             .map(|(count, class)| format!("{count} {class}"))
             .collect();
-        let files = match files {
-            1 => "1 file".to_string(),
-            _ => format!("{files} files"),
-        };
-        format!("audited {files}: {}", counted.join(", "))
+        let files = counted(files, "file", "files");
+        format!("audited {files}: {}", classes.join(", "))
     }
 
     /// Whether the list verified no file where it may have although its

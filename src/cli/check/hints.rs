@@ -9,7 +9,7 @@ use bt2sum::format::name::Name;
 use bt2sum::verify::{BadLine, Checked};
 
 use crate::cli::args::shown_leaf_size;
-use crate::cli::output::warn;
+use crate::cli::output::{counted, warn};
 
 /// What a run found that a hint may explain.
 #[derive(Default)]
@@ -124,7 +124,7 @@ impl Hints {
                 "hint: {} standard input (named `-`, or nameless as `bt2sum < FILE` prints \
                  it): a list read from standard input cannot check standard input too; give \
                  the list as a file (bt2sum -c LIST < FILE)",
-                lines(self.stdin_in_stdin, "checks", "check")
+                counted(self.stdin_in_stdin, "line checks", "lines check")
             ));
         }
         for (tool, count) in &self.failed_like {
@@ -150,12 +150,12 @@ fn tool_hint(tool: &OtherTool, count: u64) -> String {
             "hint: {} GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with N in bits, \
              where bt2sum's counts bytes): b2sum hashes a file as one sequential BLAKE2b \
              stream, which never matches a tree hash",
-            lines(count, "has", "have")
+            counted(count, "line has", "lines have")
         ),
         OtherTool::Tagged(tag) => format!(
             "hint: {} tagged {tag}, as {} writes them: another algorithm's digests never \
              match a tree hash",
-            lines(count, "is", "are"),
+            counted(count, "line is", "lines are"),
             tool.writer()
         ),
         OtherTool::Sized { algorithm, bytes } => {
@@ -168,19 +168,10 @@ fn tool_hint(tool: &OtherTool, count: u64) -> String {
             format!(
                 "hint: {} {} hex digits, the size of {article} {algorithm} digest, and \
                  failed: a list made by {} never matches a tree hash{blake2s}",
-                lines(count, "holds", "hold"),
+                counted(count, "line holds", "lines hold"),
                 2 * bytes,
                 tool.writer()
             )
         }
-    }
-}
-
-/// `1 line is` or `N lines are`, with the verb given for each.
-fn lines(count: u64, one: &str, many: &str) -> String {
-    if count == 1 {
-        format!("1 line {one}")
-    } else {
-        format!("{count} lines {many}")
     }
 }

@@ -103,7 +103,7 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     }
     Ledger::open(&ledgering.file, ledgering.reset)
         .map(Some)
-        .map_err(|why| super::failed(ledgering.file.as_os_str(), &why.to_string()))
+        .map_err(|why| report(ledgering.file.as_os_str(), &why.to_string()))
 }
 
 impl Ledger {
@@ -360,7 +360,7 @@ impl Schedule {
     pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
         if self.listing && !self.known && !self.units.is_empty() && self.before.len() > 0 {
             let foreign = Unusable::Foreign.to_string();
-            return Err(super::failed(&self.ledger.name, &foreign));
+            return Err(report(&self.ledger.name, &foreign));
         }
         self.listing = false;
         let now = Instant::now();

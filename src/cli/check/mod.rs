@@ -27,7 +27,7 @@ use super::audit::{Audit, Scope, UpdatedList};
 use super::list_name;
 use super::output::{
     Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
-    report, report_listed, warn,
+    report, warn,
 };
 use super::plan::{Checking, Config};
 use super::progress::Progress;
@@ -48,7 +48,7 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
     let updated = updated_list(plan)?;
     let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
     let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
-        .map_err(|error| failed(OsStr::new("standard input"), &plain_message(&error)))?;
+        .map_err(|error| report(OsStr::new("standard input"), &plain_message(&error)))?;
     let progress = Progress::start(config.progress, || sizes::listed_bytes(plan));
     let verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
@@ -79,12 +79,6 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
     check.finish().map_err(|error| write_failed(&error))
 }
 
-/// Says why the run fails at `name`.
-fn failed(name: &OsStr, message: &str) -> Status {
-    report(name, message);
-    Status::Failure
-}
-
 /// A check whose output could not be written did not finish: it fails,
 /// quietly if the reader has gone (as GNU's tools end on SIGPIPE).
 fn write_failed(error: &io::Error) -> Status {
@@ -111,7 +105,7 @@ fn updated_list(plan: &Checking) -> Result<Option<UpdatedList>, Status> {
 fn nothing_missing(plan: &Checking) -> Result<(), Status> {
     for root in plan.audit.iter().flat_map(|audit| &audit.roots) {
         if let Err(error) = std::fs::metadata(root) {
-            return Err(failed(root, &plain_message(&error)));
+            return Err(report(root, &plain_message(&error)));
         }
     }
     if let Some(repair) = &plan.repair
@@ -123,7 +117,7 @@ fn nothing_missing(plan: &Checking) -> Result<(), Status> {
             plain_message(&error),
             Name::of_path_lossy(here.as_os_str()).shown()
         );
-        return Err(failed(repair.copy.as_os_str(), &message));
+        return Err(report(repair.copy.as_os_str(), &message));
     }
     Ok(())
 }
@@ -533,15 +527,13 @@ impl Check<'_, '_> {
             }
             None => {}
         }
-        if plan.json && plan.verbosity != Verbosity::Status {
-            self.printer.emit(&Record::Summary(Summary::Check {
-                lists: lists.names.len(),
-                counts: &self.totals,
-                status: self.status as u8,
-                ledger: coverage,
-            }))?;
-        }
-        self.printer.flush()?;
+        let summary = Record::Summary(Summary::Check {
+            lists: lists.names.len(),
+            counts: &self.totals,
+            status: self.status as u8,
+            ledger: coverage,
+        });
+        self.printer.end(Ok(()), &summary)?;
         if plan.verbosity != Verbosity::Status {
             self.hints.show(plan.settings.leaf_size);
         }
@@ -565,21 +557,20 @@ fn summarize(plan: &Checking, list_name: &OsStr, tally: &Tally) {
         report(list_name, "no file was verified");
     }
 }
+
 impl Printer<'_> {
     /// With `--warn`, says that line `line` is improperly formatted (with
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
-        if self.json && self.verbosity != Verbosity::Status {
-            let list = Name::of_path_lossy(list_name);
-            let list = JsonName(Some(list.printed()));
-            self.emit(&Record::BadLine { list, line })?;
-        }
+        let list = Name::of_path_lossy(list_name);
+        let list = list.printed();
+        self.emit(&Record::BadLine {
+            list: JsonName(Some(list)),
+            line,
+        })?;
         if self.verbosity == Verbosity::Warn {
-            self.flush()?;
-            report(
-                list_name,
-                &format!("{line}: improperly formatted BLAKE2 checksum line"),
-            );
+            let message = format!("{line}: improperly formatted BLAKE2 checksum line");
+            self.say(list, &message)?;
         }
         Ok(())
     }
@@ -592,18 +583,20 @@ impl Printer<'_> {
         if skipped {
             return Ok(());
         }
+        let name = &checked.pass.name;
         if let Some(error) = checked.new_error() {
-            self.error(&checked.pass.name, &error.to_string())?;
+            self.error(name, &error.to_string())?;
         }
         if checked.pass.contradicts_itself {
             let message = "its leaf lines do not make its checksum line's digest: the list \
                            contradicts itself";
-            self.error(&checked.pass.name, message)?;
+            self.error(name, message)?;
         }
         if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited) {
-            self.flush()?;
-            let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
-            report_listed(&checked.pass.name, &message);
+            self.say(
+                name,
+                &format!("is {found} bytes long, but its leaf lines say total={listed}"),
+            )?;
         }
         if every_line {
             for (subject, verdict) in checked.lines() {
@@ -641,58 +634,44 @@ impl Printer<'_> {
         })
     }
 
-    /// Prints one verdict, unless the verbosity hides it.
+    /// Prints one verdict: a leaf's with its bytes (what to fetch again).
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
-        let printed = match verdict {
-            Verdict::Ok | Verdict::Unread => {
-                matches!(self.verbosity, Verbosity::Normal | Verbosity::Warn)
-            }
-            _ => self.verbosity != Verbosity::Status,
-        };
-        if !printed {
-            return Ok(());
-        }
-        self.emit(&verdict_record(checked, subject, verdict))
-    }
-}
-
-/// A verdict's record: a leaf's with its bytes (what to fetch again).
-fn verdict_record(checked: &Checked, subject: Subject, verdict: Verdict) -> Record<'_> {
-    let (name, tree) = (
-        JsonName(Some(&checked.pass.name[..])),
-        Tree(&checked.pass.tree),
-    );
-    let hashed = checked.outcome.as_ref().ok();
-    match subject {
-        Subject::Checksum => Record::Verdict {
-            tree,
-            name,
-            verdict,
-            expected: checked.expected().map(|expected| Hex(expected.as_bytes())),
-            digest: hashed
-                .filter(|_| checked.expected().is_some())
-                .map(|hashed| Hex(hashed.digest.as_bytes())),
-            length: hashed.map(|hashed| hashed.length),
-        },
-        Subject::Leaf(index) => {
-            let bytes = checked
-                .pass
-                .tree
-                .leaf_bytes(index, checked.pass.total.unwrap_or(0));
-            Record::LeafVerdict {
+        let (name, tree) = (
+            JsonName(Some(&checked.pass.name[..])),
+            Tree(&checked.pass.tree),
+        );
+        let hashed = checked.outcome.as_ref().ok();
+        self.emit(&match subject {
+            Subject::Checksum => Record::Verdict {
                 tree,
                 name,
                 verdict,
-                index,
-                offset: bytes.start,
-                length: bytes.end - bytes.start,
+                expected: checked.expected().map(|expected| Hex(expected.as_bytes())),
+                digest: hashed
+                    .filter(|_| checked.expected().is_some())
+                    .map(|hashed| Hex(hashed.digest.as_bytes())),
+                length: hashed.map(|hashed| hashed.length),
+            },
+            Subject::Leaf(index) => {
+                let bytes = checked
+                    .pass
+                    .tree
+                    .leaf_bytes(index, checked.pass.total.unwrap_or(0));
+                Record::LeafVerdict {
+                    tree,
+                    name,
+                    verdict,
+                    index,
+                    offset: bytes.start,
+                    length: bytes.end - bytes.start,
+                }
             }
-        }
-        Subject::Length => Record::CountVerdict {
-            tree,
-            name,
-            verdict,
-            total: checked.pass.total,
-        },
+            Subject::Length => Record::CountVerdict {
+                tree,
+                name,
+                verdict,
+                total: checked.pass.total,
+            },
+        })
     }
 }

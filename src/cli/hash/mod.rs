@@ -19,8 +19,7 @@ use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 use files0::Entry;
 
 use super::output::{
-    Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, output_failed, report,
-    report_listed,
+    Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, ended, report,
 };
 use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
@@ -128,10 +127,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
         Inputs::Planned { total, selection } => {
             let name = JsonName(config.name.as_deref());
             let record = Record::count(&config.tree, name, *total, selection.as_ref());
-            return Err(match out.emit(&record).and_then(|()| out.flush()) {
-                Ok(()) => Status::Success,
-                Err(error) => output_failed(&error),
-            });
+            return Err(ended(out.end(Ok(()), &record)));
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
         Inputs::Named(files) => Names::Given(files.clone()),
@@ -145,8 +141,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                         Entry::Name(name) => Some(name),
                         Entry::Bad { place, message } => {
                             // (As a missing FILE would.)
-                            report(&place, &message);
-                            *status = Status::Failure;
+                            *status = report(&place, &message);
                             None
                         }
                     })
@@ -169,10 +164,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
 /// Opens a list of names (`--files0-from`); one that cannot be read is
 /// reported.
 fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
-    files0::open(list).map_err(|error| {
-        report(list, &plain_message(&error));
-        Status::Failure
-    })
+    files0::open(list).map_err(|error| report(list, &plain_message(&error)))
 }
 
 /// A job's tag: the input's name as given, and as lines print it.
@@ -265,19 +257,8 @@ impl Report<'_, '_> {
         };
         self.status = Status::Failure;
         self.errors += 1;
-        let error = Record::Error {
-            name: Some(JsonName(Some(&printed))),
-            list: None,
-            message: &message,
-        };
-        if self.printer.json {
-            self.printer.emit(&error)?;
-        }
-        // (What came before goes out first, so that stdout and stderr stay
-        // in order when both go to one place.)
-        let flushed = self.printer.flush();
-        report(&name, &message);
-        flushed
+        let shown = Name::of_path_lossy(&name);
+        self.printer.error_as(&printed, shown.printed(), &message)
     }
 
     /// Writes an input's records: its checksum (with `--stat` its stat
@@ -340,25 +321,19 @@ impl Report<'_, '_> {
         };
         self.status = Status::Failure;
         self.errors += 1;
-        self.printer.flush()?;
-        report_listed(name.0.unwrap_or(b"-"), &unkept.to_string());
-        Ok(())
+        self.printer
+            .say(name.0.unwrap_or(b"-"), &unkept.to_string())
     }
 
     /// Ends the run: with `--json`, the summary; the status, a failure if
     /// output could not be written.
-    fn finish(mut self, mut written: io::Result<()>) -> Status {
-        if self.printer.json && written.is_ok() {
-            written = self.printer.emit(&Record::Summary(Summary::Hash {
-                files: self.files,
-                errors: self.errors,
-                status: self.status as u8,
-            }));
-        }
-        match written.and_then(|()| self.printer.flush()) {
-            Ok(()) => self.status,
-            Err(error) => self.status.max(output_failed(&error)),
-        }
+    fn finish(mut self, written: io::Result<()>) -> Status {
+        let summary = Record::Summary(Summary::Hash {
+            files: self.files,
+            errors: self.errors,
+            status: self.status as u8,
+        });
+        self.status.max(ended(self.printer.end(written, &summary)))
     }
 }
 
