@@ -298,18 +298,13 @@ pub enum Record<'a> {
         restated: u64,
         forgotten: u64,
     },
-    /// The counts of a run, last.
-    Summary(Summary<'a>),
-}
-
-/// The counts of a run, as its last record gives them.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub enum Summary<'a> {
-    /// Of hashing: inputs hashed, and those that failed.
-    Hash { files: u64, errors: u64, status: u8 },
-    /// Of a check: the lists, and every class of file over all of them.
-    Check {
+    /// The counts of hashing, last: inputs hashed, and those that failed.
+    #[serde(rename = "summary")]
+    HashSummary { files: u64, errors: u64, status: u8 },
+    /// The counts of a check, last: the lists, and every class of file
+    /// over all of them.
+    #[serde(rename = "summary")]
+    CheckSummary {
         lists: usize,
         #[serde(flatten)]
         counts: &'a Tally,

@@ -114,6 +114,16 @@ impl Progress {
         }
     }
 
+    /// [`reading_stdin`](Self::reading_stdin), for standard input read as
+    /// an input: `Err` if it was closed when the process started.
+    pub fn open_stdin(&self) -> io::Result<()> {
+        self.reading_stdin();
+        match crate::cli::sys::stdin_closed() {
+            true => Err(crate::cli::sys::closed_stream()),
+            false => Ok(()),
+        }
+    }
+
     /// The counter to hand to the engine, where progress is shown.
     pub fn counter(&self) -> Option<&Arc<AtomicU64>> {
         self.shown.then_some(&self.state.counter)

@@ -26,8 +26,7 @@ use bt2sum::verify::{Checked, Report, Slice, Subject, Unit, Verdict, Verifier};
 use super::audit::{Audit, Scope, UpdatedList};
 use super::list_name;
 use super::output::{
-    Hex, JsonName, Layout, Printer, Record, Status, Summary, Tree, Verbosity, output_failed,
-    report, warn,
+    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, output_failed, report, warn,
 };
 use super::plan::{Checking, Config};
 use super::progress::Progress;
@@ -199,13 +198,7 @@ impl<'a> Lists<'a> {
 /// choice of what it reads, and its slice.
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
-    verifier.before_stdin = Box::new(|| {
-        progress.reading_stdin();
-        match sys::stdin_closed() {
-            true => Err(sys::closed_stream()),
-            false => Ok(()),
-        }
-    });
+    verifier.before_stdin = Box::new(|| progress.open_stdin());
     verifier.progress = progress.counter().cloned();
     verifier.quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
     verifier.pass_bytes = lists.schedule.is_some().then_some(PASS_BYTES);
@@ -348,8 +341,7 @@ impl Check<'_, '_> {
         let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
         if quick && list != "-" && !has_stat_line(self.lists.open(list)) {
             // (Every file would be read: the user meant otherwise.)
-            report(list, NO_STAT_LINES);
-            (self.status, self.unusable_list) = (Status::Failure, true);
+            (self.status, self.unusable_list) = (report(list, NO_STAT_LINES), true);
             return Ok(Err(None));
         }
         let mut reader = match self.lists.open(list) {
@@ -527,12 +519,12 @@ impl Check<'_, '_> {
             }
             None => {}
         }
-        let summary = Record::Summary(Summary::Check {
+        let summary = Record::CheckSummary {
             lists: lists.names.len(),
             counts: &self.totals,
             status: self.status as u8,
             ledger: coverage,
-        });
+        };
         self.printer.end(Ok(()), &summary)?;
         if plan.verbosity != Verbosity::Status {
             self.hints.show(plan.settings.leaf_size);

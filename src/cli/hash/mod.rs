@@ -18,9 +18,7 @@ use bt2sum::leaves::{LeafLog, SpillError};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 use files0::Entry;
 
-use super::output::{
-    Hex, JsonName, Printer, Record, Status, Summary, Tree, Verbosity, ended, report,
-};
+use super::output::{Hex, JsonName, Printer, Record, Status, Tree, Verbosity, ended, report};
 use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
 use super::sys;
@@ -188,10 +186,7 @@ fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<L
     };
     let is_stdin = name == "-";
     if is_stdin && error.is_none() {
-        match sys::stdin_closed() {
-            true => error = Some(sys::closed_stream().into()),
-            false => progress.reading_stdin(),
-        }
+        error = progress.open_stdin().err().map(Into::into);
     }
     let path = PathBuf::from(&name);
     let mut job = match is_stdin {
@@ -328,11 +323,11 @@ impl Report<'_, '_> {
     /// Ends the run: with `--json`, the summary; the status, a failure if
     /// output could not be written.
     fn finish(mut self, written: io::Result<()>) -> Status {
-        let summary = Record::Summary(Summary::Hash {
+        let summary = Record::HashSummary {
             files: self.files,
             errors: self.errors,
             status: self.status as u8,
-        });
+        };
         self.status.max(ended(self.printer.end(written, &summary)))
     }
 }
