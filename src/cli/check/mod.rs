@@ -585,22 +585,15 @@ impl Printer<'_> {
             self.error(name, message)?;
         }
         if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited) {
-            self.say(
-                name,
-                &format!("is {found} bytes long, but its leaf lines say total={listed}"),
-            )?;
-        }
-        if every_line {
-            for (subject, verdict) in checked.lines() {
-                self.verdict(checked, subject, verdict)?;
-            }
-            return Ok(());
+            let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
+            self.say(name, &message)?;
         }
         // (A file listed without a digest is not OK: its bytes were not
-        // checked. Its count lines fail if its length changed.)
-        let file_verdict = checked
-            .file_verdict()
-            .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest());
+        // checked. Its count lines fail if its length changed. With every
+        // line printed, the loop below prints the file's too.)
+        let file_verdict = (checked.file_verdict())
+            .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest())
+            .filter(|_| !every_line);
         // The file's line first, when it is checked in one pass (as nearly
         // every file is); else after the failing leaves of its last pass.
         let (first, last) = match checked.is_first_pass() && checked.is_last_pass() {
@@ -617,7 +610,7 @@ impl Printer<'_> {
             );
             // (An edited file is CHANGED once: its leaves speak of no
             // damage.)
-            if subject != Subject::Checksum && failed && !checked.edited {
+            if every_line || subject != Subject::Checksum && failed && !checked.edited {
                 self.verdict(checked, subject, verdict)?;
             }
         }
