@@ -468,11 +468,11 @@ impl<'o> Printer<'o> {
         self.out.write_all(&self.line)
     }
 
-    /// Whether the verbosity lets `record` out: `--status` nothing but
-    /// errors, `--quiet` no verdict that a file passed.
+    /// Whether the verbosity lets `record` out: `--status` nothing (an
+    /// error is still said on standard error), `--quiet` no verdict that a
+    /// file passed.
     fn shows(&self, record: &Record<'_>) -> bool {
         match (self.verbosity, record) {
-            (_, Record::Error { .. }) => true,
             (Verbosity::Status, _) => false,
             (
                 Verbosity::Quiet,
