@@ -225,24 +225,3 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
     let redirected = super::shell(dir.path(), r#""$BT2SUM" < mnt/small"#);
     assert_eq!((status(&redirected), stdout(&redirected).as_str()), (1, ""));
 }
-
-/// Linux's sysfs gives every attribute the size 4096, whatever it holds:
-/// such a file is hashed as what reading it gives, as `cat` reads it.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_sysfs_file_is_hashed_as_what_it_holds() {
-    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
-    let paths = [
-        path,
-        "/sys/class/net/lo/address",
-        "/sys/kernel/uevent_seqnum",
-    ];
-    let Some(path) = paths.into_iter().find(|path| Path::new(path).exists()) else {
-        let test = "a_sysfs_file_is_hashed_as_what_it_holds";
-        return super::skip(test, "no sysfs attribute here");
-    };
-    let content = std::fs::read(path).unwrap();
-    let out = super::ok_in(Path::new("/"), [path]);
-    let hashed = run_in(Path::new("/"), ["-"], &content);
-    assert_eq!(super::digest(&out), super::digest(&stdout(&hashed)));
-}

@@ -244,8 +244,7 @@ fn a_stop_signal_during_a_restore_leaves_no_temporary_file() {
         .set_len(256 << 20)
         .unwrap();
     fs::copy(copy.join("big"), tree.join("big")).unwrap();
-    let list = bt2sum().current_dir(&tree).arg("big").output().unwrap();
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    super::write_list(&tree, "../SUMS", ["big"]);
     fs::remove_file(tree.join("big")).unwrap();
     let temporaries = || {
         fs::read_dir(&tree)
