@@ -399,13 +399,29 @@ fn go_spellings_and_last_value_wins() {
     assert_eq!(stderr(&out), format!("bt2sum: -cpus: {missing}\n"));
 }
 
+/// Any number of threads gives the lines the default gives: a big file in
+/// 1 MiB leaves; and small files of several leaves each on more threads
+/// than cores, where a thread waiting on its own leaves may pick up another
+/// small file (five runs).
 #[test]
-fn one_thread_and_many_threads_agree() {
+fn any_number_of_threads_gives_the_same_lines() {
     let dir = super::dir_with(&[("data", &pattern((23 << 20) + 5))]);
+    let small: Vec<String> = (0..64).map(|i| format!("f{i}")).collect();
+    for (i, name) in small.iter().enumerate() {
+        fs::write(dir.path().join(name), pattern(200 << 10 | i)).unwrap();
+    }
+    let hashed = |cpus: &str, leaf: &str, names: &[String]| {
+        let args = ["--cpus", cpus, "-t", leaf].map(String::from);
+        ok_in(dir.path(), args.into_iter().chain(names.to_vec()))
+    };
     let default = ok_in(dir.path(), ["-t", "1m", "data"]);
     for cpus in ["1", "3", "16"] {
-        let out = ok_in(dir.path(), ["-t", "1m", "--cpus", cpus, "data"]);
+        let out = hashed(cpus, "1m", &["data".to_string()]);
         assert_eq!(out, default, "--cpus {cpus}");
+    }
+    let reference = hashed("1", "1k", &small);
+    for _ in 0..5 {
+        assert_eq!(hashed("8", "1k", &small), reference);
     }
 }
 
@@ -602,25 +618,6 @@ fn many_files_in_one_call_match_each_file_alone() {
             1,
             &format!("{options:?}"),
         );
-    }
-}
-
-#[test]
-fn small_files_on_many_threads_with_small_leaves() {
-    // Small files of several leaves each, hashed on more threads than cores:
-    // a thread waiting on its own leaves may pick up another small file.
-    let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = (0..64).map(|i| format!("f{i}")).collect();
-    for (i, name) in names.iter().enumerate() {
-        fs::write(dir.path().join(name), pattern(200 << 10 | i)).unwrap();
-    }
-    let hashed = |cpus: &str| {
-        let args = ["--cpus", cpus, "-t", "1k"].map(String::from);
-        ok_in(dir.path(), args.into_iter().chain(names.clone()))
-    };
-    let reference = hashed("1");
-    for _ in 0..5 {
-        assert_eq!(hashed("8"), reference);
     }
 }
 

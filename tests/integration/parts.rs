@@ -236,8 +236,7 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
     ] {
         super::assert_said(&run(args.clone(), bytes), "", &message(found), 1, found);
     }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("excerpt"), &data[2048..4000]).unwrap();
+    let dir = dir_with(&[("excerpt", &data[2048..4000])]);
     let out = run_in(dir.path(), args.clone().take(7).chain(["excerpt"]), b"");
     super::assert_output(&out, "", &message("1952").replace(": -:", ": excerpt:"), 1);
     // Endless: read 64 MiB past the end, then given up.

@@ -376,10 +376,8 @@ fn the_file_size_limit_is_a_clear_error() {
     if emulated("the_file_size_limit_is_a_clear_error") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     // 300,000 one-byte leaves: 19 MiB of digests, which spill.
-    fs::write(dir.path().join("big"), pattern(300_000)).unwrap();
-    fs::write(dir.path().join("small"), b"small").unwrap();
+    let dir = super::dir_with(&[("big", &pattern(300_000)), ("small", b"small")]);
     let tmp = dir.path().join("tmp");
     fs::create_dir(&tmp).unwrap();
     let script = format!(
@@ -573,9 +571,8 @@ fn a_stream_of_tiny_leaves_stays_within_the_memory_bound() {
     if super::emulated_too_slow(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let data = super::noise(16 << 20, 3);
-    fs::write(dir.path().join("f"), &data).unwrap();
+    let dir = super::dir_with(&[("f", &data)]);
     let by_name = super::run_in(dir.path(), ["-t", "1", "f"], b"");
     let (out, peak) = peak_resident(dir.path(), &["-t", "1"], data);
     eprintln!("a pipe in leaves of 1 byte: {} KiB at most", peak >> 10);

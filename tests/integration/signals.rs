@@ -51,8 +51,7 @@ fn an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored() {
     }
     let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
     for (sent, ignored) in [(libc::SIGINT, false), (libc::SIGHUP, true)] {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("one"), HELLO).unwrap();
+        let dir = super::dir_with(&[("one", HELLO)]);
         mkfifo(&dir.path().join("ff"));
         let mut command = stoppable();
         if ignored {
