@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use super::{
-    HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, pattern, read_error,
-    run_in, status, stderr, stdout, write_list,
+    HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, ok_in, pattern,
+    read_error, run_in, status, stderr, stdout, write_list,
 };
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
@@ -127,8 +127,8 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
 #[test]
 fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let dir = abc_dir();
-    let tagged = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
-    let untagged = String::from_utf8(ok_bytes_in(dir.path(), ["--untagged", "c d"])).unwrap();
+    let tagged = ok_in(dir.path(), ["a", "b"]);
+    let untagged = ok_in(dir.path(), ["--untagged", "c d"]);
     let crlf = tagged.replace('\n', "\r\n");
     let upper = upper_case(&tagged);
     let binary_marker = untagged.replacen("  ", " *", 1);
@@ -250,7 +250,7 @@ fn leaf_size_comes_from_dash_t() {
 #[test]
 fn improperly_formatted_lines_warn_strict_and_counts() {
     let dir = abc_dir();
-    let good = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
+    let good = ok_in(dir.path(), ["a", "b"]);
     let mut lines = good.lines();
     let (line_a, line_b) = (lines.next().unwrap(), lines.next().unwrap());
     let list = format!(
@@ -304,10 +304,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
 #[test]
 fn quiet_status_and_warn_take_the_last_one_given() {
     let dir = abc_dir();
-    let list = format!(
-        "{}junk\n",
-        String::from_utf8(ok_bytes_in(dir.path(), ["a"])).unwrap()
-    );
+    let list = ok_in(dir.path(), ["a"]) + "junk\n";
     let warned = "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
                   bt2sum: WARNING: 1 line is improperly formatted\n";
     let counted = "bt2sum: WARNING: 1 line is improperly formatted\n";
@@ -670,7 +667,7 @@ fn many_files_are_reported_in_list_order() {
 fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
     let data = pattern(20_000);
     let dir = dir_with(&[("f", &data[..])]);
-    let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
+    let listing = ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     let upper = upper_case(&listing);
     fs::write(dir.path().join("UPPER"), &upper).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");

@@ -29,27 +29,23 @@ fn backslashes_in_names_are_printed_as_slashes() {
     assert_output(&out, &line.repeat(2), "", 0);
     let out = run_in(dir.path(), ["--untagged", r"sub\file"], b"");
     assert_eq!(stdout(&out), format!("{HELLO_B64}  sub/file\n"));
-    let out = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
-    assert!(
-        stdout(&out)
-            .lines()
-            .all(|line| line.contains(" (sub/file) = ")),
-        "{}",
-        stdout(&out)
-    );
-    assert_eq!(stdout(&out).lines().count(), 1 + HELLO.len().div_ceil(4));
+    // (How many leaf lines, each ended by `\n` alone: lines_end_in_newline_alone.)
+    let leaves = stdout(&run_in(
+        dir.path(),
+        ["--leaves", "-t", "4", r"sub\file"],
+        b"",
+    ));
+    let named = |line: &str| line.contains(" (sub/file) = ");
+    assert!(leaves.lines().all(named), "{leaves}");
     // An absolute path too, drive and all.
     let path = dir.path().join("sub").join("file");
     let absolute = path.to_str().unwrap();
     assert!(absolute.contains('\\'), "{absolute}");
-    let out = run([absolute], b"");
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "BLAKE2b-64 ({}) = {HELLO_B64}\n",
-            absolute.replace('\\', "/")
-        )
+    let line = format!(
+        "BLAKE2b-64 ({}) = {HELLO_B64}\n",
+        absolute.replace('\\', "/")
     );
+    assert_eq!(stdout(&run([absolute], b"")), line);
 }
 
 #[test]
@@ -206,13 +202,10 @@ fn standard_input_is_read_as_its_bytes() {
         let expected = hash(&TreeParams::default(), bytes).to_hex();
         let piped = run::<[&str; 0], _>([], bytes);
         assert_eq!(stdout(&piped), format!("BLAKE2b-64 = {expected}\n"));
-        let dir = tempfile::tempdir().unwrap();
+        let dir = super::dir_with(&[("input", bytes)]);
         let path = dir.path().join("input");
-        fs::write(&path, bytes).unwrap();
-        let redirected = bt2sum()
-            .arg("-")
-            .stdin(fs::File::open(&path).unwrap())
-            .output_retried();
+        let file = fs::File::open(&path).unwrap();
+        let redirected = bt2sum().arg("-").stdin(file).output_retried();
         assert_eq!(
             stdout(&redirected),
             format!("BLAKE2b-64 (-) = {expected}\n")
@@ -230,8 +223,7 @@ fn standard_input_is_read_as_its_bytes() {
         "BLAKE2b-64 (-) = {}\n",
         hash(&TreeParams::default(), b"\r\n\x1a").to_hex()
     );
-    let list_path = dir.path().join("SUMS");
-    fs::write(&list_path, list).unwrap();
+    fs::write(dir.path().join("SUMS"), list).unwrap();
     let out = run_in(dir.path(), ["-c", "SUMS"], b"\r\n\x1a");
     assert_eq!(stdout(&out), "-: OK\n");
 }
