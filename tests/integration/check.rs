@@ -370,12 +370,7 @@ fn ignore_missing() {
 #[test]
 fn lists_without_a_valid_line() {
     let dir = dir_with(&[("a", b"alpha\n")]);
-    let mut garbage = Vec::new();
-    let mut state: u32 = 12345;
-    for _ in 0..200_000 {
-        state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-        garbage.push((state >> 16) as u8);
-    }
+    let garbage = super::noise(200_000, 12345);
     fs::write(dir.path().join("garbage"), &garbage).unwrap();
     fs::write(dir.path().join("empty"), b"").unwrap();
     fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();

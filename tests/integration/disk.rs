@@ -3,8 +3,6 @@
 //! from the storage while they are hashed), and a leaf range reads only
 //! its own part of a file.
 
-use std::path::Path;
-
 use super::{evict, pattern, run_in, status, stderr, stdout};
 
 /// A note naming `test` where `evict` leaves a file's pages in memory, and
@@ -29,19 +27,6 @@ pub(super) fn say_if_evicted_files_stay_in_memory(test: &str) {
         let why = "the reads from storage: a file evicted here is read from memory all the same";
         super::skip(test, &format!("{why} ({kept})"));
     }
-}
-
-/// Runs `args` in `dir` twice, with the files in memory and then with
-/// `files` dropped from the page cache, and says what both printed.
-fn warm_and_cold(dir: &Path, files: &[&str], args: &[&str], stdin: &[u8]) -> (String, String) {
-    let warm = run_in(dir, args, stdin);
-    assert_eq!(status(&warm), 0, "{args:?}: {}", stderr(&warm));
-    for file in files {
-        evict(&dir.join(file));
-    }
-    let cold = run_in(dir, args, stdin);
-    assert_eq!(status(&cold), 0, "{args:?} (cold): {}", stderr(&cold));
-    (stdout(&warm), stdout(&cold))
 }
 
 #[test]
@@ -78,35 +63,33 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         &["-c", "LIST"],
         &["-t", "9m", "big"],
     ];
+    // Each run twice: with the files in memory, then with them dropped
+    // from the page cache.
     for args in commands {
-        let (warm, cold) = warm_and_cold(dir.path(), &names, args, b"");
+        let warm = run_in(dir.path(), args, b"");
+        assert_eq!(status(&warm), 0, "{args:?}: {}", stderr(&warm));
+        names.iter().for_each(|name| evict(&dir.path().join(name)));
+        let cold = run_in(dir.path(), args, b"");
+        assert_eq!(status(&cold), 0, "{args:?} (cold): {}", stderr(&cold));
+        let (warm, cold) = (stdout(&warm), stdout(&cold));
         assert!(!warm.is_empty() && cold == warm, "{args:?}: {warm} {cold}");
     }
     // Standard input that is a regular file, as `bt2sum < big`.
-    let (warm, cold) = stdin_file(dir.path(), "big");
-    assert_eq!(cold, warm);
-}
-
-/// `bt2sum < NAME`, warm then cold.
-fn stdin_file(dir: &Path, name: &str) -> (String, String) {
-    let run = || {
-        let output = super::bt2sum()
-            .current_dir(dir)
-            .stdin(std::fs::File::open(dir.join(name)).unwrap())
-            .output()
-            .unwrap();
-        assert_eq!(status(&output), 0, "{}", stderr(&output));
-        stdout(&output)
+    let redirected = || {
+        let big = std::fs::File::open(dir.path().join("big")).unwrap();
+        let out = super::bt2sum().stdin(big).output().unwrap();
+        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        stdout(&out)
     };
-    let warm = run();
-    evict(&dir.join(name));
-    (warm, run())
+    let warm = redirected();
+    evict(&dir.path().join("big"));
+    assert_eq!(redirected(), warm);
 }
 
 /// Which of a file's pages are in the page cache, a flag per page
 /// (`mincore` on a mapping of it).
 #[cfg(unix)]
-fn resident_pages(path: &Path) -> Vec<bool> {
+fn resident_pages(path: &std::path::Path) -> Vec<bool> {
     use std::os::fd::AsRawFd;
     let file = std::fs::File::open(path).unwrap();
     let len = file.metadata().unwrap().len() as usize;

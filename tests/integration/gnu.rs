@@ -161,11 +161,6 @@ fn gnu_b2sum_and_bt2sum_check_alike() {
     }
 }
 
-/// The digest of `data` as bt2sum prints it.
-fn digest_of(data: &[u8]) -> String {
-    super::digest(&stdout(&super::run(["-"], data)))
-}
-
 /// A case of coreutils' tests, for bt2sum: files, a list, options, and
 /// what it must print.
 struct Case {
@@ -179,8 +174,9 @@ struct Case {
 
 #[test]
 fn coreutils_check_cases_pass_for_bt2sum() {
-    let empty = digest_of(b"");
-    let of_foo = digest_of(b"foo");
+    // The digests of `data` as bt2sum prints them.
+    let digest_of = |data: &[u8]| super::digest(&stdout(&super::run(["-"], data)));
+    let (empty, of_foo) = (digest_of(b""), digest_of(b"foo"));
     let untagged = |name: &str| format!("{empty}  {name}\n");
     let tagged = |name: &str| format!("BLAKE2b-64 ({name}) = {empty}\n");
     let warn = |what: &str| format!("bt2sum: WARNING: {what}\n");

@@ -93,14 +93,6 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
     }
 }
 
-/// Splits `data` into the bytes the plan line gives, as a ranged GET would
-/// return them.
-fn planned_bytes<'a>(data: &'a [u8], plan: &str) -> &'a [u8] {
-    let offset = field(plan, "offset") as usize;
-    let length = field(plan, "length") as usize;
-    &data[offset..offset + length]
-}
-
 /// A part's bytes, from a pipe, a FIFO or a file of their own (mapped, with
 /// its bytes placed where the part's leaves are), list the same leaf lines
 /// as the part of the whole file, when `--total` gives the
@@ -138,7 +130,9 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             );
             let plan_of_file = [tree, &["--leaf-count"], &selection, &["f"]].concat();
             assert_eq!(ok_in(dir.path(), plan_of_file), plan);
-            let bytes = planned_bytes(&data, &plan);
+            // The bytes the plan gives, as a ranged GET would return them.
+            let offset = field(&plan, "offset") as usize;
+            let bytes = &data[offset..offset + field(&plan, "length") as usize];
             let stream_args = [tree, &["--leaves"], &named, &selection].concat();
             let case = format!("{tree:?} {selection:?}");
             // From a pipe.

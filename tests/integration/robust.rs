@@ -1,5 +1,5 @@
 //! Nothing lost, nothing misreported: the real binary under signals,
-//! closed descriptors, gone readers, `ulimit` and files whose size lies.
+//! closed descriptors, gone readers and `ulimit`.
 
 use std::fs;
 use std::io::Write;
@@ -529,8 +529,7 @@ fn a_small_stack_runs_every_mode() {
         return;
     }
     let dir = super::dir_with(&[("one", HELLO), ("tree/two", HELLO)]);
-    let listing = shell(dir.path(), r#""$BT2SUM" -t 4 --leaves one"#).stdout;
-    fs::write(dir.path().join("listing"), listing).unwrap();
+    super::write_list(dir.path(), "listing", ["-t", "4", "--leaves", "one"]);
     let mut runs = 0;
     for limit in [24, 32, 64] {
         let small = "env -i PATH=/usr/bin:/bin";

@@ -16,14 +16,9 @@ use super::{
     stderr, stdout,
 };
 
-/// A temporary directory with `sub\file` holding `HELLO`.
-fn dir_with_sub_file() -> tempfile::TempDir {
-    super::dir_with(&[("sub/file", HELLO)])
-}
-
 #[test]
 fn backslashes_in_names_are_printed_as_slashes() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let out = run_in(dir.path(), [r"sub\file", "sub/file"], b"");
     let line = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
     assert_output(&out, &line.repeat(2), "", 0);
@@ -50,7 +45,7 @@ fn backslashes_in_names_are_printed_as_slashes() {
 
 #[test]
 fn messages_name_files_with_slashes_too() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let missing = read_error(
         &dir.path().join("sub").join("missing"),
         "No such file or directory",
@@ -62,7 +57,7 @@ fn messages_name_files_with_slashes_too() {
 
 #[test]
 fn recursive_prints_slash_separated_paths() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     fs::create_dir_all(dir.path().join(r"sub\deeper\deepest")).unwrap();
     fs::write(dir.path().join(r"sub\deeper\deepest\leaf"), b"leaf").unwrap();
     fs::write(dir.path().join("top"), b"top").unwrap();
@@ -106,7 +101,7 @@ fn recursive_prints_slash_separated_paths() {
 /// formatted.
 #[test]
 fn lists_name_files_with_slashes_and_backslashes_are_refused() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let slash = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
     let untagged = format!("{HELLO_B64}  sub/file\n");
     let out = run_in(dir.path(), ["-c"], format!("{slash}{untagged}").as_bytes());
@@ -164,7 +159,7 @@ fn lists_name_files_with_slashes_and_backslashes_are_refused() {
 /// lines, verdicts, and into a file as into a pipe.
 #[test]
 fn lines_end_in_newline_alone() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let hashed = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
     assert!(!hashed.stdout.contains(&b'\r'), "{:?}", stdout(&hashed));
     assert_eq!(
@@ -214,7 +209,7 @@ fn standard_input_is_read_as_its_bytes() {
         assert!(stdout(&named).ends_with(&format!(") = {expected}\n")));
     }
     // A list read from standard input, with `\r\n` line ends, verifies.
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let list = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\r\n");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
     assert_eq!(stdout(&out), "sub/file: OK\n");
@@ -289,6 +284,8 @@ fn wildcards_are_expanded_as_a_shell_would() {
     let names = ["a.iso", "B.ISO", "c.txt", "cd.txt", "sub/e.iso"];
     let dir = super::dir_with(&names.map(|name| (name, HELLO)));
     let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    let leaf_4 = TreeParams::new(bt2sum::Algorithm::Blake2b, 64, 4).unwrap();
+    let leaf_4 = hash(&leaf_4, HELLO).to_hex();
     let mut checked = 0;
     for (args, names) in [
         (&["*.iso"][..], &["B.ISO", "a.iso"][..]),
@@ -300,7 +297,7 @@ fn wildcards_are_expanded_as_a_shell_would() {
     ] {
         let out = run_in(dir.path(), args, b"");
         let expected: String = if names.is_empty() {
-            format!("{0}  c.txt\n{0}  cd.txt\n", hash_with_leaf(4))
+            format!("{leaf_4}  c.txt\n{leaf_4}  cd.txt\n")
         } else {
             names.iter().map(|name| line(name)).collect()
         };
@@ -332,10 +329,4 @@ fn wildcards_are_expanded_as_a_shell_would() {
         );
         assert_eq!(status(&out), 1, "{raw}");
     }
-}
-
-/// `HELLO`'s checksum with leaves of `leaf` bytes.
-fn hash_with_leaf(leaf: u64) -> String {
-    let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 64, leaf).unwrap();
-    hash(&tree, HELLO).to_hex()
 }
