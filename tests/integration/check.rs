@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use super::{
-    HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, pattern, read_error,
-    run_in, status, stderr, stdout, write_list,
+    HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, ok_in, pattern,
+    read_error, run_in, status, stderr, stdout, write_list,
 };
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
@@ -96,44 +96,39 @@ fn round_trip_both_algorithms_odd_sizes_tagged_and_untagged() {
     let dir = abc_dir();
     for algorithm in ["blake2b", "blake2s"] {
         for size in ["1", "7", "31", "0"] {
-            let tagged = ok_bytes_in(dir.path(), ["-a", algorithm, "-s", size, "a", "b", "c d"]);
+            let made = ["-a", algorithm, "-s", size, "a", "b", "c d"];
+            let tagged = ok_bytes_in(dir.path(), made);
+            let untagged = ok_bytes_in(dir.path(), [&["--untagged"][..], &made].concat());
+            let all_ok = "a: OK\nb: OK\nc d: OK\n";
             // The tag decides the algorithm, whatever -a says.
-            for check_algorithm in ["blake2b", "blake2s"] {
-                let out = run_in(dir.path(), ["-c", "-a", check_algorithm], &tagged);
-                assert_output(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
-            }
-            let untagged = ok_bytes_in(
-                dir.path(),
-                ["--untagged", "-a", algorithm, "-s", size, "a", "b", "c d"],
-            );
-            let out = run_in(dir.path(), ["-c", "-a", algorithm], &untagged);
-            assert_output(&out, "a: OK\nb: OK\nc d: OK\n", "", 0);
+            #[rustfmt::skip]
+            assert_cases(dir.path(), &[
+                (&["-c", "-a", "blake2b"], &tagged, all_ok, "", 0),
+                (&["-c", "-a", "blake2s"], &tagged, all_ok, "", 0),
+                (&["-c", "-a", algorithm], &untagged, all_ok, "", 0),
+            ]);
         }
     }
     // A GNU-style line takes its algorithm from -a: a BLAKE2s digest read as
-    // BLAKE2b of the same size does not match, and the hint says why.
+    // BLAKE2b of the same size does not match, and the hint says why. And a
+    // 64-byte GNU-style digest is not a BLAKE2s size.
     let untagged_s = ok_bytes_in(dir.path(), ["--untagged", "-a", "blake2s", "a"]);
-    let out = run_in(dir.path(), ["-c"], &untagged_s);
-    assert_output(
-        &out,
-        "a: FAILED\n",
-        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-         bt2sum: hint: 1 line holds 64 hex digits, the size of a BLAKE3 or SHA-256 digest, \
-         and failed: a list made by b3sum or sha256sum never matches a tree hash (one made \
-         by bt2sum -a blake2s --untagged is checked with -a blake2s)\n",
-        1,
-    );
-    // And a 64-byte GNU-style digest is not a BLAKE2s size.
     let untagged_b = ok_bytes_in(dir.path(), ["--untagged", "a"]);
-    let out = run_in(dir.path(), ["-c", "-a", "blake2s"], &untagged_b);
-    assert_output(&out, "", NO_LINE_ON_STDIN, 1);
+    let hint = "bt2sum: hint: 1 line holds 64 hex digits, the size of a BLAKE3 or SHA-256 digest, \
+                and failed: a list made by b3sum or sha256sum never matches a tree hash (one \
+                made by bt2sum -a blake2s --untagged is checked with -a blake2s)\n";
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c"], &untagged_s, "a: FAILED\n", &format!("{ONE_FAILED}{hint}"), 1),
+        (&["-c", "-a", "blake2s"], &untagged_b, "", NO_LINE_ON_STDIN, 1),
+    ]);
 }
 
 #[test]
 fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let dir = abc_dir();
-    let tagged = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
-    let untagged = String::from_utf8(ok_bytes_in(dir.path(), ["--untagged", "c d"])).unwrap();
+    let tagged = ok_in(dir.path(), ["a", "b"]);
+    let untagged = ok_in(dir.path(), ["--untagged", "c d"]);
     let crlf = tagged.replace('\n', "\r\n");
     let upper = upper_case(&tagged);
     let binary_marker = untagged.replacen("  ", " *", 1);
@@ -170,11 +165,9 @@ fn a_flipped_bit_in_a_big_file_fails() {
     let mut data = pattern(6 << 20);
     let dir = dir_with(&[("big", &data), ("small", b"x")]);
     let list = ok_bytes_in(dir.path(), ["small", "big"]);
-    assert_output(
-        &run_in(dir.path(), ["-c"], &list),
-        "small: OK\nbig: OK\n",
-        "",
-        0,
+    assert_cases(
+        dir.path(),
+        &[(&["-c"], &list, "small: OK\nbig: OK\n", "", 0)],
     );
     data[(5 << 20) + 12345] ^= 0x10;
     fs::write(dir.path().join("big"), &data).unwrap();
@@ -212,11 +205,10 @@ fn a_deleted_file_cannot_be_read() {
     );
     assert_eq!(code, 1);
     // --status: nothing on stdout and no summary, but the reasons stay (GNU).
-    assert_output(
-        &run_in(dir.path(), ["-c", "--status", "SUMS"], b""),
-        "",
-        &format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n"),
-        1,
+    let reasons = format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n");
+    assert_cases(
+        dir.path(),
+        &[(&["-c", "--status", "SUMS"], b"", "", &reasons, 1)],
     );
 }
 
@@ -258,7 +250,7 @@ fn leaf_size_comes_from_dash_t() {
 #[test]
 fn improperly_formatted_lines_warn_strict_and_counts() {
     let dir = abc_dir();
-    let good = String::from_utf8(ok_bytes_in(dir.path(), ["a", "b"])).unwrap();
+    let good = ok_in(dir.path(), ["a", "b"]);
     let mut lines = good.lines();
     let (line_a, line_b) = (lines.next().unwrap(), lines.next().unwrap());
     let list = format!(
@@ -266,12 +258,19 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     );
     fs::write(dir.path().join("SUMS"), &list).unwrap();
     let counts = "bt2sum: WARNING: 3 lines are improperly formatted\n";
+    let on_stdin: String = [2, 3, 7]
+        .map(|line| {
+            format!("bt2sum: standard input: {line}: improperly formatted BLAKE2 checksum line\n")
+        })
+        .concat();
+    let warned = on_stdin + counts;
     #[rustfmt::skip]
     assert_cases(dir.path(), &[
         (&["-c", "SUMS"], b"", "a: OK\nb: OK\n", counts, 0),
         (&["-c", "--strict", "SUMS"], b"", "a: OK\nb: OK\n", counts, 1),
         (&["-c", "--strict", "--status", "SUMS"], b"", "", "", 1),
         (&["-c", "--status", "SUMS"], b"", "", "", 0),
+        (&["-c", "--warn", "--strict"], list.as_bytes(), "a: OK\nb: OK\n", &warned, 1),
     ]);
     // -w names each bad line by number, in list order among the verdicts.
     let (merged, code) = run_merged(dir.path(), ["-c", "-w", "SUMS"]);
@@ -285,16 +284,6 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
          bt2sum: WARNING: 3 lines are improperly formatted\n"
     );
     assert_eq!(code, 0);
-    let out = run_in(dir.path(), ["-c", "--warn", "--strict"], list.as_bytes());
-    assert_output(
-        &out,
-        "a: OK\nb: OK\n",
-        "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: standard input: 7: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: WARNING: 3 lines are improperly formatted\n",
-        1,
-    );
     // Standard input's nameless line, in a list read from standard input,
     // names nothing that can be read; a hint says so.
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
@@ -315,10 +304,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
 #[test]
 fn quiet_status_and_warn_take_the_last_one_given() {
     let dir = abc_dir();
-    let list = format!(
-        "{}junk\n",
-        String::from_utf8(ok_bytes_in(dir.path(), ["a"])).unwrap()
-    );
+    let list = ok_in(dir.path(), ["a"]) + "junk\n";
     let warned = "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
                   bt2sum: WARNING: 1 line is improperly formatted\n";
     let counted = "bt2sum: WARNING: 1 line is improperly formatted\n";
@@ -345,12 +331,12 @@ fn ignore_missing() {
     // Only missing files are skipped: a directory still cannot be read.
     fs::create_dir(dir.path().join("b")).unwrap();
     let directory = read_error(&dir.path().join("b"), "Is a directory");
-    assert_output(
-        &run_in(dir.path(), ["-c", "--ignore-missing"], &list),
-        "a: OK\nb: FAILED open or read\nc d: OK\n",
-        &format!("bt2sum: b: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n"),
-        1,
-    );
+    let unreadable =
+        format!("bt2sum: b: {directory}\nbt2sum: WARNING: 1 listed file could not be read\n");
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--ignore-missing"], &list, "a: OK\nb: FAILED open or read\nc d: OK\n", &unreadable, 1),
+    ]);
     fs::remove_dir(dir.path().join("b")).unwrap();
     // A list whose files are all missing verifies nothing.
     fs::remove_file(dir.path().join("a")).unwrap();
@@ -384,12 +370,7 @@ fn ignore_missing() {
 #[test]
 fn lists_without_a_valid_line() {
     let dir = dir_with(&[("a", b"alpha\n")]);
-    let mut garbage = Vec::new();
-    let mut state: u32 = 12345;
-    for _ in 0..200_000 {
-        state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-        garbage.push((state >> 16) as u8);
-    }
+    let garbage = super::noise(200_000, 12345);
     fs::write(dir.path().join("garbage"), &garbage).unwrap();
     fs::write(dir.path().join("empty"), b"").unwrap();
     fs::write(dir.path().join("comments"), b"# only\n\n\r\n#\n").unwrap();
@@ -397,20 +378,13 @@ fn lists_without_a_valid_line() {
     for list in ["garbage", "empty", "comments", "nuls"] {
         let none = format!("bt2sum: {list}: no properly formatted checksum lines found\n");
         // GNU prints it even with --status.
-        assert_cases(
-            dir.path(),
-            &[
-                (&["-c", list], b"", "", &none, 1),
-                (&["-c", "--status", list], b"", "", &none, 1),
-            ],
-        );
+        #[rustfmt::skip]
+        assert_cases(dir.path(), &[
+            (&["-c", list], b"", "", &none, 1),
+            (&["-c", "--status", list], b"", "", &none, 1),
+        ]);
     }
-    assert_output(
-        &run_in(dir.path(), ["-c"], &garbage),
-        "",
-        NO_LINE_ON_STDIN,
-        1,
-    );
+    assert_cases(dir.path(), &[(&["-c"], &garbage, "", NO_LINE_ON_STDIN, 1)]);
     // -w names every line of the garbage, and never panics.
     let out = run_in(dir.path(), ["-c", "-w", "garbage"], b"");
     let lines = garbage.split(|&b| b == b'\n').count() - usize::from(garbage.ends_with(b"\n"));
@@ -589,11 +563,9 @@ fn control_bytes_in_names_are_shown_escaped() {
     let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
     assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
     let shown = "\\evil.iso: OK\\x1b[8m";
-    assert_output(
-        &run_in(dir.path(), ["-c"], &list),
-        &format!("{shown}: OK\n"),
-        "",
-        0,
+    assert_cases(
+        dir.path(),
+        &[(&["-c"], &list, &format!("{shown}: OK\n"), "", 0)],
     );
     fs::write(&path, b"changed").unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
@@ -617,13 +589,8 @@ fn control_bytes_in_a_missing_name_are_shown_escaped() {
         &dir.path().join("tab\there\x07"),
         "No such file or directory",
     );
-    let out = run_in(dir.path(), ["tab\there\x07"], b"");
-    assert_output(
-        &out,
-        "",
-        &format!("bt2sum: \\tab\\x09here\\x07: {missing}\n"),
-        1,
-    );
+    let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
+    assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
 }
 
 /// A line over the 16 MiB line limit is improperly formatted, and the next
@@ -665,21 +632,15 @@ fn many_files_are_reported_in_list_order() {
         fs::write(dir.path().join(name), pattern(i * 37)).unwrap();
     }
     let list = ok_bytes_in(dir.path(), &names);
-    for (i, name) in names.iter().enumerate() {
-        if i % 97 == 5 {
-            fs::write(dir.path().join(name), b"tampered").unwrap();
-        }
-        if i % 101 == 7 {
-            fs::remove_file(dir.path().join(name)).unwrap();
-        }
-    }
     let mut expected = String::new();
     let (mut failed, mut missing) = (0, 0);
     for (i, name) in names.iter().enumerate() {
         if i % 101 == 7 {
+            fs::remove_file(dir.path().join(name)).unwrap();
             expected += &format!("{name}: FAILED open or read\n");
             missing += 1;
         } else if i % 97 == 5 {
+            fs::write(dir.path().join(name), b"tampered").unwrap();
             expected += &format!("{name}: FAILED\n");
             failed += 1;
         } else {
@@ -701,7 +662,7 @@ fn many_files_are_reported_in_list_order() {
 fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
     let data = pattern(20_000);
     let dir = dir_with(&[("f", &data[..])]);
-    let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
+    let listing = ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     let upper = upper_case(&listing);
     fs::write(dir.path().join("UPPER"), &upper).unwrap();
     let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");
@@ -725,23 +686,16 @@ fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     fs::write(dir.path().join("f"), b"HELLO\n").unwrap();
     let note = "bt2sum: WARNING: 1 listed file has no digest in the list: only its length was \
                 checked\n";
-    let out = run_in(dir.path(), ["-c", "COUNTS"], b"");
-    assert_output(
-        &out,
-        "",
-        &format!("{note}bt2sum: COUNTS: no file was verified\n"),
-        1,
-    );
     // Beside a file that is verified, it is only said.
     let mut mixed = counts.clone();
     mixed.extend(ok_bytes_in(dir.path(), ["g"]));
     fs::write(dir.path().join("MIXED"), mixed).unwrap();
-    assert_output(
-        &run_in(dir.path(), ["-c", "MIXED"], b""),
-        "g: OK\n",
-        note,
-        0,
-    );
+    let none = format!("{note}bt2sum: COUNTS: no file was verified\n");
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "COUNTS"], b"", "", &none, 1),
+        (&["-c", "MIXED"], b"", "g: OK\n", note, 0),
+    ]);
     // A length that changed is a failure.
     fs::write(dir.path().join("f"), b"hello!\n").unwrap();
     let out = run_in(dir.path(), ["-c", "COUNTS"], b"");

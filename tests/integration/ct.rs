@@ -26,9 +26,10 @@ use bt2sum::ct::{self, Level};
 use std::hint::black_box;
 use std::process::{Command, Output};
 
-/// A command running this binary's `#[ignore]`d test `ct::name` alone, under
-/// `wrapper` (a program and its arguments) if there is one.
-fn child(name: &str, wrapper: &[&str]) -> Command {
+/// A command running this binary's `#[ignore]`d test `name` (its path, such
+/// as `ct::archlevel_child`) alone, under `wrapper` (a program and its
+/// arguments) if there is one.
+pub(super) fn child(name: &str, wrapper: &[&str]) -> Command {
     let exe = std::env::current_exe().unwrap();
     let mut command = match wrapper.split_first() {
         Some((program, args)) => {
@@ -38,13 +39,12 @@ fn child(name: &str, wrapper: &[&str]) -> Command {
         }
         None => Command::new(exe),
     };
-    let name = format!("ct::{name}");
-    command.args([name.as_str(), "--exact", "--ignored", "--nocapture"]);
+    command.args([name, "--exact", "--ignored", "--nocapture"]);
     command
 }
 
 /// A child's output, for a failure message.
-fn report(out: &Output) -> String {
+pub(super) fn report(out: &Output) -> String {
     let status = out.status;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -52,7 +52,7 @@ fn report(out: &Output) -> String {
 }
 
 /// Whether the child test ran and passed.
-fn passed(out: &Output) -> bool {
+pub(super) fn passed(out: &Output) -> bool {
     out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed")
 }
 
@@ -133,7 +133,7 @@ fn archlevel_selects_the_default_level() {
         (Some(" SCALAR"), rank(1)),
         (Some("x86-64-v4"), rank(2)),
     ] {
-        let mut command = child("archlevel_child", &[]);
+        let mut command = child("ct::archlevel_child", &[]);
         command.env("BT2SUM_CT_EXPECT", expected.name());
         match value {
             Some(value) => command.env("BT2SUM_ARCHLEVEL", value),
@@ -216,12 +216,12 @@ fn guard_pages_no_read_outside_the_window() {
     if super::emulated("guard_pages_no_read_outside_the_window") {
         return;
     }
-    let out = child("guard_pages_child", &[]).output_retried();
+    let out = child("ct::guard_pages_child", &[]).output_retried();
     assert!(passed(&out), "a read outside a window? {}", report(&out));
     let faults = [libc::SIGSEGV, libc::SIGBUS];
     let faults = &faults[..if cfg!(target_os = "linux") { 1 } else { 2 }];
     for side in ["before", "after"] {
-        let out = child("guard_pages_child", &[])
+        let out = child("ct::guard_pages_child", &[])
             .env("BT2SUM_CT_GUARD_CONTROL", side)
             .output_retried();
         assert!(
@@ -344,7 +344,7 @@ fn mark(bytes: &mut [u8], defined: bool) {
 fn valgrind_memcheck_proves_no_secret_dependent_branch_or_address() {
     let memcheck = |mode: &'static str| {
         let wrapper = ["valgrind", "--error-exitcode=97", "--leak-check=no"];
-        let mut command = child("valgrind_child", &wrapper);
+        let mut command = child("ct::valgrind_child", &wrapper);
         let out = command.env("BT2SUM_CT_VALGRIND", mode).output();
         match out {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(

@@ -3,8 +3,6 @@
 //! from the storage while they are hashed), and a leaf range reads only
 //! its own part of a file.
 
-use std::path::Path;
-
 use super::{evict, pattern, run_in, status, stderr, stdout};
 
 /// A note naming `test` where `evict` leaves a file's pages in memory, and
@@ -29,19 +27,6 @@ pub(super) fn say_if_evicted_files_stay_in_memory(test: &str) {
         let why = "the reads from storage: a file evicted here is read from memory all the same";
         super::skip(test, &format!("{why} ({kept})"));
     }
-}
-
-/// Runs `args` in `dir` twice, with the files in memory and then with
-/// `files` dropped from the page cache, and says what both printed.
-fn warm_and_cold(dir: &Path, files: &[&str], args: &[&str], stdin: &[u8]) -> (String, String) {
-    let warm = run_in(dir, args, stdin);
-    assert_eq!(status(&warm), 0, "{args:?}: {}", stderr(&warm));
-    for file in files {
-        evict(&dir.join(file));
-    }
-    let cold = run_in(dir, args, stdin);
-    assert_eq!(status(&cold), 0, "{args:?} (cold): {}", stderr(&cold));
-    (stdout(&warm), stdout(&cold))
 }
 
 #[test]
@@ -78,35 +63,33 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         &["-c", "LIST"],
         &["-t", "9m", "big"],
     ];
+    // Each run twice: with the files in memory, then with them dropped
+    // from the page cache.
     for args in commands {
-        let (warm, cold) = warm_and_cold(dir.path(), &names, args, b"");
+        let warm = run_in(dir.path(), args, b"");
+        assert_eq!(status(&warm), 0, "{args:?}: {}", stderr(&warm));
+        names.iter().for_each(|name| evict(&dir.path().join(name)));
+        let cold = run_in(dir.path(), args, b"");
+        assert_eq!(status(&cold), 0, "{args:?} (cold): {}", stderr(&cold));
+        let (warm, cold) = (stdout(&warm), stdout(&cold));
         assert!(!warm.is_empty() && cold == warm, "{args:?}: {warm} {cold}");
     }
     // Standard input that is a regular file, as `bt2sum < big`.
-    let (warm, cold) = stdin_file(dir.path(), "big");
-    assert_eq!(cold, warm);
-}
-
-/// `bt2sum < NAME`, warm then cold.
-fn stdin_file(dir: &Path, name: &str) -> (String, String) {
-    let run = || {
-        let output = super::bt2sum()
-            .current_dir(dir)
-            .stdin(std::fs::File::open(dir.join(name)).unwrap())
-            .output()
-            .unwrap();
-        assert_eq!(status(&output), 0, "{}", stderr(&output));
-        stdout(&output)
+    let redirected = || {
+        let big = std::fs::File::open(dir.path().join("big")).unwrap();
+        let out = super::bt2sum().stdin(big).output().unwrap();
+        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        stdout(&out)
     };
-    let warm = run();
-    evict(&dir.join(name));
-    (warm, run())
+    let warm = redirected();
+    evict(&dir.path().join("big"));
+    assert_eq!(redirected(), warm);
 }
 
 /// Which of a file's pages are in the page cache, a flag per page
 /// (`mincore` on a mapping of it).
 #[cfg(unix)]
-fn resident_pages(path: &Path) -> Vec<bool> {
+fn resident_pages(path: &std::path::Path) -> Vec<bool> {
     use std::os::fd::AsRawFd;
     let file = std::fs::File::open(path).unwrap();
     let len = file.metadata().unwrap().len() as usize;
@@ -224,25 +207,4 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
     assert_eq!((status(&many), stdout(&many).as_str()), (1, ""));
     let redirected = super::shell(dir.path(), r#""$BT2SUM" < mnt/small"#);
     assert_eq!((status(&redirected), stdout(&redirected).as_str()), (1, ""));
-}
-
-/// Linux's sysfs gives every attribute the size 4096, whatever it holds:
-/// such a file is hashed as what reading it gives, as `cat` reads it.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_sysfs_file_is_hashed_as_what_it_holds() {
-    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
-    let paths = [
-        path,
-        "/sys/class/net/lo/address",
-        "/sys/kernel/uevent_seqnum",
-    ];
-    let Some(path) = paths.into_iter().find(|path| Path::new(path).exists()) else {
-        let test = "a_sysfs_file_is_hashed_as_what_it_holds";
-        return super::skip(test, "no sysfs attribute here");
-    };
-    let content = std::fs::read(path).unwrap();
-    let out = super::ok_in(Path::new("/"), [path]);
-    let hashed = run_in(Path::new("/"), ["-"], &content);
-    assert_eq!(super::digest(&out), super::digest(&stdout(&hashed)));
 }

@@ -68,17 +68,16 @@ const BINARY: [(&str, &[&str]); 14] = [
     ),
 ];
 
+/// Every file and directory under `dir`, `dir` too.
+fn walked(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|entry| entry.unwrap().into_path())
+}
+
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            files.push(path);
-        }
-    }
-    files
+    let is_rust = |path: &PathBuf| path.extension().is_some_and(|ext| ext == "rs");
+    walked(dir).filter(is_rust).collect()
 }
 
 /// The code of `text` outside its unit tests (`mod tests`, whatever its
@@ -234,15 +233,11 @@ fn a_circle(edges: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
 #[test]
 fn the_files_of_a_module_import_one_another_without_circles() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut dirs = vec![src.clone()];
     let mut checked = 0;
-    while let Some(dir) = dirs.pop() {
+    for dir in walked(&src).filter(|path| path.is_dir()) {
         let mut siblings = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path.clone());
-            }
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             if stem != "mod" && (path.is_dir() || path.extension().is_some_and(|e| e == "rs")) {
                 siblings.push(stem);

@@ -39,17 +39,12 @@ fn field(line: &str, key: &str) -> u64 {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn parts_are_near_equal_runs_that_combine_to_the_whole() {
-    let trees: [&[&str]; 3] = [
-        &["-t", "1k"],
-        &["-a", "blake2s", "-s", "20", "-t", "100"],
-        &[],
+    let trees: [(&[&str], usize); 3] = [
+        (&["-t", "1k"], 1024),
+        (&["-a", "blake2s", "-s", "20", "-t", "100"], 100),
+        (&[], 5 << 20),
     ];
-    for tree in trees {
-        let leaf = match tree.iter().position(|&arg| arg == "-t") {
-            Some(at) if tree[at + 1] == "1k" => 1024,
-            Some(at) => tree[at + 1].parse().unwrap(),
-            None => 5 << 20,
-        };
+    for (tree, leaf) in trees {
         for len in [0, 1, leaf - 1, leaf, leaf + 1, 7 * leaf + 3] {
             let dir = dir_with(&[("f", &pattern(len))]);
             let count = len.div_ceil(leaf) as u64;
@@ -98,14 +93,6 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
     }
 }
 
-/// Splits `data` into the bytes the plan line gives, as a ranged GET would
-/// return them.
-fn planned_bytes<'a>(data: &'a [u8], plan: &str) -> &'a [u8] {
-    let offset = field(plan, "offset") as usize;
-    let length = field(plan, "length") as usize;
-    &data[offset..offset + length]
-}
-
 /// A part's bytes, from a pipe, a FIFO or a file of their own (mapped, with
 /// its bytes placed where the part's leaves are), list the same leaf lines
 /// as the part of the whole file, when `--total` gives the
@@ -143,7 +130,9 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             );
             let plan_of_file = [tree, &["--leaf-count"], &selection, &["f"]].concat();
             assert_eq!(ok_in(dir.path(), plan_of_file), plan);
-            let bytes = planned_bytes(&data, &plan);
+            // The bytes the plan gives, as a ranged GET would return them.
+            let offset = field(&plan, "offset") as usize;
+            let bytes = &data[offset..offset + field(&plan, "length") as usize];
             let stream_args = [tree, &["--leaves"], &named, &selection].concat();
             let case = format!("{tree:?} {selection:?}");
             // From a pipe.
@@ -241,8 +230,7 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
     ] {
         super::assert_said(&run(args.clone(), bytes), "", &message(found), 1, found);
     }
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("excerpt"), &data[2048..4000]).unwrap();
+    let dir = dir_with(&[("excerpt", &data[2048..4000])]);
     let out = run_in(dir.path(), args.clone().take(7).chain(["excerpt"]), b"");
     super::assert_output(&out, "", &message("1952").replace(": -:", ": excerpt:"), 1);
     // Endless: read 64 MiB past the end, then given up.
@@ -264,7 +252,7 @@ fn a_stream_of_another_length_is_an_error_naming_both() {
 }
 
 /// `--leaf-count --total` reads nothing, not even a standard input that
-/// never ends; it takes no FILE; `--name` names one input only.
+/// never ends; `--name` renames one input's lines.
 #[test]
 fn planning_reads_no_input_and_the_options_go_together() {
     let mut child = bt2sum()
@@ -278,26 +266,8 @@ fn planning_reads_no_input_and_the_options_go_together() {
         stdout(&out),
         "BLAKE2b-64 leaves=8 total=41943040 tree=5242880 offset=5242880 length=5242880 (big file)\n"
     );
+    // (How the options go together: cli::bad_options_are_usage_errors.)
     let dir = dir_with(&[("f", &pattern(10))]);
-    for args in [
-        &["--leaf-count", "--total", "10", "f"][..],
-        &["--name", "x", "f", "f"],
-        &["--leaves", "--total", "10", "f"],
-        &["--total", "10", "f"],
-        &["--part", "1/2", "f"],
-        &["--leaves", "--part", "0/2", "f"],
-        &["--leaves", "--part", "3/2", "f"],
-        &["--leaves", "--part", "1/2", "--leaf-range", "0..1", "f"],
-        &["--combine", "--part", "1/2", "f"],
-        &["-c", "--part", "1/2", "--leaf-range", "0..1", "f"],
-        &["-r", "--leaves", "--part", "1/2", "."],
-        &["--leaves", "--part", "1/2", "--total", "x", "f"],
-        &["--name", "", "f"],
-        &["-c", "--name", "x", "f"],
-    ] {
-        let out = run_in(dir.path(), args, b"");
-        assert_eq!((stdout(&out), status(&out)), (String::new(), 2), "{args:?}");
-    }
     // --name renames any one input's lines.
     let out = run_in(dir.path(), ["--name", "g", "f"], b"");
     let expected = ok_in(dir.path(), ["f"]).replace("(f)", "(g)");
@@ -330,17 +300,12 @@ fn combined_lines_verify_without_the_leaf_size() {
             fs::write(&path, listing).unwrap();
             parts.push(path);
         }
+        // The line hashing the file prints, and the count line of a leaf
+        // size other than the default.
         let combined = run_in(dir.path(), ["--combine".into()].iter().chain(&parts), b"");
-        assert_eq!(status(&combined), 0, "{}", stderr(&combined));
-        let text = stdout(&combined);
-        let whole = ok_in(dir.path(), with(tree, &["f"]));
-        assert!(text.starts_with(&whole), "{tree:?}: {text}");
-        if tree.is_empty() {
-            assert_eq!(text, whole);
-        } else {
-            assert_eq!(text.lines().count(), 2, "{text}");
-        }
-        fs::write(dir.path().join("SUM"), &text).unwrap();
+        let whole = super::leaves::combined_lines(dir.path(), tree, "f");
+        super::assert_said(&combined, &whole, "", 0, &format!("{tree:?}"));
+        fs::write(dir.path().join("SUM"), &whole).unwrap();
         // (A list of default-sized lines given another -t fails, as any
         // checksum list does: the user said which leaf size made it.)
         let checks: &[&[&str]] = if tree.is_empty() {
@@ -356,13 +321,11 @@ fn combined_lines_verify_without_the_leaf_size() {
                 "{tree:?} {check:?}: {said}"
             );
         }
-        // And a damaged file fails.
-        let mut damaged = pattern(3 * (5 << 20) + 17);
-        damaged[4000] ^= 1;
-        fs::write(dir.path().join("f"), &damaged).unwrap();
+        // And a damaged file fails (a second flip of the bit mends it).
+        super::rot(&dir.path().join("f"), [4000]);
         let out = run_in(dir.path(), ["-c", "SUM"], b"");
         assert_eq!(status(&out), 1, "{tree:?}");
-        fs::write(dir.path().join("f"), pattern(3 * (5 << 20) + 17)).unwrap();
+        super::rot(&dir.path().join("f"), [4000]);
     }
     // Untagged, of nameless standard input: the line hashing it untagged
     // prints, and a count line naming `-` as that line does; both check

@@ -51,8 +51,7 @@ fn an_interrupt_ends_by_sigint_and_an_ignored_hangup_stays_ignored() {
     }
     let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
     for (sent, ignored) in [(libc::SIGINT, false), (libc::SIGHUP, true)] {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("one"), HELLO).unwrap();
+        let dir = super::dir_with(&[("one", HELLO)]);
         mkfifo(&dir.path().join("ff"));
         let mut command = stoppable();
         if ignored {
@@ -244,8 +243,7 @@ fn a_stop_signal_during_a_restore_leaves_no_temporary_file() {
         .set_len(256 << 20)
         .unwrap();
     fs::copy(copy.join("big"), tree.join("big")).unwrap();
-    let list = bt2sum().current_dir(&tree).arg("big").output().unwrap();
-    fs::write(dir.path().join("SUMS"), &list.stdout).unwrap();
+    super::write_list(&tree, "../SUMS", ["big"]);
     fs::remove_file(tree.join("big")).unwrap();
     let temporaries = || {
         fs::read_dir(&tree)

@@ -12,70 +12,52 @@ use std::process::Stdio;
 use bt2sum::{TreeParams, hash};
 
 use super::{
-    HELLO, HELLO_B64, Retried, bt2sum, pattern, read_error, run, run_in, status, stderr, stdout,
+    HELLO, HELLO_B64, Retried, assert_output, bt2sum, pattern, read_error, run, run_in, status,
+    stderr, stdout,
 };
-
-/// A temporary directory with `sub\file` holding `HELLO`.
-fn dir_with_sub_file() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("sub")).unwrap();
-    fs::write(dir.path().join("sub").join("file"), HELLO).unwrap();
-    dir
-}
 
 #[test]
 fn backslashes_in_names_are_printed_as_slashes() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let out = run_in(dir.path(), [r"sub\file", "sub/file"], b"");
-    assert_eq!(
-        stdout(&out),
-        format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\nBLAKE2b-64 (sub/file) = {HELLO_B64}\n")
-    );
-    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    let line = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
+    assert_output(&out, &line.repeat(2), "", 0);
     let out = run_in(dir.path(), ["--untagged", r"sub\file"], b"");
     assert_eq!(stdout(&out), format!("{HELLO_B64}  sub/file\n"));
-    let out = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
-    assert!(
-        stdout(&out)
-            .lines()
-            .all(|line| line.contains(" (sub/file) = ")),
-        "{}",
-        stdout(&out)
-    );
-    assert_eq!(stdout(&out).lines().count(), 1 + HELLO.len().div_ceil(4));
+    // (How many leaf lines, each ended by `\n` alone: lines_end_in_newline_alone.)
+    let leaves = stdout(&run_in(
+        dir.path(),
+        ["--leaves", "-t", "4", r"sub\file"],
+        b"",
+    ));
+    let named = |line: &str| line.contains(" (sub/file) = ");
+    assert!(leaves.lines().all(named), "{leaves}");
     // An absolute path too, drive and all.
     let path = dir.path().join("sub").join("file");
     let absolute = path.to_str().unwrap();
     assert!(absolute.contains('\\'), "{absolute}");
-    let out = run([absolute], b"");
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "BLAKE2b-64 ({}) = {HELLO_B64}\n",
-            absolute.replace('\\', "/")
-        )
+    let line = format!(
+        "BLAKE2b-64 ({}) = {HELLO_B64}\n",
+        absolute.replace('\\', "/")
     );
+    assert_eq!(stdout(&run([absolute], b"")), line);
 }
 
 #[test]
 fn messages_name_files_with_slashes_too() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let missing = read_error(
         &dir.path().join("sub").join("missing"),
         "No such file or directory",
     );
     let out = run_in(dir.path(), [r"sub\missing", r"sub\file"], b"");
-    assert_eq!(
-        stdout(&out),
-        format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n")
-    );
-    assert_eq!(stderr(&out), format!("bt2sum: sub/missing: {missing}\n"));
-    assert_eq!(status(&out), 1);
+    let line = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
+    assert_output(&out, &line, &format!("bt2sum: sub/missing: {missing}\n"), 1);
 }
 
 #[test]
 fn recursive_prints_slash_separated_paths() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     fs::create_dir_all(dir.path().join(r"sub\deeper\deepest")).unwrap();
     fs::write(dir.path().join(r"sub\deeper\deepest\leaf"), b"leaf").unwrap();
     fs::write(dir.path().join("top"), b"top").unwrap();
@@ -85,19 +67,11 @@ fn recursive_prints_slash_separated_paths() {
             .map(|line| line.split_once("  ").unwrap().1.to_string())
             .collect()
     };
+    let all = &["./sub/deeper/deepest/leaf", "./sub/file", "./top"][..];
     for (arguments, expected) in [
-        (
-            &["-r"][..],
-            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"][..],
-        ),
-        (
-            &["-r", "."],
-            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"],
-        ),
-        (
-            &["-r", r".\"],
-            &["./sub/deeper/deepest/leaf", "./sub/file", "./top"],
-        ),
+        (&["-r"][..], all),
+        (&["-r", "."], all),
+        (&["-r", r".\"], all),
         (&["-r", "sub"], &["sub/deeper/deepest/leaf", "sub/file"]),
         (&["-r", r"sub\"], &["sub/deeper/deepest/leaf", "sub/file"]),
         (&["-r", "sub/"], &["sub/deeper/deepest/leaf", "sub/file"]),
@@ -118,8 +92,7 @@ fn recursive_prints_slash_separated_paths() {
     // The list verifies.
     let list = run_in(dir.path(), ["-r", r"sub\"], b"");
     let out = run_in(dir.path(), ["-c"], &list.stdout);
-    assert_eq!(stdout(&out), "sub/deeper/deepest/leaf: OK\nsub/file: OK\n");
-    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    assert_output(&out, "sub/deeper/deepest/leaf: OK\nsub/file: OK\n", "", 0);
 }
 
 /// A list as bt2sum writes it on Unix, names separated by `/`, verifies on
@@ -128,44 +101,45 @@ fn recursive_prints_slash_separated_paths() {
 /// formatted.
 #[test]
 fn lists_name_files_with_slashes_and_backslashes_are_refused() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let slash = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
     let untagged = format!("{HELLO_B64}  sub/file\n");
     let out = run_in(dir.path(), ["-c"], format!("{slash}{untagged}").as_bytes());
-    assert_eq!(stdout(&out), "sub/file: OK\nsub/file: OK\n");
-    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    assert_output(&out, "sub/file: OK\nsub/file: OK\n", "", 0);
 
     // `sub\file`, written escaped as bt2sum and GNU write a name with a
     // backslash, tagged and untagged; and a name that is not UTF-8.
     let backslash = format!("\\BLAKE2b-64 (sub\\\\file) = {HELLO_B64}\n");
     let backslash_untagged = format!("\\{HELLO_B64}  sub\\\\file\n");
-    let mut list = Vec::new();
-    list.extend_from_slice(slash.as_bytes());
-    list.extend_from_slice(backslash.as_bytes());
-    list.extend_from_slice(backslash_untagged.as_bytes());
-    list.extend_from_slice(b"BLAKE2b-64 (sub/\xff) = ");
-    list.extend_from_slice(HELLO_B64.as_bytes());
-    list.push(b'\n');
+    let not_utf8 = [
+        &b"BLAKE2b-64 (sub/\xff) = "[..],
+        HELLO_B64.as_bytes(),
+        b"\n",
+    ]
+    .concat();
+    let list = [
+        slash.as_bytes(),
+        backslash.as_bytes(),
+        backslash_untagged.as_bytes(),
+        &not_utf8,
+    ];
+    let list = list.concat();
     let out = run_in(dir.path(), ["-c", "-w"], &list);
-    assert_eq!(stdout(&out), "sub/file: OK\n");
-    assert_eq!(
-        stderr(&out),
+    assert_output(
+        &out,
+        "sub/file: OK\n",
         "bt2sum: standard input: 2: improperly formatted BLAKE2 checksum line\n\
          bt2sum: standard input: 3: improperly formatted BLAKE2 checksum line\n\
          bt2sum: standard input: 4: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: WARNING: 3 lines are improperly formatted\n"
+         bt2sum: WARNING: 3 lines are improperly formatted\n",
+        0,
     );
-    assert_eq!(status(&out), 0);
     let out = run_in(dir.path(), ["-c", "--strict"], &list);
     assert_eq!(status(&out), 1);
     // Only such lines: nothing to check.
     let out = run_in(dir.path(), ["-c"], backslash.as_bytes());
-    assert_eq!(stdout(&out), "");
-    assert_eq!(
-        stderr(&out),
-        "bt2sum: standard input: no properly formatted checksum lines found\n"
-    );
-    assert_eq!(status(&out), 1);
+    let none = "bt2sum: standard input: no properly formatted checksum lines found\n";
+    assert_output(&out, "", none, 1);
     // Leaf lines the same.
     let leaves = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
     let text = stdout(&leaves);
@@ -178,15 +152,14 @@ fn lists_name_files_with_slashes_and_backslashes_are_refused() {
         .map(|line| format!("\\{}\n", line.replace("sub/file", r"sub\\file")))
         .collect::<String>();
     let out = run_in(dir.path(), ["-c"], escaped.as_bytes());
-    assert_eq!(stdout(&out), "");
-    assert_eq!(status(&out), 1);
+    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
 }
 
 /// Lines end in `\n`, not `\r\n`, whatever writes them: checksum lines, leaf
 /// lines, verdicts, and into a file as into a pipe.
 #[test]
 fn lines_end_in_newline_alone() {
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let hashed = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
     assert!(!hashed.stdout.contains(&b'\r'), "{:?}", stdout(&hashed));
     assert_eq!(
@@ -224,13 +197,10 @@ fn standard_input_is_read_as_its_bytes() {
         let expected = hash(&TreeParams::default(), bytes).to_hex();
         let piped = run::<[&str; 0], _>([], bytes);
         assert_eq!(stdout(&piped), format!("BLAKE2b-64 = {expected}\n"));
-        let dir = tempfile::tempdir().unwrap();
+        let dir = super::dir_with(&[("input", bytes)]);
         let path = dir.path().join("input");
-        fs::write(&path, bytes).unwrap();
-        let redirected = bt2sum()
-            .arg("-")
-            .stdin(fs::File::open(&path).unwrap())
-            .output_retried();
+        let file = fs::File::open(&path).unwrap();
+        let redirected = bt2sum().arg("-").stdin(file).output_retried();
         assert_eq!(
             stdout(&redirected),
             format!("BLAKE2b-64 (-) = {expected}\n")
@@ -239,7 +209,7 @@ fn standard_input_is_read_as_its_bytes() {
         assert!(stdout(&named).ends_with(&format!(") = {expected}\n")));
     }
     // A list read from standard input, with `\r\n` line ends, verifies.
-    let dir = dir_with_sub_file();
+    let dir = super::dir_with(&[("sub/file", HELLO)]);
     let list = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\r\n");
     let out = run_in(dir.path(), ["-c"], list.as_bytes());
     assert_eq!(stdout(&out), "sub/file: OK\n");
@@ -248,8 +218,7 @@ fn standard_input_is_read_as_its_bytes() {
         "BLAKE2b-64 (-) = {}\n",
         hash(&TreeParams::default(), b"\r\n\x1a").to_hex()
     );
-    let list_path = dir.path().join("SUMS");
-    fs::write(&list_path, list).unwrap();
+    fs::write(dir.path().join("SUMS"), list).unwrap();
     let out = run_in(dir.path(), ["-c", "SUMS"], b"\r\n\x1a");
     assert_eq!(stdout(&out), "-: OK\n");
 }
@@ -284,22 +253,13 @@ fn names_that_are_not_unicode_are_errors() {
     fs::write(dir.path().join("y"), HELLO).unwrap();
     let expected_error =
         "bt2sum: x\u{fffd}: the name is not valid Unicode, so it cannot be printed\n";
-    let out = bt2sum()
-        .current_dir(dir.path())
-        .arg(&name)
-        .arg("y")
-        .output_retried();
-    assert_eq!(stdout(&out), format!("BLAKE2b-64 (y) = {HELLO_B64}\n"));
-    assert_eq!(stderr(&out), expected_error);
-    assert_eq!(status(&out), 1);
+    let out = run_in(dir.path(), [name.as_os_str(), "y".as_ref()], b"");
+    let line = format!("BLAKE2b-64 (y) = {HELLO_B64}\n");
+    assert_output(&out, &line, expected_error, 1);
     // Met in a walk, the same.
     let out = run_in(dir.path(), ["-r", "--untagged"], b"");
-    assert_eq!(stdout(&out), format!("{HELLO_B64}  ./y\n"));
-    assert_eq!(
-        stderr(&out),
-        expected_error.replace("bt2sum: x", "bt2sum: ./x")
-    );
-    assert_eq!(status(&out), 1);
+    let in_walk = expected_error.replace("bt2sum: x", "bt2sum: ./x");
+    assert_output(&out, &format!("{HELLO_B64}  ./y\n"), &in_walk, 1);
 }
 
 /// Reserved device names are not files: `NUL` reads as empty, as
@@ -308,8 +268,7 @@ fn names_that_are_not_unicode_are_errors() {
 fn the_null_device_reads_empty() {
     let empty = hash(&TreeParams::default(), b"").to_hex();
     let out = run(["NUL"], b"");
-    assert_eq!(stdout(&out), format!("BLAKE2b-64 (NUL) = {empty}\n"));
-    assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0));
+    assert_output(&out, &format!("BLAKE2b-64 (NUL) = {empty}\n"), "", 0);
     let out = bt2sum().stdin(Stdio::null()).output_retried();
     assert_eq!(stdout(&out), format!("BLAKE2b-64 = {empty}\n"));
     assert_eq!(status(&out), 0, "{}", stderr(&out));
@@ -322,13 +281,11 @@ fn the_null_device_reads_empty() {
 #[test]
 fn wildcards_are_expanded_as_a_shell_would() {
     use std::os::windows::process::CommandExt;
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["a.iso", "B.ISO", "c.txt", "cd.txt"] {
-        fs::write(dir.path().join(name), HELLO).unwrap();
-    }
-    fs::create_dir(dir.path().join("sub")).unwrap();
-    fs::write(dir.path().join("sub").join("e.iso"), HELLO).unwrap();
+    let names = ["a.iso", "B.ISO", "c.txt", "cd.txt", "sub/e.iso"];
+    let dir = super::dir_with(&names.map(|name| (name, HELLO)));
     let line = |name: &str| format!("BLAKE2b-64 ({name}) = {HELLO_B64}\n");
+    let leaf_4 = TreeParams::new(bt2sum::Algorithm::Blake2b, 64, 4).unwrap();
+    let leaf_4 = hash(&leaf_4, HELLO).to_hex();
     let mut checked = 0;
     for (args, names) in [
         (&["*.iso"][..], &["B.ISO", "a.iso"][..]),
@@ -340,12 +297,11 @@ fn wildcards_are_expanded_as_a_shell_would() {
     ] {
         let out = run_in(dir.path(), args, b"");
         let expected: String = if names.is_empty() {
-            format!("{0}  c.txt\n{0}  cd.txt\n", hash_with_leaf(4))
+            format!("{leaf_4}  c.txt\n{leaf_4}  cd.txt\n")
         } else {
             names.iter().map(|name| line(name)).collect()
         };
-        assert_eq!(stdout(&out), expected, "{args:?}");
-        assert_eq!((stderr(&out).as_str(), status(&out)), ("", 0), "{args:?}");
+        super::assert_said(&out, &expected, "", 0, &format!("{args:?}"));
         checked += 1;
     }
     assert_eq!(checked, 6);
@@ -373,10 +329,4 @@ fn wildcards_are_expanded_as_a_shell_would() {
         );
         assert_eq!(status(&out), 1, "{raw}");
     }
-}
-
-/// `HELLO`'s checksum with leaves of `leaf` bytes.
-fn hash_with_leaf(leaf: u64) -> String {
-    let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 64, leaf).unwrap();
-    hash(&tree, HELLO).to_hex()
 }
