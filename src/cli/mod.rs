@@ -41,13 +41,8 @@ pub fn run(request: Request) -> Status {
             clap_complete::generate(shell, &mut args::for_completion(), "bt2sum", &mut script);
             return print(&script);
         }
-        Request::Man => match man::page() {
-            Ok(page) => return print(&page),
-            Err(error) => {
-                warn(&format!("cannot render the manual page: {error}"));
-                return Status::Failure;
-            }
-        },
+        // (Rendered into memory, which takes every write.)
+        Request::Man => return print(&man::page().expect("the page is rendered in memory")),
     };
     if let Err(status) = set_up(&config) {
         return status;

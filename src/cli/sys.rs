@@ -7,7 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::io::{self, BufWriter, Write};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
 
 use bt2sum::sys::{FileId, lock};
 
@@ -106,12 +107,8 @@ type LastWords = Box<dyn FnOnce() + Send>;
 
 static LAST_WORDS: Mutex<Vec<LastWords>> = Mutex::new(Vec::new());
 
-static STOPPING: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
-    std::sync::OnceLock::new();
-
-fn stopping_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
-    STOPPING.get_or_init(Default::default)
-}
+/// Raised when a stop signal comes (an `Arc`: signal-hook's handlers hold it too).
+static STOPPING: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
 
 /// Runs `last_words` when the process is asked to stop (Ctrl-C, SIGTERM,
 /// SIGHUP), after those given later (as `atexit` does: a progress bar is
@@ -120,7 +117,7 @@ fn stopping_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
 /// ends it at once. A signal ignored when bt2sum started (SIGINT in a
 /// background job, SIGHUP under `nohup`) stays ignored.
 pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    static INSTALLED: Once = Once::new();
     lock(&LAST_WORDS).push(Box::new(last_words));
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
@@ -131,7 +128,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
 
 /// Whether a stop signal came: no writer may write more.
 pub fn stopping() -> bool {
-    stopping_flag().load(std::sync::atomic::Ordering::Acquire)
+    STOPPING.load(Ordering::Acquire)
 }
 
 pub fn wait_to_be_stopped() -> ! {
@@ -141,7 +138,7 @@ pub fn wait_to_be_stopped() -> ! {
 }
 
 fn speak_last_words() {
-    stopping_flag().store(true, std::sync::atomic::Ordering::Release);
+    STOPPING.store(true, Ordering::Release);
     let last_words = std::mem::take(&mut *lock(&LAST_WORDS));
     for words in last_words.into_iter().rev() {
         words();
@@ -150,7 +147,11 @@ fn speak_last_words() {
 
 #[cfg(unix)]
 mod stop_signals {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::flag;
 
     fn ignored(signal: libc::c_int) -> bool {
         // SAFETY: a zeroed sigaction is valid to receive the current one,
@@ -188,15 +189,11 @@ mod stop_signals {
         // for the watcher to be scheduled. A second signal has its default
         // action: the handler knows it by a flag of its own, which only
         // handlers raise (the watcher, woken, raises the writers' flag).
-        let signalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let signalled = Arc::new(AtomicBool::new(false));
         for &signal in &taken {
-            let _ = signal_hook::flag::register_conditional_default(
-                signal,
-                std::sync::Arc::clone(&signalled),
-            );
-            let _ = signal_hook::flag::register(signal, std::sync::Arc::clone(&signalled));
-            let _ =
-                signal_hook::flag::register(signal, std::sync::Arc::clone(super::stopping_flag()));
+            let _ = flag::register_conditional_default(signal, Arc::clone(&signalled));
+            let _ = flag::register(signal, Arc::clone(&signalled));
+            let _ = flag::register(signal, Arc::clone(&super::STOPPING));
         }
     }
 }
