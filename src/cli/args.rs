@@ -31,7 +31,8 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
-/// What a walk (`-r`, `--audit`) cannot go with; `-L` neither.
+/// What `-r` cannot go with (nor `--check`), and so neither what tunes a
+/// walk (`-L`, `-x`, `--max-depth`).
 const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "name"];
 
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
@@ -156,8 +157,7 @@ pub struct Args {
     pub verbose: bool,
 
     /// Hash every regular file under the directories given (`.` when none), in path order
-    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range", "part",
-          "total", "name"])]
+    #[arg(short, long, conflicts_with = "check", conflicts_with_all = NOT_WITH_WALKING)]
     pub recursive: bool,
 
     /// With --recursive or --audit: leave out what a gitignore pattern matches (repeatable)

@@ -85,15 +85,10 @@ fn set_up(config: &Config) -> Result<(), Status> {
             "started {started} of the {wanted} threads asked for: the system grants no more"
         )),
         Ok(_) => {}
+        // (A thread the system refuses is left out, not an error: what is
+        // left is rayon's own, or a worker that ended before its start.)
         Err(error) => {
-            // The system's own words, as for any error (no `(os error 11)`).
-            let reason = match std::error::Error::source(&error)
-                .and_then(|source| source.downcast_ref::<io::Error>())
-            {
-                Some(io_error) => bt2sum::plain_message(io_error),
-                None => error.to_string(),
-            };
-            warn(&format!("cannot start worker threads: {reason}"));
+            warn(&format!("cannot start worker threads: {error}"));
             return Err(Status::Failure);
         }
     }

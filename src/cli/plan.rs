@@ -310,15 +310,14 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
         (.., true) => Verbosity::Warn,
         _ => Verbosity::Normal,
     };
-    let algorithm = args.algorithm;
     let grammar = Grammar {
-        untagged_algorithm: algorithm,
+        untagged_algorithm: args.algorithm,
         // (`-s 0`, the default, is any size.)
         digest_size: (args.size > 0).then_some(args.size),
     };
     if let Some(size) = grammar.digest_size {
         // A size the algorithm has, as when hashing.
-        TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
+        TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
     }
     // The ledger named, else the one beside the one list (a list from
     // standard input has no place for one), used if it is there unless
@@ -375,12 +374,11 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
 
 /// The settings of hashing, as the arguments give them.
 fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
-    let algorithm = args.algorithm;
     let size = match args.size {
-        0 => algorithm.max_digest_size(),
+        0 => args.algorithm.max_digest_size(),
         size => size,
     };
-    let tree = TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
+    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
     // (`--leaf-range` and `--part` do not go together.)
     let selection = (args.leaf_range.map(Selection::Range)).or(args.part.map(Selection::Part));
     let listing = match (args.leaves, args.leaf_count) {

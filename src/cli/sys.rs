@@ -21,12 +21,20 @@ pub fn args_os() -> impl Iterator<Item = OsString> {
     return std::env::args_os();
 }
 
+/// Whether standard input was closed at start (on Windows, a process
+/// started without a handle keeps a null one).
 pub fn stdin_closed() -> bool {
-    closed::at_start(0)
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdin()).is_null();
+    #[cfg(unix)]
+    return closed::at_start(0);
 }
 
 pub fn stdout_closed() -> bool {
-    closed::at_start(1)
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdout()).is_null();
+    #[cfg(unix)]
+    return closed::at_start(1);
 }
 
 pub fn closed_stream() -> io::Error {
@@ -68,19 +76,6 @@ mod closed {
     }
 }
 
-/// On Windows a process started without a handle keeps a null one.
-#[cfg(windows)]
-mod closed {
-    use std::os::windows::io::AsRawHandle;
-
-    pub(super) fn at_start(fd: u8) -> bool {
-        match fd {
-            0 => std::io::stdin().as_raw_handle().is_null(),
-            _ => std::io::stdout().as_raw_handle().is_null(),
-        }
-    }
-}
-
 /// A list to read, buffered: the file `name`, or standard input for `-`.
 pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
     if name != "-" {
@@ -103,9 +98,7 @@ pub fn duplicate_stdout() -> io::Result<File> {
     Ok(File::from(copy))
 }
 
-type LastWords = Box<dyn FnOnce() + Send>;
-
-static LAST_WORDS: Mutex<Vec<LastWords>> = Mutex::new(Vec::new());
+static LAST_WORDS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
 
 /// Raised when a stop signal comes (an `Arc`: signal-hook's handlers hold it too).
 static STOPPING: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
@@ -147,9 +140,7 @@ fn speak_last_words() {
 
 #[cfg(unix)]
 mod stop_signals {
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicBool;
-
+    use super::{Arc, AtomicBool};
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
 
