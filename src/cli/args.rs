@@ -18,8 +18,7 @@ pub const EXAMPLES: &str = include_str!("examples.txt");
 // Which options go together. An option that only means something in one
 // mode requires that mode's flag, and also conflicts with everything that
 // flag conflicts with: clap drops a requirement whose target conflicts
-// with an argument given, so `--quiet` beside `--untagged` would otherwise
-// be accepted and ignored.
+// with an argument given, so `--quiet -r` would be accepted and ignored.
 
 /// What check mode cannot go with; the check-only options neither.
 /// (`--untagged`, `--tag`, `-b` and `--text` are accepted and change

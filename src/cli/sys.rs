@@ -277,21 +277,16 @@ pub fn raise_descriptor_limit() {
 /// many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
-    let mut started = Vec::with_capacity(wanted);
-    for _ in 0..wanted {
-        let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
-        let thread = std::thread::Builder::new()
-            .stack_size(bt2sum::budget::STACK)
-            .spawn(move || {
-                if let Ok(worker) = receive.recv() {
-                    worker.run();
-                }
-            });
-        match thread {
-            Ok(_) => started.push(hand_over),
-            Err(_) => break,
-        }
-    }
+    // Each thread waits for the worker it is to run; the first the system
+    // refuses ends the count.
+    let started: Vec<_> = (0..wanted)
+        .map_while(|_| {
+            let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
+            let thread = std::thread::Builder::new().stack_size(bt2sum::budget::STACK);
+            let spawned = thread.spawn(move || receive.recv().map(rayon::ThreadBuilder::run));
+            spawned.ok().map(|_| hand_over)
+        })
+        .collect();
     let count = started.len();
     let builder = rayon::ThreadPoolBuilder::new();
     if count == 0 {
