@@ -3,6 +3,7 @@
 
 mod cli;
 
+use std::panic::resume_unwind;
 use std::process::ExitCode;
 
 /// The system's allocator; a refusal ends the process with a message, not
@@ -19,11 +20,8 @@ fn main() -> ExitCode {
     let room = cli::sys::room_for_threads();
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {
-        Some(Ok(thread)) => match thread.join() {
-            Ok(status) => status,
-            // (The panic's message is already printed.)
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
+        // (A panic's message is already printed.)
+        Some(Ok(thread)) => thread.join().unwrap_or_else(|panic| resume_unwind(panic)),
         _ => work(),
     };
     // A stop signal that came as the work ended still ends the process.

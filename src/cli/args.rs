@@ -20,10 +20,9 @@ pub const EXAMPLES: &str = include_str!("examples.txt");
 // flag conflicts with: clap drops a requirement whose target conflicts
 // with an argument given, so `--quiet -r` would be accepted and ignored.
 
-/// What check mode cannot go with; the check-only options neither.
-/// (`--untagged`, `--tag`, `-b` and `--text` are accepted and change
-/// nothing, for scripts that always pass them; `-s` checks only digests of
-/// that size, and `--leaves` prints every leaf's verdict, as `--verbose`.)
+/// What check mode cannot go with; the check-only options neither. (`-b`,
+/// `--text`, `--tag` and `--untagged` go with it and change nothing, for
+/// scripts that always pass them; `-s` and `--leaves` mean something there.)
 const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 
 /// What a selection of leaves (`--leaf-range`, `--part`) and `--total`
@@ -196,7 +195,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["combine", "untagged"])]
     pub leaves: bool,
 
-    /// With --leaves or --leaf-count: only leaves A to B-1 (`A..`: to the last)
+    /// With --leaves or --leaf-count: only leaves A to B-1, `A..` to the last [default: all]
     #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
@@ -293,15 +292,13 @@ pub struct Args {
 /// made from it: the parser itself offers nothing, so that no message
 /// lists these as the only values allowed.
 pub fn for_completion() -> clap::Command {
+    let leaf_sizes = [
+        "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
+    ];
+    let sizes = ["0", "16", "20", "28", "32", "40", "48", "64"];
     Args::command()
-        .mut_arg("leaf_size", |arg| {
-            arg.value_parser([
-                "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
-            ])
-        })
-        .mut_arg("size", |arg| {
-            arg.value_parser(["0", "16", "20", "28", "32", "40", "48", "64"])
-        })
+        .mut_arg("leaf_size", |arg| arg.value_parser(leaf_sizes))
+        .mut_arg("size", |arg| arg.value_parser(sizes))
 }
 
 /// Parses `K/N`: part K of N, from 1.

@@ -467,9 +467,7 @@ fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
         _ => return error,
     };
     error.remove(ContextKind::SuggestedArg);
-    error.insert(
-        ContextKind::Suggested,
-        ContextValue::StyledStrs(vec![tip.into()]),
-    );
+    let tip = ContextValue::StyledStrs(vec![tip.into()]);
+    error.insert(ContextKind::Suggested, tip);
     error
 }

@@ -394,8 +394,7 @@ fn refused_ends(block: *mut u8) -> *mut u8 {
         }
         #[cfg(windows)]
         {
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(MESSAGE);
+            let _ = io::stderr().write_all(MESSAGE);
             std::process::exit(1);
         }
     }
