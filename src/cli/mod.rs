@@ -25,13 +25,6 @@ use output::{output_failed, warn};
 pub use plan::Request;
 use plan::{Config, Mode};
 
-/// Sets up the process before anything else runs.
-pub fn prepare_process() {
-    sys::one_allocator_arena();
-    sys::raise_descriptor_limit();
-    sys::file_size_limit_is_an_error();
-}
-
 /// Answers what the command line asks for; returns the exit status.
 pub fn run(request: Request) -> Status {
     let config = match request {

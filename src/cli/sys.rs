@@ -52,14 +52,12 @@ mod closed {
 
     static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
 
-    #[cfg(not(target_vendor = "apple"))]
     #[used]
-    #[unsafe(link_section = ".init_array")]
-    static PROBE: extern "C" fn() = probe;
-
-    #[cfg(target_vendor = "apple")]
-    #[used]
-    #[unsafe(link_section = "__DATA,__mod_init_func")]
+    #[cfg_attr(not(target_vendor = "apple"), unsafe(link_section = ".init_array"))]
+    #[cfg_attr(
+        target_vendor = "apple",
+        unsafe(link_section = "__DATA,__mod_init_func")
+    )]
     static PROBE: extern "C" fn() = probe;
 
     extern "C" fn probe() {
