@@ -362,10 +362,9 @@ pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
     let start = decimal(start.as_bytes()).ok_or(allowed)?;
-    let end = if end.is_empty() {
-        u64::MAX
-    } else {
-        decimal(end.as_bytes()).ok_or(allowed)?
+    let end = match end {
+        "" => u64::MAX,
+        end => decimal(end.as_bytes()).ok_or(allowed)?,
     };
     if start > end {
         return Err(allowed.to_string());
