@@ -3,6 +3,7 @@
 
 mod cli;
 
+use std::panic::resume_unwind;
 use std::process::ExitCode;
 
 /// The system's allocator; a refusal ends the process with a message, not
@@ -15,15 +16,14 @@ static ALLOCATOR: cli::sys::ReportingAllocator = cli::sys::ReportingAllocator;
 /// be too small for parsing the command line. Under an address-space limit
 /// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
-    cli::prepare_process();
+    cli::sys::one_allocator_arena();
+    cli::sys::raise_descriptor_limit();
+    cli::sys::file_size_limit_is_an_error();
     let room = cli::sys::room_for_threads();
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {
-        Some(Ok(thread)) => match thread.join() {
-            Ok(status) => status,
-            // (The panic's message is already printed.)
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
+        // (A panic's message is already printed.)
+        Some(Ok(thread)) => thread.join().unwrap_or_else(|panic| resume_unwind(panic)),
         _ => work(),
     };
     // A stop signal that came as the work ended still ends the process.

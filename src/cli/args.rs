@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::ops::Range;
 
-use clap::builder::TypedValueParser;
-use clap::{ArgGroup, CommandFactory, Parser, ValueEnum, ValueHint};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{ArgGroup, CommandFactory, Parser, ValueHint};
 
 use bt2sum::format::decimal;
 use bt2sum::{Algorithm, Part, TreeParams};
@@ -18,20 +18,19 @@ pub const EXAMPLES: &str = include_str!("examples.txt");
 // Which options go together. An option that only means something in one
 // mode requires that mode's flag, and also conflicts with everything that
 // flag conflicts with: clap drops a requirement whose target conflicts
-// with an argument given, so `--quiet` beside `--untagged` would otherwise
-// be accepted and ignored.
+// with an argument given, so `--quiet -r` would be accepted and ignored.
 
-/// What check mode cannot go with; the check-only options neither.
-/// (`--untagged`, `--tag`, `-b` and `--text` are accepted and change
-/// nothing, for scripts that always pass them; `-s` checks only digests of
-/// that size, and `--leaves` prints every leaf's verdict, as `--verbose`.)
+/// What check mode cannot go with; the check-only options neither. (`-b`,
+/// `--text`, `--tag` and `--untagged` go with it and change nothing, for
+/// scripts that always pass them; `-s` and `--leaves` mean something there.)
 const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 
 /// What a selection of leaves (`--leaf-range`, `--part`) and `--total`
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
-/// What a walk (`-r`, `--audit`) cannot go with; `-L` neither.
+/// What `-r` cannot go with (nor `--check`), and so neither what tunes a
+/// walk (`-L`, `-x`, `--max-depth`).
 const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "name"];
 
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
@@ -39,9 +38,7 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
 ///
 /// Each input is cut into leaves of SIZE bytes (-t), every leaf is hashed as
 /// a BLAKE2 tree node of depth 0, and the root hashes the leaf digests in
-/// order. One line is printed per input, in argument order. An input that
-/// cannot be read gets an error line on standard error and the others are
-/// still hashed; the exit status is then 1 (2 for bad usage).
+/// order: one line per input.
 #[derive(Parser, Debug)]
 #[command(
     name = "bt2sum",
@@ -65,45 +62,34 @@ const NOT_WITH_WALKING: [&str; 5] = ["combine", "leaf_range", "part", "total", "
     group(ArgGroup::new("walking").args(["recursive", "audit"]).multiple(true)),
 )]
 pub struct Args {
-    /// Files to hash; none, or `-`, means standard input (with --check: the
-    /// lists; with --combine: the listings; with -r: the directories, `.` if none)
+    /// Files to hash; none, or `-`, means standard input (lists with -c, directories with -r)
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
 
-    /// Read the names of the inputs from F, each ended by NUL (`-`: standard
-    /// input), as `find -print0` writes them, instead of taking FILEs
+    /// Read the inputs' names from F (`-`: standard input), each ended by NUL, not FILEs
     #[arg(long, value_name = "F", value_hint = ValueHint::FilePath,
           conflicts_with_all = ["files", "check", "combine", "name"])]
     pub files0_from: Option<OsString>,
 
     /// Hash algorithm (in any case: BLAKE2b as lines spell it)
-    #[arg(short, long, value_enum, ignore_case = true, default_value_t = AlgorithmArg::Blake2b)]
-    pub algorithm: AlgorithmArg,
+    #[arg(short, long, ignore_case = true, default_value = "blake2b", value_parser = algorithms())]
+    pub algorithm: Algorithm,
 
-    /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means
-    /// the maximum (GNU b2sum's -l counts bits)
-    #[arg(
-        short,
-        long,
-        visible_alias = "length",
-        value_name = "BYTES",
-        default_value_t = 0
-    )]
+    /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means the maximum
+    #[arg(short, long, visible_alias = "length")]
+    #[arg(value_name = "BYTES", default_value_t = 0)]
     pub size: usize,
 
-    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1), with an optional k, m
-    /// or g suffix
+    /// Leaf size: 1 byte to 4294967295 bytes (4g - 1), with an optional k, m or g suffix
     #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
           value_parser = parse_leaf_size)]
     pub leaf_size: u64,
 
-    /// Act as if started in DIR: every FILE, LIST and name in a list is
-    /// relative to it (as `git -C`, `make -C`, `tar -C`)
+    /// Act as if started in DIR (as `git -C`): FILEs, LISTs and listed names are relative to it
     #[arg(short = 'C', long = "directory", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub directory: Option<OsString>,
 
-    /// At most N threads hash or read at once, the run's own counted (--cpus 1
-    /// keeps to one core): 1 to 1024 [default: the number of processors]
+    /// Threads that hash or read at once: 1 to 1024 [default: the number of processors]
     #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,
@@ -112,39 +98,32 @@ pub struct Args {
     #[arg(short, long, conflicts_with_all = NOT_WITH_CHECK)]
     pub check: bool,
 
-    /// Print GNU-style `HEX  NAME` lines instead of the default tagged
-    /// `BLAKE2b-64 (NAME) = HEX` lines (the last of --tag and --untagged wins)
+    /// Print GNU-style `HEX  NAME` lines instead of the default tagged ones
     #[arg(long, overrides_with = "tag")]
     pub untagged: bool,
 
-    /// Print only each input's digest, in hex, without its name (as b3sum's
-    /// --no-names)
+    /// Print only each input's digest, in hex, without its name (as b3sum's --no-names)
     #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "tag", "untagged"])]
     pub no_names: bool,
 
-    /// Write the digest's bytes themselves, nothing else, for one input (as
-    /// b3sum's --raw)
+    /// Write the digest's bytes themselves, nothing else, for one input (as b3sum's --raw)
     #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "recursive",
           "files0_from", "zero", "tag", "untagged", "no_names"])]
     pub raw: bool,
 
-    /// End each output line with NUL, not newline, and write names as they
-    /// are, not escaped (GNU's --zero)
+    /// End each output line with NUL, not newline, and write names unescaped (GNU's --zero)
     #[arg(short, long)]
     pub zero: bool,
 
-    /// Print tagged `BLAKE2b-64 (NAME) = HEX` lines: the default, as
-    /// `b2sum --tag` prints them (with the digest size in bytes)
+    /// Print `BLAKE2b-64 (NAME) = HEX` lines (the default), as `b2sum --tag` prints them
     #[arg(long, overrides_with = "untagged")]
     pub tag: bool,
 
-    /// Read in binary mode: accepted for scripts written for sha256sum -b,
-    /// and changes nothing
+    /// Binary mode: accepted for scripts written for sha256sum -b, and changes nothing
     #[arg(short, long, overrides_with = "text")]
     pub binary: bool,
 
-    /// Read in text mode: accepted for scripts written for sha256sum --text,
-    /// and changes nothing
+    /// Text mode: accepted for scripts written for sha256sum --text, and changes nothing
     #[arg(long, overrides_with = "binary")]
     pub text: bool,
 
@@ -171,24 +150,19 @@ pub struct Args {
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ignore_missing: bool,
 
-    /// With --check: print a verdict for every line of a leaf listing, not
-    /// only the file's line and its failing leaves (as --leaves does)
+    /// With --check: print a verdict for every line of a leaf listing (as --leaves does)
     #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub verbose: bool,
 
-    /// Hash every regular file under the directories given (`.` when none),
-    /// in bytewise path order
-    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range", "part",
-          "total", "name"])]
+    /// Hash every regular file under the directories given (`.` when none), in path order
+    #[arg(short, long, conflicts_with = "check", conflicts_with_all = NOT_WITH_WALKING)]
     pub recursive: bool,
 
-    /// With --recursive or --audit: leave out the files and directories a
-    /// gitignore pattern matches (repeatable)
+    /// With --recursive or --audit: leave out what a gitignore pattern matches (repeatable)
     #[arg(long, value_name = "GLOB", requires = "walking")]
     pub exclude: Vec<String>,
 
-    /// With --recursive or --audit: leave out what the patterns in FILE
-    /// match, one per line, as in a .gitignore file (repeatable)
+    /// With --recursive or --audit: leave out what the patterns in FILE match (repeatable)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "walking")]
     pub exclude_from: Vec<OsString>,
 
@@ -196,24 +170,20 @@ pub struct Args {
     #[arg(short = 'L', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub dereference: bool,
 
-    /// With --recursive or --audit: stay on the file system of each
-    /// directory walked (as find -xdev, du -x and rsync -x)
+    /// With --recursive or --audit: stay on each directory's file system (as find -xdev)
     #[arg(short = 'x', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub one_file_system: bool,
 
-    /// With --recursive or --audit: walk at most N levels below each
-    /// directory (1: its own files only, as find -maxdepth 1)
+    /// With --recursive or --audit: walk at most N levels below each directory
     #[arg(long, value_name = "N", requires = "walking", conflicts_with_all = NOT_WITH_WALKING,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub max_depth: Option<u16>,
 
-    /// With --check: walk DIR as -r does and class every file under it
-    /// against the lists: NEW, MOVED, MISSING too (repeatable)
+    /// With --check: class every file under DIR against the lists, NEW ones too (repeatable)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
     pub audit: Vec<OsString>,
 
-    /// Show a progress bar on standard error [default: when standard error is
-    /// a terminal and the work takes over a second]
+    /// Show a progress bar on standard error [default: on a terminal, after a second]
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
 
@@ -221,115 +191,90 @@ pub struct Args {
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
 
-    /// After each file's line, print one line per leaf: index, byte offset,
-    /// length and digest
+    /// After each file's line, print a line per leaf: index, offset, length and digest
     #[arg(long, conflicts_with_all = ["combine", "untagged"])]
     pub leaves: bool,
 
-    /// With --leaves or --leaf-count: only leaves A to B-1 of each file, or A
-    /// to the last (`A..`) [default: every leaf]
+    /// With --leaves or --leaf-count: only leaves A to B-1, `A..` to the last [default: all]
     #[arg(long, value_name = "A..B", value_hint = ValueHint::Other, requires = "listing",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_leaf_range)]
     pub leaf_range: Option<Range<u64>>,
 
-    /// With --leaves or --leaf-count: only the K-th of N near-equal runs of
-    /// leaves (from 1, as in `split -n K/N`); with --check, only the K-th of
-    /// N slices of what the lists describe
+    /// With --leaves, --leaf-count or --check: only the K-th of N near-equal slices (from 1)
     #[arg(long, value_name = "K/N", value_hint = ValueHint::Other, requires = "sliceable",
           conflicts_with_all = ["leaf_range", "combine", "recursive"],
           value_parser = parse_part)]
     pub part: Option<Part>,
 
     /// The input holds only the selected leaves' bytes of a file of T bytes
-    /// (with --leaf-range or --part); with --leaf-count, no input is read
     #[arg(long, value_name = "T", value_hint = ValueHint::Other, requires = "planned",
           conflicts_with_all = NOT_WITH_SELECTION, value_parser = parse_byte_count)]
     pub total: Option<u64>,
 
-    /// The name lines give the one input instead of its own (`-` for
-    /// standard input)
+    /// The name lines give the one input instead of its own (`-` for standard input)
     #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
           value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
     pub name: Option<OsString>,
 
-    /// After each file's checksum line, print its stat line: the file's
-    /// size, modification time and leaf size
+    /// After each file's checksum line, print a stat line: size, mtime and leaf size
     #[arg(long, conflicts_with_all = ["combine", "leaf_count", "no_names", "raw"])]
     pub stat: bool,
 
-    /// With --check and --audit: rewrite the one LIST to describe the tree
-    /// as it is now, for deliberate changes only
+    /// With --audit: rewrite the one LIST to describe the tree as it is now
     #[arg(long, requires = "audit", conflicts_with = "part")]
     pub update: bool,
 
-    /// With --audit: take a listed file whose size and modification time
-    /// are its stat line's as unchanged, and do not read it
+    /// With --audit: do not read a listed file whose size and mtime its stat line gives
     #[arg(long, requires = "audit")]
     pub quick: bool,
 
-    /// With --update: drop the lines of MISSING files from the list (they
-    /// were deleted on purpose)
+    /// With --update: drop the lines of MISSING files from the list
     #[arg(long, requires = "update")]
     pub forget_missing: bool,
 
-    /// With --update: take what the files PATTERN matches hold now as
-    /// meant, damaged or not: a FAILED one is hashed again (repeatable)
+    /// With --update: hash again the FAILED files PATTERN matches (repeatable)
     #[arg(long, value_name = "PATTERN", requires = "update")]
     pub accept: Vec<String>,
 
-    /// With --check: keep in FILE when each file and leaf was last verified
-    /// to match [default: LIST.ledger, used if it exists or with --max-duration]
+    /// With --check: record in FILE what was last verified when [default: LIST.ledger]
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check")]
     pub ledger: Option<OsString>,
 
-    /// With --check: start the ledger afresh (one that is damaged, or was
-    /// made for another list)
+    /// With --check: start the ledger afresh
     #[arg(long, requires = "check")]
     pub ledger_reset: bool,
 
-    /// With --check: verify what the ledger says was least recently
-    /// verified first, and stop after DURATION (`90m`, `2h`, `3600s`, `1d`,
-    /// plain seconds); `0` verifies nothing and reports the coverage
+    /// With --check: stop after DURATION (`90m`, `2h`), least recently verified first
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other, requires = "check",
           conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
-    /// With --check: mend each failing leaf of a leaf listing from a good
-    /// copy, PATH: the copy of the one file, or a directory holding the
-    /// copies under the names the lists give
+    /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
     #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
           conflicts_with = "update")]
     pub repair_from: Option<OsString>,
 
-    /// With --repair-from: cut a file longer than listed to its listed
-    /// length (else it is reported, and left as it is)
+    /// With --repair-from: cut a file longer than listed to its listed length
     #[arg(long, requires = "repair_from")]
     pub repair_truncate: bool,
 
-    /// With --repair-from: write files outside the current directory (or
-    /// -C's) too: names that are absolute or climb out with '..', and files
-    /// with several hard links (by default such files are left alone, as
-    /// tar leaves such names)
+    /// With --repair-from: write files outside the directory, or with other hard links, too
     #[arg(long, requires = "repair_from")]
     pub absolute_names: bool,
 
-    /// With --repair-from: write set-user-ID and set-group-ID files too (by
-    /// default they are left alone)
+    /// With --repair-from: write set-user-ID and set-group-ID files too
     #[arg(long, requires = "repair_from")]
     pub repair_setid: bool,
 
-    /// Print one JSON object a line, in place of lines: checksums, leaves,
-    /// verdicts, audit classes, errors, and a summary at the end
+    /// Print one JSON object a line instead of lines, and a summary at the end
     #[arg(long, conflicts_with_all = ["combine", "raw", "no_names", "zero"])]
     pub json: bool,
 
-    /// Print how many leaves each file has, without hashing it:
-    /// `BLAKE2b-64 leaves=N total=T tree=L (NAME)`
+    /// Print how many leaves each file has, without hashing it
     #[arg(long, conflicts_with_all = ["check", "combine", "untagged", "leaves"])]
     pub leaf_count: bool,
 
-    /// Read the leaf lines of partial listings (the FILEs) of one file and
-    /// print that file's checksum line
+    /// Print a file's checksum line from its partial leaf listings (the FILEs)
     #[arg(long, conflicts_with_all = ["check", "size", "algorithm", "leaf_size"])]
     pub combine: bool,
 
@@ -347,15 +292,13 @@ pub struct Args {
 /// made from it: the parser itself offers nothing, so that no message
 /// lists these as the only values allowed.
 pub fn for_completion() -> clap::Command {
+    let leaf_sizes = [
+        "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
+    ];
+    let sizes = ["0", "16", "20", "28", "32", "40", "48", "64"];
     Args::command()
-        .mut_arg("leaf_size", |arg| {
-            arg.value_parser([
-                "64k", "1m", "4m", "5m", "8m", "10m", "16m", "64m", "256m", "1g",
-            ])
-        })
-        .mut_arg("size", |arg| {
-            arg.value_parser(["0", "16", "20", "28", "32", "40", "48", "64"])
-        })
+        .mut_arg("leaf_size", |arg| arg.value_parser(leaf_sizes))
+        .mut_arg("size", |arg| arg.value_parser(sizes))
 }
 
 /// Parses `K/N`: part K of N, from 1.
@@ -419,10 +362,9 @@ pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     let allowed = "expected A..B (leaves A to B-1) or A.. (A to the last leaf), with A <= B";
     let (start, end) = text.split_once("..").ok_or(allowed)?;
     let start = decimal(start.as_bytes()).ok_or(allowed)?;
-    let end = if end.is_empty() {
-        u64::MAX
-    } else {
-        decimal(end.as_bytes()).ok_or(allowed)?
+    let end = match end {
+        "" => u64::MAX,
+        end => decimal(end.as_bytes()).ok_or(allowed)?,
     };
     if start > end {
         return Err(allowed.to_string());
@@ -430,22 +372,18 @@ pub fn parse_leaf_range(text: &str) -> Result<Range<u64>, String> {
     Ok(start..end)
 }
 
-/// The algorithms, as spelled on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AlgorithmArg {
-    /// digests of 1 to 64 bytes; the faster on 64-bit machines
-    Blake2b,
-    /// digests of 1 to 32 bytes
-    Blake2s,
-}
-
-impl From<AlgorithmArg> for Algorithm {
-    fn from(arg: AlgorithmArg) -> Self {
-        match arg {
-            AlgorithmArg::Blake2b => Algorithm::Blake2b,
-            AlgorithmArg::Blake2s => Algorithm::Blake2s,
-        }
-    }
+/// The algorithms, as spelled on the command line (in any case, with
+/// `ignore_case`), each with what `--help` says of it.
+fn algorithms() -> impl TypedValueParser<Value = Algorithm> {
+    PossibleValuesParser::new([
+        PossibleValue::new("blake2b")
+            .help("digests of 1 to 64 bytes; the faster on 64-bit machines"),
+        PossibleValue::new("blake2s").help("digests of 1 to 32 bytes"),
+    ])
+    .map(|name| match name.eq_ignore_ascii_case("blake2s") {
+        true => Algorithm::Blake2s,
+        false => Algorithm::Blake2b,
+    })
 }
 
 /// Parses a leaf size: digits with an optional `k`, `m` or `g` suffix.

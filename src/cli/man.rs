@@ -4,7 +4,7 @@
 
 use clap::CommandFactory;
 use clap_mangen::Man;
-use clap_mangen::roff::{Roff, bold, italic, roman};
+use clap_mangen::roff::{Roff, roman};
 
 use super::args::{Args, EXAMPLES};
 
@@ -17,14 +17,8 @@ pub fn page() -> std::io::Result<Vec<u8>> {
     let mut page = Vec::new();
     man.render_title(&mut page)?;
     man.render_name_section(&mut page)?;
-    let mut synopsis = Roff::new();
-    synopsis.control("SH", ["SYNOPSIS"]).text([
-        bold("bt2sum"),
-        roman(" [OPTIONS] ["),
-        italic("FILE"),
-        roman("]..."),
-    ]);
-    synopsis.to_writer(&mut page)?;
+    // (clap_mangen's synopsis would list every option.)
+    page.extend_from_slice(b".SH SYNOPSIS\n\\fBbt2sum\\fR [OPTIONS] [\\fIFILE\\fR]...\n");
     // clap renders the doc comments as they are written, Markdown and all.
     let mut from_comments = Vec::new();
     man.render_description_section(&mut from_comments)?;
@@ -36,11 +30,13 @@ pub fn page() -> std::io::Result<Vec<u8>> {
         let (title, body) = text.split_once('\n').unwrap_or((text, ""));
         section(&mut sections, title, body.trim_end());
     }
-    section(
-        &mut sections,
-        "EXAMPLES",
-        EXAMPLES.strip_prefix("Examples:\n").unwrap_or(EXAMPLES),
-    );
+    // The examples, as `--help` ends with them, each whole on its line.
+    let examples: Vec<&str> = (EXAMPLES.lines().skip(1))
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect();
+    sections.control("SH", ["EXAMPLES"]).control("nf", []);
+    sections.text([roman(examples.join("\n"))]);
+    sections.control("fi", []);
     sections.to_writer(&mut page)?;
     man.render_version_section(&mut page)?;
     Ok(page)
@@ -73,15 +69,7 @@ fn code_in_bold(roff: &[u8]) -> Vec<u8> {
 /// lines as written.
 fn section(roff: &mut Roff, title: &str, body: &str) {
     roff.control("SH", [title]);
-    for mut block in body.split("\n\n") {
-        // (A line that heads an indented block is a paragraph of its own.)
-        if let Some((head, rest)) = block.split_once("\n")
-            && !head.starts_with("  ")
-            && rest.lines().all(|line| line.starts_with("  "))
-        {
-            roff.control("PP", []).text([roman(head)]);
-            block = rest;
-        }
+    for block in body.split("\n\n") {
         if block.lines().all(|line| line.starts_with("  ")) {
             roff.control("PP", []).control("RS", []).control("nf", []);
             let text: Vec<&str> = block.lines().map(|line| &line[2..]).collect();

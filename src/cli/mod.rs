@@ -25,13 +25,6 @@ use output::{output_failed, warn};
 pub use plan::Request;
 use plan::{Config, Mode};
 
-/// Sets up the process before anything else runs.
-pub fn prepare_process() {
-    sys::one_allocator_arena();
-    sys::raise_descriptor_limit();
-    sys::file_size_limit_is_an_error();
-}
-
 /// Answers what the command line asks for; returns the exit status.
 pub fn run(request: Request) -> Status {
     let config = match request {
@@ -41,13 +34,8 @@ pub fn run(request: Request) -> Status {
             clap_complete::generate(shell, &mut args::for_completion(), "bt2sum", &mut script);
             return print(&script);
         }
-        Request::Man => match man::page() {
-            Ok(page) => return print(&page),
-            Err(error) => {
-                warn(&format!("cannot render the manual page: {error}"));
-                return Status::Failure;
-            }
-        },
+        // (Rendered into memory, which takes every write.)
+        Request::Man => return print(&man::page().expect("the page is rendered in memory")),
     };
     if let Err(status) = set_up(&config) {
         return status;
@@ -90,15 +78,10 @@ fn set_up(config: &Config) -> Result<(), Status> {
             "started {started} of the {wanted} threads asked for: the system grants no more"
         )),
         Ok(_) => {}
+        // (A thread the system refuses is left out, not an error: what is
+        // left is rayon's own, or a worker that ended before its start.)
         Err(error) => {
-            // The system's own words, as for any error (no `(os error 11)`).
-            let reason = match std::error::Error::source(&error)
-                .and_then(|source| source.downcast_ref::<io::Error>())
-            {
-                Some(io_error) => bt2sum::plain_message(io_error),
-                None => error.to_string(),
-            };
-            warn(&format!("cannot start worker threads: {reason}"));
+            warn(&format!("cannot start worker threads: {error}"));
             return Err(Status::Failure);
         }
     }

@@ -15,7 +15,7 @@ use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
 use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
-use bt2sum::{Algorithm, Part, Selection, TreeParams};
+use bt2sum::{Part, Selection, TreeParams};
 
 use super::args::{Args, go_spellings};
 use super::progress::BarMode;
@@ -53,15 +53,13 @@ pub enum Mode {
 pub struct Hashing {
     pub tree: TreeParams,
     pub inputs: Inputs,
-    /// How lines are written, and how they end (`-z`: in NUL, names not
-    /// escaped).
+    /// How lines are written, and how they end (`-z`: in NUL, unescaped).
     pub layout: Layout,
     pub listing: Listing,
-    /// The name lines give the one input instead of its own (`--name`), as
-    /// they print it.
+    /// The name lines give the one input (`--name`), as they print it.
     pub name: Option<Vec<u8>>,
-    /// The length of the file whose selected leaves each input holds, and
-    /// only those (`--total` with a selection).
+    /// The length of the file whose selected leaves alone an input holds
+    /// (`--total` with a selection).
     pub excerpt_of: Option<u64>,
     /// Whether a stat line follows each checksum line (`--stat`).
     pub stat: bool,
@@ -80,9 +78,8 @@ pub enum Inputs {
     ListedIn(OsString),
     /// Every regular file under the directories (`--recursive`).
     Walk { roots: Roots, walk: WalkPlan },
-    /// None: the count line of a file of `total` bytes (of its selected
-    /// leaves) is printed without reading anything (`--leaf-count --total
-    /// T`).
+    /// None: only the count line of a file of `total` bytes (of its
+    /// selected leaves), `--leaf-count --total T`.
     Planned {
         total: u64,
         selection: Option<Selection>,
@@ -114,12 +111,10 @@ pub enum Listing {
 pub struct Checking {
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
-    /// How lines read (`-a`, `-s`) and the leaf size of checksum lines
-    /// (`-t`).
+    /// How lines read (`-a`, `-s`), and checksum lines' leaf size (`-t`).
     pub settings: Settings,
     pub verbosity: Verbosity,
-    /// Whether every line of a leaf listing gets a verdict (`--verbose`),
-    /// not only a file's line and its failing leaves.
+    /// Whether every line of a leaf listing gets a verdict (`--verbose`).
     pub every_line: bool,
     /// Whether JSON objects are printed instead of lines (`--json`).
     pub json: bool,
@@ -197,55 +192,37 @@ fn one_list(files: &[OsString]) -> Option<&OsString> {
     (files.len() == 1 && files[0] != "-").then(|| &files[0])
 }
 
-/// The first of the rules clap's declarations in `args` cannot say (they
-/// depend on values: how many FILEs, which is standard input) that the
-/// flags break: its message.
-fn broken_rule(args: &Args) -> Option<&'static str> {
+/// The rules clap's declarations in `args` cannot say (they depend on
+/// values: how many FILEs, which is standard input): the first the flags
+/// break, as a usage error.
+fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
     let files = &args.files;
     let one_list_file = one_list(files).is_some();
     let lists_are_files = !files.is_empty() && files.iter().all(|file| file != "-");
     let ledger_asked = args.ledger_reset || args.max_duration.is_some();
-    let rules = [
+    let input_given = !files.is_empty() || args.files0_from.is_some();
+    let broken = if args.zero && args.check {
         // (GNU coreutils 9.1's words.)
-        (
-            args.zero && args.check,
-            "the --zero option is not supported when verifying checksums",
-        ),
-        (
-            args.check && args.stat && !args.update,
-            "--stat with --check needs --update",
-        ),
-        (
-            args.check && args.part.is_some() && !lists_are_files,
-            "--part with --check reads its lists twice: give them as files, not standard input",
-        ),
-        (
-            args.update && !one_list_file,
-            "--update rewrites one list: give one LIST, a file (not standard input)",
-        ),
-        (
-            ledger_asked && args.ledger.is_none() && !one_list_file,
-            "--max-duration and --ledger-reset keep a ledger beside the one LIST: name it with \
-             --ledger FILE for standard input or several lists",
-        ),
-        (
-            args.raw && files.len() > 1,
-            "--raw writes one digest's bytes: give one FILE, or none for standard input",
-        ),
-        (
-            args.name.is_some() && files.len() > 1,
-            "--name names one input, and more than one FILE was given",
-        ),
-        (
-            args.leaf_count
-                && args.total.is_some()
-                && (!files.is_empty() || args.files0_from.is_some()),
-            "--leaf-count --total reads no input: give no FILE (--name names the line)",
-        ),
-    ];
-    rules
-        .into_iter()
-        .find_map(|(broken, message)| broken.then_some(message))
+        "the --zero option is not supported when verifying checksums"
+    } else if args.check && args.stat && !args.update {
+        "--stat with --check needs --update"
+    } else if args.check && args.part.is_some() && !lists_are_files {
+        "--part with --check reads its lists twice: give them as files, not standard input"
+    } else if args.update && !one_list_file {
+        "--update rewrites one list: give one LIST, a file (not standard input)"
+    } else if ledger_asked && args.ledger.is_none() && !one_list_file {
+        "--max-duration and --ledger-reset keep a ledger beside the one LIST: name it with \
+         --ledger FILE for standard input or several lists"
+    } else if args.raw && files.len() > 1 {
+        "--raw writes one digest's bytes: give one FILE, or none for standard input"
+    } else if args.name.is_some() && files.len() > 1 {
+        "--name names one input, and more than one FILE was given"
+    } else if args.leaf_count && args.total.is_some() && input_given {
+        "--leaf-count --total reads no input: give no FILE (--name names the line)"
+    } else {
+        return Ok(());
+    };
+    Err(usage(broken))
 }
 
 /// The excludes of `--exclude` and `--exclude-from` (in that order: a later
@@ -281,9 +258,7 @@ impl Request {
         } else if args.man {
             return Ok(Request::Man);
         }
-        if let Some(message) = broken_rule(&args) {
-            return Err(usage(message));
-        }
+        follows_the_rules(&args)?;
         let progress = match (args.progress, args.no_progress) {
             (true, _) => BarMode::Always,
             (_, true) => BarMode::Never,
@@ -335,15 +310,14 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
         (.., true) => Verbosity::Warn,
         _ => Verbosity::Normal,
     };
-    let algorithm = Algorithm::from(args.algorithm);
     let grammar = Grammar {
-        untagged_algorithm: algorithm,
+        untagged_algorithm: args.algorithm,
         // (`-s 0`, the default, is any size.)
         digest_size: (args.size > 0).then_some(args.size),
     };
     if let Some(size) = grammar.digest_size {
         // A size the algorithm has, as when hashing.
-        TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
+        TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
     }
     // The ledger named, else the one beside the one list (a list from
     // standard input has no place for one), used if it is there unless
@@ -400,12 +374,11 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
 
 /// The settings of hashing, as the arguments give them.
 fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
-    let algorithm = Algorithm::from(args.algorithm);
     let size = match args.size {
-        0 => algorithm.max_digest_size(),
+        0 => args.algorithm.max_digest_size(),
         size => size,
     };
-    let tree = TreeParams::new(algorithm, size, args.leaf_size).map_err(usage)?;
+    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
     // (`--leaf-range` and `--part` do not go together.)
     let selection = (args.leaf_range.map(Selection::Range)).or(args.part.map(Selection::Part));
     let listing = match (args.leaves, args.leaf_count) {
@@ -494,9 +467,7 @@ fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
         _ => return error,
     };
     error.remove(ContextKind::SuggestedArg);
-    error.insert(
-        ContextKind::Suggested,
-        ContextValue::StyledStrs(vec![tip.into()]),
-    );
+    let tip = ContextValue::StyledStrs(vec![tip.into()]);
+    error.insert(ContextKind::Suggested, tip);
     error
 }

@@ -7,7 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::io::{self, BufWriter, Write};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
 
 use bt2sum::sys::{FileId, lock};
 
@@ -20,12 +21,20 @@ pub fn args_os() -> impl Iterator<Item = OsString> {
     return std::env::args_os();
 }
 
+/// Whether standard input was closed at start (on Windows, a process
+/// started without a handle keeps a null one).
 pub fn stdin_closed() -> bool {
-    closed::at_start(0)
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdin()).is_null();
+    #[cfg(unix)]
+    return closed::at_start(0);
 }
 
 pub fn stdout_closed() -> bool {
-    closed::at_start(1)
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdout()).is_null();
+    #[cfg(unix)]
+    return closed::at_start(1);
 }
 
 pub fn closed_stream() -> io::Error {
@@ -43,14 +52,12 @@ mod closed {
 
     static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
 
-    #[cfg(not(target_vendor = "apple"))]
     #[used]
-    #[unsafe(link_section = ".init_array")]
-    static PROBE: extern "C" fn() = probe;
-
-    #[cfg(target_vendor = "apple")]
-    #[used]
-    #[unsafe(link_section = "__DATA,__mod_init_func")]
+    #[cfg_attr(not(target_vendor = "apple"), unsafe(link_section = ".init_array"))]
+    #[cfg_attr(
+        target_vendor = "apple",
+        unsafe(link_section = "__DATA,__mod_init_func")
+    )]
     static PROBE: extern "C" fn() = probe;
 
     extern "C" fn probe() {
@@ -64,19 +71,6 @@ mod closed {
 
     pub(super) fn at_start(fd: u8) -> bool {
         CLOSED_AT_START.load(Ordering::Relaxed) & (1 << fd) != 0
-    }
-}
-
-/// On Windows a process started without a handle keeps a null one.
-#[cfg(windows)]
-mod closed {
-    use std::os::windows::io::AsRawHandle;
-
-    pub(super) fn at_start(fd: u8) -> bool {
-        match fd {
-            0 => std::io::stdin().as_raw_handle().is_null(),
-            _ => std::io::stdout().as_raw_handle().is_null(),
-        }
     }
 }
 
@@ -102,16 +96,10 @@ pub fn duplicate_stdout() -> io::Result<File> {
     Ok(File::from(copy))
 }
 
-type LastWords = Box<dyn FnOnce() + Send>;
+static LAST_WORDS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
 
-static LAST_WORDS: Mutex<Vec<LastWords>> = Mutex::new(Vec::new());
-
-static STOPPING: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
-    std::sync::OnceLock::new();
-
-fn stopping_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
-    STOPPING.get_or_init(Default::default)
-}
+/// Raised when a stop signal comes (an `Arc`: signal-hook's handlers hold it too).
+static STOPPING: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
 
 /// Runs `last_words` when the process is asked to stop (Ctrl-C, SIGTERM,
 /// SIGHUP), after those given later (as `atexit` does: a progress bar is
@@ -120,7 +108,7 @@ fn stopping_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
 /// ends it at once. A signal ignored when bt2sum started (SIGINT in a
 /// background job, SIGHUP under `nohup`) stays ignored.
 pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    static INSTALLED: Once = Once::new();
     lock(&LAST_WORDS).push(Box::new(last_words));
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
@@ -131,7 +119,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
 
 /// Whether a stop signal came: no writer may write more.
 pub fn stopping() -> bool {
-    stopping_flag().load(std::sync::atomic::Ordering::Acquire)
+    STOPPING.load(Ordering::Acquire)
 }
 
 pub fn wait_to_be_stopped() -> ! {
@@ -141,7 +129,7 @@ pub fn wait_to_be_stopped() -> ! {
 }
 
 fn speak_last_words() {
-    stopping_flag().store(true, std::sync::atomic::Ordering::Release);
+    STOPPING.store(true, Ordering::Release);
     let last_words = std::mem::take(&mut *lock(&LAST_WORDS));
     for words in last_words.into_iter().rev() {
         words();
@@ -150,7 +138,9 @@ fn speak_last_words() {
 
 #[cfg(unix)]
 mod stop_signals {
+    use super::{Arc, AtomicBool};
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::flag;
 
     fn ignored(signal: libc::c_int) -> bool {
         // SAFETY: a zeroed sigaction is valid to receive the current one,
@@ -188,15 +178,11 @@ mod stop_signals {
         // for the watcher to be scheduled. A second signal has its default
         // action: the handler knows it by a flag of its own, which only
         // handlers raise (the watcher, woken, raises the writers' flag).
-        let signalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let signalled = Arc::new(AtomicBool::new(false));
         for &signal in &taken {
-            let _ = signal_hook::flag::register_conditional_default(
-                signal,
-                std::sync::Arc::clone(&signalled),
-            );
-            let _ = signal_hook::flag::register(signal, std::sync::Arc::clone(&signalled));
-            let _ =
-                signal_hook::flag::register(signal, std::sync::Arc::clone(super::stopping_flag()));
+            let _ = flag::register_conditional_default(signal, Arc::clone(&signalled));
+            let _ = flag::register(signal, Arc::clone(&signalled));
+            let _ = flag::register(signal, Arc::clone(&super::STOPPING));
         }
     }
 }
@@ -289,21 +275,16 @@ pub fn raise_descriptor_limit() {
 /// many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
     let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
-    let mut started = Vec::with_capacity(wanted);
-    for _ in 0..wanted {
-        let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
-        let thread = std::thread::Builder::new()
-            .stack_size(bt2sum::budget::STACK)
-            .spawn(move || {
-                if let Ok(worker) = receive.recv() {
-                    worker.run();
-                }
-            });
-        match thread {
-            Ok(_) => started.push(hand_over),
-            Err(_) => break,
-        }
-    }
+    // Each thread waits for the worker it is to run; the first the system
+    // refuses ends the count.
+    let started: Vec<_> = (0..wanted)
+        .map_while(|_| {
+            let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
+            let thread = std::thread::Builder::new().stack_size(bt2sum::budget::STACK);
+            let spawned = thread.spawn(move || receive.recv().map(rayon::ThreadBuilder::run));
+            spawned.ok().map(|_| hand_over)
+        })
+        .collect();
     let count = started.len();
     let builder = rayon::ThreadPoolBuilder::new();
     if count == 0 {
@@ -411,8 +392,7 @@ fn refused_ends(block: *mut u8) -> *mut u8 {
         }
         #[cfg(windows)]
         {
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(MESSAGE);
+            let _ = io::stderr().write_all(MESSAGE);
             std::process::exit(1);
         }
     }
