@@ -85,8 +85,7 @@ pub struct Args {
     #[arg(short = 'C', long = "directory", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub directory: Option<OsString>,
 
-    /// Threads that hash or read at once, the run's own counted (--cpus 1 keeps to one core):
-    /// 1 to 1024 [default: the number of processors]
+    /// Threads at work, the run's own counted: 1 to 1024 [default: the number of processors]
     #[arg(long, visible_alias = "num-threads", value_name = "N", value_hint = ValueHint::Other,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub cpus: Option<u16>,

@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 use bt2sum::sys::lock;
 use indicatif::{BinaryBytes, HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::output::counted;
-
 const DELAY: Duration = Duration::from_secs(1);
 
 const TICK: Duration = Duration::from_millis(100);
@@ -260,8 +258,8 @@ impl State {
         if let Some(total) = self.total {
             line += &format!(" / {}", BinaryBytes(total));
         }
-        let files = counted(files, "file", "files");
-        line += &format!(", {files}, {}/s", BinaryBytes(rate as u64));
+        let noun = if files == 1 { "file" } else { "files" };
+        line += &format!(", {files} {noun}, {}/s", BinaryBytes(rate as u64));
         match (end, self.total) {
             (true, _) => line += ", done",
             (false, Some(total)) if rate > 0.0 && total > done => {
