@@ -16,17 +16,9 @@ use crate::engine::TreeHasher;
 use crate::params::{Algorithm, TreeParams};
 
 impl TreeHasher {
-    fn update_or_panic(&mut self, data: &[u8]) {
-        if let Err(error) = self.write_all(data) {
-            panic!("BLAKE2 tree hash: {error}");
-        }
-    }
-
     fn finalize_or_panic(self) -> Digest {
-        match self.finalize() {
-            Ok(digest) => digest,
-            Err(error) => panic!("BLAKE2 tree hash: {error}"),
-        }
+        self.finalize()
+            .unwrap_or_else(|error| panic!("BLAKE2 tree hash: {error}"))
     }
 
     /// The checksum, and the hasher started again with the same parameters.
@@ -44,7 +36,9 @@ impl TreeHasher {
 /// panicked is not to be used again.
 impl Update for TreeHasher {
     fn update(&mut self, data: &[u8]) {
-        self.update_or_panic(data);
+        if let Err(error) = self.write_all(data) {
+            panic!("BLAKE2 tree hash: {error}");
+        }
     }
 }
 
@@ -114,7 +108,7 @@ pub struct DefaultTreeHasher(TreeHasher);
 
 impl Update for DefaultTreeHasher {
     fn update(&mut self, data: &[u8]) {
-        self.0.update_or_panic(data);
+        self.0.update(data);
     }
 }
 

@@ -8,7 +8,7 @@ use crate::format::list::OtherTool;
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
 use crate::input::Stamp;
-use crate::leaves::ListedLeaves;
+use crate::leaves::{ListedLeaf, ListedLeaves};
 use crate::params::TreeParams;
 use crate::verify::{BadLine, Verdict};
 use std::ops::RangeInclusive;
@@ -106,7 +106,7 @@ impl Pass {
 
     /// How many lines the pass checks.
     pub(super) fn lines(&self) -> usize {
-        let leaves = self.listed.as_ref().map_or(0, ListedLeaves::len);
+        let leaves = self.listed.as_ref().map_or(0, |listed| listed.len());
         let checksum = self.judged_checksum().is_some() || self.contradicts_itself;
         usize::from(checksum) + leaves + self.count_lines.len()
     }
@@ -169,14 +169,15 @@ impl Checked {
         let (Some(listed), Some(total)) = (&self.pass.listed, self.pass.total) else {
             return false;
         };
-        let in_order = listed.listed().zip(0..).all(|((index, _), at)| index == at);
+        let in_order = listed.iter().zip(0..).all(|(leaf, at)| leaf.index == at);
         let one_pass = !self.pass.continues && !self.pass.continued;
         one_pass && listed.len() as u64 == self.pass.tree.leaf_count(total) && in_order
     }
 
     /// The listed leaves and their digests, in leaf order.
     pub fn listed_leaves(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        self.pass.listed.iter().flat_map(ListedLeaves::listed)
+        let listed = self.pass.listed.iter().flat_map(|listed| listed.iter());
+        listed.map(|leaf| (leaf.index, &leaf.digest))
     }
 
     /// The listed leaves that failed or are missing, as
@@ -185,8 +186,9 @@ impl Checked {
     pub fn failed_leaves(&self) -> Vec<(u64, Digest)> {
         match (&self.outcome, &self.pass.listed) {
             (Ok(_), Some(listed)) if !self.pass.probe => listed
-                .failed()
-                .map(|(index, digest)| (index, *digest))
+                .iter()
+                .filter(|leaf| !leaf.matched)
+                .map(|leaf| (leaf.index, leaf.digest))
                 .collect(),
             _ => Vec::new(),
         }
@@ -223,7 +225,7 @@ impl Checked {
         };
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == pass.total);
         let leaves_now = hashed.map(|hashed| pass.tree.leaf_count(hashed.length));
-        let mut leaves = pass.listed.iter().flat_map(ListedLeaves::verdicts);
+        let mut leaves = pass.listed.iter().flat_map(|listed| listed.iter());
         let mut count_lines = pass.count_lines.iter().peekable();
         let mut leaves_seen = 0;
         let rest = std::iter::from_fn(move || {
@@ -233,7 +235,7 @@ impl Checked {
             {
                 return Some((Subject::Length, judged(total_matches)));
             }
-            let (index, matched) = leaves.next()?;
+            let &ListedLeaf { index, matched, .. } = leaves.next()?;
             leaves_seen += 1;
             let verdict = match leaves_now {
                 Some(count) if index >= count => Verdict::Missing,
@@ -247,7 +249,12 @@ impl Checked {
     /// Whether the file's lines list no digest (count lines only): checking
     /// it verifies its length, not its bytes.
     pub fn lists_no_digest(&self) -> bool {
-        self.pass.checksum.is_none() && self.pass.listed.as_ref().is_none_or(ListedLeaves::is_empty)
+        self.pass.checksum.is_none()
+            && self
+                .pass
+                .listed
+                .as_ref()
+                .is_none_or(|listed| listed.is_empty())
     }
 
     /// Whether the file's size or modification time differ from its stat

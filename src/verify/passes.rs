@@ -229,7 +229,7 @@ impl<'a> Passes<'a> {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
-        let held = pass.listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
+        let held = pass.listed.as_ref().map_or(0, |listed| listed.len()) + pass.count_lines.len();
         if held >= pass_lines(self.verifier.pass_bytes, &leaf.tree) {
             return Joined::Cut;
         }
@@ -299,13 +299,13 @@ impl<'a> Passes<'a> {
                     expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
                 });
             }
-            for (index, digest) in listed.listed() {
+            for leaf in listed.iter() {
                 if let Some(listing) = &mut listing {
-                    listing.in_order &= index == listing.next_index;
-                    listing.next_index = index + 1;
-                    listing.root.feed(digest.as_bytes());
+                    listing.in_order &= leaf.index == listing.next_index;
+                    listing.next_index = leaf.index + 1;
+                    listing.root.feed(leaf.digest.as_bytes());
                 }
-                let leaf = pass.tree.leaf_bytes(index, length);
+                let leaf = pass.tree.leaf_bytes(leaf.index, length);
                 total = total.saturating_add(leaf.end - leaf.start);
             }
             if !pass.continued
@@ -452,9 +452,15 @@ fn slice_leaves(
         checksum_in = incomplete && whole_unit(verifier, pass, &checksum.expected);
     }
     let total = pass.total.unwrap_or(0);
-    leaves.retain(|index, digest| {
-        let bytes = pass.tree.leaf_bytes(index, total);
-        take_unit(verifier, pass, Some(index), digest, bytes.end - bytes.start)
+    leaves.retain(|leaf| {
+        let bytes = pass.tree.leaf_bytes(leaf.index, total);
+        take_unit(
+            verifier,
+            pass,
+            Some(leaf.index),
+            &leaf.digest,
+            bytes.end - bytes.start,
+        )
     });
     if !starts_in {
         pass.count_lines.clear();
