@@ -143,7 +143,7 @@ impl SpillError {
 /// let tree = TreeParams::new(Algorithm::Blake2s, 32, 4)?;
 /// let second = leaf_digest(&tree, 1, LastNode::No, b"byte");
 /// // Leaf 1 is listed with its digest, leaf 2 with leaf 1's.
-/// let mut listed = ListedLeaves::new(32);
+/// let mut listed = ListedLeaves::default();
 /// assert!(listed.push(1, second));
 /// assert!(listed.push(2, second));
 /// assert!(!listed.push(2, second), "indices must increase");
@@ -156,8 +156,8 @@ impl SpillError {
 /// assert_eq!(matched, [(1, true), (2, false)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Default)]
 pub struct ListedLeaves {
-    digest_size: usize,
     listed: Vec<ListedLeaf>,
     /// The first listed leaf not yet delivered.
     next: usize,
@@ -185,21 +185,14 @@ impl ListedLeaves {
     /// What each listed leaf takes in memory.
     pub const BYTES_PER_LEAF: usize = std::mem::size_of::<ListedLeaf>();
 
-    /// No listed leaf yet, of `digest_size`-byte digests.
-    pub fn new(digest_size: usize) -> Self {
-        ListedLeaves {
-            digest_size,
-            listed: Vec::new(),
-            next: 0,
-        }
-    }
-
     /// Lists leaf `index` with `digest`; `false` (and nothing listed)
     /// unless `index` is above every leaf listed so far and `digest` has
-    /// the digest size.
+    /// their size.
     pub fn push(&mut self, index: u64, digest: Digest) -> bool {
-        let increasing = self.listed.last().is_none_or(|last| last.index < index);
-        if !increasing || digest.as_bytes().len() != self.digest_size {
+        let size = digest.as_bytes().len();
+        let follows =
+            |last: &ListedLeaf| last.index < index && last.digest.as_bytes().len() == size;
+        if !self.listed.last().is_none_or(follows) {
             return false;
         }
         self.listed.push(ListedLeaf {
@@ -226,14 +219,17 @@ impl ListedLeaves {
 
 impl LeafSink for ListedLeaves {
     fn leaves(&mut self, first: u64, digests: &[u8]) {
-        let count = (digests.len() / self.digest_size) as u64;
+        let Some(size) = self.listed.first().map(|leaf| leaf.digest.as_bytes().len()) else {
+            return;
+        };
+        let count = (digests.len() / size) as u64;
         while let Some(listed) = self.listed.get_mut(self.next) {
             if listed.index >= first + count {
                 break;
             }
             if let Some(offset) = listed.index.checked_sub(first) {
-                let start = offset as usize * self.digest_size;
-                listed.matched = listed.digest == digests[start..start + self.digest_size];
+                let start = offset as usize * size;
+                listed.matched = listed.digest == digests[start..start + size];
             }
             self.next += 1;
         }

@@ -145,15 +145,12 @@ pub enum Report<'a> {
     },
 }
 
-/// One slice of what lists describe, checked on its own (`-c --part K/N`):
-/// the lists' bytes, in list order, are cut into N runs of near-equal
-/// bytes, and slice K checks the units that start in run K. A file checked
-/// whole (a checksum line without leaf lines) is one unit of its size (its
-/// stat line's, its count line's, or else the file's own); each listed
-/// leaf is one unit of its length. A checksum line followed by its file's
-/// complete leaf listing is left to the leaves, which stand for it; one
-/// followed by only some of its leaves is a unit of the file's size too,
-/// before them. Together, slices 1 to N check every unit once.
+/// One slice of what lists describe, checked on its own (`-c --part K/N`).
+/// The units of the lists are a file checked whole (of its listed size, or
+/// else its own) and each listed leaf; a complete leaf listing stands for
+/// its checksum line, an incomplete one does not. Cut by their bytes, in
+/// list order, into N near-equal runs, slice K checks the units that start
+/// in run K: slices 1 to N check every unit once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
     /// Which slice, of how many.
@@ -179,8 +176,7 @@ impl Slice {
     }
 }
 
-/// A unit of the lists, as [`Slice`] counts them, handed to a caller that
-/// chooses the units to check itself ([`Verifier::chooser`]): a file
+/// A unit of the lists ([`Slice`]), for a [`Verifier::chooser`]: a file
 /// checked whole (`leaf` is `None`, `digest` its checksum line's) or one
 /// listed leaf, of `bytes` bytes.
 #[derive(Clone, Copy, Debug)]
@@ -198,11 +194,9 @@ pub struct Unit<'u> {
 /// know where a file's report ends).
 pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
 
-/// The leaf listings with a checksum line in the lists counted by
-/// [`Verifier::total_bytes`], by number in list order (`counted`, and
-/// `checked` so far): those incomplete, whose checksum line is a unit of
-/// its own, and those whose leaves do not make their checksum line's
-/// digest.
+/// The leaf listings with a checksum line that [`Verifier::total_bytes`]
+/// counted, by number: those incomplete, and those whose leaves do not
+/// make their checksum line's digest.
 #[derive(Default)]
 struct Listings {
     counted: u64,
@@ -227,9 +221,8 @@ pub struct Verifier<'a> {
     pub slice: Option<Slice>,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
-    /// Whether a file listed without its size (no stat, leaf or count line)
-    /// counts the size the system gives now (`true`), or 0: a chooser that
-    /// chooses by name alone needs no sizes.
+    /// Whether a file listed without its size counts the size the system
+    /// gives now (`true`), or 0 (for a chooser that needs no sizes).
     pub look_up_sizes: bool,
     /// Cuts a file's leaf listing into passes of at most this many bytes of
     /// leaves, each reported on its own: a run that stops midway loses at
@@ -291,11 +284,9 @@ impl<'a> Verifier<'a> {
         passes.error.take().map_or(Ok(total), Err)
     }
 
-    /// Verifies one list, read from `list` (`list_is_stdin`: it is standard
-    /// input, which its nameless lines then cannot mean too), handing each
-    /// report to `report` in list order. Files are hashed several at once,
-    /// the list read only as room frees up, so a list of millions of files
-    /// never sits in memory whole.
+    /// Verifies one list (`list_is_stdin`: read from standard input, which
+    /// its nameless lines then cannot mean), handing each report to
+    /// `report` in list order; the list is read only as room frees up.
     ///
     /// Returns `Break` if `report` asked to stop (no further file is then
     /// started), and `Err` if the list could not be read on, after
@@ -347,7 +338,7 @@ impl<'a> Verifier<'a> {
         for (line, why) in &pass.bad_lines {
             report(Report::BadLine { line: *line, why })?;
         }
-        pass.listed = outcome.leaves;
+        pass.listed = outcome.leaves.unwrap_or_default();
         let checksum_matched = !pass.probe
             && !pass.unread
             && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
@@ -387,13 +378,9 @@ impl<'a> Verifier<'a> {
         report(Report::Checked(&checked))
     }
 
-    /// Whether a pass's checksum line matches the file. It may have been
-    /// made with either leaf size the list gives it: its leaf lines'
-    /// (`tree=`, which the file was hashed with) or `-t`'s (the default
-    /// `5m` when not given). So where they differ and the first fails, the
-    /// file is hashed once more with `-t`'s (a named file; standard input
-    /// cannot be read twice, nor can a FIFO or a device: only a regular
-    /// file is read again).
+    /// Whether a pass's checksum line matches the file, made with its leaf
+    /// lines' `tree=` (which the file was hashed with) or else `-t`'s leaf
+    /// size: a regular file is hashed again with `-t`'s where they differ.
     fn checksum_matches(
         &self,
         pass: &Pass,

@@ -48,7 +48,7 @@ pub struct Pass {
     /// whether the pass after it goes on with its file.
     pub(super) continues: bool,
     pub(super) continued: bool,
-    pub(super) listed: Option<ListedLeaves>,
+    pub(super) listed: ListedLeaves,
     /// The improperly formatted lines just before the pass.
     pub(super) bad_lines: Vec<(u64, BadLine)>,
     /// Its first and last line in the list, by number (from 1).
@@ -106,7 +106,7 @@ impl Pass {
 
     /// How many lines the pass checks.
     pub(super) fn lines(&self) -> usize {
-        let leaves = self.listed.as_ref().map_or(0, |listed| listed.len());
+        let leaves = self.listed.len();
         let checksum = self.judged_checksum().is_some() || self.contradicts_itself;
         usize::from(checksum) + leaves + self.count_lines.len()
     }
@@ -166,7 +166,7 @@ impl Checked {
     /// order, and the file has no other pass: its leaves then stand for its
     /// checksum line.
     pub fn lists_every_leaf(&self) -> bool {
-        let (Some(listed), Some(total)) = (&self.pass.listed, self.pass.total) else {
+        let (listed, Some(total)) = (&self.pass.listed, self.pass.total) else {
             return false;
         };
         let in_order = listed.iter().zip(0..).all(|(leaf, at)| leaf.index == at);
@@ -176,22 +176,24 @@ impl Checked {
 
     /// The listed leaves and their digests, in leaf order.
     pub fn listed_leaves(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        let listed = self.pass.listed.iter().flat_map(|listed| listed.iter());
-        listed.map(|leaf| (leaf.index, &leaf.digest))
+        self.pass
+            .listed
+            .iter()
+            .map(|leaf| (leaf.index, &leaf.digest))
     }
 
     /// The listed leaves that failed or are missing, as
     /// [`listed_leaves`](Self::listed_leaves) (none if the file could not
     /// be read).
     pub fn failed_leaves(&self) -> Vec<(u64, Digest)> {
-        match (&self.outcome, &self.pass.listed) {
-            (Ok(_), Some(listed)) if !self.pass.probe => listed
-                .iter()
-                .filter(|leaf| !leaf.matched)
-                .map(|leaf| (leaf.index, leaf.digest))
-                .collect(),
-            _ => Vec::new(),
-        }
+        // (A probe lists no leaves.)
+        let readable = self.outcome.is_ok();
+        let failed = self
+            .pass
+            .listed
+            .iter()
+            .filter(|leaf| readable && !leaf.matched);
+        failed.map(|leaf| (leaf.index, leaf.digest)).collect()
     }
 
     /// The verdict on each line the pass checked, in list order (none for
@@ -225,7 +227,7 @@ impl Checked {
         };
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == pass.total);
         let leaves_now = hashed.map(|hashed| pass.tree.leaf_count(hashed.length));
-        let mut leaves = pass.listed.iter().flat_map(|listed| listed.iter());
+        let mut leaves = pass.listed.iter();
         let mut count_lines = pass.count_lines.iter().peekable();
         let mut leaves_seen = 0;
         let rest = std::iter::from_fn(move || {
@@ -249,12 +251,7 @@ impl Checked {
     /// Whether the file's lines list no digest (count lines only): checking
     /// it verifies its length, not its bytes.
     pub fn lists_no_digest(&self) -> bool {
-        self.pass.checksum.is_none()
-            && self
-                .pass
-                .listed
-                .as_ref()
-                .is_none_or(|listed| listed.is_empty())
+        self.pass.checksum.is_none() && self.pass.listed.is_empty()
     }
 
     /// Whether the file's size or modification time differ from its stat

@@ -229,19 +229,17 @@ impl<'a> Passes<'a> {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
-        let held = pass.listed.as_ref().map_or(0, |listed| listed.len()) + pass.count_lines.len();
+        let held = pass.listed.len() + pass.count_lines.len();
         if held >= pass_lines(self.verifier.pass_bytes, &leaf.tree) {
             return Joined::Cut;
         }
         pass.tree = leaf.tree;
         pass.total = Some(leaf.total);
-        let listed =
-            (pass.listed).get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
         match leaf.leaf {
             // Not after the pass's leaves: checked in the next pass.
-            Some(leaf) if !listed.push(leaf.index, leaf.digest) => return Joined::Cut,
+            Some(leaf) if !pass.listed.push(leaf.index, leaf.digest) => return Joined::Cut,
             Some(_) => {}
-            None => pass.count_lines.push(listed.len()),
+            None => pass.count_lines.push(pass.listed.len()),
         }
         Joined::Yes
     }
@@ -254,17 +252,11 @@ impl<'a> Passes<'a> {
         let verifier = self.verifier;
         // (Count lines go with the pass's first unit.)
         let starts_in = verifier.holds(verifier.offset.get(), None);
-        let in_this = match pass.listed.take().filter(|listed| !listed.is_empty()) {
-            Some(mut leaves) => {
-                let kept = slice_leaves(verifier, pass, &mut leaves, starts_in);
-                pass.listed = Some(leaves);
-                kept
-            }
-            None => match &pass.checksum {
-                Some(checksum) => whole_unit(verifier, pass, &checksum.expected),
-                // (Count lines alone: nothing to read.)
-                None => starts_in,
-            },
+        let in_this = match &pass.checksum {
+            _ if !pass.listed.is_empty() => slice_leaves(verifier, pass, starts_in),
+            Some(checksum) => whole_unit(verifier, pass, &checksum.expected),
+            // (Count lines alone: nothing to read.)
+            None => starts_in,
         };
         if !in_this {
             return false;
@@ -284,7 +276,7 @@ impl<'a> Passes<'a> {
         let mut total = 0u64;
         let mut listing: Option<Listing> = None;
         while let Some(pass) = self.next_pass() {
-            let Some(listed) = pass.listed.as_ref().filter(|listed| !listed.is_empty()) else {
+            if pass.listed.is_empty() {
                 let whole = pass.checksum.is_some().then(|| whole_size(&pass, verifier));
                 total = total.saturating_add(whole.unwrap_or(0));
                 continue;
@@ -299,7 +291,7 @@ impl<'a> Passes<'a> {
                     expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
                 });
             }
-            for leaf in listed.iter() {
+            for leaf in pass.listed.iter() {
                 if let Some(listing) = &mut listing {
                     listing.in_order &= leaf.index == listing.next_index;
                     listing.next_index = leaf.index + 1;
@@ -348,7 +340,7 @@ impl<'a> Passes<'a> {
             // those outside it.)
             let probe_others = self.verifier.slice.is_some_and(|slice| slice.probe_others);
             if probe_others && !pass.continues {
-                (pass.probe, pass.continued, pass.listed) = (true, false, None);
+                (pass.probe, pass.continued, pass.listed) = (true, false, ListedLeaves::default());
                 return Some(pass);
             }
         }
@@ -374,7 +366,8 @@ impl<'a> Passes<'a> {
             (pass.unread, self.unread_file) = (true, pass.continued);
             // (Its one verdict is its checksum line's, wherever a slice or a
             // round placed that line.)
-            (pass.continued, pass.checksum_elsewhere, pass.listed) = (false, false, None);
+            (pass.continued, pass.checksum_elsewhere) = (false, false);
+            pass.listed = ListedLeaves::default();
         }
         Some(pass)
     }
@@ -433,12 +426,7 @@ fn whole_unit(verifier: &Verifier<'_>, pass: &Pass, expected: &Digest) -> bool {
 /// the slice, and the count lines if the pass's first unit is
 /// (`starts_in`); the checksum line of a listing's first pass is a unit
 /// of its own if the listing is incomplete.
-fn slice_leaves(
-    verifier: &Verifier<'_>,
-    pass: &mut Pass,
-    leaves: &mut ListedLeaves,
-    starts_in: bool,
-) -> bool {
+fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bool {
     let (mut checksum_in, mut contradicts) = (false, false);
     if let (Some(checksum), false) = (&pass.checksum, pass.continues) {
         // A listing's first pass: is it complete, and do its leaves make
@@ -451,7 +439,7 @@ fn slice_leaves(
         drop(listings);
         checksum_in = incomplete && whole_unit(verifier, pass, &checksum.expected);
     }
-    let total = pass.total.unwrap_or(0);
+    let (total, mut leaves) = (pass.total.unwrap_or(0), std::mem::take(&mut pass.listed));
     leaves.retain(|leaf| {
         let bytes = pass.tree.leaf_bytes(leaf.index, total);
         take_unit(
@@ -462,10 +450,11 @@ fn slice_leaves(
             bytes.end - bytes.start,
         )
     });
+    pass.listed = leaves;
     if !starts_in {
         pass.count_lines.clear();
     }
-    let kept = !leaves.is_empty() || !pass.count_lines.is_empty();
+    let kept = !pass.listed.is_empty() || !pass.count_lines.is_empty();
     if !(kept || checksum_in || contradicts) {
         return false;
     }
@@ -503,7 +492,7 @@ impl Iterator for Passes<'_> {
         };
         pass.bad_lines = std::mem::take(&mut self.bad_lines);
         let held = pass.lines() * ListedLeaves::BYTES_PER_LEAF;
-        let listed = pass.listed.take().filter(|listed| !listed.is_empty());
+        let listed = Some(std::mem::take(&mut pass.listed)).filter(|listed| !listed.is_empty());
         // (A name no path here can have was refused as improperly
         // formatted.)
         let path = Name::listed(&pass.name).path().unwrap_or_default();
