@@ -4,6 +4,7 @@
 use crate::digest::Digest;
 use crate::engine::Hashed;
 use crate::error::Error;
+use crate::format::checksum::Entry;
 use crate::format::list::OtherTool;
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
@@ -37,7 +38,8 @@ pub struct Pass {
     /// What the file is hashed with: the tree of its leaf lines (their
     /// `tree=` wins over `-t`), or the checksum line's tag and `-t`.
     pub tree: TreeParams,
-    pub(super) checksum: Option<ListedChecksum>,
+    /// The checksum line (its name moved to the pass's).
+    pub(super) checksum: Option<Entry>,
     /// The file's length, as its leaf and count lines list it.
     pub total: Option<u64>,
     /// The file's size and modification time, as its stat line lists them.
@@ -69,15 +71,6 @@ pub struct Pass {
     pub(super) checksum_elsewhere: bool,
 }
 
-/// A checksum line's digest, and what its shape says of its maker.
-#[derive(Clone, Debug)]
-pub(super) struct ListedChecksum {
-    pub expected: Digest,
-    pub sized_like: Option<OtherTool>,
-    /// Whether the line is tagged, not GNU-style.
-    pub tagged: bool,
-}
-
 impl Pass {
     /// Whether a leaf or stat line goes with the pass's lines: the same
     /// file (a nameless line's is `-`), algorithm and digest size, and,
@@ -92,7 +85,7 @@ impl Pass {
         }
     }
 
-    pub(super) fn judged_checksum(&self) -> Option<&ListedChecksum> {
+    pub(super) fn judged_checksum(&self) -> Option<&Entry> {
         self.checksum.as_ref().filter(|_| !self.checksum_elsewhere)
     }
 
@@ -311,16 +304,17 @@ impl Checked {
     /// leaf size fails in every such line).
     pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
         let checksum = self.pass.judged_checksum()?;
-        let by_option =
-            self.pass.total.is_none() && self.pass.stat.is_none() && checksum.sized_like.is_none();
+        let by_option = self.pass.total.is_none()
+            && self.pass.stat.is_none()
+            && checksum.sized_like().is_none();
         (by_option && self.outcome.is_ok()).then_some(self.checksum_matched)
     }
 
     /// The other tool whose digest size the checksum line has, if it failed
     /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
-    pub fn failed_like(&self) -> Option<&OtherTool> {
+    pub fn failed_like(&self) -> Option<OtherTool> {
         let checksum = self.pass.judged_checksum()?;
         let failed = self.outcome.is_ok() && !self.checksum_matched;
-        checksum.sized_like.as_ref().filter(|_| failed)
+        checksum.sized_like().filter(|_| failed)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, BufRead};
 
-use super::pass::{ListedChecksum, Pass};
+use super::pass::Pass;
 use super::{BadLine, Unit, Verifier};
 use crate::digest::Digest;
 use crate::format::checksum::Entry;
@@ -138,21 +138,16 @@ impl<'a> Passes<'a> {
                 expected,
                 tagged: true,
             }))?,
-            ListLine::Checksum(entry) => {
+            ListLine::Checksum(mut entry) => {
                 let size = entry.expected.as_bytes().len();
                 let leaf_size = self.verifier.settings.leaf_size;
                 // (The grammar only lets valid sizes through.)
                 let tree = TreeParams::new(entry.algorithm, size, leaf_size)
                     .map_err(|_| BadLine::Grammar(Improper::Junk))?;
-                let checksum = ListedChecksum {
-                    sized_like: entry.sized_like(),
-                    expected: entry.expected,
-                    tagged: entry.tagged,
-                };
                 Pass {
-                    name: entry.name,
+                    name: std::mem::take(&mut entry.name),
                     tree,
-                    checksum: Some(checksum),
+                    checksum: Some(entry),
                     ..Pass::default()
                 }
             }
