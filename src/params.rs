@@ -45,14 +45,6 @@ impl Algorithm {
         }
     }
 
-    /// The compression block size, in bytes.
-    pub const fn block_size(self) -> usize {
-        match self {
-            Algorithm::Blake2b => 128,
-            Algorithm::Blake2s => 64,
-        }
-    }
-
     /// How many leaves the parameter block can number: BLAKE2s has a 48-bit
     /// node offset, BLAKE2b a 64-bit one.
     pub const fn max_leaves(self) -> u64 {

@@ -1,7 +1,4 @@
-//! The RustCrypto `digest` 0.10 traits, with the `digest` feature:
-//! [`TreeHasher`] with a run-time output size, [`DefaultTreeHasher`] with a
-//! fixed one. The traits cannot report errors: where the library returns
-//! one, they panic.
+//! The RustCrypto `digest` 0.10 traits, with the `digest` feature.
 
 use std::io::{self, Write};
 

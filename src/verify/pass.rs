@@ -214,10 +214,11 @@ impl Checked {
             };
             (Subject::Checksum, verdict)
         });
-        let checksum = match pass.contradicts_itself {
-            true => Some((Subject::Checksum, Verdict::Failed)),
-            false => checksum,
-        };
+        // (A listing that contradicts its checksum line leaves it unjudged.)
+        let contradicted = pass
+            .contradicts_itself
+            .then_some((Subject::Checksum, Verdict::Failed));
+        let checksum = checksum.or(contradicted);
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == pass.total);
         let leaves_now = hashed.map(|hashed| pass.tree.leaf_count(hashed.length));
         let mut leaves = pass.listed.iter();

@@ -157,7 +157,7 @@ impl<'a> Passes<'a> {
                     tree: leaf.tree,
                     ..Pass::default()
                 };
-                self.join(&mut pass, leaf);
+                self.join(&mut pass, &leaf);
                 pass
             }
             ListLine::Stat(_) => return Err(BadLine::LoneStat),
@@ -199,7 +199,7 @@ impl<'a> Passes<'a> {
         // same file and listing and fit in one pass.
         while let Some((line_number, line)) = self.next_line() {
             let joined = match &line {
-                ListLine::Leaf(leaf) => self.join(&mut pass, leaf.clone()),
+                ListLine::Leaf(leaf) => self.join(&mut pass, leaf),
                 ListLine::Stat(stat) => join_stat(&mut pass, stat),
                 _ => Joined::No,
             };
@@ -220,7 +220,7 @@ impl<'a> Passes<'a> {
     /// Adds a leaf or count line to `pass` if it goes on with it ([`Pass::takes`],
     /// a leaf after the pass's, fewer than [`pass_lines`] lines). A checksum
     /// line takes the leaf size of the first leaf line joining it.
-    fn join(&self, pass: &mut Pass, leaf: LeafLine) -> Joined {
+    fn join(&self, pass: &mut Pass, leaf: &LeafLine) -> Joined {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
@@ -230,7 +230,7 @@ impl<'a> Passes<'a> {
         }
         pass.tree = leaf.tree;
         pass.total = Some(leaf.total);
-        match leaf.leaf {
+        match &leaf.leaf {
             // Not after the pass's leaves: checked in the next pass.
             Some(leaf) if !pass.listed.push(leaf.index, leaf.digest) => return Joined::Cut,
             Some(_) => {}
