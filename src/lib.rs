@@ -87,13 +87,8 @@ pub use rustcrypto::DefaultTreeHasher;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
 
-/// Hashes a byte slice in one call, on the current rayon pool.
-///
-/// ```
-/// use bt2sum::{hash, TreeParams};
-/// let digest = hash(&TreeParams::default(), b"hello s3git\n");
-/// assert!(digest.to_hex().starts_with("18e622875a89cede"));
-/// ```
+/// Hashes a byte slice in one call, on the current rayon pool (as the
+/// crate's example shows).
 ///
 /// # Panics
 ///

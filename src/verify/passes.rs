@@ -277,19 +277,18 @@ impl<'a> Passes<'a> {
                 continue;
             };
             let length = pass.total.unwrap_or(0);
-            if pass.checksum.is_some() && !pass.continues {
+            if let Some(checksum) = pass.checksum.as_ref().filter(|_| !pass.continues) {
                 listing = Some(Listing {
-                    next_index: 0,
-                    in_order: true,
+                    next: Some(0),
                     size: whole_size(&pass, verifier),
                     root: crate::engine::Root::new(&pass.tree),
-                    expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
+                    expected: checksum.expected,
                 });
             }
             for leaf in pass.listed.iter() {
                 if let Some(listing) = &mut listing {
-                    listing.in_order &= leaf.index == listing.next_index;
-                    listing.next_index = leaf.index + 1;
+                    let in_order = listing.next == Some(leaf.index);
+                    listing.next = in_order.then_some(leaf.index + 1);
                     listing.root.feed(leaf.digest.as_bytes());
                 }
                 let leaf = pass.tree.leaf_bytes(leaf.index, length);
@@ -301,11 +300,10 @@ impl<'a> Passes<'a> {
                 let mut listings = verifier.listings.borrow_mut();
                 let ordinal = listings.counted;
                 listings.counted += 1;
-                let complete = done.in_order && done.next_index == pass.tree.leaf_count(length);
-                if !complete {
+                if done.next != Some(pass.tree.leaf_count(length)) {
                     listings.incomplete.push(ordinal);
                     total = total.saturating_add(done.size);
-                } else if done.expected != Some(done.root.finalize()) {
+                } else if done.expected != done.root.finalize() {
                     listings.contradicted.push(ordinal);
                 }
             }
@@ -368,15 +366,15 @@ impl<'a> Passes<'a> {
     }
 }
 
-/// A leaf listing with a checksum line, as its passes are counted: whether
-/// its leaves so far are 0, 1, 2..., and the root they make.
+/// A leaf listing with a checksum line, as its passes are counted: the
+/// next index, while its leaves so far are 0, 1, 2..., and the root they
+/// make.
 struct Listing {
-    next_index: u64,
-    in_order: bool,
+    next: Option<u64>,
     /// The size of the file it lists, as its first pass gives it.
     size: u64,
     root: crate::engine::Root,
-    expected: Option<Digest>,
+    expected: Digest,
 }
 
 /// Adds a stat line to `pass` if it is its checksum line's; its `tree=` is
