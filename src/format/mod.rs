@@ -23,8 +23,7 @@ use crate::params::{Algorithm, TreeParams};
 /// How lines end, and with it whether names are escaped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ending {
-    /// In a newline; a name holding a backslash, newline or carriage return
-    /// is escaped, and its line starts with `\`, as GNU does.
+    /// In a newline, names escaped as GNU escapes them ([`name`]).
     #[default]
     Newline,
     /// In a NUL byte, names written as they are (`-z`, GNU's `--zero`).

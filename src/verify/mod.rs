@@ -201,6 +201,7 @@ struct Listings {
 
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool. Its public fields may be set before the first check.
+#[derive(Default)]
 pub struct Verifier<'a> {
     #[allow(missing_docs)]
     pub settings: Settings,
@@ -215,35 +216,28 @@ pub struct Verifier<'a> {
     pub slice: Option<Slice>,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
-    /// Whether a file listed without its size counts the size the system
-    /// gives now (`true`), or 0 (for a chooser that needs no sizes).
-    pub look_up_sizes: bool,
+    /// Whether a file listed without its size counts 0, not the size the
+    /// system gives now (for a chooser that needs no sizes).
+    pub skip_size_lookups: bool,
     /// Cuts a file's leaf listing into passes of at most this many bytes of
     /// leaves, each reported on its own: a run that stops midway loses at
     /// most one pass of a file.
     pub pass_bytes: Option<u64>,
     /// Called before standard input is read for a listed `-`; an error it
     /// returns (standard input was closed) is that file's.
-    pub before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
+    pub before_stdin: Option<Box<dyn Fn() -> io::Result<()> + 'a>>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: Cell<u64>,
     listings: RefCell<Listings>,
 }
 
 impl<'a> Verifier<'a> {
-    /// A verifier of lists read with `settings`, checking them whole.
+    /// A verifier of lists read with `settings`, checking them whole (as
+    /// does the `Default` one, with the default settings).
     pub fn new(settings: Settings) -> Self {
         Verifier {
             settings,
-            progress: None,
-            quick: false,
-            slice: None,
-            chooser: None,
-            look_up_sizes: true,
-            pass_bytes: None,
-            before_stdin: Box::new(|| Ok(())),
-            offset: Cell::new(0),
-            listings: RefCell::default(),
+            ..Verifier::default()
         }
     }
 
@@ -306,10 +300,9 @@ impl<'a> Verifier<'a> {
             for (line, why) in &passes.bad_lines {
                 report(Report::BadLine { line: *line, why })?;
             }
+            let lines = passes.outside_slice;
             match self.selects() {
-                true => report(Report::OutsideSlice {
-                    lines: passes.outside_slice,
-                }),
+                true => report(Report::OutsideSlice { lines }),
                 false => ControlFlow::Continue(()),
             }
         };

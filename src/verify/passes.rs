@@ -463,7 +463,7 @@ fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bo
 /// it, or else as the system says now (or 0).
 fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     let now = || {
-        let path = pass.path().filter(|_| verifier.look_up_sizes)?;
+        let path = pass.path().filter(|_| !verifier.skip_size_lookups)?;
         Some(std::fs::metadata(path).ok()?.len())
     };
     pass.stat
@@ -498,7 +498,8 @@ impl Iterator for Passes<'_> {
         let job = if pass.name == b"-" {
             // Standard input may be a pipe: hashed whole, in turn.
             let job = Job::stdin(pass, &tree).with_leaves(listed);
-            match (self.verifier.before_stdin)() {
+            let before = self.verifier.before_stdin.as_ref();
+            match before.map_or(Ok(()), |before_stdin| before_stdin()) {
                 Ok(()) => job,
                 Err(error) => job.failing(error.into()),
             }
