@@ -129,10 +129,10 @@ impl SpillError {
     }
 }
 
-/// Listed digests of some of an input's leaves, in increasing leaf order,
-/// each compared (in constant time) with the leaf's as hashing delivers
-/// it: as a job's [`LeafSink`], it checks a listing in the pass that
-/// computes the checksum.
+/// Listed digests of some of an input's leaves (of its tree's digest
+/// size), in increasing leaf order, each compared (in constant time) with
+/// the leaf's as hashing delivers it: as a job's [`LeafSink`], it checks a
+/// listing in the pass that computes the checksum.
 ///
 /// ```
 /// use std::io::Write;
