@@ -160,13 +160,9 @@ pub struct Slice {
 impl Slice {
     /// Whether the unit starting `start` bytes into the lists is the slice's.
     fn holds(&self, start: u64) -> bool {
-        let run = match self.total {
-            0 => 0,
-            total => {
-                u128::from(start.min(total - 1)) * u128::from(self.part.parts()) / u128::from(total)
-            }
-        };
-        run + 1 == u128::from(self.part.part())
+        let (total, parts) = (u128::from(self.total.max(1)), u128::from(self.part.parts()));
+        let start = u128::from(start.min(self.total.saturating_sub(1)));
+        start * parts / total + 1 == u128::from(self.part.part())
     }
 }
 
