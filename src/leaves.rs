@@ -359,7 +359,7 @@ impl Combiner {
             let (index, at, digest) = leaf.map_err(SpillError)?;
             if index < next {
                 // (Sorted: the leaf just fed, listed again.)
-                if !crate::ct::eq(&digest, &last) && clash.is_none_or(|(_, first)| first > at) {
+                if !crate::ct::eq(&digest, &last) && clash.is_none_or(|(_, first)| first >= at) {
                     clash = Some((index, at));
                 }
                 continue;

@@ -159,7 +159,8 @@ impl Checked {
     /// order, and the file has no other pass: its leaves then stand for its
     /// checksum line.
     pub fn lists_every_leaf(&self) -> bool {
-        let (listed, Some(total)) = (&self.pass.listed, self.pass.total) else {
+        let listed = &self.pass.listed;
+        let Some(total) = self.pass.total.filter(|_| !listed.is_empty()) else {
             return false;
         };
         let in_order = listed.iter().zip(0..).all(|(leaf, at)| leaf.index == at);
