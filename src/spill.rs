@@ -229,7 +229,13 @@ impl Run {
         }
         let mut len = [0; 4];
         self.0.read_exact(&mut len)?;
-        let mut record = vec![0; u32::from_le_bytes(len) as usize];
+        let len = u32::from_le_bytes(len) as usize;
+        // (A length past the run's end is refused before room is made.)
+        let (stretch, buffered) = (self.0.get_ref(), self.0.buffer().len() as u64);
+        if len as u64 > stretch.range.end - stretch.range.start + buffered {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let mut record = vec![0; len];
         self.0.read_exact(&mut record)?;
         Ok(Some(record))
     }
