@@ -50,10 +50,8 @@ pub fn workers(wanted: usize) -> usize {
         0 => std::thread::available_parallelism().map_or(1, usize::from),
         wanted => wanted,
     };
-    match crate::sys::address_space_left() {
-        Some(left) => wanted.min(left.saturating_sub(BASE) / PER_THREAD),
-        None => wanted,
-    }
+    let left = crate::sys::address_space_left().unwrap_or(usize::MAX);
+    wanted.min(left.saturating_sub(BASE) / PER_THREAD)
 }
 
 /// What the descriptors free at the start are spent on, under a limit of

@@ -30,8 +30,8 @@ pub struct SpillError(#[source] io::Error);
 /// kept in a [`Spill`] store.
 pub struct LeafLog {
     digest_size: usize,
-    first: u64,
-    count: u64,
+    /// The first leaf's index, once one is logged.
+    first: Option<u64>,
     /// In the runs the sink was given them.
     digests: Spill<ByteBuf>,
     error: Option<io::Error>,
@@ -42,16 +42,10 @@ impl LeafLog {
     pub fn new(digest_size: usize) -> Self {
         LeafLog {
             digest_size,
-            first: 0,
-            count: 0,
+            first: None,
             digests: Spill::new(IN_MEMORY),
             error: None,
         }
-    }
-
-    /// How many leaves are logged.
-    pub fn count(&self) -> u64 {
-        self.count
     }
 
     /// Whether the digests could not all be kept.
@@ -73,7 +67,7 @@ impl LeafLog {
         if let Some(error) = self.error.take() {
             return Err(SpillError(error).into());
         }
-        let mut index = self.first;
+        let mut index = self.first.unwrap_or(0);
         for run in self.digests.iter().map_err(SpillError)? {
             for digest in run.map_err(SpillError)?.chunks(self.digest_size) {
                 each(index, digest)?;
@@ -82,15 +76,33 @@ impl LeafLog {
         }
         Ok(())
     }
+
+    /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
+    /// bytes to `out`, after what `lines` holds already (its checksum
+    /// line, say), 64 KiB at a time.
+    pub fn write_lines(
+        self,
+        out: &mut dyn Write,
+        lines: &mut Vec<u8>,
+        input: InputLines<'_>,
+        total: u64,
+    ) -> io::Result<()> {
+        self.for_each(|index, digest| {
+            input.push_leaf(lines, total, index, digest);
+            if lines.len() >= LEAF_LINES_ROOM {
+                out.write_all(lines)?;
+                lines.clear();
+            }
+            Ok::<(), io::Error>(())
+        })?;
+        out.write_all(lines)
+    }
 }
 
 impl LeafSink for LeafLog {
     fn leaves(&mut self, first: u64, digests: &[u8]) {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
-        if self.count == 0 {
-            self.first = first;
-        }
-        self.count += (digests.len() / self.digest_size) as u64;
+        self.first.get_or_insert(first);
         if self.error.is_none()
             && let Err(error) = self.digests.push(&ByteBuf::from(digests))
         {
@@ -117,96 +129,70 @@ impl SpillError {
     }
 }
 
-impl LeafLog {
-    /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
-    /// bytes to `out`, after what `lines` holds already (its checksum
-    /// line, say), 64 KiB at a time.
-    pub fn write_lines(
-        self,
-        out: &mut dyn Write,
-        lines: &mut Vec<u8>,
-        input: InputLines<'_>,
-        total: u64,
-    ) -> io::Result<()> {
-        self.for_each(|index, digest| {
-            input.push_leaf(lines, total, index, digest);
-            if lines.len() >= LEAF_LINES_ROOM {
-                out.write_all(lines)?;
-                lines.clear();
-            }
-            Ok::<(), io::Error>(())
-        })?;
-        out.write_all(lines)
-    }
-}
-
-/// Listed digests of some of an input's leaves, in increasing leaf order,
-/// each compared (in constant time) with the leaf's as hashing delivers
-/// it: as a job's [`LeafSink`], it checks a listing in the pass that
-/// computes the checksum.
+/// Listed digests of some of an input's leaves (of its tree's digest
+/// size), in increasing leaf order, each compared (in constant time) with
+/// the leaf's as hashing delivers it: as a job's [`LeafSink`], it checks a
+/// listing in the pass that computes the checksum.
 ///
 /// ```
 /// use std::io::Write;
-/// use bt2sum::leaves::{LeafLog, ListedLeaves};
-/// use bt2sum::{Algorithm, Digest, TreeHasher, TreeParams};
+/// use bt2sum::leaves::ListedLeaves;
+/// use bt2sum::{Algorithm, LastNode, TreeHasher, TreeParams, leaf_digest};
 ///
-/// // 10 bytes in 4-byte leaves: three leaves.
+/// // 10 bytes in 4-byte leaves: three leaves, leaf 1 is `byte`.
 /// let tree = TreeParams::new(Algorithm::Blake2s, 32, 4)?;
-/// let data = b"ten bytes!";
-/// let mut hasher = TreeHasher::with_leaves(&tree, LeafLog::new(32));
-/// hasher.write_all(data)?;
-/// let (_, log) = hasher.finalize_with_leaves()?;
-/// let mut digests = Vec::new();
-/// log.for_each(|_, leaf| {
-///     digests.push(Digest::from_slice(leaf).unwrap());
-///     Ok::<(), bt2sum::leaves::SpillError>(())
-/// })?;
-///
-/// // Leaf 1 is listed with its digest, leaf 2 with leaf 0's.
-/// let mut listed = ListedLeaves::new(32);
-/// assert!(listed.push(1, digests[1]));
-/// assert!(listed.push(2, digests[0]));
-/// assert!(!listed.push(2, digests[2]), "indices must increase");
+/// let second = leaf_digest(&tree, 1, LastNode::No, b"byte");
+/// // Leaf 1 is listed with its digest, leaf 2 with leaf 1's.
+/// let mut listed = ListedLeaves::default();
+/// assert!(listed.push(1, second));
+/// assert!(listed.push(2, second));
+/// assert!(!listed.push(2, second), "indices must increase");
 /// assert_eq!(listed.indices(), Some(1..3));
 ///
 /// let mut hasher = TreeHasher::with_leaves(&tree, listed);
-/// hasher.write_all(data)?;
+/// hasher.write_all(b"ten bytes!")?;
 /// let (_, listed) = hasher.finalize_with_leaves()?;
-/// assert_eq!(listed.verdicts().collect::<Vec<_>>(), [(1, true), (2, false)]);
+/// let matched: Vec<_> = listed.iter().map(|leaf| (leaf.index, leaf.matched)).collect();
+/// assert_eq!(matched, [(1, true), (2, false)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Default)]
 pub struct ListedLeaves {
-    digest_size: usize,
     listed: Vec<ListedLeaf>,
     /// The first listed leaf not yet delivered.
     next: usize,
 }
 
-struct ListedLeaf {
-    index: u64,
-    digest: Digest,
-    matched: bool,
+/// A listed leaf: its index, its listed digest, and whether the leaf
+/// hashed matched it (`false` until it is hashed).
+#[allow(missing_docs)]
+pub struct ListedLeaf {
+    pub index: u64,
+    pub digest: Digest,
+    pub matched: bool,
+}
+
+/// The listed leaves, in leaf order.
+impl std::ops::Deref for ListedLeaves {
+    type Target = [ListedLeaf];
+
+    fn deref(&self) -> &[ListedLeaf] {
+        &self.listed
+    }
 }
 
 impl ListedLeaves {
     /// What each listed leaf takes in memory.
     pub const BYTES_PER_LEAF: usize = std::mem::size_of::<ListedLeaf>();
 
-    /// No listed leaf yet, of `digest_size`-byte digests.
-    pub fn new(digest_size: usize) -> Self {
-        ListedLeaves {
-            digest_size,
-            listed: Vec::new(),
-            next: 0,
-        }
-    }
-
     /// Lists leaf `index` with `digest`; `false` (and nothing listed)
     /// unless `index` is above every leaf listed so far and `digest` has
-    /// the digest size.
+    /// their size.
     pub fn push(&mut self, index: u64, digest: Digest) -> bool {
-        let increasing = self.listed.last().is_none_or(|last| last.index < index);
-        if !increasing || digest.as_bytes().len() != self.digest_size {
+        let size = digest.as_bytes().len();
+        let follows =
+            |last: &ListedLeaf| last.index < index && last.digest.as_bytes().len() == size;
+        if !self.listed.last().is_none_or(follows) {
             return false;
         }
         self.listed.push(ListedLeaf {
@@ -217,16 +203,6 @@ impl ListedLeaves {
         true
     }
 
-    /// How many leaves are listed.
-    pub fn len(&self) -> usize {
-        self.listed.len()
-    }
-
-    /// Whether no leaf is listed.
-    pub fn is_empty(&self) -> bool {
-        self.listed.is_empty()
-    }
-
     /// The range of leaves to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
         let first = self.listed.first()?.index;
@@ -234,47 +210,26 @@ impl ListedLeaves {
         Some(first..last + 1)
     }
 
-    /// The listed leaves with their listed digests, in leaf order.
-    pub fn listed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        self.listed
-            .iter()
-            .map(|listed| (listed.index, &listed.digest))
-    }
-
-    /// The listed leaves that did not match (or were never hashed), with
-    /// their listed digests, in leaf order.
-    pub fn failed(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        self.listed
-            .iter()
-            .filter(|listed| !listed.matched)
-            .map(|listed| (listed.index, &listed.digest))
-    }
-
     /// Keeps only the listed leaves `keep` says yes to.
-    pub fn retain(&mut self, mut keep: impl FnMut(u64, &Digest) -> bool) {
-        self.listed
-            .retain(|listed| keep(listed.index, &listed.digest));
+    pub fn retain(&mut self, keep: impl FnMut(&ListedLeaf) -> bool) {
+        self.listed.retain(keep);
         self.next = 0;
-    }
-
-    /// Each listed leaf's index, and whether it matched, in leaf order.
-    pub fn verdicts(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
-        self.listed
-            .iter()
-            .map(|listed| (listed.index, listed.matched))
     }
 }
 
 impl LeafSink for ListedLeaves {
     fn leaves(&mut self, first: u64, digests: &[u8]) {
-        let count = (digests.len() / self.digest_size) as u64;
+        let Some(size) = self.listed.first().map(|leaf| leaf.digest.as_bytes().len()) else {
+            return;
+        };
+        let count = (digests.len() / size) as u64;
         while let Some(listed) = self.listed.get_mut(self.next) {
             if listed.index >= first + count {
                 break;
             }
             if let Some(offset) = listed.index.checked_sub(first) {
-                let start = offset as usize * self.digest_size;
-                listed.matched = listed.digest == digests[start..start + self.digest_size];
+                let start = offset as usize * size;
+                listed.matched = listed.digest == digests[start..start + size];
             }
             self.next += 1;
         }
@@ -318,12 +273,6 @@ pub enum CombineError {
     Spill(#[from] SpillError),
 }
 
-impl From<io::Error> for CombineError {
-    fn from(error: io::Error) -> Self {
-        CombineError::Spill(SpillError(error))
-    }
-}
-
 fn shown(name: &Option<Vec<u8>>) -> String {
     match name {
         Some(name) => Name::listed(name).shown(),
@@ -337,38 +286,22 @@ fn shown(name: &Option<Vec<u8>>) -> String {
 /// listed twice is compared with itself, a jump in the indices is a gap).
 ///
 /// ```
-/// use std::io::Write;
-/// use bt2sum::format::leaf::parse_leaf_line;
-/// use bt2sum::format::{Ending, InputLines};
-/// use bt2sum::leaves::{Combiner, LeafLog};
-/// use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
+/// use bt2sum::format::leaf::{Leaf, LeafLine};
+/// use bt2sum::leaves::Combiner;
+/// use bt2sum::{Algorithm, LastNode, TreeParams, hash, leaf_digest};
 ///
-/// // 10 bytes in 4-byte leaves: three leaves.
+/// // 10 bytes in 4-byte leaves: three leaves, listed in any order.
 /// let tree = TreeParams::new(Algorithm::Blake2b, 32, 4)?;
-/// let data = b"ten bytes!";
-/// let mut hasher = TreeHasher::with_leaves(&tree, LeafLog::new(32));
-/// hasher.write_all(data)?;
-/// let (digest, leaves) = hasher.finalize_with_leaves()?;
-///
-/// // The listing `bt2sum --leaves` would print for a file named `f`.
-/// let mut listing = Vec::new();
-/// let file = InputLines { tree: &tree, name: Some(b"f"), ending: Ending::Newline };
-/// leaves.for_each(|index, leaf| {
-///     file.push_leaf(&mut listing, data.len() as u64, index, leaf);
-///     Ok::<(), Box<dyn std::error::Error>>(())
-/// })?;
-/// assert!(listing.starts_with(b"BLAKE2b-32 leaf=0 offset=0 length=4 total=10 tree=4 (f) = "));
-///
-/// // Its lines, in any order, give the file's checksum back.
+/// let leaves: Vec<&[u8]> = b"ten bytes!".chunks(4).collect();
 /// let mut combiner = Combiner::default();
-/// for (number, line) in listing.split(|&byte| byte == b'\n').filter(|line| !line.is_empty()).rev().enumerate() {
-///     combiner.add(parse_leaf_line(line)?, (0, number as u64))?;
+/// for (number, index) in [2, 0, 1].into_iter().enumerate() {
+///     let last = if index == 2 { LastNode::Yes } else { LastNode::No };
+///     let digest = leaf_digest(&tree, index, last, leaves[index as usize]);
+///     let leaf = Some(Leaf { index, digest });
+///     let line = LeafLine { tree, name: None, total: 10, leaf, span: None };
+///     combiner.add(line, (0, number as u64))?;
 /// }
-/// let combined = combiner.finish()?;
-/// assert_eq!(combined.name.as_deref(), Some(&b"f"[..]));
-/// assert_eq!((combined.tree, combined.total), (tree, 10));
-/// assert_eq!(combined.digest, digest);
-/// assert_eq!(combined.digest, hash(&tree, data));
+/// assert_eq!(combiner.finish()?.digest, hash(&tree, b"ten bytes!"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Combiner {
@@ -407,7 +340,9 @@ impl Combiner {
         }
         if let Some(leaf) = line.leaf {
             let digest = ByteBuf::from(leaf.digest.as_bytes());
-            self.leaves.push(&(leaf.index, at, digest))?;
+            self.leaves
+                .push(&(leaf.index, at, digest))
+                .map_err(SpillError)?;
         }
         Ok(())
     }
@@ -419,36 +354,35 @@ impl Combiner {
         let leaves = tree.leaf_count(total);
         let mut root = Root::new(&tree);
         let (mut next, mut last) = (0, ByteBuf::new());
-        let (mut clash, mut gap) = (None::<CombineError>, None);
-        for leaf in self.leaves.into_sorted()? {
-            let (index, at, digest) = leaf?;
+        let (mut clash, mut gap) = (None::<(u64, Place)>, None);
+        for leaf in self.leaves.into_sorted().map_err(SpillError)? {
+            let (index, at, digest) = leaf.map_err(SpillError)?;
             if index < next {
                 // (Sorted: the leaf just fed, listed again.)
-                let earlier = |clash: &CombineError| matches!(clash, CombineError::Clash { at: first, .. } if *first < at);
-                if !crate::ct::eq(&digest, &last) && !clash.as_ref().is_some_and(earlier) {
-                    clash = Some(CombineError::Clash { index, at });
+                if !crate::ct::eq(&digest, &last) && clash.is_none_or(|(_, first)| first >= at) {
+                    clash = Some((index, at));
                 }
                 continue;
             }
-            if index > next && gap.is_none() {
-                gap = Some(CombineError::Missing {
-                    first: next,
-                    next: index,
-                    leaves,
-                });
+            if index > next {
+                gap.get_or_insert(next..index);
             }
             root.feed(&digest);
             (next, last) = (index + 1, digest);
         }
-        if next < leaves && gap.is_none() {
-            gap = Some(CombineError::Missing {
-                first: next,
-                next: leaves,
+        if next < leaves {
+            gap.get_or_insert(next..leaves);
+        }
+        if let Some((index, at)) = clash {
+            return Err(CombineError::Clash { index, at });
+        }
+        if let Some(gap) = gap {
+            let (first, next) = (gap.start, gap.end);
+            return Err(CombineError::Missing {
+                first,
+                next,
                 leaves,
             });
-        }
-        if let Some(error) = clash.or(gap) {
-            return Err(error);
         }
         Ok(Combined {
             tree,

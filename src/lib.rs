@@ -24,18 +24,16 @@
 //!
 //! - [`hash`] hashes a byte slice, [`TreeHasher`] a stream written or read
 //!   in pieces with bounded memory, [`hash_reader`] a reader, and
-//!   [`hash_path`], [`hash_file`] and [`hash_stdin`] files of any kind (regular files are mapped a window at
-//!   a time, which installs a SIGBUS handler once per process so that a file
-//!   cut short while it is hashed is reported, not fatal).
+//!   [`hash_path`], [`hash_file`] and [`hash_stdin`] files of any kind
+//!   (mapping a regular file installs a SIGBUS handler once per process, so
+//!   that a file cut short while it is hashed is reported, not fatal).
 //! - [`Digest`]s compare in constant time, with [`ct::eq`], the hand-written
 //!   comparator of [`ct`].
 //! - [`hash_each`] hashes many files at once, reporting them in order.
 //! - With the `digest` feature, [`TreeHasher`] implements the RustCrypto
-//!   `digest` 0.10 traits with an output size chosen at run time
-//!   (`VariableOutput`), and `DefaultTreeHasher`, the default parameters
-//!   with a fixed 64-byte output, is a `digest::Digest`. The traits cannot
-//!   report errors: where the library returns one (memory refused even for
-//!   4 KiB, a BLAKE2s input of more than 2^48 leaves), they panic.
+//!   `digest` 0.10 traits (`VariableOutput`), and `DefaultTreeHasher` (the
+//!   default parameters) is a `digest::Digest`; where the library would
+//!   return an error, they panic.
 //! - [`format`](mod@format) reads and writes checksum lines and leaf lines;
 //!   [`leaves`] keeps leaf digests and combines partial listings.
 //! - [`verify`] checks lists: typed verdicts per listed file, line and
@@ -89,13 +87,8 @@ pub use rustcrypto::DefaultTreeHasher;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
 
-/// Hashes a byte slice in one call, on the current rayon pool.
-///
-/// ```
-/// use bt2sum::{hash, TreeParams};
-/// let digest = hash(&TreeParams::default(), b"hello s3git\n");
-/// assert!(digest.to_hex().starts_with("18e622875a89cede"));
-/// ```
+/// Hashes a byte slice in one call, on the current rayon pool (as the
+/// crate's example shows).
 ///
 /// # Panics
 ///

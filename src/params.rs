@@ -45,14 +45,6 @@ impl Algorithm {
         }
     }
 
-    /// The compression block size, in bytes.
-    pub const fn block_size(self) -> usize {
-        match self {
-            Algorithm::Blake2b => 128,
-            Algorithm::Blake2s => 64,
-        }
-    }
-
     /// How many leaves the parameter block can number: BLAKE2s has a 48-bit
     /// node offset, BLAKE2b a 64-bit one.
     pub const fn max_leaves(self) -> u64 {
@@ -258,12 +250,6 @@ impl From<std::ops::Range<u64>> for Selection {
     }
 }
 
-impl From<Part> for Selection {
-    fn from(part: Part) -> Self {
-        Selection::Part(part)
-    }
-}
-
 /// The `part`-th of `parts` near-equal runs of an input's leaves, counted
 /// from 1 as GNU `split -n K/N` counts: run sizes differ by at most one leaf,
 /// the longer runs first, so that when there are fewer leaves than parts the
@@ -388,8 +374,8 @@ mod tests {
         assert!(Selection::from(0..1).takes_the_start());
         assert!(!Selection::from(0..0).takes_the_start());
         assert!(!Selection::from(1..2).takes_the_start());
-        assert!(Selection::from(Part::new(1, 4).unwrap()).takes_the_start());
-        assert!(!Selection::from(Part::new(2, 4).unwrap()).takes_the_start());
+        assert!(Selection::Part(Part::new(1, 4).unwrap()).takes_the_start());
+        assert!(!Selection::Part(Part::new(2, 4).unwrap()).takes_the_start());
         let tree = TreeParams::new(Algorithm::Blake2b, 64, 10).unwrap();
         assert_eq!(tree.leaves_bytes(&(1..3), 25), 10..25);
         assert_eq!(tree.leaves_bytes(&(1..2), 25), 10..20);

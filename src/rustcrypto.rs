@@ -1,7 +1,4 @@
-//! The RustCrypto `digest` 0.10 traits, with the `digest` feature:
-//! [`TreeHasher`] with a run-time output size, [`DefaultTreeHasher`] with a
-//! fixed one. The traits cannot report errors: where the library returns
-//! one, they panic.
+//! The RustCrypto `digest` 0.10 traits, with the `digest` feature.
 
 use std::io::{self, Write};
 
@@ -16,17 +13,9 @@ use crate::engine::TreeHasher;
 use crate::params::{Algorithm, TreeParams};
 
 impl TreeHasher {
-    fn update_or_panic(&mut self, data: &[u8]) {
-        if let Err(error) = self.write_all(data) {
-            panic!("BLAKE2 tree hash: {error}");
-        }
-    }
-
     fn finalize_or_panic(self) -> Digest {
-        match self.finalize() {
-            Ok(digest) => digest,
-            Err(error) => panic!("BLAKE2 tree hash: {error}"),
-        }
+        self.finalize()
+            .unwrap_or_else(|error| panic!("BLAKE2 tree hash: {error}"))
     }
 
     /// The checksum, and the hasher started again with the same parameters.
@@ -44,7 +33,9 @@ impl TreeHasher {
 /// panicked is not to be used again.
 impl Update for TreeHasher {
     fn update(&mut self, data: &[u8]) {
-        self.update_or_panic(data);
+        if let Err(error) = self.write_all(data) {
+            panic!("BLAKE2 tree hash: {error}");
+        }
     }
 }
 
@@ -114,7 +105,7 @@ pub struct DefaultTreeHasher(TreeHasher);
 
 impl Update for DefaultTreeHasher {
     fn update(&mut self, data: &[u8]) {
-        self.0.update_or_panic(data);
+        self.0.update(data);
     }
 }
 

@@ -13,9 +13,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
@@ -39,7 +40,8 @@ pub struct Spill<T> {
     capacity: usize,
     /// Encoded records: each a 4-byte length and its bytes.
     buffer: Vec<u8>,
-    file: Option<BufWriter<File>>,
+    /// Written in turn, read at offsets (by every run of a merge at once).
+    file: Option<Arc<File>>,
     /// The bytes written to the file, and (sorted) the runs there.
     written: u64,
     runs: Vec<Range<u64>>,
@@ -106,19 +108,19 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
     }
 
     fn spill(&mut self) -> io::Result<()> {
-        let file = match &mut self.file {
+        let file = match &self.file {
             Some(file) => file,
-            None => self
-                .file
-                .insert(BufWriter::with_capacity(READ_BUFFER, tempfile::tempfile()?)),
+            None => self.file.insert(Arc::new(tempfile::tempfile()?)),
         };
+        let mut out = BufWriter::with_capacity(READ_BUFFER, &**file);
         if self.sorted {
             for record in sorted_records(&self.buffer) {
-                file.write_all(&self.buffer[record.start - 4..record.end])?;
+                out.write_all(&self.buffer[record.start - 4..record.end])?;
             }
         } else {
-            file.write_all(&self.buffer)?;
+            out.write_all(&self.buffer)?;
         }
+        out.flush()?;
         let start = self.written;
         self.written += self.buffer.len() as u64;
         self.runs.push(start..self.written);
@@ -131,16 +133,10 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
     /// pushed; they can be read again.
     pub fn iter(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
         debug_assert!(!self.sorted, "a sorted store is read with into_sorted");
-        let file = match &mut self.file {
-            Some(file) => {
-                file.flush()?;
-                Some(file.get_ref())
-            }
-            None => None,
-        };
-        let mut run = Run::new(0..self.written, READ_BUFFER);
+        let file = self.file.as_ref();
+        let mut run = file.map(|file| Run::new(file, 0..self.written, READ_BUFFER));
         let spilled = std::iter::from_fn(move || {
-            let record = run.next(file?).transpose()?;
+            let record = run.as_mut()?.next().transpose()?;
             Some(record.and_then(|bytes| decode(&bytes)))
         });
         let buffer = &self.buffer;
@@ -175,11 +171,10 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
         let file = self.file.take().expect("spilled");
         let chunk = (self.capacity / self.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
         let mut merge = Merge {
-            file: file.into_inner().map_err(io::IntoInnerError::into_error)?,
             runs: self
                 .runs
                 .drain(..)
-                .map(|run| Run::new(run, chunk))
+                .map(|run| Run::new(&file, run, chunk))
                 .collect(),
             heap: BinaryHeap::new(),
             records: PhantomData,
@@ -219,67 +214,51 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> io::Result<T> {
 }
 
 /// Encoded records from a range of the file, read a chunk at a time.
-struct Run {
-    bytes: Vec<u8>,
-    chunk: usize,
-    /// Where the unread part of `bytes` starts.
-    at: usize,
-    /// Where the file's bytes after `bytes` start, and end.
-    offset: u64,
-    end: u64,
-}
+struct Run(BufReader<Stretch>);
 
 impl Run {
-    fn new(range: Range<u64>, chunk: usize) -> Run {
-        Run {
-            bytes: Vec::new(),
-            chunk,
-            at: 0,
-            offset: range.start,
-            end: range.end,
-        }
+    fn new(file: &Arc<File>, range: Range<u64>, chunk: usize) -> Run {
+        let file = Arc::clone(file);
+        Run(BufReader::with_capacity(chunk, Stretch { file, range }))
     }
 
     /// The next record's bytes; `None` at the run's end.
-    fn next(&mut self, file: &File) -> io::Result<Option<Vec<u8>>> {
-        if !self.fill(file, 4)? {
+    fn next(&mut self) -> io::Result<Option<Vec<u8>>> {
+        if self.0.fill_buf()?.is_empty() {
             return Ok(None);
         }
-        let len = u32::from_le_bytes(self.bytes[self.at..self.at + 4].try_into().expect("4"));
-        let len = len as usize;
-        if !self.fill(file, 4 + len)? {
+        let mut len = [0; 4];
+        self.0.read_exact(&mut len)?;
+        let len = u32::from_le_bytes(len) as usize;
+        // (A length past the run's end is refused before room is made.)
+        let (stretch, buffered) = (self.0.get_ref(), self.0.buffer().len() as u64);
+        if len as u64 > stretch.range.end - stretch.range.start + buffered {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        let record = self.bytes[self.at + 4..self.at + 4 + len].to_vec();
-        self.at += 4 + len;
+        let mut record = vec![0; len];
+        self.0.read_exact(&mut record)?;
         Ok(Some(record))
     }
+}
 
-    /// Makes `wanted` unread bytes be at hand; `false` if there are fewer.
-    fn fill(&mut self, file: &File, wanted: usize) -> io::Result<bool> {
-        let unread = self.bytes.len() - self.at;
-        if unread >= wanted {
-            return Ok(true);
-        }
-        let left = self.end - self.offset;
-        if (unread as u64) + left < wanted as u64 {
-            return Ok(false);
-        }
-        let bytes = &mut self.bytes;
-        bytes.drain(..self.at);
-        self.at = 0;
-        let more = ((wanted - unread).max(self.chunk) as u64).min(left) as usize;
-        let start = bytes.len();
-        bytes.resize(start + more, 0);
-        crate::sys::read_exact_at(file, &mut bytes[start..], self.offset)?;
-        self.offset += more as u64;
-        Ok(true)
+/// The bytes of a range of the file, read at their offsets.
+struct Stretch {
+    file: Arc<File>,
+    range: Range<u64>,
+}
+
+impl Read for Stretch {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = usize::try_from(self.range.end - self.range.start).unwrap_or(usize::MAX);
+        let len = buf.len().min(left);
+        let read = crate::sys::read_full_at(&self.file, &mut buf[..len], self.range.start)?;
+        self.range.start += read as u64;
+        Ok(read)
     }
 }
 
 /// A sorted store's runs, merged.
 struct Merge<T> {
-    file: File,
     runs: Vec<Run>,
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
     records: PhantomData<fn() -> T>,
@@ -287,7 +266,7 @@ struct Merge<T> {
 
 impl<T> Merge<T> {
     fn refill(&mut self, run: usize) -> io::Result<()> {
-        if let Some(record) = self.runs[run].next(&self.file)? {
+        if let Some(record) = self.runs[run].next()? {
             self.heap.push(Reverse((record, run)));
         }
         Ok(())

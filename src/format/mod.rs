@@ -23,8 +23,7 @@ use crate::params::{Algorithm, TreeParams};
 /// How lines end, and with it whether names are escaped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ending {
-    /// In a newline; a name holding a backslash, newline or carriage return
-    /// is escaped, and its line starts with `\`, as GNU does.
+    /// In a newline, names escaped as GNU escapes them ([`name`]).
     #[default]
     Newline,
     /// In a NUL byte, names written as they are (`-z`, GNU's `--zero`).
@@ -166,10 +165,8 @@ fn decode_hex(hex: &[u8], size: usize) -> Option<Digest> {
     let bytes = bytes.get_mut(..size).filter(|_| hex.len() == 2 * size)?;
     let mut seen = 0;
     for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
-        let (high, low) = (
-            HEX_DIGITS[usize::from(pair[0])],
-            HEX_DIGITS[usize::from(pair[1])],
-        );
+        let high = HEX_DIGITS[usize::from(pair[0])];
+        let low = HEX_DIGITS[usize::from(pair[1])];
         seen |= high | low;
         *byte = (high & 0xf) << 4 | (low & 0xf);
     }
@@ -182,16 +179,15 @@ fn decode_hex(hex: &[u8], size: usize) -> Option<Digest> {
 /// lowercase or an uppercase letter, or no digit at all.
 const HEX_DIGITS: [u8; 256] = {
     let mut table = [NOT_HEX; 256];
-    let mut digit = 0;
-    while digit < 10 {
-        table[(b'0' + digit) as usize] = digit;
-        digit += 1;
-    }
-    let mut letter = 0;
-    while letter < 6 {
-        table[(b'a' + letter) as usize] = (10 + letter) | LOWER;
-        table[(b'A' + letter) as usize] = (10 + letter) | UPPER;
-        letter += 1;
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = match byte as u8 {
+            digit @ b'0'..=b'9' => digit - b'0',
+            letter @ b'a'..=b'f' => (letter - b'a' + 10) | LOWER,
+            letter @ b'A'..=b'F' => (letter - b'A' + 10) | UPPER,
+            _ => NOT_HEX,
+        };
+        byte += 1;
     }
     table
 };

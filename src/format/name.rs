@@ -103,10 +103,8 @@ impl<'a> Name<'a> {
         }
     }
 
-    /// Appends the name as verdicts and messages show it: when it holds a
-    /// backslash or a control byte, a leading `\` and every such byte
-    /// escaped (`\xHH` beside GNU's three), as GNU escapes the names of its
-    /// verdicts; as it is otherwise.
+    /// Appends the name as verdicts and messages show it (see the module's
+    /// notes: escaped if it holds a backslash or a control byte).
     pub fn push_shown(&self, out: &mut Vec<u8>) {
         if self.0.iter().any(|&byte| shown_escaped(byte)) {
             out.push(b'\\');

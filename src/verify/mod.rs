@@ -11,23 +11,17 @@
 //! [`Checked::failed_leaves`].
 //!
 //! ```
-//! use std::io::Write;
 //! use std::ops::ControlFlow;
-//! use bt2sum::verify::Verdict;
-//! use bt2sum::verify::{Report, Settings, Verifier};
+//! use bt2sum::verify::{Report, Settings, Verdict, Verifier};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("hello.txt");
 //! std::fs::write(&path, b"hello s3git\n")?;
 //! // (Lists name files with `/`, on Windows too.)
 //! let name = path.display().to_string().replace('\\', "/");
-//! let list = format!(
-//!     "BLAKE2b-64 ({name}) = 18e622875a89cede0d7019b2c8afecf8928c21eac18ec51e38a8e6b829b82c3e\
-//!      f306dec34227929fa77b1c7c329b3d4e50ed9e72dc4dc885be0932d3f28d7053\n\
-//!      not a checksum line\n"
-//! );
-//! let mut verdicts = Vec::new();
-//! let mut bad_lines = Vec::new();
+//! let digest = bt2sum::hash(&Default::default(), b"hello s3git\n");
+//! let list = format!("BLAKE2b-64 ({name}) = {digest}\nnot a checksum line\n");
+//! let (mut verdicts, mut bad_lines) = (Vec::new(), Vec::new());
 //! Verifier::new(Settings::default()).check(&mut list.as_bytes(), false, |report| {
 //!     match report {
 //!         Report::Checked(checked) => verdicts.push(checked.file_verdict()),
@@ -145,15 +139,12 @@ pub enum Report<'a> {
     },
 }
 
-/// One slice of what lists describe, checked on its own (`-c --part K/N`):
-/// the lists' bytes, in list order, are cut into N runs of near-equal
-/// bytes, and slice K checks the units that start in run K. A file checked
-/// whole (a checksum line without leaf lines) is one unit of its size (its
-/// stat line's, its count line's, or else the file's own); each listed
-/// leaf is one unit of its length. A checksum line followed by its file's
-/// complete leaf listing is left to the leaves, which stand for it; one
-/// followed by only some of its leaves is a unit of the file's size too,
-/// before them. Together, slices 1 to N check every unit once.
+/// One slice of what lists describe, checked on its own (`-c --part K/N`).
+/// The units of the lists are a file checked whole (of its listed size, or
+/// else its own) and each listed leaf; a complete leaf listing stands for
+/// its checksum line, an incomplete one does not. Cut by their bytes, in
+/// list order, into N near-equal runs, slice K checks the units that start
+/// in run K: slices 1 to N check every unit once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
     /// Which slice, of how many.
@@ -169,18 +160,13 @@ pub struct Slice {
 impl Slice {
     /// Whether the unit starting `start` bytes into the lists is the slice's.
     fn holds(&self, start: u64) -> bool {
-        let run = match self.total {
-            0 => 0,
-            total => {
-                u128::from(start.min(total - 1)) * u128::from(self.part.parts()) / u128::from(total)
-            }
-        };
-        run + 1 == u128::from(self.part.part())
+        let (total, parts) = (u128::from(self.total.max(1)), u128::from(self.part.parts()));
+        let start = u128::from(start.min(self.total.saturating_sub(1)));
+        start * parts / total + 1 == u128::from(self.part.part())
     }
 }
 
-/// A unit of the lists, as [`Slice`] counts them, handed to a caller that
-/// chooses the units to check itself ([`Verifier::chooser`]): a file
+/// A unit of the lists ([`Slice`]), for a [`Verifier::chooser`]: a file
 /// checked whole (`leaf` is `None`, `digest` its checksum line's) or one
 /// listed leaf, of `bytes` bytes.
 #[derive(Clone, Copy, Debug)]
@@ -198,11 +184,9 @@ pub struct Unit<'u> {
 /// know where a file's report ends).
 pub type Chooser<'a> = Box<dyn Fn(u64, Option<&Unit<'_>>) -> bool + 'a>;
 
-/// The leaf listings with a checksum line in the lists counted by
-/// [`Verifier::total_bytes`], by number in list order (`counted`, and
-/// `checked` so far): those incomplete, whose checksum line is a unit of
-/// its own, and those whose leaves do not make their checksum line's
-/// digest.
+/// The leaf listings with a checksum line that [`Verifier::total_bytes`]
+/// counted, by number: those incomplete, and those whose leaves do not
+/// make their checksum line's digest.
 #[derive(Default)]
 struct Listings {
     counted: u64,
@@ -213,6 +197,7 @@ struct Listings {
 
 /// Verifies checksum lists, with the same settings for each, on the
 /// current rayon pool. Its public fields may be set before the first check.
+#[derive(Default)]
 pub struct Verifier<'a> {
     #[allow(missing_docs)]
     pub settings: Settings,
@@ -227,36 +212,28 @@ pub struct Verifier<'a> {
     pub slice: Option<Slice>,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
-    /// Whether a file listed without its size (no stat, leaf or count line)
-    /// counts the size the system gives now (`true`), or 0: a chooser that
-    /// chooses by name alone needs no sizes.
-    pub look_up_sizes: bool,
+    /// Whether a file listed without its size counts 0, not the size the
+    /// system gives now (for a chooser that needs no sizes).
+    pub skip_size_lookups: bool,
     /// Cuts a file's leaf listing into passes of at most this many bytes of
     /// leaves, each reported on its own: a run that stops midway loses at
     /// most one pass of a file.
     pub pass_bytes: Option<u64>,
     /// Called before standard input is read for a listed `-`; an error it
     /// returns (standard input was closed) is that file's.
-    pub before_stdin: Box<dyn Fn() -> io::Result<()> + 'a>,
+    pub before_stdin: Option<Box<dyn Fn() -> io::Result<()> + 'a>>,
     /// How many bytes the lists checked so far describe (with a slice).
     offset: Cell<u64>,
     listings: RefCell<Listings>,
 }
 
 impl<'a> Verifier<'a> {
-    /// A verifier of lists read with `settings`, checking them whole.
+    /// A verifier of lists read with `settings`, checking them whole (as
+    /// does the `Default` one, with the default settings).
     pub fn new(settings: Settings) -> Self {
         Verifier {
             settings,
-            progress: None,
-            quick: false,
-            slice: None,
-            chooser: None,
-            look_up_sizes: true,
-            pass_bytes: None,
-            before_stdin: Box::new(|| Ok(())),
-            offset: Cell::new(0),
-            listings: RefCell::default(),
+            ..Verifier::default()
         }
     }
 
@@ -291,11 +268,9 @@ impl<'a> Verifier<'a> {
         passes.error.take().map_or(Ok(total), Err)
     }
 
-    /// Verifies one list, read from `list` (`list_is_stdin`: it is standard
-    /// input, which its nameless lines then cannot mean too), handing each
-    /// report to `report` in list order. Files are hashed several at once,
-    /// the list read only as room frees up, so a list of millions of files
-    /// never sits in memory whole.
+    /// Verifies one list (`list_is_stdin`: read from standard input, which
+    /// its nameless lines then cannot mean), handing each report to
+    /// `report` in list order; the list is read only as room frees up.
     ///
     /// Returns `Break` if `report` asked to stop (no further file is then
     /// started), and `Err` if the list could not be read on, after
@@ -321,10 +296,9 @@ impl<'a> Verifier<'a> {
             for (line, why) in &passes.bad_lines {
                 report(Report::BadLine { line: *line, why })?;
             }
+            let lines = passes.outside_slice;
             match self.selects() {
-                true => report(Report::OutsideSlice {
-                    lines: passes.outside_slice,
-                }),
+                true => report(Report::OutsideSlice { lines }),
                 false => ControlFlow::Continue(()),
             }
         };
@@ -347,7 +321,7 @@ impl<'a> Verifier<'a> {
         for (line, why) in &pass.bad_lines {
             report(Report::BadLine { line: *line, why })?;
         }
-        pass.listed = outcome.leaves;
+        pass.listed = outcome.leaves.unwrap_or_default();
         let checksum_matched = !pass.probe
             && !pass.unread
             && self.checksum_matches(&pass, outcome.result.as_ref().ok(), outcome.stamp.is_some());
@@ -387,13 +361,9 @@ impl<'a> Verifier<'a> {
         report(Report::Checked(&checked))
     }
 
-    /// Whether a pass's checksum line matches the file. It may have been
-    /// made with either leaf size the list gives it: its leaf lines'
-    /// (`tree=`, which the file was hashed with) or `-t`'s (the default
-    /// `5m` when not given). So where they differ and the first fails, the
-    /// file is hashed once more with `-t`'s (a named file; standard input
-    /// cannot be read twice, nor can a FIFO or a device: only a regular
-    /// file is read again).
+    /// Whether a pass's checksum line matches the file, made with its leaf
+    /// lines' `tree=` (which the file was hashed with) or else `-t`'s leaf
+    /// size: a regular file is hashed again with `-t`'s where they differ.
     fn checksum_matches(
         &self,
         pass: &Pass,

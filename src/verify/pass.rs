@@ -4,11 +4,12 @@
 use crate::digest::Digest;
 use crate::engine::Hashed;
 use crate::error::Error;
+use crate::format::checksum::Entry;
 use crate::format::list::OtherTool;
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
 use crate::input::Stamp;
-use crate::leaves::ListedLeaves;
+use crate::leaves::{ListedLeaf, ListedLeaves};
 use crate::params::TreeParams;
 use crate::verify::{BadLine, Verdict};
 use std::ops::RangeInclusive;
@@ -37,7 +38,8 @@ pub struct Pass {
     /// What the file is hashed with: the tree of its leaf lines (their
     /// `tree=` wins over `-t`), or the checksum line's tag and `-t`.
     pub tree: TreeParams,
-    pub(super) checksum: Option<ListedChecksum>,
+    /// The checksum line (its name moved to the pass's).
+    pub(super) checksum: Option<Entry>,
     /// The file's length, as its leaf and count lines list it.
     pub total: Option<u64>,
     /// The file's size and modification time, as its stat line lists them.
@@ -48,7 +50,7 @@ pub struct Pass {
     /// whether the pass after it goes on with its file.
     pub(super) continues: bool,
     pub(super) continued: bool,
-    pub(super) listed: Option<ListedLeaves>,
+    pub(super) listed: ListedLeaves,
     /// The improperly formatted lines just before the pass.
     pub(super) bad_lines: Vec<(u64, BadLine)>,
     /// Its first and last line in the list, by number (from 1).
@@ -69,15 +71,6 @@ pub struct Pass {
     pub(super) checksum_elsewhere: bool,
 }
 
-/// A checksum line's digest, and what its shape says of its maker.
-#[derive(Clone, Debug)]
-pub(super) struct ListedChecksum {
-    pub expected: Digest,
-    pub sized_like: Option<OtherTool>,
-    /// Whether the line is tagged, not GNU-style.
-    pub tagged: bool,
-}
-
 impl Pass {
     /// Whether a leaf or stat line goes with the pass's lines: the same
     /// file (a nameless line's is `-`), algorithm and digest size, and,
@@ -92,7 +85,7 @@ impl Pass {
         }
     }
 
-    pub(super) fn judged_checksum(&self) -> Option<&ListedChecksum> {
+    pub(super) fn judged_checksum(&self) -> Option<&Entry> {
         self.checksum.as_ref().filter(|_| !self.checksum_elsewhere)
     }
 
@@ -106,7 +99,7 @@ impl Pass {
 
     /// How many lines the pass checks.
     pub(super) fn lines(&self) -> usize {
-        let leaves = self.listed.as_ref().map_or(0, ListedLeaves::len);
+        let leaves = self.listed.len();
         let checksum = self.judged_checksum().is_some() || self.contradicts_itself;
         usize::from(checksum) + leaves + self.count_lines.len()
     }
@@ -166,30 +159,35 @@ impl Checked {
     /// order, and the file has no other pass: its leaves then stand for its
     /// checksum line.
     pub fn lists_every_leaf(&self) -> bool {
-        let (Some(listed), Some(total)) = (&self.pass.listed, self.pass.total) else {
+        let listed = &self.pass.listed;
+        let Some(total) = self.pass.total.filter(|_| !listed.is_empty()) else {
             return false;
         };
-        let in_order = listed.listed().zip(0..).all(|((index, _), at)| index == at);
+        let in_order = listed.iter().zip(0..).all(|(leaf, at)| leaf.index == at);
         let one_pass = !self.pass.continues && !self.pass.continued;
         one_pass && listed.len() as u64 == self.pass.tree.leaf_count(total) && in_order
     }
 
     /// The listed leaves and their digests, in leaf order.
     pub fn listed_leaves(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        self.pass.listed.iter().flat_map(ListedLeaves::listed)
+        self.pass
+            .listed
+            .iter()
+            .map(|leaf| (leaf.index, &leaf.digest))
     }
 
     /// The listed leaves that failed or are missing, as
     /// [`listed_leaves`](Self::listed_leaves) (none if the file could not
     /// be read).
     pub fn failed_leaves(&self) -> Vec<(u64, Digest)> {
-        match (&self.outcome, &self.pass.listed) {
-            (Ok(_), Some(listed)) if !self.pass.probe => listed
-                .failed()
-                .map(|(index, digest)| (index, *digest))
-                .collect(),
-            _ => Vec::new(),
-        }
+        // (A probe lists no leaves.)
+        let readable = self.outcome.is_ok();
+        let failed = self
+            .pass
+            .listed
+            .iter()
+            .filter(|leaf| readable && !leaf.matched);
+        failed.map(|leaf| (leaf.index, leaf.digest)).collect()
     }
 
     /// The verdict on each line the pass checked, in list order (none for
@@ -217,13 +215,14 @@ impl Checked {
             };
             (Subject::Checksum, verdict)
         });
-        let checksum = match pass.contradicts_itself {
-            true => Some((Subject::Checksum, Verdict::Failed)),
-            false => checksum,
-        };
+        // (A listing that contradicts its checksum line leaves it unjudged.)
+        let contradicted = pass
+            .contradicts_itself
+            .then_some((Subject::Checksum, Verdict::Failed));
+        let checksum = checksum.or(contradicted);
         let total_matches = hashed.is_some_and(|hashed| Some(hashed.length) == pass.total);
         let leaves_now = hashed.map(|hashed| pass.tree.leaf_count(hashed.length));
-        let mut leaves = pass.listed.iter().flat_map(ListedLeaves::verdicts);
+        let mut leaves = pass.listed.iter();
         let mut count_lines = pass.count_lines.iter().peekable();
         let mut leaves_seen = 0;
         let rest = std::iter::from_fn(move || {
@@ -233,7 +232,7 @@ impl Checked {
             {
                 return Some((Subject::Length, judged(total_matches)));
             }
-            let (index, matched) = leaves.next()?;
+            let &ListedLeaf { index, matched, .. } = leaves.next()?;
             leaves_seen += 1;
             let verdict = match leaves_now {
                 Some(count) if index >= count => Verdict::Missing,
@@ -247,7 +246,7 @@ impl Checked {
     /// Whether the file's lines list no digest (count lines only): checking
     /// it verifies its length, not its bytes.
     pub fn lists_no_digest(&self) -> bool {
-        self.pass.checksum.is_none() && self.pass.listed.as_ref().is_none_or(ListedLeaves::is_empty)
+        self.pass.checksum.is_none() && self.pass.listed.is_empty()
     }
 
     /// Whether the file's size or modification time differ from its stat
@@ -307,16 +306,17 @@ impl Checked {
     /// leaf size fails in every such line).
     pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
         let checksum = self.pass.judged_checksum()?;
-        let by_option =
-            self.pass.total.is_none() && self.pass.stat.is_none() && checksum.sized_like.is_none();
+        let by_option = self.pass.total.is_none()
+            && self.pass.stat.is_none()
+            && checksum.sized_like().is_none();
         (by_option && self.outcome.is_ok()).then_some(self.checksum_matched)
     }
 
     /// The other tool whose digest size the checksum line has, if it failed
     /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
-    pub fn failed_like(&self) -> Option<&OtherTool> {
+    pub fn failed_like(&self) -> Option<OtherTool> {
         let checksum = self.pass.judged_checksum()?;
         let failed = self.outcome.is_ok() && !self.checksum_matched;
-        checksum.sized_like.as_ref().filter(|_| failed)
+        checksum.sized_like().filter(|_| failed)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, BufRead};
 
-use super::pass::{ListedChecksum, Pass};
+use super::pass::Pass;
 use super::{BadLine, Unit, Verifier};
 use crate::digest::Digest;
 use crate::format::checksum::Entry;
@@ -138,21 +138,16 @@ impl<'a> Passes<'a> {
                 expected,
                 tagged: true,
             }))?,
-            ListLine::Checksum(entry) => {
+            ListLine::Checksum(mut entry) => {
                 let size = entry.expected.as_bytes().len();
                 let leaf_size = self.verifier.settings.leaf_size;
                 // (The grammar only lets valid sizes through.)
                 let tree = TreeParams::new(entry.algorithm, size, leaf_size)
                     .map_err(|_| BadLine::Grammar(Improper::Junk))?;
-                let checksum = ListedChecksum {
-                    sized_like: entry.sized_like(),
-                    expected: entry.expected,
-                    tagged: entry.tagged,
-                };
                 Pass {
-                    name: entry.name,
+                    name: std::mem::take(&mut entry.name),
                     tree,
-                    checksum: Some(checksum),
+                    checksum: Some(entry),
                     ..Pass::default()
                 }
             }
@@ -162,7 +157,7 @@ impl<'a> Passes<'a> {
                     tree: leaf.tree,
                     ..Pass::default()
                 };
-                self.join(&mut pass, leaf);
+                self.join(&mut pass, &leaf);
                 pass
             }
             ListLine::Stat(_) => return Err(BadLine::LoneStat),
@@ -204,7 +199,7 @@ impl<'a> Passes<'a> {
         // same file and listing and fit in one pass.
         while let Some((line_number, line)) = self.next_line() {
             let joined = match &line {
-                ListLine::Leaf(leaf) => self.join(&mut pass, leaf.clone()),
+                ListLine::Leaf(leaf) => self.join(&mut pass, leaf),
                 ListLine::Stat(stat) => join_stat(&mut pass, stat),
                 _ => Joined::No,
             };
@@ -225,23 +220,21 @@ impl<'a> Passes<'a> {
     /// Adds a leaf or count line to `pass` if it goes on with it ([`Pass::takes`],
     /// a leaf after the pass's, fewer than [`pass_lines`] lines). A checksum
     /// line takes the leaf size of the first leaf line joining it.
-    fn join(&self, pass: &mut Pass, leaf: LeafLine) -> Joined {
+    fn join(&self, pass: &mut Pass, leaf: &LeafLine) -> Joined {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
-        let held = pass.listed.as_ref().map_or(0, ListedLeaves::len) + pass.count_lines.len();
+        let held = pass.listed.len() + pass.count_lines.len();
         if held >= pass_lines(self.verifier.pass_bytes, &leaf.tree) {
             return Joined::Cut;
         }
         pass.tree = leaf.tree;
         pass.total = Some(leaf.total);
-        let listed =
-            (pass.listed).get_or_insert_with(|| ListedLeaves::new(leaf.tree.digest_size()));
-        match leaf.leaf {
+        match &leaf.leaf {
             // Not after the pass's leaves: checked in the next pass.
-            Some(leaf) if !listed.push(leaf.index, leaf.digest) => return Joined::Cut,
+            Some(leaf) if !pass.listed.push(leaf.index, leaf.digest) => return Joined::Cut,
             Some(_) => {}
-            None => pass.count_lines.push(listed.len()),
+            None => pass.count_lines.push(pass.listed.len()),
         }
         Joined::Yes
     }
@@ -254,17 +247,11 @@ impl<'a> Passes<'a> {
         let verifier = self.verifier;
         // (Count lines go with the pass's first unit.)
         let starts_in = verifier.holds(verifier.offset.get(), None);
-        let in_this = match pass.listed.take().filter(|listed| !listed.is_empty()) {
-            Some(mut leaves) => {
-                let kept = slice_leaves(verifier, pass, &mut leaves, starts_in);
-                pass.listed = Some(leaves);
-                kept
-            }
-            None => match &pass.checksum {
-                Some(checksum) => whole_unit(verifier, pass, &checksum.expected),
-                // (Count lines alone: nothing to read.)
-                None => starts_in,
-            },
+        let in_this = match &pass.checksum {
+            _ if !pass.listed.is_empty() => slice_leaves(verifier, pass, starts_in),
+            Some(checksum) => whole_unit(verifier, pass, &checksum.expected),
+            // (Count lines alone: nothing to read.)
+            None => starts_in,
         };
         if !in_this {
             return false;
@@ -284,28 +271,27 @@ impl<'a> Passes<'a> {
         let mut total = 0u64;
         let mut listing: Option<Listing> = None;
         while let Some(pass) = self.next_pass() {
-            let Some(listed) = pass.listed.as_ref().filter(|listed| !listed.is_empty()) else {
+            if pass.listed.is_empty() {
                 let whole = pass.checksum.is_some().then(|| whole_size(&pass, verifier));
                 total = total.saturating_add(whole.unwrap_or(0));
                 continue;
             };
             let length = pass.total.unwrap_or(0);
-            if pass.checksum.is_some() && !pass.continues {
+            if let Some(checksum) = pass.checksum.as_ref().filter(|_| !pass.continues) {
                 listing = Some(Listing {
-                    next_index: 0,
-                    in_order: true,
+                    next: Some(0),
                     size: whole_size(&pass, verifier),
                     root: crate::engine::Root::new(&pass.tree),
-                    expected: pass.checksum.as_ref().map(|checksum| checksum.expected),
+                    expected: checksum.expected,
                 });
             }
-            for (index, digest) in listed.listed() {
+            for leaf in pass.listed.iter() {
                 if let Some(listing) = &mut listing {
-                    listing.in_order &= index == listing.next_index;
-                    listing.next_index = index + 1;
-                    listing.root.feed(digest.as_bytes());
+                    let in_order = listing.next == Some(leaf.index);
+                    listing.next = in_order.then_some(leaf.index + 1);
+                    listing.root.feed(leaf.digest.as_bytes());
                 }
-                let leaf = pass.tree.leaf_bytes(index, length);
+                let leaf = pass.tree.leaf_bytes(leaf.index, length);
                 total = total.saturating_add(leaf.end - leaf.start);
             }
             if !pass.continued
@@ -314,11 +300,10 @@ impl<'a> Passes<'a> {
                 let mut listings = verifier.listings.borrow_mut();
                 let ordinal = listings.counted;
                 listings.counted += 1;
-                let complete = done.in_order && done.next_index == pass.tree.leaf_count(length);
-                if !complete {
+                if done.next != Some(pass.tree.leaf_count(length)) {
                     listings.incomplete.push(ordinal);
                     total = total.saturating_add(done.size);
-                } else if done.expected != Some(done.root.finalize()) {
+                } else if done.expected != done.root.finalize() {
                     listings.contradicted.push(ordinal);
                 }
             }
@@ -348,7 +333,7 @@ impl<'a> Passes<'a> {
             // those outside it.)
             let probe_others = self.verifier.slice.is_some_and(|slice| slice.probe_others);
             if probe_others && !pass.continues {
-                (pass.probe, pass.continued, pass.listed) = (true, false, None);
+                (pass.probe, pass.continued, pass.listed) = (true, false, ListedLeaves::default());
                 return Some(pass);
             }
         }
@@ -374,21 +359,22 @@ impl<'a> Passes<'a> {
             (pass.unread, self.unread_file) = (true, pass.continued);
             // (Its one verdict is its checksum line's, wherever a slice or a
             // round placed that line.)
-            (pass.continued, pass.checksum_elsewhere, pass.listed) = (false, false, None);
+            (pass.continued, pass.checksum_elsewhere) = (false, false);
+            pass.listed = ListedLeaves::default();
         }
         Some(pass)
     }
 }
 
-/// A leaf listing with a checksum line, as its passes are counted: whether
-/// its leaves so far are 0, 1, 2..., and the root they make.
+/// A leaf listing with a checksum line, as its passes are counted: the
+/// next index, while its leaves so far are 0, 1, 2..., and the root they
+/// make.
 struct Listing {
-    next_index: u64,
-    in_order: bool,
+    next: Option<u64>,
     /// The size of the file it lists, as its first pass gives it.
     size: u64,
     root: crate::engine::Root,
-    expected: Option<Digest>,
+    expected: Digest,
 }
 
 /// Adds a stat line to `pass` if it is its checksum line's; its `tree=` is
@@ -433,12 +419,7 @@ fn whole_unit(verifier: &Verifier<'_>, pass: &Pass, expected: &Digest) -> bool {
 /// the slice, and the count lines if the pass's first unit is
 /// (`starts_in`); the checksum line of a listing's first pass is a unit
 /// of its own if the listing is incomplete.
-fn slice_leaves(
-    verifier: &Verifier<'_>,
-    pass: &mut Pass,
-    leaves: &mut ListedLeaves,
-    starts_in: bool,
-) -> bool {
+fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bool {
     let (mut checksum_in, mut contradicts) = (false, false);
     if let (Some(checksum), false) = (&pass.checksum, pass.continues) {
         // A listing's first pass: is it complete, and do its leaves make
@@ -451,15 +432,22 @@ fn slice_leaves(
         drop(listings);
         checksum_in = incomplete && whole_unit(verifier, pass, &checksum.expected);
     }
-    let total = pass.total.unwrap_or(0);
-    leaves.retain(|index, digest| {
-        let bytes = pass.tree.leaf_bytes(index, total);
-        take_unit(verifier, pass, Some(index), digest, bytes.end - bytes.start)
+    let (total, mut leaves) = (pass.total.unwrap_or(0), std::mem::take(&mut pass.listed));
+    leaves.retain(|leaf| {
+        let bytes = pass.tree.leaf_bytes(leaf.index, total);
+        take_unit(
+            verifier,
+            pass,
+            Some(leaf.index),
+            &leaf.digest,
+            bytes.end - bytes.start,
+        )
     });
+    pass.listed = leaves;
     if !starts_in {
         pass.count_lines.clear();
     }
-    let kept = !leaves.is_empty() || !pass.count_lines.is_empty();
+    let kept = !pass.listed.is_empty() || !pass.count_lines.is_empty();
     if !(kept || checksum_in || contradicts) {
         return false;
     }
@@ -475,7 +463,7 @@ fn slice_leaves(
 /// it, or else as the system says now (or 0).
 fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     let now = || {
-        let path = pass.path().filter(|_| verifier.look_up_sizes)?;
+        let path = pass.path().filter(|_| !verifier.skip_size_lookups)?;
         Some(std::fs::metadata(path).ok()?.len())
     };
     pass.stat
@@ -497,7 +485,7 @@ impl Iterator for Passes<'_> {
         };
         pass.bad_lines = std::mem::take(&mut self.bad_lines);
         let held = pass.lines() * ListedLeaves::BYTES_PER_LEAF;
-        let listed = pass.listed.take().filter(|listed| !listed.is_empty());
+        let listed = Some(std::mem::take(&mut pass.listed)).filter(|listed| !listed.is_empty());
         // (A name no path here can have was refused as improperly
         // formatted.)
         let path = Name::listed(&pass.name).path().unwrap_or_default();
@@ -510,7 +498,8 @@ impl Iterator for Passes<'_> {
         let job = if pass.name == b"-" {
             // Standard input may be a pipe: hashed whole, in turn.
             let job = Job::stdin(pass, &tree).with_leaves(listed);
-            match (self.verifier.before_stdin)() {
+            let before = self.verifier.before_stdin.as_ref();
+            match before.map_or(Ok(()), |before_stdin| before_stdin()) {
                 Ok(()) => job,
                 Err(error) => job.failing(error.into()),
             }

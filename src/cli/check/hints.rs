@@ -66,7 +66,7 @@ impl Hints {
             }
         }
         if let Some(tool) = checked.failed_like() {
-            add(&mut self.failed_like, tool);
+            add(&mut self.failed_like, &tool);
         }
         match checked.matched_with_option_leaf_size() {
             Some(true) => self.by_option.0 += 1,

@@ -198,7 +198,7 @@ impl<'a> Lists<'a> {
 /// choice of what it reads, and its slice.
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
-    verifier.before_stdin = Box::new(|| progress.open_stdin());
+    verifier.before_stdin = Some(Box::new(|| progress.open_stdin()));
     verifier.progress = progress.counter().cloned();
     verifier.quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
     verifier.pass_bytes = lists.schedule.is_some().then_some(PASS_BYTES);
@@ -206,7 +206,7 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
         verifier.chooser = Some(Box::new(|start, unit| lists.reads(start, unit)));
     }
     // (The scope chooses by name.)
-    verifier.look_up_sizes = lists.schedule.is_some() || plan.slice.is_some();
+    verifier.skip_size_lookups = lists.schedule.is_none() && plan.slice.is_none();
     if let Some(part) = plan.slice {
         // An audit walks in the first slice only, which looks for every
         // listed file to tell the missing ones.
