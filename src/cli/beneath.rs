@@ -260,9 +260,10 @@ impl Directory {
             return Err(Refusal::NotRegular);
         };
         let mut directory = match (way.first(), from) {
-            (Some(Component::Prefix(_) | Component::RootDir), _) => Directory::root(way),
+            (Some(Component::Prefix(_) | Component::RootDir), _) | (_, None) => {
+                Directory::start(way)
+            }
             (_, Some(from)) => from.try_clone(),
-            (_, None) => Directory::working(),
         }?;
         for (index, part) in way.iter().enumerate() {
             let name = match part {
@@ -315,19 +316,16 @@ mod platform {
     pub struct Directory(OwnedFd);
 
     impl Directory {
-        pub(super) fn working() -> io::Result<Directory> {
-            Directory::at(".")
-        }
-
-        pub(super) fn root(_: &[Component<'_>]) -> io::Result<Directory> {
-            Directory::at("/")
-        }
-
-        fn at(path: &str) -> io::Result<Directory> {
+        /// The root, for a path from it, or else the working directory.
+        pub(super) fn start(way: &[Component<'_>]) -> io::Result<Directory> {
+            let start = match way.first() {
+                Some(Component::RootDir) => "/",
+                _ => ".",
+            };
             let flags = OFlags::DIRECTORY | OFlags::CLOEXEC;
             Ok(Directory(rustix::fs::openat(
                 CWD,
-                path,
+                start,
                 flags,
                 Mode::empty(),
             )?))
@@ -343,11 +341,8 @@ mod platform {
 
         /// (The umask applies.)
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
-            Ok(rustix::fs::mkdirat(
-                &self.0,
-                name,
-                Mode::from_bits_truncate(0o777),
-            )?)
+            let mode = Mode::from_bits_truncate(0o777);
+            Ok(rustix::fs::mkdirat(&self.0, name, mode)?)
         }
 
         /// The file `name`, not through a link; a FIFO is opened without
@@ -374,21 +369,15 @@ mod platform {
         pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
             use std::os::unix::ffi::OsStringExt;
             let target = rustix::fs::readlinkat(&self.0, name, Vec::new())?;
-            Ok(PathBuf::from(std::ffi::OsString::from_vec(
-                target.into_bytes(),
-            )))
+            Ok(std::ffi::OsString::from_vec(target.into_bytes()).into())
         }
 
         /// A new file `name`, readable and writable by its owner only.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
             let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             let mode = Mode::RUSR | Mode::WUSR;
-            Ok(File::from(rustix::fs::openat(
-                &self.0,
-                name,
-                flags | OFlags::CLOEXEC,
-                mode,
-            )?))
+            let fd = rustix::fs::openat(&self.0, name, flags | OFlags::CLOEXEC, mode)?;
+            Ok(File::from(fd))
         }
 
         pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
@@ -467,16 +456,17 @@ mod platform {
     }
 
     impl Directory {
-        pub(super) fn working() -> io::Result<Directory> {
-            Directory::at(PathBuf::from("."), None)
-        }
-
-        pub(super) fn root(way: &[Component<'_>]) -> io::Result<Directory> {
+        /// The root of a path from one (its prefix, its root), or else the
+        /// working directory.
+        pub(super) fn start(way: &[Component<'_>]) -> io::Result<Directory> {
             let start: PathBuf = way
                 .iter()
                 .take_while(|part| matches!(part, Component::Prefix(_) | Component::RootDir))
                 .collect();
-            Directory::at(start, None)
+            match start.as_os_str().is_empty() {
+                true => Directory::at(PathBuf::from("."), None),
+                false => Directory::at(start, None),
+            }
         }
 
         fn at(path: PathBuf, up: Option<Arc<Held>>) -> io::Result<Directory> {
