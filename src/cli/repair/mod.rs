@@ -413,3 +413,52 @@ fn mend_leaves(
     }
     Ok(all_good)
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::cli::output::Layout;
+    use bt2sum::{LastNode, TreeParams, leaf_digest};
+
+    /// A file whose last pass could not be read ends without its last
+    /// record: the next file's leaves go to that file, never to it.
+    #[test]
+    fn a_file_without_its_last_record_lends_its_descriptor_to_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let (files, copies) = (dir.path().join("files"), dir.path().join("copies"));
+        let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 32, 4).unwrap();
+        let repair = Repair {
+            copy: copies.clone(),
+            truncate: false,
+            any_path: true,
+            setid: false,
+        };
+        (std::fs::create_dir(&files).and(std::fs::create_dir(&copies))).unwrap();
+        let mut repairs = Repairs::new(&repair, false);
+        for (name, good, last_pass) in [("a", b"AAAA", false), ("b", b"BBBB", true)] {
+            let path = files.join(name);
+            let copy = copies.join(path.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+            std::fs::write(&copy, good).unwrap();
+            std::fs::write(&path, b"xxxx").unwrap();
+            let damaged = Damaged {
+                name: path.as_os_str().as_encoded_bytes().to_vec(),
+                tree,
+                listed_length: 4,
+                failing: vec![(0, leaf_digest(&tree, 0, LastNode::Yes, good))],
+                whole: None,
+                last_pass,
+                stamp: Stamp::now(&File::open(&path).unwrap()).unwrap(),
+                mtime: None,
+                mtime_listed: false,
+            };
+            repairs.pending.push(&damaged).unwrap();
+        }
+        let (mut out, mut tally) = (Vec::new(), Tally::default());
+        let mut printer = Printer::new(&mut out, false, Layout::default(), Verbosity::Normal);
+        repairs.mend(&mut printer, &mut tally).unwrap();
+        assert_eq!(std::fs::read(files.join("a")).unwrap(), b"AAAA");
+        assert_eq!(std::fs::read(files.join("b")).unwrap(), b"BBBB");
+        assert_eq!((tally.repaired_leaves, tally.mended_files), (2, 1));
+    }
+}
