@@ -255,12 +255,10 @@ fn write_hashed(
         let Event::Ready(outcome) = event else {
             return ControlFlow::Continue(());
         };
-        let name = outcome.tag.clone();
-        written =
-            write_outcome(out, shape, &name, outcome, unreadable).map(|listed| match listed {
-                true => counts.0 += 1,
-                false => counts.1 += 1,
-            });
+        written = write_outcome(out, shape, outcome, unreadable).map(|listed| {
+            counts.0 += u64::from(listed);
+            counts.1 += u64::from(!listed);
+        });
         match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
@@ -269,17 +267,17 @@ fn write_hashed(
     written.map(|()| counts)
 }
 
-/// Writes the lines of the file `name` hashed (`outcome`) in `shape`: its
-/// checksum line, its stat line, its leaf lines (or the count line of an
-/// empty file); `false` (nothing written, the reason given to
+/// Writes the lines of a file hashed (`outcome`, tagged with its name) in
+/// `shape`: its checksum line, its stat line, its leaf lines (or the count
+/// line of an empty file); `false` (nothing written, the reason given to
 /// `unreadable`) if it could not be hashed.
-fn write_outcome<T>(
+fn write_outcome(
     out: &mut dyn Write,
     shape: &Shape,
-    name: &[u8],
-    outcome: bt2sum::Outcome<T, Option<LeafLog>>,
+    outcome: bt2sum::Outcome<Vec<u8>, Option<LeafLog>>,
     unreadable: &mut impl FnMut(&[u8], &Error),
 ) -> io::Result<bool> {
+    let name = &outcome.tag[..];
     let hashed = match outcome.result {
         Ok(hashed) => hashed,
         Err(error) => {
@@ -301,16 +299,14 @@ fn write_outcome<T>(
     if let (true, Some(modified)) = (shape.stat, modified) {
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
     }
-    match outcome.leaves {
-        Some(_) if hashed.length == 0 => input.push_count(&mut lines, 0),
-        Some(log) => {
-            return log
-                .write_lines(out, &mut lines, input, hashed.length)
-                .map(|()| true);
-        }
-        None => {}
+    if outcome.leaves.is_some() && hashed.length == 0 {
+        input.push_count(&mut lines, 0);
     }
-    out.write_all(&lines).map(|()| true)
+    match outcome.leaves.filter(|_| hashed.length > 0) {
+        Some(log) => log.write_lines(out, &mut lines, input, hashed.length)?,
+        None => out.write_all(&lines)?,
+    }
+    Ok(true)
 }
 
 /// Writes a line of a moved file again, with the name of the file it moved
