@@ -286,11 +286,12 @@ fn hash_found(
 ) -> ControlFlow<()> {
     let jobs = found.map(|(path, error)| {
         let name = Name::of_path_lossy(&path).into_bytes();
-        let job = Job::path((error.is_none(), name), path, tree);
-        error
-            .into_iter()
-            .fold(job, Job::failing)
-            .progress(progress.clone())
+        let mut job = Job::path((error.is_none(), name), path, tree);
+        if let Some(error) = error {
+            // A walk error, in its place.
+            job = job.failing(error);
+        }
+        job.progress(progress.clone())
     });
     let mut flow = ControlFlow::Continue(());
     hash_each(jobs, |event| {
