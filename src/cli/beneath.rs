@@ -111,53 +111,34 @@ pub fn open_or_create(path: &Path) -> Result<File, Refusal> {
     }
 }
 
-/// A list to rewrite in place (`--update`), open for reading, with its
-/// directory and its name there. A link to a list is followed to its
-/// target, each step again without following a link on the way; a list
-/// that is not a regular file is refused before it is read (a FIFO would
-/// wait for a writer).
-pub struct ListFile {
-    pub directory: Directory,
-    /// The directory's path, for messages.
-    pub directory_path: PathBuf,
-    pub name: OsString,
-    pub file: File,
-}
-
-impl ListFile {
-    pub fn open(path: &Path) -> Result<ListFile, Refusal> {
-        let (mut directory, mut name) = Directory::holding(None, path, false)?;
-        let parent = |path: &Path| match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let mut directory_path = parent(path);
-        // (As the system follows links: forty at most.)
-        for _ in 0..40 {
-            match directory.open(&name, false) {
-                Ok(file) => {
-                    if !file.metadata()?.is_file() {
-                        return Err(Refusal::NotRegular);
-                    }
-                    return Ok(ListFile {
-                        directory,
-                        directory_path,
-                        name,
-                        file,
-                    });
-                }
-                Err(Refusal::Link) => {
-                    let target = directory.read_link(&name)?;
-                    (directory, name) = Directory::holding(Some(&directory), &target, false)?;
-                    directory_path = parent(&directory_path.join(target));
-                }
-                Err(refusal) => return Err(refusal),
+/// Opens a list to rewrite in place (`--update`) for reading: its
+/// directory, that directory's path (for messages), its name there, and the
+/// file. A link to a list is followed to its target, each step again
+/// without following a link on the way; a list that is not a regular file
+/// is refused before it is read (a FIFO would wait for a writer).
+pub fn open_list(path: &Path) -> Result<(Directory, PathBuf, OsString, File), Refusal> {
+    let (mut directory, mut name) = Directory::holding(None, path, false)?;
+    let parent = |path: &Path| match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut directory_path = parent(path);
+    // (As the system follows links: forty at most.)
+    for _ in 0..40 {
+        match directory.open(&name, false) {
+            Ok(file) if !file.metadata()?.is_file() => return Err(Refusal::NotRegular),
+            Ok(file) => return Ok((directory, directory_path, name, file)),
+            Err(Refusal::Link) => {
+                let target = directory.read_link(&name)?;
+                (directory, name) = Directory::holding(Some(&directory), &target, false)?;
+                directory_path = parent(&directory_path.join(target));
             }
+            Err(refusal) => return Err(refusal),
         }
-        Err(Refusal::Io(io::Error::other(
-            "Too many levels of symbolic links",
-        )))
     }
+    Err(Refusal::Io(io::Error::other(
+        "Too many levels of symbolic links",
+    )))
 }
 
 /// The temporary files to remove on a stop signal.
@@ -259,11 +240,11 @@ impl Directory {
         let Some((Component::Normal(name), way)) = parts.split_last() else {
             return Err(Refusal::NotRegular);
         };
-        let mut directory = match (way.first(), from) {
-            (Some(Component::Prefix(_) | Component::RootDir), _) => Directory::root(way),
-            (_, Some(from)) => from.try_clone(),
-            (_, None) => Directory::working(),
-        }?;
+        let absolute = matches!(way.first(), Some(Component::Prefix(_) | Component::RootDir));
+        let mut directory = match from.filter(|_| !absolute) {
+            Some(from) => from.try_clone()?,
+            None => Directory::start(way)?,
+        };
         for (index, part) in way.iter().enumerate() {
             let name = match part {
                 Component::Normal(name) => *name,
@@ -315,19 +296,16 @@ mod platform {
     pub struct Directory(OwnedFd);
 
     impl Directory {
-        pub(super) fn working() -> io::Result<Directory> {
-            Directory::at(".")
-        }
-
-        pub(super) fn root(_: &[Component<'_>]) -> io::Result<Directory> {
-            Directory::at("/")
-        }
-
-        fn at(path: &str) -> io::Result<Directory> {
+        /// The root, for a path from it, or else the working directory.
+        pub(super) fn start(way: &[Component<'_>]) -> io::Result<Directory> {
+            let start = match way.first() {
+                Some(Component::RootDir) => "/",
+                _ => ".",
+            };
             let flags = OFlags::DIRECTORY | OFlags::CLOEXEC;
             Ok(Directory(rustix::fs::openat(
                 CWD,
-                path,
+                start,
                 flags,
                 Mode::empty(),
             )?))
@@ -343,11 +321,8 @@ mod platform {
 
         /// (The umask applies.)
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
-            Ok(rustix::fs::mkdirat(
-                &self.0,
-                name,
-                Mode::from_bits_truncate(0o777),
-            )?)
+            let mode = Mode::from_bits_truncate(0o777);
+            Ok(rustix::fs::mkdirat(&self.0, name, mode)?)
         }
 
         /// The file `name`, not through a link; a FIFO is opened without
@@ -374,21 +349,15 @@ mod platform {
         pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
             use std::os::unix::ffi::OsStringExt;
             let target = rustix::fs::readlinkat(&self.0, name, Vec::new())?;
-            Ok(PathBuf::from(std::ffi::OsString::from_vec(
-                target.into_bytes(),
-            )))
+            Ok(std::ffi::OsString::from_vec(target.into_bytes()).into())
         }
 
         /// A new file `name`, readable and writable by its owner only.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
             let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             let mode = Mode::RUSR | Mode::WUSR;
-            Ok(File::from(rustix::fs::openat(
-                &self.0,
-                name,
-                flags | OFlags::CLOEXEC,
-                mode,
-            )?))
+            let fd = rustix::fs::openat(&self.0, name, flags | OFlags::CLOEXEC, mode)?;
+            Ok(File::from(fd))
         }
 
         pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
@@ -467,27 +436,35 @@ mod platform {
     }
 
     impl Directory {
-        pub(super) fn working() -> io::Result<Directory> {
-            Directory::at(PathBuf::from("."), None)
-        }
-
-        pub(super) fn root(way: &[Component<'_>]) -> io::Result<Directory> {
+        /// The root of a path from one (its prefix, its root), or else the
+        /// working directory.
+        pub(super) fn start(way: &[Component<'_>]) -> Result<Directory, Refusal> {
             let start: PathBuf = way
                 .iter()
                 .take_while(|part| matches!(part, Component::Prefix(_) | Component::RootDir))
                 .collect();
-            Directory::at(start, None)
+            match start.as_os_str().is_empty() {
+                true => Directory::at(PathBuf::from("."), None),
+                false => Directory::at(start, None),
+            }
         }
 
-        fn at(path: PathBuf, up: Option<Arc<Held>>) -> io::Result<Directory> {
-            let held = Held {
-                _handle: hold(&path)?,
+        /// The directory at `path`, held: below the start (`up`), not
+        /// through a link.
+        fn at(path: PathBuf, up: Option<Arc<Held>>) -> Result<Directory, Refusal> {
+            let handle = OpenOptions::new()
+                .read(true)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+                .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(&path)?;
+            if up.is_some() && is_link(&handle)? {
+                return Err(Refusal::Link);
+            }
+            let held = Arc::new(Held {
+                _handle: handle,
                 _up: up,
-            };
-            Ok(Directory {
-                path,
-                held: Arc::new(held),
-            })
+            });
+            Ok(Directory { path, held })
         }
 
         pub fn try_clone(&self) -> io::Result<Directory> {
@@ -495,12 +472,7 @@ mod platform {
         }
 
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {
-            let path = self.path.join(name);
-            let metadata = std::fs::symlink_metadata(&path)?;
-            if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-                return Err(Refusal::Link);
-            }
-            Ok(Directory::at(path, Some(Arc::clone(&self.held)))?)
+            Directory::at(self.path.join(name), Some(Arc::clone(&self.held)))
         }
 
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
@@ -514,11 +486,10 @@ mod platform {
                 .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
                 .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
                 .open(self.path.join(name))?;
-            let metadata = file.metadata()?;
-            if metadata.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-                return Err(Refusal::Link);
+            match is_link(&file)? {
+                true => Err(Refusal::Link),
+                false => Ok(file),
             }
-            Ok(file)
         }
 
         pub(super) fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
@@ -556,12 +527,9 @@ mod platform {
         }
     }
 
-    /// A directory opened to be held, not to be read.
-    fn hold(path: &std::path::Path) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
-            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
-            .open(path)
+    /// Whether a file opened as itself (not what it names) is a link: a
+    /// reparse point.
+    fn is_link(file: &File) -> io::Result<bool> {
+        Ok(file.metadata()?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0)
     }
 }

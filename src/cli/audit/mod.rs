@@ -225,85 +225,87 @@ impl<'a> Audit<'a> {
     }
 
     /// Keeps the files of one root that no list names, in walk order, with
-    /// their digests where a missing entry may be one of them (none is
-    /// read otherwise); reports the walk's errors.
+    /// their digests where a missing entry may be one of them (none is read
+    /// otherwise: with no listed file missing, none can be one moved);
+    /// reports the walk's errors.
     fn walk_new(
         &mut self,
         unlisted: impl Iterator<Item = io::Result<Found>>,
         new: &mut Spill<ByteBuf>,
         report: &mut impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
-        let Some(tree) = self.tree else {
-            return keep_unhashed(unlisted, new, report);
-        };
-        let mut failed = Ok(());
-        let jobs = unlisted.map_while(|found| {
-            let (path, error) = found.map_err(|error| failed = Err(error)).ok()?;
-            let name = Name::of_path_lossy(&path).into_bytes();
-            let mut job = Job::path((error.is_none(), name), path, &tree);
-            if let Some(error) = error {
-                // A walk error, in its place.
-                job = job.failing(error);
-            }
-            Some(job.progress(self.progress.clone()))
-        });
-        let mut kept = Ok(());
-        let mut flow = ControlFlow::Continue(());
-        hash_each(jobs, |event| {
-            let Event::Ready(outcome) = event else {
-                flow = report(Finding::Waiting);
-                return flow;
+        let (mut failed, mut kept) = (Ok(()), Ok(()));
+        let mut found = unlisted.map_while(|found| found.map_err(|error| failed = Err(error)).ok());
+        let joined = &mut self.joined;
+        // A file met (hashed or not), or where the walk failed (`file`
+        // false) or a new file could not be read (new all the same); `None`
+        // when the next is not ready.
+        let mut keep = |met: Option<(bool, Vec<u8>, NewDigest)>| {
+            let Some((file, name, hashed)) = met else {
+                return report(Finding::Waiting);
             };
-            let (file, name) = outcome.tag;
-            flow = match outcome.result {
-                Ok(hashed) => {
-                    let index = new.len();
-                    let moved = NewFile::of(&name, outcome.stamp.as_ref());
-                    kept = new.push(&ByteBuf::from(name)).and_then(|()| {
-                        self.joined
-                            .push(&Joined::new_file(&hashed.digest, index, moved))
-                    });
+            let index = new.len();
+            if file && kept.is_ok() {
+                kept = new.push(&ByteBuf::from(&name[..]));
+            }
+            let flow = match hashed {
+                Ok(Some((digest, stamp))) if kept.is_ok() => {
+                    let moved = NewFile::of(&name, stamp.as_ref());
+                    kept = joined.push(&Joined::new_file(&digest, index, moved));
                     ControlFlow::Continue(())
                 }
-                // A walk error, or a new file that could not be read: said
-                // (the file is new all the same).
-                Err(error) => {
-                    if file {
-                        kept = new.push(&ByteBuf::from(name.clone()));
-                    }
-                    report(Finding::Error(name, error))
-                }
+                Ok(_) => ControlFlow::Continue(()),
+                Err(error) => report(Finding::Error(name, error)),
             };
-            if kept.is_err() {
-                flow = ControlFlow::Break(());
-            }
-            flow
-        });
+            kept.as_ref().map_or(ControlFlow::Break(()), |()| flow)
+        };
+        let flow = match self.tree {
+            None => found.try_for_each(|(path, error)| {
+                let name = Name::of_path_lossy(&path).into_bytes();
+                keep(Some((error.is_none(), name, error.map_or(Ok(None), Err))))
+            }),
+            Some(tree) => hash_found(found, &tree, self.progress.clone(), keep),
+        };
         kept?;
         failed?;
         Ok(flow)
     }
 }
 
-/// Keeps the names of the new files, unread: with no listed file missing,
-/// none of them can be one moved.
-fn keep_unhashed(
-    unlisted: impl Iterator<Item = io::Result<Found>>,
-    new: &mut Spill<ByteBuf>,
-    report: &mut impl FnMut(Finding) -> ControlFlow<()>,
-) -> io::Result<ControlFlow<()>> {
-    for found in unlisted {
-        let (path, error) = found?;
+/// A new file's digest and stamp, if it was read, or why it could not be.
+type NewDigest = Result<Option<(bt2sum::Digest, Option<bt2sum::Stamp>)>, bt2sum::Error>;
+
+/// Hashes the files met, several at once, handing each to `keep` in order
+/// (a walk error in its place, `None` when the next is not ready); whether
+/// `keep` stopped it.
+fn hash_found(
+    found: impl Iterator<Item = Found>,
+    tree: &TreeParams,
+    progress: Option<Arc<AtomicU64>>,
+    mut keep: impl FnMut(Option<(bool, Vec<u8>, NewDigest)>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let jobs = found.map(|(path, error)| {
         let name = Name::of_path_lossy(&path).into_bytes();
-        let flow = match error {
-            None => ControlFlow::Continue(new.push(&ByteBuf::from(name))?),
-            Some(error) => report(Finding::Error(name, error)),
-        };
-        if flow.is_break() {
-            return Ok(flow);
+        let mut job = Job::path((error.is_none(), name), path, tree);
+        if let Some(error) = error {
+            // A walk error, in its place.
+            job = job.failing(error);
         }
-    }
-    Ok(ControlFlow::Continue(()))
+        job.progress(progress.clone())
+    });
+    let mut flow = ControlFlow::Continue(());
+    hash_each(jobs, |event| {
+        flow = keep(match event {
+            Event::Waiting => None,
+            Event::Ready(outcome) => {
+                let ((file, name), stamp) = (outcome.tag, outcome.stamp);
+                let hashed = outcome.result.map(|hashed| Some((hashed.digest, stamp)));
+                Some((file, name, hashed))
+            }
+        });
+        flow
+    });
+    flow
 }
 
 /// Warns what the audit found, unless `--status`: its warnings, its line

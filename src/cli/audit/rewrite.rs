@@ -185,65 +185,52 @@ impl Rewrite {
         let mut entries = self.entries.iter()?.peekable();
         let mut moved = self.moves.by_missing.iter()?.peekable();
         let mut current: Option<Entry> = None;
-        // Of the current entry: the file it moved to, and whether its lines
-        // were written anew (the old ones are then left out).
-        let (mut renamed, mut written) = (None, false);
+        // Of the current entry: the file it moved to; whether its lines that
+        // name the file are left out (forgotten, or written anew); a stat
+        // line to write after its checksum line.
+        let (mut renamed, mut left_out, mut stat) = (None, false, Vec::new());
         let (mut line, mut number) = (Vec::new(), 0u64);
         while next_line(list, &mut line)? {
             number += 1;
             current.take_if(|entry| number > entry.lines.1);
-            if current.is_none()
-                && matches!(entries.peek(), Some(Ok(next)) if next.lines.0 == number)
-            {
-                current = entries.next().transpose()?;
-            }
-            let Some(entry) = &current else {
-                out.write_all(&line)?;
-                continue;
-            };
-            let first = number == entry.lines.0;
-            // (An entry's comments and blank lines are kept.)
-            match &entry.fate {
-                Fate::Missing(index, forget) => {
-                    if first {
+            let starts =
+                |next: &io::Result<Entry>| matches!(next, Ok(next) if next.lines.0 == number);
+            // (An entry's first line is its checksum line.)
+            if let Some(entry) = entries.next_if(starts) {
+                (renamed, left_out) = (None, false);
+                match &current.insert(entry?).fate {
+                    Fate::Missing(index, forget) => {
                         let to = moved.next_if(|next| matches!(next, Ok((at, _)) if at == index));
                         renamed = to.transpose()?.map(|(_, file)| file);
+                        left_out = *forget && renamed.is_none();
                         done.renamed += u64::from(renamed.is_some());
+                        done.forgotten += u64::from(left_out && named(&line).is_some());
                     }
-                    match &renamed {
-                        Some(file) => rename(out, &line, file)?,
-                        None if *forget && named(&line).is_some() => {
-                            done.forgotten += u64::from(first);
-                        }
-                        None => out.write_all(&line)?,
-                    }
-                }
-                Fate::Changed(shape) => {
-                    if first {
-                        // (Its first line is its checksum line: the file
-                        // is hashed again, its lines written anew.)
+                    Fate::Changed(shape) => {
                         let names = named(&line).into_iter();
-                        written = write_hashed(out, shape, names, unreadable)?.0 == 1;
-                        done.rehashed += u64::from(written);
-                        done.unreadable += u64::from(!written);
+                        left_out = write_hashed(out, shape, names, unreadable)?.0 == 1;
+                        done.rehashed += u64::from(left_out);
+                        done.unreadable += u64::from(!left_out);
                     }
-                    if !written || named(&line).is_none() {
-                        out.write_all(&line)?;
-                    }
-                }
-                // (The old stat line is left out, the new one written after
-                // the checksum line.)
-                Fate::Restat(tree, size, mtime) if !is_stat(&line) => {
-                    out.write_all(&line)?;
-                    if let Some(name) = named(&line).filter(|_| first) {
-                        let mut stat = Vec::new();
-                        lines_of(tree, &name).push_stat(&mut stat, *size, *mtime);
-                        out.write_all(&stat)?;
-                        done.restated += 1;
+                    Fate::Restat(tree, size, mtime) => {
+                        if let Some(name) = named(&line) {
+                            lines_of(tree, &name).push_stat(&mut stat, *size, *mtime);
+                            done.restated += 1;
+                        }
                     }
                 }
-                Fate::Restat(..) => {}
             }
+            // (An entry's comments and blank lines are kept; its old stat
+            // line is left out where a new one is written.)
+            match (&renamed, current.as_ref().map(|entry| &entry.fate)) {
+                (_, None) => out.write_all(&line)?,
+                (Some(file), _) => rename(out, &line, file)?,
+                (None, Some(Fate::Restat(..))) if is_stat(&line) => {}
+                (None, _) if left_out && named(&line).is_some() => {}
+                (None, _) => out.write_all(&line)?,
+            }
+            out.write_all(&stat)?;
+            stat.clear();
         }
         Ok(done)
     }
@@ -268,12 +255,10 @@ fn write_hashed(
         let Event::Ready(outcome) = event else {
             return ControlFlow::Continue(());
         };
-        let name = outcome.tag.clone();
-        written =
-            write_outcome(out, shape, &name, outcome, unreadable).map(|listed| match listed {
-                true => counts.0 += 1,
-                false => counts.1 += 1,
-            });
+        written = write_outcome(out, shape, outcome, unreadable).map(|listed| {
+            counts.0 += u64::from(listed);
+            counts.1 += u64::from(!listed);
+        });
         match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
@@ -282,17 +267,17 @@ fn write_hashed(
     written.map(|()| counts)
 }
 
-/// Writes the lines of the file `name` hashed (`outcome`) in `shape`: its
-/// checksum line, its stat line, its leaf lines (or the count line of an
-/// empty file); `false` (nothing written, the reason given to
+/// Writes the lines of a file hashed (`outcome`, tagged with its name) in
+/// `shape`: its checksum line, its stat line, its leaf lines (or the count
+/// line of an empty file); `false` (nothing written, the reason given to
 /// `unreadable`) if it could not be hashed.
-fn write_outcome<T>(
+fn write_outcome(
     out: &mut dyn Write,
     shape: &Shape,
-    name: &[u8],
-    outcome: bt2sum::Outcome<T, Option<LeafLog>>,
+    outcome: bt2sum::Outcome<Vec<u8>, Option<LeafLog>>,
     unreadable: &mut impl FnMut(&[u8], &Error),
 ) -> io::Result<bool> {
+    let name = &outcome.tag[..];
     let hashed = match outcome.result {
         Ok(hashed) => hashed,
         Err(error) => {
@@ -314,16 +299,14 @@ fn write_outcome<T>(
     if let (true, Some(modified)) = (shape.stat, modified) {
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
     }
-    match outcome.leaves {
-        Some(_) if hashed.length == 0 => input.push_count(&mut lines, 0),
-        Some(log) => {
-            return log
-                .write_lines(out, &mut lines, input, hashed.length)
-                .map(|()| true);
-        }
-        None => {}
+    if outcome.leaves.is_some() && hashed.length == 0 {
+        input.push_count(&mut lines, 0);
     }
-    out.write_all(&lines).map(|()| true)
+    match outcome.leaves.filter(|_| hashed.length > 0) {
+        Some(log) => log.write_lines(out, &mut lines, input, hashed.length)?,
+        None => out.write_all(&lines)?,
+    }
+    Ok(true)
 }
 
 /// Writes a line of a moved file again, with the name of the file it moved

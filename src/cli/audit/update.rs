@@ -4,13 +4,13 @@
 //! audit reads it; every later step goes through that descriptor and its
 //! directory's, never the list's path again.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Seek};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::rewrite::{Rewrite, Rewritten};
-use crate::cli::beneath::{ListFile, Temporary};
+use crate::cli::beneath::{Directory, Temporary};
 use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, report_listed, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
@@ -32,7 +32,11 @@ pub fn is_temporary(name: &OsStr) -> bool {
 
 /// The list an update rewrites, opened before the audit reads it.
 pub struct UpdatedList {
-    list: ListFile,
+    directory: Directory,
+    /// The directory's path, for messages.
+    directory_path: PathBuf,
+    name: OsString,
+    file: File,
     /// The list as the audit began, and its owner and permissions to keep.
     stamp: Stamp,
     metadata: std::fs::Metadata,
@@ -41,38 +45,42 @@ pub struct UpdatedList {
 impl UpdatedList {
     pub fn open(path: &Path) -> Result<UpdatedList, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
-        let list = ListFile::open(path).map_err(|refusal| refusal.to_string())?;
-        let metadata = list.file.metadata().map_err(plain)?;
-        let links = crate::cli::beneath::links(&list.file, &metadata).map_err(plain)?;
+        let (directory, directory_path, name, file) =
+            crate::cli::beneath::open_list(path).map_err(|refusal| refusal.to_string())?;
+        let metadata = file.metadata().map_err(plain)?;
+        let links = crate::cli::beneath::links(&file, &metadata).map_err(plain)?;
         if links > 1 {
             return Err(format!(
                 "it has {links} hard links, which replacing it would split (update a copy of it)"
             ));
         }
-        let stamp = Stamp::now(&list.file).map_err(plain)?;
+        let stamp = Stamp::now(&file).map_err(plain)?;
         Ok(UpdatedList {
-            list,
+            directory,
+            directory_path,
+            name,
+            file,
             stamp,
             metadata,
         })
     }
 
     pub fn reader(&self) -> io::Result<io::BufReader<&File>> {
-        (&self.list.file).rewind()?;
-        Ok(io::BufReader::with_capacity(64 << 10, &self.list.file))
+        (&self.file).rewind()?;
+        Ok(io::BufReader::with_capacity(64 << 10, &self.file))
     }
 
     /// Which file the list is, and the directory it is in.
     pub fn ids(&self) -> io::Result<(FileId, FileId)> {
-        let file = FileId::of(&self.list.file, &self.metadata)?;
-        Ok((file, self.list.directory.id()?))
+        let file = FileId::of(&self.file, &self.metadata)?;
+        Ok((file, self.directory.id()?))
     }
 
     /// Fails unless the list is still as the audit began, and still the
     /// file its name gives in its directory.
     fn unchanged(&self) -> Result<(), String> {
-        let here = self.list.directory.open(&self.list.name, false).ok();
-        let same = Stamp::now(&self.list.file).ok() == Some(self.stamp)
+        let here = self.directory.open(&self.name, false).ok();
+        let same = Stamp::now(&self.file).ok() == Some(self.stamp)
             && here.and_then(|file| Stamp::now(&file).ok()) == Some(self.stamp);
         same.then_some(())
             .ok_or_else(|| "it changed while the audit ran (audit it again)".to_string())
@@ -88,8 +96,8 @@ impl UpdatedList {
     ) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         self.unchanged()?;
-        let temporary = Temporary::create(&self.list.directory, PREFIX).map_err(|error| {
-            let shown = Name::of_path_lossy(self.list.directory_path.as_os_str()).shown();
+        let temporary = Temporary::create(&self.directory, PREFIX).map_err(|error| {
+            let shown = Name::of_path_lossy(self.directory_path.as_os_str()).shown();
             format!(
                 "cannot create a temporary file in {shown}: {}",
                 plain(error)
@@ -107,8 +115,8 @@ impl UpdatedList {
         new.sync_all().map_err(plain)?;
         // (Checked again before the rename: no other update came first.)
         self.unchanged()?;
-        temporary.persist(&self.list.name, true).map_err(plain)?;
-        self.list.directory.sync().map_err(plain)?;
+        temporary.persist(&self.name, true).map_err(plain)?;
+        self.directory.sync().map_err(plain)?;
         Ok(done)
     }
 }

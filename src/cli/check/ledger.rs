@@ -163,29 +163,22 @@ impl Ledger {
         if self.unwritten.is_some() {
             return;
         }
-        let (mut whole, mut leaves) = (None, Vec::new());
-        for (subject, verdict) in checked.lines() {
-            match subject {
-                Subject::Checksum => whole = Some(verdict),
-                Subject::Leaf(index) => leaves.push((index, verdict)),
-                Subject::Length => {}
-            }
-        }
-        leaves.sort_unstable_by_key(|(index, _)| *index);
-        let leaf = |index| {
-            let at = leaves.binary_search_by_key(&index, |(index, _)| *index);
-            at.ok().map(|at| leaves[at].1)
-        };
         let (name, tree) = (&checked.pass.name, &checked.pass.tree);
-        let mut units: Vec<(Key, Verdict)> = checked
-            .listed_leaves()
-            .filter_map(|(index, digest)| {
-                Some((key(name, tree, Some(index), digest), leaf(index)?))
+        // (The leaves' verdicts come in the order the leaves are listed.)
+        let mut listed = checked.listed_leaves();
+        let units: Vec<(Key, Verdict)> = (checked.lines())
+            .filter_map(|(subject, verdict)| {
+                let key = match subject {
+                    Subject::Checksum => key(name, tree, None, checked.expected()?),
+                    Subject::Leaf(index) => {
+                        let (_, digest) = listed.find(|(at, _)| *at == index)?;
+                        key(name, tree, Some(index), digest)
+                    }
+                    Subject::Length => return None,
+                };
+                Some((key, verdict))
             })
             .collect();
-        if let (Some(expected), Some(verdict)) = (checked.expected(), whole) {
-            units.push((key(name, tree, None, expected), verdict));
-        }
         if let Err(error) = self.record(&units) {
             self.unwritten = Some(error.to_string());
         }

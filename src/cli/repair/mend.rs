@@ -146,7 +146,12 @@ impl Mender {
         let (tree, listed_length) = (&damaged.tree, damaged.listed_length);
         let mut length = file.metadata()?.len();
         let (copy, copy_path) = self.open_copy(path)?;
-        if same_file(file, &copy) {
+        let id = |file: &File| {
+            file.metadata()
+                .and_then(|data| FileId::of(file, &data))
+                .ok()
+        };
+        if id(file).is_some() && id(file) == id(&copy) {
             return Err(Unmendable::CopyIsTheFile(copy_path));
         }
         let mut buffer = Vec::new();
@@ -355,12 +360,4 @@ fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
     }
     #[cfg(not(unix))]
     permissions
-}
-
-fn same_file(a: &File, b: &File) -> bool {
-    let id = |file: &File| {
-        file.metadata()
-            .and_then(|metadata| FileId::of(file, &metadata))
-    };
-    matches!((id(a), id(b)), (Ok(a), Ok(b)) if a == b)
 }

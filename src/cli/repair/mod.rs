@@ -85,41 +85,37 @@ impl Repairs {
             return Ok(());
         };
         let failing = checked.failed_leaves();
-        let damaged = |failing, whole, last_pass| Damaged {
+        self.noted |= !failing.is_empty();
+        // At the file's end its length, and its checksum, are seen to once
+        // its leaves are mended.
+        let last_pass = checked.is_last_pass()
+            && matches!(
+                checked.file_verdict(),
+                Some(Verdict::Failed | Verdict::Missing)
+            );
+        if last_pass && !self.noted {
+            let why = match self.whole {
+                Some(_) => {
+                    "bytes its leaf lines do not list differ: only a copy of the whole file mends them"
+                }
+                None => "its length differs from its leaf lines' total, and no leaf line says how",
+            };
+            return printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"));
+        }
+        if failing.is_empty() && !last_pass {
+            return Ok(());
+        }
+        self.pending.push(&Damaged {
             name: checked.pass.name.clone(),
             tree: checked.pass.tree,
             listed_length,
             failing,
-            whole,
+            whole: self.whole,
             last_pass,
             stamp,
             mtime: self.mtime.0,
             mtime_listed: self.mtime.1,
-        };
-        if !failing.is_empty() {
-            self.pending.push(&damaged(failing, None, false))?;
-            self.noted = true;
-        }
-        if !checked.is_last_pass()
-            || !matches!(
-                checked.file_verdict(),
-                Some(Verdict::Failed | Verdict::Missing)
-            )
-        {
-            return Ok(());
-        }
-        if self.noted {
-            // The file's end: its length, and its checksum, are seen to
-            // once its leaves are mended.
-            return self.pending.push(&damaged(Vec::new(), self.whole, true));
-        }
-        let why = match self.whole {
-            Some(_) => {
-                "bytes its leaf lines do not list differ: only a copy of the whole file mends them"
-            }
-            None => "its length differs from its leaf lines' total, and no leaf line says how",
-        };
-        printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))
+        })
     }
 
     /// Starts on the file whose first pass `checked` is.
@@ -213,57 +209,53 @@ impl Repairs {
         // next, it is the file as that mending left it.
         let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
         let mender = &self.mender;
-        // The file being mended: opened on its first record, or why not.
-        let mut file: Option<Result<File, String>> = None;
-        // Whether every leaf of the file so far was mended, and whether one
-        // of them was its last (whose failing may be its length's).
-        let (mut file_mended, mut ends) = (true, false);
+        let mut file: Option<Mending> = None;
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
         for damaged in pending.iter()? {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
-            // (Never written where its list contradicts itself about it.)
-            let opened = file.get_or_insert_with(|| match contradicted.get(&name_key(&damaged.name)) {
-                Some((first, second)) => Err(format!(
-                    "the list gives it two different contents (lines {first} and {second}): not written"
-                )),
-                None => {
-                    let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
-                    mender.open(&path, seen).map_err(|unmendable| unmendable.to_string())
-                }
+            // (A file whose last pass could not be read has no last record.)
+            file.take_if(|(name, ..)| *name != damaged.name);
+            let (_, opened, file_mended, ends) = file.get_or_insert_with(|| {
+                // (Never written where its list contradicts itself about it.)
+                let opened = match contradicted.get(&name_key(&damaged.name)) {
+                    Some((first, second)) => Err(format!(
+                        "the list gives it two different contents (lines {first} and {second}): not written"
+                    )),
+                    None => {
+                        let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
+                        mender.open(&path, seen).map_err(|unmendable| unmendable.to_string())
+                    }
+                };
+                (damaged.name.clone(), opened, true, false)
             });
-            match opened {
+            let target = match opened {
+                Ok(target) => target,
                 Err(why) => {
                     if !why.is_empty() {
                         printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
                         why.clear();
                     }
                     tally.unrepaired_leaves += damaged.failing.len() as u64;
+                    file.take_if(|_| damaged.last_pass);
+                    continue;
                 }
-                Ok(target) if !damaged.last_pass => {
-                    let leaves = damaged.tree.leaf_count(damaged.listed_length);
-                    // (In leaf order: the last failing leaf is the one that may end it.)
-                    ends |= (damaged.failing.last()).is_some_and(|(index, _)| index + 1 == leaves);
-                    file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-                }
-                Ok(target) => {
-                    finish_file(
-                        mender,
-                        target,
-                        &damaged,
-                        (file_mended, ends),
-                        printer,
-                        tally,
-                    )?;
-                    if let Ok(now) = Stamp::now(target) {
-                        mended_here.insert(damaged.stamp, now);
-                    }
-                }
+            };
+            if !damaged.failing.is_empty() {
+                let leaves = damaged.tree.leaf_count(damaged.listed_length);
+                // (In leaf order: the last failing leaf is the one that may end it.)
+                *ends |= (damaged.failing.last()).is_some_and(|(index, _)| index + 1 == leaves);
+                *file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
             }
             if damaged.last_pass {
-                (file, file_mended, ends) = (None, true, false);
+                let mended = (*file_mended, *ends);
+                finish_file(mender, target, &damaged, mended, printer, tally)?;
+                if let Ok(now) = Stamp::now(target) {
+                    mended_here.insert(damaged.stamp, now);
+                }
+                file = None;
             }
         }
         self.restore_lost(printer, tally)
@@ -292,6 +284,11 @@ impl Repairs {
         Ok(())
     }
 }
+
+/// The file being mended, by name: opened on its first record, or why not;
+/// whether every leaf of it so far was mended, and whether one of them was
+/// its last (whose failing may be its length's).
+type Mending = (Vec<u8>, Result<File, String>, bool, bool);
 
 /// Ends the mending of a file at its last record, given whether every leaf
 /// of it was mended and whether its last was: its length settled and its
@@ -415,4 +412,57 @@ fn mend_leaves(
         return Ok(false);
     }
     Ok(all_good)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::output::Layout;
+    use bt2sum::{LastNode, TreeParams, leaf_digest};
+    use std::path::Component;
+
+    /// A file whose last pass could not be read ends without its last
+    /// record: the next file's leaves go to that file, never to it.
+    #[test]
+    fn a_file_without_its_last_record_lends_its_descriptor_to_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let (files, copies) = (dir.path().join("files"), dir.path().join("copies"));
+        let tree = TreeParams::new(bt2sum::Algorithm::Blake2b, 32, 4).unwrap();
+        let repair = Repair {
+            copy: copies.clone(),
+            truncate: false,
+            any_path: true,
+            setid: false,
+        };
+        (std::fs::create_dir(&files).and(std::fs::create_dir(&copies))).unwrap();
+        let mut repairs = Repairs::new(&repair, false);
+        for (name, good, last_pass) in [("a", b"AAAA", false), ("b", b"BBBB", true)] {
+            let path = files.join(name);
+            let below = path
+                .components()
+                .filter(|part| matches!(part, Component::Normal(_)));
+            let copy = copies.join(below.collect::<std::path::PathBuf>());
+            std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+            std::fs::write(&copy, good).unwrap();
+            std::fs::write(&path, b"xxxx").unwrap();
+            let damaged = Damaged {
+                name: path.as_os_str().as_encoded_bytes().to_vec(),
+                tree,
+                listed_length: 4,
+                failing: vec![(0, leaf_digest(&tree, 0, LastNode::Yes, good))],
+                whole: None,
+                last_pass,
+                stamp: Stamp::now(&File::open(&path).unwrap()).unwrap(),
+                mtime: None,
+                mtime_listed: false,
+            };
+            repairs.pending.push(&damaged).unwrap();
+        }
+        let (mut out, mut tally) = (Vec::new(), Tally::default());
+        let mut printer = Printer::new(&mut out, false, Layout::default(), Verbosity::Normal);
+        repairs.mend(&mut printer, &mut tally).unwrap();
+        assert_eq!(std::fs::read(files.join("a")).unwrap(), b"AAAA");
+        assert_eq!(std::fs::read(files.join("b")).unwrap(), b"BBBB");
+        assert_eq!((tally.repaired_leaves, tally.mended_files), (2, 1));
+    }
 }
