@@ -29,6 +29,10 @@ const NOT_WITH_CHECK: [&str; 3] = ["recursive", "leaf_count", "combine"];
 /// cannot go with.
 const NOT_WITH_SELECTION: [&str; 4] = ["check", "combine", "untagged", "recursive"];
 
+/// What a walk (`-r`, and what tunes one: `-L`, `-x`, `--max-depth`)
+/// cannot go with. (`--part` goes with an audit's walk, not with `-r`.)
+const NOT_WITH_WALKING: [&str; 4] = ["combine", "leaf_range", "total", "name"];
+
 /// Print or verify BLAKE2 tree-hash checksums ("unlimited fanout" mode, as
 /// used by s3git).
 ///
@@ -151,7 +155,7 @@ pub struct Args {
     pub verbose: bool,
 
     /// Hash every regular file under the directories given (`.` when none), in path order
-    #[arg(short, long, conflicts_with_all = ["check", "combine", "leaf_range", "part", "total", "name"])]
+    #[arg(short, long, conflicts_with_all = ["check", "part"], conflicts_with_all = NOT_WITH_WALKING)]
     pub recursive: bool,
 
     /// With --recursive or --audit: leave out what a gitignore pattern matches (repeatable)
@@ -163,15 +167,15 @@ pub struct Args {
     pub exclude_from: Vec<OsString>,
 
     /// With --recursive: follow symbolic links met in the walk
-    #[arg(short = 'L', long, requires = "walking")]
+    #[arg(short = 'L', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub dereference: bool,
 
     /// With --recursive or --audit: stay on each directory's file system (as find -xdev)
-    #[arg(short = 'x', long, requires = "walking")]
+    #[arg(short = 'x', long, requires = "walking", conflicts_with_all = NOT_WITH_WALKING)]
     pub one_file_system: bool,
 
     /// With --recursive or --audit: walk at most N levels below each directory
-    #[arg(long, value_name = "N", requires = "walking",
+    #[arg(long, value_name = "N", requires = "walking", conflicts_with_all = NOT_WITH_WALKING,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub max_depth: Option<u16>,
 
