@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{assert_contains, ok_in, run_in, said_in, stderr, stdout, write_list};
+use super::{
+    assert_contains, assert_ends, assert_starts, ok_in, run_in, said_in, stderr, stdout, write_list,
+};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -134,12 +136,10 @@ fn stat_lines_tell_an_edit_from_damage() {
     let (out, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     assert_contains(&out, "./edit: CHANGED\n");
     assert_contains(&out, "./damage: FAILED\n");
-    assert!(
-        err.starts_with(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-             bt2sum: WARNING: 1 listed file was changed since it was listed\n"
-        ),
-        "{err}"
+    assert_starts(
+        &err,
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+             bt2sum: WARNING: 1 listed file was changed since it was listed\n",
     );
     assert_eq!(code, 1);
     // An edit that keeps the size, the time moving on, is an edit too;
@@ -313,7 +313,7 @@ fn an_update_follows_deliberate_changes_only() {
     let before = fs::read(dir.path().join("SUMS")).unwrap();
     let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     let updated = "bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n";
-    assert!(err.ends_with(updated), "{err}");
+    assert_ends(&err, updated);
     // The damage and the missing files are still there: status 1.
     assert_eq!(code, 1);
     let after = fs::read(dir.path().join("SUMS")).unwrap();
@@ -413,7 +413,7 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     let kept = read();
     let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
     let updated = "updated: 1 hashed again, 3 missing files forgotten\n";
-    assert!(err.ends_with(updated), "{err}");
+    assert_ends(&err, updated);
     // The damage, not named, still fails the run, and keeps its line.
     assert_eq!(code, 1);
     let now = read();

@@ -1,7 +1,7 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{HELLO_B64, assert_contains, run, status, stderr, stdout};
+use super::{HELLO_B64, assert_contains, assert_ends, assert_starts, run, status, stderr, stdout};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
@@ -9,9 +9,9 @@ use super::{HELLO_B64, assert_contains, run, status, stderr, stdout};
 #[test]
 fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
     let tagged = stdout(&run(Vec::<&str>::new(), b"hi"));
-    assert!(tagged.starts_with("BLAKE2b-64 = "), "{tagged}");
+    assert_starts(&tagged, "BLAKE2b-64 = ");
     let untagged = stdout(&run(["--untagged", "-"], b"hi"));
-    assert!(untagged.ends_with("  -\n"), "{untagged}");
+    assert_ends(&untagged, "  -\n");
     for (args, expected) in [
         (&["--tag"][..], &tagged),
         (&["--untagged", "--tag"], &tagged),

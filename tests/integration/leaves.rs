@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use super::{
-    Retried, assert_contains, assert_output, assert_said, bt2sum, dir_with, ok_bytes_in, ok_in,
-    pattern, read_error, run, run_in, status, stderr, stdout,
+    Retried, assert_contains, assert_output, assert_said, assert_starts, bt2sum, dir_with,
+    ok_bytes_in, ok_in, pattern, read_error, run, run_in, status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{emulated, shell};
@@ -31,8 +31,13 @@ pub(super) fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>)
 }
 
 /// Runs `bt2sum --combine LISTINGS` in `dir`.
-fn combine(dir: &Path, listings: &[&Path]) -> Output {
-    run_in(dir, [Path::new("--combine")].iter().chain(listings), b"")
+fn combine(dir: &Path, listings: &[impl AsRef<Path>]) -> Output {
+    let listings = listings.iter().map(|listing| listing.as_ref());
+    run_in(
+        dir,
+        [Path::new("--combine")].into_iter().chain(listings),
+        b"",
+    )
 }
 
 /// Writes `text` to a file in `dir` and returns its name.
@@ -295,7 +300,6 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
                 .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
                 .collect();
             // The parameters come from the listings.
-            let names: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
             let out = combine(dir.path(), &names);
             assert_said(
                 &out,
@@ -344,9 +348,8 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     for range in ["3..", "7..9", "1..1", "0..0"] {
         assert_said(&ranged(range), "", "", 0, range);
     }
+    // (Without --leaves: cli::bad_options_are_usage_errors.)
     assert_eq!(status(&ranged("2..1")), 2);
-    let out = run_in(dir.path(), ["--leaf-range", "0..1", "f"], b"");
-    assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
     // A pipe cannot be read at an offset.
     let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
     assert_contains(&stderr(&out), "needs a regular file");
@@ -438,15 +441,11 @@ fn escaped_names_round_trip_through_leaf_lines() {
     let dir = tempfile::tempdir().unwrap();
     // Where the file system refuses a byte that is not UTF-8 (macOS's
     // does), the name ends in the UTF-8 `é` instead.
-    let tail = [&b"caf\xe9"[..], "café".as_bytes()]
-        .into_iter()
-        .find(|tail| {
-            let name = [&b"odd\nname\\"[..], tail].concat();
-            super::ux::write_named(dir.path(), &name, &pattern(3000), test)
-        })
-        .expect("a name in UTF-8 is taken everywhere");
-    let bytes = [&b"odd\nname\\"[..], tail].concat();
-    let name = super::name(&bytes);
+    let names = [&b"odd\nname\\caf\xe9"[..], "odd\nname\\café".as_bytes()];
+    let bytes = super::ux::possible(&names, test)[0];
+    let tail = &bytes[b"odd\nname\\".len()..];
+    let name = super::name(bytes);
+    fs::write(dir.path().join(name), pattern(3000)).unwrap();
     let whole = ok_in(dir.path(), [name]);
     let listing_text = ok_bytes_in(
         dir.path(),
@@ -489,33 +488,30 @@ fn tiny_leaves_spill_and_still_list_every_leaf() {
 
 #[test]
 fn hostile_listing_lines_are_errors_not_crashes() {
-    let digest = "ab".repeat(64);
+    // (` = D`: the line's digest.)
     for (line, message) in [
         (
-            format!("BLAKE2b-64 leaf=0 offset=0 length=1 total=4294967296 tree=1 (f) = {digest}"),
+            "leaf=0 offset=0 length=1 total=4294967296 tree=1 (f) = D",
             "leaves 1..4294967296 are missing (the file has 4294967296 leaves)",
         ),
         (
-            format!(
-                "BLAKE2b-64 leaf=0 offset=0 length=1 total=18446744073709551615 tree=1 (f) = {digest}"
-            ),
+            "leaf=0 offset=0 length=1 total=18446744073709551615 tree=1 (f) = D",
             "leaves 1..18446744073709551615 are missing",
         ),
         (
-            format!("BLAKE2b-64 leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = {digest}"),
+            "leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = D",
             "malformed leaf line: bad field leaf= with leaves=",
         ),
         (
-            "BLAKE2b-64 leaves=7 total=1 tree=1 (f)".to_string(),
+            "leaves=7 total=1 tree=1 (f)",
             "malformed leaf line: leaves=7, but total= and tree= make 1 leaves",
         ),
         (
-            format!(
-                "BLAKE2b-64 leaf=18446744073709551615 offset=0 length=1 total=1 tree=1 (f) = {digest}"
-            ),
+            "leaf=18446744073709551615 offset=0 length=1 total=1 tree=1 (f) = D",
             "malformed leaf line: offset or length",
         ),
     ] {
+        let line = format!("BLAKE2b-64 {line}").replace(" = D", &format!(" = {}", "ab".repeat(64)));
         let out = run(["--combine"], line.as_bytes());
         assert_eq!(status(&out), 1, "{line}");
         assert!(stderr(&out).contains(message), "{line}: {}", stderr(&out));
@@ -540,35 +536,23 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         );
         let whole = combined_lines(dir.path(), &["-t", "1k"], "f");
         // Ranges of two leaves from 0 to past the count, combined: the
-        // file's line.
-        let mut parts = Vec::new();
-        for start in (0..=leaves).step_by(2) {
-            let range = format!("{start}..{}", start + 2);
+        // file's line; and so are two parts split at leaf 3, the second
+        // open-ended, whatever the size.
+        let part = |range: &String| {
             #[rustfmt::skip]
-            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", &range, "f"];
+            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", range, "f"];
             let part = ok_bytes_in(dir.path(), args);
-            parts.push(listing(dir.path(), &format!("part.{range}"), &part));
+            listing(dir.path(), &range.replace('.', "_"), &part)
+        };
+        let pairs = (0..=leaves)
+            .step_by(2)
+            .map(|start| format!("{start}..{}", start + 2));
+        let halves = ["0..3", "3.."].map(String::from);
+        for (ranges, how) in [(pairs.collect(), "in pairs"), (halves.to_vec(), "in two")] {
+            let parts: Vec<PathBuf> = ranges.iter().map(part).collect();
+            let out = combine(dir.path(), &parts);
+            assert_said(&out, &whole, "", 0, &format!("{size} bytes {how}"));
         }
-        let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-        assert_said(
-            &combine(dir.path(), &parts),
-            &whole,
-            "",
-            0,
-            &format!("{size} bytes"),
-        );
-        // And two parts split at leaf 3, the second open-ended, whatever
-        // the size.
-        let halves = ["0..3", "3.."].map(|range| {
-            let args = ["-t", "1k", "--leaves", "--leaf-range", range, "f"];
-            listing(
-                dir.path(),
-                &range.replace('.', "_"),
-                &ok_bytes_in(dir.path(), args),
-            )
-        });
-        let out = combine(dir.path(), &[&halves[0], &halves[1]]);
-        assert_said(&out, &whole, "", 0, &format!("{size} bytes in two"));
     }
     let dir = dir_with(&[("empty", b"")]);
     let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
@@ -773,7 +757,7 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
         format!("bt2sum: big: {cannot} {shown}: {refused}\n")
     );
     let text = stdout(&out);
-    assert!(text.starts_with("BLAKE2b-64 (small) = "), "{text}");
+    assert_starts(&text, "BLAKE2b-64 (small) = ");
     assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }
 
@@ -804,37 +788,31 @@ fn mixed_listings_of_one_file_verify() {
             .map(|l| format!("{l}\n"))
             .collect()
     };
-    let cases: [(String, &[&str], i32); 7] = [
-        (format!("{checksum_5m}{}", leaf_lines(&leaves_64k)), &[], 0),
-        (format!("{leaves_5m}{leaves_64k}"), &[], 0),
-        (format!("{leaves_64k}{leaves_5m}"), &[], 0),
-        (interleaved, &[], 0),
+    let made_5m = format!("{checksum_5m}{}", leaf_lines(&leaves_64k));
+    let made_64k = format!("{checksum_64k}{}", leaf_lines(&leaves_5m));
+    let cases: [(&str, &[&str], i32); 7] = [
+        (&made_5m, &[], 0),
+        (&format!("{leaves_5m}{leaves_64k}"), &[], 0),
+        (&format!("{leaves_64k}{leaves_5m}"), &[], 0),
+        (&interleaved, &[], 0),
         // Made with 64k, followed by 5m leaf lines: neither size given
         // made it, until -t says 64k.
-        (format!("{checksum_64k}{}", leaf_lines(&leaves_5m)), &[], 1),
-        (
-            format!("{checksum_64k}{}", leaf_lines(&leaves_5m)),
-            &["-t", "64k"],
-            0,
-        ),
+        (&made_64k, &[], 1),
+        (&made_64k, &["-t", "64k"], 0),
         // -t names a size in place of the default: the default is not tried.
-        (
-            format!("{checksum_5m}{}", leaf_lines(&leaves_64k)),
-            &["-t", "1k"],
-            1,
-        ),
+        (&made_5m, &["-t", "1k"], 1),
     ];
-    for (list, args, expected) in &cases {
+    for (list, args, expected) in cases {
         let out = check(dir.path(), args, list.as_bytes());
         let said = [stdout(&out), stderr(&out)].concat();
-        assert_eq!(status(&out), *expected, "{args:?}\n{list}{said}");
+        assert_eq!(status(&out), expected, "{args:?}\n{list}{said}");
     }
     // A damaged file fails with every size.
     let mut damaged = pattern(3_000_000);
     damaged[2_000_000] ^= 1;
     fs::write(dir.path().join("f"), &damaged).unwrap();
-    let out = check(dir.path(), &[], cases[0].0.as_bytes());
-    assert!(stdout(&out).starts_with("f: FAILED\n"), "{}", stdout(&out));
+    let out = check(dir.path(), &[], made_5m.as_bytes());
+    assert_starts(&stdout(&out), "f: FAILED\n");
     assert_eq!(status(&out), 1);
 }
 
@@ -855,31 +833,21 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
             .map(String::from)
             .collect()
     };
-    let cases: [(usize, &[&str], &str); 3] = [
+    // The length, the leaf that changed, the leaf gone, if one is.
+    let cases = [
         // The last 100 bytes cut: leaf 57 changed.
-        (
-            data.len() - 100,
-            &["f: FAILED", "f: leaf 57: FAILED"],
-            "57 of 58",
-        ),
+        (data.len() - 100, 57, None, "57 of 58"),
         // Cut into leaf 56: it is the last now, and leaf 57 is gone.
-        (
-            56 * 1024 + 500,
-            &[
-                "f: FAILED",
-                "f: leaf 56: FAILED",
-                "f: leaf 57: FAILED missing",
-            ],
-            "56",
-        ),
+        (56 * 1024 + 500, 56, Some(57), "56"),
         // Longer: leaf 57 is no longer the last.
-        (
-            data.len() + 5000,
-            &["f: FAILED", "f: leaf 57: FAILED"],
-            "longer",
-        ),
+        (data.len() + 5000, 57, None, "longer"),
     ];
-    for (length, expected, what) in cases {
+    for (length, changed, gone, what) in cases {
+        let mut expected = vec![
+            "f: FAILED".to_string(),
+            format!("f: leaf {changed}: FAILED"),
+        ];
+        expected.extend(gone.map(|leaf| format!("f: leaf {leaf}: FAILED missing")));
         let mut changed = pattern(length.max(data.len()));
         changed.truncate(length);
         fs::write(dir.path().join("f"), &changed).unwrap();

@@ -13,7 +13,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    Retried, assert_contains, bt2sum, noise, rot, run_in, said_in, status, stderr, stdout,
+    Retried, assert_contains, assert_ends, assert_starts, bt2sum, noise, rot, run_in, said_in,
+    status, stderr, stdout,
 };
 
 /// The leaf size of these tests' listings.
@@ -127,9 +128,9 @@ fn a_file_cut_short_is_extended_with_leaves_that_verify() {
         &err,
         &format!("bt2sum: f: is still {short} bytes long, shorter than its listed {listed}\n"),
     );
-    assert!(
-        err.ends_with("bt2sum: WARNING: 6 damaged leaves could not be repaired\n"),
-        "{err}"
+    assert_ends(
+        &err,
+        "bt2sum: WARNING: 6 damaged leaves could not be repaired\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), good[..7 * LEAF]);
@@ -163,7 +164,7 @@ fn a_longer_file_is_cut_only_when_asked() {
     damage(&path, &[2]);
     fs::write(&path, [fs::read(&path).unwrap(), b"more".to_vec()].concat()).unwrap();
     let (out, _, code) = check(dir.path(), &args);
-    assert!(out.ends_with("f: leaf 2: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 2: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good);
 }
@@ -191,21 +192,19 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
     // A copy that ends before the leaf.
     fs::write(&copy, &good[..6 * LEAF + 100]).unwrap();
     let (out, _, code) = mend(dir.path());
-    assert!(
-        out.ends_with("f: leaf 6: FAILED (the copy ends before the leaf does)\n"),
-        "{out}"
+    assert_ends(
+        &out,
+        "f: leaf 6: FAILED (the copy ends before the leaf does)\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), expected);
     // No copy at all: said once, before anything is checked.
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "none"]);
     assert_eq!((out.as_str(), code), ("", 1));
-    assert!(
-        err.starts_with(
-            "bt2sum: none: the copies given to --repair-from: No such file or directory \
-             (looked for from "
-        ),
-        "{err}"
+    assert_starts(
+        &err,
+        "bt2sum: none: the copies given to --repair-from: No such file or directory \
+             (looked for from ",
     );
     // The file itself.
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "."]);
@@ -214,9 +213,9 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
         &err,
         "bt2sum: f: cannot be repaired: its copy ./f is the file itself\n",
     );
-    assert!(
-        err.ends_with("bt2sum: WARNING: 1 damaged leaf could not be repaired\n"),
-        "{err}"
+    assert_ends(
+        &err,
+        "bt2sum: WARNING: 1 damaged leaf could not be repaired\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), expected);
@@ -250,9 +249,10 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
     }
     let (out, err, code) = check(root, &["--quiet", "--repair-from", "copy/a"]);
     assert_contains(&out, "a: leaf 2: REPAIRED\n");
-    assert!(err.contains(
-        "bt2sum: sub/b: cannot be repaired: the copy given is one file, the copy of a: give a directory of copies\n"
-    ), "{err}");
+    assert_contains(
+        &err,
+        "bt2sum: sub/b: cannot be repaired: the copy given is one file, the copy of a: give a directory of copies\n",
+    );
     assert_eq!(code, 1);
     assert_eq!(fs::read(root.join("a")).unwrap(), goods[0]);
     assert_ne!(fs::read(root.join("sub/b")).unwrap(), goods[1]);
@@ -587,21 +587,15 @@ fn slices_never_leave_a_hole_in_a_file_cut_short() {
     let args = |part: &'static str| ["--quiet", "--part", part, "--repair-from", "copy"];
     let (out, _, code) = check(dir.path(), &args("2/2"));
     let why = "FAILED (the file ends before it, and leaves before it are not mended)";
-    assert!(
-        out.ends_with(&format!("f: leaf 2: {why}\nf: leaf 3: {why}\n")),
-        "{out}"
-    );
+    assert_ends(&out, &format!("f: leaf 2: {why}\nf: leaf 3: {why}\n"));
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), good[..LEAF]);
     let (out, _, code) = check(dir.path(), &args("1/2"));
-    assert!(out.ends_with("f: leaf 1: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 1: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good[..2 * LEAF]);
     let (out, _, code) = check(dir.path(), &args("2/2"));
-    assert!(
-        out.ends_with("f: leaf 2: REPAIRED\nf: leaf 3: REPAIRED\n"),
-        "{out}"
-    );
+    assert_ends(&out, "f: leaf 2: REPAIRED\nf: leaf 3: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good);
     // Each slice mends the damaged leaves it holds.
@@ -665,14 +659,14 @@ fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
     // Only the listed leaf damaged: mended, and the file verifies.
     damage(&dir.path().join("f"), &[0]);
     let (out, _, code) = mend(dir.path());
-    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 0: REPAIRED\n");
     assert_eq!(code, 0);
     assert!(verifies(dir.path()));
     // The listed leaf and an unlisted one: the listed one is mended, and
     // the file still fails.
     damage(&dir.path().join("f"), &[0, 2]);
     let (out, err, code) = mend(dir.path());
-    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 0: REPAIRED\n");
     let unlisted =
         "bt2sum: f: still fails its checksum line: bytes its leaf lines do not list differ\n";
     assert_contains(&err, unlisted);
@@ -720,10 +714,10 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let differs = "./a: FAILED to restore (its copy ../copy/a does not match its checksum line: \
                    not written)\n";
     assert_contains(&out, differs);
-    assert!(out.ends_with("./sub/deeper/v: RESTORED\n"), "{out}");
+    assert_ends(&out, "./sub/deeper/v: RESTORED\n");
     let summary = "bt2sum: 1 missing file was restored\n\
                    bt2sum: WARNING: 1 missing file could not be restored\n";
-    assert!(err.ends_with(summary), "{err}");
+    assert_ends(&err, summary);
     assert_eq!(code, 1);
     assert_eq!(fs::read(tree.join("sub/deeper/v")).unwrap(), good);
     let names: Vec<_> = fs::read_dir(&tree)

@@ -92,7 +92,7 @@ pub(super) fn write_named(dir: &Path, bytes: &[u8], data: &[u8], test: &str) -> 
 /// trying them in a directory of its own shows (see [`refuses_name`]); on
 /// Windows those that are UTF-8 and hold no `\` (which separates there),
 /// `\n` or `\r` (which Windows names cannot hold).
-fn possible(paths: &[&'static [u8]], test: &str) -> Vec<&'static [u8]> {
+pub(super) fn possible<'a>(paths: &[&'a [u8]], test: &str) -> Vec<&'a [u8]> {
     #[cfg(unix)]
     let probe = tempfile::tempdir().unwrap();
     paths
@@ -248,7 +248,7 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     assert_eq!(here, super::ok_in(&t, ["-r", "--untagged", "."]));
     // Each line is the file's own checksum line.
     let line = super::ok_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
-    assert!(out.contains(&line), "{line}");
+    assert_contains(&out, &line);
 }
 
 #[test]
@@ -306,12 +306,8 @@ fn recursive_skips_the_list_it_writes() {
         false,
         "recursive_skips_the_list_it_writes",
     );
-    for (args, appended) in [
-        (&["-r"][..], false),
-        (&["-r", "-L"], false),
-        (&["-r", "-L", "."], true),
-    ] {
-        // `> SUMS`, or `>> SUMS`.
+    // `bt2sum ARGS > SUMS`, or `>> SUMS`, which must say nothing.
+    let into_sums = |args: &[&str], appended: bool| {
         let sums = fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -325,29 +321,25 @@ fn recursive_skips_the_list_it_writes() {
             .stdout(sums)
             .output_retried();
         super::assert_said(&hashed, "", "", 0, &format!("{args:?}"));
+    };
+    for (args, appended) in [
+        (&["-r"][..], false),
+        (&["-r", "-L"], false),
+        (&["-r", "-L", "."], true),
+    ] {
+        into_sums(args, appended);
         let out = super::run_in(dir.path(), ["-c", "SUMS"], b"");
         let expected = "./a: OK\n./sub/b: OK\n".repeat(if appended { 2 } else { 1 });
         super::assert_said(&out, &expected, "", 0, &format!("{args:?}"));
     }
-    let names = |list: &[u8]| -> Vec<String> {
-        let list = String::from_utf8(list.to_vec()).unwrap();
-        list.lines().map(|line| line[130..].to_string()).collect()
-    };
     // Nor is the ledger beside it (which every scrub changes).
     fs::write(dir.path().join("SUMS.ledger"), b"").unwrap();
-    let sums = fs::File::create(dir.path().join("SUMS")).unwrap();
-    let hashed = bt2sum()
-        .current_dir(dir.path())
-        .args(["-r", "--untagged"])
-        .stdout(sums)
-        .output_retried();
-    assert_eq!(status(&hashed), 0, "{}", stderr(&hashed));
+    into_sums(&["-r", "--untagged"], false);
     let listed = fs::read(dir.path().join("SUMS")).unwrap();
-    assert_eq!(names(&listed), ["./a", "./sub/b"]);
+    assert_eq!(untagged_names(&listed), [&b"./a"[..], b"./sub/b"]);
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
-    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
-    let all = ["./SUMS", "./SUMS.ledger", "./a", "./sub/b"];
-    assert_eq!(names(&out.stdout), all);
+    let all = [&b"./SUMS"[..], b"./SUMS.ledger", b"./a", b"./sub/b"];
+    assert_eq!(walked(dir.path(), &[]), all);
 }
 
 #[test]
@@ -600,14 +592,11 @@ fn man_page_is_roff() {
     let sections = "SYNOPSIS|OUTPUT|\"EXIT STATUS\"|\"CHECK LIST FORMAT\"|\"LEAF LISTINGS\"|\
                     ENVIRONMENT|EXAMPLES";
     for section in sections.split('|') {
-        assert!(
-            page.contains(&format!(".SH {section}")),
-            "no {section}:\n{page}"
-        );
+        assert_contains(&page, &format!(".SH {section}"));
     }
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
     for text in "b2sum(1) sha256sum(1) b3sum(1) docs/check.md README.md".split(' ') {
-        assert!(see_also.contains(text), "{text}: {see_also}");
+        assert_contains(see_also, text);
     }
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
@@ -690,15 +679,14 @@ fn dash_c_and_missing_copies_are_explained() {
          give its path from there, or an absolute one",
     );
     let args = ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"];
-    let out = super::run_in(dir.path(), args, b"");
-    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
-    let said = stderr(&out);
-    assert!(
-        said.starts_with("bt2sum: backup: the copies given to --repair-from: ")
-            && said.contains("(looked for from ")
-            && said.lines().count() == 1,
+    let (out, said, code) = super::said_in(dir.path(), args);
+    assert_eq!(
+        (out.as_str(), code, said.lines().count()),
+        ("", 1, 1),
         "{said}"
     );
+    super::assert_starts(&said, "bt2sum: backup: the copies given to --repair-from: ");
+    assert_contains(&said, "(looked for from ");
 }
 
 #[test]
@@ -722,7 +710,7 @@ fn help_has_examples_and_defaults_and_version_its_own() {
         "4294967295",
         "1 to 64 for blake2b",
     ] {
-        assert!(help.contains(text), "{text}:\n{help}");
+        assert_contains(&help, text);
     }
     // -h is the short form: the values' descriptions are --help's only.
     let short = stdout(&run(["-h"], b""));
@@ -873,20 +861,9 @@ impl Tmux {
         let tmux = Tmux {
             socket: dir.join("tmux"),
         };
-        let out = tmux
-            .command(&[
-                "new-session",
-                "-d",
-                "-s",
-                "ux",
-                "-x",
-                "200",
-                "-y",
-                "30",
-                &script,
-            ])
-            .env("SHELL", "/bin/sh")
-            .output();
+        let mut session: Vec<&str> = "new-session -d -s ux -x 200 -y 30".split(' ').collect();
+        session.push(&script);
+        let out = tmux.command(&session).env("SHELL", "/bin/sh").output();
         match out {
             Ok(out) => assert!(out.status.success(), "tmux: {}", stderr(&out)),
             Err(error) if error.kind() == io::ErrorKind::NotFound => panic!(
@@ -918,12 +895,8 @@ impl Tmux {
 
     /// The text on the screen now.
     fn screen(&self) -> String {
-        stdout(
-            &self
-                .command(&["capture-pane", "-p", "-t", "ux"])
-                .output()
-                .expect("tmux"),
-        )
+        let out = self.command(&["capture-pane", "-p", "-t", "ux"]).output();
+        stdout(&out.expect("tmux"))
     }
 
     /// Polls the screen until `done` says yes, for up to a minute, and
