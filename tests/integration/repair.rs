@@ -45,11 +45,7 @@ fn mend(dir: &Path) -> (String, String, i32) {
 /// `good` with `name` and its copy under `copy/` in a new directory, listed
 /// in `LEAVES` by `bt2sum -t 4096 ARGS name`.
 fn listed_with(name: &str, good: &[u8], args: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for place in [dir.path().join(name), dir.path().join("copy").join(name)] {
-        fs::create_dir_all(place.parent().unwrap()).unwrap();
-        fs::write(place, good).unwrap();
-    }
+    let dir = super::dir_with(&[(name, good), (&format!("copy/{name}"), good)]);
     super::write_list(
         dir.path(),
         "LEAVES",
@@ -229,10 +225,7 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
     let mut goods = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let good = noise(3 * LEAF + i, i as u64 + 40);
-        for place in [root.join(name), root.join("copy").join(name)] {
-            fs::create_dir_all(place.parent().unwrap()).unwrap();
-            fs::write(place, &good).unwrap();
-        }
+        super::write_files(root, &[(name, &good), (&format!("copy/{name}"), &good)]);
         goods.push(good);
     }
     let args = ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"];
@@ -289,12 +282,8 @@ fn a_file_that_cannot_be_written_is_told_so() {
 /// an update would take into the list. An edit is not reverted.
 #[test]
 fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
-    let dir = tempfile::tempdir().unwrap();
     let good = noise(3 * LEAF + 100, 9);
-    for tree in ["tree", "backup"] {
-        fs::create_dir(dir.path().join(tree)).unwrap();
-        fs::write(dir.path().join(tree).join("v.mp4"), &good).unwrap();
-    }
+    let dir = super::dir_with(&[("tree/v.mp4", &good), ("backup/v.mp4", &good)]);
     let made = super::write_list(
         dir.path(),
         "SUMS",
@@ -461,12 +450,9 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
         return;
     }
     let mib = 1 << 20;
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("source");
-    fs::create_dir(&source).unwrap();
     let good = noise(64 * mib, 9);
-    fs::write(source.join("f"), &good).unwrap();
-    fs::write(dir.path().join("f"), &good).unwrap();
+    let dir = super::dir_with(&[("source/f", &good), ("f", &good)]);
+    let source = dir.path().join("source");
     super::write_list(dir.path(), "LEAVES", ["-t", "1048576", "--leaves", "f"]);
     rot(
         &dir.path().join("f"),
@@ -510,15 +496,10 @@ fn the_http_recipe_mends_what_it_fetches() {
         .into_iter()
         .find(|(title, _)| title == "Mending damaged leaves over HTTP")
         .expect("docs/leaves.md has the recipe");
-    let dir = tempfile::tempdir().unwrap();
-    let mirror = dir.path().join("mirror");
-    let work = dir.path().join("work");
-    fs::create_dir(&mirror).unwrap();
-    fs::create_dir(&work).unwrap();
     let mib = 1 << 20;
     let good = noise(12 * mib + 777, 11);
-    fs::write(mirror.join("disk.img"), &good).unwrap();
-    fs::write(work.join("disk.img"), &good).unwrap();
+    let dir = super::dir_with(&[("mirror/disk.img", &good), ("work/disk.img", &good)]);
+    let (mirror, work) = (dir.path().join("mirror"), dir.path().join("work"));
     super::write_list(
         &work,
         "disk.img.leaves",
@@ -685,9 +666,7 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let copy = dir.path().join("copy");
     let good = noise(5 * LEAF + 7, 5);
     for root in [&tree, &copy] {
-        fs::create_dir_all(root.join("sub/deeper")).unwrap();
-        fs::write(root.join("sub/deeper/v"), &good).unwrap();
-        fs::write(root.join("a"), b"alpha\n").unwrap();
+        super::write_files(root, &[("sub/deeper/v", &good), ("a", b"alpha\n")]);
     }
     fs::set_permissions(copy.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
     super::write_list(

@@ -6,15 +6,15 @@
 //! the files reported as repaired changed. (Unix: links, modes, FIFOs.)
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    assert_contains, assert_ends, bt2sum, mkfifo, ok_bytes_in, output_within, rot, run_in, said_in,
-    status, stderr, stdout, write_list,
+    Retried, assert_contains, assert_ends, assert_starts, bt2sum, mkfifo, ok_bytes_in,
+    output_within, rot, run_in, said_in, status, stderr, stdout, write_list,
 };
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
@@ -102,40 +102,49 @@ fn names_outside_the_tree_are_written_only_when_asked() {
     }
 }
 
-/// Starts `bt2sum -c --repair-from ../mirror ../LEAVES` in `t/` on a list
-/// that ends with a FIFO's checksum line, waits until `f`'s verdict is out
-/// (its check is done; the repairs wait for the list's end, held back by
-/// the FIFO), runs `meanwhile`, then lets the FIFO through: what the repair
-/// then finds.
-fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, String, i32) {
+/// What the FIFO `t/fifo` of [`held_by_a_fifo`] passes.
+const THROUGH_THE_FIFO: &[u8] = b"through the fifo";
+
+/// Makes the FIFO `t/fifo` and appends its checksum line to the list `list`
+/// (in `dir`), naming it `listed_as`; starts `bt2sum ARGS` in `t/`, reads
+/// its standard output until a line starts with `until` (the FIFO holds
+/// back what follows it in the list), runs `meanwhile`, then lets the FIFO
+/// through: all the run printed, its standard error, and its status.
+fn held_by_a_fifo(
+    dir: &Path,
+    list: &str,
+    listed_as: &str,
+    args: &str,
+    until: &str,
+    meanwhile: impl FnOnce(),
+) -> (String, String, i32) {
     mkfifo(&dir.join("t/fifo"));
-    let fifo_line = stdout(&run_in(dir, ["-t", "4096", "-"], b"through the fifo"))
-        .replace("BLAKE2b-64 (-)", "BLAKE2b-64 (fifo)");
-    let mut list = fs::read(dir.join("LEAVES")).unwrap();
-    list.extend(fifo_line.as_bytes());
-    fs::write(dir.join("LEAVES"), list).unwrap();
+    let fifo_line = stdout(&run_in(dir, ["-"], THROUGH_THE_FIFO));
+    let mut text = fs::read(dir.join(list)).unwrap();
+    text.extend(
+        fifo_line
+            .replace("(-)", &format!("({listed_as})"))
+            .as_bytes(),
+    );
+    fs::write(dir.join(list), text).unwrap();
     let mut child = bt2sum()
-        .args("-c -t 4096 --repair-from ../mirror ../LEAVES".split(' '))
+        .args(args.split(' '))
         .current_dir(dir.join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    assert_eq!(first, "f: FAILED\n");
+    let mut said = String::new();
+    while !said
+        .lines()
+        .last()
+        .is_some_and(|line| line.starts_with(until))
+    {
+        assert_ne!(out.read_line(&mut said).unwrap(), 0, "no {until}: {said}");
+    }
     meanwhile();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("t/fifo"))
-        .unwrap()
-        .write_all(b"through the fifo")
-        .unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    fs::write(dir.join("t/fifo"), THROUGH_THE_FIFO).unwrap();
+    out.read_to_string(&mut said).unwrap();
     let output = output_within(child, Duration::from_secs(60));
-    (first + &rest, stderr(&output), status(&output))
+    (said, stderr(&output), status(&output))
 }
 
 /// A file swapped for a link to a file outside, or rewritten, between its
@@ -148,13 +157,18 @@ fn a_file_swapped_or_rewritten_after_the_check_is_not_written() {
         let path = dir.path().join("t/f");
         rot(&path, [4096 + 10]);
         let target = Untouched::new(&dir.path().join("outside/target"), b"secret\n", 0o600);
-        let (out, err, code) = swapped_after_the_check(dir.path(), || match swapped {
+        // Once `f`'s verdict is out its check is done: the repairs wait
+        // for the list's end, which the FIFO holds back.
+        let args = "-c --repair-from ../mirror ../LEAVES";
+        let meanwhile = || match swapped {
             true => {
                 fs::remove_file(&path).unwrap();
                 symlink("../outside/target", &path).unwrap();
             }
             false => fs::write(&path, &edited).unwrap(),
-        });
+        };
+        let (out, err, code) = held_by_a_fifo(dir.path(), "LEAVES", "fifo", args, "f: ", meanwhile);
+        assert_starts(&out, "f: FAILED\n");
         assert_eq!(code, 1, "{out}{err}");
         assert!(!out.contains("REPAIRED"), "{out}");
         let why = match swapped {
@@ -278,37 +292,14 @@ fn an_update_refuses_a_list_that_changed_while_it_ran() {
     let sums = dir.path().join("SUMS");
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     // A FIFO listed last holds the audit until the list has changed.
-    mkfifo(&dir.path().join("t/fifo"));
-    let fifo_line = stdout(&run_in(dir.path(), ["-"], b"through"))
-        .replace("BLAKE2b-64 (-)", "BLAKE2b-64 (./fifo)");
-    let mut list = fs::read(&sums).unwrap();
-    list.extend(fifo_line.as_bytes());
-    fs::write(&sums, &list).unwrap();
-    let mut child = bt2sum()
-        .args(["-c", "--audit", ".", "--update", "../SUMS"])
-        .current_dir(dir.path().join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("./b: ") {
-        line.clear();
-        out.read_line(&mut line).unwrap();
-    }
-    // Another update, or an edit, came first.
-    let edited = [&list[..], b"# edited meanwhile\n"].concat();
-    fs::write(&sums, &edited).unwrap();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join("t/fifo"))
-        .unwrap()
-        .write_all(b"through")
-        .unwrap();
-    let output = output_within(child, Duration::from_secs(60));
-    let err = stderr(&output);
-    assert_eq!(status(&output), 1, "{err}");
+    let mut edited = Vec::new();
+    let args = "-c --audit . --update ../SUMS";
+    let (_, err, code) = held_by_a_fifo(dir.path(), "SUMS", "./fifo", args, "./b: ", || {
+        // Another update, or an edit, came first.
+        edited = [fs::read(&sums).unwrap(), b"# edited meanwhile\n".to_vec()].concat();
+        fs::write(&sums, &edited).unwrap();
+    });
+    assert_eq!(code, 1, "{err}");
     assert_contains(&err, "../SUMS: not updated: it changed while the audit ran");
     assert_eq!(fs::read(&sums).unwrap(), edited);
 }
@@ -328,10 +319,7 @@ fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
     let child = bt2sum()
         .args(["-c", "--audit", ".", "--update", "../SUMS"])
         .current_dir(&root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     super::wait_until_open(child.id(), &root.join("big"));
     // The same size, another content, a new time.
     fs::write(root.join("a2"), b"file A\n").unwrap();
@@ -657,10 +645,7 @@ fn an_update_refuses_a_list_that_is_not_a_regular_file() {
     let child = bt2sum()
         .args(["-c", "--audit", ".", "--update", "../FIFO"])
         .current_dir(dir.path().join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let out = output_within(child, Duration::from_secs(20));
     super::assert_output(
         &out,
