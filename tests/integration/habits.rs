@@ -99,21 +99,20 @@ fn names_are_read_from_a_nul_separated_list() {
     let expected = super::ok_in(dir.path(), names);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();
-    for args in [&["--files0-from", "L"][..], &["--files0-from=L"]] {
-        let out = run_in(dir.path(), args, b"");
+    // From standard input, the last name without its NUL.
+    let stdin = list.trim_end_matches('\0');
+    for (args, stdin) in [
+        ("--files0-from L", ""),
+        ("--files0-from=L", ""),
+        ("--files0-from -", stdin),
+    ] {
+        let out = run_in(dir.path(), args.split(' '), stdin.as_bytes());
         assert_eq!(
             (stdout(&out), status(&out)),
             (expected.clone(), 0),
-            "{args:?}"
+            "{args}"
         );
     }
-    // From standard input, the last name without its NUL.
-    let out = run_in(
-        dir.path(),
-        ["--files0-from", "-"],
-        list.trim_end_matches('\0').as_bytes(),
-    );
-    assert_eq!((stdout(&out), status(&out)), (expected.clone(), 0));
     // An empty name, a missing file and `-` from standard input: each
     // reported, the rest hashed.
     let out = run_in(
@@ -137,35 +136,6 @@ fn names_are_read_from_a_nul_separated_list() {
     let out = run_in(dir.path(), ["--files0-from", "absent"], b"");
     assert_eq!(status(&out), 1);
     super::assert_starts(&stderr(&out), "bt2sum: absent: ");
-}
-
-/// Standard input's own line checks standard input, as `-` does in a GNU
-/// list: `bt2sum < F > S; bt2sum -c S < F`. Its leaf listing too. A list
-/// read from standard input cannot name it so: there the line is
-/// improperly formatted.
-#[test]
-fn the_nameless_line_of_standard_input_checks_standard_input() {
-    use super::run_in;
-    let dir = tempfile::tempdir().unwrap();
-    let data = super::pattern(3000);
-    for args in [&[][..], &["-t", "1k", "--leaves"]] {
-        let list = run(args, &data);
-        super::assert_starts(&stdout(&list), "BLAKE2b-64 = ");
-        std::fs::write(dir.path().join("S"), &list.stdout).unwrap();
-        let mut damaged = data.clone();
-        damaged[2000] ^= 1;
-        for (input, verdict, code) in [(&data, "-: OK\n", 0), (&damaged, "-: FAILED\n", 1)] {
-            let out = run_in(dir.path(), ["-c", "S"], input);
-            let said = [stdout(&out), stderr(&out)].concat();
-            assert!(
-                said.starts_with(verdict) && status(&out) == code,
-                "{args:?}: {said}"
-            );
-        }
-        let out = run(["-c"], &list.stdout);
-        assert_eq!(status(&out), 1);
-        assert_contains(&stderr(&out), "no properly formatted checksum lines found");
-    }
 }
 
 /// A hint appears only where the evidence points: a list of several lines

@@ -173,13 +173,8 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     .collect();
     assert_said(&check(dir.path(), &[], &listed), "f: OK\n", "", 0, "whole");
     let verbose = "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n";
-    assert_said(
-        &check(dir.path(), &["--verbose"], &listed),
-        verbose,
-        "",
-        0,
-        "verbose",
-    );
+    let out = check(dir.path(), &["--verbose"], &listed);
+    assert_said(&out, verbose, "", 0, "verbose");
 
     // A file of another length: the leaves whose bytes and place changed
     // fail (leaf 8, now the last and shorter), and so does the count; the
@@ -204,18 +199,10 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
          f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
     );
-    let out = check(dir.path(), &[], &listed);
-    assert_eq!(stdout(&out), "f: FAILED open or read\n");
-    assert_eq!(
-        stderr(&out).matches("bt2sum: f: ").count(),
-        1,
-        "{}",
-        stderr(&out)
-    );
-    super::assert_ends(
-        &stderr(&out),
-        "bt2sum: WARNING: 1 listed file could not be read\n",
-    );
+    let (out, err, _) = super::said(&check(dir.path(), &[], &listed));
+    let once = (out.as_str(), err.matches("bt2sum: f: ").count());
+    assert_eq!(once, ("f: FAILED open or read\n", 1), "{err}");
+    super::assert_ends(&err, "bt2sum: WARNING: 1 listed file could not be read\n");
     let out = check(dir.path(), &["--ignore-missing"], &listed);
     assert_output(&out, "", "bt2sum: list: no file was verified\n", 1);
 }
@@ -263,8 +250,7 @@ fn a_file_and_its_leaves_are_read_once() {
         .current_dir(dir.path())
         .args(["-c", "--verbose"])
         .arg(&list)
-        .stdout(std::process::Stdio::piped())
-        .spawn_retried();
+        .spawn_piped();
     fs::write(dir.path().join("p"), &data).unwrap();
     let out = checking.wait_with_output().unwrap();
     let expected: String = std::iter::once("p: OK\n".to_string())
@@ -564,8 +550,11 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
 }
 
 /// Standard input read because no FILE was given has no name: neither do its
-/// leaf lines, and combining them gives its nameless line back. `-` keeps
-/// its name, and its listing verifies against standard input.
+/// leaf lines, and combining them gives its nameless line back. Its lines
+/// check standard input, as `-` does in a GNU list (`bt2sum < F > S;
+/// bt2sum -c S < F`); a list read from standard input cannot name it so:
+/// there the line is improperly formatted. `-` keeps its name, and its
+/// listing verifies against standard input.
 #[test]
 fn nameless_standard_input_lists_and_combines_nameless() {
     let data = pattern(3000);
@@ -591,10 +580,23 @@ fn nameless_standard_input_lists_and_combines_nameless() {
     let combined = run(["--combine"], &empty.stdout);
     let nameless_empty = stdout(&run(Vec::<&str>::new(), b""));
     assert_eq!((stdout(&combined), status(&combined)), (nameless_empty, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let mut damaged = data.clone();
+    damaged[2000] ^= 1;
+    for list in [run(Vec::<&str>::new(), &data).stdout, listed.stdout] {
+        fs::write(dir.path().join("S"), &list).unwrap();
+        for (input, verdict, code) in [(&data, "-: OK\n", 0), (&damaged, "-: FAILED\n", 1)] {
+            let out = run_in(dir.path(), ["-c", "S"], input);
+            let said = [stdout(&out), stderr(&out)].concat();
+            assert!(said.starts_with(verdict) && status(&out) == code, "{said}");
+        }
+        let out = run(["-c"], &list);
+        assert_eq!(status(&out), 1);
+        assert_contains(&stderr(&out), "no properly formatted checksum lines found");
+    }
     let dash = run(["--leaves", "-t", "1k", "-"], &data);
     assert_contains(&stdout(&dash), " tree=1024 (-) = ");
     // Its listing verifies against standard input.
-    let dir = tempfile::tempdir().unwrap();
     let list = listing(dir.path(), "list", &dash.stdout);
     assert_output(&run([Path::new("-c"), &list], &data), "-: OK\n", "", 0);
     let out = run([Path::new("-c"), Path::new("--verbose"), &list], &data);

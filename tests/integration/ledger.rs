@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, ok_bytes_in, rot, run_in, status, stderr, stdout, write_list};
+use super::{bt2sum, noise, ok_bytes_in, rot, run_in, said_in, status, stderr, stdout, write_list};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -62,17 +62,9 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     assert_eq!((code, ledger), (0, Value::Null));
     assert!(!dir.path().join("SUMS.ledger").exists());
     // --max-duration 0 makes the ledger and verifies nothing.
-    let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        ("", 0),
-        "{}",
-        stderr(&out)
-    );
-    assert_contains(
-        &stderr(&out),
-        "SUMS.ledger: 165.86 KiB listed: 100% never verified",
-    );
+    let (out, err, code) = said_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"]);
+    assert_eq!((out.as_str(), code), ("", 0), "{err}");
+    assert_contains(&err, "SUMS.ledger: 165.86 KiB listed: 100% never verified");
     // From now on, a plain check records what it verifies.
     let (code, _, ledger) = check(dir.path(), &[]);
     assert_eq!(code, 0);

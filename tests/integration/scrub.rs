@@ -6,7 +6,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::{assert_contains, noise, ok_bytes_in, rot, run_in, status, stderr, stdout, write_list};
+use super::{
+    assert_contains, assert_starts, noise, ok_bytes_in, rot, run_in, status, stderr, stdout,
+    write_list,
+};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -499,16 +502,12 @@ fn an_edited_file_is_changed_in_its_slices() {
     let mut bytes = fs::read(root.join("a")).unwrap();
     bytes[100] ^= 1;
     write(root, "a", &bytes);
-    for args in [
-        &["-c", "--quiet", "S"][..],
-        &["-c", "--quiet", "--part", "1/2", "S"],
-    ] {
-        let out = stdout(&run_in(root, args, b""));
-        assert!(out.starts_with("a: CHANGED\n"), "{args:?}: {out}");
+    for args in ["-c --quiet S", "-c --quiet --part 1/2 S"] {
+        let out = run_in(root, args.split(' '), b"");
+        assert_starts(&stdout(&out), "a: CHANGED\n");
+        assert_contains(&stderr(&out), "1 listed file was changed");
+        assert_eq!(status(&out), 1, "{args}");
     }
-    let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
-    assert_contains(&stderr(&out), "1 listed file was changed");
-    assert_eq!(status(&out), 1);
 }
 
 /// `--ignore-missing`: a slice holding files of a list, all missing,
@@ -526,23 +525,16 @@ fn a_slice_of_missing_files_verified_nothing() {
         fs::remove_file(root.join(name)).unwrap();
     }
     let none = "bt2sum: SUMS: no file was verified\n";
-    let run = |part: &[&str]| {
-        run_in(
-            root,
-            ["-c", "--ignore-missing"]
-                .iter()
-                .chain(part)
-                .chain(&["SUMS"]),
-            b"",
-        )
-    };
-    super::assert_said(&run(&[]), "", none, 1, "whole");
-    for part in ["1/3", "2/3", "3/3"] {
-        super::assert_said(&run(&["--part", part]), "", none, 1, part);
+    for (args, said, code) in [
+        ("-c --ignore-missing SUMS", none, 1),
+        ("-c --ignore-missing --part 1/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 2/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 3/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 5/5 SUMS", "", 0),
+        ("-c --part 5/5 SUMS", "", 0),
+    ] {
+        super::assert_said(&run_in(root, args.split(' '), b""), "", said, code, args);
     }
-    super::assert_said(&run(&["--part", "5/5"]), "", "", 0, "5/5");
-    let out = run_in(root, ["-c", "--part", "5/5", "SUMS"], b"");
-    super::assert_said(&out, "", "", 0, "5/5, without --ignore-missing");
 }
 
 /// More leaf lines than one pass holds (300,000 of 64 bytes): the file is
@@ -598,16 +590,24 @@ fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     );
     let said = "bt2sum: f: its leaf lines do not make its checksum line's digest: the list \
                 contradicts itself\n";
-    for part in ["1/1", "1/3", "2/3", "3/3"] {
-        let out = run_in(dir.path(), ["-c", "--part", part, "LEAVES"], b"");
+    for part in [
+        &[][..],
+        &["--part", "1/1"],
+        &["--part", "1/3"],
+        &["--part", "2/3"],
+        &["--part", "3/3"],
+    ] {
+        let out = run_in(
+            dir.path(),
+            ["-c"].iter().chain(part).chain(&["LEAVES"]),
+            b"",
+        );
         let err = stderr(&out);
         assert_eq!(
             (stdout(&out).as_str(), status(&out)),
             ("f: FAILED\n", 1),
-            "--part {part}"
+            "{part:?}"
         );
-        assert!(err.starts_with(said), "--part {part}: {err}");
+        assert!(err.starts_with(said), "{part:?}: {err}");
     }
-    let out = run_in(dir.path(), ["-c", "LEAVES"], b"");
-    assert_eq!((stdout(&out).as_str(), status(&out)), ("f: FAILED\n", 1));
 }
