@@ -187,12 +187,8 @@ fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
                 "find {arg} | sort: {status:?}: {said}"
             );
             let lines = out.stdout.split(|&byte| byte == b'\n');
-            return Some(
-                lines
-                    .filter(|line| !line.is_empty())
-                    .map(<[u8]>::to_vec)
-                    .collect(),
-            );
+            let lines = lines.filter(|line| !line.is_empty());
+            return Some(lines.map(<[u8]>::to_vec).collect());
         }
     };
     super::skip(
@@ -463,30 +459,28 @@ pub(super) fn unprivileged(dir: &Path, readable: &str) -> Result<Option<u32>, St
 #[cfg(unix)]
 #[test]
 fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
-    use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
+    use fs::Permissions;
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/a", b"t/locked/secret", b"t/z"]);
     // Open to all (as the user below, too) but the locked directory.
-    for (path, mode) in [("", 0o755), ("t", 0o755), ("t/a", 0o644), ("t/z", 0o644)] {
-        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(mode)).unwrap();
+    let set =
+        |path: &str, mode| fs::set_permissions(dir.path().join(path), Permissions::from_mode(mode));
+    let modes = [
+        ("", 0o755),
+        ("t", 0o755),
+        ("t/a", 0o644),
+        ("t/z", 0o644),
+        ("t/locked", 0),
+    ];
+    for (path, mode) in modes {
+        set(path, mode).unwrap();
     }
     let test = "an_unreadable_directory_is_an_error_and_the_rest_is_hashed";
     let user = match unprivileged(dir.path(), "t/a") {
         Ok(user) => user,
-        Err(why) => {
-            super::skip(test, &why);
-            return;
-        }
+        Err(why) => return super::skip(test, &why),
     };
-    let lock = |mode| {
-        fs::set_permissions(
-            dir.path().join("t/locked"),
-            fs::Permissions::from_mode(mode),
-        )
-    };
-    lock(0o000).unwrap();
-
     let mut command = bt2sum();
     command
         .current_dir(dir.path())
@@ -495,7 +489,8 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
         command.uid(user).gid(user);
     }
     let out = command.output().expect("bt2sum runs");
-    lock(0o755).unwrap();
+    // (Open again, for the directory to be removed.)
+    set("t/locked", 0o755).unwrap();
     let denied = "bt2sum: t/locked: Permission denied\n";
     assert_eq!(stderr(&out), denied, "stdout: {}", stdout(&out));
     assert_eq!(untagged_names(&out.stdout), [b"t/a", b"t/z"]);
