@@ -33,11 +33,8 @@ pub(super) fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>)
 /// Runs `bt2sum --combine LISTINGS` in `dir`.
 fn combine(dir: &Path, listings: &[impl AsRef<Path>]) -> Output {
     let listings = listings.iter().map(|listing| listing.as_ref());
-    run_in(
-        dir,
-        [Path::new("--combine")].into_iter().chain(listings),
-        b"",
-    )
+    let args = [Path::new("--combine")].into_iter();
+    run_in(dir, args.chain(listings), b"")
 }
 
 /// Writes `text` to a file in `dir` and returns its name.
@@ -123,13 +120,8 @@ fn a_listing_verifies_leaf_by_leaf() {
         (&["--verbose"], every_line),
         (&["--leaves", "-t", "64k"], every_line),
     ] {
-        assert_said(
-            &check(dir.path(), args, &listed),
-            expected,
-            "",
-            0,
-            &format!("{args:?}"),
-        );
+        let out = check(dir.path(), args, &listed);
+        assert_said(&out, expected, "", 0, &format!("{args:?}"));
     }
 
     // One damaged byte in leaf 3: that leaf, and the checksum, fail.
@@ -149,13 +141,8 @@ fn a_listing_verifies_leaf_by_leaf() {
         (&["--quiet", "--verbose"], leaf_3, failed),
         (&["--status"], "", ""),
     ] {
-        assert_said(
-            &check(dir.path(), args, &listed),
-            expected,
-            summary,
-            1,
-            &format!("{args:?}"),
-        );
+        let out = check(dir.path(), args, &listed);
+        assert_said(&out, expected, summary, 1, &format!("{args:?}"));
     }
 }
 
@@ -287,13 +274,8 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
                 .collect();
             // The parameters come from the listings.
             let out = combine(dir.path(), &names);
-            assert_said(
-                &out,
-                &whole,
-                "",
-                0,
-                &format!("split at {first} and {second}"),
-            );
+            let case = format!("split at {first} and {second}");
+            assert_said(&out, &whole, "", 0, &case);
             combined += 1;
         }
     }

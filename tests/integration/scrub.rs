@@ -35,17 +35,8 @@ fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
 /// when it does. A leaf listing's own line (`NAME: OK`, named in
 /// `leaf_listed`) gets no verdict in a slice: its leaves get theirs.
 fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], options: &[&str]) {
-    let args = |part: &[&str]| -> Vec<String> {
-        let args = ["-c", "--verbose"]
-            .iter()
-            .chain(options)
-            .chain(part)
-            .chain(lists);
-        args.map(|arg| arg.to_string()).collect()
-    };
-    let verdicts =
-        |args: Vec<String>| verdicts(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let (full, full_status) = verdicts(args(&[]));
+    let args = [&["-c", "--verbose"], options].concat();
+    let (full, full_status) = verdicts(dir, &[&args[..], lists].concat());
     let expected: Vec<String> = full
         .into_iter()
         .filter(|line| {
@@ -55,18 +46,35 @@ fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], o
             })
         })
         .collect();
-    for parts in [1u32, 2, 3, 5, 7, 16, 100] {
-        let mut together = Vec::new();
-        let mut worst = 0;
-        for part in 1..=parts {
-            let (lines, status) = verdicts(args(&["--part", &format!("{part}/{parts}")]));
-            together.extend(lines);
-            worst = worst.max(status);
-        }
+    for parts in [1, 2, 3, 5, 7, 16, 100] {
+        let slices = slices(dir, &args, parts, lists);
+        let worst = slices.iter().map(|(_, _, status)| *status).max();
+        let mut together: Vec<String> =
+            slices.into_iter().flat_map(|(_, lines, _)| lines).collect();
         together.sort();
         assert_eq!(together, expected, "slices of {parts} of {lists:?}");
-        assert_eq!(worst, full_status, "the worst status of {parts} slices");
+        assert_eq!(
+            worst,
+            Some(full_status),
+            "the worst status of {parts} slices"
+        );
     }
+}
+
+/// The [`verdicts`] of `bt2sum ARGS --part K/N LISTS` in `dir`, for each K
+/// from 1 to N, with the slice (`K/N`) they are of.
+fn slices(
+    dir: &Path,
+    args: &[&str],
+    parts: u32,
+    lists: &[&str],
+) -> Vec<(String, Vec<String>, i32)> {
+    let slice = |part| {
+        let part = format!("{part}/{parts}");
+        let (lines, status) = verdicts(dir, &[args, &["--part", &part], lists].concat());
+        (part, lines, status)
+    };
+    (1..=parts).map(slice).collect()
 }
 
 #[test]
@@ -93,9 +101,7 @@ fn slices_of_one_big_file_cut_at_leaves() {
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
     // bytes go with the seventh).
-    for part in 1..=7 {
-        let part = format!("{part}/7");
-        let (lines, status) = verdicts(dir.path(), &["-c", "--verbose", "--part", &part, "LEAVES"]);
+    for (part, lines, status) in slices(dir.path(), &["-c", "--verbose"], 7, &["LEAVES"]) {
         let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
         assert!(
             (100..=101).contains(&leaves) && status == 0,
@@ -225,11 +231,8 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     let (full, full_status) = verdicts(&root, &["-c", "--verbose", "--audit", ".", "../SUMS"]);
     assert_eq!(full_status, 1);
     let mut together = Vec::new();
-    for part in 1..=4 {
-        let part = format!("{part}/4");
-        #[rustfmt::skip]
-        let args = ["-c", "--verbose", "--audit", ".", "--part", &part, "../SUMS"];
-        let (lines, status) = verdicts(&root, &args);
+    let args = ["-c", "--verbose", "--audit", "."];
+    for (part, lines, status) in slices(&root, &args, 4, &["../SUMS"]) {
         let finding = |line: &&String| {
             line.ends_with("NEW") || line.contains("MOVED") || line.ends_with("MISSING")
         };
@@ -448,9 +451,7 @@ fn slices_of_files_checked_in_several_passes() {
     // Each slice holding a failed leaf, or the checksum line, fails, as
     // the full check does.
     let mut failed = 0;
-    for part in 1..=4 {
-        let part = format!("{part}/4");
-        let (lines, status) = verdicts(root, &["-c", "--part", &part, "LEAVES"]);
+    for (part, lines, status) in slices(root, &["-c"], 4, &["LEAVES"]) {
         let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
         let fails = lines.contains(&"f: FAILED".to_string());
         assert_eq!(status, i32::from(fails), "{part}: {lines:?}");
@@ -542,24 +543,18 @@ fn slices_of_a_listing_longer_than_a_pass() {
     write(root, "big", &noise(64 * 300_000, 8));
     write_list(root, "L", ["-t", "64", "--leaves", "big"]);
     rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
-    let failing = |args: &[&str]| {
-        let (lines, status) = verdicts(root, args);
-        (
-            lines
-                .into_iter()
-                .filter(|line| line.contains(": leaf "))
-                .collect::<Vec<_>>(),
-            status,
-        )
+    let failing = |lines: Vec<String>| -> Vec<String> {
+        let leaves = lines.into_iter().filter(|line| line.contains(": leaf "));
+        leaves.collect()
     };
-    let (full, full_status) = failing(&["-c", "--quiet", "L"]);
+    let (full, full_status) = verdicts(root, &["-c", "--quiet", "L"]);
+    let full = failing(full);
     assert_eq!(full, ["big: leaf 1000: FAILED", "big: leaf 250000: FAILED"]);
     assert_eq!(full_status, 1);
     for parts in [2, 3] {
         let mut together = Vec::new();
-        for part in 1..=parts {
-            let part = format!("{part}/{parts}");
-            let (leaves, status) = failing(&["-c", "--quiet", "--part", &part, "L"]);
+        for (part, lines, status) in slices(root, &["-c", "--quiet"], parts, &["L"]) {
+            let leaves = failing(lines);
             assert_eq!(status, i32::from(!leaves.is_empty()), "{part}: {leaves:?}");
             together.extend(leaves);
         }
