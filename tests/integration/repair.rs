@@ -68,16 +68,13 @@ fn one_several_and_all_leaves_are_repaired() {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         damage(&path, damaged);
         let (out, err, code) = mend(dir.path());
-        let verdicts = |verdict| {
-            damaged
+        let verdicts = |verdict| -> String {
+            let lines = damaged
                 .iter()
-                .map(move |leaf| format!("f: leaf {leaf}: {verdict}\n"))
+                .map(|leaf| format!("f: leaf {leaf}: {verdict}\n"));
+            lines.collect()
         };
-        let expected: String = ["f: FAILED\n".to_string()]
-            .into_iter()
-            .chain(verdicts("FAILED"))
-            .chain(verdicts("REPAIRED"))
-            .collect();
+        let expected = format!("f: FAILED\n{}{}", verdicts("FAILED"), verdicts("REPAIRED"));
         let repaired = match damaged.len() {
             1 => "1 damaged leaf was repaired".to_string(),
             count => format!("{count} damaged leaves were repaired"),
