@@ -75,29 +75,25 @@ fn mismatch(value: &Value, schema: &Value, root: &Value) -> Option<String> {
         return Some(format!("{number} < {minimum}"));
     }
     if let Some(object) = value.as_object() {
-        for required in schema
-            .get("required")
-            .and_then(Value::as_array)
+        let required = schema.get("required").and_then(Value::as_array);
+        let mut keys = required
             .into_iter()
             .flatten()
-        {
-            let key = required.as_str().unwrap();
-            if !object.contains_key(key) {
-                return Some(format!("{value} lacks {key}"));
-            }
+            .map(|key| key.as_str().unwrap());
+        if let Some(key) = keys.find(|key| !object.contains_key(*key)) {
+            return Some(format!("{value} lacks {key}"));
         }
         let properties = schema.get("properties").and_then(Value::as_object);
+        let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
         for (key, field) in object {
-            match properties.and_then(|properties| properties.get(key)) {
-                Some(property) => {
-                    if let Some(why) = mismatch(field, property, root) {
-                        return Some(format!("{key}: {why}"));
-                    }
-                }
-                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                    return Some(format!("{value} has {key}, which the schema does not"));
-                }
-                None => {}
+            let property = properties.and_then(|properties| properties.get(key));
+            if let Some(property) = property
+                && let Some(why) = mismatch(field, property, root)
+            {
+                return Some(format!("{key}: {why}"));
+            }
+            if property.is_none() && closed {
+                return Some(format!("{value} has {key}, which the schema does not"));
             }
         }
     }
