@@ -107,8 +107,7 @@ fn check(dir: &Path, args: &[&str], text: &[u8]) -> Output {
 #[test]
 fn a_listing_verifies_leaf_by_leaf() {
     // 5000 bytes in 1 KiB leaves: leaves 0 to 4.
-    let mut data = pattern(5000);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &pattern(5000))]);
     let listed = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let every_line =
         "f: OK\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: OK\nf: leaf 4: OK\n";
@@ -125,8 +124,7 @@ fn a_listing_verifies_leaf_by_leaf() {
     }
 
     // One damaged byte in leaf 3: that leaf, and the checksum, fail.
-    data[3500] ^= 1;
-    fs::write(dir.path().join("f"), &data).unwrap();
+    super::rot(&dir.path().join("f"), [3500]);
     // The summary counts files; the listing gave the leaf size: no hint.
     let failed = "bt2sum: WARNING: 1 computed checksum did NOT match\n";
     let leaf_3 = "f: FAILED\nf: leaf 3: FAILED\n";
@@ -664,13 +662,11 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     if !address_space_can_be_limited(test) {
         return;
     }
-    let mut data = pattern(2_000_000);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &pattern(2_000_000))]);
     super::write_list(dir.path(), "all", ["-s", "1", "-t", "1", "--leaves", "f"]);
     let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
     assert_output(&shell(dir.path(), script), "", "", 0);
-    data[1_777_777] ^= 1;
-    fs::write(dir.path().join("f"), &data).unwrap();
+    super::rot(&dir.path().join("f"), [1_777_777]);
     let out = shell(dir.path(), script);
     // (A listing checked in several passes: the file's line after them.)
     assert_eq!(stdout(&out), "f: leaf 1777777: FAILED\nf: FAILED\n");
@@ -792,9 +788,7 @@ fn mixed_listings_of_one_file_verify() {
         assert_eq!(status(&out), expected, "{args:?}\n{list}{said}");
     }
     // A damaged file fails with every size.
-    let mut damaged = pattern(3_000_000);
-    damaged[2_000_000] ^= 1;
-    fs::write(dir.path().join("f"), &damaged).unwrap();
+    super::rot(&dir.path().join("f"), [2_000_000]);
     let out = check(dir.path(), &[], made_5m.as_bytes());
     assert_starts(&stdout(&out), "f: FAILED\n");
     assert_eq!(status(&out), 1);
@@ -859,11 +853,7 @@ fn warnings_count_files_not_lines() {
     let dir = dir_with(&[("f", &pattern(6000))]);
     let listed = ok_bytes_in(dir.path(), ["--leaves", "-t", "1", "f"]);
     assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 6001);
-    let mut damaged = pattern(6000);
-    for at in [10, 2000, 5999] {
-        damaged[at] ^= 1;
-    }
-    fs::write(dir.path().join("f"), &damaged).unwrap();
+    super::rot(&dir.path().join("f"), [10, 2000, 5999]);
     let out = check(dir.path(), &["--quiet"], &listed);
     assert_output(
         &out,

@@ -703,9 +703,7 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     assert_eq!(names, ["sub"], "nothing else is left");
     // A copy that does not match makes no directory on its way either.
     fs::remove_dir_all(tree.join("sub")).unwrap();
-    let mut damaged = good.clone();
-    damaged[7] ^= 1;
-    fs::write(copy.join("sub/deeper/v"), &damaged).unwrap();
+    rot(&copy.join("sub/deeper/v"), [7]);
     let (_, _, code) = run(&["--repair-from", "../copy"]);
     assert_eq!(code, 1);
     assert!(!tree.join("sub").exists());

@@ -167,9 +167,7 @@ fn slices_of_mixed_lists() {
     let leaf_listed = ["l1", "l2", "l3", "l4", "l5", "l6"];
     slices_cover_a_full_check(root, &lists, &leaf_listed, &["-t", "4096"]);
     // Damaged, grown, shortened, missing, edited.
-    let mut damaged = fs::read(root.join("l6")).unwrap();
-    damaged[100_000] ^= 0x80;
-    write(root, "l6", &damaged);
+    rot(&root.join("l6"), [100_000]);
     let mut grown = fs::read(root.join("l4")).unwrap();
     grown.push(0);
     write(root, "l4", &grown);
