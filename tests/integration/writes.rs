@@ -20,13 +20,9 @@ use super::{
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
 fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["t", "mirror", "outside"] {
-        fs::create_dir(dir.path().join(sub)).unwrap();
-    }
     let good = super::noise(3 * 4096, 7);
-    fs::write(dir.path().join("t/f"), &good).unwrap();
-    fs::write(dir.path().join("mirror/f"), &good).unwrap();
+    let dir = super::dir_with(&[("t/f", &good), ("mirror/f", &good)]);
+    fs::create_dir(dir.path().join("outside")).unwrap();
     write_list(
         &dir.path().join("t"),
         "../LEAVES",
@@ -478,13 +474,14 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     }
     let dir = archive();
     let source = dir.path().join("source");
-    fs::create_dir_all(dir.path().join("copy")).unwrap();
-    fs::create_dir(&source).unwrap();
-    fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
-    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let good = super::noise(4 * 4096, 3);
-    fs::write(source.join("f"), &good).unwrap();
-    fs::write(dir.path().join("copy/f"), &good).unwrap();
+    let files = [
+        ("source/f", &good[..]),
+        ("copy/f", &good),
+        ("t/c", b"file c\n"),
+    ];
+    super::write_files(dir.path(), &files);
+    fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
     let listing = write_list(&source, "LEAVES", ["-t", "4096", "--leaves", "f"]);
     // The same list with a ledger.
     fs::write(source.join("KEPT"), listing).unwrap();
@@ -543,15 +540,12 @@ fn no_byte_is_written_outside_what_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (t, outside) = (dir.path().join("t"), dir.path().join("outside"));
     fs::create_dir_all(outside.join("dir")).unwrap();
-    fs::create_dir_all(t.join("sub")).unwrap();
     let good = super::noise(3 * 4096, 5);
     let names = ["good", "link", "sub/f", "fifo", "hard", "setid"];
-    for name in names {
-        fs::write(t.join(name), &good).unwrap();
+    for name in names.iter().chain(&["../outside/abs", "../outside/climb"]) {
+        super::write_files(&t, &[(name, &good)]);
     }
     let outside_name = outside.join("abs");
-    fs::write(&outside_name, &good).unwrap();
-    fs::write(outside.join("climb"), &good).unwrap();
     let absolute = outside_name.to_str().unwrap();
     let mut args = vec!["-t", "4096", "--leaves"];
     args.extend(names);
