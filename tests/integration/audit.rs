@@ -152,8 +152,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     assert_eq!(code, 1);
     // An edit that keeps the size, the time moving on, is an edit too;
     // the same bytes written with the time set back are damage.
-    let same_size = tempfile::tempdir().unwrap();
-    tree(same_size.path(), &[(b"f", b"version 1\n")]);
+    let same_size = super::dir_with(&[("f", b"version 1\n")]);
     let f = same_size.path().join("f");
     write_list(same_size.path(), "S", ["--stat", "f"]);
     let before = fs::metadata(&f).unwrap().modified().unwrap();
@@ -166,8 +165,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     assert_eq!(out, "f: FAILED\n");
     // A file touched but not changed is still OK; the stat line gives the
     // leaf size, so a list made with another needs no -t.
-    let touched = tempfile::tempdir().unwrap();
-    tree(touched.path(), &[(b"f", &super::pattern(200_000))]);
+    let touched = super::dir_with(&[("f", &super::pattern(200_000))]);
     write_list(touched.path(), "S", ["--stat", "-t", "64k", "f"]);
     set_mtime(
         &touched.path().join("f"),
@@ -195,11 +193,7 @@ fn stat_lines_tell_an_edit_from_damage() {
 
 #[test]
 fn names_match_however_the_list_spells_them() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(
-        dir.path(),
-        &[(b"d/a", b"a\n"), (b"d/b", b"b\n"), (b"d/c", b"c\n")],
-    );
+    let dir = super::dir_with(&[("d/a", b"a\n"), ("d/b", b"b\n"), ("d/c", b"c\n")]);
     // Made from elsewhere: `d/a`, `./d//b`, `d/./c`.
     let lines: String = ["d/a", "./d//b", "d/./c"]
         .map(|name| ok_in(dir.path(), [name]))
@@ -214,19 +208,15 @@ fn names_match_however_the_list_spells_them() {
 
 #[test]
 fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
-    let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("original");
-    tree(
-        &original,
-        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"sea\n")],
-    );
+    let dir = super::dir_with(&[
+        ("original/photos/a.jpg", b"sunset\n"),
+        ("original/photos/b.jpg", b"sea\n"),
+        ("mnt/backup/photos/a.jpg", b"sunset\n"),
+        ("mnt/backup/photos/b.jpg", b"SEA\n"),
+    ]);
+    let (original, copy) = (dir.path().join("original"), dir.path().join("mnt/backup"));
     let sums = dir.path().join("SUMS");
     fs::write(&sums, ok_in(&original, ["-r", "."])).unwrap();
-    let copy = dir.path().join("mnt/backup");
-    tree(
-        &copy,
-        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"SEA\n")],
-    );
     let (copy, sums) = (copy.to_str().unwrap(), sums.to_str().unwrap());
     let (out, _, code) = said_in(dir.path(), ["-C", copy, "-c", "--audit", ".", sums]);
     assert_eq!(
@@ -241,9 +231,8 @@ fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
 
 #[test]
 fn excludes_and_links_are_as_in_a_walk() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("t/a", b"a\n"), ("t/elsewhere/x", b"x\n")]);
     let root = dir.path().join("t");
-    tree(&root, &[(b"a", b"a\n"), (b"elsewhere/x", b"x\n")]);
     write_list(&root, "../SUMS", ["-r", "."]);
     let added: [(&[u8], &[u8]); 4] = [
         (b"scratch.tmp", b"t\n"),
@@ -280,8 +269,7 @@ fn excludes_and_links_are_as_in_a_walk() {
 
 #[test]
 fn the_lists_are_never_new() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), &[(b"a", b"a\n")]);
+    let dir = super::dir_with(&[("a", b"a\n")]);
     write_list(dir.path(), "SUMS", ["-r", "."]);
     let out = run_in(dir.path(), ["-c", "--audit", ".", "SUMS"], b"");
     super::assert_output(&out, "./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
@@ -290,9 +278,8 @@ fn the_lists_are_never_new() {
     fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
     let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), code), ("./a: OK\n", 0));
-    fs::create_dir(dir.path().join("sub")).unwrap();
     for name in [".bt2sum-update-evil.sh", "sub/.bt2sum-update-123-456"] {
-        fs::write(dir.path().join(name), b"#!/bin/sh\n").unwrap();
+        tree(dir.path(), &[(name.as_bytes(), b"#!/bin/sh\n")]);
     }
     let expected = "./a: OK\n./.bt2sum-update-evil.sh: NEW\n./sub/.bt2sum-update-123-456: NEW\n";
     let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
@@ -345,8 +332,7 @@ fn an_update_follows_deliberate_changes_only() {
 /// a hint that names the base.
 #[test]
 fn the_wrong_base_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
+    let dir = super::dir_with(&[("photos/a", b"a\n"), ("photos/b", b"b\n")]);
     write_list(&dir.path().join("photos"), "SUMS", ["a", "b"]);
     write_list(dir.path(), "ABOVE", ["-r", "photos"]);
     // Checked from above: the files are beside the list.
@@ -434,16 +420,9 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
 
 #[test]
 fn an_update_keeps_each_entrys_shape() {
-    let dir = tempfile::tempdir().unwrap();
+    let a = super::pattern(5000);
+    let dir = super::dir_with(&[("t/a", &a), ("t/b", b"bee\n"), ("t/c", b"sea\n")]);
     let root = dir.path().join("t");
-    tree(
-        &root,
-        &[
-            (b"a", &super::pattern(5000)),
-            (b"b", b"bee\n"),
-            (b"c", b"sea\n"),
-        ],
-    );
     // A leaf listing of `a`, and untagged lines of the others, with stat
     // lines.
     let mut list = ok_in(&root, ["--stat", "-t", "1k", "--leaves", "./a"]);
@@ -573,8 +552,7 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     if !super::leaves::address_space_can_be_limited(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
+    let dir = super::dir_with(&[("t/here", b"here\n")]);
     let mut list = ok_in(&dir.path().join("t"), ["-r", "."]);
     let digest = super::digest(&list);
     for index in 0..500_000 {

@@ -157,9 +157,7 @@ fn objects_printed() -> Vec<Value> {
     json(&["-c", "--audit", "t", "--quick", "SUMS"], b"");
     json(&["-c", "--max-duration", "1h", "SUMS"], b"");
     // Leaves mended from a good copy, and one the copy cannot give.
-    fs::create_dir(at.join("copy")).unwrap();
-    fs::write(at.join("copy/big"), vec![7u8; 40]).unwrap();
-    fs::write(at.join("big"), vec![7u8; 40]).unwrap();
+    super::write_files(at, &[("copy/big", &[7u8; 40]), ("big", &[7u8; 40])]);
     fs::write(at.join("BIG"), list(&["-t", "8", "--leaves", "big"])).unwrap();
     let mut damaged = vec![7u8; 40];
     damaged[3] = 0;

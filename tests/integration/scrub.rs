@@ -261,11 +261,9 @@ fn a_slice_reads_only_its_own_bytes() {
     if super::emulated(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("source");
-    fs::create_dir(&source).unwrap();
     let mib = 1 << 20;
-    write(&source, "big", &noise(64 * mib, 7));
+    let dir = super::dir_with(&[("source/big", &noise(64 * mib, 7))]);
+    let source = dir.path().join("source");
     write_list(&source, "../SUMS", ["-t", "1048576", "--leaves", "big"]);
     let mountpoint = dir.path().join("disk");
     let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {

@@ -518,8 +518,7 @@ fn completions_for_bash_zsh_and_fish() {
 #[cfg(unix)]
 #[test]
 fn completion_offers_sizes_where_sizes_go() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("zzz-file"), b"").unwrap();
+    let dir = super::dir_with(&[("zzz-file", b"")]);
     let script = stdout(&run(["--completions", "bash"], b""));
     fs::write(dir.path().join("completion.bash"), script).unwrap();
     // What Tab offers after the words given: as bash calls the function.
@@ -629,8 +628,7 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
     let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
     let both = |name: &str, data: &[u8]| {
         for root in [&tree, &copy] {
-            fs::create_dir_all(root).unwrap();
-            fs::write(root.join(name), data).unwrap();
+            super::write_files(root, &[(name, data)]);
         }
     };
     both("a.jpg", &pattern(3 << 20));
@@ -723,8 +721,7 @@ fn pieces(text: &str) -> Vec<&str> {
 
 #[test]
 fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
+    let dir = super::dir_with(&[("data", &pattern(3 << 20))]);
     let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let plain = super::run_in(dir.path(), ["data", "missing"], b"");
     let forced = super::run_in(dir.path(), ["--progress", "data", "missing"], b"");
@@ -1023,8 +1020,7 @@ fn ctrl_c_clears_the_progress_bar() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn no_spinner_over_typing() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("a"), b"alpha").unwrap();
+    let dir = super::dir_with(&[("a", b"alpha")]);
     let list = super::ok_in(dir.path(), ["a"]);
     let script =
         r#""$B"; echo "first $?"; "$B" -c; echo "second $?"; "$B" --progress; echo "third $?""#;

@@ -557,9 +557,7 @@ fn no_byte_is_written_outside_what_is_reported() {
         .iter()
         .chain(&["outside/climb", absolute.trim_start_matches('/')])
     {
-        let copy = dir.path().join("mirror").join(name);
-        fs::create_dir_all(copy.parent().unwrap()).unwrap();
-        fs::write(copy, &good).unwrap();
+        super::write_files(&dir.path().join("mirror"), &[(name, &good)]);
     }
     for name in ["good", "setid"] {
         rot(&t.join(name), [4096 + 10]);
