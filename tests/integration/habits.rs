@@ -49,10 +49,9 @@ fn the_algorithm_is_named_in_any_case() {
 #[test]
 fn zero_ends_lines_in_nul_and_leaves_names_alone() {
     use super::run_in;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("plain", &super::pattern(3000))]);
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
-    std::fs::write(dir.path().join("plain"), super::pattern(3000)).unwrap();
     let out = super::ok_in(dir.path(), ["plain"]);
     let zero = super::ok_in(dir.path(), ["-z", "plain"]);
     assert_eq!(zero, out.replace('\n', "\0"));
@@ -92,9 +91,8 @@ fn names_are_read_from_a_nul_separated_list() {
     use super::run_in;
     let dir = tempfile::tempdir().unwrap();
     let names = ["a", "with space", "sub/b"];
-    std::fs::create_dir(dir.path().join("sub")).unwrap();
     for (i, name) in names.iter().enumerate() {
-        std::fs::write(dir.path().join(name), super::pattern(1000 * i)).unwrap();
+        super::write_files(dir.path(), &[(name, &super::pattern(1000 * i))]);
     }
     let expected = super::ok_in(dir.path(), names);
     let list = names.join("\0") + "\0";

@@ -273,10 +273,8 @@ fn a_kill_loses_at_most_the_last_moments() {
 
 #[test]
 fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["a", "b"] {
-        fs::write(dir.path().join(name), noise(5000, 1)).unwrap();
-    }
+    let data = noise(5000, 1);
+    let dir = super::dir_with(&[("a", &data), ("b", &data)]);
     // (With leaf lines: a round of the ledger holds a file's leaves.)
     write_list(
         dir.path(),

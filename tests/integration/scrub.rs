@@ -94,9 +94,8 @@ fn slices_of_empty_files_check_them_once() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_one_big_file_cut_at_leaves() {
-    let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
-    write(dir.path(), "big", &noise(700 * 4096 + 100, 1));
+    let dir = super::dir_with(&[("big", &noise(700 * 4096 + 100, 1))]);
     write_list(dir.path(), "LEAVES", ["-t", "4096", "--leaves", "big"]);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
@@ -194,8 +193,7 @@ fn slices_of_mixed_lists() {
 
 #[test]
 fn slices_are_refused_where_they_cannot_be_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a", b"a file");
+    let dir = super::dir_with(&[("a", b"a file")]);
     write_list(dir.path(), "SUMS", ["a"]);
     let refused = [
         (&["-c", "--part", "1/2"][..], "standard input"),
@@ -431,9 +429,8 @@ fn slices_of_files_checked_in_several_passes() {
     if super::emulated_too_slow("slices_of_files_checked_in_several_passes") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("f", &noise(40 * 4096, 77))]);
     let root = dir.path();
-    write(root, "f", &noise(40 * 4096, 77));
     let listing = ok_bytes_in(root, ["-t", "4096", "--leaves", "f"]);
     let text = String::from_utf8(listing).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
@@ -465,9 +462,8 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     if super::emulated_too_slow("a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("a", &noise(4 * 4096, 5))]);
     let root = dir.path();
-    write(root, "a", &noise(4 * 4096, 5));
     let mut list = ok_bytes_in(root, ["-t", "4096", "a"]);
     list.extend(ok_bytes_in(
         root,
@@ -484,9 +480,8 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
 /// its slices, as in a full check, not FAILED.
 #[test]
 fn an_edited_file_is_changed_in_its_slices() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("a", &noise(8 * 4096, 6))]);
     let root = dir.path();
-    write(root, "a", &noise(8 * 4096, 6));
     write_list(root, "S", ["-t", "4096", "--leaves", "--stat", "a"]);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut bytes = fs::read(root.join("a")).unwrap();
@@ -534,9 +529,8 @@ fn a_slice_of_missing_files_verified_nothing() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_a_listing_longer_than_a_pass() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("big", &noise(64 * 300_000, 8))]);
     let root = dir.path();
-    write(root, "big", &noise(64 * 300_000, 8));
     write_list(root, "L", ["-t", "64", "--leaves", "big"]);
     rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
     let failing = |lines: Vec<String>| -> Vec<String> {
@@ -561,8 +555,7 @@ fn slices_of_a_listing_longer_than_a_pass() {
 
 #[test]
 fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "f", &noise(40_000, 3));
+    let dir = super::dir_with(&[("f", &noise(40_000, 3))]);
     let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
