@@ -662,15 +662,11 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     if super::emulated_too_slow(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path();
-    for directory in ["parent/dir", "victim/dir", "t"] {
-        fs::create_dir_all(base.join(directory)).unwrap();
-    }
-    fs::write(base.join("t/a"), b"file a\n").unwrap();
-    write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     let victim = b"the other directory's list\n";
-    fs::write(base.join("victim/dir/SUMS"), victim).unwrap();
+    let dir = super::dir_with(&[("t/a", b"file a\n"), ("victim/dir/SUMS", victim)]);
+    let base = dir.path();
+    fs::create_dir_all(base.join("parent/dir")).unwrap();
+    write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     symlink("victim", base.join("link")).unwrap();
     let exchange = |base: &Path| -> std::io::Result<()> {
         let c = |name: &str| {
