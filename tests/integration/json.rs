@@ -159,13 +159,8 @@ fn objects_printed() -> Vec<Value> {
     // Leaves mended from a good copy, and one the copy cannot give.
     super::write_files(at, &[("copy/big", &[7u8; 40]), ("big", &[7u8; 40])]);
     fs::write(at.join("BIG"), list(&["-t", "8", "--leaves", "big"])).unwrap();
-    let mut damaged = vec![7u8; 40];
-    damaged[3] = 0;
-    damaged[20] = 0;
-    fs::write(at.join("big"), &damaged).unwrap();
-    let mut copy = vec![7u8; 40];
-    copy[21] = 0;
-    fs::write(at.join("copy/big"), &copy).unwrap();
+    super::rot(&at.join("big"), [3, 20]);
+    super::rot(&at.join("copy/big"), [21]);
     json(&["-c", "--repair-from", "copy", "BIG"], b"");
     // A missing file, restored from its copy once the copy matches.
     fs::remove_file(at.join("big")).unwrap();

@@ -431,8 +431,7 @@ fn slices_of_files_checked_in_several_passes() {
     }
     let dir = super::dir_with(&[("f", &noise(40 * 4096, 77))]);
     let root = dir.path();
-    let listing = ok_bytes_in(root, ["-t", "4096", "--leaves", "f"]);
-    let text = String::from_utf8(listing).unwrap();
+    let text = super::ok_in(root, ["-t", "4096", "--leaves", "f"]);
     let mut lines: Vec<&str> = text.lines().collect();
     // The checksum line, then its leaves from the last to the first.
     lines[1..].reverse();
