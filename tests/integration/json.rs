@@ -117,11 +117,8 @@ fn objects_printed() -> Vec<Value> {
     let mut printed = Vec::new();
     let mut json = |args: &[&str], stdin: &[u8]| {
         let out = run_in(at, ["--json"].iter().chain(args), stdin);
-        for line in out
-            .stdout
-            .split(|&b| b == b'\n')
-            .filter(|line| !line.is_empty())
-        {
+        let lines = out.stdout.split(|&b| b == b'\n');
+        for line in lines.filter(|line| !line.is_empty()) {
             let value: Value = serde_json::from_slice(line).unwrap_or_else(|error| {
                 panic!("{args:?}: {error}: {}", String::from_utf8_lossy(line))
             });

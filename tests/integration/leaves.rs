@@ -49,16 +49,12 @@ fn leaf_lines_follow_the_file_line() {
     // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
     let data = pattern(2560);
     let dir = dir_with(&[("f", &data)]);
-    let out = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"");
-    assert_eq!(status(&out), 0);
-    let text = stdout(&out);
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
     assert!(lines[0].starts_with("BLAKE2b-64 (f) = "));
-    for (index, (offset, length)) in [(0, 1024), (1024, 1024), (2048, 512)]
-        .into_iter()
-        .enumerate()
-    {
+    for (index, length) in [1024, 1024, 512].into_iter().enumerate() {
+        let offset = index * 1024;
         // Each leaf digest, computed independently of bt2sum's engine.
         let expected = blake2b_simd::Params::new()
             .hash_length(64)
