@@ -20,11 +20,8 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
 fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
     let out = run_in(dir, args, b"");
     let status = status(&out);
-    assert!(
-        !stderr(&out).contains("panicked"),
-        "{args:?}: {}",
-        stderr(&out)
-    );
+    let said = stderr(&out);
+    assert!(!said.contains("panicked"), "{args:?}: {said}");
     let mut lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     lines.sort();
     (lines, status)
