@@ -325,17 +325,15 @@ fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
 #[test]
 fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
     let dir = archive();
+    let list = dir.path().join("lists/SUMS");
     fs::create_dir(dir.path().join("lists")).unwrap();
-    fs::rename(dir.path().join("SUMS"), dir.path().join("lists/SUMS")).unwrap();
+    fs::rename(dir.path().join("SUMS"), &list).unwrap();
     symlink("lists/SUMS", dir.path().join("SUMS")).unwrap();
-    fs::set_permissions(
-        dir.path().join("lists/SUMS"),
-        fs::Permissions::from_mode(0o604),
-    )
-    .unwrap();
+    fs::set_permissions(&list, fs::Permissions::from_mode(0o604)).unwrap();
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if root {
-        std::os::unix::fs::chown(dir.path().join("lists/SUMS"), Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(&list, Some(65534), Some(65534)).unwrap();
     } else {
         let test = "an_update_rewrites_a_linked_lists_target_and_keeps_its_owner";
         super::skip(
@@ -351,7 +349,7 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
             .unwrap()
             .is_symlink()
     );
-    let metadata = fs::metadata(dir.path().join("lists/SUMS")).unwrap();
+    let metadata = fs::metadata(&list).unwrap();
     assert_eq!(metadata.permissions().mode() & 0o7777, 0o604);
     if root {
         use std::os::unix::fs::MetadataExt;
