@@ -289,40 +289,31 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     let path = dir.path().join("tree/v.mp4");
     let listed = fs::metadata(&path).unwrap().modified().unwrap();
     let repair = || {
-        run_in(
-            dir.path(),
-            "-C tree -c --quiet --repair-from ../backup ../SUMS".split(' '),
-            b"",
-        )
+        let args = "-C tree -c --quiet --repair-from ../backup ../SUMS".split(' ');
+        said_in(dir.path(), args)
     };
     let audit = ["-C", "tree", "-c", "--quiet", "--audit", ".", "../SUMS"];
 
     rot(&path, [10]);
-    let out = repair();
+    let (out, err, code) = repair();
     let repaired = "./v.mp4: FAILED\n./v.mp4: leaf 0: FAILED\n./v.mp4: leaf 0: REPAIRED\n";
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        (repaired, 0),
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!((out.as_str(), code), (repaired, 0), "{err}");
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), listed);
 
     rot(&path, [2 * LEAF + 7]);
-    let out = run_in(dir.path(), audit, b"");
-    assert_eq!(stdout(&out), "./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n");
-    assert_eq!(status(&out), 1);
+    let (out, _, code) = said_in(dir.path(), audit);
+    assert_eq!(
+        (out.as_str(), code),
+        ("./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n", 1)
+    );
     let mut update = audit.to_vec();
     update.insert(4, "--update");
     let out = run_in(dir.path(), &update, b"");
     assert_eq!(status(&out), 1, "{}", stderr(&out));
     assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), made);
-    let out = repair();
-    let said = [stdout(&out), stderr(&out)].concat();
-    assert!(
-        stdout(&out).ends_with("./v.mp4: leaf 2: REPAIRED\n") && status(&out) == 0,
-        "{said}"
-    );
+    let (out, err, code) = repair();
+    assert_eq!(code, 0, "{out}{err}");
+    assert_ends(&out, "./v.mp4: leaf 2: REPAIRED\n");
     assert_eq!(fs::read(&path).unwrap(), good);
     assert_eq!(run_in(dir.path(), audit, b"").status.code(), Some(0));
     // Edited (a new modification time): not reverted.
@@ -332,9 +323,9 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     fs::write(&path, &edited).unwrap();
     let edited_not_damaged = "bt2sum: ./v.mp4: cannot be repaired: its size or modification \
                               time differ from its stat line's: edited, not damaged\n";
-    let out = repair();
-    assert_contains(&stderr(&out), edited_not_damaged);
-    assert_eq!(status(&out), 1);
+    let (_, err, code) = repair();
+    assert_contains(&err, edited_not_damaged);
+    assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
 
