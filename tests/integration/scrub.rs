@@ -7,8 +7,8 @@ use std::fs;
 use std::path::Path;
 
 use super::{
-    assert_contains, assert_starts, noise, ok_bytes_in, rot, run_in, status, stderr, stdout,
-    write_list,
+    assert_contains, assert_starts, noise, ok_bytes_in, rot, run_in, said_in, status, stderr,
+    stdout, write_list,
 };
 
 /// Writes `bytes` to `dir/name`.
@@ -265,13 +265,8 @@ fn a_slice_reads_only_its_own_bytes() {
         return;
     };
     let before = mounted.served();
-    let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        ("big: OK\n", 0),
-        "{}",
-        stderr(&out)
-    );
+    let (out, err, code) = said_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"]);
+    assert_eq!((out.as_str(), code), ("big: OK\n", 0), "{err}");
     let read = mounted.served() - before;
     // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
     let kib = read >> 10;
@@ -564,13 +559,8 @@ fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     let said = "bt2sum: f: its leaf lines do not make its checksum line's digest: the list \
                 contradicts itself\n";
     for part in ["1/1", "1/3", "2/3", "3/3"] {
-        let out = run_in(dir.path(), ["-c", "--part", part, "LEAVES"], b"");
-        let err = stderr(&out);
-        assert_eq!(
-            (stdout(&out).as_str(), status(&out)),
-            ("f: FAILED\n", 1),
-            "--part {part}"
-        );
+        let (out, err, code) = said_in(dir.path(), ["-c", "--part", part, "LEAVES"]);
+        assert_eq!((out.as_str(), code), ("f: FAILED\n", 1), "--part {part}");
         assert!(err.starts_with(said), "--part {part}: {err}");
     }
     let out = run_in(dir.path(), ["-c", "LEAVES"], b"");

@@ -808,13 +808,10 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 fn check_mode_shows_progress_when_forced() {
     let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
     super::write_list(dir.path(), "SUMS", ["data"]);
-    let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
-    assert_eq!(
-        (stdout(&forced).as_str(), status(&forced)),
-        ("data: OK\n", 0)
-    );
+    let (out, forced, code) = super::said_in(dir.path(), ["--progress", "-c", "SUMS"]);
+    assert_eq!((out.as_str(), code), ("data: OK\n", 0));
     // The total, from the file system (a checksum line alone).
-    assert_contains(&stderr(&forced), "2.00 MiB / 2.00 MiB");
+    assert_contains(&forced, "2.00 MiB / 2.00 MiB");
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
