@@ -104,12 +104,8 @@ fn names_are_read_from_a_nul_separated_list() {
         ("--files0-from=L", ""),
         ("--files0-from -", stdin),
     ] {
-        let out = run_in(dir.path(), args.split(' '), stdin.as_bytes());
-        assert_eq!(
-            (stdout(&out), status(&out)),
-            (expected.clone(), 0),
-            "{args}"
-        );
+        let (out, _, code) = super::said(&run_in(dir.path(), args.split(' '), stdin.as_bytes()));
+        assert_eq!((out, code), (expected.clone(), 0), "{args}");
     }
     // An empty name, a missing file and `-` from standard input: each
     // reported, the rest hashed.
