@@ -329,12 +329,8 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     let missing = "bt2sum: leaves 2..4 are missing (the file has 5 leaves)\n";
     assert_output(&gap, "", missing, 1);
 
-    let tampered = lines[3]
-        .replace("= ", "= 0")
-        .chars()
-        .take(lines[3].len())
-        .collect::<String>();
-    let clash = combine("clash", [lines[3], &tampered].join("\n"));
+    let tampered = &lines[3].replace("= ", "= 0")[..lines[3].len()];
+    let clash = combine("clash", [lines[3], tampered].join("\n"));
     super::assert_ends(
         &stderr(&clash),
         "clash: 2: leaf 2 is listed twice with different digests\n",
@@ -365,26 +361,11 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
 
     // Duplicates that agree, in any order, among comments and blank lines,
     // from standard input.
-    let shuffled = [
-        "# a comment",
-        "",
-        lines[5],
-        lines[1],
-        lines[3],
-        lines[0],
-        lines[2],
-        lines[3],
-        lines[4],
-    ]
-    .join("\r\n");
+    let shuffled = [5, 1, 3, 0, 2, 3, 4].map(|index| lines[index]);
+    let shuffled = [&["# a comment", ""][..], &shuffled].concat().join("\r\n");
     let out = run(["--combine"], shuffled.as_bytes());
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "{}\nBLAKE2b-64 leaves=5 total=5000 tree=1024 (f)\n",
-            lines[0]
-        )
-    );
+    let count = "BLAKE2b-64 leaves=5 total=5000 tree=1024 (f)";
+    assert_eq!(stdout(&out), format!("{}\n{count}\n", lines[0]));
     // A line that is neither a checksum line nor a leaf line fails, with
     // its number.
     let junk = run(["--combine"], format!("{text}junk\n").as_bytes());
