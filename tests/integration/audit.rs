@@ -482,7 +482,15 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
         super::skip(test, "hashdeep is not installed (scripts/test-deps)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let files: [(&str, &[u8]); 6] = [
+        ("t/a", b"a\n"),
+        ("t/b", b"b\n"),
+        ("t/c", b"c\n"),
+        ("t/k", b"keep\n"),
+        ("t/e1", b""),
+        ("t/s/z", b"z\n"),
+    ];
+    let dir = super::dir_with(&files);
     let root = dir.path().join("t");
     let hashdeep = |args: &str| {
         let out = Command::new("hashdeep")
@@ -491,15 +499,6 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
             .output();
         String::from_utf8_lossy(&out.unwrap().stdout).into_owned()
     };
-    let files: [(&[u8], &[u8]); 6] = [
-        (b"a", b"a\n"),
-        (b"b", b"b\n"),
-        (b"c", b"c\n"),
-        (b"k", b"keep\n"),
-        (b"e1", b""),
-        (b"s/z", b"z\n"),
-    ];
-    tree(&root, &files);
     fs::write(dir.path().join("known.txt"), hashdeep("-c md5 -r -l .")).unwrap();
     write_list(&root, "../SUMS", ["-r", "."]);
     tree(&root, &[(b"new", b"new\n")]);
