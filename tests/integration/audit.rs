@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use super::{assert_contains, ok_in, run_in, said_in, stderr, stdout, write_list};
+use super::{
+    assert_contains, assert_ends, assert_starts, ok_in, run_in, said_in, stderr, stdout, write_list,
+};
 
 /// Writes the files (`path`, bytes), making their directories.
 fn tree(root: &Path, files: &[(&[u8], &[u8])]) {
@@ -74,6 +76,14 @@ fn changed_archive(stat: bool) -> tempfile::TempDir {
     dir
 }
 
+/// The tagged line of `list` that names `name`, if one does.
+fn line(list: &str, name: &str) -> Option<String> {
+    let named = format!("({name})");
+    list.lines()
+        .find(|line| line.contains(&named))
+        .map(str::to_string)
+}
+
 #[test]
 fn an_audit_classes_every_file_in_the_tree() {
     let dir = changed_archive(false);
@@ -134,18 +144,15 @@ fn stat_lines_tell_an_edit_from_damage() {
     let (out, err, code) = said_in(&root, ["-c", "--audit", ".", "../SUMS"]);
     assert_contains(&out, "./edit: CHANGED\n");
     assert_contains(&out, "./damage: FAILED\n");
-    assert!(
-        err.starts_with(
-            "bt2sum: WARNING: 1 computed checksum did NOT match\n\
-             bt2sum: WARNING: 1 listed file was changed since it was listed\n"
-        ),
-        "{err}"
+    assert_starts(
+        &err,
+        "bt2sum: WARNING: 1 computed checksum did NOT match\n\
+             bt2sum: WARNING: 1 listed file was changed since it was listed\n",
     );
     assert_eq!(code, 1);
     // An edit that keeps the size, the time moving on, is an edit too;
     // the same bytes written with the time set back are damage.
-    let same_size = tempfile::tempdir().unwrap();
-    tree(same_size.path(), &[(b"f", b"version 1\n")]);
+    let same_size = super::dir_with(&[("f", b"version 1\n")]);
     let f = same_size.path().join("f");
     write_list(same_size.path(), "S", ["--stat", "f"]);
     let before = fs::metadata(&f).unwrap().modified().unwrap();
@@ -158,8 +165,7 @@ fn stat_lines_tell_an_edit_from_damage() {
     assert_eq!(out, "f: FAILED\n");
     // A file touched but not changed is still OK; the stat line gives the
     // leaf size, so a list made with another needs no -t.
-    let touched = tempfile::tempdir().unwrap();
-    tree(touched.path(), &[(b"f", &super::pattern(200_000))]);
+    let touched = super::dir_with(&[("f", &super::pattern(200_000))]);
     write_list(touched.path(), "S", ["--stat", "-t", "64k", "f"]);
     set_mtime(
         &touched.path().join("f"),
@@ -187,50 +193,32 @@ fn stat_lines_tell_an_edit_from_damage() {
 
 #[test]
 fn names_match_however_the_list_spells_them() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(
-        dir.path(),
-        &[(b"d/a", b"a\n"), (b"d/b", b"b\n"), (b"d/c", b"c\n")],
-    );
+    let dir = super::dir_with(&[("d/a", b"a\n"), ("d/b", b"b\n"), ("d/c", b"c\n")]);
     // Made from elsewhere: `d/a`, `./d//b`, `d/./c`.
     let lines: String = ["d/a", "./d//b", "d/./c"]
         .map(|name| ok_in(dir.path(), [name]))
         .concat();
     fs::write(dir.path().join("SUMS"), &lines).unwrap();
+    let verdicts = "d/a: OK\n./d//b: OK\nd/./c: OK\n";
     for root in ["d", "./d", "d/", "."] {
         let out = run_in(dir.path(), ["-c", "--audit", root, "SUMS"], b"");
-        let (verdicts, audited) = (
-            "d/a: OK\n./d//b: OK\nd/./c: OK\n",
-            "bt2sum: audited 3 files: 3 OK\n",
-        );
-        super::assert_said(&out, verdicts, audited, 0, root);
+        super::assert_said(&out, verdicts, "bt2sum: audited 3 files: 3 OK\n", 0, root);
     }
 }
 
 #[test]
 fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
-    let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("original");
-    tree(
-        &original,
-        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"sea\n")],
-    );
+    let dir = super::dir_with(&[
+        ("original/photos/a.jpg", b"sunset\n"),
+        ("original/photos/b.jpg", b"sea\n"),
+        ("mnt/backup/photos/a.jpg", b"sunset\n"),
+        ("mnt/backup/photos/b.jpg", b"SEA\n"),
+    ]);
+    let (original, copy) = (dir.path().join("original"), dir.path().join("mnt/backup"));
     let sums = dir.path().join("SUMS");
     fs::write(&sums, ok_in(&original, ["-r", "."])).unwrap();
-    let copy = dir.path().join("mnt/backup");
-    tree(
-        &copy,
-        &[(b"photos/a.jpg", b"sunset\n"), (b"photos/b.jpg", b"SEA\n")],
-    );
-    let args = [
-        Path::new("-C"),
-        &copy,
-        "-c".as_ref(),
-        "--audit".as_ref(),
-        ".".as_ref(),
-        &sums,
-    ];
-    let (out, _, code) = said_in(dir.path(), args);
+    let (copy, sums) = (copy.to_str().unwrap(), sums.to_str().unwrap());
+    let (out, _, code) = said_in(dir.path(), ["-C", copy, "-c", "--audit", ".", sums]);
     assert_eq!(
         (out.as_str(), code),
         ("./photos/a.jpg: OK\n./photos/b.jpg: FAILED\n", 1)
@@ -243,9 +231,8 @@ fn a_list_made_elsewhere_audits_a_copy_anywhere_with_dash_c() {
 
 #[test]
 fn excludes_and_links_are_as_in_a_walk() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("t/a", b"a\n"), ("t/elsewhere/x", b"x\n")]);
     let root = dir.path().join("t");
-    tree(&root, &[(b"a", b"a\n"), (b"elsewhere/x", b"x\n")]);
     write_list(&root, "../SUMS", ["-r", "."]);
     let added: [(&[u8], &[u8]); 4] = [
         (b"scratch.tmp", b"t\n"),
@@ -260,14 +247,12 @@ fn excludes_and_links_are_as_in_a_walk() {
     let mut from_file: Vec<&str> = args.split(' ').collect();
     from_file.extend(["--exclude-from", "ignore", "--exclude", "ignore"]);
     let (out, _, _) = said_in(&root, &from_file);
-    assert_eq!(out, "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n");
+    let unlinked = "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n";
+    assert_eq!(out, unlinked);
     // A link is followed with -L only: then its files are new.
     from_file.push("-L");
     let (out, _, _) = said_in(&root, &from_file);
-    assert_eq!(
-        out,
-        "./a: OK\n./elsewhere/x: OK\n./keep.tmp: NEW\n./link/x: NEW\n"
-    );
+    assert_eq!(out, format!("{unlinked}./link/x: NEW\n"));
     // The same patterns for -r.
     let walk = "-r . --untagged --exclude-from ignore --exclude *.tmp";
     let out = ok_in(&root, walk.split(' '));
@@ -284,8 +269,7 @@ fn excludes_and_links_are_as_in_a_walk() {
 
 #[test]
 fn the_lists_are_never_new() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), &[(b"a", b"a\n")]);
+    let dir = super::dir_with(&[("a", b"a\n")]);
     write_list(dir.path(), "SUMS", ["-r", "."]);
     let out = run_in(dir.path(), ["-c", "--audit", ".", "SUMS"], b"");
     super::assert_output(&out, "./a: OK\n", "bt2sum: audited 1 file: 1 OK\n", 0);
@@ -294,9 +278,8 @@ fn the_lists_are_never_new() {
     fs::write(dir.path().join(".bt2sum-update-123-456"), b"half a list").unwrap();
     let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
     assert_eq!((out.as_str(), code), ("./a: OK\n", 0));
-    fs::create_dir(dir.path().join("sub")).unwrap();
     for name in [".bt2sum-update-evil.sh", "sub/.bt2sum-update-123-456"] {
-        fs::write(dir.path().join(name), b"#!/bin/sh\n").unwrap();
+        tree(dir.path(), &[(name.as_bytes(), b"#!/bin/sh\n")]);
     }
     let expected = "./a: OK\n./.bt2sum-update-evil.sh: NEW\n./sub/.bt2sum-update-123-456: NEW\n";
     let (out, _, code) = said_in(dir.path(), ["-c", "--audit", ".", "SUMS"]);
@@ -313,7 +296,7 @@ fn an_update_follows_deliberate_changes_only() {
     let before = fs::read(dir.path().join("SUMS")).unwrap();
     let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     let updated = "bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n";
-    assert!(err.ends_with(updated), "{err}");
+    assert_ends(&err, updated);
     // The damage and the missing files are still there: status 1.
     assert_eq!(code, 1);
     let after = fs::read(dir.path().join("SUMS")).unwrap();
@@ -328,17 +311,14 @@ fn an_update_follows_deliberate_changes_only() {
         1,
     );
     // The damaged file's lines are the ones it was listed with.
-    let line = |list: &[u8], name: &str| -> String {
-        String::from_utf8_lossy(list)
-            .lines()
-            .find(|line| line.contains(&format!("({name})")))
-            .unwrap()
-            .to_string()
-    };
+    let (after, before) = (
+        String::from_utf8_lossy(&after),
+        String::from_utf8_lossy(&before),
+    );
     assert_eq!(line(&after, "./damage"), line(&before, "./damage"));
     // The renamed file has its old digest under its new name.
-    let renamed = line(&after, "./sub/new name");
-    let old = line(&before, "./sub/old name");
+    let renamed = line(&after, "./sub/new name").unwrap();
+    let old = line(&before, "./sub/old name").unwrap();
     assert_eq!(super::digest(&renamed), super::digest(&old));
     // Once the damage is mended and the missing files accounted for, all is
     // well.
@@ -352,8 +332,7 @@ fn an_update_follows_deliberate_changes_only() {
 /// a hint that names the base.
 #[test]
 fn the_wrong_base_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), &[(b"photos/a", b"a\n"), (b"photos/b", b"b\n")]);
+    let dir = super::dir_with(&[("photos/a", b"a\n"), ("photos/b", b"b\n")]);
     write_list(&dir.path().join("photos"), "SUMS", ["a", "b"]);
     write_list(dir.path(), "ABOVE", ["-r", "photos"]);
     // Checked from above: the files are beside the list.
@@ -413,15 +392,10 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     let kept = read();
     let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
     let updated = "updated: 1 hashed again, 3 missing files forgotten\n";
-    assert!(err.ends_with(updated), "{err}");
+    assert_ends(&err, updated);
     // The damage, not named, still fails the run, and keeps its line.
     assert_eq!(code, 1);
     let now = read();
-    let line = |list: &str, name: &str| {
-        list.lines()
-            .find(|line| line.contains(&format!("({name})")))
-            .map(str::to_string)
-    };
     assert_eq!(line(&now, "./damage"), line(&kept, "./damage"));
     assert_ne!(line(&now, "./edit"), line(&kept, "./edit"));
     for gone in ["./gone", "./dup1", "./empty1"] {
@@ -446,16 +420,9 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
 
 #[test]
 fn an_update_keeps_each_entrys_shape() {
-    let dir = tempfile::tempdir().unwrap();
+    let a = super::pattern(5000);
+    let dir = super::dir_with(&[("t/a", &a), ("t/b", b"bee\n"), ("t/c", b"sea\n")]);
     let root = dir.path().join("t");
-    tree(
-        &root,
-        &[
-            (b"a", &super::pattern(5000)),
-            (b"b", b"bee\n"),
-            (b"c", b"sea\n"),
-        ],
-    );
     // A leaf listing of `a`, and untagged lines of the others, with stat
     // lines.
     let mut list = ok_in(&root, ["--stat", "-t", "1k", "--leaves", "./a"]);
@@ -515,7 +482,15 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
         super::skip(test, "hashdeep is not installed (scripts/test-deps)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let files: [(&str, &[u8]); 6] = [
+        ("t/a", b"a\n"),
+        ("t/b", b"b\n"),
+        ("t/c", b"c\n"),
+        ("t/k", b"keep\n"),
+        ("t/e1", b""),
+        ("t/s/z", b"z\n"),
+    ];
+    let dir = super::dir_with(&files);
     let root = dir.path().join("t");
     let hashdeep = |args: &str| {
         let out = Command::new("hashdeep")
@@ -524,15 +499,6 @@ fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
             .output();
         String::from_utf8_lossy(&out.unwrap().stdout).into_owned()
     };
-    let files: [(&[u8], &[u8]); 6] = [
-        (b"a", b"a\n"),
-        (b"b", b"b\n"),
-        (b"c", b"c\n"),
-        (b"k", b"keep\n"),
-        (b"e1", b""),
-        (b"s/z", b"z\n"),
-    ];
-    tree(&root, &files);
     fs::write(dir.path().join("known.txt"), hashdeep("-c md5 -r -l .")).unwrap();
     write_list(&root, "../SUMS", ["-r", "."]);
     tree(&root, &[(b"new", b"new\n")]);
@@ -585,8 +551,7 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
     if !super::leaves::address_space_can_be_limited(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    tree(&dir.path().join("t"), &[(b"here", b"here\n")]);
+    let dir = super::dir_with(&[("t/here", b"here\n")]);
     let mut list = ok_in(&dir.path().join("t"), ["-r", "."]);
     let digest = super::digest(&list);
     for index in 0..500_000 {
@@ -680,11 +645,7 @@ fn a_quick_audit_reads_no_byte_of_an_unchanged_file() {
             &[(name.as_bytes(), &super::noise(len, index as u64))],
         );
     }
-    fs::write(
-        dir.path().join("SUMS"),
-        ok_in(&source, ["-r", "--stat", "."]),
-    )
-    .unwrap();
+    write_list(&source, "../SUMS", ["-r", "--stat", "."]);
     let mountpoint = dir.path().join("disk");
     let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;

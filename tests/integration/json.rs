@@ -75,29 +75,25 @@ fn mismatch(value: &Value, schema: &Value, root: &Value) -> Option<String> {
         return Some(format!("{number} < {minimum}"));
     }
     if let Some(object) = value.as_object() {
-        for required in schema
-            .get("required")
-            .and_then(Value::as_array)
+        let required = schema.get("required").and_then(Value::as_array);
+        let mut keys = required
             .into_iter()
             .flatten()
-        {
-            let key = required.as_str().unwrap();
-            if !object.contains_key(key) {
-                return Some(format!("{value} lacks {key}"));
-            }
+            .map(|key| key.as_str().unwrap());
+        if let Some(key) = keys.find(|key| !object.contains_key(*key)) {
+            return Some(format!("{value} lacks {key}"));
         }
         let properties = schema.get("properties").and_then(Value::as_object);
+        let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
         for (key, field) in object {
-            match properties.and_then(|properties| properties.get(key)) {
-                Some(property) => {
-                    if let Some(why) = mismatch(field, property, root) {
-                        return Some(format!("{key}: {why}"));
-                    }
-                }
-                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                    return Some(format!("{value} has {key}, which the schema does not"));
-                }
-                None => {}
+            let property = properties.and_then(|properties| properties.get(key));
+            if let Some(property) = property
+                && let Some(why) = mismatch(field, property, root)
+            {
+                return Some(format!("{key}: {why}"));
+            }
+            if property.is_none() && closed {
+                return Some(format!("{value} has {key}, which the schema does not"));
             }
         }
     }
@@ -121,11 +117,8 @@ fn objects_printed() -> Vec<Value> {
     let mut printed = Vec::new();
     let mut json = |args: &[&str], stdin: &[u8]| {
         let out = run_in(at, ["--json"].iter().chain(args), stdin);
-        for line in out
-            .stdout
-            .split(|&b| b == b'\n')
-            .filter(|line| !line.is_empty())
-        {
+        let lines = out.stdout.split(|&b| b == b'\n');
+        for line in lines.filter(|line| !line.is_empty()) {
             let value: Value = serde_json::from_slice(line).unwrap_or_else(|error| {
                 panic!("{args:?}: {error}: {}", String::from_utf8_lossy(line))
             });
@@ -161,17 +154,10 @@ fn objects_printed() -> Vec<Value> {
     json(&["-c", "--audit", "t", "--quick", "SUMS"], b"");
     json(&["-c", "--max-duration", "1h", "SUMS"], b"");
     // Leaves mended from a good copy, and one the copy cannot give.
-    fs::create_dir(at.join("copy")).unwrap();
-    fs::write(at.join("copy/big"), vec![7u8; 40]).unwrap();
-    fs::write(at.join("big"), vec![7u8; 40]).unwrap();
+    super::write_files(at, &[("copy/big", &[7u8; 40]), ("big", &[7u8; 40])]);
     fs::write(at.join("BIG"), list(&["-t", "8", "--leaves", "big"])).unwrap();
-    let mut damaged = vec![7u8; 40];
-    damaged[3] = 0;
-    damaged[20] = 0;
-    fs::write(at.join("big"), &damaged).unwrap();
-    let mut copy = vec![7u8; 40];
-    copy[21] = 0;
-    fs::write(at.join("copy/big"), &copy).unwrap();
+    super::rot(&at.join("big"), [3, 20]);
+    super::rot(&at.join("copy/big"), [21]);
     json(&["-c", "--repair-from", "copy", "BIG"], b"");
     // A missing file, restored from its copy once the copy matches.
     fs::remove_file(at.join("big")).unwrap();

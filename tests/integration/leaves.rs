@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use super::{
-    Retried, assert_contains, assert_output, assert_said, bt2sum, dir_with, ok_bytes_in, ok_in,
-    pattern, read_error, run, run_in, status, stderr, stdout,
+    Retried, assert_contains, assert_output, assert_said, assert_starts, bt2sum, dir_with,
+    ok_bytes_in, ok_in, pattern, read_error, run, run_in, status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{emulated, shell};
@@ -31,8 +31,10 @@ pub(super) fn combined_lines(dir: &Path, args: &[&str], file: impl AsRef<OsStr>)
 }
 
 /// Runs `bt2sum --combine LISTINGS` in `dir`.
-fn combine(dir: &Path, listings: &[&Path]) -> Output {
-    run_in(dir, [Path::new("--combine")].iter().chain(listings), b"")
+fn combine(dir: &Path, listings: &[impl AsRef<Path>]) -> Output {
+    let listings = listings.iter().map(|listing| listing.as_ref());
+    let args = [Path::new("--combine")].into_iter();
+    run_in(dir, args.chain(listings), b"")
 }
 
 /// Writes `text` to a file in `dir` and returns its name.
@@ -47,16 +49,12 @@ fn leaf_lines_follow_the_file_line() {
     // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
     let data = pattern(2560);
     let dir = dir_with(&[("f", &data)]);
-    let out = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"");
-    assert_eq!(status(&out), 0);
-    let text = stdout(&out);
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
     assert!(lines[0].starts_with("BLAKE2b-64 (f) = "));
-    for (index, (offset, length)) in [(0, 1024), (1024, 1024), (2048, 512)]
-        .into_iter()
-        .enumerate()
-    {
+    for (index, length) in [1024, 1024, 512].into_iter().enumerate() {
+        let offset = index * 1024;
         // Each leaf digest, computed independently of bt2sum's engine.
         let expected = blake2b_simd::Params::new()
             .hash_length(64)
@@ -105,8 +103,7 @@ fn check(dir: &Path, args: &[&str], text: &[u8]) -> Output {
 #[test]
 fn a_listing_verifies_leaf_by_leaf() {
     // 5000 bytes in 1 KiB leaves: leaves 0 to 4.
-    let mut data = pattern(5000);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &pattern(5000))]);
     let listed = run_in(dir.path(), ["--leaves", "-t", "1k", "f"], b"").stdout;
     let every_line =
         "f: OK\nf: leaf 0: OK\nf: leaf 1: OK\nf: leaf 2: OK\nf: leaf 3: OK\nf: leaf 4: OK\n";
@@ -118,18 +115,12 @@ fn a_listing_verifies_leaf_by_leaf() {
         (&["--verbose"], every_line),
         (&["--leaves", "-t", "64k"], every_line),
     ] {
-        assert_said(
-            &check(dir.path(), args, &listed),
-            expected,
-            "",
-            0,
-            &format!("{args:?}"),
-        );
+        let out = check(dir.path(), args, &listed);
+        assert_said(&out, expected, "", 0, &format!("{args:?}"));
     }
 
     // One damaged byte in leaf 3: that leaf, and the checksum, fail.
-    data[3500] ^= 1;
-    fs::write(dir.path().join("f"), &data).unwrap();
+    super::rot(&dir.path().join("f"), [3500]);
     // The summary counts files; the listing gave the leaf size: no hint.
     let failed = "bt2sum: WARNING: 1 computed checksum did NOT match\n";
     let leaf_3 = "f: FAILED\nf: leaf 3: FAILED\n";
@@ -144,13 +135,8 @@ fn a_listing_verifies_leaf_by_leaf() {
         (&["--quiet", "--verbose"], leaf_3, failed),
         (&["--status"], "", ""),
     ] {
-        assert_said(
-            &check(dir.path(), args, &listed),
-            expected,
-            summary,
-            1,
-            &format!("{args:?}"),
-        );
+        let out = check(dir.path(), args, &listed);
+        assert_said(&out, expected, summary, 1, &format!("{args:?}"));
     }
 }
 
@@ -168,13 +154,8 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
     .collect();
     assert_said(&check(dir.path(), &[], &listed), "f: OK\n", "", 0, "whole");
     let verbose = "f: leaf 7: OK\nf: leaf 8: OK\nf: leaf count: OK\nf: leaf 2: OK\n";
-    assert_said(
-        &check(dir.path(), &["--verbose"], &listed),
-        verbose,
-        "",
-        0,
-        "verbose",
-    );
+    let out = check(dir.path(), &["--verbose"], &listed);
+    assert_said(&out, verbose, "", 0, "verbose");
 
     // A file of another length: the leaves whose bytes and place changed
     // fail (leaf 8, now the last and shorter), and so does the count; the
@@ -199,18 +180,10 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
          f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
     );
-    let out = check(dir.path(), &[], &listed);
-    assert_eq!(stdout(&out), "f: FAILED open or read\n");
-    assert_eq!(
-        stderr(&out).matches("bt2sum: f: ").count(),
-        1,
-        "{}",
-        stderr(&out)
-    );
-    super::assert_ends(
-        &stderr(&out),
-        "bt2sum: WARNING: 1 listed file could not be read\n",
-    );
+    let (out, err, _) = super::said(&check(dir.path(), &[], &listed));
+    let once = (out.as_str(), err.matches("bt2sum: f: ").count());
+    assert_eq!(once, ("f: FAILED open or read\n", 1), "{err}");
+    super::assert_ends(&err, "bt2sum: WARNING: 1 listed file could not be read\n");
     let out = check(dir.path(), &["--ignore-missing"], &listed);
     assert_output(&out, "", "bt2sum: list: no file was verified\n", 1);
 }
@@ -258,14 +231,11 @@ fn a_file_and_its_leaves_are_read_once() {
         .current_dir(dir.path())
         .args(["-c", "--verbose"])
         .arg(&list)
-        .stdout(std::process::Stdio::piped())
-        .spawn_retried();
+        .spawn_piped();
     fs::write(dir.path().join("p"), &data).unwrap();
     let out = checking.wait_with_output().unwrap();
-    let expected: String = std::iter::once("p: OK\n".to_string())
-        .chain((0..5).map(|leaf| format!("p: leaf {leaf}: OK\n")))
-        .collect();
-    assert_eq!(stdout(&out), expected);
+    let leaves: String = (0..5).map(|leaf| format!("p: leaf {leaf}: OK\n")).collect();
+    assert_eq!(stdout(&out), format!("p: OK\n{leaves}"));
     assert_eq!(status(&out), 0);
 }
 
@@ -295,15 +265,9 @@ fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
                 .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
                 .collect();
             // The parameters come from the listings.
-            let names: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
             let out = combine(dir.path(), &names);
-            assert_said(
-                &out,
-                &whole,
-                "",
-                0,
-                &format!("split at {first} and {second}"),
-            );
+            let case = format!("split at {first} and {second}");
+            assert_said(&out, &whole, "", 0, &case);
             combined += 1;
         }
     }
@@ -344,9 +308,8 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     for range in ["3..", "7..9", "1..1", "0..0"] {
         assert_said(&ranged(range), "", "", 0, range);
     }
+    // (Without --leaves: cli::bad_options_are_usage_errors.)
     assert_eq!(status(&ranged("2..1")), 2);
-    let out = run_in(dir.path(), ["--leaf-range", "0..1", "f"], b"");
-    assert_eq!(status(&out), 2, "--leaf-range needs --leaves");
     // A pipe cannot be read at an offset.
     let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
     assert_contains(&stderr(&out), "needs a regular file");
@@ -366,12 +329,8 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
     let missing = "bt2sum: leaves 2..4 are missing (the file has 5 leaves)\n";
     assert_output(&gap, "", missing, 1);
 
-    let tampered = lines[3]
-        .replace("= ", "= 0")
-        .chars()
-        .take(lines[3].len())
-        .collect::<String>();
-    let clash = combine("clash", [lines[3], &tampered].join("\n"));
+    let tampered = &lines[3].replace("= ", "= 0")[..lines[3].len()];
+    let clash = combine("clash", [lines[3], tampered].join("\n"));
     super::assert_ends(
         &stderr(&clash),
         "clash: 2: leaf 2 is listed twice with different digests\n",
@@ -402,26 +361,11 @@ fn combine_reports_gaps_clashes_and_bad_lines() {
 
     // Duplicates that agree, in any order, among comments and blank lines,
     // from standard input.
-    let shuffled = [
-        "# a comment",
-        "",
-        lines[5],
-        lines[1],
-        lines[3],
-        lines[0],
-        lines[2],
-        lines[3],
-        lines[4],
-    ]
-    .join("\r\n");
+    let shuffled = [5, 1, 3, 0, 2, 3, 4].map(|index| lines[index]);
+    let shuffled = [&["# a comment", ""][..], &shuffled].concat().join("\r\n");
     let out = run(["--combine"], shuffled.as_bytes());
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "{}\nBLAKE2b-64 leaves=5 total=5000 tree=1024 (f)\n",
-            lines[0]
-        )
-    );
+    let count = "BLAKE2b-64 leaves=5 total=5000 tree=1024 (f)";
+    assert_eq!(stdout(&out), format!("{}\n{count}\n", lines[0]));
     // A line that is neither a checksum line nor a leaf line fails, with
     // its number.
     let junk = run(["--combine"], format!("{text}junk\n").as_bytes());
@@ -438,15 +382,11 @@ fn escaped_names_round_trip_through_leaf_lines() {
     let dir = tempfile::tempdir().unwrap();
     // Where the file system refuses a byte that is not UTF-8 (macOS's
     // does), the name ends in the UTF-8 `é` instead.
-    let tail = [&b"caf\xe9"[..], "café".as_bytes()]
-        .into_iter()
-        .find(|tail| {
-            let name = [&b"odd\nname\\"[..], tail].concat();
-            super::ux::write_named(dir.path(), &name, &pattern(3000), test)
-        })
-        .expect("a name in UTF-8 is taken everywhere");
-    let bytes = [&b"odd\nname\\"[..], tail].concat();
-    let name = super::name(&bytes);
+    let names = [&b"odd\nname\\caf\xe9"[..], "odd\nname\\café".as_bytes()];
+    let bytes = super::ux::possible(&names, test)[0];
+    let tail = &bytes[b"odd\nname\\".len()..];
+    let name = super::name(bytes);
+    fs::write(dir.path().join(name), pattern(3000)).unwrap();
     let whole = ok_in(dir.path(), [name]);
     let listing_text = ok_bytes_in(
         dir.path(),
@@ -472,50 +412,46 @@ fn tiny_leaves_spill_and_still_list_every_leaf() {
     let dir = dir_with(&[("f", &pattern(300_000))]);
     let text = ok_in(dir.path(), ["--leaves", "-t", "1", "f"]);
     assert_eq!(text.lines().count(), 300_001);
-    assert!(
-        text.lines().last().unwrap().starts_with(
-            "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (f) = "
-        )
+    let last = text.lines().last().unwrap();
+    assert_starts(
+        last,
+        "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (f) = ",
     );
-    let path = listing(dir.path(), "listing", text.as_bytes());
-    assert_eq!(
-        stdout(&combine(dir.path(), &[&path])),
-        format!(
-            "{}\nBLAKE2b-64 leaves=300000 total=300000 tree=1 (f)\n",
-            text.lines().next().unwrap()
-        )
+    let combined = combine(
+        dir.path(),
+        &[listing(dir.path(), "listing", text.as_bytes())],
     );
+    let first = text.lines().next().unwrap();
+    let count = "BLAKE2b-64 leaves=300000 total=300000 tree=1 (f)";
+    assert_eq!(stdout(&combined), format!("{first}\n{count}\n"));
 }
 
 #[test]
 fn hostile_listing_lines_are_errors_not_crashes() {
-    let digest = "ab".repeat(64);
+    // (` = D`: the line's digest.)
     for (line, message) in [
         (
-            format!("BLAKE2b-64 leaf=0 offset=0 length=1 total=4294967296 tree=1 (f) = {digest}"),
+            "leaf=0 offset=0 length=1 total=4294967296 tree=1 (f) = D",
             "leaves 1..4294967296 are missing (the file has 4294967296 leaves)",
         ),
         (
-            format!(
-                "BLAKE2b-64 leaf=0 offset=0 length=1 total=18446744073709551615 tree=1 (f) = {digest}"
-            ),
+            "leaf=0 offset=0 length=1 total=18446744073709551615 tree=1 (f) = D",
             "leaves 1..18446744073709551615 are missing",
         ),
         (
-            format!("BLAKE2b-64 leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = {digest}"),
+            "leaves=7 leaf=0 offset=0 length=1 total=1 tree=1 (f) = D",
             "malformed leaf line: bad field leaf= with leaves=",
         ),
         (
-            "BLAKE2b-64 leaves=7 total=1 tree=1 (f)".to_string(),
+            "leaves=7 total=1 tree=1 (f)",
             "malformed leaf line: leaves=7, but total= and tree= make 1 leaves",
         ),
         (
-            format!(
-                "BLAKE2b-64 leaf=18446744073709551615 offset=0 length=1 total=1 tree=1 (f) = {digest}"
-            ),
+            "leaf=18446744073709551615 offset=0 length=1 total=1 tree=1 (f) = D",
             "malformed leaf line: offset or length",
         ),
     ] {
+        let line = format!("BLAKE2b-64 {line}").replace(" = D", &format!(" = {}", "ab".repeat(64)));
         let out = run(["--combine"], line.as_bytes());
         assert_eq!(status(&out), 1, "{line}");
         assert!(stderr(&out).contains(message), "{line}: {}", stderr(&out));
@@ -540,35 +476,23 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
         );
         let whole = combined_lines(dir.path(), &["-t", "1k"], "f");
         // Ranges of two leaves from 0 to past the count, combined: the
-        // file's line.
-        let mut parts = Vec::new();
-        for start in (0..=leaves).step_by(2) {
-            let range = format!("{start}..{}", start + 2);
+        // file's line; and so are two parts split at leaf 3, the second
+        // open-ended, whatever the size.
+        let part = |range: &String| {
             #[rustfmt::skip]
-            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", &range, "f"];
+            let args = ["--cpus", "1", "-t", "1k", "--leaves", "--leaf-range", range, "f"];
             let part = ok_bytes_in(dir.path(), args);
-            parts.push(listing(dir.path(), &format!("part.{range}"), &part));
+            listing(dir.path(), &range.replace('.', "_"), &part)
+        };
+        let pairs = (0..=leaves)
+            .step_by(2)
+            .map(|start| format!("{start}..{}", start + 2));
+        let halves = ["0..3", "3.."].map(String::from);
+        for (ranges, how) in [(pairs.collect(), "in pairs"), (halves.to_vec(), "in two")] {
+            let parts: Vec<PathBuf> = ranges.iter().map(part).collect();
+            let out = combine(dir.path(), &parts);
+            assert_said(&out, &whole, "", 0, &format!("{size} bytes {how}"));
         }
-        let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-        assert_said(
-            &combine(dir.path(), &parts),
-            &whole,
-            "",
-            0,
-            &format!("{size} bytes"),
-        );
-        // And two parts split at leaf 3, the second open-ended, whatever
-        // the size.
-        let halves = ["0..3", "3.."].map(|range| {
-            let args = ["-t", "1k", "--leaves", "--leaf-range", range, "f"];
-            listing(
-                dir.path(),
-                &range.replace('.', "_"),
-                &ok_bytes_in(dir.path(), args),
-            )
-        });
-        let out = combine(dir.path(), &[&halves[0], &halves[1]]);
-        assert_said(&out, &whole, "", 0, &format!("{size} bytes in two"));
     }
     let dir = dir_with(&[("empty", b"")]);
     let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
@@ -580,8 +504,11 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
 }
 
 /// Standard input read because no FILE was given has no name: neither do its
-/// leaf lines, and combining them gives its nameless line back. `-` keeps
-/// its name, and its listing verifies against standard input.
+/// leaf lines, and combining them gives its nameless line back. Its lines
+/// check standard input, as `-` does in a GNU list (`bt2sum < F > S;
+/// bt2sum -c S < F`); a list read from standard input cannot name it so:
+/// there the line is improperly formatted. `-` keeps its name, and its
+/// listing verifies against standard input.
 #[test]
 fn nameless_standard_input_lists_and_combines_nameless() {
     let data = pattern(3000);
@@ -607,10 +534,23 @@ fn nameless_standard_input_lists_and_combines_nameless() {
     let combined = run(["--combine"], &empty.stdout);
     let nameless_empty = stdout(&run(Vec::<&str>::new(), b""));
     assert_eq!((stdout(&combined), status(&combined)), (nameless_empty, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let mut damaged = data.clone();
+    damaged[2000] ^= 1;
+    for list in [run(Vec::<&str>::new(), &data).stdout, listed.stdout] {
+        fs::write(dir.path().join("S"), &list).unwrap();
+        for (input, verdict, code) in [(&data, "-: OK\n", 0), (&damaged, "-: FAILED\n", 1)] {
+            let out = run_in(dir.path(), ["-c", "S"], input);
+            let said = [stdout(&out), stderr(&out)].concat();
+            assert!(said.starts_with(verdict) && status(&out) == code, "{said}");
+        }
+        let out = run(["-c"], &list);
+        assert_eq!(status(&out), 1);
+        assert_contains(&stderr(&out), "no properly formatted checksum lines found");
+    }
     let dash = run(["--leaves", "-t", "1k", "-"], &data);
     assert_contains(&stdout(&dash), " tree=1024 (-) = ");
     // Its listing verifies against standard input.
-    let dir = tempfile::tempdir().unwrap();
     let list = listing(dir.path(), "list", &dash.stdout);
     assert_output(&run([Path::new("-c"), &list], &data), "-: OK\n", "", 0);
     let out = run([Path::new("-c"), Path::new("--verbose"), &list], &data);
@@ -696,13 +636,11 @@ fn checking_a_listing_of_millions_of_leaves_stays_within_bounded_memory() {
     if !address_space_can_be_limited(test) {
         return;
     }
-    let mut data = pattern(2_000_000);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &pattern(2_000_000))]);
     super::write_list(dir.path(), "all", ["-s", "1", "-t", "1", "--leaves", "f"]);
     let script = r#"ulimit -v 150000; "$BT2SUM" -c --quiet all"#;
     assert_output(&shell(dir.path(), script), "", "", 0);
-    data[1_777_777] ^= 1;
-    fs::write(dir.path().join("f"), &data).unwrap();
+    super::rot(&dir.path().join("f"), [1_777_777]);
     let out = shell(dir.path(), script);
     // (A listing checked in several passes: the file's line after them.)
     assert_eq!(stdout(&out), "f: leaf 1777777: FAILED\nf: FAILED\n");
@@ -773,7 +711,7 @@ fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
         format!("bt2sum: big: {cannot} {shown}: {refused}\n")
     );
     let text = stdout(&out);
-    assert!(text.starts_with("BLAKE2b-64 (small) = "), "{text}");
+    assert_starts(&text, "BLAKE2b-64 (small) = ");
     assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }
 
@@ -804,37 +742,29 @@ fn mixed_listings_of_one_file_verify() {
             .map(|l| format!("{l}\n"))
             .collect()
     };
-    let cases: [(String, &[&str], i32); 7] = [
-        (format!("{checksum_5m}{}", leaf_lines(&leaves_64k)), &[], 0),
-        (format!("{leaves_5m}{leaves_64k}"), &[], 0),
-        (format!("{leaves_64k}{leaves_5m}"), &[], 0),
-        (interleaved, &[], 0),
+    let made_5m = format!("{checksum_5m}{}", leaf_lines(&leaves_64k));
+    let made_64k = format!("{checksum_64k}{}", leaf_lines(&leaves_5m));
+    let cases: [(&str, &[&str], i32); 7] = [
+        (&made_5m, &[], 0),
+        (&format!("{leaves_5m}{leaves_64k}"), &[], 0),
+        (&format!("{leaves_64k}{leaves_5m}"), &[], 0),
+        (&interleaved, &[], 0),
         // Made with 64k, followed by 5m leaf lines: neither size given
         // made it, until -t says 64k.
-        (format!("{checksum_64k}{}", leaf_lines(&leaves_5m)), &[], 1),
-        (
-            format!("{checksum_64k}{}", leaf_lines(&leaves_5m)),
-            &["-t", "64k"],
-            0,
-        ),
+        (&made_64k, &[], 1),
+        (&made_64k, &["-t", "64k"], 0),
         // -t names a size in place of the default: the default is not tried.
-        (
-            format!("{checksum_5m}{}", leaf_lines(&leaves_64k)),
-            &["-t", "1k"],
-            1,
-        ),
+        (&made_5m, &["-t", "1k"], 1),
     ];
-    for (list, args, expected) in &cases {
+    for (list, args, expected) in cases {
         let out = check(dir.path(), args, list.as_bytes());
         let said = [stdout(&out), stderr(&out)].concat();
-        assert_eq!(status(&out), *expected, "{args:?}\n{list}{said}");
+        assert_eq!(status(&out), expected, "{args:?}\n{list}{said}");
     }
     // A damaged file fails with every size.
-    let mut damaged = pattern(3_000_000);
-    damaged[2_000_000] ^= 1;
-    fs::write(dir.path().join("f"), &damaged).unwrap();
-    let out = check(dir.path(), &[], cases[0].0.as_bytes());
-    assert!(stdout(&out).starts_with("f: FAILED\n"), "{}", stdout(&out));
+    super::rot(&dir.path().join("f"), [2_000_000]);
+    let out = check(dir.path(), &[], made_5m.as_bytes());
+    assert_starts(&stdout(&out), "f: FAILED\n");
     assert_eq!(status(&out), 1);
 }
 
@@ -855,31 +785,21 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
             .map(String::from)
             .collect()
     };
-    let cases: [(usize, &[&str], &str); 3] = [
+    // The length, the leaf that changed, the leaf gone, if one is.
+    let cases = [
         // The last 100 bytes cut: leaf 57 changed.
-        (
-            data.len() - 100,
-            &["f: FAILED", "f: leaf 57: FAILED"],
-            "57 of 58",
-        ),
+        (data.len() - 100, 57, None, "57 of 58"),
         // Cut into leaf 56: it is the last now, and leaf 57 is gone.
-        (
-            56 * 1024 + 500,
-            &[
-                "f: FAILED",
-                "f: leaf 56: FAILED",
-                "f: leaf 57: FAILED missing",
-            ],
-            "56",
-        ),
+        (56 * 1024 + 500, 56, Some(57), "56"),
         // Longer: leaf 57 is no longer the last.
-        (
-            data.len() + 5000,
-            &["f: FAILED", "f: leaf 57: FAILED"],
-            "longer",
-        ),
+        (data.len() + 5000, 57, None, "longer"),
     ];
-    for (length, expected, what) in cases {
+    for (length, changed, gone, what) in cases {
+        let mut expected = vec![
+            "f: FAILED".to_string(),
+            format!("f: leaf {changed}: FAILED"),
+        ];
+        expected.extend(gone.map(|leaf| format!("f: leaf {leaf}: FAILED missing")));
         let mut changed = pattern(length.max(data.len()));
         changed.truncate(length);
         fs::write(dir.path().join("f"), &changed).unwrap();
@@ -907,11 +827,7 @@ fn warnings_count_files_not_lines() {
     let dir = dir_with(&[("f", &pattern(6000))]);
     let listed = ok_bytes_in(dir.path(), ["--leaves", "-t", "1", "f"]);
     assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 6001);
-    let mut damaged = pattern(6000);
-    for at in [10, 2000, 5999] {
-        damaged[at] ^= 1;
-    }
-    fs::write(dir.path().join("f"), &damaged).unwrap();
+    super::rot(&dir.path().join("f"), [10, 2000, 5999]);
     let out = check(dir.path(), &["--quiet"], &listed);
     assert_output(
         &out,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, ok_bytes_in, rot, run_in, status, stderr, stdout, write_list};
+use super::{bt2sum, noise, ok_bytes_in, rot, run_in, said_in, status, stderr, stdout, write_list};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -62,28 +62,17 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     assert_eq!((code, ledger), (0, Value::Null));
     assert!(!dir.path().join("SUMS.ledger").exists());
     // --max-duration 0 makes the ledger and verifies nothing.
-    let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        ("", 0),
-        "{}",
-        stderr(&out)
-    );
-    assert_contains(
-        &stderr(&out),
-        "SUMS.ledger: 165.86 KiB listed: 100% never verified",
-    );
+    let (out, err, code) = said_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"]);
+    assert_eq!((out.as_str(), code), ("", 0), "{err}");
+    assert_contains(&err, "SUMS.ledger: 165.86 KiB listed: 100% never verified");
     // From now on, a plain check records what it verifies.
     let (code, _, ledger) = check(dir.path(), &[]);
     assert_eq!(code, 0);
     assert_eq!(ledger["total_bytes"], LISTED);
     assert_eq!(never(&ledger), 0);
     assert_eq!(ledger["verified_within_1_day_bytes"], LISTED);
-    let out = run_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"], b"");
-    assert_contains(
-        &stderr(&out),
-        ": 100% verified under a day ago; the oldest proof is",
-    );
+    let (_, err, _) = said_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"]);
+    assert_contains(&err, ": 100% verified under a day ago; the oldest proof is");
     // --status says nothing, the ledger is still kept.
     let out = run_in(dir.path(), ["-c", "--status", "SUMS"], b"");
     assert_eq!((status(&out), stderr(&out).as_str()), (0, ""));
@@ -138,27 +127,24 @@ fn a_scrub_with_a_time_budget_verifies_what_was_never_verified_first() {
 #[test]
 fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
     let dir = archive();
-    let path = dir.path().join("SUMS.ledger");
-    let refused = |args: &[&str], why: &str| {
-        let (status, records, _) = check(dir.path(), args);
+    let (here, path) = (dir.path(), dir.path().join("SUMS.ledger"));
+    let refused = |dir: &Path, args: &[&str], why: &str| {
+        let (status, records, _) = check(dir, args);
         assert_eq!(status, 1, "{args:?}");
         // (No verdict: the run stops before it checks.)
         assert!(records.is_empty(), "{records:?}");
-        let out = run_in(dir.path(), ["-c"].iter().chain(args).chain(&["SUMS"]), b"");
+        let out = run_in(dir, ["-c"].iter().chain(args).chain(&["SUMS"]), b"");
         assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
     };
     // Damaged.
     fs::write(&path, b"not a ledger at all, not even close").unwrap();
-    refused(&[], "the ledger is damaged");
+    refused(here, &[], "the ledger is damaged");
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     // Made for another list.
     let other = super::dir_with(&[("x", b"x")]);
     write_list(other.path(), "SUMS", ["x"]);
     fs::copy(&path, other.path().join("SUMS.ledger")).unwrap();
-    let (status, _, _) = check(other.path(), &[]);
-    assert_eq!(status, 1);
-    let out = run_in(other.path(), ["-c", "SUMS"], b"");
-    assert_contains(&stderr(&out), "made for another list");
+    refused(other.path(), &[], "made for another list");
     assert_eq!(check(other.path(), &["--ledger-reset"]).0, 0);
     // From a newer bt2sum.
     {
@@ -172,16 +158,17 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
             .unwrap();
         write.commit().unwrap();
     }
-    refused(&[], "made by a newer bt2sum (format 99)");
+    refused(here, &[], "made by a newer bt2sum (format 99)");
     // A link is not followed, and a ledger out of reach is said.
+    let cannot_open = "cannot open the ledger";
     fs::remove_file(&path).unwrap();
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink("elsewhere", &path).unwrap();
-        refused(&["--max-duration", "0"], "cannot open the ledger");
+        refused(here, &["--max-duration", "0"], cannot_open);
         assert!(!dir.path().join("elsewhere").exists());
     }
-    refused(&["--ledger", "no/such/dir/L"], "cannot open the ledger");
+    refused(here, &["--ledger", "no/such/dir/L"], cannot_open);
 }
 
 #[test]
@@ -210,11 +197,7 @@ fn a_ledger_in_use_is_said() {
         }
     }
     // The FIFO opened and closed lets the first end.
-    drop(
-        fs::OpenOptions::new()
-            .write(true)
-            .open(dir.path().join("fifo")),
-    );
+    let _ = fs::write(dir.path().join("fifo"), b"");
     first.wait().unwrap();
     assert_contains(&said, "L: the ledger is in use by another bt2sum");
 }
@@ -250,11 +233,8 @@ fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
 /// says was verified never shrinks.
 #[test]
 fn a_kill_loses_at_most_the_last_moments() {
-    let dir = tempfile::tempdir().unwrap();
     // 96 MiB in leaves of 1 MiB: passes of 64 MiB of leaves.
-    let file = dir.path().join("big");
-    let chunk = noise(1 << 20, 3);
-    fs::write(&file, chunk.repeat(96)).unwrap();
+    let dir = super::dir_with(&[("big", &noise(1 << 20, 3).repeat(96))]);
     write_list(dir.path(), "SUMS", ["-t", "1m", "--leaves", "big"]);
     let mut verified = 0;
     for delay in [50, 300, 800, 1500] {
@@ -281,10 +261,8 @@ fn a_kill_loses_at_most_the_last_moments() {
 
 #[test]
 fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["a", "b"] {
-        fs::write(dir.path().join(name), noise(5000, 1)).unwrap();
-    }
+    let data = noise(5000, 1);
+    let dir = super::dir_with(&[("a", &data), ("b", &data)]);
     // (With leaf lines: a round of the ledger holds a file's leaves.)
     write_list(
         dir.path(),

@@ -13,7 +13,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    Retried, assert_contains, bt2sum, noise, rot, run_in, said_in, status, stderr, stdout,
+    Retried, assert_contains, assert_ends, assert_starts, bt2sum, noise, rot, run_in, said_in,
+    status, stderr, stdout,
 };
 
 /// The leaf size of these tests' listings.
@@ -44,11 +45,7 @@ fn mend(dir: &Path) -> (String, String, i32) {
 /// `good` with `name` and its copy under `copy/` in a new directory, listed
 /// in `LEAVES` by `bt2sum -t 4096 ARGS name`.
 fn listed_with(name: &str, good: &[u8], args: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for place in [dir.path().join(name), dir.path().join("copy").join(name)] {
-        fs::create_dir_all(place.parent().unwrap()).unwrap();
-        fs::write(place, good).unwrap();
-    }
+    let dir = super::dir_with(&[(name, good), (&format!("copy/{name}"), good)]);
     super::write_list(
         dir.path(),
         "LEAVES",
@@ -71,16 +68,13 @@ fn one_several_and_all_leaves_are_repaired() {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         damage(&path, damaged);
         let (out, err, code) = mend(dir.path());
-        let verdicts = |verdict| {
-            damaged
+        let verdicts = |verdict| -> String {
+            let lines = damaged
                 .iter()
-                .map(move |leaf| format!("f: leaf {leaf}: {verdict}\n"))
+                .map(|leaf| format!("f: leaf {leaf}: {verdict}\n"));
+            lines.collect()
         };
-        let expected: String = ["f: FAILED\n".to_string()]
-            .into_iter()
-            .chain(verdicts("FAILED"))
-            .chain(verdicts("REPAIRED"))
-            .collect();
+        let expected = format!("f: FAILED\n{}{}", verdicts("FAILED"), verdicts("REPAIRED"));
         let repaired = match damaged.len() {
             1 => "1 damaged leaf was repaired".to_string(),
             count => format!("{count} damaged leaves were repaired"),
@@ -127,9 +121,9 @@ fn a_file_cut_short_is_extended_with_leaves_that_verify() {
         &err,
         &format!("bt2sum: f: is still {short} bytes long, shorter than its listed {listed}\n"),
     );
-    assert!(
-        err.ends_with("bt2sum: WARNING: 6 damaged leaves could not be repaired\n"),
-        "{err}"
+    assert_ends(
+        &err,
+        "bt2sum: WARNING: 6 damaged leaves could not be repaired\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), good[..7 * LEAF]);
@@ -163,7 +157,7 @@ fn a_longer_file_is_cut_only_when_asked() {
     damage(&path, &[2]);
     fs::write(&path, [fs::read(&path).unwrap(), b"more".to_vec()].concat()).unwrap();
     let (out, _, code) = check(dir.path(), &args);
-    assert!(out.ends_with("f: leaf 2: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 2: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good);
 }
@@ -191,21 +185,19 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
     // A copy that ends before the leaf.
     fs::write(&copy, &good[..6 * LEAF + 100]).unwrap();
     let (out, _, code) = mend(dir.path());
-    assert!(
-        out.ends_with("f: leaf 6: FAILED (the copy ends before the leaf does)\n"),
-        "{out}"
+    assert_ends(
+        &out,
+        "f: leaf 6: FAILED (the copy ends before the leaf does)\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), expected);
     // No copy at all: said once, before anything is checked.
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "none"]);
     assert_eq!((out.as_str(), code), ("", 1));
-    assert!(
-        err.starts_with(
-            "bt2sum: none: the copies given to --repair-from: No such file or directory \
-             (looked for from "
-        ),
-        "{err}"
+    assert_starts(
+        &err,
+        "bt2sum: none: the copies given to --repair-from: No such file or directory \
+             (looked for from ",
     );
     // The file itself.
     let (out, err, code) = check(dir.path(), &["--quiet", "--repair-from", "."]);
@@ -214,9 +206,9 @@ fn a_damaged_short_missing_or_same_copy_changes_nothing() {
         &err,
         "bt2sum: f: cannot be repaired: its copy ./f is the file itself\n",
     );
-    assert!(
-        err.ends_with("bt2sum: WARNING: 1 damaged leaf could not be repaired\n"),
-        "{err}"
+    assert_ends(
+        &err,
+        "bt2sum: WARNING: 1 damaged leaf could not be repaired\n",
     );
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), expected);
@@ -230,10 +222,7 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
     let mut goods = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let good = noise(3 * LEAF + i, i as u64 + 40);
-        for place in [root.join(name), root.join("copy").join(name)] {
-            fs::create_dir_all(place.parent().unwrap()).unwrap();
-            fs::write(place, &good).unwrap();
-        }
+        super::write_files(root, &[(name, &good), (&format!("copy/{name}"), &good)]);
         goods.push(good);
     }
     let args = ["-t", "4096", "--leaves", "a", "sub/b", "./sub/deeper/c"];
@@ -250,9 +239,10 @@ fn copies_are_found_by_name_under_a_directory_or_given_as_one_file() {
     }
     let (out, err, code) = check(root, &["--quiet", "--repair-from", "copy/a"]);
     assert_contains(&out, "a: leaf 2: REPAIRED\n");
-    assert!(err.contains(
-        "bt2sum: sub/b: cannot be repaired: the copy given is one file, the copy of a: give a directory of copies\n"
-    ), "{err}");
+    assert_contains(
+        &err,
+        "bt2sum: sub/b: cannot be repaired: the copy given is one file, the copy of a: give a directory of copies\n",
+    );
     assert_eq!(code, 1);
     assert_eq!(fs::read(root.join("a")).unwrap(), goods[0]);
     assert_ne!(fs::read(root.join("sub/b")).unwrap(), goods[1]);
@@ -289,12 +279,8 @@ fn a_file_that_cannot_be_written_is_told_so() {
 /// an update would take into the list. An edit is not reverted.
 #[test]
 fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
-    let dir = tempfile::tempdir().unwrap();
     let good = noise(3 * LEAF + 100, 9);
-    for tree in ["tree", "backup"] {
-        fs::create_dir(dir.path().join(tree)).unwrap();
-        fs::write(dir.path().join(tree).join("v.mp4"), &good).unwrap();
-    }
+    let dir = super::dir_with(&[("tree/v.mp4", &good), ("backup/v.mp4", &good)]);
     let made = super::write_list(
         dir.path(),
         "SUMS",
@@ -303,40 +289,31 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     let path = dir.path().join("tree/v.mp4");
     let listed = fs::metadata(&path).unwrap().modified().unwrap();
     let repair = || {
-        run_in(
-            dir.path(),
-            "-C tree -c --quiet --repair-from ../backup ../SUMS".split(' '),
-            b"",
-        )
+        let args = "-C tree -c --quiet --repair-from ../backup ../SUMS".split(' ');
+        said_in(dir.path(), args)
     };
     let audit = ["-C", "tree", "-c", "--quiet", "--audit", ".", "../SUMS"];
 
     rot(&path, [10]);
-    let out = repair();
+    let (out, err, code) = repair();
     let repaired = "./v.mp4: FAILED\n./v.mp4: leaf 0: FAILED\n./v.mp4: leaf 0: REPAIRED\n";
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        (repaired, 0),
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!((out.as_str(), code), (repaired, 0), "{err}");
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), listed);
 
     rot(&path, [2 * LEAF + 7]);
-    let out = run_in(dir.path(), audit, b"");
-    assert_eq!(stdout(&out), "./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n");
-    assert_eq!(status(&out), 1);
+    let (out, _, code) = said_in(dir.path(), audit);
+    assert_eq!(
+        (out.as_str(), code),
+        ("./v.mp4: FAILED\n./v.mp4: leaf 2: FAILED\n", 1)
+    );
     let mut update = audit.to_vec();
     update.insert(4, "--update");
     let out = run_in(dir.path(), &update, b"");
     assert_eq!(status(&out), 1, "{}", stderr(&out));
     assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), made);
-    let out = repair();
-    let said = [stdout(&out), stderr(&out)].concat();
-    assert!(
-        stdout(&out).ends_with("./v.mp4: leaf 2: REPAIRED\n") && status(&out) == 0,
-        "{said}"
-    );
+    let (out, err, code) = repair();
+    assert_eq!(code, 0, "{out}{err}");
+    assert_ends(&out, "./v.mp4: leaf 2: REPAIRED\n");
     assert_eq!(fs::read(&path).unwrap(), good);
     assert_eq!(run_in(dir.path(), audit, b"").status.code(), Some(0));
     // Edited (a new modification time): not reverted.
@@ -346,9 +323,9 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
     fs::write(&path, &edited).unwrap();
     let edited_not_damaged = "bt2sum: ./v.mp4: cannot be repaired: its size or modification \
                               time differ from its stat line's: edited, not damaged\n";
-    let out = repair();
-    assert_contains(&stderr(&out), edited_not_damaged);
-    assert_eq!(status(&out), 1);
+    let (_, err, code) = repair();
+    assert_contains(&err, edited_not_damaged);
+    assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), edited);
 }
 
@@ -461,12 +438,9 @@ fn only_the_damaged_leaves_are_read_from_the_copy() {
         return;
     }
     let mib = 1 << 20;
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("source");
-    fs::create_dir(&source).unwrap();
     let good = noise(64 * mib, 9);
-    fs::write(source.join("f"), &good).unwrap();
-    fs::write(dir.path().join("f"), &good).unwrap();
+    let dir = super::dir_with(&[("source/f", &good), ("f", &good)]);
+    let source = dir.path().join("source");
     super::write_list(dir.path(), "LEAVES", ["-t", "1048576", "--leaves", "f"]);
     rot(
         &dir.path().join("f"),
@@ -510,15 +484,10 @@ fn the_http_recipe_mends_what_it_fetches() {
         .into_iter()
         .find(|(title, _)| title == "Mending damaged leaves over HTTP")
         .expect("docs/leaves.md has the recipe");
-    let dir = tempfile::tempdir().unwrap();
-    let mirror = dir.path().join("mirror");
-    let work = dir.path().join("work");
-    fs::create_dir(&mirror).unwrap();
-    fs::create_dir(&work).unwrap();
     let mib = 1 << 20;
     let good = noise(12 * mib + 777, 11);
-    fs::write(mirror.join("disk.img"), &good).unwrap();
-    fs::write(work.join("disk.img"), &good).unwrap();
+    let dir = super::dir_with(&[("mirror/disk.img", &good), ("work/disk.img", &good)]);
+    let (mirror, work) = (dir.path().join("mirror"), dir.path().join("work"));
     super::write_list(
         &work,
         "disk.img.leaves",
@@ -587,21 +556,15 @@ fn slices_never_leave_a_hole_in_a_file_cut_short() {
     let args = |part: &'static str| ["--quiet", "--part", part, "--repair-from", "copy"];
     let (out, _, code) = check(dir.path(), &args("2/2"));
     let why = "FAILED (the file ends before it, and leaves before it are not mended)";
-    assert!(
-        out.ends_with(&format!("f: leaf 2: {why}\nf: leaf 3: {why}\n")),
-        "{out}"
-    );
+    assert_ends(&out, &format!("f: leaf 2: {why}\nf: leaf 3: {why}\n"));
     assert_eq!(code, 1);
     assert_eq!(fs::read(&path).unwrap(), good[..LEAF]);
     let (out, _, code) = check(dir.path(), &args("1/2"));
-    assert!(out.ends_with("f: leaf 1: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 1: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good[..2 * LEAF]);
     let (out, _, code) = check(dir.path(), &args("2/2"));
-    assert!(
-        out.ends_with("f: leaf 2: REPAIRED\nf: leaf 3: REPAIRED\n"),
-        "{out}"
-    );
+    assert_ends(&out, "f: leaf 2: REPAIRED\nf: leaf 3: REPAIRED\n");
     assert_eq!(code, 0);
     assert_eq!(fs::read(&path).unwrap(), good);
     // Each slice mends the damaged leaves it holds.
@@ -665,14 +628,14 @@ fn leaves_that_leave_bytes_out_do_not_vouch_for_the_file() {
     // Only the listed leaf damaged: mended, and the file verifies.
     damage(&dir.path().join("f"), &[0]);
     let (out, _, code) = mend(dir.path());
-    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 0: REPAIRED\n");
     assert_eq!(code, 0);
     assert!(verifies(dir.path()));
     // The listed leaf and an unlisted one: the listed one is mended, and
     // the file still fails.
     damage(&dir.path().join("f"), &[0, 2]);
     let (out, err, code) = mend(dir.path());
-    assert!(out.ends_with("f: leaf 0: REPAIRED\n"), "{out}");
+    assert_ends(&out, "f: leaf 0: REPAIRED\n");
     let unlisted =
         "bt2sum: f: still fails its checksum line: bytes its leaf lines do not list differ\n";
     assert_contains(&err, unlisted);
@@ -691,9 +654,7 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let copy = dir.path().join("copy");
     let good = noise(5 * LEAF + 7, 5);
     for root in [&tree, &copy] {
-        fs::create_dir_all(root.join("sub/deeper")).unwrap();
-        fs::write(root.join("sub/deeper/v"), &good).unwrap();
-        fs::write(root.join("a"), b"alpha\n").unwrap();
+        super::write_files(root, &[("sub/deeper/v", &good), ("a", b"alpha\n")]);
     }
     fs::set_permissions(copy.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
     super::write_list(
@@ -720,10 +681,10 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     let differs = "./a: FAILED to restore (its copy ../copy/a does not match its checksum line: \
                    not written)\n";
     assert_contains(&out, differs);
-    assert!(out.ends_with("./sub/deeper/v: RESTORED\n"), "{out}");
+    assert_ends(&out, "./sub/deeper/v: RESTORED\n");
     let summary = "bt2sum: 1 missing file was restored\n\
                    bt2sum: WARNING: 1 missing file could not be restored\n";
-    assert!(err.ends_with(summary), "{err}");
+    assert_ends(&err, summary);
     assert_eq!(code, 1);
     assert_eq!(fs::read(tree.join("sub/deeper/v")).unwrap(), good);
     let names: Vec<_> = fs::read_dir(&tree)
@@ -733,9 +694,7 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     assert_eq!(names, ["sub"], "nothing else is left");
     // A copy that does not match makes no directory on its way either.
     fs::remove_dir_all(tree.join("sub")).unwrap();
-    let mut damaged = good.clone();
-    damaged[7] ^= 1;
-    fs::write(copy.join("sub/deeper/v"), &damaged).unwrap();
+    rot(&copy.join("sub/deeper/v"), [7]);
     let (_, _, code) = run(&["--repair-from", "../copy"]);
     assert_eq!(code, 1);
     assert!(!tree.join("sub").exists());
@@ -756,12 +715,12 @@ fn a_missing_file_is_restored_from_a_copy_that_matches() {
     fs::write(copy.join("outside"), b"o\n").unwrap();
     let lines = line("../outside") + &line(&outside.display().to_string());
     fs::write(dir.path().join("OUT"), lines).unwrap();
-    let out = run_in(&tree, ["-c", "--repair-from", "../copy", "../OUT"], b"");
+    let (out, _, _) = said_in(&tree, ["-c", "--repair-from", "../copy", "../OUT"]);
     assert_contains(
-        &stdout(&out),
+        &out,
         "../outside: FAILED to restore (its name climbs out with '..'",
     );
-    assert_contains(&stdout(&out), "FAILED to restore (its name is absolute");
+    assert_contains(&out, "FAILED to restore (its name is absolute");
     assert!(!outside.exists());
     // A dangling link where the file was is missing, and is never written
     // through: the name is taken.

@@ -6,7 +6,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::{assert_contains, noise, ok_bytes_in, rot, run_in, status, stderr, stdout, write_list};
+use super::{
+    assert_contains, assert_starts, noise, ok_bytes_in, rot, run_in, said_in, status, stderr,
+    stdout, write_list,
+};
 
 /// Writes `bytes` to `dir/name`.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -17,11 +20,8 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
 fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
     let out = run_in(dir, args, b"");
     let status = status(&out);
-    assert!(
-        !stderr(&out).contains("panicked"),
-        "{args:?}: {}",
-        stderr(&out)
-    );
+    let said = stderr(&out);
+    assert!(!said.contains("panicked"), "{args:?}: {said}");
     let mut lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     lines.sort();
     (lines, status)
@@ -32,17 +32,8 @@ fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
 /// when it does. A leaf listing's own line (`NAME: OK`, named in
 /// `leaf_listed`) gets no verdict in a slice: its leaves get theirs.
 fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], options: &[&str]) {
-    let args = |part: &[&str]| -> Vec<String> {
-        let args = ["-c", "--verbose"]
-            .iter()
-            .chain(options)
-            .chain(part)
-            .chain(lists);
-        args.map(|arg| arg.to_string()).collect()
-    };
-    let verdicts =
-        |args: Vec<String>| verdicts(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let (full, full_status) = verdicts(args(&[]));
+    let args = [&["-c", "--verbose"], options].concat();
+    let (full, full_status) = verdicts(dir, &[&args[..], lists].concat());
     let expected: Vec<String> = full
         .into_iter()
         .filter(|line| {
@@ -52,18 +43,35 @@ fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], o
             })
         })
         .collect();
-    for parts in [1u32, 2, 3, 5, 7, 16, 100] {
-        let mut together = Vec::new();
-        let mut worst = 0;
-        for part in 1..=parts {
-            let (lines, status) = verdicts(args(&["--part", &format!("{part}/{parts}")]));
-            together.extend(lines);
-            worst = worst.max(status);
-        }
+    for parts in [1, 2, 3, 5, 7, 16, 100] {
+        let slices = slices(dir, &args, parts, lists);
+        let worst = slices.iter().map(|(_, _, status)| *status).max();
+        let mut together: Vec<String> =
+            slices.into_iter().flat_map(|(_, lines, _)| lines).collect();
         together.sort();
         assert_eq!(together, expected, "slices of {parts} of {lists:?}");
-        assert_eq!(worst, full_status, "the worst status of {parts} slices");
+        assert_eq!(
+            worst,
+            Some(full_status),
+            "the worst status of {parts} slices"
+        );
     }
+}
+
+/// The [`verdicts`] of `bt2sum ARGS --part K/N LISTS` in `dir`, for each K
+/// from 1 to N, with the slice (`K/N`) they are of.
+fn slices(
+    dir: &Path,
+    args: &[&str],
+    parts: u32,
+    lists: &[&str],
+) -> Vec<(String, Vec<String>, i32)> {
+    let slice = |part| {
+        let part = format!("{part}/{parts}");
+        let (lines, status) = verdicts(dir, &[args, &["--part", &part], lists].concat());
+        (part, lines, status)
+    };
+    (1..=parts).map(slice).collect()
 }
 
 #[test]
@@ -83,16 +91,13 @@ fn slices_of_empty_files_check_them_once() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_one_big_file_cut_at_leaves() {
-    let dir = tempfile::tempdir().unwrap();
     // 700 leaves of 4 KiB, and a short last one.
-    write(dir.path(), "big", &noise(700 * 4096 + 100, 1));
+    let dir = super::dir_with(&[("big", &noise(700 * 4096 + 100, 1))]);
     write_list(dir.path(), "LEAVES", ["-t", "4096", "--leaves", "big"]);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
     // bytes go with the seventh).
-    for part in 1..=7 {
-        let part = format!("{part}/7");
-        let (lines, status) = verdicts(dir.path(), &["-c", "--verbose", "--part", &part, "LEAVES"]);
+    for (part, lines, status) in slices(dir.path(), &["-c", "--verbose"], 7, &["LEAVES"]) {
         let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
         assert!(
             (100..=101).contains(&leaves) && status == 0,
@@ -126,13 +131,8 @@ fn slices_of_thousands_of_small_files() {
     for (i, name) in names.iter().enumerate() {
         write(dir.path(), name, &noise(i % 1500, i as u64));
     }
-    let sums = ok_bytes_in(
-        dir.path(),
-        ["-t", "1024"]
-            .into_iter()
-            .chain(names.iter().map(String::as_str)),
-    );
-    write(dir.path(), "SUMS", &sums);
+    let names = names.iter().map(String::as_str);
+    write_list(dir.path(), "SUMS", ["-t", "1024"].into_iter().chain(names));
     write(dir.path(), "f0100", b"damaged");
     fs::remove_file(dir.path().join("f0200")).unwrap();
     slices_cover_a_full_check(dir.path(), &["SUMS"], &[], &["-t", "1024"]);
@@ -163,9 +163,7 @@ fn slices_of_mixed_lists() {
     let leaf_listed = ["l1", "l2", "l3", "l4", "l5", "l6"];
     slices_cover_a_full_check(root, &lists, &leaf_listed, &["-t", "4096"]);
     // Damaged, grown, shortened, missing, edited.
-    let mut damaged = fs::read(root.join("l6")).unwrap();
-    damaged[100_000] ^= 0x80;
-    write(root, "l6", &damaged);
+    rot(&root.join("l6"), [100_000]);
     let mut grown = fs::read(root.join("l4")).unwrap();
     grown.push(0);
     write(root, "l4", &grown);
@@ -192,8 +190,7 @@ fn slices_of_mixed_lists() {
 
 #[test]
 fn slices_are_refused_where_they_cannot_be_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a", b"a file");
+    let dir = super::dir_with(&[("a", b"a file")]);
     write_list(dir.path(), "SUMS", ["a"]);
     let refused = [
         (&["-c", "--part", "1/2"][..], "standard input"),
@@ -227,12 +224,9 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     let (full, full_status) = verdicts(&root, &["-c", "--verbose", "--audit", ".", "../SUMS"]);
     assert_eq!(full_status, 1);
     let mut together = Vec::new();
-    for part in 1..=4 {
-        let part = format!("{part}/4");
-        // (What tunes the walk goes with the slice too.)
-        #[rustfmt::skip]
-        let args = ["-c", "--verbose", "--audit", ".", "-x", "--max-depth", "2", "--part", &part, "../SUMS"];
-        let (lines, status) = verdicts(&root, &args);
+    // (What tunes the walk goes with the slice too.)
+    let args = ["-c", "--verbose", "--audit", ".", "-x", "--max-depth", "2"];
+    for (part, lines, status) in slices(&root, &args, 4, &["../SUMS"]) {
         let finding = |line: &&String| {
             line.ends_with("NEW") || line.contains("MOVED") || line.ends_with("MISSING")
         };
@@ -263,25 +257,17 @@ fn a_slice_reads_only_its_own_bytes() {
     if super::emulated(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("source");
-    fs::create_dir(&source).unwrap();
     let mib = 1 << 20;
-    write(&source, "big", &noise(64 * mib, 7));
-    let sums = ok_bytes_in(&source, ["-t", "1048576", "--leaves", "big"]);
-    write(dir.path(), "SUMS", &sums);
+    let dir = super::dir_with(&[("source/big", &noise(64 * mib, 7))]);
+    let source = dir.path().join("source");
+    write_list(&source, "../SUMS", ["-t", "1048576", "--leaves", "big"]);
     let mountpoint = dir.path().join("disk");
     let Some(mounted) = super::Mounted::counting_disk(test, &source, &mountpoint) else {
         return;
     };
     let before = mounted.served();
-    let out = run_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"], b"");
-    assert_eq!(
-        (stdout(&out).as_str(), status(&out)),
-        ("big: OK\n", 0),
-        "{}",
-        stderr(&out)
-    );
+    let (out, err, code) = said_in(&mountpoint, ["-c", "--part", "3/8", "../SUMS"]);
+    assert_eq!((out.as_str(), code), ("big: OK\n", 0), "{err}");
     let read = mounted.served() - before;
     // 8 leaves of 1 MiB, and what the kernel reads ahead past them.
     let kib = read >> 10;
@@ -369,9 +355,8 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
             &noise(1000 + 7919 * i, i as u64),
         );
     }
-    let sums = ok_bytes_in(&archive, ["--stat", "-r", "."]);
+    write_list(&archive, "../archive.sums", ["--stat", "-r", "."]);
     let list = dir.path().join("archive.sums");
-    fs::write(&list, &sums).unwrap();
     // `date` answers the night's day of the week for `+%u`.
     let bin = dir.path().join("bin");
     fs::create_dir(&bin).unwrap();
@@ -437,11 +422,9 @@ fn slices_of_files_checked_in_several_passes() {
     if super::emulated_too_slow("slices_of_files_checked_in_several_passes") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("f", &noise(40 * 4096, 77))]);
     let root = dir.path();
-    write(root, "f", &noise(40 * 4096, 77));
-    let listing = ok_bytes_in(root, ["-t", "4096", "--leaves", "f"]);
-    let text = String::from_utf8(listing).unwrap();
+    let text = super::ok_in(root, ["-t", "4096", "--leaves", "f"]);
     let mut lines: Vec<&str> = text.lines().collect();
     // The checksum line, then its leaves from the last to the first.
     lines[1..].reverse();
@@ -453,9 +436,7 @@ fn slices_of_files_checked_in_several_passes() {
     // Each slice holding a failed leaf, or the checksum line, fails, as
     // the full check does.
     let mut failed = 0;
-    for part in 1..=4 {
-        let part = format!("{part}/4");
-        let (lines, status) = verdicts(root, &["-c", "--part", &part, "LEAVES"]);
+    for (part, lines, status) in slices(root, &["-c"], 4, &["LEAVES"]) {
         let leaves = lines.iter().filter(|line| line.contains(": leaf ")).count();
         let fails = lines.contains(&"f: FAILED".to_string());
         assert_eq!(status, i32::from(fails), "{part}: {lines:?}");
@@ -473,9 +454,8 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     if super::emulated_too_slow("a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("a", &noise(4 * 4096, 5))]);
     let root = dir.path();
-    write(root, "a", &noise(4 * 4096, 5));
     let mut list = ok_bytes_in(root, ["-t", "4096", "a"]);
     list.extend(ok_bytes_in(
         root,
@@ -492,24 +472,19 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
 /// its slices, as in a full check, not FAILED.
 #[test]
 fn an_edited_file_is_changed_in_its_slices() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("a", &noise(8 * 4096, 6))]);
     let root = dir.path();
-    write(root, "a", &noise(8 * 4096, 6));
     write_list(root, "S", ["-t", "4096", "--leaves", "--stat", "a"]);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut bytes = fs::read(root.join("a")).unwrap();
     bytes[100] ^= 1;
     write(root, "a", &bytes);
-    for args in [
-        &["-c", "--quiet", "S"][..],
-        &["-c", "--quiet", "--part", "1/2", "S"],
-    ] {
-        let out = stdout(&run_in(root, args, b""));
-        assert!(out.starts_with("a: CHANGED\n"), "{args:?}: {out}");
+    for args in ["-c --quiet S", "-c --quiet --part 1/2 S"] {
+        let out = run_in(root, args.split(' '), b"");
+        assert_starts(&stdout(&out), "a: CHANGED\n");
+        assert_contains(&stderr(&out), "1 listed file was changed");
+        assert_eq!(status(&out), 1, "{args}");
     }
-    let out = run_in(root, ["-c", "--quiet", "--part", "1/2", "S"], b"");
-    assert_contains(&stderr(&out), "1 listed file was changed");
-    assert_eq!(status(&out), 1);
 }
 
 /// `--ignore-missing`: a slice holding files of a list, all missing,
@@ -527,23 +502,16 @@ fn a_slice_of_missing_files_verified_nothing() {
         fs::remove_file(root.join(name)).unwrap();
     }
     let none = "bt2sum: SUMS: no file was verified\n";
-    let run = |part: &[&str]| {
-        run_in(
-            root,
-            ["-c", "--ignore-missing"]
-                .iter()
-                .chain(part)
-                .chain(&["SUMS"]),
-            b"",
-        )
-    };
-    super::assert_said(&run(&[]), "", none, 1, "whole");
-    for part in ["1/3", "2/3", "3/3"] {
-        super::assert_said(&run(&["--part", part]), "", none, 1, part);
+    for (args, said, code) in [
+        ("-c --ignore-missing SUMS", none, 1),
+        ("-c --ignore-missing --part 1/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 2/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 3/3 SUMS", none, 1),
+        ("-c --ignore-missing --part 5/5 SUMS", "", 0),
+        ("-c --part 5/5 SUMS", "", 0),
+    ] {
+        super::assert_said(&run_in(root, args.split(' '), b""), "", said, code, args);
     }
-    super::assert_said(&run(&["--part", "5/5"]), "", "", 0, "5/5");
-    let out = run_in(root, ["-c", "--part", "5/5", "SUMS"], b"");
-    super::assert_said(&out, "", "", 0, "5/5, without --ignore-missing");
 }
 
 /// More leaf lines than one pass holds (300,000 of 64 bytes): the file is
@@ -553,29 +521,22 @@ fn a_slice_of_missing_files_verified_nothing() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_a_listing_longer_than_a_pass() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("big", &noise(64 * 300_000, 8))]);
     let root = dir.path();
-    write(root, "big", &noise(64 * 300_000, 8));
     write_list(root, "L", ["-t", "64", "--leaves", "big"]);
     rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
-    let failing = |args: &[&str]| {
-        let (lines, status) = verdicts(root, args);
-        (
-            lines
-                .into_iter()
-                .filter(|line| line.contains(": leaf "))
-                .collect::<Vec<_>>(),
-            status,
-        )
+    let failing = |lines: Vec<String>| -> Vec<String> {
+        let leaves = lines.into_iter().filter(|line| line.contains(": leaf "));
+        leaves.collect()
     };
-    let (full, full_status) = failing(&["-c", "--quiet", "L"]);
+    let (full, full_status) = verdicts(root, &["-c", "--quiet", "L"]);
+    let full = failing(full);
     assert_eq!(full, ["big: leaf 1000: FAILED", "big: leaf 250000: FAILED"]);
     assert_eq!(full_status, 1);
     for parts in [2, 3] {
         let mut together = Vec::new();
-        for part in 1..=parts {
-            let part = format!("{part}/{parts}");
-            let (leaves, status) = failing(&["-c", "--quiet", "--part", &part, "L"]);
+        for (part, lines, status) in slices(root, &["-c", "--quiet"], parts, &["L"]) {
+            let leaves = failing(lines);
             assert_eq!(status, i32::from(!leaves.is_empty()), "{part}: {leaves:?}");
             together.extend(leaves);
         }
@@ -586,8 +547,7 @@ fn slices_of_a_listing_longer_than_a_pass() {
 
 #[test]
 fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "f", &noise(40_000, 3));
+    let dir = super::dir_with(&[("f", &noise(40_000, 3))]);
     let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
@@ -600,13 +560,8 @@ fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
     let said = "bt2sum: f: its leaf lines do not make its checksum line's digest: the list \
                 contradicts itself\n";
     for part in ["1/1", "1/3", "2/3", "3/3"] {
-        let out = run_in(dir.path(), ["-c", "--part", part, "LEAVES"], b"");
-        let err = stderr(&out);
-        assert_eq!(
-            (stdout(&out).as_str(), status(&out)),
-            ("f: FAILED\n", 1),
-            "--part {part}"
-        );
+        let (out, err, code) = said_in(dir.path(), ["-c", "--part", part, "LEAVES"]);
+        assert_eq!((out.as_str(), code), ("f: FAILED\n", 1), "--part {part}");
         assert!(err.starts_with(said), "--part {part}: {err}");
     }
     let out = run_in(dir.path(), ["-c", "LEAVES"], b"");

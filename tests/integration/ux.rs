@@ -92,7 +92,7 @@ pub(super) fn write_named(dir: &Path, bytes: &[u8], data: &[u8], test: &str) -> 
 /// trying them in a directory of its own shows (see [`refuses_name`]); on
 /// Windows those that are UTF-8 and hold no `\` (which separates there),
 /// `\n` or `\r` (which Windows names cannot hold).
-fn possible(paths: &[&'static [u8]], test: &str) -> Vec<&'static [u8]> {
+pub(super) fn possible<'a>(paths: &[&'a [u8]], test: &str) -> Vec<&'a [u8]> {
     #[cfg(unix)]
     let probe = tempfile::tempdir().unwrap();
     paths
@@ -187,12 +187,8 @@ fn find_and_sort(dir: &Path, arg: &str, test: &str) -> Option<Vec<Vec<u8>>> {
                 "find {arg} | sort: {status:?}: {said}"
             );
             let lines = out.stdout.split(|&byte| byte == b'\n');
-            return Some(
-                lines
-                    .filter(|line| !line.is_empty())
-                    .map(<[u8]>::to_vec)
-                    .collect(),
-            );
+            let lines = lines.filter(|line| !line.is_empty());
+            return Some(lines.map(<[u8]>::to_vec).collect());
         }
     };
     super::skip(
@@ -248,7 +244,7 @@ fn recursive_lists_files_in_bytewise_path_order_like_find_and_sort() {
     assert_eq!(here, super::ok_in(&t, ["-r", "--untagged", "."]));
     // Each line is the file's own checksum line.
     let line = super::ok_in(dir.path(), ["--untagged", "t/a/b/c/deep"]);
-    assert!(out.contains(&line), "{line}");
+    assert_contains(&out, &line);
 }
 
 #[test]
@@ -306,12 +302,8 @@ fn recursive_skips_the_list_it_writes() {
         false,
         "recursive_skips_the_list_it_writes",
     );
-    for (args, appended) in [
-        (&["-r"][..], false),
-        (&["-r", "-L"], false),
-        (&["-r", "-L", "."], true),
-    ] {
-        // `> SUMS`, or `>> SUMS`.
+    // `bt2sum ARGS > SUMS`, or `>> SUMS`, which must say nothing.
+    let into_sums = |args: &[&str], appended: bool| {
         let sums = fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -325,29 +317,25 @@ fn recursive_skips_the_list_it_writes() {
             .stdout(sums)
             .output_retried();
         super::assert_said(&hashed, "", "", 0, &format!("{args:?}"));
+    };
+    for (args, appended) in [
+        (&["-r"][..], false),
+        (&["-r", "-L"], false),
+        (&["-r", "-L", "."], true),
+    ] {
+        into_sums(args, appended);
         let out = super::run_in(dir.path(), ["-c", "SUMS"], b"");
         let expected = "./a: OK\n./sub/b: OK\n".repeat(if appended { 2 } else { 1 });
         super::assert_said(&out, &expected, "", 0, &format!("{args:?}"));
     }
-    let names = |list: &[u8]| -> Vec<String> {
-        let list = String::from_utf8(list.to_vec()).unwrap();
-        list.lines().map(|line| line[130..].to_string()).collect()
-    };
     // Nor is the ledger beside it (which every scrub changes).
     fs::write(dir.path().join("SUMS.ledger"), b"").unwrap();
-    let sums = fs::File::create(dir.path().join("SUMS")).unwrap();
-    let hashed = bt2sum()
-        .current_dir(dir.path())
-        .args(["-r", "--untagged"])
-        .stdout(sums)
-        .output_retried();
-    assert_eq!(status(&hashed), 0, "{}", stderr(&hashed));
+    into_sums(&["-r", "--untagged"], false);
     let listed = fs::read(dir.path().join("SUMS")).unwrap();
-    assert_eq!(names(&listed), ["./a", "./sub/b"]);
+    assert_eq!(untagged_names(&listed), [&b"./a"[..], b"./sub/b"]);
     // Into a pipe, nothing is skipped: SUMS is an ordinary file then.
-    let out = super::run_in(dir.path(), ["-r", "--untagged"], b"");
-    let all = ["./SUMS", "./SUMS.ledger", "./a", "./sub/b"];
-    assert_eq!(names(&out.stdout), all);
+    let all = [&b"./SUMS"[..], b"./SUMS.ledger", b"./a", b"./sub/b"];
+    assert_eq!(walked(dir.path(), &[]), all);
 }
 
 #[test]
@@ -471,30 +459,28 @@ pub(super) fn unprivileged(dir: &Path, readable: &str) -> Result<Option<u32>, St
 #[cfg(unix)]
 #[test]
 fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
-    use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
+    use fs::Permissions;
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
     let dir = tempfile::tempdir().unwrap();
     make_files(dir.path(), &[b"t/a", b"t/locked/secret", b"t/z"]);
     // Open to all (as the user below, too) but the locked directory.
-    for (path, mode) in [("", 0o755), ("t", 0o755), ("t/a", 0o644), ("t/z", 0o644)] {
-        fs::set_permissions(dir.path().join(path), fs::Permissions::from_mode(mode)).unwrap();
+    let set =
+        |path: &str, mode| fs::set_permissions(dir.path().join(path), Permissions::from_mode(mode));
+    let modes = [
+        ("", 0o755),
+        ("t", 0o755),
+        ("t/a", 0o644),
+        ("t/z", 0o644),
+        ("t/locked", 0),
+    ];
+    for (path, mode) in modes {
+        set(path, mode).unwrap();
     }
     let test = "an_unreadable_directory_is_an_error_and_the_rest_is_hashed";
     let user = match unprivileged(dir.path(), "t/a") {
         Ok(user) => user,
-        Err(why) => {
-            super::skip(test, &why);
-            return;
-        }
+        Err(why) => return super::skip(test, &why),
     };
-    let lock = |mode| {
-        fs::set_permissions(
-            dir.path().join("t/locked"),
-            fs::Permissions::from_mode(mode),
-        )
-    };
-    lock(0o000).unwrap();
-
     let mut command = bt2sum();
     command
         .current_dir(dir.path())
@@ -503,7 +489,8 @@ fn an_unreadable_directory_is_an_error_and_the_rest_is_hashed() {
         command.uid(user).gid(user);
     }
     let out = command.output().expect("bt2sum runs");
-    lock(0o755).unwrap();
+    // (Open again, for the directory to be removed.)
+    set("t/locked", 0o755).unwrap();
     let denied = "bt2sum: t/locked: Permission denied\n";
     assert_eq!(stderr(&out), denied, "stdout: {}", stdout(&out));
     assert_eq!(untagged_names(&out.stdout), [b"t/a", b"t/z"]);
@@ -531,8 +518,7 @@ fn completions_for_bash_zsh_and_fish() {
 #[cfg(unix)]
 #[test]
 fn completion_offers_sizes_where_sizes_go() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("zzz-file"), b"").unwrap();
+    let dir = super::dir_with(&[("zzz-file", b"")]);
     let script = stdout(&run(["--completions", "bash"], b""));
     fs::write(dir.path().join("completion.bash"), script).unwrap();
     // What Tab offers after the words given: as bash calls the function.
@@ -600,14 +586,11 @@ fn man_page_is_roff() {
     let sections = "SYNOPSIS|OUTPUT|\"EXIT STATUS\"|\"CHECK LIST FORMAT\"|\"LEAF LISTINGS\"|\
                     ENVIRONMENT|EXAMPLES";
     for section in sections.split('|') {
-        assert!(
-            page.contains(&format!(".SH {section}")),
-            "no {section}:\n{page}"
-        );
+        assert_contains(&page, &format!(".SH {section}"));
     }
     let see_also = page.split(".SH \"SEE ALSO\"").nth(1).unwrap();
     for text in "b2sum(1) sha256sum(1) b3sum(1) docs/check.md README.md".split(' ') {
-        assert!(see_also.contains(text), "{text}: {see_also}");
+        assert_contains(see_also, text);
     }
     // The examples and formats keep their lines: no-fill blocks, each
     // example whole on its line.
@@ -645,8 +628,7 @@ fn the_archive_recipe_of_the_help_runs_as_written() {
     let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
     let both = |name: &str, data: &[u8]| {
         for root in [&tree, &copy] {
-            fs::create_dir_all(root).unwrap();
-            fs::write(root.join(name), data).unwrap();
+            super::write_files(root, &[(name, data)]);
         }
     };
     both("a.jpg", &pattern(3 << 20));
@@ -690,15 +672,14 @@ fn dash_c_and_missing_copies_are_explained() {
          give its path from there, or an absolute one",
     );
     let args = ["-C", "tree", "-c", "--repair-from", "backup", "../sums.txt"];
-    let out = super::run_in(dir.path(), args, b"");
-    assert_eq!((stdout(&out).as_str(), status(&out)), ("", 1));
-    let said = stderr(&out);
-    assert!(
-        said.starts_with("bt2sum: backup: the copies given to --repair-from: ")
-            && said.contains("(looked for from ")
-            && said.lines().count() == 1,
+    let (out, said, code) = super::said_in(dir.path(), args);
+    assert_eq!(
+        (out.as_str(), code, said.lines().count()),
+        ("", 1, 1),
         "{said}"
     );
+    super::assert_starts(&said, "bt2sum: backup: the copies given to --repair-from: ");
+    assert_contains(&said, "(looked for from ");
 }
 
 #[test]
@@ -722,7 +703,7 @@ fn help_has_examples_and_defaults_and_version_its_own() {
         "4294967295",
         "1 to 64 for blake2b",
     ] {
-        assert!(help.contains(text), "{text}:\n{help}");
+        assert_contains(&help, text);
     }
     // -h is the short form: the values' descriptions are --help's only.
     let short = stdout(&run(["-h"], b""));
@@ -740,8 +721,7 @@ fn pieces(text: &str) -> Vec<&str> {
 
 #[test]
 fn forced_progress_goes_to_stderr_and_leaves_stdout_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("data"), pattern(3 << 20)).unwrap();
+    let dir = super::dir_with(&[("data", &pattern(3 << 20))]);
     let missing = read_error(&dir.path().join("missing"), "No such file or directory");
     let plain = super::run_in(dir.path(), ["data", "missing"], b"");
     let forced = super::run_in(dir.path(), ["--progress", "data", "missing"], b"");
@@ -828,13 +808,10 @@ fn no_progress_into_a_pipe_by_default_even_for_long_work() {
 fn check_mode_shows_progress_when_forced() {
     let dir = super::dir_with(&[("data", &pattern(2 << 20))]);
     super::write_list(dir.path(), "SUMS", ["data"]);
-    let forced = super::run_in(dir.path(), ["--progress", "-c", "SUMS"], b"");
-    assert_eq!(
-        (stdout(&forced).as_str(), status(&forced)),
-        ("data: OK\n", 0)
-    );
+    let (out, forced, code) = super::said_in(dir.path(), ["--progress", "-c", "SUMS"]);
+    assert_eq!((out.as_str(), code), ("data: OK\n", 0));
     // The total, from the file system (a checksum line alone).
-    assert_contains(&stderr(&forced), "2.00 MiB / 2.00 MiB");
+    assert_contains(&forced, "2.00 MiB / 2.00 MiB");
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
@@ -873,20 +850,9 @@ impl Tmux {
         let tmux = Tmux {
             socket: dir.join("tmux"),
         };
-        let out = tmux
-            .command(&[
-                "new-session",
-                "-d",
-                "-s",
-                "ux",
-                "-x",
-                "200",
-                "-y",
-                "30",
-                &script,
-            ])
-            .env("SHELL", "/bin/sh")
-            .output();
+        let mut session: Vec<&str> = "new-session -d -s ux -x 200 -y 30".split(' ').collect();
+        session.push(&script);
+        let out = tmux.command(&session).env("SHELL", "/bin/sh").output();
         match out {
             Ok(out) => assert!(out.status.success(), "tmux: {}", stderr(&out)),
             Err(error) if error.kind() == io::ErrorKind::NotFound => panic!(
@@ -918,12 +884,8 @@ impl Tmux {
 
     /// The text on the screen now.
     fn screen(&self) -> String {
-        stdout(
-            &self
-                .command(&["capture-pane", "-p", "-t", "ux"])
-                .output()
-                .expect("tmux"),
-        )
+        let out = self.command(&["capture-pane", "-p", "-t", "ux"]).output();
+        stdout(&out.expect("tmux"))
     }
 
     /// Polls the screen until `done` says yes, for up to a minute, and
@@ -1055,13 +1017,11 @@ fn ctrl_c_clears_the_progress_bar() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn no_spinner_over_typing() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("a"), b"alpha").unwrap();
+    let dir = super::dir_with(&[("a", b"alpha")]);
     let list = super::ok_in(dir.path(), ["a"]);
     let script =
         r#""$B"; echo "first $?"; "$B" -c; echo "second $?"; "$B" --progress; echo "third $?""#;
     let tmux = Tmux::start(dir.path(), script);
-    let digest = super::digest(&stdout(&run(["-"], b"hello s3git\n")));
     for (step, text, done) in [
         ("hash", "hello s3git", "first 0"),
         ("check", list.trim_end(), "second 0"),
@@ -1083,7 +1043,7 @@ fn no_spinner_over_typing() {
         );
     }
     let screen = tmux.screen();
-    assert_contains(&screen, &format!("BLAKE2b-64 = {digest}"));
+    assert_contains(&screen, &format!("BLAKE2b-64 = {}", super::HELLO_B64));
     assert_contains(&screen, "a: OK");
     // Forced, the bar is drawn even over the typing.
     tmux.wait_for("--progress drew no bar", |screen| screen.contains("B/s"));

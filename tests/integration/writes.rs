@@ -6,27 +6,23 @@
 //! the files reported as repaired changed. (Unix: links, modes, FIFOs.)
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    assert_contains, bt2sum, mkfifo, ok_bytes_in, output_within, rot, run_in, said_in, status,
-    stderr, stdout, write_list,
+    Retried, assert_contains, assert_ends, assert_starts, bt2sum, mkfifo, ok_bytes_in,
+    output_within, rot, run_in, said_in, status, stderr, stdout, write_list,
 };
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
 /// `LEAVES` made in `t/`, and a good copy `mirror/f`.
 fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["t", "mirror", "outside"] {
-        fs::create_dir(dir.path().join(sub)).unwrap();
-    }
     let good = super::noise(3 * 4096, 7);
-    fs::write(dir.path().join("t/f"), &good).unwrap();
-    fs::write(dir.path().join("mirror/f"), &good).unwrap();
+    let dir = super::dir_with(&[("t/f", &good), ("mirror/f", &good)]);
+    fs::create_dir(dir.path().join("outside")).unwrap();
     write_list(
         &dir.path().join("t"),
         "../LEAVES",
@@ -69,7 +65,11 @@ impl Untouched {
 
 #[test]
 fn names_outside_the_tree_are_written_only_when_asked() {
-    for name in ["../victim", "ABSOLUTE"] {
+    let names = [
+        ("../victim", "its name climbs out with '..'"),
+        ("ABSOLUTE", "its name is absolute"),
+    ];
+    for (name, why) in names {
         let dir = tree();
         let good = fs::read(dir.path().join("t/f")).unwrap();
         let victim_path = dir.path().join("victim");
@@ -88,10 +88,6 @@ fn names_outside_the_tree_are_written_only_when_asked() {
         let out = run_in(&t, repair.split(' ').chain(["../LEAVES"]), b"");
         let err = stderr(&out);
         assert_eq!(status(&out), 1, "{name}: {err}");
-        let why = match name {
-            "ABSOLUTE" => "its name is absolute",
-            _ => "its name climbs out with '..'",
-        };
         assert!(err.contains(why), "{name}: {err}");
         assert!(err.contains("--absolute-names allows it"), "{name}: {err}");
         victim.check(name);
@@ -102,40 +98,49 @@ fn names_outside_the_tree_are_written_only_when_asked() {
     }
 }
 
-/// Starts `bt2sum -c --repair-from ../mirror ../LEAVES` in `t/` on a list
-/// that ends with a FIFO's checksum line, waits until `f`'s verdict is out
-/// (its check is done; the repairs wait for the list's end, held back by
-/// the FIFO), runs `meanwhile`, then lets the FIFO through: what the repair
-/// then finds.
-fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, String, i32) {
+/// What the FIFO `t/fifo` of [`held_by_a_fifo`] passes.
+const THROUGH_THE_FIFO: &[u8] = b"through the fifo";
+
+/// Makes the FIFO `t/fifo` and appends its checksum line to the list `list`
+/// (in `dir`), naming it `listed_as`; starts `bt2sum ARGS` in `t/`, reads
+/// its standard output until a line starts with `until` (the FIFO holds
+/// back what follows it in the list), runs `meanwhile`, then lets the FIFO
+/// through: all the run printed, its standard error, and its status.
+fn held_by_a_fifo(
+    dir: &Path,
+    list: &str,
+    listed_as: &str,
+    args: &str,
+    until: &str,
+    meanwhile: impl FnOnce(),
+) -> (String, String, i32) {
     mkfifo(&dir.join("t/fifo"));
-    let fifo_line = stdout(&run_in(dir, ["-t", "4096", "-"], b"through the fifo"))
-        .replace("BLAKE2b-64 (-)", "BLAKE2b-64 (fifo)");
-    let mut list = fs::read(dir.join("LEAVES")).unwrap();
-    list.extend(fifo_line.as_bytes());
-    fs::write(dir.join("LEAVES"), list).unwrap();
+    let fifo_line = stdout(&run_in(dir, ["-"], THROUGH_THE_FIFO));
+    let mut text = fs::read(dir.join(list)).unwrap();
+    text.extend(
+        fifo_line
+            .replace("(-)", &format!("({listed_as})"))
+            .as_bytes(),
+    );
+    fs::write(dir.join(list), text).unwrap();
     let mut child = bt2sum()
-        .args("-c -t 4096 --repair-from ../mirror ../LEAVES".split(' '))
+        .args(args.split(' '))
         .current_dir(dir.join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    assert_eq!(first, "f: FAILED\n");
+    let mut said = String::new();
+    while !said
+        .lines()
+        .last()
+        .is_some_and(|line| line.starts_with(until))
+    {
+        assert_ne!(out.read_line(&mut said).unwrap(), 0, "no {until}: {said}");
+    }
     meanwhile();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("t/fifo"))
-        .unwrap()
-        .write_all(b"through the fifo")
-        .unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    fs::write(dir.join("t/fifo"), THROUGH_THE_FIFO).unwrap();
+    out.read_to_string(&mut said).unwrap();
     let output = output_within(child, Duration::from_secs(60));
-    (first + &rest, stderr(&output), status(&output))
+    (said, stderr(&output), status(&output))
 }
 
 /// A file swapped for a link to a file outside, or rewritten, between its
@@ -143,24 +148,29 @@ fn swapped_after_the_check(dir: &Path, meanwhile: impl FnOnce()) -> (String, Str
 #[test]
 fn a_file_swapped_or_rewritten_after_the_check_is_not_written() {
     let edited = super::noise(3 * 4096, 99);
-    for swapped in [true, false] {
+    let swaps = [
+        (true, "it is a symbolic link"),
+        (false, "it changed since it was checked"),
+    ];
+    for (swapped, why) in swaps {
         let dir = tree();
         let path = dir.path().join("t/f");
         rot(&path, [4096 + 10]);
         let target = Untouched::new(&dir.path().join("outside/target"), b"secret\n", 0o600);
-        let (out, err, code) = swapped_after_the_check(dir.path(), || match swapped {
+        // Once `f`'s verdict is out its check is done: the repairs wait
+        // for the list's end, which the FIFO holds back.
+        let args = "-c --repair-from ../mirror ../LEAVES";
+        let meanwhile = || match swapped {
             true => {
                 fs::remove_file(&path).unwrap();
                 symlink("../outside/target", &path).unwrap();
             }
             false => fs::write(&path, &edited).unwrap(),
-        });
+        };
+        let (out, err, code) = held_by_a_fifo(dir.path(), "LEAVES", "fifo", args, "f: ", meanwhile);
+        assert_starts(&out, "f: FAILED\n");
         assert_eq!(code, 1, "{out}{err}");
         assert!(!out.contains("REPAIRED"), "{out}");
-        let why = match swapped {
-            true => "it is a symbolic link",
-            false => "it changed since it was checked",
-        };
         assert_contains(&err, &format!("f: cannot be repaired: {why}"));
         target.check("the link's target");
         if !swapped {
@@ -175,15 +185,12 @@ fn set_id_and_hard_linked_files_are_written_only_when_asked() {
     let path = dir.path().join("t/f");
     rot(&path, [4096 + 10]);
     let damaged = fs::read(&path).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
-    let (_, err, code) = repair(dir.path(), &[]);
-    assert_eq!(code, 1);
-    assert_contains(&err, "it is set-user-ID or set-group-ID");
-    assert_contains(&err, "--repair-setid allows it");
-    assert_eq!(fs::read(&path).unwrap(), damaged);
-    for mode in [0o2755, 0o6755] {
+    for mode in [0o4755, 0o2755, 0o6755] {
         fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
-        assert_eq!(repair(dir.path(), &[]).2, 1, "mode {mode:o}");
+        let (_, err, code) = repair(dir.path(), &[]);
+        assert_eq!(code, 1, "mode {mode:o}");
+        assert_contains(&err, "it is set-user-ID or set-group-ID");
+        assert_contains(&err, "--repair-setid allows it");
         assert_eq!(fs::read(&path).unwrap(), damaged);
     }
     // Asked for, it is mended, and no set-id bit is set that a write
@@ -278,37 +285,14 @@ fn an_update_refuses_a_list_that_changed_while_it_ran() {
     let sums = dir.path().join("SUMS");
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     // A FIFO listed last holds the audit until the list has changed.
-    mkfifo(&dir.path().join("t/fifo"));
-    let fifo_line = stdout(&run_in(dir.path(), ["-"], b"through"))
-        .replace("BLAKE2b-64 (-)", "BLAKE2b-64 (./fifo)");
-    let mut list = fs::read(&sums).unwrap();
-    list.extend(fifo_line.as_bytes());
-    fs::write(&sums, &list).unwrap();
-    let mut child = bt2sum()
-        .args(["-c", "--audit", ".", "--update", "../SUMS"])
-        .current_dir(dir.path().join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("./b: ") {
-        line.clear();
-        out.read_line(&mut line).unwrap();
-    }
-    // Another update, or an edit, came first.
-    let edited = [&list[..], b"# edited meanwhile\n"].concat();
-    fs::write(&sums, &edited).unwrap();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join("t/fifo"))
-        .unwrap()
-        .write_all(b"through")
-        .unwrap();
-    let output = output_within(child, Duration::from_secs(60));
-    let err = stderr(&output);
-    assert_eq!(status(&output), 1, "{err}");
+    let mut edited = Vec::new();
+    let args = "-c --audit . --update ../SUMS";
+    let (_, err, code) = held_by_a_fifo(dir.path(), "SUMS", "./fifo", args, "./b: ", || {
+        // Another update, or an edit, came first.
+        edited = [fs::read(&sums).unwrap(), b"# edited meanwhile\n".to_vec()].concat();
+        fs::write(&sums, &edited).unwrap();
+    });
+    assert_eq!(code, 1, "{err}");
     assert_contains(&err, "../SUMS: not updated: it changed while the audit ran");
     assert_eq!(fs::read(&sums).unwrap(), edited);
 }
@@ -328,10 +312,7 @@ fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
     let child = bt2sum()
         .args(["-c", "--audit", ".", "--update", "../SUMS"])
         .current_dir(&root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     super::wait_until_open(child.id(), &root.join("big"));
     // The same size, another content, a new time.
     fs::write(root.join("a2"), b"file A\n").unwrap();
@@ -344,17 +325,15 @@ fn an_update_writes_the_stat_a_file_had_when_it_was_hashed() {
 #[test]
 fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
     let dir = archive();
+    let list = dir.path().join("lists/SUMS");
     fs::create_dir(dir.path().join("lists")).unwrap();
-    fs::rename(dir.path().join("SUMS"), dir.path().join("lists/SUMS")).unwrap();
+    fs::rename(dir.path().join("SUMS"), &list).unwrap();
     symlink("lists/SUMS", dir.path().join("SUMS")).unwrap();
-    fs::set_permissions(
-        dir.path().join("lists/SUMS"),
-        fs::Permissions::from_mode(0o604),
-    )
-    .unwrap();
+    fs::set_permissions(&list, fs::Permissions::from_mode(0o604)).unwrap();
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if root {
-        std::os::unix::fs::chown(dir.path().join("lists/SUMS"), Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(&list, Some(65534), Some(65534)).unwrap();
     } else {
         let test = "an_update_rewrites_a_linked_lists_target_and_keeps_its_owner";
         super::skip(
@@ -370,7 +349,7 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
             .unwrap()
             .is_symlink()
     );
-    let metadata = fs::metadata(dir.path().join("lists/SUMS")).unwrap();
+    let metadata = fs::metadata(&list).unwrap();
     assert_eq!(metadata.permissions().mode() & 0o7777, 0o604);
     if root {
         use std::os::unix::fs::MetadataExt;
@@ -493,13 +472,14 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     }
     let dir = archive();
     let source = dir.path().join("source");
-    fs::create_dir_all(dir.path().join("copy")).unwrap();
-    fs::create_dir(&source).unwrap();
-    fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
-    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
     let good = super::noise(4 * 4096, 3);
-    fs::write(source.join("f"), &good).unwrap();
-    fs::write(dir.path().join("copy/f"), &good).unwrap();
+    let files = [
+        ("source/f", &good[..]),
+        ("copy/f", &good),
+        ("t/c", b"file c\n"),
+    ];
+    super::write_files(dir.path(), &files);
+    fs::rename(dir.path().join("SUMS"), source.join("SUMS")).unwrap();
     let listing = write_list(&source, "LEAVES", ["-t", "4096", "--leaves", "f"]);
     // The same list with a ledger.
     fs::write(source.join("KEPT"), listing).unwrap();
@@ -525,7 +505,7 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     assert_eq!(code, 1);
     let read_only = "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
                      ../mounted: Read-only file system\n";
-    assert!(err.ends_with(read_only), "{err}");
+    assert_ends(&err, read_only);
     drop(mounted);
     assert_eq!(fs::read(source.join("f")).unwrap(), damaged);
 }
@@ -558,15 +538,12 @@ fn no_byte_is_written_outside_what_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (t, outside) = (dir.path().join("t"), dir.path().join("outside"));
     fs::create_dir_all(outside.join("dir")).unwrap();
-    fs::create_dir_all(t.join("sub")).unwrap();
     let good = super::noise(3 * 4096, 5);
     let names = ["good", "link", "sub/f", "fifo", "hard", "setid"];
-    for name in names {
-        fs::write(t.join(name), &good).unwrap();
+    for name in names.iter().chain(&["../outside/abs", "../outside/climb"]) {
+        super::write_files(&t, &[(name, &good)]);
     }
     let outside_name = outside.join("abs");
-    fs::write(&outside_name, &good).unwrap();
-    fs::write(outside.join("climb"), &good).unwrap();
     let absolute = outside_name.to_str().unwrap();
     let mut args = vec!["-t", "4096", "--leaves"];
     args.extend(names);
@@ -578,9 +555,7 @@ fn no_byte_is_written_outside_what_is_reported() {
         .iter()
         .chain(&["outside/climb", absolute.trim_start_matches('/')])
     {
-        let copy = dir.path().join("mirror").join(name);
-        fs::create_dir_all(copy.parent().unwrap()).unwrap();
-        fs::write(copy, &good).unwrap();
+        super::write_files(&dir.path().join("mirror"), &[(name, &good)]);
     }
     for name in ["good", "setid"] {
         rot(&t.join(name), [4096 + 10]);
@@ -657,10 +632,7 @@ fn an_update_refuses_a_list_that_is_not_a_regular_file() {
     let child = bt2sum()
         .args(["-c", "--audit", ".", "--update", "../FIFO"])
         .current_dir(dir.path().join("t"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let out = output_within(child, Duration::from_secs(20));
     super::assert_output(
         &out,
@@ -688,15 +660,11 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     if super::emulated_too_slow(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path();
-    for directory in ["parent/dir", "victim/dir", "t"] {
-        fs::create_dir_all(base.join(directory)).unwrap();
-    }
-    fs::write(base.join("t/a"), b"file a\n").unwrap();
-    write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     let victim = b"the other directory's list\n";
-    fs::write(base.join("victim/dir/SUMS"), victim).unwrap();
+    let dir = super::dir_with(&[("t/a", b"file a\n"), ("victim/dir/SUMS", victim)]);
+    let base = dir.path();
+    fs::create_dir_all(base.join("parent/dir")).unwrap();
+    write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     symlink("victim", base.join("link")).unwrap();
     let exchange = |base: &Path| -> std::io::Result<()> {
         let c = |name: &str| {
