@@ -134,7 +134,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
 
     /// The records of a store made with [`new`](Self::new), in the order
     /// pushed; they can be read again.
-    pub fn iter(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
+    pub fn iter(&mut self) -> impl Iterator<Item = io::Result<T>> + '_ {
         debug_assert!(!self.sorted, "a sorted store is read with into_sorted");
         let file = self.file.as_ref();
         let mut run = file.map(|file| Run::new(file, 0..self.written, READ_BUFFER));
@@ -143,7 +143,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             Some(record.and_then(|bytes| decode(&bytes)))
         });
         let buffer = &self.buffer;
-        Ok(spilled.chain(records(buffer).map(|record| decode(&buffer[record]))))
+        spilled.chain(records(buffer).map(|record| decode(&buffer[record])))
     }
 }
 
@@ -318,14 +318,14 @@ mod tests {
             for (at, record) in records.iter().enumerate() {
                 if at == records.len() / 2 {
                     // Read halfway: what is pushed next still goes after it.
-                    assert_eq!(pushed.iter().unwrap().count(), at);
+                    assert_eq!(pushed.iter().count(), at);
                 }
                 pushed.push(record).unwrap();
                 sorted.push(record).unwrap();
             }
             assert_eq!(pushed.len(), 5000);
             for _ in 0..2 {
-                let back: Vec<_> = pushed.iter().unwrap().map(Result::unwrap).collect();
+                let back: Vec<_> = pushed.iter().map(Result::unwrap).collect();
                 assert!(back == records, "capacity {capacity}");
             }
             let back: Vec<_> = sorted.into_sorted().unwrap().map(Result::unwrap).collect();

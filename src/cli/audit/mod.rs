@@ -191,7 +191,7 @@ impl<'a> Audit<'a> {
                 Arc::clone(&self.skipped),
             );
             if self
-                .walk_new(unlisted(walk, &mut listed)?, &mut new, &mut report)?
+                .walk_new(unlisted(walk, &mut listed), &mut new, &mut report)?
                 .is_break()
             {
                 return Ok(None);
@@ -201,14 +201,14 @@ impl<'a> Audit<'a> {
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.
-        for pair in moves::paired(&mut new, &mut moves.by_new)? {
+        for pair in moves::paired(&mut new, &mut moves.by_new) {
             let (name, from) = pair?;
             let class = if from.is_some() { "MOVED" } else { "NEW" };
             if report(Finding::Class(class, name, from.map(ByteBuf::into_vec))).is_break() {
                 return Ok(None);
             }
         }
-        for pair in moves::paired(&mut self.missing, &mut moves.by_missing)? {
+        for pair in moves::paired(&mut self.missing, &mut moves.by_missing) {
             if let (name, None) = pair?
                 && report(Finding::Class("MISSING", name, None)).is_break()
             {
@@ -456,14 +456,14 @@ fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
 type Found = (OsString, Option<bt2sum::Error>);
 
 /// The files of a walk that no list names (`listed`, sorted), and the
-/// walk's errors, in walk order; `Err` if the listed names cannot be read
-/// back.
+/// walk's errors, in walk order; `Err` where the listed names cannot be
+/// read back.
 fn unlisted<'a>(
     walk: impl Iterator<Item = Walked> + 'a,
     listed: &'a mut Spill<ByteBuf>,
-) -> io::Result<impl Iterator<Item = io::Result<Found>> + 'a> {
-    let mut listed = listed.iter()?.peekable();
-    Ok(walk.filter_map(move |walked| {
+) -> impl Iterator<Item = io::Result<Found>> + 'a {
+    let mut listed = listed.iter().peekable();
+    walk.filter_map(move |walked| {
         let path = match walked {
             Ok(path) => path,
             Err((path, error)) => return Some(Ok((path, Some(error.into())))),
@@ -478,5 +478,5 @@ fn unlisted<'a>(
             Some(Err(_)) => listed.next().and_then(Result::err).map(Err),
             _ => Some(Ok((path, None))),
         }
-    }))
+    })
 }

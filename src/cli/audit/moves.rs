@@ -113,14 +113,14 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
 pub(super) fn paired<'a, M: Serialize + serde::de::DeserializeOwned>(
     names: &'a mut Spill<ByteBuf>,
     moves: &'a mut Spill<(u64, M)>,
-) -> io::Result<impl Iterator<Item = io::Result<(Vec<u8>, Option<M>)>> + 'a> {
-    let mut moves = moves.iter()?.peekable();
-    Ok(names.iter()?.enumerate().map(move |(index, name)| {
+) -> impl Iterator<Item = io::Result<(Vec<u8>, Option<M>)>> + 'a {
+    let mut moves = moves.iter().peekable();
+    names.iter().enumerate().map(move |(index, name)| {
         let moved = moves
             .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
             .transpose()?;
         Ok((name?.into_vec(), moved.map(|(_, moved)| moved)))
-    }))
+    })
 }
 
 /// A sorted store's records, sorted, in a store that can be read again.
@@ -164,8 +164,8 @@ mod tests {
             joined.push(record).unwrap();
         }
         let mut moves = moves(joined).unwrap();
-        let by_new: Vec<_> = moves.by_new.iter().unwrap().map(Result::unwrap).collect();
-        let by_missing = moves.by_missing.iter().unwrap().map(Result::unwrap);
+        let by_new: Vec<_> = moves.by_new.iter().map(Result::unwrap).collect();
+        let by_missing = moves.by_missing.iter().map(Result::unwrap);
         let by_missing: Vec<_> = by_missing.collect();
         let named = |index, name: &[u8]| (index, ByteBuf::from(name));
         assert_eq!(by_new, [named(0, b"old-a"), named(5, b"old-f")]);

@@ -211,7 +211,7 @@ impl Repairs {
         let mender = &self.mender;
         let mut file: Option<Mending> = None;
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
-        for damaged in pending.iter()? {
+        for damaged in pending.iter() {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
             // formatted.)
@@ -263,7 +263,7 @@ impl Repairs {
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
         let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
-        for lost in lost.iter()? {
+        for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
             let restored = self.mender.restore(&path, &lost);
