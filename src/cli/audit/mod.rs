@@ -181,7 +181,7 @@ impl<'a> Audit<'a> {
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<Option<Rewrite>> {
-        let mut listed = moves::resorted(std::mem::replace(&mut self.listed, Spill::sorted(0)))?;
+        let mut listed = std::mem::replace(&mut self.listed, Spill::sorted(0));
         let mut new = Spill::new(IN_MEMORY);
         let plan = Arc::new(self.plan.walk.clone());
         for root in &self.plan.roots {

@@ -103,10 +103,7 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
         }
     }
     pair(&mut group)?;
-    Ok(Moves {
-        by_new: resorted(by_new)?,
-        by_missing: resorted(by_missing)?,
-    })
+    Ok(Moves { by_new, by_missing })
 }
 
 /// Each name of `names` with the move that pairs it (by index).
@@ -121,17 +118,6 @@ pub(super) fn paired<'a, M: Serialize + serde::de::DeserializeOwned>(
             .transpose()?;
         Ok((name?.into_vec(), moved.map(|(_, moved)| moved)))
     })
-}
-
-/// A sorted store's records, sorted, in a store that can be read again.
-pub(super) fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
-    sorted: Spill<T>,
-) -> io::Result<Spill<T>> {
-    let mut again = Spill::new(IN_MEMORY);
-    for record in sorted.into_sorted()? {
-        again.push(&record?)?;
-    }
-    Ok(again)
 }
 
 #[cfg(test)]
