@@ -390,9 +390,6 @@ impl Finding {
             "MOVED" => &mut tally.moved,
             _ => &mut tally.missing,
         } += 1;
-        if printer.verbosity == Verbosity::Status {
-            return Ok(());
-        }
         printer.emit(&Record::Class {
             name: JsonName(Some(name)),
             verdict: class,

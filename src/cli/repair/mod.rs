@@ -273,13 +273,11 @@ impl Repairs {
                 Some(_) => (&mut tally.unrestored, "FAILED"),
             };
             *count += 1;
-            if printer.verbosity != Verbosity::Status {
-                printer.emit(&Record::Restore {
-                    name: JsonName(Some(&lost.name)),
-                    verdict,
-                    reason: reason.as_deref(),
-                })?;
-            }
+            printer.emit(&Record::Restore {
+                name: JsonName(Some(&lost.name)),
+                verdict,
+                reason: reason.as_deref(),
+            })?;
         }
         Ok(())
     }
@@ -304,8 +302,7 @@ fn finish_file(
     if ends {
         match mender.settle_length(target, damaged.listed_length) {
             Ok(Some(cut)) if printer.verbosity != Verbosity::Status => {
-                printer.flush()?;
-                super::output::report_listed(&damaged.name, &cut);
+                printer.say(&damaged.name, &cut)?
             }
             Ok(_) => {}
             Err(why) => {
@@ -392,7 +389,7 @@ fn mend_leaves(
             Err(_) => tally.unrepaired_leaves += 1,
         }
         // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
-        if lines.is_ok() && printer.verbosity != Verbosity::Status {
+        if lines.is_ok() {
             let bytes = tree.leaf_bytes(index, listed_length);
             let why = mend.as_ref().err().map(ToString::to_string);
             lines = printer.emit(&Record::Repair {
