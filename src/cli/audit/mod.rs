@@ -81,7 +81,7 @@ impl<'a> Audit<'a> {
     /// Keeps what the audit and the update need of a checked file; whether
     /// it failed and the update takes it in (`--accept`).
     pub fn keep(&mut self, checked: &Checked) -> io::Result<bool> {
-        let missing = checked.is_missing() && checked.is_last_pass();
+        let missing = checked.is_missing() && !checked.pass.continued;
         let index = self.missing.len();
         if missing {
             let movable = checked.expected().filter(|expected| {
@@ -108,8 +108,7 @@ impl<'a> Audit<'a> {
             let stat = update.stat || checked.pass.stat.is_some();
             self.shape = Some(Shape::of(checked, tagged, stat));
         }
-        let fate = checked
-            .is_last_pass()
+        let fate = (!checked.pass.continued)
             .then(|| rewrite::fate(checked, missing.then_some(index), update));
         let Some(fate) = fate.flatten() else {
             return Ok(false);

@@ -71,7 +71,7 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
     // (Leaf lines alone: nothing to write anew.)
     let tagged = checked.tagged()?;
     // (A stat line is on the file's first pass, with its checksum line.)
-    let one_pass = checked.is_first_pass();
+    let one_pass = !checked.pass.continues;
     match (
         checked.file_verdict(),
         checked.outcome.as_ref(),

@@ -72,7 +72,7 @@ impl Repairs {
     /// Notes the failing leaves one pass found, to be mended at the list's
     /// end; says at once why a damaged file cannot be mended.
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
-        if checked.is_first_pass() {
+        if !checked.pass.continues {
             self.start_file(checked);
         }
         self.keep_claim(checked);
@@ -88,7 +88,7 @@ impl Repairs {
         self.noted |= !failing.is_empty();
         // At the file's end its length, and its checksum, are seen to once
         // its leaves are mended.
-        let last_pass = checked.is_last_pass()
+        let last_pass = !checked.pass.continued
             && matches!(
                 checked.file_verdict(),
                 Some(Verdict::Failed | Verdict::Missing)
@@ -141,7 +141,7 @@ impl Repairs {
         if let Some(lost) = self.lost_here.as_mut() {
             lost.length = lost.length.or(checked.pass.total);
         }
-        if !checked.is_last_pass() || !self.restore {
+        if checked.pass.continued || !self.restore {
             return Ok(());
         }
         match self.lost_here.take() {
@@ -189,7 +189,7 @@ impl Repairs {
         for (index, digest) in checked.listed_leaves() {
             (index, digest.as_bytes()).hash(claim);
         }
-        if !checked.is_last_pass() {
+        if checked.pass.continued {
             return;
         }
         let (name, claim) = (name_key(&checked.pass.name), claim.finish());
