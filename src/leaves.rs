@@ -68,7 +68,7 @@ impl LeafLog {
             return Err(SpillError(error).into());
         }
         let mut index = self.first.unwrap_or(0);
-        for run in self.digests.iter().map_err(SpillError)? {
+        for run in self.digests.iter() {
             for digest in run.map_err(SpillError)?.chunks(self.digest_size) {
                 each(index, digest)?;
                 index += 1;

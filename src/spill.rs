@@ -132,10 +132,12 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         Ok(())
     }
 
-    /// The records of a store made with [`new`](Self::new), in the order
-    /// pushed; they can be read again.
-    pub fn iter(&mut self) -> io::Result<impl Iterator<Item = io::Result<T>> + '_> {
-        debug_assert!(!self.sorted, "a sorted store is read with into_sorted");
+    /// The records, in the order pushed (or, in a store made
+    /// [`sorted`](Self::sorted), sorted); they can be read again.
+    pub fn iter(&mut self) -> Box<dyn Iterator<Item = io::Result<T>> + '_> {
+        if self.sorted {
+            return Box::new(self.merge(&self.buffer));
+        }
         let file = self.file.as_ref();
         let mut run = file.map(|file| Run::new(file, 0..self.written, READ_BUFFER));
         let spilled = std::iter::from_fn(move || {
@@ -143,7 +145,24 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             Some(record.and_then(|bytes| decode(&bytes)))
         });
         let buffer = &self.buffer;
-        Ok(spilled.chain(records(buffer).map(|record| decode(&buffer[record]))))
+        Box::new(spilled.chain(records(buffer).map(|record| decode(&buffer[record]))))
+    }
+
+    /// The sorted runs in the file merged, and with them the records of
+    /// `memory` (a sorted store's buffer).
+    fn merge<'a>(&self, memory: &'a [u8]) -> Merge<'a, T> {
+        let chunk = (self.capacity / self.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
+        let file = self.file.as_ref();
+        Merge {
+            runs: (self.runs.iter())
+                .filter_map(|run| Some(Run::new(file?, run.clone(), chunk)))
+                .collect(),
+            memory: sorted_records(memory).into_iter(),
+            buffer: memory,
+            heap: BinaryHeap::new(),
+            started: false,
+            records: PhantomData,
+        }
     }
 }
 
@@ -171,21 +190,7 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
         if !self.buffer.is_empty() {
             self.spill()?;
         }
-        let file = self.file.take().expect("spilled");
-        let chunk = (self.capacity / self.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
-        let mut merge = Merge {
-            runs: self
-                .runs
-                .drain(..)
-                .map(|run| Run::new(&file, run, chunk))
-                .collect(),
-            heap: BinaryHeap::new(),
-            records: PhantomData,
-        };
-        for run in 0..merge.runs.len() {
-            merge.refill(run)?;
-        }
-        Ok(Box::new(merge))
+        Ok(Box::new(self.merge(&[])))
     }
 }
 
@@ -260,26 +265,40 @@ impl Read for Stretch {
     }
 }
 
-/// A sorted store's runs, merged.
-struct Merge<T> {
+/// A sorted store's runs, merged; the records in memory (sorted: their
+/// places in `buffer`) are one run more, the last.
+struct Merge<'a, T> {
     runs: Vec<Run>,
+    memory: std::vec::IntoIter<Range<usize>>,
+    buffer: &'a [u8],
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
+    /// Whether each run has given its first record to the heap.
+    started: bool,
     records: PhantomData<fn() -> T>,
 }
 
-impl<T> Merge<T> {
+impl<T> Merge<'_, T> {
     fn refill(&mut self, run: usize) -> io::Result<()> {
-        if let Some(record) = self.runs[run].next()? {
+        let record = match self.runs.get_mut(run) {
+            Some(spilled) => spilled.next()?,
+            None => self.memory.next().map(|at| self.buffer[at].to_vec()),
+        };
+        if let Some(record) = record {
             self.heap.push(Reverse((record, run)));
         }
         Ok(())
     }
 }
 
-impl<T: DeserializeOwned> Iterator for Merge<T> {
+impl<T: DeserializeOwned> Iterator for Merge<'_, T> {
     type Item = io::Result<T>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if !std::mem::replace(&mut self.started, true)
+            && let Err(error) = (0..=self.runs.len()).try_for_each(|run| self.refill(run))
+        {
+            return Some(Err(error));
+        }
         let Reverse((record, run)) = self.heap.pop()?;
         Some(self.refill(run).and_then(|()| decode(&record)))
     }
@@ -290,7 +309,8 @@ mod tests {
     use super::*;
 
     /// Whatever its capacity, a store gives every record back: in the
-    /// order pushed (read twice, and once halfway), or sorted as `Ord` sorts them.
+    /// order pushed (read twice, and once halfway), or sorted as `Ord` sorts
+    /// them (read twice, then once more as the store is given up).
     #[test]
     fn records_come_back_in_order_or_sorted_from_memory_and_file() {
         #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -318,15 +338,19 @@ mod tests {
             for (at, record) in records.iter().enumerate() {
                 if at == records.len() / 2 {
                     // Read halfway: what is pushed next still goes after it.
-                    assert_eq!(pushed.iter().unwrap().count(), at);
+                    assert_eq!(pushed.iter().count(), at);
                 }
                 pushed.push(record).unwrap();
                 sorted.push(record).unwrap();
             }
             assert_eq!(pushed.len(), 5000);
             for _ in 0..2 {
-                let back: Vec<_> = pushed.iter().unwrap().map(Result::unwrap).collect();
+                let back: Vec<_> = pushed.iter().map(Result::unwrap).collect();
                 assert!(back == records, "capacity {capacity}");
+            }
+            for _ in 0..2 {
+                let back: Vec<_> = sorted.iter().map(Result::unwrap).collect();
+                assert!(back == sorted_records, "capacity {capacity}, read sorted");
             }
             let back: Vec<_> = sorted.into_sorted().unwrap().map(Result::unwrap).collect();
             assert!(back == sorted_records, "capacity {capacity}, sorted");

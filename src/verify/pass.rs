@@ -46,10 +46,12 @@ pub struct Pass {
     pub stat: Option<(u64, Mtime)>,
     /// For each count line, how many of the pass's leaf lines precede it.
     pub(super) count_lines: Vec<usize>,
-    /// Whether the pass goes on with the file of the pass before it, and
-    /// whether the pass after it goes on with its file.
-    pub(super) continues: bool,
-    pub(super) continued: bool,
+    /// Whether the pass goes on with the file of the pass before it (`false`:
+    /// the file's first pass).
+    pub continues: bool,
+    /// Whether the pass after it goes on with its file (`false`: the file's
+    /// last pass).
+    pub continued: bool,
     pub(super) listed: ListedLeaves,
     /// The improperly formatted lines just before the pass.
     pub(super) bad_lines: Vec<(u64, BadLine)>,
@@ -263,20 +265,10 @@ impl Checked {
         self.stamp.and_then(|stamp| stamp.modified())
     }
 
-    #[allow(missing_docs)]
-    pub fn is_first_pass(&self) -> bool {
-        !self.pass.continues
-    }
-
-    #[allow(missing_docs)]
-    pub fn is_last_pass(&self) -> bool {
-        !self.pass.continued
-    }
-
     /// On the last pass over a file, the verdict on it: the worst on its
     /// lines.
     pub fn file_verdict(&self) -> Option<Verdict> {
-        self.is_last_pass().then_some(self.worst)
+        (!self.pass.continued).then_some(self.worst)
     }
 
     /// Why the file could not be read, when this is the first pass to find
@@ -298,7 +290,7 @@ impl Checked {
     pub fn length_change(&self) -> Option<(u64, u64)> {
         let found = self.outcome.as_ref().ok()?.length;
         let listed = self.pass.total?;
-        (found != listed && self.is_first_pass()).then_some((found, listed))
+        (found != listed && !self.pass.continues).then_some((found, listed))
     }
 
     /// For a checksum line checked with `-t`'s leaf size only, in a file

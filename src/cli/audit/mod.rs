@@ -81,7 +81,7 @@ impl<'a> Audit<'a> {
     /// Keeps what the audit and the update need of a checked file; whether
     /// it failed and the update takes it in (`--accept`).
     pub fn keep(&mut self, checked: &Checked) -> io::Result<bool> {
-        let missing = checked.is_missing() && checked.is_last_pass();
+        let missing = checked.is_missing() && !checked.pass.continued;
         let index = self.missing.len();
         if missing {
             let movable = checked.expected().filter(|expected| {
@@ -108,8 +108,7 @@ impl<'a> Audit<'a> {
             let stat = update.stat || checked.pass.stat.is_some();
             self.shape = Some(Shape::of(checked, tagged, stat));
         }
-        let fate = checked
-            .is_last_pass()
+        let fate = (!checked.pass.continued)
             .then(|| rewrite::fate(checked, missing.then_some(index), update));
         let Some(fate) = fate.flatten() else {
             return Ok(false);
@@ -181,7 +180,7 @@ impl<'a> Audit<'a> {
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<Option<Rewrite>> {
-        let mut listed = moves::resorted(std::mem::replace(&mut self.listed, Spill::sorted(0)))?;
+        let mut listed = std::mem::replace(&mut self.listed, Spill::sorted(0));
         let mut new = Spill::new(IN_MEMORY);
         let plan = Arc::new(self.plan.walk.clone());
         for root in &self.plan.roots {
@@ -191,7 +190,7 @@ impl<'a> Audit<'a> {
                 Arc::clone(&self.skipped),
             );
             if self
-                .walk_new(unlisted(walk, &mut listed)?, &mut new, &mut report)?
+                .walk_new(unlisted(walk, &mut listed), &mut new, &mut report)?
                 .is_break()
             {
                 return Ok(None);
@@ -201,14 +200,14 @@ impl<'a> Audit<'a> {
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.
-        for pair in moves::paired(&mut new, &mut moves.by_new)? {
+        for pair in moves::paired(&mut new, &mut moves.by_new) {
             let (name, from) = pair?;
             let class = if from.is_some() { "MOVED" } else { "NEW" };
             if report(Finding::Class(class, name, from.map(ByteBuf::into_vec))).is_break() {
                 return Ok(None);
             }
         }
-        for pair in moves::paired(&mut self.missing, &mut moves.by_missing)? {
+        for pair in moves::paired(&mut self.missing, &mut moves.by_missing) {
             if let (name, None) = pair?
                 && report(Finding::Class("MISSING", name, None)).is_break()
             {
@@ -390,9 +389,6 @@ impl Finding {
             "MOVED" => &mut tally.moved,
             _ => &mut tally.missing,
         } += 1;
-        if printer.verbosity == Verbosity::Status {
-            return Ok(());
-        }
         printer.emit(&Record::Class {
             name: JsonName(Some(name)),
             verdict: class,
@@ -456,14 +452,14 @@ fn prefix_of(long: &[u8], short: &[u8]) -> Option<Vec<u8>> {
 type Found = (OsString, Option<bt2sum::Error>);
 
 /// The files of a walk that no list names (`listed`, sorted), and the
-/// walk's errors, in walk order; `Err` if the listed names cannot be read
-/// back.
+/// walk's errors, in walk order; `Err` where the listed names cannot be
+/// read back.
 fn unlisted<'a>(
     walk: impl Iterator<Item = Walked> + 'a,
     listed: &'a mut Spill<ByteBuf>,
-) -> io::Result<impl Iterator<Item = io::Result<Found>> + 'a> {
-    let mut listed = listed.iter()?.peekable();
-    Ok(walk.filter_map(move |walked| {
+) -> impl Iterator<Item = io::Result<Found>> + 'a {
+    let mut listed = listed.iter().peekable();
+    walk.filter_map(move |walked| {
         let path = match walked {
             Ok(path) => path,
             Err((path, error)) => return Some(Ok((path, Some(error.into())))),
@@ -478,5 +474,5 @@ fn unlisted<'a>(
             Some(Err(_)) => listed.next().and_then(Result::err).map(Err),
             _ => Some(Ok((path, None))),
         }
-    }))
+    })
 }

@@ -103,35 +103,21 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
         }
     }
     pair(&mut group)?;
-    Ok(Moves {
-        by_new: resorted(by_new)?,
-        by_missing: resorted(by_missing)?,
-    })
+    Ok(Moves { by_new, by_missing })
 }
 
 /// Each name of `names` with the move that pairs it (by index).
 pub(super) fn paired<'a, M: Serialize + serde::de::DeserializeOwned>(
     names: &'a mut Spill<ByteBuf>,
     moves: &'a mut Spill<(u64, M)>,
-) -> io::Result<impl Iterator<Item = io::Result<(Vec<u8>, Option<M>)>> + 'a> {
-    let mut moves = moves.iter()?.peekable();
-    Ok(names.iter()?.enumerate().map(move |(index, name)| {
+) -> impl Iterator<Item = io::Result<(Vec<u8>, Option<M>)>> + 'a {
+    let mut moves = moves.iter().peekable();
+    names.iter().enumerate().map(move |(index, name)| {
         let moved = moves
             .next_if(|record| matches!(record, Ok((at, _)) if *at == index as u64))
             .transpose()?;
         Ok((name?.into_vec(), moved.map(|(_, moved)| moved)))
-    }))
-}
-
-/// A sorted store's records, sorted, in a store that can be read again.
-pub(super) fn resorted<T: Serialize + serde::de::DeserializeOwned + Ord + 'static>(
-    sorted: Spill<T>,
-) -> io::Result<Spill<T>> {
-    let mut again = Spill::new(IN_MEMORY);
-    for record in sorted.into_sorted()? {
-        again.push(&record?)?;
-    }
-    Ok(again)
+    })
 }
 
 #[cfg(test)]
@@ -164,8 +150,8 @@ mod tests {
             joined.push(record).unwrap();
         }
         let mut moves = moves(joined).unwrap();
-        let by_new: Vec<_> = moves.by_new.iter().unwrap().map(Result::unwrap).collect();
-        let by_missing = moves.by_missing.iter().unwrap().map(Result::unwrap);
+        let by_new: Vec<_> = moves.by_new.iter().map(Result::unwrap).collect();
+        let by_missing = moves.by_missing.iter().map(Result::unwrap);
         let by_missing: Vec<_> = by_missing.collect();
         let named = |index, name: &[u8]| (index, ByteBuf::from(name));
         assert_eq!(by_new, [named(0, b"old-a"), named(5, b"old-f")]);

@@ -71,7 +71,7 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
     // (Leaf lines alone: nothing to write anew.)
     let tagged = checked.tagged()?;
     // (A stat line is on the file's first pass, with its checksum line.)
-    let one_pass = checked.is_first_pass();
+    let one_pass = !checked.pass.continues;
     match (
         checked.file_verdict(),
         checked.outcome.as_ref(),
@@ -161,7 +161,7 @@ impl Rewrite {
             stat: self.stat,
         });
         let mut failed = Ok(());
-        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new)?;
+        let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new);
         // The new files that did not move, in walk order.
         let names = pairs
             .filter_map(|pair| pair.map_err(|error| failed = Err(error)).ok())
@@ -182,8 +182,8 @@ impl Rewrite {
         unreadable: &mut impl FnMut(&[u8], &Error),
     ) -> io::Result<Rewritten> {
         let mut done = Rewritten::default();
-        let mut entries = self.entries.iter()?.peekable();
-        let mut moved = self.moves.by_missing.iter()?.peekable();
+        let mut entries = self.entries.iter().peekable();
+        let mut moved = self.moves.by_missing.iter().peekable();
         let mut current: Option<Entry> = None;
         // Of the current entry: the file it moved to; whether its lines that
         // name the file are left out (forgotten, or written anew); a stat

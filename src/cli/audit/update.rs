@@ -153,16 +153,14 @@ pub fn update(
     };
     if printer.verbosity != Verbosity::Status {
         warn(&format!("{}: updated: {}", list.shown(), said(&done)));
-        if printer.json {
-            printer.emit(&Record::Update {
-                list: JsonName(Some(list.printed())),
-                added: done.added,
-                renamed: done.renamed,
-                rehashed: done.rehashed,
-                restated: done.restated,
-                forgotten: done.forgotten,
-            })?;
-        }
+        printer.emit(&Record::Update {
+            list: JsonName(Some(list.printed())),
+            added: done.added,
+            renamed: done.renamed,
+            rehashed: done.rehashed,
+            restated: done.restated,
+            forgotten: done.forgotten,
+        })?;
     }
     let missing = tally.missing - done.forgotten;
     Ok(match missing + tally.errors + done.unreadable {

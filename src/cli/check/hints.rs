@@ -56,7 +56,7 @@ impl Hints {
     }
 
     pub fn checked(&mut self, checked: &Checked) {
-        if checked.is_last_pass() {
+        if !checked.pass.continued {
             self.files += 1;
             if checked.is_missing() {
                 self.missing += 1;

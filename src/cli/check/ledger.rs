@@ -447,7 +447,7 @@ impl Schedule {
                 .into_sorted()?
                 .peekable(),
         };
-        for planned in self.chosen.iter()?.chain(left) {
+        for planned in self.chosen.iter().chain(left) {
             let planned = planned?;
             coverage.add(now, after.verified(&planned.key), planned.bytes);
             keys.push(&planned.key)?;

@@ -404,7 +404,7 @@ impl Check<'_, '_> {
         if checked.pass.probe {
             return Ok(Continue(()));
         }
-        if checked.is_last_pass() {
+        if !checked.pass.continued {
             self.progress.file_done();
         }
         if let Some(schedule) = &self.lists.schedule {
@@ -430,7 +430,7 @@ impl Check<'_, '_> {
         if !out_of_time {
             return Ok(Continue(()));
         }
-        if !checked.is_last_pass() {
+        if checked.pass.continued {
             // The file's report ends where the time did: its verdict so far.
             let verdict = checked.worst;
             tally.count(verdict);
@@ -596,7 +596,7 @@ impl Printer<'_> {
             .filter(|_| !every_line);
         // The file's line first, when it is checked in one pass (as nearly
         // every file is); else after the failing leaves of its last pass.
-        let (first, last) = match checked.is_first_pass() && checked.is_last_pass() {
+        let (first, last) = match !checked.pass.continues && !checked.pass.continued {
             true => (file_verdict, None),
             false => (None, file_verdict),
         };

@@ -72,7 +72,7 @@ impl Repairs {
     /// Notes the failing leaves one pass found, to be mended at the list's
     /// end; says at once why a damaged file cannot be mended.
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
-        if checked.is_first_pass() {
+        if !checked.pass.continues {
             self.start_file(checked);
         }
         self.keep_claim(checked);
@@ -88,7 +88,7 @@ impl Repairs {
         self.noted |= !failing.is_empty();
         // At the file's end its length, and its checksum, are seen to once
         // its leaves are mended.
-        let last_pass = checked.is_last_pass()
+        let last_pass = !checked.pass.continued
             && matches!(
                 checked.file_verdict(),
                 Some(Verdict::Failed | Verdict::Missing)
@@ -141,7 +141,7 @@ impl Repairs {
         if let Some(lost) = self.lost_here.as_mut() {
             lost.length = lost.length.or(checked.pass.total);
         }
-        if !checked.is_last_pass() || !self.restore {
+        if checked.pass.continued || !self.restore {
             return Ok(());
         }
         match self.lost_here.take() {
@@ -189,7 +189,7 @@ impl Repairs {
         for (index, digest) in checked.listed_leaves() {
             (index, digest.as_bytes()).hash(claim);
         }
-        if !checked.is_last_pass() {
+        if checked.pass.continued {
             return;
         }
         let (name, claim) = (name_key(&checked.pass.name), claim.finish());
@@ -211,7 +211,7 @@ impl Repairs {
         let mender = &self.mender;
         let mut file: Option<Mending> = None;
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
-        for damaged in pending.iter()? {
+        for damaged in pending.iter() {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
             // formatted.)
@@ -263,7 +263,7 @@ impl Repairs {
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
         let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
-        for lost in lost.iter()? {
+        for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
             let restored = self.mender.restore(&path, &lost);
@@ -273,13 +273,11 @@ impl Repairs {
                 Some(_) => (&mut tally.unrestored, "FAILED"),
             };
             *count += 1;
-            if printer.verbosity != Verbosity::Status {
-                printer.emit(&Record::Restore {
-                    name: JsonName(Some(&lost.name)),
-                    verdict,
-                    reason: reason.as_deref(),
-                })?;
-            }
+            printer.emit(&Record::Restore {
+                name: JsonName(Some(&lost.name)),
+                verdict,
+                reason: reason.as_deref(),
+            })?;
         }
         Ok(())
     }
@@ -304,8 +302,7 @@ fn finish_file(
     if ends {
         match mender.settle_length(target, damaged.listed_length) {
             Ok(Some(cut)) if printer.verbosity != Verbosity::Status => {
-                printer.flush()?;
-                super::output::report_listed(&damaged.name, &cut);
+                printer.say(&damaged.name, &cut)?
             }
             Ok(_) => {}
             Err(why) => {
@@ -392,7 +389,7 @@ fn mend_leaves(
             Err(_) => tally.unrepaired_leaves += 1,
         }
         // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
-        if lines.is_ok() && printer.verbosity != Verbosity::Status {
+        if lines.is_ok() {
             let bytes = tree.leaf_bytes(index, listed_length);
             let why = mend.as_ref().err().map(ToString::to_string);
             lines = printer.emit(&Record::Repair {
