@@ -13,8 +13,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    Retried, assert_contains, assert_ends, assert_starts, bt2sum, mkfifo, ok_bytes_in,
-    output_within, rot, run_in, said_in, status, stderr, stdout, write_list,
+    Retried, assert_contains, assert_starts, bt2sum, mkfifo, ok_bytes_in, output_within, rot,
+    run_in, said_in, status, stderr, stdout, write_list,
 };
 
 /// A tree `t/` holding `f` (three leaves of 4096 bytes), its listing
@@ -505,7 +505,7 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     assert_eq!(code, 1);
     let read_only = "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
                      ../mounted: Read-only file system\n";
-    assert_ends(&err, read_only);
+    super::assert_ends(&err, read_only);
     drop(mounted);
     assert_eq!(fs::read(source.join("f")).unwrap(), damaged);
 }
