@@ -103,7 +103,8 @@ pub struct Args {
     pub untagged: bool,
 
     /// Print only each input's digest, in hex, without its name (as b3sum's --no-names)
-    #[arg(long, conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "tag", "untagged"])]
+    #[arg(long,
+          conflicts_with_all = ["check", "combine", "leaves", "leaf_count", "tag", "untagged"])]
     pub no_names: bool,
 
     /// Write the digest's bytes themselves, nothing else, for one input (as b3sum's --raw)
@@ -155,7 +156,8 @@ pub struct Args {
     pub verbose: bool,
 
     /// Hash every regular file under the directories given (`.` when none), in path order
-    #[arg(short, long, conflicts_with_all = ["check", "part"], conflicts_with_all = NOT_WITH_WALKING)]
+    #[arg(short, long, conflicts_with_all = ["check", "part"],
+          conflicts_with_all = NOT_WITH_WALKING)]
     pub recursive: bool,
 
     /// With --recursive or --audit: leave out what a gitignore pattern matches (repeatable)
