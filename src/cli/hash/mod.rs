@@ -317,7 +317,7 @@ impl Report<'_, '_> {
         self.status = Status::Failure;
         self.errors += 1;
         self.printer
-            .say(name.0.unwrap_or(b"-"), &unkept.to_string())
+            .error(name.0.unwrap_or(b"-"), &unkept.to_string())
     }
 
     /// Ends the run: with `--json`, the summary; the status, a failure if
