@@ -339,10 +339,8 @@ impl Combiner {
             return Err(CombineError::Lengths(*total, line.total));
         }
         if let Some(leaf) = line.leaf {
-            let digest = ByteBuf::from(leaf.digest.as_bytes());
-            self.leaves
-                .push(&(leaf.index, at, digest))
-                .map_err(SpillError)?;
+            let record = (leaf.index, at, ByteBuf::from(leaf.digest.as_bytes()));
+            self.leaves.push(&record).map_err(SpillError)?;
         }
         Ok(())
     }

@@ -336,27 +336,23 @@ impl<'a> Verifier<'a> {
             edited: false,
         };
         if !checked.pass.continues {
-            *file_worst = None;
-            *first_line = checked.pass.first_line;
             // (A stat line is on the first pass.)
-            *edited = checked.changed();
+            (*file_worst, *first_line, *edited) =
+                (None, checked.pass.first_line, checked.changed());
         }
         checked.file_first_line = *first_line;
         checked.edited = *edited;
         checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
-        *file_worst = checked
-            .lines()
-            .map(|(_, verdict)| verdict)
+        let worst = checked.lines().map(|(_, verdict)| verdict);
+        // Its lines failing, a file whose stat line says it was edited is
+        // CHANGED, as its checksum line would have said.
+        *file_worst = worst
             .chain(*file_worst)
-            .reduce(worse);
-        if *edited {
-            // Its lines failing, a file whose stat line says it was edited
-            // is CHANGED, as its checksum line would have said.
-            *file_worst = file_worst.map(|worst| match worst {
-                Verdict::Failed | Verdict::Missing => Verdict::Changed,
+            .reduce(worse)
+            .map(|worst| match worst {
+                Verdict::Failed | Verdict::Missing if *edited => Verdict::Changed,
                 verdict => verdict,
             });
-        }
         checked.worst = file_worst.unwrap_or(Verdict::Ok);
         report(Report::Checked(&checked))
     }

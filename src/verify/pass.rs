@@ -94,9 +94,8 @@ impl Pass {
     /// The file's path; `None` for standard input, and for a name no file
     /// here can have.
     pub(super) fn path(&self) -> Option<PathBuf> {
-        Name::listed(&self.name)
-            .path()
-            .filter(|_| self.name != b"-")
+        let path = Name::listed(&self.name).path();
+        path.filter(|_| self.name != b"-")
     }
 
     /// How many lines the pass checks.
@@ -161,21 +160,18 @@ impl Checked {
     /// order, and the file has no other pass: its leaves then stand for its
     /// checksum line.
     pub fn lists_every_leaf(&self) -> bool {
-        let listed = &self.pass.listed;
-        let Some(total) = self.pass.total.filter(|_| !listed.is_empty()) else {
-            return false;
-        };
-        let in_order = listed.iter().zip(0..).all(|(leaf, at)| leaf.index == at);
-        let one_pass = !self.pass.continues && !self.pass.continued;
-        one_pass && listed.len() as u64 == self.pass.tree.leaf_count(total) && in_order
+        let pass = &self.pass;
+        // (Listed indices increase: as many as there are from 0 to the last
+        // are every one.)
+        let count = pass.total.map_or(0, |total| pass.tree.leaf_count(total));
+        let every = pass.listed.len() as u64 == count && pass.listed.indices() == Some(0..count);
+        every && !pass.continues && !pass.continued
     }
 
     /// The listed leaves and their digests, in leaf order.
     pub fn listed_leaves(&self) -> impl Iterator<Item = (u64, &Digest)> + '_ {
-        self.pass
-            .listed
-            .iter()
-            .map(|leaf| (leaf.index, &leaf.digest))
+        let listed = self.pass.listed.iter();
+        listed.map(|leaf| (leaf.index, &leaf.digest))
     }
 
     /// The listed leaves that failed or are missing, as
@@ -183,12 +179,8 @@ impl Checked {
     /// be read).
     pub fn failed_leaves(&self) -> Vec<(u64, Digest)> {
         // (A probe lists no leaves.)
-        let readable = self.outcome.is_ok();
-        let failed = self
-            .pass
-            .listed
-            .iter()
-            .filter(|leaf| readable && !leaf.matched);
+        let (readable, listed) = (self.outcome.is_ok(), &self.pass.listed);
+        let failed = listed.iter().filter(|leaf| readable && !leaf.matched);
         failed.map(|leaf| (leaf.index, leaf.digest)).collect()
     }
 
@@ -228,10 +220,7 @@ impl Checked {
         let mut count_lines = pass.count_lines.iter().peekable();
         let mut leaves_seen = 0;
         let rest = std::iter::from_fn(move || {
-            if count_lines
-                .next_if(|&&before| before == leaves_seen)
-                .is_some()
-            {
+            if count_lines.next_if_eq(&&leaves_seen).is_some() {
                 return Some((Subject::Length, judged(total_matches)));
             }
             let &ListedLeaf { index, matched, .. } = leaves.next()?;

@@ -17,15 +17,6 @@ use crate::input::{Job, Outcome};
 use crate::leaves::ListedLeaves;
 use crate::params::TreeParams;
 
-/// The most leaf and count lines of one pass: what their digests take in
-/// the budget of a structure, and at most `pass_bytes` of leaves of `tree`
-/// where the verifier bounds them.
-fn pass_lines(pass_bytes: Option<u64>, tree: &TreeParams) -> usize {
-    let by_memory = crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF;
-    let by_bytes = pass_bytes.map_or(u64::MAX, |bytes| (bytes / tree.leaf_size()).max(1));
-    by_memory.min(usize::try_from(by_bytes).unwrap_or(usize::MAX))
-}
-
 /// What hashing a pass gave.
 pub(super) type PassOutcome = Outcome<Pass, Option<ListedLeaves>>;
 
@@ -218,14 +209,19 @@ impl<'a> Passes<'a> {
     }
 
     /// Adds a leaf or count line to `pass` if it goes on with it ([`Pass::takes`],
-    /// a leaf after the pass's, fewer than [`pass_lines`] lines). A checksum
-    /// line takes the leaf size of the first leaf line joining it.
+    /// a leaf after the pass's, and room left). A checksum line takes the
+    /// leaf size of the first leaf line joining it.
     fn join(&self, pass: &mut Pass, leaf: &LeafLine) -> Joined {
         if !pass.takes(leaf.name.as_deref(), &leaf.tree, leaf.total) {
             return Joined::No;
         }
+        // The room: what the lines' digests take in the budget of a
+        // structure, and at most `pass_bytes` of leaves where that is set.
+        let by_memory = crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF;
+        let pass_bytes = self.verifier.pass_bytes;
+        let by_bytes = pass_bytes.map_or(u64::MAX, |bytes| (bytes / leaf.tree.leaf_size()).max(1));
         let held = pass.listed.len() + pass.count_lines.len();
-        if held >= pass_lines(self.verifier.pass_bytes, &leaf.tree) {
+        if held as u64 >= (by_memory as u64).min(by_bytes) {
             return Joined::Cut;
         }
         pass.tree = leaf.tree;
@@ -249,7 +245,7 @@ impl<'a> Passes<'a> {
         let starts_in = verifier.holds(verifier.offset.get(), None);
         let in_this = match &pass.checksum {
             _ if !pass.listed.is_empty() => slice_leaves(verifier, pass, starts_in),
-            Some(checksum) => whole_unit(verifier, pass, &checksum.expected),
+            Some(checksum) => take_unit(verifier, pass, None, &checksum.expected),
             // (Count lines alone: nothing to read.)
             None => starts_in,
         };
@@ -389,15 +385,17 @@ fn join_stat(pass: &mut Pass, stat: &StatLine) -> Joined {
     Joined::Yes
 }
 
-/// Moves the offset past a unit of `pass`'s file of `bytes` (a leaf, or
-/// the file whole), and says whether the unit is checked here.
-fn take_unit(
-    verifier: &Verifier<'_>,
-    pass: &Pass,
-    leaf: Option<u64>,
-    digest: &Digest,
-    bytes: u64,
-) -> bool {
+/// Moves the offset past a unit of `pass`'s file (leaf `leaf`, or else the
+/// file checked whole, `digest` its checksum), and says whether the unit is
+/// checked here.
+fn take_unit(verifier: &Verifier<'_>, pass: &Pass, leaf: Option<u64>, digest: &Digest) -> bool {
+    let bytes = match leaf {
+        Some(index) => {
+            let bytes = pass.tree.leaf_bytes(index, pass.total.unwrap_or(0));
+            bytes.end - bytes.start
+        }
+        None => whole_size(pass, verifier),
+    };
     let start = verifier.offset.get();
     verifier.offset.set(start.saturating_add(bytes));
     let unit = Unit {
@@ -408,11 +406,6 @@ fn take_unit(
         bytes,
     };
     verifier.holds(start, Some(&unit))
-}
-
-/// [`take_unit`] for the file checked whole, `expected` its checksum.
-fn whole_unit(verifier: &Verifier<'_>, pass: &Pass, expected: &Digest) -> bool {
-    take_unit(verifier, pass, None, expected, whole_size(pass, verifier))
 }
 
 /// [`Passes::slice_pass`] for a pass with leaf lines: keeps the leaves in
@@ -430,19 +423,10 @@ fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bo
         contradicts = listings.contradicted.binary_search(&ordinal).is_ok();
         let incomplete = listings.incomplete.binary_search(&ordinal).is_ok();
         drop(listings);
-        checksum_in = incomplete && whole_unit(verifier, pass, &checksum.expected);
+        checksum_in = incomplete && take_unit(verifier, pass, None, &checksum.expected);
     }
-    let (total, mut leaves) = (pass.total.unwrap_or(0), std::mem::take(&mut pass.listed));
-    leaves.retain(|leaf| {
-        let bytes = pass.tree.leaf_bytes(leaf.index, total);
-        take_unit(
-            verifier,
-            pass,
-            Some(leaf.index),
-            &leaf.digest,
-            bytes.end - bytes.start,
-        )
-    });
+    let mut leaves = std::mem::take(&mut pass.listed);
+    leaves.retain(|leaf| take_unit(verifier, pass, Some(leaf.index), &leaf.digest));
     pass.listed = leaves;
     if !starts_in {
         pass.count_lines.clear();
@@ -514,7 +498,6 @@ impl Iterator for Passes<'_> {
                 false => job.select(range.unwrap_or(0..0)),
             }
         };
-        let job = job.holds(held);
-        Some(job.progress(self.verifier.progress.clone()))
+        Some(job.holds(held).progress(self.verifier.progress.clone()))
     }
 }
