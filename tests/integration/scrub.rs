@@ -7,22 +7,15 @@ use std::fs;
 use std::path::Path;
 
 use super::{
-    assert_contains, assert_starts, noise, ok_bytes_in, rot, run_in, said_in, status, stderr,
-    stdout, write_list,
+    assert_contains, assert_starts, dir_with, noise, ok_bytes_in, rot, run_in, said_in, status,
+    stderr, stdout, write_files, write_list,
 };
-
-/// Writes `bytes` to `dir/name`.
-fn write(dir: &Path, name: &str, bytes: &[u8]) {
-    fs::write(dir.join(name), bytes).unwrap();
-}
 
 /// `--verbose` verdict lines, sorted, and the status.
 fn verdicts(dir: &Path, args: &[&str]) -> (Vec<String>, i32) {
-    let out = run_in(dir, args, b"");
-    let status = status(&out);
-    let said = stderr(&out);
+    let (out, said, status) = said_in(dir, args);
     assert!(!said.contains("panicked"), "{args:?}: {said}");
-    let mut lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
     lines.sort();
     (lines, status)
 }
@@ -79,10 +72,7 @@ fn slices_of_empty_files_check_them_once() {
     if super::emulated_too_slow("slices_of_empty_files_check_them_once") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["e1", "e2", "e3"] {
-        write(dir.path(), name, b"");
-    }
+    let dir = dir_with(&[("e1", b""), ("e2", b""), ("e3", b"")]);
     write_list(dir.path(), "SUMS", ["e1", "e2", "e3"]);
     write_list(dir.path(), "LEAVES", ["--leaves", "e1", "e2"]);
     slices_cover_a_full_check(dir.path(), &["SUMS", "LEAVES"], &[], &[]);
@@ -92,7 +82,7 @@ fn slices_of_empty_files_check_them_once() {
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_one_big_file_cut_at_leaves() {
     // 700 leaves of 4 KiB, and a short last one.
-    let dir = super::dir_with(&[("big", &noise(700 * 4096 + 100, 1))]);
+    let dir = dir_with(&[("big", &noise(700 * 4096 + 100, 1))]);
     write_list(dir.path(), "LEAVES", ["-t", "4096", "--leaves", "big"]);
     slices_cover_a_full_check(dir.path(), &["LEAVES"], &["big"], &[]);
     // Balanced: each of 7 slices holds 100 leaves (the last leaf's few
@@ -129,11 +119,11 @@ fn slices_of_thousands_of_small_files() {
     let dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
     for (i, name) in names.iter().enumerate() {
-        write(dir.path(), name, &noise(i % 1500, i as u64));
+        fs::write(dir.path().join(name), noise(i % 1500, i as u64)).unwrap();
     }
     let names = names.iter().map(String::as_str);
     write_list(dir.path(), "SUMS", ["-t", "1024"].into_iter().chain(names));
-    write(dir.path(), "f0100", b"damaged");
+    write_files(dir.path(), &[("f0100", b"damaged")]);
     fs::remove_file(dir.path().join("f0200")).unwrap();
     slices_cover_a_full_check(dir.path(), &["SUMS"], &[], &["-t", "1024"]);
 }
@@ -146,7 +136,7 @@ fn slices_of_mixed_lists() {
     let sizes = [0usize, 1, 4095, 4096, 4097, 50_000, 200_000];
     for (i, len) in sizes.into_iter().enumerate() {
         for (kind, seed) in [("w", 100), ("l", 200), ("s", 300)] {
-            write(root, &format!("{kind}{i}"), &noise(len, seed + i as u64));
+            fs::write(root.join(format!("{kind}{i}")), noise(len, seed + i as u64)).unwrap();
         }
     }
     let list = |args: &str| ok_bytes_in(root, format!("-t 4096 {args}").split(' '));
@@ -155,9 +145,10 @@ fn slices_of_mixed_lists() {
     // A leaf listing of only some leaves, as `--part` makes them.
     leaves.extend(list("--leaves --part 2/3 w6"));
     let stat = list("--stat s0 s1 s2 s3 s4 s5 s6");
-    write(root, "WHOLE", &whole);
-    write(root, "LEAVES", &leaves);
-    write(root, "STAT", &stat);
+    write_files(
+        root,
+        &[("WHOLE", &whole), ("LEAVES", &leaves), ("STAT", &stat)],
+    );
     let lists = ["WHOLE", "LEAVES", "STAT"];
     // (An empty file has no leaves: its checksum line is its unit.)
     let leaf_listed = ["l1", "l2", "l3", "l4", "l5", "l6"];
@@ -166,16 +157,18 @@ fn slices_of_mixed_lists() {
     rot(&root.join("l6"), [100_000]);
     let mut grown = fs::read(root.join("l4")).unwrap();
     grown.push(0);
-    write(root, "l4", &grown);
-    write(root, "w5", &fs::read(root.join("w5")).unwrap()[..30_000]);
+    let shortened = &fs::read(root.join("w5")).unwrap()[..30_000];
+    write_files(
+        root,
+        &[("l4", &grown), ("w5", shortened), ("s5", b"edited")],
+    );
     fs::remove_file(root.join("w2")).unwrap();
     fs::remove_file(root.join("l5")).unwrap();
-    write(root, "s5", b"edited");
     slices_cover_a_full_check(root, &lists, &leaf_listed, &["-t", "4096"]);
     // Improperly formatted lines are the first slice's.
     let mut junk = b"not a checksum line\n".to_vec();
     junk.extend(&whole);
-    write(root, "JUNK", &junk);
+    write_files(root, &[("JUNK", &junk)]);
     for part in 1..=3 {
         let part = format!("{part}/3");
         let out = run_in(
@@ -190,20 +183,16 @@ fn slices_of_mixed_lists() {
 
 #[test]
 fn slices_are_refused_where_they_cannot_be_cut() {
-    let dir = super::dir_with(&[("a", b"a file")]);
+    let dir = dir_with(&[("a", b"a file")]);
     write_list(dir.path(), "SUMS", ["a"]);
-    let refused = [
-        (&["-c", "--part", "1/2"][..], "standard input"),
-        (&["-c", "--part", "1/2", "-"][..], "standard input"),
-        (
-            &["-c", "--part", "1/2", "--update", "--audit", ".", "SUMS"][..],
-            "--update",
-        ),
-        (&["-c", "--part", "0/2", "SUMS"][..], "--part"),
-        (&["-c", "--part", "3/2", "SUMS"][..], "--part"),
-    ];
-    for (args, said) in refused {
-        let out = run_in(dir.path(), args, b"");
+    for (args, said) in [
+        ("-c --part 1/2", "standard input"),
+        ("-c --part 1/2 -", "standard input"),
+        ("-c --part 1/2 --update --audit . SUMS", "--update"),
+        ("-c --part 0/2 SUMS", "--part"),
+        ("-c --part 3/2 SUMS", "--part"),
+    ] {
+        let out = run_in(dir.path(), args.split(' '), b"");
         assert_eq!(status(&out), 2, "{args:?}");
         assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
     }
@@ -215,12 +204,16 @@ fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     let root = dir.path().join("t");
     fs::create_dir(&root).unwrap();
     for i in 0..9 {
-        write(&root, &format!("f{i}"), &noise(10_000 * (i + 1), i as u64));
+        fs::write(
+            root.join(format!("f{i}")),
+            noise(10_000 * (i + 1), i as u64),
+        )
+        .unwrap();
     }
     write_list(&root, "../SUMS", ["--stat", "-r", "."]);
     fs::rename(root.join("f1"), root.join("g1")).unwrap();
     fs::remove_file(root.join("f7")).unwrap();
-    write(&root, "new", b"added");
+    write_files(&root, &[("new", b"added")]);
     let (full, full_status) = verdicts(&root, &["-c", "--verbose", "--audit", ".", "../SUMS"]);
     assert_eq!(full_status, 1);
     let mut together = Vec::new();
@@ -258,7 +251,7 @@ fn a_slice_reads_only_its_own_bytes() {
         return;
     }
     let mib = 1 << 20;
-    let dir = super::dir_with(&[("source/big", &noise(64 * mib, 7))]);
+    let dir = dir_with(&[("source/big", &noise(64 * mib, 7))]);
     let source = dir.path().join("source");
     write_list(&source, "../SUMS", ["-t", "1048576", "--leaves", "big"]);
     let mountpoint = dir.path().join("disk");
@@ -303,12 +296,8 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
         .lines()
         .find(|line| !line.starts_with('#') && !line.trim().is_empty())
         .unwrap();
-    let cron_command = cron_line
-        .split_whitespace()
-        .skip(5)
-        .collect::<Vec<_>>()
-        .join(" ");
-    let cron_command = cron_command.replace("\\%", "%");
+    let command: Vec<&str> = cron_line.split_whitespace().skip(5).collect();
+    let cron_command = command.join(" ").replace("\\%", "%");
     assert!(!cron_command.contains('%') || cron_command.contains("+%u"));
     // systemd: ExecStart's `/bin/sh -c '…'`, `$$` standing for `$` and
     // `%%` for `%`.
@@ -317,17 +306,20 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
         .lines()
         .find_map(|line| line.strip_prefix("ExecStart=/bin/sh -c '"))
         .expect("ExecStart runs /bin/sh -c '…'");
-    let unit_command = exec
-        .strip_suffix('\'')
-        .unwrap()
-        .replace("$$", "$")
-        .replace("%%", "%");
+    let unit_command = exec.strip_suffix('\'').unwrap();
+    let unit_command = unit_command.replace("$$", "$").replace("%%", "%");
     let timer = block("```ini", "bt2sum-scrub.timer");
     assert!(timer.contains("OnCalendar=") && timer.contains("WantedBy=timers.target"));
     // systemd's own reading of the units, where it is here.
     let units = tempfile::tempdir().unwrap();
-    fs::write(units.path().join("bt2sum-scrub.service"), &service).unwrap();
-    fs::write(units.path().join("bt2sum-scrub.timer"), &timer).unwrap();
+    let unit_files = [
+        ("bt2sum-scrub.service", &service),
+        ("bt2sum-scrub.timer", &timer),
+    ];
+    write_files(
+        units.path(),
+        &unit_files.map(|(name, unit)| (name, unit.as_bytes())),
+    );
     match std::process::Command::new("systemd-analyze")
         .args(["verify", "bt2sum-scrub.service", "bt2sum-scrub.timer"])
         .current_dir(units.path())
@@ -347,35 +339,31 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     // An archive of files of many sizes, listed with stat lines.
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive");
-    fs::create_dir(&archive).unwrap();
     for i in 0..40 {
-        write(
+        write_files(
             &archive,
-            &format!("f{i:02}"),
-            &noise(1000 + 7919 * i, i as u64),
+            &[(&format!("f{i:02}"), &noise(1000 + 7919 * i, i as u64))],
         );
     }
     write_list(&archive, "../archive.sums", ["--stat", "-r", "."]);
     let list = dir.path().join("archive.sums");
     // `date` answers the night's day of the week for `+%u`.
     let bin = dir.path().join("bin");
-    fs::create_dir(&bin).unwrap();
-    let date = bin.join("date");
-    fs::write(&date, "#!/bin/sh\n[ \"$1\" = +%u ] && echo \"$NIGHT\"\n").unwrap();
-    fs::set_permissions(&date, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let bt2sum_dir = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        bin.display(),
-        bt2sum_dir.display(),
-        std::env::var("PATH").unwrap()
+    write_files(
+        &bin,
+        &[("date", b"#!/bin/sh\n[ \"$1\" = +%u ] && echo \"$NIGHT\"\n")],
     );
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    fs::set_permissions(bin.join("date"), executable).unwrap();
+    let bt2sum_dir = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
+    let mut path = vec![bin, bt2sum_dir.to_path_buf()];
+    path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap()));
+    let path = std::env::join_paths(path).unwrap();
     let week = |command: &str| -> (Vec<String>, i32) {
         let command = command
             .replace("/srv/archive.sums", list.to_str().unwrap())
             .replace("/srv/archive", archive.to_str().unwrap());
-        let mut lines = Vec::new();
-        let mut worst = 0;
+        let (mut lines, mut worst) = (Vec::new(), 0);
         for night in 1..=7 {
             let out = std::process::Command::new("sh")
                 .arg("-c")
@@ -386,21 +374,14 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
                 .unwrap();
             lines.extend(stdout(&out).lines().map(str::to_owned));
             worst = worst.max(status(&out));
-            assert!(
-                !stderr(&out).contains("usage"),
-                "{command}: {}",
-                stderr(&out)
-            );
+            let said = stderr(&out);
+            assert!(!said.contains("usage"), "{command}: {said}");
         }
         lines.sort();
         (lines, worst)
     };
     for command in [&cron_command, &unit_command] {
-        assert_eq!(
-            week(command),
-            (Vec::new(), 0),
-            "{command}: a healthy archive"
-        );
+        assert_eq!(week(command), (Vec::new(), 0), "{command}: healthy");
     }
     // Damaged files, spread over the week (their times kept, as damage
     // keeps them).
@@ -422,13 +403,13 @@ fn slices_of_files_checked_in_several_passes() {
     if super::emulated_too_slow("slices_of_files_checked_in_several_passes") {
         return;
     }
-    let dir = super::dir_with(&[("f", &noise(40 * 4096, 77))]);
+    let dir = dir_with(&[("f", &noise(40 * 4096, 77))]);
     let root = dir.path();
     let text = super::ok_in(root, ["-t", "4096", "--leaves", "f"]);
     let mut lines: Vec<&str> = text.lines().collect();
     // The checksum line, then its leaves from the last to the first.
     lines[1..].reverse();
-    write(root, "LEAVES", (lines.join("\n") + "\n").as_bytes());
+    write_files(root, &[("LEAVES", (lines.join("\n") + "\n").as_bytes())]);
     rot(&root.join("f"), [4096 * 3 + 1, 4096 * 36 + 1]);
     // (Out of order, the listing is not taken for the whole file: its
     // checksum line is a unit of its own, and gets its verdict.)
@@ -454,14 +435,14 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
     if super::emulated_too_slow("a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own") {
         return;
     }
-    let dir = super::dir_with(&[("a", &noise(4 * 4096, 5))]);
+    let dir = dir_with(&[("a", &noise(4 * 4096, 5))]);
     let root = dir.path();
     let mut list = ok_bytes_in(root, ["-t", "4096", "a"]);
     list.extend(ok_bytes_in(
         root,
         ["-t", "4096", "--leaves", "--leaf-range", "0..1", "a"],
     ));
-    write(root, "S", &list);
+    write_files(root, &[("S", &list)]);
     rot(&root.join("a"), [3 * 4096]);
     let (full, status) = verdicts(root, &["-c", "-t", "4096", "S"]);
     assert_eq!((full, status), (vec!["a: FAILED".to_string()], 1));
@@ -472,13 +453,13 @@ fn a_checksum_line_with_some_of_its_leaves_is_a_unit_of_its_own() {
 /// its slices, as in a full check, not FAILED.
 #[test]
 fn an_edited_file_is_changed_in_its_slices() {
-    let dir = super::dir_with(&[("a", &noise(8 * 4096, 6))]);
+    let dir = dir_with(&[("a", &noise(8 * 4096, 6))]);
     let root = dir.path();
     write_list(root, "S", ["-t", "4096", "--leaves", "--stat", "a"]);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let mut bytes = fs::read(root.join("a")).unwrap();
     bytes[100] ^= 1;
-    write(root, "a", &bytes);
+    write_files(root, &[("a", &bytes)]);
     for args in ["-c --quiet S", "-c --quiet --part 1/2 S"] {
         let out = run_in(root, args.split(' '), b"");
         assert_starts(&stdout(&out), "a: CHANGED\n");
@@ -492,11 +473,9 @@ fn an_edited_file_is_changed_in_its_slices() {
 /// none of its files passes quietly, with or without it.
 #[test]
 fn a_slice_of_missing_files_verified_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let data = noise(10_000, 2);
+    let dir = dir_with(&[("f1", &data), ("f2", &data), ("f3", &data)]);
     let root = dir.path();
-    for name in ["f1", "f2", "f3"] {
-        write(root, name, &noise(10_000, name.len() as u64));
-    }
     write_list(root, "SUMS", ["--stat", "f1", "f2", "f3"]);
     for name in ["f1", "f2", "f3"] {
         fs::remove_file(root.join(name)).unwrap();
@@ -521,7 +500,7 @@ fn a_slice_of_missing_files_verified_nothing() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn slices_of_a_listing_longer_than_a_pass() {
-    let dir = super::dir_with(&[("big", &noise(64 * 300_000, 8))]);
+    let dir = dir_with(&[("big", &noise(64 * 300_000, 8))]);
     let root = dir.path();
     write_list(root, "L", ["-t", "64", "--leaves", "big"]);
     rot(&root.join("big"), [64 * 1000 + 5, 64 * 250_000 + 3]);
@@ -547,16 +526,13 @@ fn slices_of_a_listing_longer_than_a_pass() {
 
 #[test]
 fn a_checksum_line_its_leaves_do_not_make_fails_in_every_slice() {
-    let dir = super::dir_with(&[("f", &noise(40_000, 3))]);
+    let dir = dir_with(&[("f", &noise(40_000, 3))]);
     let listing = super::ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
     // The checksum line's digest damaged, the leaf lines intact.
     let (head, hex) = listing.split_once(" = ").unwrap();
     let flipped = if hex.starts_with('0') { "1" } else { "0" };
-    write(
-        dir.path(),
-        "LEAVES",
-        format!("{head} = {flipped}{}", &hex[1..]).as_bytes(),
-    );
+    let damaged = format!("{head} = {flipped}{}", &hex[1..]);
+    write_files(dir.path(), &[("LEAVES", damaged.as_bytes())]);
     let said = "bt2sum: f: its leaf lines do not make its checksum line's digest: the list \
                 contradicts itself\n";
     for part in ["1/1", "1/3", "2/3", "3/3"] {
