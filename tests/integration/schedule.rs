@@ -46,19 +46,16 @@ fn probe(cpus: u64, paths: &[PathBuf], from_stdin: bool) -> Report {
         let line = lines.next().unwrap();
         line.strip_prefix(name).unwrap().trim().parse().unwrap()
     };
-    let (threads, leaves, most_hashing) =
-        (field("threads"), field("leaves"), field("most_hashing"));
-    let samples = lines
-        .map(|line| {
-            let (ready, finished) = line.split_once(' ').unwrap();
-            (ready.parse().unwrap(), finished.parse().unwrap())
-        })
-        .collect();
     Report {
-        threads,
-        leaves,
-        most_hashing,
-        samples,
+        threads: field("threads"),
+        leaves: field("leaves"),
+        most_hashing: field("most_hashing"),
+        samples: lines
+            .map(|line| {
+                let (ready, finished) = line.split_once(' ').unwrap();
+                (ready.parse().unwrap(), finished.parse().unwrap())
+            })
+            .collect(),
     }
 }
 
