@@ -171,11 +171,8 @@ fn slices_of_mixed_lists() {
     write_files(root, &[("JUNK", &junk)]);
     for part in 1..=3 {
         let part = format!("{part}/3");
-        let out = run_in(
-            root,
-            ["-t", "4096", "-c", "-w", "--part", &part, "JUNK"],
-            b"",
-        );
+        let args = ["-t", "4096", "-c", "-w", "--part", &part, "JUNK"];
+        let out = run_in(root, args, b"");
         let warned = stderr(&out).contains("JUNK: 1: improperly formatted");
         assert_eq!(warned, part == "1/3", "{part}: {}", stderr(&out));
     }
