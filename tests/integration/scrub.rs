@@ -43,22 +43,16 @@ fn slices_cover_a_full_check(dir: &Path, lists: &[&str], leaf_listed: &[&str], o
             slices.into_iter().flat_map(|(_, lines, _)| lines).collect();
         together.sort();
         assert_eq!(together, expected, "slices of {parts} of {lists:?}");
-        assert_eq!(
-            worst,
-            Some(full_status),
-            "the worst status of {parts} slices"
-        );
+        assert_eq!(worst, Some(full_status), "worst status of {parts} slices");
     }
 }
 
+/// Each slice (`K/N`) with its [`verdicts`].
+type Slices = Vec<(String, Vec<String>, i32)>;
+
 /// The [`verdicts`] of `bt2sum ARGS --part K/N LISTS` in `dir`, for each K
-/// from 1 to N, with the slice (`K/N`) they are of.
-fn slices(
-    dir: &Path,
-    args: &[&str],
-    parts: u32,
-    lists: &[&str],
-) -> Vec<(String, Vec<String>, i32)> {
+/// from 1 to N.
+fn slices(dir: &Path, args: &[&str], parts: u32, lists: &[&str]) -> Slices {
     let slice = |part| {
         let part = format!("{part}/{parts}");
         let (lines, status) = verdicts(dir, &[args, &["--part", &part], lists].concat());
