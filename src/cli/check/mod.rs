@@ -194,8 +194,6 @@ impl<'a> Lists<'a> {
     }
 }
 
-/// The verifier of a check: its settings, progress, quick look, the
-/// choice of what it reads, and its slice.
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
     verifier.before_stdin = Some(Box::new(|| progress.open_stdin()));
@@ -302,10 +300,8 @@ impl Check<'_, '_> {
                 *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
                 if lists.schedule.is_none() {
                     // (Read once: each list is summed up as it ends.)
-                    let read = std::mem::replace(read, Err(None));
-                    let tally = std::mem::take(tally);
-                    self.end_list(list, tally, read)
-                        .map_err(|e| write_failed(&e))?;
+                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Ok(())));
+                    self.end_list(list, tally, read)?;
                 }
             }
             if let Some(scope) = &lists.scope {
@@ -319,8 +315,7 @@ impl Check<'_, '_> {
             }
         }
         for (list, (tally, read)) in lists.names.iter().zip(tallies) {
-            self.end_list(list, tally, read)
-                .map_err(|e| write_failed(&e))?;
+            self.end_list(list, tally, read)?;
         }
         Ok(())
     }
@@ -443,12 +438,12 @@ impl Check<'_, '_> {
 
     /// Ends one list once it is checked: its summary, or why it could not
     /// be read.
-    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> io::Result<()> {
+    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> Result<(), Status> {
         self.totals.add(&tally);
         match read {
             Ok(()) => {}
             Err(None) => return Ok(()),
-            Err(Some(error)) => return self.unreadable(list, &error),
+            Err(Some(error)) => return self.unreadable(list, &error).map_err(|e| write_failed(&e)),
         }
         if self.audit.is_some() {
             // An audit's lists are summed up after what the audit finds.
@@ -526,7 +521,7 @@ impl Check<'_, '_> {
             ledger: coverage,
         };
         self.printer.end(Ok(()), &summary)?;
-        if plan.verbosity != Verbosity::Status {
+        if shown {
             self.hints.show(plan.settings.leaf_size);
         }
         Ok(self.status)
@@ -591,40 +586,35 @@ impl Printer<'_> {
         // (A file listed without a digest is not OK: its bytes were not
         // checked. Its count lines fail if its length changed. With every
         // line printed, the loop below prints the file's too.)
-        let file_verdict = (checked.file_verdict())
+        let file_line = (checked.file_verdict())
             .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest())
-            .filter(|_| !every_line);
+            .filter(|_| !every_line)
+            .map(|verdict| (Subject::Checksum, verdict));
         // The file's line first, when it is checked in one pass (as nearly
         // every file is); else after the failing leaves of its last pass.
         let (first, last) = match !checked.pass.continues && !checked.pass.continued {
-            true => (file_verdict, None),
-            false => (None, file_verdict),
+            true => (file_line, None),
+            false => (None, file_line),
         };
-        if let Some(verdict) = first {
-            self.verdict(checked, Subject::Checksum, verdict)?;
-        }
-        for (subject, verdict) in checked.lines() {
+        // (An edited file is CHANGED once: its leaves speak of no damage.)
+        let shown = |&(subject, verdict): &(Subject, Verdict)| {
             let failed = matches!(
                 verdict,
                 Verdict::Failed | Verdict::Missing | Verdict::Changed
             );
-            // (An edited file is CHANGED once: its leaves speak of no
-            // damage.)
-            if every_line || subject != Subject::Checksum && failed && !checked.edited {
-                self.verdict(checked, subject, verdict)?;
-            }
+            every_line || subject != Subject::Checksum && failed && !checked.edited
+        };
+        let lines = checked.lines().filter(shown);
+        for (subject, verdict) in first.into_iter().chain(lines).chain(last) {
+            self.verdict(checked, subject, verdict)?;
         }
-        last.map_or(Ok(()), |verdict| {
-            self.verdict(checked, Subject::Checksum, verdict)
-        })
+        Ok(())
     }
 
     /// Prints one verdict: a leaf's with its bytes (what to fetch again).
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
-        let (name, tree) = (
-            JsonName(Some(&checked.pass.name[..])),
-            Tree(&checked.pass.tree),
-        );
+        let pass = &checked.pass;
+        let (name, tree) = (JsonName(Some(&pass.name[..])), Tree(&pass.tree));
         let hashed = checked.outcome.as_ref().ok();
         self.emit(&match subject {
             Subject::Checksum => Record::Verdict {
@@ -638,10 +628,7 @@ impl Printer<'_> {
                 length: hashed.map(|hashed| hashed.length),
             },
             Subject::Leaf(index) => {
-                let bytes = checked
-                    .pass
-                    .tree
-                    .leaf_bytes(index, checked.pass.total.unwrap_or(0));
+                let bytes = pass.tree.leaf_bytes(index, pass.total.unwrap_or(0));
                 Record::LeafVerdict {
                     tree,
                     name,
@@ -655,7 +642,7 @@ impl Printer<'_> {
                 tree,
                 name,
                 verdict,
-                total: checked.pass.total,
+                total: pass.total,
             },
         })
     }
