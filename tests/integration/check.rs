@@ -569,11 +569,8 @@ fn control_bytes_in_names_are_shown_escaped() {
     fs::remove_file(&path).unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
     assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
-    let said = stderr(&out);
-    assert!(
-        said.starts_with(&format!("bt2sum: {shown}: No such file or directory\n")),
-        "{said}"
-    );
+    let missing = format!("bt2sum: {shown}: No such file or directory\n");
+    super::assert_starts(&stderr(&out), &missing);
 }
 
 /// Hashing a name that cannot be read: the error message escapes its

@@ -33,17 +33,12 @@ fn archive() -> tempfile::TempDir {
 /// Checks `SUMS` in `dir` with `args` and `--json`: the status, the
 /// records, and the summary's ledger object.
 fn check(dir: &Path, args: &[&str]) -> (i32, Vec<Value>, Value) {
-    let out = run_in(
-        dir,
-        ["-c", "--json"].iter().chain(args).chain(&["SUMS"]),
-        b"",
-    );
-    let records: Vec<Value> = stdout(&out)
-        .lines()
+    let (out, _, code) = said_in(dir, ["-c", "--json"].iter().chain(args).chain(&["SUMS"]));
+    let records: Vec<Value> = (out.lines())
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     let summary = records.last().cloned().unwrap_or(Value::Null);
-    (status(&out), records, summary["ledger"].clone())
+    (code, records, summary["ledger"].clone())
 }
 
 /// The bytes the ledger says were never verified.
@@ -260,14 +255,10 @@ fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
     write_list(dir.path(), "SUMS", "-r --stat --leaves -t 1k .".split(' '));
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     fs::write(dir.path().join("c"), b"new").unwrap();
-    for args in [&["--quick"][..], &["--quick", "--update"]] {
-        let out = run_in(
-            dir.path(),
-            ["-c", "--audit", "."].iter().chain(args).chain(&["SUMS"]),
-            b"",
-        );
-        let verdicts = "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n";
-        assert_eq!(stdout(&out), verdicts, "{args:?}");
+    let verdicts = "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n";
+    for args in ["--quick", "--quick --update"] {
+        let (out, _, _) = said_in(dir.path(), format!("-c --audit . {args} SUMS").split(' '));
+        assert_eq!(out, verdicts, "{args}");
     }
     // What was verified keeps its record; the file added has none yet.
     let (status, _, ledger) = check(dir.path(), &["--max-duration", "0"]);

@@ -333,8 +333,7 @@ impl Check<'_, '_> {
         tally: &mut Tally,
         again: bool,
     ) -> io::Result<Read> {
-        let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
-        if quick && list != "-" && !has_stat_line(self.lists.open(list)) {
+        if verifier.quick && list != "-" && !has_stat_line(self.lists.open(list)) {
             // (Every file would be read: the user meant otherwise.)
             (self.status, self.unusable_list) = (report(list, NO_STAT_LINES), true);
             return Ok(Err(None));
@@ -427,10 +426,10 @@ impl Check<'_, '_> {
         }
         if checked.pass.continued {
             // The file's report ends where the time did: its verdict so far.
-            let verdict = checked.worst;
-            tally.count(verdict);
+            tally.count(checked.worst);
             if !self.plan.every_line {
-                self.printer.verdict(checked, Subject::Checksum, verdict)?;
+                self.printer
+                    .verdict(checked, Subject::Checksum, checked.worst)?;
             }
         }
         Ok(Break(()))
