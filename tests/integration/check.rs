@@ -502,10 +502,8 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
     let args = names.iter().map(|(name, _)| OsStr::from_bytes(name));
     let tagged = ok_bytes_in(dir.path(), args.clone());
     assert_eq!(tagged, lines);
-    let untagged = ok_bytes_in(
-        dir.path(),
-        [OsStr::new("--untagged")].into_iter().chain(args),
-    );
+    let untagged_args = [OsStr::new("--untagged")].into_iter().chain(args);
+    let untagged = ok_bytes_in(dir.path(), untagged_args);
     let first = format!("\\{HELLO_B64}  new\\nline\n");
     assert!(untagged.starts_with(first.as_bytes()));
     for list in [tagged, untagged] {
@@ -559,10 +557,8 @@ fn control_bytes_in_names_are_shown_escaped() {
     let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
     assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
     let shown = "\\evil.iso: OK\\x1b[8m";
-    assert_cases(
-        dir.path(),
-        &[(&["-c"], &list, &format!("{shown}: OK\n"), "", 0)],
-    );
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
     fs::write(&path, b"changed").unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
     assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
@@ -578,10 +574,8 @@ fn control_bytes_in_names_are_shown_escaped() {
 #[test]
 fn control_bytes_in_a_missing_name_are_shown_escaped() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = read_error(
-        &dir.path().join("tab\there\x07"),
-        "No such file or directory",
-    );
+    let path = dir.path().join("tab\there\x07");
+    let missing = read_error(&path, "No such file or directory");
     let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
     assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
 }

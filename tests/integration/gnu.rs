@@ -255,11 +255,8 @@ fn coreutils_check_cases_pass_for_bt2sum() {
     for case in &cases {
         let dir = super::dir_with(case.files);
         fs::write(dir.path().join("LIST"), &case.list).unwrap();
-        let out = run_in(
-            dir.path(),
-            ["-c"].iter().chain(case.args).chain(&["LIST"]),
-            b"",
-        );
+        let args = ["-c"].iter().chain(case.args).chain(&["LIST"]);
+        let out = run_in(dir.path(), args, b"");
         let err = without_hints(&out.stderr, str::to_string);
         let (said_out, said_err, said_status) = &case.said;
         let expected = (said_out.to_string(), said_err.clone(), *said_status);

@@ -104,11 +104,8 @@ fn names_are_read_from_a_nul_separated_list() {
     }
     // An empty name, a missing file and `-` from standard input: each
     // reported, the rest hashed.
-    let out = run_in(
-        dir.path(),
-        ["--files0-from", "-"],
-        b"a\0\0missing\0-\0sub/b\0",
-    );
+    let names = b"a\0\0missing\0-\0sub/b\0";
+    let out = run_in(dir.path(), ["--files0-from", "-"], names);
     let lines: Vec<&str> = expected.lines().collect();
     assert_eq!(stdout(&out), format!("{}\n{}\n", lines[0], lines[2]));
     let errors = stderr(&out);

@@ -187,10 +187,7 @@ impl<'a> Lists<'a> {
     /// read is reported when it is checked.
     fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
         let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
-        self.names
-            .iter()
-            .filter_map(bytes)
-            .fold(0, u64::saturating_add)
+        (self.names.iter().filter_map(bytes)).fold(0, u64::saturating_add)
     }
 }
 
@@ -275,11 +272,8 @@ impl Check<'_, '_> {
     /// when it ends early.
     fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
         let lists = self.lists;
-        let mut tallies: Vec<(Tally, Read)> = lists
-            .names
-            .iter()
-            .map(|_| (Tally::default(), Ok(())))
-            .collect();
+        let unread = |_: &OsString| (Tally::default(), Ok(()));
+        let mut tallies: Vec<(Tally, Read)> = lists.names.iter().map(unread).collect();
         loop {
             // (A later round of a check with a ledger: its lines were
             // counted when the lists were listed.)
