@@ -86,13 +86,12 @@ impl Tally {
         (ignore_missing || self.unverified > 0) && verified == 0 && held_some
     }
 
-    /// Counts a file once its last pass is checked; `skipped`: the file is
-    /// missing and `--ignore-missing` was given.
-    pub fn count_checked(&mut self, checked: &Checked, skipped: bool) {
-        match (checked.file_verdict(), skipped) {
-            (Some(Verdict::Ok), false) if checked.lists_no_digest() => self.unverified += 1,
-            (Some(verdict), false) => self.count(verdict),
-            _ => {}
+    /// Counts a file once its last pass is checked.
+    pub fn count_checked(&mut self, checked: &Checked) {
+        match checked.file_verdict() {
+            Some(Verdict::Ok) if checked.lists_no_digest() => self.unverified += 1,
+            Some(verdict) => self.count(verdict),
+            None => {}
         }
     }
 

@@ -398,20 +398,20 @@ impl Check<'_, '_> {
         if let Some(schedule) = &self.lists.schedule {
             schedule.borrow_mut().ledger.note(checked);
         }
-        // Missing files an audit classes at its end (in its first slice,
-        // when checked in slices); --ignore-missing skips.
-        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
-        let skipped = deferred && checked.is_missing();
         let lines = checked.lines().count() as u64;
         match again {
             true => tally.outside_slice -= lines,
             false => tally.entries += lines,
         }
-        tally.count_checked(checked, skipped);
         self.hints.checked(checked);
         let out_of_time = self.out_of_time();
-        self.printer
-            .checked(checked, skipped, self.plan.every_line)?;
+        // Missing files an audit classes at its end (in its first slice,
+        // when checked in slices); --ignore-missing skips.
+        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
+        if !(deferred && checked.is_missing()) {
+            tally.count_checked(checked);
+            self.printer.checked(checked, self.plan.every_line)?;
+        }
         if let Some(repairs) = &mut self.repairs {
             repairs.note(checked, &mut self.printer)?;
         }
@@ -483,11 +483,7 @@ impl Check<'_, '_> {
         }
         let shown = plan.verbosity != Verbosity::Status;
         let coverage = (lists.schedule.as_ref()).and_then(|s| s.borrow_mut().coverage(shown));
-        if lists
-            .schedule
-            .as_ref()
-            .is_some_and(|s| s.borrow().ledger.failed)
-        {
+        if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().ledger.failed) {
             self.status = Status::Failure;
         }
         let summaries = std::mem::take(&mut self.summaries);
@@ -557,12 +553,8 @@ impl Printer<'_> {
 
     /// Prints what one pass over a file found: why it could not be read or
     /// how its length changed (standard error, once per file), then its
-    /// verdicts (with `every_line`, one for each of its lines). `skipped`:
-    /// it is missing, and `--ignore-missing` was given.
-    fn checked(&mut self, checked: &Checked, skipped: bool, every_line: bool) -> io::Result<()> {
-        if skipped {
-            return Ok(());
-        }
+    /// verdicts (with `every_line`, one for each of its lines).
+    fn checked(&mut self, checked: &Checked, every_line: bool) -> io::Result<()> {
         let name = &checked.pass.name;
         if let Some(error) = checked.new_error() {
             self.error(name, &error.to_string())?;
