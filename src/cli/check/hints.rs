@@ -75,8 +75,8 @@ impl Hints {
     /// Notes the end of `list`; `look`: whether to look beside it for
     /// files that are all missing here.
     pub fn list_ended(&mut self, list: &std::ffi::OsStr, look: bool) {
-        let all_missing = !std::mem::take(&mut self.some_present) && look && list != "-";
-        let first = std::mem::take(&mut self.first_missing).filter(|_| all_missing);
+        let look_beside = !std::mem::take(&mut self.some_present) && look && list != "-";
+        let first = std::mem::take(&mut self.first_missing).filter(|_| look_beside);
         let directory = std::path::Path::new(list).parent();
         if let Some(directory) = directory.filter(|directory| !directory.as_os_str().is_empty())
             && let Some(name) = first.and_then(|first| Name::listed(&first).path())

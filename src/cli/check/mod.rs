@@ -277,8 +277,7 @@ impl Check<'_, '_> {
         loop {
             // (A later round of a check with a ledger: its lines were
             // counted when the lists were listed.)
-            let again =
-                (lists.schedule.as_ref()).is_some_and(|schedule| !schedule.borrow().listing);
+            let again = (lists.schedule.as_ref()).is_some_and(|s| !s.borrow().listing);
             // (The lists are counted once: each round starts them over.)
             if (lists.schedule.is_some() || lists.scope.is_some()) && !again {
                 lists.total_bytes(verifier);
@@ -445,8 +444,7 @@ impl Check<'_, '_> {
             summarize(self.plan, list_name(list), &tally);
         }
         self.unusable_list |= tally.entries == 0;
-        let plan = self.plan;
-        let updating = self.lists.updated.is_some();
+        let (plan, updating) = (self.plan, self.lists.updated.is_some());
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
             self.status = Status::Failure;
         }
