@@ -4,13 +4,13 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Seek;
 use std::path::Path;
 use std::process::Stdio;
 
 use super::{
     HELLO, HELLO_B64, Retried, assert_output, bt2sum, dir_with, ok_bytes_in, ok_in, pattern,
-    read_error, run_in, status, stderr, stdout, write_list,
+    read_error, run_in, said_in, status, stderr, stdout, write_list,
 };
 
 /// Runs `bt2sum ARGS` in `dir` with stdout and stderr going to one file, as
@@ -20,7 +20,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let merged = tempfile::tempfile().unwrap();
+    let mut merged = tempfile::tempfile().unwrap();
     let output = bt2sum()
         .current_dir(dir)
         .args(args)
@@ -28,11 +28,8 @@ where
         .stdout(merged.try_clone().unwrap())
         .stderr(merged.try_clone().unwrap())
         .output_retried();
-    let mut merged = merged;
-    let mut text = Vec::new();
-    merged.seek(SeekFrom::Start(0)).unwrap();
-    merged.read_to_end(&mut text).unwrap();
-    (String::from_utf8_lossy(&text).into_owned(), status(&output))
+    merged.rewind().unwrap();
+    (std::io::read_to_string(merged).unwrap(), status(&output))
 }
 
 /// A run of `bt2sum ARGS` with a list on standard input, and what it must
@@ -139,6 +136,15 @@ fn crlf_uppercase_binary_marker_comments_and_blank_lines() {
     let mixed = mixed_case(tagged.lines().next().unwrap()) + "\n";
     let out = run_in(dir.path(), ["-c"], mixed.as_bytes());
     assert_output(&out, "", NO_LINE_ON_STDIN, 1);
+    // Leaf lines read in upper case as checksum lines do, and one case a
+    // digest: a leaf line's in mixed case is improperly formatted.
+    let upper = upper_case(&ok_in(dir.path(), ["-t", "4096", "--leaves", "c d"]));
+    let out = run_in(dir.path(), ["-c", "--strict"], upper.as_bytes());
+    assert_output(&out, "c d: OK\n", "", 0);
+    let leaf_1 = upper.lines().find(|line| line.contains("leaf=1 ")).unwrap();
+    let mixed = upper.replace(leaf_1, &mixed_case(leaf_1));
+    let out = run_in(dir.path(), ["-c", "--strict"], mixed.as_bytes());
+    assert_eq!(status(&out), 1);
 }
 
 /// `list` with every digest (after ` = `) in upper case.
@@ -165,10 +171,8 @@ fn a_flipped_bit_in_a_big_file_fails() {
     let mut data = pattern(6 << 20);
     let dir = dir_with(&[("big", &data), ("small", b"x")]);
     let list = ok_bytes_in(dir.path(), ["small", "big"]);
-    assert_cases(
-        dir.path(),
-        &[(&["-c"], &list, "small: OK\nbig: OK\n", "", 0)],
-    );
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_output(&out, "small: OK\nbig: OK\n", "", 0);
     data[(5 << 20) + 12345] ^= 0x10;
     fs::write(dir.path().join("big"), &data).unwrap();
     // --quiet keeps the failure, drops the OK.
@@ -183,11 +187,10 @@ fn a_flipped_bit_in_a_big_file_fails() {
 #[test]
 fn a_deleted_file_cannot_be_read() {
     let dir = abc_dir();
-    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
+    write_list(dir.path(), "SUMS", ["a", "b", "c d"]);
     fs::remove_file(dir.path().join("b")).unwrap();
     fs::remove_file(dir.path().join("c d")).unwrap();
     fs::write(dir.path().join("a"), b"changed").unwrap();
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
     let missing = read_error(&dir.path().join("b"), "No such file or directory");
     let (merged, code) = run_merged(dir.path(), ["-c", "SUMS"]);
     assert_eq!(
@@ -324,7 +327,7 @@ fn quiet_status_and_warn_take_the_last_one_given() {
 #[test]
 fn ignore_missing() {
     let dir = abc_dir();
-    let list = ok_bytes_in(dir.path(), ["a", "b", "c d"]);
+    let list = write_list(dir.path(), "SUMS", ["a", "b", "c d"]);
     fs::remove_file(dir.path().join("b")).unwrap();
     // (That a missing file is skipped: gnu::coreutils_check_cases_pass_for_bt2sum.)
     let missing = read_error(&dir.path().join("b"), "No such file or directory");
@@ -341,7 +344,6 @@ fn ignore_missing() {
     // A list whose files are all missing verifies nothing.
     fs::remove_file(dir.path().join("a")).unwrap();
     fs::remove_file(dir.path().join("c d")).unwrap();
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
     // As GNU: the counts come first, and --status silences the line.
     let with_junk = [&list[..], b"junk\n"].concat();
     let none = "bt2sum: SUMS: no file was verified\n";
@@ -403,21 +405,15 @@ fn lists_without_a_valid_line() {
 fn gnu_b2sum_lists_do_not_verify() {
     let data = b"alpha\n";
     let dir = dir_with(&[("a", data)]);
-    let sequential = blake2b_simd::blake2b(data).to_hex().to_string();
-    let sequential_256 = blake2b_simd::Params::new()
-        .hash_length(32)
-        .hash(data)
-        .to_hex();
+    let sequential = blake2b_simd::blake2b(data).to_hex();
+    let sequential_256 = blake2b_simd::Params::new().hash_length(32).hash(data);
+    let sequential_256 = sequential_256.to_hex();
     let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
-    assert_output(
-        &run_in(dir.path(), ["-c"], tagged.as_bytes()),
-        "",
-        "bt2sum: standard input: no properly formatted checksum lines found\n\
-         bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` with \
-         N in bits, where bt2sum's counts bytes): b2sum hashes a file as one sequential \
-         BLAKE2b stream, which never matches a tree hash\n",
-        1,
-    );
+    let hint = "bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` \
+                with N in bits, where bt2sum's counts bytes): b2sum hashes a file as one \
+                sequential BLAKE2b stream, which never matches a tree hash\n";
+    let out = run_in(dir.path(), ["-c"], tagged.as_bytes());
+    assert_output(&out, "", &format!("{NO_LINE_ON_STDIN}{hint}"), 1);
 }
 
 #[test]
@@ -506,10 +502,8 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
     let args = names.iter().map(|(name, _)| OsStr::from_bytes(name));
     let tagged = ok_bytes_in(dir.path(), args.clone());
     assert_eq!(tagged, lines);
-    let untagged = ok_bytes_in(
-        dir.path(),
-        [OsStr::new("--untagged")].into_iter().chain(args),
-    );
+    let untagged_args = [OsStr::new("--untagged")].into_iter().chain(args);
+    let untagged = ok_bytes_in(dir.path(), untagged_args);
     let first = format!("\\{HELLO_B64}  new\\nline\n");
     assert!(untagged.starts_with(first.as_bytes()));
     for list in [tagged, untagged] {
@@ -563,21 +557,16 @@ fn control_bytes_in_names_are_shown_escaped() {
     let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
     assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
     let shown = "\\evil.iso: OK\\x1b[8m";
-    assert_cases(
-        dir.path(),
-        &[(&["-c"], &list, &format!("{shown}: OK\n"), "", 0)],
-    );
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
     fs::write(&path, b"changed").unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
     assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
     fs::remove_file(&path).unwrap();
     let out = run_in(dir.path(), ["-c"], &list);
     assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
-    let said = stderr(&out);
-    assert!(
-        said.starts_with(&format!("bt2sum: {shown}: No such file or directory\n")),
-        "{said}"
-    );
+    let missing = format!("bt2sum: {shown}: No such file or directory\n");
+    super::assert_starts(&stderr(&out), &missing);
 }
 
 /// Hashing a name that cannot be read: the error message escapes its
@@ -585,10 +574,8 @@ fn control_bytes_in_names_are_shown_escaped() {
 #[test]
 fn control_bytes_in_a_missing_name_are_shown_escaped() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = read_error(
-        &dir.path().join("tab\there\x07"),
-        "No such file or directory",
-    );
+    let path = dir.path().join("tab\there\x07");
+    let missing = read_error(&path, "No such file or directory");
     let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
     assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
 }
@@ -659,26 +646,6 @@ fn many_files_are_reported_in_list_order() {
 }
 
 #[test]
-fn leaf_lines_read_in_upper_case_as_checksum_lines_do() {
-    let data = pattern(20_000);
-    let dir = dir_with(&[("f", &data[..])]);
-    let listing = ok_in(dir.path(), ["-t", "4096", "--leaves", "f"]);
-    let upper = upper_case(&listing);
-    fs::write(dir.path().join("UPPER"), &upper).unwrap();
-    let out = run_in(dir.path(), ["-c", "--strict", "UPPER"], b"");
-    assert_output(&out, "f: OK\n", "", 0);
-    // One case a digest: a leaf line's in mixed case is improperly
-    // formatted.
-    let leaf_1 = upper.lines().find(|line| line.contains("leaf=1 ")).unwrap();
-    let mixed = upper.replace(leaf_1, &mixed_case(leaf_1));
-    fs::write(dir.path().join("MIXED"), mixed).unwrap();
-    assert_eq!(
-        status(&run_in(dir.path(), ["-c", "--strict", "MIXED"], b"")),
-        1
-    );
-}
-
-#[test]
 fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     let dir = dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
     let counts = write_list(dir.path(), "COUNTS", ["--leaf-count", "f"]);
@@ -698,7 +665,9 @@ fn a_file_listed_without_a_digest_verifies_nothing_and_says_so() {
     ]);
     // A length that changed is a failure.
     fs::write(dir.path().join("f"), b"hello!\n").unwrap();
-    let out = run_in(dir.path(), ["-c", "COUNTS"], b"");
-    assert_eq!(stdout(&out), "f: FAILED\nf: leaf count: FAILED\n");
-    assert_eq!(status(&out), 1);
+    let (out, _, code) = said_in(dir.path(), ["-c", "COUNTS"]);
+    assert_eq!(
+        (out.as_str(), code),
+        ("f: FAILED\nf: leaf count: FAILED\n", 1)
+    );
 }

@@ -26,22 +26,14 @@ pub(super) fn gnu_b2sum(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// What a tool did in a case: its status (or the signal that ended it,
-/// negated), and what it printed, with the tool's own words made the same:
-/// its name, GNU's quotes around `standard input` and its `BLAKE2b` in
-/// `improperly formatted BLAKE2b checksum line`. bt2sum's hints, which GNU
-/// does not give, are left out.
-#[derive(Debug, PartialEq, Eq)]
-struct Seen {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `script` with bash in a new directory, `$MAKE` making a list the
 /// tool's way (GNU `b2sum`, or `bt2sum --untagged`) and `$CHECK` the tool
-/// that checks it.
-fn run_case(script: &str, make: &str, check: &str) -> Seen {
+/// that checks it. What the tool did: its status (or the signal that ended
+/// it, negated), and what it printed, with the tool's own words made the
+/// same: its name, GNU's quotes around `standard input` and its `BLAKE2b`
+/// in `improperly formatted BLAKE2b checksum line`. bt2sum's hints, which
+/// GNU does not give, are left out.
+fn run_case(script: &str, make: &str, check: &str) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
@@ -54,29 +46,26 @@ fn run_case(script: &str, make: &str, check: &str) -> Seen {
         .env("LC_ALL", "C")
         .output()
         .unwrap();
-    let tidy = |text: &[u8]| -> String {
-        String::from_utf8_lossy(text)
-            .lines()
-            .filter(|line| !line.starts_with("bt2sum: hint: "))
-            .map(|line| {
-                let line = line
-                    .replacen("bt2sum: ", "TOOL: ", 1)
-                    .replacen("b2sum: ", "TOOL: ", 1)
-                    .replace("'standard input'", "standard input")
-                    .replace("BLAKE2b checksum line", "BLAKE2 checksum line");
-                format!("{line}\n")
-            })
-            .collect()
+    let tidy = |line: &str| {
+        line.replacen("bt2sum: ", "TOOL: ", 1)
+            .replacen("b2sum: ", "TOOL: ", 1)
+            .replace("'standard input'", "standard input")
+            .replace("BLAKE2b checksum line", "BLAKE2 checksum line")
     };
     use std::os::unix::process::ExitStatusExt;
-    Seen {
-        status: out
-            .status
-            .code()
-            .unwrap_or_else(|| -out.status.signal().unwrap_or(0)),
-        stdout: tidy(&out.stdout),
-        stderr: tidy(&out.stderr),
-    }
+    let code = (out.status.code()).unwrap_or_else(|| -out.status.signal().unwrap_or(0));
+    let said = |text: &[u8]| without_hints(text, tidy);
+    (code, said(&out.stdout), said(&out.stderr))
+}
+
+/// The lines of `text` but bt2sum's hints, each made `tidy(line)` and
+/// ended with `\n`.
+fn without_hints(text: &[u8], tidy: impl Fn(&str) -> String) -> String {
+    let text = String::from_utf8_lossy(text);
+    let lines = text
+        .lines()
+        .filter(|line| !line.starts_with("bt2sum: hint: "));
+    lines.map(|line| tidy(line) + "\n").collect()
 }
 
 /// Files every case starts with: three small ones, one named with a space.
@@ -266,17 +255,9 @@ fn coreutils_check_cases_pass_for_bt2sum() {
     for case in &cases {
         let dir = super::dir_with(case.files);
         fs::write(dir.path().join("LIST"), &case.list).unwrap();
-        let out = run_in(
-            dir.path(),
-            ["-c"].iter().chain(case.args).chain(&["LIST"]),
-            b"",
-        );
-        let hint = |line: &&str| !line.starts_with("bt2sum: hint: ");
-        let err: String = stderr(&out)
-            .lines()
-            .filter(hint)
-            .map(|line| format!("{line}\n"))
-            .collect();
+        let args = ["-c"].iter().chain(case.args).chain(&["LIST"]);
+        let out = run_in(dir.path(), args, b"");
+        let err = without_hints(&out.stderr, str::to_string);
         let (said_out, said_err, said_status) = &case.said;
         let expected = (said_out.to_string(), said_err.clone(), *said_status);
         assert_eq!((stdout(&out), err, status(&out)), expected, "{}", case.name);
@@ -331,28 +312,15 @@ fn a_digest_size_with_check_reads_only_that_size() {
 #[test]
 fn binary_and_text_are_accepted_and_change_nothing() {
     let dir = super::dir_with(&[("f", b"hello\n")]);
-    let plain = run_in(dir.path(), ["--untagged", "f"], b"");
-    for args in [
-        &["-b", "--untagged", "f"][..],
-        &["--binary", "--untagged", "f"],
-        &["--text", "--untagged", "f"],
-        &["--text", "-b", "--untagged", "f"],
-    ] {
-        let out = run_in(dir.path(), args, b"");
-        assert_eq!(
-            (stdout(&out), status(&out)),
-            (stdout(&plain), 0),
-            "{args:?}"
-        );
+    let plain = super::ok_in(dir.path(), ["--untagged", "f"]);
+    for args in ["-b", "--binary", "--text", "--text -b"] {
+        let hashed = super::ok_in(dir.path(), format!("{args} --untagged f").split(' '));
+        assert_eq!(hashed, plain, "{args}");
     }
-    fs::write(dir.path().join("L"), &plain.stdout).unwrap();
+    fs::write(dir.path().join("L"), &plain).unwrap();
     for option in ["-b", "--binary", "--text", "--tag", "--untagged"] {
-        let out = run_in(dir.path(), ["-c", option, "L"], b"");
-        assert_eq!(
-            (stdout(&out).as_str(), status(&out)),
-            ("f: OK\n", 0),
-            "{option}"
-        );
+        let checked = super::ok_in(dir.path(), ["-c", option, "L"]);
+        assert_eq!(checked, "f: OK\n", "{option}");
     }
     assert!(super::ok_in(dir.path(), ["-b", "f"]).starts_with("BLAKE2b-64 (f) = "));
 }

@@ -48,29 +48,24 @@ fn the_algorithm_is_named_in_any_case() {
 #[cfg(unix)]
 #[test]
 fn zero_ends_lines_in_nul_and_leaves_names_alone() {
-    use super::run_in;
+    use super::{ok_in, run_in};
     let dir = super::dir_with(&[("plain", &super::pattern(3000))]);
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
-    let out = super::ok_in(dir.path(), ["plain"]);
-    let zero = super::ok_in(dir.path(), ["-z", "plain"]);
+    let out = ok_in(dir.path(), ["plain"]);
+    let zero = ok_in(dir.path(), ["-z", "plain"]);
     assert_eq!(zero, out.replace('\n', "\0"));
-    let zero = super::ok_in(dir.path(), ["-z".as_ref(), odd]);
-    assert!(
-        zero.starts_with("BLAKE2b-64 (new\nline\\back) = "),
-        "{zero:?}"
-    );
-    assert!(
-        zero.ends_with('\0') && zero.matches('\0').count() == 1,
-        "{zero:?}"
-    );
-    let zero = super::ok_in(dir.path(), ["-z".as_ref(), "--untagged".as_ref(), odd]);
+    let zero = ok_in(dir.path(), ["-z".as_ref(), odd]);
+    let one_line = zero.ends_with('\0') && zero.matches('\0').count() == 1;
+    let named = zero.starts_with("BLAKE2b-64 (new\nline\\back) = ");
+    assert!(one_line && named, "{zero:?}");
+    let zero = ok_in(dir.path(), ["-z".as_ref(), "--untagged".as_ref(), odd]);
     assert!(zero.ends_with("  new\nline\\back\0"), "{zero:?}");
     // Leaf listings: every line ends in NUL, the count line too.
-    let listing = super::ok_in(dir.path(), ["-t", "1k", "--leaves", "plain"]);
-    let zero = super::ok_in(dir.path(), ["-z", "-t", "1k", "--leaves", "plain"]);
+    let listing = ok_in(dir.path(), ["-t", "1k", "--leaves", "plain"]);
+    let zero = ok_in(dir.path(), ["-z", "-t", "1k", "--leaves", "plain"]);
     assert_eq!(zero, listing.replace('\n', "\0"));
-    let zero = super::ok_in(
+    let zero = ok_in(
         dir.path(),
         "-z -t 1k --leaf-count --part 1/2 plain".split(' '),
     );
@@ -109,11 +104,8 @@ fn names_are_read_from_a_nul_separated_list() {
     }
     // An empty name, a missing file and `-` from standard input: each
     // reported, the rest hashed.
-    let out = run_in(
-        dir.path(),
-        ["--files0-from", "-"],
-        b"a\0\0missing\0-\0sub/b\0",
-    );
+    let names = b"a\0\0missing\0-\0sub/b\0";
+    let out = run_in(dir.path(), ["--files0-from", "-"], names);
     let lines: Vec<&str> = expected.lines().collect();
     assert_eq!(stdout(&out), format!("{}\n{}\n", lines[0], lines[2]));
     let errors = stderr(&out);

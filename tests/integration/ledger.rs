@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::assert_contains;
 #[cfg(unix)]
 use super::mkfifo;
-use super::{bt2sum, noise, ok_bytes_in, rot, run_in, said_in, status, stderr, stdout, write_list};
+use super::{
+    bt2sum, noise, ok_bytes_in, ok_in, rot, run_in, said_in, status, stderr, stdout, write_list,
+};
 
 /// A tree of three small files and one of 40 leaves of 4 KiB, listed with
 /// its leaves in `SUMS`.
@@ -24,28 +26,19 @@ fn archive() -> tempfile::TempDir {
         fs::write(dir.path().join(name), noise(len, len as u64)).unwrap();
     }
     fs::write(dir.path().join("big"), noise(40 << 12, 7)).unwrap();
-    write_list(
-        dir.path(),
-        "SUMS",
-        ["-t", "4k", "--leaves", "a", "b", "c", "big"],
-    );
+    write_list(dir.path(), "SUMS", "-t 4k --leaves a b c big".split(' '));
     dir
 }
 
 /// Checks `SUMS` in `dir` with `args` and `--json`: the status, the
 /// records, and the summary's ledger object.
 fn check(dir: &Path, args: &[&str]) -> (i32, Vec<Value>, Value) {
-    let out = run_in(
-        dir,
-        ["-c", "--json"].iter().chain(args).chain(&["SUMS"]),
-        b"",
-    );
-    let records: Vec<Value> = stdout(&out)
-        .lines()
+    let (out, _, code) = said_in(dir, ["-c", "--json"].iter().chain(args).chain(&["SUMS"]));
+    let records: Vec<Value> = (out.lines())
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     let summary = records.last().cloned().unwrap_or(Value::Null);
-    (status(&out), records, summary["ledger"].clone())
+    (code, records, summary["ledger"].clone())
 }
 
 /// The bytes the ledger says were never verified.
@@ -74,8 +67,8 @@ fn a_check_keeps_a_ledger_only_when_asked_or_when_it_is_there() {
     let (_, err, _) = said_in(dir.path(), ["-c", "--max-duration", "0", "SUMS"]);
     assert_contains(&err, ": 100% verified under a day ago; the oldest proof is");
     // --status says nothing, the ledger is still kept.
-    let out = run_in(dir.path(), ["-c", "--status", "SUMS"], b"");
-    assert_eq!((status(&out), stderr(&out).as_str()), (0, ""));
+    let (_, err, code) = said_in(dir.path(), ["-c", "--status", "SUMS"]);
+    assert_eq!((code, err.as_str()), (0, ""));
 }
 
 #[test]
@@ -176,9 +169,8 @@ fn a_ledger_that_cannot_be_trusted_is_said_and_reset_on_request() {
 fn a_ledger_in_use_is_said() {
     let dir = archive();
     mkfifo(&dir.path().join("fifo"));
-    let out = run_in(dir.path(), ["-a", "blake2b", "/dev/null"], b"");
     // A list naming a FIFO keeps the first check waiting, its ledger open.
-    let line = stdout(&out).replace("/dev/null", "fifo");
+    let line = ok_in(dir.path(), ["-a", "blake2b", "/dev/null"]).replace("/dev/null", "fifo");
     fs::write(dir.path().join("WAIT"), line).unwrap();
     let mut first = bt2sum()
         .current_dir(dir.path())
@@ -217,15 +209,11 @@ fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
     assert_eq!(summary["ledger"]["total_bytes"], LISTED);
     assert_eq!(never(&summary["ledger"]), 0);
     fs::copy(dir.path().join("SUMS"), dir.path().join("SUMS2")).unwrap();
-    let out = run_in(
-        dir.path(),
-        ["-c", "--max-duration", "0", "SUMS", "SUMS2"],
-        b"",
-    );
-    assert_eq!(status(&out), 2);
+    let (_, _, code) = said_in(dir.path(), "-c --max-duration 0 SUMS SUMS2".split(' '));
+    assert_eq!(code, 2);
     ok_bytes_in(
         dir.path(),
-        ["-c", "--ledger", "L", "--ledger-reset", "SUMS", "SUMS2"],
+        "-c --ledger L --ledger-reset SUMS SUMS2".split(' '),
     );
 }
 
@@ -264,21 +252,13 @@ fn an_audit_and_an_update_keep_the_ledger_and_never_list_it() {
     let data = noise(5000, 1);
     let dir = super::dir_with(&[("a", &data), ("b", &data)]);
     // (With leaf lines: a round of the ledger holds a file's leaves.)
-    write_list(
-        dir.path(),
-        "SUMS",
-        ["-r", "--stat", "--leaves", "-t", "1k", "."],
-    );
+    write_list(dir.path(), "SUMS", "-r --stat --leaves -t 1k .".split(' '));
     assert_eq!(check(dir.path(), &["--ledger-reset"]).0, 0);
     fs::write(dir.path().join("c"), b"new").unwrap();
-    for args in [&["--quick"][..], &["--quick", "--update"]] {
-        let out = run_in(
-            dir.path(),
-            ["-c", "--audit", "."].iter().chain(args).chain(&["SUMS"]),
-            b"",
-        );
-        let verdicts = "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n";
-        assert_eq!(stdout(&out), verdicts, "{args:?}");
+    let verdicts = "./a: OK (not read)\n./b: OK (not read)\n./c: NEW\n";
+    for args in ["--quick", "--quick --update"] {
+        let (out, _, _) = said_in(dir.path(), format!("-c --audit . {args} SUMS").split(' '));
+        assert_eq!(out, verdicts, "{args}");
     }
     // What was verified keeps its record; the file added has none yet.
     let (status, _, ledger) = check(dir.path(), &["--max-duration", "0"]);

@@ -28,17 +28,15 @@ pub struct Hints {
     last_failed: Vec<u8>,
     /// Whether a list of several such lines failed in every one.
     every_line_failed: bool,
-    /// In the list being checked: the files, those missing, and the first
+    /// In the list being checked: whether a file was there, and the first
     /// missing one's name.
-    files: u64,
-    missing: u64,
-    first_missing: Vec<u8>,
+    some_present: bool,
+    first_missing: Option<Vec<u8>>,
     /// The directories of lists whose every file is missing and whose first
     /// file is there, beside the list.
     beside_list: Vec<std::path::PathBuf>,
 }
 
-/// Adds one to the count of `tool`.
 fn add(counts: &mut Vec<(OtherTool, u64)>, tool: &OtherTool) {
     match counts.iter_mut().find(|(known, _)| known == tool) {
         Some((_, count)) => *count += 1,
@@ -56,14 +54,10 @@ impl Hints {
     }
 
     pub fn checked(&mut self, checked: &Checked) {
-        if !checked.pass.continued {
-            self.files += 1;
-            if checked.is_missing() {
-                self.missing += 1;
-                if self.first_missing.is_empty() {
-                    self.first_missing.extend_from_slice(&checked.pass.name);
-                }
-            }
+        if !checked.pass.continued && !checked.is_missing() {
+            self.some_present = true;
+        } else if !checked.pass.continued && self.first_missing.is_none() {
+            self.first_missing = Some(checked.pass.name.clone());
         }
         if let Some(tool) = checked.failed_like() {
             add(&mut self.failed_like, &tool);
@@ -72,8 +66,7 @@ impl Hints {
             Some(true) => self.by_option.0 += 1,
             Some(false) if checked.pass.name != self.last_failed => {
                 self.by_option.1 += 1;
-                self.last_failed.clear();
-                self.last_failed.extend_from_slice(&checked.pass.name);
+                self.last_failed.clone_from(&checked.pass.name);
             }
             Some(false) | None => {}
         }
@@ -82,19 +75,13 @@ impl Hints {
     /// Notes the end of `list`; `look`: whether to look beside it for
     /// files that are all missing here.
     pub fn list_ended(&mut self, list: &std::ffi::OsStr, look: bool) {
-        let (files, missing) = (
-            std::mem::take(&mut self.files),
-            std::mem::take(&mut self.missing),
-        );
-        let first = std::mem::take(&mut self.first_missing);
+        let look_beside = !std::mem::take(&mut self.some_present) && look && list != "-";
+        let first = std::mem::take(&mut self.first_missing).filter(|_| look_beside);
         let directory = std::path::Path::new(list).parent();
-        if let (true, Some(directory), Some(name)) = (
-            look && files > 0 && missing == files && list != "-",
-            directory.filter(|directory| !directory.as_os_str().is_empty()),
-            Name::listed(&first)
-                .path()
-                .filter(|name| name.is_relative()),
-        ) && directory.join(name).symlink_metadata().is_ok()
+        if let Some(directory) = directory.filter(|directory| !directory.as_os_str().is_empty())
+            && let Some(name) = first.and_then(|first| Name::listed(&first).path())
+            && name.is_relative()
+            && directory.join(name).symlink_metadata().is_ok()
         {
             self.beside_list.push(directory.to_path_buf());
         }

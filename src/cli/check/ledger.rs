@@ -423,9 +423,8 @@ impl Schedule {
     /// What the ledger says once the check is done, said on standard error
     /// if `shown`.
     pub fn coverage(&mut self, shown: bool) -> Option<Coverage> {
-        let unwritten = self.ledger.unwritten.take();
         let coverage = self.ages();
-        if let Some(error) = unwritten {
+        if let Some(error) = self.ledger.unwritten.take() {
             self.ledger.fail(&error);
         }
         let coverage = coverage.map_err(|error| self.ledger.fail(&error)).ok()?;

@@ -187,15 +187,10 @@ impl<'a> Lists<'a> {
     /// read is reported when it is checked.
     fn total_bytes(&self, verifier: &Verifier<'_>) -> u64 {
         let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
-        self.names
-            .iter()
-            .filter_map(bytes)
-            .fold(0, u64::saturating_add)
+        (self.names.iter().filter_map(bytes)).fold(0, u64::saturating_add)
     }
 }
 
-/// The verifier of a check: its settings, progress, quick look, the
-/// choice of what it reads, and its slice.
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
     verifier.before_stdin = Some(Box::new(|| progress.open_stdin()));
@@ -277,16 +272,12 @@ impl Check<'_, '_> {
     /// when it ends early.
     fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
         let lists = self.lists;
-        let mut tallies: Vec<(Tally, Read)> = lists
-            .names
-            .iter()
-            .map(|_| (Tally::default(), Ok(())))
-            .collect();
+        let unread = |_: &OsString| (Tally::default(), Ok(()));
+        let mut tallies: Vec<(Tally, Read)> = lists.names.iter().map(unread).collect();
         loop {
             // (A later round of a check with a ledger: its lines were
             // counted when the lists were listed.)
-            let again =
-                (lists.schedule.as_ref()).is_some_and(|schedule| !schedule.borrow().listing);
+            let again = (lists.schedule.as_ref()).is_some_and(|s| !s.borrow().listing);
             // (The lists are counted once: each round starts them over.)
             if (lists.schedule.is_some() || lists.scope.is_some()) && !again {
                 lists.total_bytes(verifier);
@@ -302,10 +293,8 @@ impl Check<'_, '_> {
                 *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
                 if lists.schedule.is_none() {
                     // (Read once: each list is summed up as it ends.)
-                    let read = std::mem::replace(read, Err(None));
-                    let tally = std::mem::take(tally);
-                    self.end_list(list, tally, read)
-                        .map_err(|e| write_failed(&e))?;
+                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Ok(())));
+                    self.end_list(list, tally, read)?;
                 }
             }
             if let Some(scope) = &lists.scope {
@@ -319,8 +308,7 @@ impl Check<'_, '_> {
             }
         }
         for (list, (tally, read)) in lists.names.iter().zip(tallies) {
-            self.end_list(list, tally, read)
-                .map_err(|e| write_failed(&e))?;
+            self.end_list(list, tally, read)?;
         }
         Ok(())
     }
@@ -338,8 +326,7 @@ impl Check<'_, '_> {
         tally: &mut Tally,
         again: bool,
     ) -> io::Result<Read> {
-        let quick = self.plan.audit.as_ref().is_some_and(|audit| audit.quick);
-        if quick && list != "-" && !has_stat_line(self.lists.open(list)) {
+        if verifier.quick && list != "-" && !has_stat_line(self.lists.open(list)) {
             // (Every file would be read: the user meant otherwise.)
             (self.status, self.unusable_list) = (report(list, NO_STAT_LINES), true);
             return Ok(Err(None));
@@ -410,20 +397,20 @@ impl Check<'_, '_> {
         if let Some(schedule) = &self.lists.schedule {
             schedule.borrow_mut().ledger.note(checked);
         }
-        // Missing files an audit classes at its end (in its first slice,
-        // when checked in slices); --ignore-missing skips.
-        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
-        let skipped = deferred && checked.is_missing();
         let lines = checked.lines().count() as u64;
         match again {
             true => tally.outside_slice -= lines,
             false => tally.entries += lines,
         }
-        tally.count_checked(checked, skipped);
         self.hints.checked(checked);
         let out_of_time = self.out_of_time();
-        self.printer
-            .checked(checked, skipped, self.plan.every_line)?;
+        // Missing files an audit classes at its end (in its first slice,
+        // when checked in slices); --ignore-missing skips.
+        let deferred = self.plan.ignore_missing || self.plan.audit.is_some();
+        if !(deferred && checked.is_missing()) {
+            tally.count_checked(checked);
+            self.printer.checked(checked, self.plan.every_line)?;
+        }
         if let Some(repairs) = &mut self.repairs {
             repairs.note(checked, &mut self.printer)?;
         }
@@ -432,10 +419,10 @@ impl Check<'_, '_> {
         }
         if checked.pass.continued {
             // The file's report ends where the time did: its verdict so far.
-            let verdict = checked.worst;
-            tally.count(verdict);
+            tally.count(checked.worst);
             if !self.plan.every_line {
-                self.printer.verdict(checked, Subject::Checksum, verdict)?;
+                self.printer
+                    .verdict(checked, Subject::Checksum, checked.worst)?;
             }
         }
         Ok(Break(()))
@@ -443,12 +430,12 @@ impl Check<'_, '_> {
 
     /// Ends one list once it is checked: its summary, or why it could not
     /// be read.
-    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> io::Result<()> {
+    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> Result<(), Status> {
         self.totals.add(&tally);
         match read {
             Ok(()) => {}
             Err(None) => return Ok(()),
-            Err(Some(error)) => return self.unreadable(list, &error),
+            Err(Some(error)) => return self.unreadable(list, &error).map_err(|e| write_failed(&e)),
         }
         if self.audit.is_some() {
             // An audit's lists are summed up after what the audit finds.
@@ -457,8 +444,7 @@ impl Check<'_, '_> {
             summarize(self.plan, list_name(list), &tally);
         }
         self.unusable_list |= tally.entries == 0;
-        let plan = self.plan;
-        let updating = self.lists.updated.is_some();
+        let (plan, updating) = (self.plan, self.lists.updated.is_some());
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
             self.status = Status::Failure;
         }
@@ -495,11 +481,7 @@ impl Check<'_, '_> {
         }
         let shown = plan.verbosity != Verbosity::Status;
         let coverage = (lists.schedule.as_ref()).and_then(|s| s.borrow_mut().coverage(shown));
-        if lists
-            .schedule
-            .as_ref()
-            .is_some_and(|s| s.borrow().ledger.failed)
-        {
+        if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().ledger.failed) {
             self.status = Status::Failure;
         }
         let summaries = std::mem::take(&mut self.summaries);
@@ -526,7 +508,7 @@ impl Check<'_, '_> {
             ledger: coverage,
         };
         self.printer.end(Ok(()), &summary)?;
-        if plan.verbosity != Verbosity::Status {
+        if shown {
             self.hints.show(plan.settings.leaf_size);
         }
         Ok(self.status)
@@ -569,12 +551,8 @@ impl Printer<'_> {
 
     /// Prints what one pass over a file found: why it could not be read or
     /// how its length changed (standard error, once per file), then its
-    /// verdicts (with `every_line`, one for each of its lines). `skipped`:
-    /// it is missing, and `--ignore-missing` was given.
-    fn checked(&mut self, checked: &Checked, skipped: bool, every_line: bool) -> io::Result<()> {
-        if skipped {
-            return Ok(());
-        }
+    /// verdicts (with `every_line`, one for each of its lines).
+    fn checked(&mut self, checked: &Checked, every_line: bool) -> io::Result<()> {
         let name = &checked.pass.name;
         if let Some(error) = checked.new_error() {
             self.error(name, &error.to_string())?;
@@ -591,40 +569,35 @@ impl Printer<'_> {
         // (A file listed without a digest is not OK: its bytes were not
         // checked. Its count lines fail if its length changed. With every
         // line printed, the loop below prints the file's too.)
-        let file_verdict = (checked.file_verdict())
+        let file_line = (checked.file_verdict())
             .filter(|verdict| *verdict != Verdict::Ok || !checked.lists_no_digest())
-            .filter(|_| !every_line);
+            .filter(|_| !every_line)
+            .map(|verdict| (Subject::Checksum, verdict));
         // The file's line first, when it is checked in one pass (as nearly
         // every file is); else after the failing leaves of its last pass.
         let (first, last) = match !checked.pass.continues && !checked.pass.continued {
-            true => (file_verdict, None),
-            false => (None, file_verdict),
+            true => (file_line, None),
+            false => (None, file_line),
         };
-        if let Some(verdict) = first {
-            self.verdict(checked, Subject::Checksum, verdict)?;
-        }
-        for (subject, verdict) in checked.lines() {
+        // (An edited file is CHANGED once: its leaves speak of no damage.)
+        let shown = |&(subject, verdict): &(Subject, Verdict)| {
             let failed = matches!(
                 verdict,
                 Verdict::Failed | Verdict::Missing | Verdict::Changed
             );
-            // (An edited file is CHANGED once: its leaves speak of no
-            // damage.)
-            if every_line || subject != Subject::Checksum && failed && !checked.edited {
-                self.verdict(checked, subject, verdict)?;
-            }
+            every_line || subject != Subject::Checksum && failed && !checked.edited
+        };
+        let lines = checked.lines().filter(shown);
+        for (subject, verdict) in first.into_iter().chain(lines).chain(last) {
+            self.verdict(checked, subject, verdict)?;
         }
-        last.map_or(Ok(()), |verdict| {
-            self.verdict(checked, Subject::Checksum, verdict)
-        })
+        Ok(())
     }
 
     /// Prints one verdict: a leaf's with its bytes (what to fetch again).
     fn verdict(&mut self, checked: &Checked, subject: Subject, verdict: Verdict) -> io::Result<()> {
-        let (name, tree) = (
-            JsonName(Some(&checked.pass.name[..])),
-            Tree(&checked.pass.tree),
-        );
+        let pass = &checked.pass;
+        let (name, tree) = (JsonName(Some(&pass.name[..])), Tree(&pass.tree));
         let hashed = checked.outcome.as_ref().ok();
         self.emit(&match subject {
             Subject::Checksum => Record::Verdict {
@@ -638,10 +611,7 @@ impl Printer<'_> {
                 length: hashed.map(|hashed| hashed.length),
             },
             Subject::Leaf(index) => {
-                let bytes = checked
-                    .pass
-                    .tree
-                    .leaf_bytes(index, checked.pass.total.unwrap_or(0));
+                let bytes = pass.tree.leaf_bytes(index, pass.total.unwrap_or(0));
                 Record::LeafVerdict {
                     tree,
                     name,
@@ -655,7 +625,7 @@ impl Printer<'_> {
                 tree,
                 name,
                 verdict,
-                total: checked.pass.total,
+                total: pass.total,
             },
         })
     }

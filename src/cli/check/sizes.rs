@@ -67,11 +67,9 @@ impl Sizes {
         if let Some((ended, known)) = self.current.take() {
             let length = match known {
                 Some(length) => length,
+                None if self.stats == MAX_STATS => return None,
                 None => {
                     self.stats += 1;
-                    if self.stats > MAX_STATS {
-                        return None;
-                    }
                     let path = Name::listed(&ended).path();
                     path.and_then(|path| std::fs::metadata(path).ok())
                         .map_or(0, |metadata| metadata.len())
