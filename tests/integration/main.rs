@@ -146,11 +146,7 @@ impl Retried for Command {
 }
 
 fn retried<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
-    let attempts = if std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
-        5
-    } else {
-        1
-    };
+    let attempts = std::env::var_os("BT2SUM_TEST_EMULATED").map_or(1, |_| 5);
     let mut attempt = 1;
     loop {
         match start() {
@@ -240,9 +236,7 @@ pub fn said(output: &Output) -> (String, String, i32) {
 /// Asserts what a run printed on each stream, and its status.
 #[track_caller]
 pub fn assert_output(output: &Output, stdout: &str, stderr: &str, status: i32) {
-    assert_eq!(self::stdout(output), stdout, "stdout");
-    assert_eq!(self::stderr(output), stderr, "stderr");
-    assert_eq!(self::status(output), status, "status");
+    assert_said(output, stdout, stderr, status, "stdout, stderr and status");
 }
 
 /// As [`assert_output`], naming `case` in its message.

@@ -121,11 +121,7 @@ fn closed_descriptors_are_errors_when_used() {
     ];
     for &(script, out, err, code) in &cases {
         let output = shell(dir.path(), script);
-        assert!(
-            stdout(&output).starts_with(out),
-            "{script}: {}",
-            stdout(&output)
-        );
+        super::assert_starts(&stdout(&output), out);
         assert_eq!(
             (stderr(&output).as_str(), status(&output)),
             (err, code),
