@@ -55,9 +55,8 @@ pub fn report(name: &OsStr, message: &str) -> Status {
 pub fn report_listed(name: &[u8], message: &str) {
     let mut line = b"bt2sum: ".to_vec();
     Name::listed(name).push_shown(&mut line);
-    line.extend_from_slice(b": ");
-    line.extend_from_slice(message.as_bytes());
-    line.push(b'\n');
+    // (Writing to a vector cannot fail.)
+    let _ = writeln!(line, ": {message}");
     write_stderr(&line);
 }
 
@@ -596,7 +595,7 @@ impl<'a> Record<'a> {
             Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
         };
         shown(out, name);
-        out.extend_from_slice(format!(": {verdict}").as_bytes());
+        let _ = write!(out, ": {verdict}");
         if let Record::Class {
             from: Some(from), ..
         } = self

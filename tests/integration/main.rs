@@ -110,7 +110,6 @@ pub fn evict(path: &Path) {
     let _ = path;
 }
 
-/// A command running the built `bt2sum` binary.
 pub fn bt2sum() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bt2sum"))
 }
@@ -289,12 +288,10 @@ pub fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
     dir
 }
 
-/// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Standard error as text.
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -400,7 +397,6 @@ pub fn wait_until_open(pid: u32, path: &Path) {
     panic!("bt2sum did not open {} within 30 s", path.display());
 }
 
-/// Makes a FIFO at `path`.
 #[cfg(unix)]
 pub fn mkfifo(path: &Path) {
     use std::os::unix::ffi::OsStrExt;

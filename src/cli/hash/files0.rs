@@ -36,7 +36,6 @@ pub struct Names {
     record: Vec<u8>,
 }
 
-/// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
     Ok(Names {
         reader: Some(sys::open_list(list)?),
