@@ -189,22 +189,22 @@ fn install_stop_signals() {
     });
 }
 
-/// Sets the process up for the work, on Unix: glibc keeps to one allocator
-/// arena, since it reserves 64 MiB of address space for each thread's own,
-/// which under `ulimit -v` leaves too little for the work; a write past
-/// `ulimit -f` fails with `File too large`, reported, instead of raising
-/// SIGXFSZ, which ends the process without a word; and the soft limit on
-/// open files is raised to the hard one, as Go programs do: what a run may
-/// hold open is then all the system allows.
+/// Sets the process up for the work (on Unix; elsewhere nothing).
 pub fn set_up_process() {
     #[cfg(unix)]
     // SAFETY: mallopt only sets a tunable of the allocator, ignoring a
     // signal installs no code, and the rest reads and sets the process's
     // own limit.
     unsafe {
+        // glibc reserves 64 MiB of address space for each thread's own
+        // arena, which under `ulimit -v` leaves too little for the work.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        // A write past `ulimit -f` fails with `File too large`, reported,
+        // where SIGXFSZ would end the process without a word.
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        // What a run may hold open is all the system allows: the soft
+        // limit raised to the hard one, as Go programs do.
         let mut limit: libc::rlimit = std::mem::zeroed();
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
         {

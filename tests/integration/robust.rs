@@ -334,22 +334,11 @@ fn lowest_limit() -> u64 {
     static LOWEST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LOWEST.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let starts = |limit| starts_under(dir.path(), limit);
         // Between a limit too low to start a process and one that starts
-        // any build: halved to 250 KiB.
-        let (mut low, mut high) = (1000, 64000);
-        if !starts(high) {
-            return high;
-        }
-        while high - low > 250 {
-            let middle = (low + high) / 2;
-            if starts(middle) {
-                high = middle;
-            } else {
-                low = middle;
-            }
-        }
-        high + 500
+        // any build, to 250 KiB, searched by halves.
+        let limits: Vec<u64> = (1000..=64000).step_by(250).collect();
+        let least = limits.partition_point(|&limit| !starts_under(dir.path(), limit));
+        limits.get(least).map_or(64000, |least| least + 500)
     })
 }
 
@@ -390,12 +379,8 @@ fn the_file_size_limit_is_a_clear_error() {
         r#"ulimit -f 1; "$BT2SUM" --leaves -t 1 {} > out"#,
         ["small"; 8].join(" ")
     );
-    super::assert_output(
-        &shell(dir.path(), &script),
-        "",
-        "bt2sum: write error: File too large\n",
-        1,
-    );
+    let too_large = "bt2sum: write error: File too large\n";
+    super::assert_output(&shell(dir.path(), &script), "", too_large, 1);
     assert!(fs::metadata(dir.path().join("out")).unwrap().len() <= 512);
 }
 
