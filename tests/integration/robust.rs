@@ -399,15 +399,12 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("d")).unwrap();
+    let files = dir.path().join("d");
+    fs::create_dir(&files).unwrap();
     for index in 0..3000 {
-        fs::write(
-            dir.path().join(format!("d/f{index:05}")),
-            pattern(index % 3000),
-        )
-        .unwrap();
+        fs::write(files.join(format!("f{index:05}")), pattern(index)).unwrap();
     }
-    fs::write(dir.path().join("d/big"), pattern(3 << 20)).unwrap();
+    fs::write(files.join("big"), pattern(3 << 20)).unwrap();
     let commands = [
         r#""$BT2SUM" -t 1k d/f* d/big"#,
         r#""$BT2SUM" -c --quiet -t 1k SUMS"#,
