@@ -60,7 +60,6 @@ pub fn report_listed(name: &[u8], message: &str) {
     write_stderr(&line);
 }
 
-/// Writes `bt2sum: MESSAGE` to standard error.
 pub fn warn(message: &str) {
     write_stderr(format!("bt2sum: {message}\n").as_bytes());
 }
@@ -150,7 +149,8 @@ impl Serialize for JsonName<'_> {
     }
 }
 
-/// Tree parameters as objects carry them: `algorithm`, `size`, `tree`.
+/// Tree parameters as objects carry them: `algorithm`, `digest_size`,
+/// `leaf_size`.
 #[derive(Clone, Copy)]
 pub struct Tree<'a>(pub &'a TreeParams);
 
@@ -165,7 +165,6 @@ impl Serialize for Tree<'_> {
     }
 }
 
-/// A digest, serialized as lowercase hex.
 #[derive(Clone, Copy)]
 pub struct Hex<'a>(pub &'a [u8]);
 

@@ -97,7 +97,6 @@ impl Names {
     }
 }
 
-/// The inputs under `roots`, as they are walked.
 fn walked(
     roots: &[OsString],
     plan: &Arc<WalkPlan>,
@@ -165,7 +164,6 @@ fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
 /// A job's tag: the input's name as given, and as lines print it.
 type Tag = (OsString, Vec<u8>);
 
-/// The job that hashes one entry, as the options ask.
 fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
     let (name, mut error) = match entry {
