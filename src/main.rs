@@ -16,9 +16,7 @@ static ALLOCATOR: cli::sys::ReportingAllocator = cli::sys::ReportingAllocator;
 /// be too small for parsing the command line. Under an address-space limit
 /// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
-    cli::sys::one_allocator_arena();
-    cli::sys::raise_descriptor_limit();
-    cli::sys::file_size_limit_is_an_error();
+    cli::sys::set_up_process();
     let room = cli::sys::room_for_threads();
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {

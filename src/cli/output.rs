@@ -55,13 +55,11 @@ pub fn report(name: &OsStr, message: &str) -> Status {
 pub fn report_listed(name: &[u8], message: &str) {
     let mut line = b"bt2sum: ".to_vec();
     Name::listed(name).push_shown(&mut line);
-    line.extend_from_slice(b": ");
-    line.extend_from_slice(message.as_bytes());
-    line.push(b'\n');
+    // (Writing to a vector cannot fail.)
+    let _ = writeln!(line, ": {message}");
     write_stderr(&line);
 }
 
-/// Writes `bt2sum: MESSAGE` to standard error.
 pub fn warn(message: &str) {
     write_stderr(format!("bt2sum: {message}\n").as_bytes());
 }
@@ -151,7 +149,8 @@ impl Serialize for JsonName<'_> {
     }
 }
 
-/// Tree parameters as objects carry them: `algorithm`, `size`, `tree`.
+/// Tree parameters as objects carry them: `algorithm`, `digest_size`,
+/// `leaf_size`.
 #[derive(Clone, Copy)]
 pub struct Tree<'a>(pub &'a TreeParams);
 
@@ -166,7 +165,6 @@ impl Serialize for Tree<'_> {
     }
 }
 
-/// A digest, serialized as lowercase hex.
 #[derive(Clone, Copy)]
 pub struct Hex<'a>(pub &'a [u8]);
 
@@ -596,7 +594,7 @@ impl<'a> Record<'a> {
             Name::listed(name.0.unwrap_or(b"-")).push_shown(out);
         };
         shown(out, name);
-        out.extend_from_slice(format!(": {verdict}").as_bytes());
+        let _ = write!(out, ": {verdict}");
         if let Record::Class {
             from: Some(from), ..
         } = self

@@ -151,10 +151,7 @@ impl Drop for Progress {
 
 /// The bar on a terminal, hidden until the poller shows it when `delayed`.
 fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
-    let template = match total {
-        Some(_) => WITH_TOTAL,
-        None => WITHOUT_TOTAL,
-    };
+    let template = total.map_or(WITHOUT_TOTAL, |_| WITH_TOTAL);
     let style = ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ")
@@ -165,7 +162,18 @@ fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
     };
     let bar = ProgressBar::with_draw_target(total, target).with_style(style);
     *lock(&ACTIVE) = Some(bar.clone());
-    clear_on_stop_signal();
+    // A stop signal clears the bar, as the end of a run does.
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        crate::cli::sys::on_stop_signal(|| {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+            if let Some(bar) = lock(&ACTIVE).take() {
+                bar.finish_and_clear();
+                // Nothing draws it again before the process ends.
+                bar.set_draw_target(ProgressDrawTarget::hidden());
+            }
+        });
+    });
     bar
 }
 
@@ -299,19 +307,4 @@ impl<W: Write> Write for AboveBar<W> {
         let inner = &mut self.0;
         suspend(|| inner.flush())
     }
-}
-
-/// Has a stop signal clear the bar, as the end of a run does.
-fn clear_on_stop_signal() {
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    REGISTERED.call_once(|| {
-        crate::cli::sys::on_stop_signal(|| {
-            INTERRUPTED.store(true, Ordering::Relaxed);
-            if let Some(bar) = lock(&ACTIVE).take() {
-                bar.finish_and_clear();
-                // Nothing draws it again before the process ends.
-                bar.set_draw_target(ProgressDrawTarget::hidden());
-            }
-        });
-    });
 }

@@ -113,7 +113,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
     if bt2sum::budget::descriptors().signal_watcher && room_for_threads() {
-        INSTALLED.call_once(stop_signals::install);
+        INSTALLED.call_once(install_stop_signals);
     }
 }
 
@@ -136,86 +136,81 @@ fn speak_last_words() {
     }
 }
 
+/// A watcher thread speaks the last words on the first stop signal, then
+/// ends the process by it; a second one has its default action.
 #[cfg(unix)]
-mod stop_signals {
-    use super::{Arc, AtomicBool};
+fn install_stop_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
-
-    fn ignored(signal: libc::c_int) -> bool {
-        // SAFETY: a zeroed sigaction is valid to receive the current one,
-        // which is only read.
-        unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(signal, std::ptr::null(), &mut current) != 0
-                || current.sa_sigaction == libc::SIG_IGN
-        }
+    // SAFETY: a zeroed sigaction is valid to receive the current one,
+    // which is only read.
+    let ignored = |signal| unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) != 0
+            || current.sa_sigaction == libc::SIG_IGN
+    };
+    let taken: Vec<_> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&signal| !ignored(signal))
+        .collect();
+    // The watcher first: a flag raised while no watcher is there would
+    // leave a writer waiting forever for the end it brings.
+    let watcher = signal_hook::iterator::Signals::new(&taken).and_then(|mut signals| {
+        std::thread::Builder::new()
+            .name("stop signals".into())
+            .spawn(move || {
+                if let Some(signal) = signals.forever().next() {
+                    speak_last_words();
+                    let _ = signal_hook::low_level::emulate_default_handler(signal);
+                }
+            })
+    });
+    if watcher.is_err() {
+        return;
     }
-
-    /// A watcher thread speaks the last words on the first stop signal,
-    /// then ends the process by it; a second one has its default action.
-    pub(super) fn install() {
-        let taken: Vec<_> = [SIGINT, SIGTERM, SIGHUP]
-            .into_iter()
-            .filter(|&signal| !ignored(signal))
-            .collect();
-        // The watcher first: a flag raised while no watcher is there would
-        // leave a writer waiting forever for the end it brings.
-        let watcher = signal_hook::iterator::Signals::new(&taken).and_then(|mut signals| {
-            std::thread::Builder::new()
-                .name("stop signals".into())
-                .spawn(move || {
-                    if let Some(signal) = signals.forever().next() {
-                        super::speak_last_words();
-                        let _ = signal_hook::low_level::emulate_default_handler(signal);
-                    }
-                })
-        });
-        if watcher.is_err() {
-            return;
-        }
-        // Then the handler itself raises the flag, so that no writer waits
-        // for the watcher to be scheduled. A second signal has its default
-        // action: the handler knows it by a flag of its own, which only
-        // handlers raise (the watcher, woken, raises the writers' flag).
-        let signalled = Arc::new(AtomicBool::new(false));
-        for &signal in &taken {
-            let _ = flag::register_conditional_default(signal, Arc::clone(&signalled));
-            let _ = flag::register(signal, Arc::clone(&signalled));
-            let _ = flag::register(signal, Arc::clone(&super::STOPPING));
-        }
+    // Then the handler itself raises the flag, so that no writer waits
+    // for the watcher to be scheduled. A second signal has its default
+    // action: the handler knows it by a flag of its own, which only
+    // handlers raise (the watcher, woken, raises the writers' flag).
+    let signalled = Arc::new(AtomicBool::new(false));
+    for &signal in &taken {
+        let _ = flag::register_conditional_default(signal, Arc::clone(&signalled));
+        let _ = flag::register(signal, Arc::clone(&signalled));
+        let _ = flag::register(signal, Arc::clone(&STOPPING));
     }
 }
 
+/// Ctrl-C and Ctrl-Break: the last words, then status 130.
 #[cfg(windows)]
-mod stop_signals {
-    /// Ctrl-C and Ctrl-Break: the last words, then status 130.
-    pub(super) fn install() {
-        let _ = ctrlc::set_handler(|| {
-            super::speak_last_words();
-            std::process::exit(130)
-        });
-    }
+fn install_stop_signals() {
+    let _ = ctrlc::set_handler(|| {
+        speak_last_words();
+        std::process::exit(130)
+    });
 }
 
-/// Keeps glibc to one allocator arena: it reserves 64 MiB of address space
-/// for each thread's own, which under `ulimit -v` leaves too little for the
-/// work. (Elsewhere nothing.)
-pub fn one_allocator_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a tunable of the allocator.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
-
-/// Makes a write past `ulimit -f` fail with `File too large`, reported,
-/// instead of raising SIGXFSZ, which ends the process without a word.
-pub fn file_size_limit_is_an_error() {
+/// Sets the process up for the work (on Unix; elsewhere nothing).
+pub fn set_up_process() {
     #[cfg(unix)]
-    // SAFETY: ignoring a signal installs no code.
+    // SAFETY: mallopt only sets a tunable of the allocator, ignoring a
+    // signal installs no code, and the rest reads and sets the process's
+    // own limit.
     unsafe {
+        // glibc reserves 64 MiB of address space for each thread's own
+        // arena, which under `ulimit -v` leaves too little for the work.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        // A write past `ulimit -f` fails with `File too large`, reported,
+        // where SIGXFSZ would end the process without a word.
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        // What a run may hold open is all the system allows: the soft
+        // limit raised to the hard one, as Go programs do.
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
     }
 }
 
@@ -250,21 +245,6 @@ pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = (file, like);
     Ok(())
-}
-
-/// Raises the soft limit on open files to the hard one, as Go programs do:
-/// what a run may hold open is then all the system allows.
-pub fn raise_descriptor_limit() {
-    #[cfg(unix)]
-    // SAFETY: reads and sets the process's own limit.
-    unsafe {
-        let mut limit: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }
 
 /// Starts the worker threads: one fewer than the processors (or `--cpus`),

@@ -110,7 +110,6 @@ pub fn evict(path: &Path) {
     let _ = path;
 }
 
-/// A command running the built `bt2sum` binary.
 pub fn bt2sum() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bt2sum"))
 }
@@ -146,11 +145,7 @@ impl Retried for Command {
 }
 
 fn retried<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
-    let attempts = if std::env::var_os("BT2SUM_TEST_EMULATED").is_some() {
-        5
-    } else {
-        1
-    };
+    let attempts = std::env::var_os("BT2SUM_TEST_EMULATED").map_or(1, |_| 5);
     let mut attempt = 1;
     loop {
         match start() {
@@ -240,9 +235,7 @@ pub fn said(output: &Output) -> (String, String, i32) {
 /// Asserts what a run printed on each stream, and its status.
 #[track_caller]
 pub fn assert_output(output: &Output, stdout: &str, stderr: &str, status: i32) {
-    assert_eq!(self::stdout(output), stdout, "stdout");
-    assert_eq!(self::stderr(output), stderr, "stderr");
-    assert_eq!(self::status(output), status, "status");
+    assert_said(output, stdout, stderr, status, "stdout, stderr and status");
 }
 
 /// As [`assert_output`], naming `case` in its message.
@@ -295,12 +288,10 @@ pub fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
     dir
 }
 
-/// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Standard error as text.
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -406,7 +397,6 @@ pub fn wait_until_open(pid: u32, path: &Path) {
     panic!("bt2sum did not open {} within 30 s", path.display());
 }
 
-/// Makes a FIFO at `path`.
 #[cfg(unix)]
 pub fn mkfifo(path: &Path) {
     use std::os::unix::ffi::OsStrExt;

@@ -121,11 +121,7 @@ fn closed_descriptors_are_errors_when_used() {
     ];
     for &(script, out, err, code) in &cases {
         let output = shell(dir.path(), script);
-        assert!(
-            stdout(&output).starts_with(out),
-            "{script}: {}",
-            stdout(&output)
-        );
+        super::assert_starts(&stdout(&output), out);
         assert_eq!(
             (stderr(&output).as_str(), status(&output)),
             (err, code),
@@ -338,22 +334,11 @@ fn lowest_limit() -> u64 {
     static LOWEST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LOWEST.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let starts = |limit| starts_under(dir.path(), limit);
         // Between a limit too low to start a process and one that starts
-        // any build: halved to 250 KiB.
-        let (mut low, mut high) = (1000, 64000);
-        if !starts(high) {
-            return high;
-        }
-        while high - low > 250 {
-            let middle = (low + high) / 2;
-            if starts(middle) {
-                high = middle;
-            } else {
-                low = middle;
-            }
-        }
-        high + 500
+        // any build, to 250 KiB, searched by halves.
+        let limits: Vec<u64> = (1000..=64000).step_by(250).collect();
+        let least = limits.partition_point(|&limit| !starts_under(dir.path(), limit));
+        limits.get(least).map_or(64000, |least| least + 500)
     })
 }
 
@@ -394,12 +379,8 @@ fn the_file_size_limit_is_a_clear_error() {
         r#"ulimit -f 1; "$BT2SUM" --leaves -t 1 {} > out"#,
         ["small"; 8].join(" ")
     );
-    super::assert_output(
-        &shell(dir.path(), &script),
-        "",
-        "bt2sum: write error: File too large\n",
-        1,
-    );
+    let too_large = "bt2sum: write error: File too large\n";
+    super::assert_output(&shell(dir.path(), &script), "", too_large, 1);
     assert!(fs::metadata(dir.path().join("out")).unwrap().len() <= 512);
 }
 
@@ -418,15 +399,12 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("d")).unwrap();
+    let files = dir.path().join("d");
+    fs::create_dir(&files).unwrap();
     for index in 0..3000 {
-        fs::write(
-            dir.path().join(format!("d/f{index:05}")),
-            pattern(index % 3000),
-        )
-        .unwrap();
+        fs::write(files.join(format!("f{index:05}")), pattern(index)).unwrap();
     }
-    fs::write(dir.path().join("d/big"), pattern(3 << 20)).unwrap();
+    fs::write(files.join("big"), pattern(3 << 20)).unwrap();
     let commands = [
         r#""$BT2SUM" -t 1k d/f* d/big"#,
         r#""$BT2SUM" -c --quiet -t 1k SUMS"#,

@@ -121,11 +121,8 @@ fn many_files(dir: &Path) -> Vec<u8> {
     let tree = dir.join("tree");
     fs::create_dir(&tree).unwrap();
     for index in 0..4000 {
-        fs::write(
-            tree.join(format!("file-with-a-longish-name-{index:05}")),
-            [index as u8],
-        )
-        .unwrap();
+        let name = format!("file-with-a-longish-name-{index:05}");
+        fs::write(tree.join(name), [index as u8]).unwrap();
     }
     super::ok_bytes_in(dir, ["-r", "tree"])
 }

@@ -16,13 +16,14 @@ use crate::cli::sys;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::plain_message;
 
-/// One entry of the list.
 pub enum Entry {
-    /// A name to hash.
     Name(OsString),
     /// Not a name: where it is (`F:N`, or `F` when the list could not be
     /// read) and why.
-    Bad { place: OsString, message: String },
+    Bad {
+        place: OsString,
+        message: String,
+    },
 }
 
 /// The names of a list, read as they are asked for.
@@ -31,12 +32,10 @@ pub struct Names {
     reader: Option<Box<dyn BufRead>>,
     /// The list as messages name it.
     list: OsString,
-    /// How many names have been read.
     number: u64,
     record: Vec<u8>,
 }
 
-/// Opens the list `list` (`-`: standard input).
 pub fn open(list: &OsStr) -> io::Result<Names> {
     Ok(Names {
         reader: Some(sys::open_list(list)?),

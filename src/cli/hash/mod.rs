@@ -73,21 +73,19 @@ enum Names {
 
 impl Names {
     /// The bytes the run will hash, if they can be known ahead (a walk's
-    /// regular files, walked once more).
+    /// files, walked once more; one of unknown size there counts 0).
     fn total_bytes(&self, config: &Hashing) -> Option<u64> {
-        match self {
-            Names::Given(names) => total_bytes(config, names),
-            Names::Walked(roots, plan, skipped) => Some(
-                (walked(roots, plan, skipped))
-                    .filter_map(|entry| match entry {
-                        Entry::Name(path) => std::fs::metadata(path).ok(),
-                        Entry::Bad { .. } => None,
-                    })
-                    .filter(std::fs::Metadata::is_file)
-                    .fold(0u64, |total, metadata| total.saturating_add(metadata.len())),
-            ),
-            Names::Listed(_) => None,
-        }
+        let mut sizes: Box<dyn Iterator<Item = Option<u64>> + '_> = match self {
+            Names::Given(names) => Box::new(names.iter().map(|name| hashed_bytes(config, name))),
+            Names::Walked(roots, plan, skipped) => {
+                Box::new(walked(roots, plan, skipped).map(|entry| match entry {
+                    Entry::Name(path) => Some(hashed_bytes(config, &path).unwrap_or(0)),
+                    Entry::Bad { .. } => Some(0),
+                }))
+            }
+            Names::Listed(_) => return None,
+        };
+        sizes.try_fold(0u64, |total, size| Some(total.saturating_add(size?)))
     }
 
     fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
@@ -99,7 +97,6 @@ impl Names {
     }
 }
 
-/// The inputs under `roots`, as they are walked.
 fn walked(
     roots: &[OsString],
     plan: &Arc<WalkPlan>,
@@ -131,7 +128,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
         Inputs::Named(files) => Names::Given(files.clone()),
         Inputs::ListedIn(list) => Names::Listed(open_list(list)?),
         Inputs::Walk { roots, walk } => {
-            let roots = match roots {
+            let mut roots = match roots {
                 Roots::Given(roots) => roots.clone(),
                 // Read whole: the walk sorts what is under them anyway.
                 Roots::ListedIn(list) => (open_list(list)?)
@@ -145,10 +142,9 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                     })
                     .collect(),
             };
-            let roots = match roots.is_empty() {
-                true => vec![OsString::from(".")],
-                false => roots,
-            };
+            if roots.is_empty() {
+                roots.push(OsString::from("."));
+            }
             // The file standard output writes to is never hashed.
             let skipped = Skipped {
                 files: sys::stdout_file().into_iter().collect(),
@@ -168,7 +164,6 @@ fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
 /// A job's tag: the input's name as given, and as lines print it.
 type Tag = (OsString, Vec<u8>);
 
-/// The job that hashes one entry, as the options ask.
 fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
     let (name, mut error) = match entry {
@@ -332,39 +327,32 @@ impl Report<'_, '_> {
     }
 }
 
-/// The bytes the run will hash, for the progress bar: the sizes of the
-/// regular files (only the selection's part with `--leaf-range` or
-/// `--part`); `None` if an input is not a regular file (a pipe, a FIFO, a
-/// device), whose size cannot be known. Inputs that cannot be examined count
-/// 0: they fail anyway.
-fn total_bytes(config: &Hashing, names: &[OsString]) -> Option<u64> {
-    let mut total = 0u64;
-    for name in names {
-        // (A stream that says nothing of itself has no size either.)
-        let metadata = if name == "-" {
-            bt2sum::duplicate_stdin().map(|stdin| stdin.metadata().ok())
-        } else {
-            std::fs::metadata(name).map(Some)
-        };
-        let length = match metadata {
-            Ok(Some(metadata)) if metadata.is_file() => metadata.len(),
-            Ok(Some(metadata)) if metadata.is_dir() => 0,
-            Ok(_) => return None,
-            Err(_) => 0,
-        };
-        let hashed = match &config.listing {
-            // An excerpt is all read.
-            Listing::Leaves(Some(_)) if config.excerpt_of.is_some() => length,
-            Listing::Leaves(Some(selection)) => {
-                let bytes = config
-                    .tree
-                    .leaves_bytes(&selection.leaves(config.tree.leaf_count(length)), length);
-                bytes.end - bytes.start
-            }
-            Listing::Count(_) => 0,
-            Listing::None | Listing::Leaves(None) => length,
-        };
-        total = total.saturating_add(hashed);
-    }
-    Some(total)
+/// The bytes hashing `name` reads, for the progress bar: its size (only
+/// the selection's part with `--leaf-range` or `--part`); `None` if it is
+/// not a regular file (a pipe, a FIFO, a device), whose size cannot be
+/// known. An input that cannot be examined counts 0: it fails anyway.
+fn hashed_bytes(config: &Hashing, name: &OsStr) -> Option<u64> {
+    // (A stream that says nothing of itself has no size either.)
+    let metadata = if name == "-" {
+        bt2sum::duplicate_stdin().map(|stdin| stdin.metadata().ok())
+    } else {
+        std::fs::metadata(name).map(Some)
+    };
+    let length = match metadata {
+        Ok(Some(metadata)) if metadata.is_file() => metadata.len(),
+        Ok(Some(metadata)) if metadata.is_dir() => 0,
+        Ok(_) => return None,
+        Err(_) => 0,
+    };
+    Some(match &config.listing {
+        // An excerpt is all read.
+        Listing::Leaves(Some(_)) if config.excerpt_of.is_some() => length,
+        Listing::Leaves(Some(selection)) => {
+            let leaves = selection.leaves(config.tree.leaf_count(length));
+            let bytes = config.tree.leaves_bytes(&leaves, length);
+            bytes.end - bytes.start
+        }
+        Listing::Count(_) => 0,
+        Listing::None | Listing::Leaves(None) => length,
+    })
 }
