@@ -232,10 +232,7 @@ fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
 fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
     let mut all: Vec<String> = args.exclude.clone();
     for file in &args.exclude_from {
-        let path = match &args.directory {
-            Some(directory) => std::path::Path::new(directory).join(file),
-            None => file.into(),
-        };
+        let path = std::path::Path::new(args.directory.as_deref().unwrap_or_default()).join(file);
         let unread = |why: String| usage(format!("--exclude-from {}: {why}", file.display()));
         let text = std::fs::read(path).map_err(|error| unread(bt2sum::plain_message(&error)))?;
         let text = String::from_utf8(text).map_err(|_| unread("not UTF-8 text".into()))?;
@@ -410,10 +407,9 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
         Some(None) => return Err(usage(format!("--name: {}", bt2sum::Error::NotUnicode))),
         printed => printed.flatten().map(Name::into_bytes),
     };
-    let excerpt_of = match listing {
-        Listing::Leaves(Some(_)) => args.total,
-        _ => None,
-    };
+    let excerpt_of = args
+        .total
+        .filter(|_| matches!(listing, Listing::Leaves(Some(_))));
     Ok(Hashing {
         tree,
         inputs,
@@ -430,38 +426,30 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
 /// clap's own (which, for `--verify`, suggests `--version`).
 fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
     use clap::error::{ContextKind, ContextValue};
-    // Whether one of `flags` is given (alone, or with `=VALUE`).
-    let given = |flags: &[&str]| {
+    // Whether one of `flags` (separated by spaces) is given, alone or
+    // with `=VALUE`.
+    let given = |flags: &str| {
         let given = args.iter().skip(1).take_while(|arg| *arg != "--");
         given.filter_map(|arg| arg.to_str()).any(|arg| {
             let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
-            flags.contains(&flag)
+            flags.split(' ').any(|known| known == flag)
         })
     };
-    let checking_only = [
-        "--quiet",
-        "--status",
-        "--strict",
-        "-w",
-        "--warn",
-        "--ignore-missing",
-    ];
+    let checking_only = "--quiet --status --strict -w --warn --ignore-missing";
     let tip = match error.kind() {
-        ErrorKind::UnknownArgument if given(&["-l", "--bits"]) => {
+        ErrorKind::UnknownArgument if given("-l --bits") => {
             "GNU b2sum's -l counts bits; bt2sum counts the digest size in bytes: -s/--length BYTES (-l 256 is -s 32)"
         }
-        ErrorKind::UnknownArgument if given(&["--verify"]) => {
+        ErrorKind::UnknownArgument if given("--verify") => {
             "to verify a list of checksums, use -c/--check LIST"
         }
-        ErrorKind::MissingRequiredArgument if given(&checking_only) => {
+        ErrorKind::MissingRequiredArgument if given(checking_only) => {
             "--quiet, --status, --strict, --warn and --ignore-missing are options of -c/--check, which verifies a list"
         }
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given(&["-t"]) => {
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given("-t") => {
             "-t is the leaf size here (-t 1m); sha256sum's -t/--text is accepted as --text"
         }
-        ErrorKind::ArgumentConflict
-            if given(&["-c", "--check"]) && given(&["-r", "--recursive"]) =>
-        {
+        ErrorKind::ArgumentConflict if given("-c --check") && given("-r --recursive") => {
             "to walk a tree and check it against a list, use -c --audit DIR LIST"
         }
         _ => return error,
