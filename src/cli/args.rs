@@ -441,6 +441,7 @@ pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::error::ErrorKind::{ArgumentConflict, MissingRequiredArgument};
 
     /// The definition is consistent (clap's own checks), and every option
     /// that means something in one mode only is refused beside another
@@ -449,13 +450,6 @@ mod tests {
     #[test]
     fn options_of_one_mode_are_refused_outside_it() {
         Args::command().debug_assert();
-        let check_only = [
-            "--quiet",
-            "--status",
-            "--strict",
-            "--warn",
-            "--ignore-missing",
-        ];
         let not_check: [&[&str]; 6] = [
             &["--untagged"],
             &["-s", "40"],
@@ -471,7 +465,7 @@ mod tests {
         };
         // (Each alone, and what it needs, the table of usage errors in
         // cli.rs says, with the messages.)
-        for option in check_only {
+        for option in "--quiet --status --strict --warn --ignore-missing".split(' ') {
             with(&[option], &not_check);
         }
         let selected: [&[&str]; 5] = [
@@ -503,14 +497,8 @@ mod tests {
         for args in &refused {
             let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
             let kind = parsed.expect_err(&format!("{args:?} is refused")).kind();
-            assert!(
-                matches!(
-                    kind,
-                    clap::error::ErrorKind::ArgumentConflict
-                        | clap::error::ErrorKind::MissingRequiredArgument
-                ),
-                "{args:?}: {kind:?}"
-            );
+            let refused = matches!(kind, ArgumentConflict | MissingRequiredArgument);
+            assert!(refused, "{args:?}: {kind:?}");
         }
         // And where they mean something, they are taken.
         let accepted: [&[&str]; 12] = [

@@ -49,7 +49,6 @@ pub enum Mode {
     Combine(Combining),
 }
 
-/// The settings of a hashing run.
 pub struct Hashing {
     pub tree: TreeParams,
     pub inputs: Inputs,
@@ -67,7 +66,6 @@ pub struct Hashing {
     pub json: bool,
 }
 
-/// The inputs of a hashing run.
 pub enum Inputs {
     /// No FILE: standard input, whose line has no name.
     Stdin,
@@ -107,7 +105,6 @@ pub enum Listing {
     Count(Option<Selection>),
 }
 
-/// The settings of a check run.
 pub struct Checking {
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
@@ -175,14 +172,12 @@ pub struct Repair {
     pub setid: bool,
 }
 
-/// The settings of `--combine`.
 pub struct Combining {
     /// The listings; empty for standard input.
     pub listings: Vec<OsString>,
     pub layout: Layout,
 }
 
-/// A usage error that says `message`.
 fn usage(message: impl std::fmt::Display) -> clap::Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
@@ -298,7 +293,6 @@ impl Request {
     }
 }
 
-/// The settings of `--check`, as the arguments give them.
 fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
     // (They override each other: one at most is given.)
     let verbosity = match (args.status, args.quiet, args.warn) {
@@ -369,7 +363,6 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
     })
 }
 
-/// The settings of hashing, as the arguments give them.
 fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
     let size = match args.size {
         0 => args.algorithm.max_digest_size(),
