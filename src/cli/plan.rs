@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, Error, Parser};
 use clap_complete::Shell;
 
 use crate::cli::output::{Layout, Verbosity};
@@ -178,7 +178,7 @@ pub struct Combining {
     pub layout: Layout,
 }
 
-fn usage(message: impl std::fmt::Display) -> clap::Error {
+fn usage(message: impl std::fmt::Display) -> Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
 
@@ -190,7 +190,7 @@ fn one_list(files: &[OsString]) -> Option<&OsString> {
 /// The rules clap's declarations in `args` cannot say (they depend on
 /// values: how many FILEs, which is standard input): the first the flags
 /// break, as a usage error.
-fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
+fn follows_the_rules(args: &Args) -> Result<(), Error> {
     let files = &args.files;
     let one_list_file = one_list(files).is_some();
     let lists_are_files = !files.is_empty() && files.iter().all(|file| file != "-");
@@ -224,7 +224,7 @@ fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
 /// pattern decides over an earlier one; a file relative to `-C`'s
 /// directory, if given); a pattern that is not one, or a file that cannot
 /// be read, is a usage error.
-fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
+fn excludes(args: &Args) -> Result<Excludes, Error> {
     let mut all: Vec<String> = args.exclude.clone();
     for file in &args.exclude_from {
         let path = std::path::Path::new(args.directory.as_deref().unwrap_or_default()).join(file);
@@ -242,7 +242,7 @@ fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
 impl Request {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
-    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, clap::Error> {
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, Error> {
         let args = go_spellings(args);
         let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
         if let Some(shell) = args.completions {
@@ -273,6 +273,13 @@ impl Request {
             one_file_system: args.one_file_system,
             max_depth: args.max_depth.map(usize::from),
         };
+        // A digest size the algorithm has, in every mode: a check's lines
+        // must have it too. (`-s 0`, the default, is the largest.)
+        let size = match args.size {
+            0 => args.algorithm.max_digest_size(),
+            size => size,
+        };
+        let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if args.check {
             Mode::Check(checking(args, walk)?)
@@ -282,7 +289,7 @@ impl Request {
                 layout,
             })
         } else {
-            Mode::Hash(hashing(args, layout, walk)?)
+            Mode::Hash(hashing(args, tree, layout, walk)?)
         };
         Ok(Request::Run(Box::new(Config {
             directory,
@@ -293,7 +300,7 @@ impl Request {
     }
 }
 
-fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
+fn checking(args: Args, walk: WalkPlan) -> Result<Checking, Error> {
     // (They override each other: one at most is given.)
     let verbosity = match (args.status, args.quiet, args.warn) {
         (true, ..) => Verbosity::Status,
@@ -306,10 +313,6 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
         // (`-s 0`, the default, is any size.)
         digest_size: (args.size > 0).then_some(args.size),
     };
-    if let Some(size) = grammar.digest_size {
-        // A size the algorithm has, as when hashing.
-        TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
-    }
     // The ledger named, else the one beside the one list (a list from
     // standard input has no place for one), used if it is there unless
     // asked for.
@@ -363,12 +366,7 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
     })
 }
 
-fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
-    let size = match args.size {
-        0 => args.algorithm.max_digest_size(),
-        size => size,
-    };
-    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
+fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Result<Hashing, Error> {
     // (`--leaf-range` and `--part` do not go together.)
     let selection = (args.leaf_range.map(Selection::Range)).or(args.part.map(Selection::Part));
     let listing = match (args.leaves, args.leaf_count) {
@@ -417,7 +415,7 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
 
 /// A tip for an error that a habit from another tool led to, in place of
 /// clap's own (which, for `--verify`, suggests `--version`).
-fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
+fn habit_tip(mut error: Error, args: &[OsString]) -> Error {
     use clap::error::{ContextKind, ContextValue};
     // Whether one of `flags` (separated by spaces) is given, alone or
     // with `=VALUE`.
