@@ -35,6 +35,8 @@ fn known_answers_from_standard_input_and_named_files() {
         (&["--num-threads", "1", "--length", "40"], HELLO, format!("BLAKE2b-40 = {HELLO_B40}\n")),
         (&["hello.txt", "-"], HELLO, format!("{named}BLAKE2b-64 (-) = {HELLO_B64}\n")),
         (&["--untagged", "hello.txt"], b"", format!("{HELLO_B64}  hello.txt\n")),
+        // The largest leaf size, with the smallest digest (as Python's hashlib has it).
+        (&["-t", "4294967295", "-s", "1"], HELLO, "BLAKE2b-1 = 91\n".into()),
     ];
     for (args, input, line) in table {
         assert_said(
@@ -309,14 +311,6 @@ fn bad_options_are_usage_errors() {
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("--version"), "{args:?}");
     }
-}
-
-/// The largest leaf size is taken. (The smallest lists the last leaves
-/// before 2^64 in parts.rs; suffixes are the parser's unit test's, and
-/// `go_spellings_and_last_value_wins` runs one.)
-#[test]
-fn the_largest_leaf_size_is_accepted() {
-    assert_eq!(status(&run(["-t", "4294967295"], HELLO)), 0);
 }
 
 #[test]
