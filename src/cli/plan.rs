@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, Error, Parser};
 use clap_complete::Shell;
 
 use crate::cli::output::{Layout, Verbosity};
@@ -49,7 +49,6 @@ pub enum Mode {
     Combine(Combining),
 }
 
-/// The settings of a hashing run.
 pub struct Hashing {
     pub tree: TreeParams,
     pub inputs: Inputs,
@@ -67,7 +66,6 @@ pub struct Hashing {
     pub json: bool,
 }
 
-/// The inputs of a hashing run.
 pub enum Inputs {
     /// No FILE: standard input, whose line has no name.
     Stdin,
@@ -107,7 +105,6 @@ pub enum Listing {
     Count(Option<Selection>),
 }
 
-/// The settings of a check run.
 pub struct Checking {
     /// The lists; empty for standard input.
     pub lists: Vec<OsString>,
@@ -175,15 +172,13 @@ pub struct Repair {
     pub setid: bool,
 }
 
-/// The settings of `--combine`.
 pub struct Combining {
     /// The listings; empty for standard input.
     pub listings: Vec<OsString>,
     pub layout: Layout,
 }
 
-/// A usage error that says `message`.
-fn usage(message: impl std::fmt::Display) -> clap::Error {
+fn usage(message: impl std::fmt::Display) -> Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
 
@@ -195,7 +190,7 @@ fn one_list(files: &[OsString]) -> Option<&OsString> {
 /// The rules clap's declarations in `args` cannot say (they depend on
 /// values: how many FILEs, which is standard input): the first the flags
 /// break, as a usage error.
-fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
+fn follows_the_rules(args: &Args) -> Result<(), Error> {
     let files = &args.files;
     let one_list_file = one_list(files).is_some();
     let lists_are_files = !files.is_empty() && files.iter().all(|file| file != "-");
@@ -229,13 +224,10 @@ fn follows_the_rules(args: &Args) -> Result<(), clap::Error> {
 /// pattern decides over an earlier one; a file relative to `-C`'s
 /// directory, if given); a pattern that is not one, or a file that cannot
 /// be read, is a usage error.
-fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
+fn excludes(args: &Args) -> Result<Excludes, Error> {
     let mut all: Vec<String> = args.exclude.clone();
     for file in &args.exclude_from {
-        let path = match &args.directory {
-            Some(directory) => std::path::Path::new(directory).join(file),
-            None => file.into(),
-        };
+        let path = std::path::Path::new(args.directory.as_deref().unwrap_or_default()).join(file);
         let unread = |why: String| usage(format!("--exclude-from {}: {why}", file.display()));
         let text = std::fs::read(path).map_err(|error| unread(bt2sum::plain_message(&error)))?;
         let text = String::from_utf8(text).map_err(|_| unread("not UTF-8 text".into()))?;
@@ -250,7 +242,7 @@ fn excludes(args: &Args) -> Result<Excludes, clap::Error> {
 impl Request {
     /// Parses and resolves the command line (the program name first). The
     /// error is clap's: a usage error, or the help or version to print.
-    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, clap::Error> {
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, Error> {
         let args = go_spellings(args);
         let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
         if let Some(shell) = args.completions {
@@ -281,6 +273,13 @@ impl Request {
             one_file_system: args.one_file_system,
             max_depth: args.max_depth.map(usize::from),
         };
+        // A digest size the algorithm has, in every mode: a check's lines
+        // must have it too. (`-s 0`, the default, is the largest.)
+        let size = match args.size {
+            0 => args.algorithm.max_digest_size(),
+            size => size,
+        };
+        let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if args.check {
             Mode::Check(checking(args, walk)?)
@@ -290,7 +289,7 @@ impl Request {
                 layout,
             })
         } else {
-            Mode::Hash(hashing(args, layout, walk)?)
+            Mode::Hash(hashing(args, tree, layout, walk)?)
         };
         Ok(Request::Run(Box::new(Config {
             directory,
@@ -301,8 +300,7 @@ impl Request {
     }
 }
 
-/// The settings of `--check`, as the arguments give them.
-fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
+fn checking(args: Args, walk: WalkPlan) -> Result<Checking, Error> {
     // (They override each other: one at most is given.)
     let verbosity = match (args.status, args.quiet, args.warn) {
         (true, ..) => Verbosity::Status,
@@ -315,10 +313,6 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
         // (`-s 0`, the default, is any size.)
         digest_size: (args.size > 0).then_some(args.size),
     };
-    if let Some(size) = grammar.digest_size {
-        // A size the algorithm has, as when hashing.
-        TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
-    }
     // The ledger named, else the one beside the one list (a list from
     // standard input has no place for one), used if it is there unless
     // asked for.
@@ -372,13 +366,7 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, clap::Error> {
     })
 }
 
-/// The settings of hashing, as the arguments give them.
-fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::Error> {
-    let size = match args.size {
-        0 => args.algorithm.max_digest_size(),
-        size => size,
-    };
-    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
+fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Result<Hashing, Error> {
     // (`--leaf-range` and `--part` do not go together.)
     let selection = (args.leaf_range.map(Selection::Range)).or(args.part.map(Selection::Part));
     let listing = match (args.leaves, args.leaf_count) {
@@ -410,10 +398,9 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
         Some(None) => return Err(usage(format!("--name: {}", bt2sum::Error::NotUnicode))),
         printed => printed.flatten().map(Name::into_bytes),
     };
-    let excerpt_of = match listing {
-        Listing::Leaves(Some(_)) => args.total,
-        _ => None,
-    };
+    let excerpt_of = args
+        .total
+        .filter(|_| matches!(listing, Listing::Leaves(Some(_))));
     Ok(Hashing {
         tree,
         inputs,
@@ -428,40 +415,32 @@ fn hashing(args: Args, layout: Layout, walk: WalkPlan) -> Result<Hashing, clap::
 
 /// A tip for an error that a habit from another tool led to, in place of
 /// clap's own (which, for `--verify`, suggests `--version`).
-fn habit_tip(mut error: clap::Error, args: &[OsString]) -> clap::Error {
+fn habit_tip(mut error: Error, args: &[OsString]) -> Error {
     use clap::error::{ContextKind, ContextValue};
-    // Whether one of `flags` is given (alone, or with `=VALUE`).
-    let given = |flags: &[&str]| {
+    // Whether one of `flags` (separated by spaces) is given, alone or
+    // with `=VALUE`.
+    let given = |flags: &str| {
         let given = args.iter().skip(1).take_while(|arg| *arg != "--");
         given.filter_map(|arg| arg.to_str()).any(|arg| {
             let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
-            flags.contains(&flag)
+            flags.split(' ').any(|known| known == flag)
         })
     };
-    let checking_only = [
-        "--quiet",
-        "--status",
-        "--strict",
-        "-w",
-        "--warn",
-        "--ignore-missing",
-    ];
+    let checking_only = "--quiet --status --strict -w --warn --ignore-missing";
     let tip = match error.kind() {
-        ErrorKind::UnknownArgument if given(&["-l", "--bits"]) => {
+        ErrorKind::UnknownArgument if given("-l --bits") => {
             "GNU b2sum's -l counts bits; bt2sum counts the digest size in bytes: -s/--length BYTES (-l 256 is -s 32)"
         }
-        ErrorKind::UnknownArgument if given(&["--verify"]) => {
+        ErrorKind::UnknownArgument if given("--verify") => {
             "to verify a list of checksums, use -c/--check LIST"
         }
-        ErrorKind::MissingRequiredArgument if given(&checking_only) => {
+        ErrorKind::MissingRequiredArgument if given(checking_only) => {
             "--quiet, --status, --strict, --warn and --ignore-missing are options of -c/--check, which verifies a list"
         }
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given(&["-t"]) => {
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation if given("-t") => {
             "-t is the leaf size here (-t 1m); sha256sum's -t/--text is accepted as --text"
         }
-        ErrorKind::ArgumentConflict
-            if given(&["-c", "--check"]) && given(&["-r", "--recursive"]) =>
-        {
+        ErrorKind::ArgumentConflict if given("-c --check") && given("-r --recursive") => {
             "to walk a tree and check it against a list, use -c --audit DIR LIST"
         }
         _ => return error,

@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::{
-    HELLO, HELLO_B64, Retried, assert_contains, assert_output, assert_said, bt2sum, digest, ok_in,
-    pattern, printed, read_error, run, run_in, status, stderr, stdout,
+    HELLO, HELLO_B64, Retried, assert_contains, assert_output, assert_said, bt2sum, digest,
+    dir_with, ok_in, pattern, printed, read_error, run, run_in, status, stderr, stdout,
 };
 #[cfg(unix)]
 use super::{mkfifo, output_within};
@@ -18,18 +18,10 @@ const HELLO_B40: &str =
 const EMPTY_B64: &str = "067b63c7d8d79ccfb6efc6dbdd97f96fa5c93ce37ad1cec943db3f90b125c3edcc95aa5d82b8e285aee4ca2074d3cf757a6023a750c6b22c7c22b69cac8af4d4";
 const EMPTY_S32: &str = "008f3a5f54ab81aead5190f59d8870320e59e0e08934449eec0d45f958afbd2e";
 
-/// A temporary directory holding `name` with `data`.
-fn file_with(name: &str, data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(name);
-    fs::write(&path, data).unwrap();
-    (dir, path)
-}
-
 /// Known answers, from standard input and of a named file.
 #[test]
 fn known_answers_from_standard_input_and_named_files() {
-    let (dir, _) = file_with("hello.txt", HELLO);
+    let dir = dir_with(&[("hello.txt", HELLO)]);
     let named = format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\n");
     #[rustfmt::skip]
     let table = [
@@ -43,6 +35,8 @@ fn known_answers_from_standard_input_and_named_files() {
         (&["--num-threads", "1", "--length", "40"], HELLO, format!("BLAKE2b-40 = {HELLO_B40}\n")),
         (&["hello.txt", "-"], HELLO, format!("{named}BLAKE2b-64 (-) = {HELLO_B64}\n")),
         (&["--untagged", "hello.txt"], b"", format!("{HELLO_B64}  hello.txt\n")),
+        // The largest leaf size, with the smallest digest (as Python's hashlib has it).
+        (&["-t", "4294967295", "-s", "1"], HELLO, "BLAKE2b-1 = 91\n".into()),
     ];
     for (args, input, line) in table {
         assert_said(
@@ -61,8 +55,8 @@ fn known_answers_from_standard_input_and_named_files() {
 fn a_trickling_pipe_gives_the_file_digest() {
     // 12 MiB + 3: three leaves, read from a pipe written in small pieces.
     let data = pattern((12 << 20) + 3);
-    let (_dir, path) = file_with("data", &data);
-    let expected = stdout(&bt2sum().arg(&path).output_retried());
+    let dir = dir_with(&[("data", &data)]);
+    let expected = ok_in(dir.path(), ["data"]);
     let mut child = bt2sum().spawn_piped();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
@@ -90,7 +84,8 @@ fn a_trickling_pipe_gives_the_file_digest() {
 #[test]
 fn standard_input_is_hashed_as_that_file_and_read_once() {
     let data = pattern((45 << 20) + 11);
-    let (_dir, path) = file_with("data", &data);
+    let dir = dir_with(&[("data", &data)]);
+    let path = dir.path().join("data");
     let named = digest(&stdout(&bt2sum().arg(&path).output_retried()));
     let from_file = |args: &[&str]| {
         let file = fs::File::open(&path).unwrap();
@@ -154,31 +149,6 @@ fn fifos_are_read_in_turn_and_opened_meanwhile() {
     }
 }
 
-#[test]
-fn errors_are_reported_per_file_and_the_rest_is_hashed() {
-    let (dir, _) = file_with("hello.txt", HELLO);
-    fs::create_dir(dir.path().join("subdir")).unwrap();
-    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
-    let directory = read_error(&dir.path().join("subdir"), "Is a directory");
-    let out = super::run_in(
-        dir.path(),
-        ["missing", "hello.txt", "subdir", "hello.txt"],
-        b"",
-    );
-    // (Where the system says the name is a directory, `-r` is named.)
-    let hint = if directory == "Is a directory" {
-        "; -r hashes the files in it"
-    } else {
-        ""
-    };
-    assert_output(
-        &out,
-        &format!("BLAKE2b-64 (hello.txt) = {HELLO_B64}\n").repeat(2),
-        &format!("bt2sum: missing: {missing}\nbt2sum: subdir: {directory}{hint}\n"),
-        1,
-    );
-}
-
 /// (Unix: file modes and uids.)
 #[cfg(unix)]
 #[test]
@@ -238,17 +208,15 @@ fn bad_options_are_usage_errors() {
     let check_options = "tip: --quiet, --status, --strict, --warn and --ignore-missing are options \
                          of -c/--check";
     let range_or_part = "<--leaf-range <A..B>|--part <K/N>|--leaf-count>";
+    let update_one = "--update rewrites one list: give one LIST, a file";
     #[rustfmt::skip]
-    let mut cases: Vec<(&[&str], &str)> = vec![
+    let cases: &[(&[&str], &str)] = &[
         (&["-a", "blake2x"], "invalid value 'blake2x'"),
         (&["-s", "65"], "allowed 1 to 64"),
         (&["-a", "blake2s", "-s", "33"], "allowed 1 to 32"),
         (&["-s", "-1"], "-1"),
         (&["-t", "0"], "from 1 byte to 4294967295 bytes"),
-        (&["-t", "5x"], "from 1 byte to 4294967295 bytes"),
         (&["-t", "4g"], "from 1 byte to 4294967295 bytes"),
-        (&["-t", "k"], "from 1 byte to 4294967295 bytes"),
-        (&["-t", "99999999999999999999"], "from 1 byte to 4294967295 bytes"),
         (&["--cpus", "0"], "0 is not in 1..=1024"),
         (&["--cpus", "1025"], "1025 is not in 1..=1024"),
         (&["-cpus", "0"], "0 is not in 1..=1024"),
@@ -277,7 +245,6 @@ fn bad_options_are_usage_errors() {
         // Listing options where they do not apply.
         (&["-c", "--leaves", "--untagged"], conflict),
         (&["--combine", "--leaves"], conflict),
-        (&["--combine", "-c"], conflict),
         (&["--combine", "-s", "10"], conflict),
         (&["--combine", "-a", "blake2s"], conflict),
         (&["--combine", "-t", "1k"], conflict),
@@ -305,7 +272,6 @@ fn bad_options_are_usage_errors() {
         (&["--total", "10", "f"], range_or_part),
         (&["--part", "1/2", "f"], "<--leaves|--leaf-count|--check>"),
         (&["--leaves", "--part", "0/2", "f"], "with 1 <= K <= N"),
-        (&["--leaves", "--part", "3/2", "f"], "with 1 <= K <= N"),
         (&["--leaves", "--part", "1/2", "--leaf-range", "0..1", "f"], conflict),
         (&["-c", "--part", "1/2", "--leaf-range", "0..1", "f"], conflict),
         (&["-r", "--leaves", "--part", "1/2", "."], conflict),
@@ -325,35 +291,19 @@ fn bad_options_are_usage_errors() {
         (&["-c", "-r", "f"], "Usage: bt2sum [OPTIONS] [FILE]...\n       \
             bt2sum --check [OPTIONS] [LIST]...\n       \
             bt2sum --combine [OPTIONS] [LISTING]...\n"),
+        // Repair goes with check mode only, and not with an update.
+        (&["--repair-from", "copy", "f"], needs_check),
+        (&["--repair-truncate", "-c", "LEAVES"], "--repair-from"),
+        (&["-c", "--repair-from", "copy", "--update", "--audit", ".", "LEAVES"], conflict),
+        // An update rewrites the one list of an audit.
+        (&["-c", "--update", "A"], "--audit <DIR>"),
+        (&["-c", "--audit", ".", "--update", "A", "B"], update_one),
+        (&["-c", "--audit", ".", "--update"], update_one),
+        (&["-c", "--audit", ".", "--update", "-"], update_one),
+        (&["-c", "--stat", "A"], "--stat with --check needs --update"),
     ];
-    if cfg!(unix) {
-        let update_one = "--update rewrites one list: give one LIST, a file";
-        cases.extend([
-            // Repair goes with check mode only, and not with an update.
-            (&["--repair-from", "copy", "f"][..], needs_check),
-            (&["--repair-truncate", "-c", "LEAVES"], "--repair-from"),
-            (
-                &[
-                    "-c",
-                    "--repair-from",
-                    "copy",
-                    "--update",
-                    "--audit",
-                    ".",
-                    "LEAVES",
-                ],
-                conflict,
-            ),
-            // An update rewrites the one list of an audit.
-            (&["-c", "--update", "A"], "--audit <DIR>"),
-            (&["-c", "--audit", ".", "--update", "A", "B"], update_one),
-            (&["-c", "--audit", ".", "--update"], update_one),
-            (&["-c", "--audit", ".", "--update", "-"], update_one),
-            (&["-c", "--stat", "A"], "--stat with --check needs --update"),
-        ]);
-    }
-    let dir = super::dir_with(&[("f", HELLO)]);
-    for (args, message) in cases {
+    let dir = dir_with(&[("f", HELLO)]);
+    for &(args, message) in cases {
         let out = super::run_in(dir.path(), args, HELLO);
         assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
         assert_eq!(stdout(&out), "", "{args:?}");
@@ -363,35 +313,21 @@ fn bad_options_are_usage_errors() {
 }
 
 #[test]
-fn extreme_leaf_sizes_are_accepted() {
-    for size in ["4294967295", "1"] {
-        assert_eq!(status(&run(["-t", size], HELLO)), 0, "{size}");
-    }
-    for (suffixed, bytes) in [("1G", "1073741824"), ("2k", "2048")] {
-        assert_eq!(
-            run(["-t", suffixed], HELLO).stdout,
-            run(["-t", bytes], HELLO).stdout
-        );
-    }
-}
-
-#[test]
 fn go_spellings_and_last_value_wins() {
-    let (_dir, path) = file_with("data", &pattern(11 << 20));
-    let path = path.to_str().unwrap();
+    let dir = dir_with(&[("data", &pattern(11 << 20))]);
     #[rustfmt::skip]
-    let long = ["--cpus", "2", "--algorithm", "blake2s", "--size", "20", "--tree", "3m", path];
-    let expected = stdout(&run(long, b""));
+    let long = ["--cpus", "2", "--algorithm", "blake2s", "--size", "20", "--tree", "3m", "data"];
+    let expected = ok_in(dir.path(), long);
     assert!(expected.starts_with("BLAKE2s-20 ("));
     #[rustfmt::skip]
     let spellings: [&[&str]; 4] = [
-        &["-cpus", "2", "-a=blake2s", "-s=20", "-t=3m", path],
-        &["-cpus=2", "--a=blake2s", "--s", "20", "--t=3M", path],
-        &["-a", "blake2b", "-a", "blake2s", "-s", "9", "-s", "20", "-t", "3m", path],
-        &["--cpus", "1", "-a", "blake2s", "-s", "20", "-t", "3072k", path],
+        &["-cpus", "2", "-a=blake2s", "-s=20", "-t=3m", "data"],
+        &["-cpus=2", "--a=blake2s", "--s", "20", "--t=3M", "data"],
+        &["-a", "blake2b", "-a", "blake2s", "-s", "9", "-s", "20", "-t", "3m", "data"],
+        &["--cpus", "1", "-a", "blake2s", "-s", "20", "-t", "3072k", "data"],
     ];
     for args in spellings {
-        assert_eq!(stdout(&run(args, b"")), expected, "{args:?}");
+        assert_eq!(ok_in(dir.path(), args), expected, "{args:?}");
     }
     // Nothing after `--` is rewritten: `-cpus` is then a file name.
     let missing = read_error(std::path::Path::new("-cpus"), "No such file or directory");
@@ -405,7 +341,7 @@ fn go_spellings_and_last_value_wins() {
 /// small file (five runs).
 #[test]
 fn any_number_of_threads_gives_the_same_lines() {
-    let dir = super::dir_with(&[("data", &pattern((23 << 20) + 5))]);
+    let dir = dir_with(&[("data", &pattern((23 << 20) + 5))]);
     let small: Vec<String> = (0..64).map(|i| format!("f{i}")).collect();
     for (i, name) in small.iter().enumerate() {
         fs::write(dir.path().join(name), pattern(200 << 10 | i)).unwrap();
@@ -470,7 +406,8 @@ fn files_whose_size_lies_are_hashed_as_read() {
 /// checking, `--man`, `--help` and `--version`.
 #[test]
 fn an_unwritable_output_is_a_write_error_in_every_mode() {
-    let (dir, path) = file_with("h", HELLO);
+    let dir = dir_with(&[("h", HELLO)]);
+    let path = dir.path().join("h");
     fs::write(dir.path().join("SUMS"), format!("{HELLO_B64}  h\n")).unwrap();
     let refused = fs::File::open(&path).unwrap().write(b"x").unwrap_err();
     let mut outputs = vec![(path, false, bt2sum::plain_message(&refused))];
@@ -528,7 +465,8 @@ fn make_sparse(file: &fs::File) -> std::io::Result<()> {
 /// Where the file cannot be made sparse (Windows, on a file system without
 /// sparse files), `test` says it is skipped rather than take 64 GiB.
 fn assert_change_is_reported(test: &str, name: &str, change: impl FnOnce(&fs::File)) {
-    let (_dir, path) = file_with(name, b"");
+    let dir = dir_with(&[(name, b"")]);
+    let path = dir.path().join(name);
     let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
     #[cfg(windows)]
     if let Err(error) = make_sparse(&file) {
@@ -581,11 +519,13 @@ fn a_file_growing_while_hashed_is_reported() {
     assert_change_is_reported(test, "growing", |file| file.set_len(65 << 30).unwrap());
 }
 
+/// Many files in one call list what each file alone lists, for both
+/// algorithms: small files are hashed side by side in SIMD lanes; sizes
+/// around the leaf size, the mapping threshold, empty files, a file named
+/// twice, and a missing file and a directory, each an error said in its
+/// place, are mixed in.
 #[test]
 fn many_files_in_one_call_match_each_file_alone() {
-    // Small files are hashed side by side in SIMD lanes; sizes around the
-    // leaf size, the mapping threshold, empty and missing files and a
-    // directory are mixed in, for both algorithms.
     let dir = tempfile::tempdir().unwrap();
     let mut names = Vec::new();
     #[rustfmt::skip]
@@ -598,6 +538,16 @@ fn many_files_in_one_call_match_each_file_alone() {
     names.insert(7, "missing".to_string());
     fs::create_dir(dir.path().join("subdir")).unwrap();
     names.insert(20, "subdir".to_string());
+    names.push(names[0].clone());
+    let missing = read_error(&dir.path().join("missing"), "No such file or directory");
+    let directory = read_error(&dir.path().join("subdir"), "Is a directory");
+    // (Where the system says the name is a directory, `-r` is named.)
+    let hint = if directory == "Is a directory" {
+        "; -r hashes the files in it"
+    } else {
+        ""
+    };
+    let errors = format!("bt2sum: missing: {missing}\nbt2sum: subdir: {directory}{hint}\n");
     for options in [
         &["-t", "4k"][..],
         &["-a", "blake2s", "-s", "9", "-t", "4096"],
@@ -611,6 +561,7 @@ fn many_files_in_one_call_match_each_file_alone() {
             alone_out += &stdout(&out);
             alone_err += &stderr(&out);
         }
+        assert_eq!(alone_err, errors, "{options:?}");
         assert_said(
             &together,
             &alone_out,
@@ -624,7 +575,8 @@ fn many_files_in_one_call_match_each_file_alone() {
 #[test]
 fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
     use std::io::Read;
-    let (_dir, path) = file_with("data", &pattern(3000));
+    let dir = dir_with(&[("data", &pattern(3000))]);
+    let path = dir.path().join("data");
     // Standard input is the file after a first reader took 1000 bytes of
     // it (as `dd bs=1000 count=1` before bt2sum in a script): the offset is
     // the open file's, shared with bt2sum.
@@ -655,7 +607,7 @@ fn standard_input_is_hashed_from_its_offset_in_leaf_ranges_too() {
 fn every_message_shows_control_bytes_escaped() {
     let (small, big) = (pattern(3000), pattern(300_000));
     // Leaf digests of more than 16 MiB spill to a temporary file.
-    let dir = super::dir_with(&[
+    let dir = dir_with(&[
         ("a\x1b[8m", &small),
         ("b\x1b[8m", &small),
         ("big\x1b[8m", &big),

@@ -12,11 +12,6 @@ use super::{
     stderr, stdout,
 };
 
-/// `args` with more after them.
-fn with<'a>(args: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
-    args.iter().chain(more).copied().collect()
-}
-
 /// The leaf indices of a listing's leaf lines.
 fn leaf_indices(listing: &str) -> Vec<u64> {
     listing
@@ -57,7 +52,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                     let part_arg = format!("{part}/{parts}");
                     let listing = ok_in(
                         dir.path(),
-                        with(tree, &["--leaves", "--part", &part_arg, "f"]),
+                        [tree, &["--leaves", "--part", &part_arg, "f"]].concat(),
                     );
                     let size = each + u64::from(part <= longer);
                     if len == 0 && part == 1 {
@@ -73,7 +68,7 @@ fn parts_are_near_equal_runs_that_combine_to_the_whole() {
                     let range = format!("{next}..{}", next + size);
                     let ranged = ok_in(
                         dir.path(),
-                        with(tree, &["--leaves", "--leaf-range", &range, "f"]),
+                        [tree, &["--leaves", "--leaf-range", &range, "f"]].concat(),
                     );
                     if !(len == 0 && part == 1) {
                         assert_eq!(listing, ranged, "{tree:?} {len} bytes, part {part_arg}");
@@ -136,18 +131,18 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
             let stream_args = [tree, &["--leaves"], &named, &selection].concat();
             let case = format!("{tree:?} {selection:?}");
             // From a pipe.
-            let piped = run_in(dir.path(), with(&stream_args, &["-"]), bytes);
+            let piped = run_in(dir.path(), [&stream_args[..], &["-"]].concat(), bytes);
             super::assert_said(&piped, &on_file, "", 0, &case);
             // From a file of its own, mapped as files are: by name, not in
             // the page cache (read ahead), and as standard input.
             let excerpt = dir.path().join("excerpt");
             fs::write(&excerpt, bytes).unwrap();
             super::evict(&excerpt);
-            let from_file = ok_in(dir.path(), with(&stream_args, &["excerpt"]));
+            let from_file = ok_in(dir.path(), [&stream_args[..], &["excerpt"]].concat());
             assert_eq!(from_file, on_file, "{tree:?} {selection:?}");
             let redirected = bt2sum()
                 .current_dir(dir.path())
-                .args(with(&stream_args, &["-"]))
+                .args([&stream_args[..], &["-"]].concat())
                 .stdin(fs::File::open(&excerpt).unwrap())
                 .output_retried();
             assert_eq!(stdout(&redirected), on_file, "{tree:?} {selection:?}");
@@ -159,7 +154,7 @@ fn a_parts_bytes_from_a_stream_list_what_the_whole_file_lists() {
                 super::mkfifo(&fifo);
                 let child = bt2sum()
                     .current_dir(dir.path())
-                    .args(with(&stream_args, &["fifo"]))
+                    .args([&stream_args[..], &["fifo"]].concat())
                     .spawn_piped();
                 fs::write(&fifo, bytes).unwrap();
                 let out = output_within(child, Duration::from_secs(60));
@@ -295,7 +290,10 @@ fn combined_lines_verify_without_the_leaf_size() {
     for tree in trees {
         let mut parts = Vec::new();
         for part in ["1/3", "2/3", "3/3"] {
-            let listing = ok_in(dir.path(), with(tree, &["--leaves", "--part", part, "f"]));
+            let listing = ok_in(
+                dir.path(),
+                [tree, &["--leaves", "--part", part, "f"]].concat(),
+            );
             let path = dir.path().join(format!("part{}", parts.len()));
             fs::write(&path, listing).unwrap();
             parts.push(path);
@@ -553,9 +551,9 @@ fn the_last_leaves_before_two_to_the_64_are_listed_from_a_file_and_a_stream() {
         fs::write(dir.path().join("part"), bytes).unwrap();
         #[rustfmt::skip]
         let args = ["-t", "1", "--leaves", "--leaf-range", &range, "--total", TOTAL, "--name", "x"];
-        let from_file = run_in(dir.path(), with(&args, &["part"]), b"");
+        let from_file = run_in(dir.path(), [&args[..], &["part"]].concat(), b"");
         super::assert_said(&from_file, &expected, "", 0, &range);
-        let from_stream = run_in(dir.path(), with(&args, &["-"]), bytes);
+        let from_stream = run_in(dir.path(), [&args[..], &["-"]].concat(), bytes);
         super::assert_said(&from_stream, &expected, "", 0, &range);
     }
 }
