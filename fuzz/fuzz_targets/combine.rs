@@ -26,10 +26,10 @@ fuzz_target!(|input: &[u8]| {
 
 fn any_text(text: &[u8]) {
     let mut combiner = Combiner::default();
-    for line in text.split(|&byte| byte == b'\n') {
+    for (number, line) in (0..).zip(text.split(|&byte| byte == b'\n')) {
         if is_leaf_line(line)
             && let Ok(parsed) = parse_leaf_line(line)
-            && combiner.add(parsed).is_err()
+            && combiner.add(parsed, (0, number)).is_err()
         {
             return;
         }
@@ -108,11 +108,10 @@ fn shuffled_listing(input: &[u8]) {
 /// The checksum the lines combine into, if they do.
 fn combine(lines: &[Vec<u8>]) -> Option<bt2sum::Digest> {
     let mut combiner = Combiner::default();
-    for line in lines {
+    for (number, line) in (0..).zip(lines) {
         let line = line.strip_suffix(b"\n").expect("a line");
-        combiner
-            .add(parse_leaf_line(line).expect("printed by bt2sum"))
-            .ok()?;
+        let parsed = parse_leaf_line(line).expect("printed by bt2sum");
+        combiner.add(parsed, (0, number)).ok()?;
     }
     combiner.finish().ok().map(|combined| combined.digest)
 }
