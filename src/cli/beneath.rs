@@ -57,13 +57,18 @@ pub enum Refusal {
 /// Opens the file at `path` for reading and writing, as the module
 /// documentation says.
 pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, Refusal> {
-    let (directory, name) = directory_of(path, any_path, false)?;
+    allowed(path, any_path)?;
+    let (directory, name) = Directory::holding(None, path, false)?;
     let file = directory.open(&name, true)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Err(Refusal::NotRegular);
     }
-    if !setid && platform::is_setid(&metadata) {
+    #[cfg(unix)]
+    let setid_bits = std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o6000;
+    #[cfg(not(unix))]
+    let setid_bits = 0;
+    if !setid && setid_bits != 0 {
         return Err(Refusal::SetId);
     }
     let links = links(&file, &metadata)?;
@@ -71,18 +76,6 @@ pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, R
         return Err(Refusal::Linked(links));
     }
     Ok(file)
-}
-
-/// The directory that holds the file at `path`, reached as
-/// [`open_to_write`] reaches it, and the file's name in it; with `make`,
-/// directories not there are made on the way.
-pub fn directory_of(
-    path: &Path,
-    any_path: bool,
-    make: bool,
-) -> Result<(Directory, OsString), Refusal> {
-    allowed(path, any_path)?;
-    Directory::holding(None, path, make)
 }
 
 /// Whether the file `path` names may be written: any may with `any_path`.
@@ -136,9 +129,7 @@ pub fn open_list(path: &Path) -> Result<(Directory, PathBuf, OsString, File), Re
             Err(refusal) => return Err(refusal),
         }
     }
-    Err(Refusal::Io(io::Error::other(
-        "Too many levels of symbolic links",
-    )))
+    Err(io::Error::other("Too many levels of symbolic links").into())
 }
 
 /// The temporary files to remove on a stop signal.
@@ -200,14 +191,24 @@ impl Temporary {
     /// Renames it to `target` in its directory: over a file of that name
     /// (`replace`), or else only where there is none (`AlreadyExists`).
     pub fn persist(mut self, target: &OsStr, replace: bool) -> io::Result<()> {
+        self.settle(|directory, name| match replace {
+            true => directory.rename(name, target),
+            false => directory.rename_new(name, target),
+        })
+    }
+
+    /// Closes the file and does `done` with it by name in its directory
+    /// (unless a stop signal removed it already): once that succeeds, it is
+    /// no longer removed on a stop signal, nor when dropped.
+    fn settle(
+        &mut self,
+        done: impl FnOnce(&Directory, &OsStr) -> io::Result<()>,
+    ) -> io::Result<()> {
         self.file = None;
         let mut held = lock(&TEMPORARIES);
         if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
             let (_, directory, name) = &held[at];
-            match replace {
-                true => directory.rename(name, target)?,
-                false => directory.rename_new(name, target)?,
-            }
+            done(directory, name)?;
             held.swap_remove(at);
         }
         Ok(())
@@ -216,19 +217,18 @@ impl Temporary {
 
 impl Drop for Temporary {
     fn drop(&mut self) {
-        self.file = None;
-        let mut held = lock(&TEMPORARIES);
-        if let Some(at) = held.iter().position(|(token, ..)| *token == self.token) {
-            let (_, directory, name) = held.swap_remove(at);
-            let _ = directory.remove(&name);
-        }
+        let _ = self.settle(|directory, name| {
+            let _ = directory.remove(name);
+            Ok(())
+        });
     }
 }
 
 impl Directory {
     /// The directory holding the file `path` names, walked from `from` (or
-    /// the working directory), and the file's name in it.
-    fn holding(
+    /// the working directory) as [`open_to_write`] walks it, and the file's
+    /// name in it; with `make`, directories not there are made on the way.
+    pub fn holding(
         from: Option<&Directory>,
         path: &Path,
         make: bool,
@@ -240,10 +240,14 @@ impl Directory {
         let Some((Component::Normal(name), way)) = parts.split_last() else {
             return Err(Refusal::NotRegular);
         };
-        let absolute = matches!(way.first(), Some(Component::Prefix(_) | Component::RootDir));
-        let mut directory = match from.filter(|_| !absolute) {
-            Some(from) => from.try_clone()?,
-            None => Directory::start(way)?,
+        // (A path from the root starts there: at its prefix and root.)
+        let is_root =
+            |part: &&Component<'_>| matches!(part, Component::Prefix(_) | Component::RootDir);
+        let root: PathBuf = way.iter().take_while(is_root).collect();
+        let mut directory = match (from, root.as_os_str().is_empty()) {
+            (Some(from), true) => from.try_clone()?,
+            (None, true) => Directory::start(Path::new("."))?,
+            (_, false) => Directory::start(&root)?,
         };
         for (index, part) in way.iter().enumerate() {
             let name = match part {
@@ -276,17 +280,12 @@ mod platform {
     use std::fs::File;
     use std::io;
     use std::os::fd::{AsFd, OwnedFd};
-    use std::path::{Component, PathBuf};
+    use std::path::{Path, PathBuf};
 
     use bt2sum::sys::FileId;
     use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
     use super::Refusal;
-
-    pub(super) fn is_setid(metadata: &std::fs::Metadata) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        metadata.permissions().mode() & 0o6000 != 0
-    }
 
     pub fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
@@ -296,19 +295,11 @@ mod platform {
     pub struct Directory(OwnedFd);
 
     impl Directory {
-        /// The root, for a path from it, or else the working directory.
-        pub(super) fn start(way: &[Component<'_>]) -> io::Result<Directory> {
-            let start = match way.first() {
-                Some(Component::RootDir) => "/",
-                _ => ".",
-            };
+        /// The directory a walk starts from.
+        pub(super) fn start(path: &Path) -> io::Result<Directory> {
             let flags = OFlags::DIRECTORY | OFlags::CLOEXEC;
-            Ok(Directory(rustix::fs::openat(
-                CWD,
-                start,
-                flags,
-                Mode::empty(),
-            )?))
+            let fd = rustix::fs::openat(CWD, path, flags, Mode::empty())?;
+            Ok(Directory(fd))
         }
 
         pub fn try_clone(&self) -> io::Result<Directory> {
@@ -399,7 +390,7 @@ mod platform {
     use std::fs::{File, OpenOptions};
     use std::io;
     use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
-    use std::path::{Component, PathBuf};
+    use std::path::{Path, PathBuf};
     use std::sync::Arc;
 
     use super::Refusal;
@@ -411,10 +402,6 @@ mod platform {
     const FILE_SHARE_READ: u32 = 1;
     const FILE_SHARE_WRITE: u32 = 2;
     const FILE_SHARE_DELETE: u32 = 4;
-
-    pub(super) fn is_setid(_: &std::fs::Metadata) -> bool {
-        false
-    }
 
     pub fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
@@ -436,17 +423,9 @@ mod platform {
     }
 
     impl Directory {
-        /// The root of a path from one (its prefix, its root), or else the
-        /// working directory.
-        pub(super) fn start(way: &[Component<'_>]) -> Result<Directory, Refusal> {
-            let start: PathBuf = way
-                .iter()
-                .take_while(|part| matches!(part, Component::Prefix(_) | Component::RootDir))
-                .collect();
-            match start.as_os_str().is_empty() {
-                true => Directory::at(PathBuf::from("."), None),
-                false => Directory::at(start, None),
-            }
+        /// The directory a walk starts from, held.
+        pub(super) fn start(path: &Path) -> Result<Directory, Refusal> {
+            Directory::at(path.to_path_buf(), None)
         }
 
         /// The directory at `path`, held: below the start (`up`), not

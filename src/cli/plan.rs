@@ -165,6 +165,7 @@ pub struct Update {
 /// mending may do: cut a file longer than listed (`--repair-truncate`),
 /// write any file, named absolute or with `..` or with several hard links
 /// (`--absolute-names`, as tar's), write set-id files (`--repair-setid`).
+#[derive(Clone)]
 pub struct Repair {
     pub copy: std::path::PathBuf,
     pub truncate: bool,

@@ -336,12 +336,8 @@ fn a_repair_keeps_the_stat_line_true_so_the_next_rot_is_damage() {
 fn a_time_that_cannot_be_set_back_is_said() {
     use std::os::unix::process::CommandExt;
     let test = "a_time_that_cannot_be_set_back_is_said";
-    let (dir, good) = listed_file("f", 3 * LEAF);
-    super::write_list(
-        dir.path(),
-        "LEAVES",
-        ["-t", "4096", "--leaves", "--stat", "f"],
-    );
+    let good = noise(3 * LEAF, 3);
+    let dir = listed_with("f", &good, &["--leaves", "--stat"]);
     let modes = [
         ("", 0o777),
         ("f", 0o666),

@@ -17,21 +17,20 @@ use super::{
 };
 
 #[test]
-fn backslashes_in_names_are_printed_as_slashes() {
+fn backslashes_in_names_are_printed_as_slashes_in_lines_and_messages() {
     let dir = super::dir_with(&[("sub/file", HELLO)]);
     let out = run_in(dir.path(), [r"sub\file", "sub/file"], b"");
     let line = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
     assert_output(&out, &line.repeat(2), "", 0);
     let out = run_in(dir.path(), ["--untagged", r"sub\file"], b"");
     assert_eq!(stdout(&out), format!("{HELLO_B64}  sub/file\n"));
-    // (How many leaf lines, each ended by `\n` alone: lines_end_in_newline_alone.)
-    let leaves = stdout(&run_in(
-        dir.path(),
-        ["--leaves", "-t", "4", r"sub\file"],
-        b"",
-    ));
-    let named = |line: &str| line.contains(" (sub/file) = ");
-    assert!(leaves.lines().all(named), "{leaves}");
+    // (Leaf lines: lines_end_in_newline_alone.)
+    let missing = read_error(
+        &dir.path().join("sub").join("missing"),
+        "No such file or directory",
+    );
+    let out = run_in(dir.path(), [r"sub\missing", r"sub\file"], b"");
+    assert_output(&out, &line, &format!("bt2sum: sub/missing: {missing}\n"), 1);
     // An absolute path too, drive and all.
     let path = dir.path().join("sub").join("file");
     let absolute = path.to_str().unwrap();
@@ -41,18 +40,6 @@ fn backslashes_in_names_are_printed_as_slashes() {
         absolute.replace('\\', "/")
     );
     assert_eq!(stdout(&run([absolute], b"")), line);
-}
-
-#[test]
-fn messages_name_files_with_slashes_too() {
-    let dir = super::dir_with(&[("sub/file", HELLO)]);
-    let missing = read_error(
-        &dir.path().join("sub").join("missing"),
-        "No such file or directory",
-    );
-    let out = run_in(dir.path(), [r"sub\missing", r"sub\file"], b"");
-    let line = format!("BLAKE2b-64 (sub/file) = {HELLO_B64}\n");
-    assert_output(&out, &line, &format!("bt2sum: sub/missing: {missing}\n"), 1);
 }
 
 #[test]
@@ -77,16 +64,9 @@ fn recursive_prints_slash_separated_paths() {
         (&["-r", "sub/"], &["sub/deeper/deepest/leaf", "sub/file"]),
         (&["-r", r"sub\deeper"], &["sub/deeper/deepest/leaf"]),
     ] {
-        let out = run_in(
-            dir.path(),
-            ["--untagged"].iter().chain(arguments.iter()),
-            b"",
-        );
-        assert_eq!(
-            (stderr(&out).as_str(), status(&out)),
-            ("", 0),
-            "{arguments:?}"
-        );
+        let out = run_in(dir.path(), ["--untagged"].iter().chain(arguments), b"");
+        let (err, code) = (stderr(&out), status(&out));
+        assert_eq!((err.as_str(), code), ("", 0), "{arguments:?}");
         assert_eq!(names(&out), expected, "{arguments:?}");
     }
     // The list verifies.
@@ -156,12 +136,15 @@ fn lists_name_files_with_slashes_and_backslashes_are_refused() {
 }
 
 /// Lines end in `\n`, not `\r\n`, whatever writes them: checksum lines, leaf
-/// lines, verdicts, and into a file as into a pipe.
+/// lines (their names written with slashes), verdicts, and into a file as
+/// into a pipe.
 #[test]
 fn lines_end_in_newline_alone() {
     let dir = super::dir_with(&[("sub/file", HELLO)]);
     let hashed = run_in(dir.path(), ["--leaves", "-t", "4", r"sub\file"], b"");
     assert!(!hashed.stdout.contains(&b'\r'), "{:?}", stdout(&hashed));
+    let named = |line: &str| line.contains(" (sub/file) = ");
+    assert!(stdout(&hashed).lines().all(named), "{}", stdout(&hashed));
     assert_eq!(
         hashed.stdout.iter().filter(|&&byte| byte == b'\n').count(),
         1 + HELLO.len().div_ceil(4)
@@ -223,19 +206,6 @@ fn standard_input_is_read_as_its_bytes() {
     assert_eq!(stdout(&out), "-: OK\n");
 }
 
-/// The total a progress bar shows for standard input from `NUL`, a
-/// character device, is unknown, not 0, as it is for a pipe
-/// (ux::forced_progress_goes_to_stderr_and_leaves_stdout_alone).
-#[test]
-fn progress_from_the_null_device_has_no_total() {
-    let out = bt2sum()
-        .arg("--progress")
-        .stdin(Stdio::null())
-        .output_retried();
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
-    assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
-}
-
 /// A name that is not valid Unicode (an unpaired surrogate) cannot be
 /// printed as UTF-8: it is an error, named as well as it can be, and the
 /// other inputs are hashed.
@@ -244,11 +214,8 @@ fn names_that_are_not_unicode_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let name = OsString::from_wide(&[u16::from(b'x'), 0xd800]);
     if let Err(error) = fs::write(dir.path().join(&name), HELLO) {
-        super::skip(
-            "names_that_are_not_unicode_are_errors",
-            &format!("no such name here: {error}"),
-        );
-        return;
+        let why = format!("no such name here: {error}");
+        return super::skip("names_that_are_not_unicode_are_errors", &why);
     }
     fs::write(dir.path().join("y"), HELLO).unwrap();
     let expected_error =
@@ -263,15 +230,20 @@ fn names_that_are_not_unicode_are_errors() {
 }
 
 /// Reserved device names are not files: `NUL` reads as empty, as
-/// `/dev/null` does on Unix.
+/// `/dev/null` does on Unix. Standard input from it, a character device,
+/// too; the total a progress bar shows for it is unknown, not 0, as it is
+/// for a pipe (ux::forced_progress_goes_to_stderr_and_leaves_stdout_alone).
 #[test]
 fn the_null_device_reads_empty() {
     let empty = hash(&TreeParams::default(), b"").to_hex();
     let out = run(["NUL"], b"");
     assert_output(&out, &format!("BLAKE2b-64 (NUL) = {empty}\n"), "", 0);
-    let out = bt2sum().stdin(Stdio::null()).output_retried();
-    assert_eq!(stdout(&out), format!("BLAKE2b-64 = {empty}\n"));
-    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    for args in [&["--progress"][..], &[]] {
+        let out = bt2sum().args(args).stdin(Stdio::null()).output_retried();
+        assert_eq!(stdout(&out), format!("BLAKE2b-64 = {empty}\n"), "{args:?}");
+        assert_eq!(status(&out), 0, "{}", stderr(&out));
+        assert!(!stderr(&out).contains(" / "), "{}", stderr(&out));
+    }
 }
 
 /// cmd.exe and PowerShell pass wildcards on as typed, so bt2sum expands

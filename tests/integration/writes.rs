@@ -37,32 +37,6 @@ fn repair(dir: &Path, args: &[&str]) -> (String, String, i32) {
     said_in(&dir.join("t"), args.chain(&["../LEAVES"]))
 }
 
-/// A file outside the tree, with its bytes and mode, to check it is left
-/// as it was.
-struct Untouched {
-    path: std::path::PathBuf,
-    bytes: Vec<u8>,
-    mode: u32,
-}
-
-impl Untouched {
-    fn new(path: &Path, bytes: &[u8], mode: u32) -> Untouched {
-        fs::write(path, bytes).unwrap();
-        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
-        Untouched {
-            path: path.to_path_buf(),
-            bytes: bytes.to_vec(),
-            mode,
-        }
-    }
-
-    fn check(&self, what: &str) {
-        assert_eq!(fs::read(&self.path).unwrap(), self.bytes, "{what}: written");
-        let mode = fs::metadata(&self.path).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, self.mode, "{what}: mode changed");
-    }
-}
-
 #[test]
 fn names_outside_the_tree_are_written_only_when_asked() {
     let names = [
@@ -83,14 +57,15 @@ fn names_outside_the_tree_are_written_only_when_asked() {
         let t = dir.path().join("t");
         let listing = write_list(&t, "../LEAVES", ["-t", "4096", "--leaves", &listed]);
         fs::write(dir.path().join("fetched"), &good).unwrap();
-        let victim = Untouched::new(&victim_path, b"the user's own file\n", 0o644);
+        fs::write(&victim_path, b"the user's own file\n").unwrap();
+        let before = snapshot(dir.path());
         let repair = "-c --repair-from ../fetched --repair-truncate";
         let out = run_in(&t, repair.split(' ').chain(["../LEAVES"]), b"");
         let err = stderr(&out);
         assert_eq!(status(&out), 1, "{name}: {err}");
         assert!(err.contains(why), "{name}: {err}");
         assert!(err.contains("--absolute-names allows it"), "{name}: {err}");
-        victim.check(name);
+        assert_eq!(snapshot(dir.path()), before, "{name}: written");
         // Asked for, it is written.
         let out = run_in(&t, repair.split(' ').chain(["--absolute-names"]), &listing);
         assert_eq!(status(&out), 0, "{name}: {}", stderr(&out));
@@ -116,12 +91,8 @@ fn held_by_a_fifo(
 ) -> (String, String, i32) {
     mkfifo(&dir.join("t/fifo"));
     let fifo_line = stdout(&run_in(dir, ["-"], THROUGH_THE_FIFO));
-    let mut text = fs::read(dir.join(list)).unwrap();
-    text.extend(
-        fifo_line
-            .replace("(-)", &format!("({listed_as})"))
-            .as_bytes(),
-    );
+    let fifo_line = fifo_line.replace("(-)", &format!("({listed_as})"));
+    let text = [fs::read(dir.join(list)).unwrap(), fifo_line.into_bytes()].concat();
     fs::write(dir.join(list), text).unwrap();
     let mut child = bt2sum()
         .args(args.split(' '))
@@ -129,11 +100,12 @@ fn held_by_a_fifo(
         .spawn_piped();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut said = String::new();
-    while !said
-        .lines()
-        .last()
-        .is_some_and(|line| line.starts_with(until))
-    {
+    let reached = |said: &str| {
+        said.lines()
+            .last()
+            .is_some_and(|line| line.starts_with(until))
+    };
+    while !reached(&said) {
         assert_ne!(out.read_line(&mut said).unwrap(), 0, "no {until}: {said}");
     }
     meanwhile();
@@ -156,7 +128,8 @@ fn a_file_swapped_or_rewritten_after_the_check_is_not_written() {
         let dir = tree();
         let path = dir.path().join("t/f");
         rot(&path, [4096 + 10]);
-        let target = Untouched::new(&dir.path().join("outside/target"), b"secret\n", 0o600);
+        fs::write(dir.path().join("outside/target"), b"secret\n").unwrap();
+        let outside = snapshot(&dir.path().join("outside"));
         // Once `f`'s verdict is out its check is done: the repairs wait
         // for the list's end, which the FIFO holds back.
         let args = "-c --repair-from ../mirror ../LEAVES";
@@ -172,7 +145,11 @@ fn a_file_swapped_or_rewritten_after_the_check_is_not_written() {
         assert_eq!(code, 1, "{out}{err}");
         assert!(!out.contains("REPAIRED"), "{out}");
         assert_contains(&err, &format!("f: cannot be repaired: {why}"));
-        target.check("the link's target");
+        assert_eq!(
+            snapshot(&dir.path().join("outside")),
+            outside,
+            "the link's target"
+        );
         if !swapped {
             assert_eq!(fs::read(&path).unwrap(), edited);
         }
@@ -244,10 +221,9 @@ fn archive() -> tempfile::TempDir {
     dir
 }
 
-/// Runs `bt2sum -c --audit . --update ARGS LIST` in `t/`.
-fn update(dir: &Path, list: &str, args: &[&str]) -> (String, String, i32) {
-    let args = ["-c", "--audit", ".", "--update"].iter().chain(args);
-    said_in(&dir.join("t"), args.chain([&list]))
+/// Runs `bt2sum -c --audit . --update LIST` in `t/`.
+fn update(dir: &Path, list: &str) -> (String, String, i32) {
+    said_in(&dir.join("t"), ["-c", "--audit", ".", "--update", list])
 }
 
 /// Whether an audit of `t/` against `SUMS` finds every file OK.
@@ -270,7 +246,7 @@ fn an_update_keeps_comments_and_ends_a_last_line_that_has_no_newline() {
     fs::write(&sums, format!("{first}\n# a's note\n\n{last}")).unwrap();
     fs::write(dir.path().join("t/a"), b"file a, edited\n").unwrap();
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
-    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    let (out, err, code) = update(dir.path(), "../SUMS");
     assert_eq!(code, 0, "{out}{err}");
     assert_contains(&err, "1 file added, 1 hashed again");
     let updated = fs::read_to_string(&sums).unwrap();
@@ -342,13 +318,10 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
         );
     }
     fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
-    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    let (out, err, code) = update(dir.path(), "../SUMS");
     assert_eq!(code, 0, "{out}{err}");
-    assert!(
-        fs::symlink_metadata(dir.path().join("SUMS"))
-            .unwrap()
-            .is_symlink()
-    );
+    let link = fs::symlink_metadata(dir.path().join("SUMS")).unwrap();
+    assert!(link.is_symlink());
     let metadata = fs::metadata(&list).unwrap();
     assert_eq!(metadata.permissions().mode() & 0o7777, 0o604);
     if root {
@@ -360,20 +333,6 @@ fn an_update_rewrites_a_linked_lists_target_and_keeps_its_owner() {
         "(./c)",
     );
     assert!(audits_clean(dir.path()));
-}
-
-#[test]
-fn an_update_refuses_a_hard_linked_list() {
-    let dir = archive();
-    fs::hard_link(dir.path().join("SUMS"), dir.path().join("SUMS.too")).unwrap();
-    let list = fs::read(dir.path().join("SUMS")).unwrap();
-    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
-    let (_, err, code) = update(dir.path(), "../SUMS", &[]);
-    assert_eq!(code, 1);
-    let split = "../SUMS: not updated: it has 2 hard links, which replacing it would split";
-    assert_contains(&err, split);
-    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), list);
-    assert_eq!(fs::read(dir.path().join("SUMS.too")).unwrap(), list);
 }
 
 /// An update ended by a signal at any moment leaves the list as it was, or
@@ -406,11 +365,8 @@ fn an_update_ended_by_a_signal_leaves_the_old_list_or_the_new_one_whole() {
         let sums = root.join("SUMS");
         fs::rename(dir.path().join("SUMS"), &sums).unwrap();
         for index in 0..new {
-            fs::write(
-                root.join(format!("new{index:03}")),
-                format!("new {index}\n"),
-            )
-            .unwrap();
+            let name = root.join(format!("new{index:03}"));
+            fs::write(name, format!("new {index}\n")).unwrap();
         }
         let list = fs::read(&sums).unwrap();
         let start = || {
@@ -501,7 +457,7 @@ fn writers_on_a_read_only_mount_say_so_plainly() {
     let ledger = err.contains("cannot open the ledger") && err.contains("Read-only file system");
     assert!(ledger, "{err}");
     assert_eq!((out.as_str(), code), ("", 1));
-    let (_, err, code) = update(dir.path(), "../mounted/SUMS", &[]);
+    let (_, err, code) = update(dir.path(), "../mounted/SUMS");
     assert_eq!(code, 1);
     let read_only = "bt2sum: ../mounted/SUMS: not updated: cannot create a temporary file in \
                      ../mounted: Read-only file system\n";
@@ -608,13 +564,9 @@ fn no_byte_is_written_outside_what_is_reported() {
     }
     assert_eq!(snapshot(&outside), before);
     // An update writes the list, and nothing else.
-    fs::write(
-        dir.path().join("SUMS"),
-        ok_bytes_in(&t, ["--stat", "-r", "."]),
-    )
-    .unwrap();
+    write_list(&t, "../SUMS", ["--stat", "-r", "."]);
     fs::write(t.join("new"), b"new\n").unwrap();
-    let (out, err, code) = update(dir.path(), "../SUMS", &[]);
+    let (out, err, code) = update(dir.path(), "../SUMS");
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(snapshot(&outside), before);
     assert_contains(
@@ -623,23 +575,28 @@ fn no_byte_is_written_outside_what_is_reported() {
     );
 }
 
-/// A list that is a FIFO is refused before anything is read or written:
-/// the update never waits for a writer.
+/// A list with a second name (replacing it would split them), or one that
+/// is not a regular file, is refused before anything is read or written:
+/// the update of a FIFO never waits for a writer.
 #[test]
-fn an_update_refuses_a_list_that_is_not_a_regular_file() {
+fn an_update_refuses_a_hard_linked_list_or_a_fifo() {
     let dir = archive();
+    fs::hard_link(dir.path().join("SUMS"), dir.path().join("SUMS.too")).unwrap();
     mkfifo(&dir.path().join("FIFO"));
-    let child = bt2sum()
-        .args(["-c", "--audit", ".", "--update", "../FIFO"])
-        .current_dir(dir.path().join("t"))
-        .spawn_piped();
-    let out = output_within(child, Duration::from_secs(20));
-    super::assert_output(
-        &out,
-        "",
-        "bt2sum: ../FIFO: not updated: it is not a regular file\n",
-        1,
-    );
+    let list = fs::read(dir.path().join("SUMS")).unwrap();
+    fs::write(dir.path().join("t/c"), b"file c\n").unwrap();
+    let split = "it has 2 hard links, which replacing it would split (update a copy of it)";
+    for (name, why) in [("../SUMS", split), ("../FIFO", "it is not a regular file")] {
+        let child = bt2sum()
+            .args(["-c", "--audit", ".", "--update", name])
+            .current_dir(dir.path().join("t"))
+            .spawn_piped();
+        let out = output_within(child, Duration::from_secs(20));
+        let refused = format!("bt2sum: {name}: not updated: {why}\n");
+        super::assert_output(&out, "", &refused, 1);
+    }
+    assert_eq!(fs::read(dir.path().join("SUMS")).unwrap(), list);
+    assert_eq!(fs::read(dir.path().join("SUMS.too")).unwrap(), list);
 }
 
 /// The update of `parent/dir/SUMS` with what `t` holds.
@@ -667,26 +624,15 @@ fn an_update_never_writes_through_a_directory_swapped_for_a_link() {
     write_list(base, "parent/dir/SUMS", ["-r", "--stat", "t"]);
     symlink("victim", base.join("link")).unwrap();
     let exchange = |base: &Path| -> std::io::Result<()> {
-        let c = |name: &str| {
-            std::ffi::CString::new(base.join(name).into_os_string().into_encoded_bytes()).unwrap()
-        };
-        let (parent, link) = (c("parent"), c("link"));
-        // SAFETY: both paths are NUL-terminated and live for the call.
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_renameat2,
-                libc::AT_FDCWD,
-                parent.as_ptr(),
-                libc::AT_FDCWD,
-                link.as_ptr(),
-                libc::RENAME_EXCHANGE,
-            )
-        };
-        if done == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        let (parent, link) = (base.join("parent"), base.join("link"));
+        Ok(renameat_with(
+            CWD,
+            &parent,
+            CWD,
+            &link,
+            RenameFlags::EXCHANGE,
+        )?)
     };
     if let Err(error) = exchange(base).and_then(|()| exchange(base)) {
         return super::skip(test, &format!("renameat2 cannot exchange here: {error}"));

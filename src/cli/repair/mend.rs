@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::beneath::{Refusal, Temporary};
+use crate::cli::beneath::{self, Directory, Refusal, Temporary};
 use crate::cli::plan::Repair;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaf_digest;
@@ -21,16 +21,11 @@ use bt2sum::plain_message;
 use bt2sum::sys::{FileId, read_exact_at, write_all_at};
 use bt2sum::{Digest, LastNode, Stamp, TreeParams};
 
-/// Where the good copies are, and what mending may do.
+/// Where the good copies are (a directory of copies under the names the
+/// lists give, or the copy of the one file mended), and what mending may do.
 pub struct Mender {
-    /// A directory of copies under the names the lists give, or the copy
-    /// of the one file mended.
-    copy: PathBuf,
+    repair: Repair,
     copy_is_dir: bool,
-    /// `--repair-truncate`, `--absolute-names`, `--repair-setid`.
-    truncate: bool,
-    any_path: bool,
-    setid: bool,
     /// The file the single copy was first used for.
     single_copy_of: RefCell<Option<PathBuf>>,
 }
@@ -78,24 +73,21 @@ pub enum Unmendable {
     Copy(PathBuf, io::Error),
     #[error("its copy {} is the file itself", .0.display())]
     CopyIsTheFile(PathBuf),
-    /// The one file given as the copy was taken for another file already.
     #[error("the copy given is one file, the copy of {}: give a directory of copies", .0.display())]
     CopyIsOneFile(PathBuf),
-    /// A missing file's copy is not what its checksum line says.
     #[error("its copy {} does not match its checksum line: not written", .0.display())]
     CopyDiffers(PathBuf),
     #[error("a file of its name appeared meanwhile: left as it is")]
     Appeared,
+    #[error("the list gives it two different contents (lines {0} and {1}): not written")]
+    Contradicted(u64, u64),
 }
 
 impl Mender {
     pub fn new(repair: &Repair) -> Mender {
         Mender {
-            copy: repair.copy.clone(),
+            repair: repair.clone(),
             copy_is_dir: repair.copy.is_dir(),
-            truncate: repair.truncate,
-            any_path: repair.any_path,
-            setid: repair.setid,
             single_copy_of: RefCell::default(),
         }
     }
@@ -103,7 +95,7 @@ impl Mender {
     /// Opens the file at `path` to mend it, if it is still the file a check
     /// saw as `checked`.
     pub fn open(&self, path: &Path, checked: &Stamp) -> Result<File, Unmendable> {
-        let file = crate::cli::beneath::open_to_write(path, self.any_path, self.setid)?;
+        let file = beneath::open_to_write(path, self.repair.any_path, self.repair.setid)?;
         match Stamp::now(&file)? == *checked {
             true => Ok(file),
             false => Err(Unmendable::Changed),
@@ -118,14 +110,14 @@ impl Mender {
                 .components()
                 .filter(|part| matches!(part, std::path::Component::Normal(_)))
                 .collect();
-            self.copy.join(relative)
+            self.repair.copy.join(relative)
         } else {
             let mut single = self.single_copy_of.borrow_mut();
             if let Some(first) = single.as_ref().filter(|first| *first != path) {
                 return Err(Unmendable::CopyIsOneFile(first.clone()));
             }
             *single = Some(path.to_path_buf());
-            self.copy.clone()
+            self.repair.copy.clone()
         };
         match File::open(&copy) {
             Ok(file) => Ok((file, copy)),
@@ -134,24 +126,20 @@ impl Mender {
     }
 
     /// Mends the failing leaves of `damaged` in `file`, opened from `path`,
-    /// handing what became of each to `mended`. Fails, having written
-    /// nothing, if its copy cannot be opened.
+    /// handing what became of each, and its bytes' place, to `mended`.
+    /// Fails, having written nothing, if its copy cannot be opened.
     pub fn mend(
         &self,
         file: &File,
         path: &Path,
         damaged: &Damaged,
-        mut mended: impl FnMut(u64, &Mend),
+        mut mended: impl FnMut(u64, Range<u64>, &Mend),
     ) -> Result<(), Unmendable> {
         let (tree, listed_length) = (&damaged.tree, damaged.listed_length);
         let mut length = file.metadata()?.len();
         let (copy, copy_path) = self.open_copy(path)?;
-        let id = |file: &File| {
-            file.metadata()
-                .and_then(|data| FileId::of(file, &data))
-                .ok()
-        };
-        if id(file).is_some() && id(file) == id(&copy) {
+        let id = |file: &File| FileId::of(file, &file.metadata()?);
+        if matches!((id(file), id(&copy)), (Ok(this), Ok(that)) if this == that) {
             return Err(Unmendable::CopyIsTheFile(copy_path));
         }
         let mut buffer = Vec::new();
@@ -160,14 +148,11 @@ impl Mender {
                 true => LastNode::Yes,
                 false => LastNode::No,
             };
-            let leaf = Leaf {
-                tree,
-                index: *index,
-                last,
-                bytes: tree.leaf_bytes(*index, listed_length),
-                digest,
-            };
-            mended(*index, &leaf.mend(file, &copy, &mut buffer, &mut length));
+            // (`==` on digests is constant-time.)
+            let verifies = |bytes: &[u8]| leaf_digest(tree, *index, last, bytes) == *digest;
+            let bytes = tree.leaf_bytes(*index, listed_length);
+            let mend = mend_leaf(file, &copy, &mut buffer, &mut length, &bytes, verifies);
+            mended(*index, bytes, &mend);
         }
         Ok(())
     }
@@ -180,7 +165,7 @@ impl Mender {
     pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
-        crate::cli::beneath::allowed(path, self.any_path)?;
+        beneath::allowed(path, self.repair.any_path)?;
         let (mut copy, copy_path) = self.open_copy(path)?;
         let copy_error = |error| Unmendable::Copy(copy_path.clone(), error);
         let permissions = copy.metadata().map_err(copy_error)?.permissions();
@@ -199,7 +184,7 @@ impl Mender {
             return Err(Unmendable::CopyDiffers(copy_path));
         }
         io::Seek::seek(&mut copy, io::SeekFrom::Start(0)).map_err(copy_error)?;
-        let (directory, name) = crate::cli::beneath::directory_of(path, self.any_path, true)?;
+        let (directory, name) = Directory::holding(None, path, true)?;
         let temporary = Temporary::create(&directory, ".bt2sum-restore-")?;
         let file = temporary.file();
         io::copy(&mut copy, &mut &*file).map_err(copy_error)?;
@@ -237,7 +222,7 @@ impl Mender {
             ));
         }
         let longer = format!("is {length} bytes long, longer than its listed {listed}");
-        if !self.truncate {
+        if !self.repair.truncate {
             return Err(format!(
                 "{longer}: left as it is (--repair-truncate cuts it)"
             ));
@@ -290,56 +275,45 @@ pub struct Lost {
     pub mtime: Option<Mtime>,
 }
 
-/// One failing leaf, as the listing places it.
-struct Leaf<'a> {
-    tree: &'a TreeParams,
-    index: u64,
-    last: LastNode,
-    bytes: Range<u64>,
-    digest: &'a Digest,
-}
-
-impl Leaf<'_> {
-    /// (`==` on digests is constant-time.)
-    fn verifies(&self, bytes: &[u8]) -> bool {
-        leaf_digest(self.tree, self.index, self.last, bytes) == *self.digest
+/// Mends the leaf at `bytes` in `file` (now `length` bytes long, which
+/// writing it may extend) from `copy`, reading into `buffer`; `verifies`
+/// says whether bytes read are the leaf's.
+fn mend_leaf(
+    file: &File,
+    copy: &File,
+    buffer: &mut Vec<u8>,
+    length: &mut u64,
+    bytes: &Range<u64>,
+    verifies: impl Fn(&[u8]) -> bool,
+) -> Mend {
+    if bytes.start > *length {
+        return Err(Unmended::AfterAGap);
     }
-
-    /// Mends the leaf in `file` (now `length` bytes long, which writing it
-    /// may extend) from `copy`, reading into `buffer`.
-    fn mend(&self, file: &File, copy: &File, buffer: &mut Vec<u8>, length: &mut u64) -> Mend {
-        if self.bytes.start > *length {
-            return Err(Unmended::AfterAGap);
-        }
-        buffer.clear();
-        buffer.resize((self.bytes.end - self.bytes.start) as usize, 0);
-        let start = self.bytes.start;
-        if self.bytes.end <= *length
-            && read_exact_at(file, buffer, start).is_ok()
-            && self.verifies(buffer)
-        {
-            return Ok(Mended::Intact);
-        }
-        read_exact_at(copy, buffer, start).map_err(|error| match error.kind() {
-            io::ErrorKind::UnexpectedEof => Unmended::CopyShort,
-            _ => Unmended::CopyUnreadable(error),
-        })?;
-        if !self.verifies(buffer) {
-            return Err(Unmended::CopyDiffers);
-        }
-        let read_back = write_all_at(file, buffer, start).and_then(|()| {
-            *length = (*length).max(self.bytes.end);
-            file.sync_all()?;
-            buffer.fill(0);
-            read_exact_at(file, buffer, start)
-        });
-        read_back.map_err(Unmended::WriteFailed)?;
-        match self.verifies(buffer) {
-            true => Ok(Mended::Repaired),
-            false => Err(Unmended::WriteFailed(io::Error::other(
-                "the leaf read back does not verify",
-            ))),
-        }
+    buffer.clear();
+    buffer.resize((bytes.end - bytes.start) as usize, 0);
+    let start = bytes.start;
+    if bytes.end <= *length && read_exact_at(file, buffer, start).is_ok() && verifies(buffer) {
+        return Ok(Mended::Intact);
+    }
+    read_exact_at(copy, buffer, start).map_err(|error| match error.kind() {
+        io::ErrorKind::UnexpectedEof => Unmended::CopyShort,
+        _ => Unmended::CopyUnreadable(error),
+    })?;
+    if !verifies(buffer) {
+        return Err(Unmended::CopyDiffers);
+    }
+    let read_back = write_all_at(file, buffer, start).and_then(|()| {
+        *length = (*length).max(bytes.end);
+        file.sync_all()?;
+        buffer.fill(0);
+        read_exact_at(file, buffer, start)
+    });
+    read_back.map_err(Unmended::WriteFailed)?;
+    match verifies(buffer) {
+        true => Ok(Mended::Repaired),
+        false => Err(Unmended::WriteFailed(io::Error::other(
+            "the leaf read back does not verify",
+        ))),
     }
 }
 

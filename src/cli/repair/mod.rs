@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Lost, Mended, Mender, set_modified};
+use mend::{Damaged, Lost, Mended, Mender, Unmendable, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -34,21 +34,46 @@ pub struct Repairs {
     /// whose entries disagree, and those lines.
     claims: HashMap<u64, (u64, u64)>,
     contradicted: HashMap<u64, (u64, u64)>,
-    /// What the entry being checked says of the file, so far.
-    claim: DefaultHasher,
-    /// Of the file being checked: whether it can still be mended, whether
-    /// leaves of it wait, the checksum it must have once mended (if its
-    /// leaf lines leave bytes out), its time to put back (and whether a
-    /// stat line lists it).
-    mendable: bool,
-    noted: bool,
-    whole: Option<Digest>,
-    mtime: (Option<Mtime>, bool),
-    /// Whether missing files are restored; those to restore, and the one
-    /// being checked as it would be.
+    file: Noted,
+    /// Whether missing files are restored, and those to restore.
     restore: bool,
     lost: Spill<Lost>,
-    lost_here: Option<Lost>,
+}
+
+/// What is known so far of the file being checked: what its entry says of
+/// it (hashed); whether it cannot be mended (said already), and whether
+/// leaves of it wait; the checksum it must have once mended (if its leaf
+/// lines leave bytes out); its time to put back, and whether a stat line
+/// lists it; and the file as it would be restored.
+#[derive(Default)]
+struct Noted {
+    claim: DefaultHasher,
+    unmendable: bool,
+    leaves_wait: bool,
+    whole: Option<Digest>,
+    mtime: Option<Mtime>,
+    mtime_listed: bool,
+    lost: Option<Lost>,
+}
+
+impl Noted {
+    /// Starts on the file whose first pass `checked` is.
+    fn new(checked: &Checked) -> Noted {
+        // (A stat line is on the first pass, with the checksum line.)
+        let stat = checked.pass.stat;
+        Noted {
+            mtime: (stat.map(|(_, mtime)| mtime)).or_else(|| checked.modified().map(Mtime::of)),
+            mtime_listed: stat.is_some(),
+            lost: checked.expected().map(|digest| Lost {
+                name: checked.pass.name.clone(),
+                tree: checked.pass.tree,
+                digest: *digest,
+                length: stat.map(|(size, _)| size),
+                mtime: stat.map(|(_, mtime)| mtime),
+            }),
+            ..Noted::default()
+        }
+    }
 }
 
 impl Repairs {
@@ -58,14 +83,9 @@ impl Repairs {
             pending: Spill::new(IN_MEMORY),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
-            claim: DefaultHasher::new(),
-            mendable: true,
-            noted: false,
-            whole: None,
-            mtime: (None, false),
+            file: Noted::default(),
             restore,
             lost: Spill::new(IN_MEMORY),
-            lost_here: None,
         }
     }
 
@@ -73,28 +93,26 @@ impl Repairs {
     /// end; says at once why a damaged file cannot be mended.
     pub fn note(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
         if !checked.pass.continues {
-            self.start_file(checked);
+            self.file = Noted::new(checked);
         }
         self.keep_claim(checked);
         if checked.is_missing() {
             return self.note_missing(checked, printer);
         }
         self.judge(checked, printer)?;
-        let mendable = (checked.pass.total, checked.stamp, self.mendable);
-        let (Some(listed_length), Some(stamp), true) = mendable else {
+        let mendable = (checked.pass.total, checked.stamp, self.file.unmendable);
+        let (Some(listed_length), Some(stamp), false) = mendable else {
             return Ok(());
         };
         let failing = checked.failed_leaves();
-        self.noted |= !failing.is_empty();
+        self.file.leaves_wait |= !failing.is_empty();
         // At the file's end its length, and its checksum, are seen to once
         // its leaves are mended.
-        let last_pass = !checked.pass.continued
-            && matches!(
-                checked.file_verdict(),
-                Some(Verdict::Failed | Verdict::Missing)
-            );
-        if last_pass && !self.noted {
-            let why = match self.whole {
+        let verdict = checked.file_verdict();
+        let file_failed = matches!(verdict, Some(Verdict::Failed | Verdict::Missing));
+        let last_pass = !checked.pass.continued && file_failed;
+        if last_pass && !self.file.leaves_wait {
+            let why = match self.file.whole {
                 Some(_) => {
                     "bytes its leaf lines do not list differ: only a copy of the whole file mends them"
                 }
@@ -110,41 +128,23 @@ impl Repairs {
             tree: checked.pass.tree,
             listed_length,
             failing,
-            whole: self.whole,
+            whole: self.file.whole,
             last_pass,
             stamp,
-            mtime: self.mtime.0,
-            mtime_listed: self.mtime.1,
+            mtime: self.file.mtime,
+            mtime_listed: self.file.mtime_listed,
         })
-    }
-
-    /// Starts on the file whose first pass `checked` is.
-    fn start_file(&mut self, checked: &Checked) {
-        (self.mendable, self.noted, self.whole) = (true, false, None);
-        self.claim = DefaultHasher::new();
-        // (A stat line is on the first pass, with the checksum line.)
-        self.mtime = match checked.pass.stat {
-            Some((_, mtime)) => (Some(mtime), true),
-            None => (checked.modified().map(Mtime::of), false),
-        };
-        self.lost_here = checked.expected().map(|digest| Lost {
-            name: checked.pass.name.clone(),
-            tree: checked.pass.tree,
-            digest: *digest,
-            length: checked.pass.stat.map(|(size, _)| size),
-            mtime: checked.pass.stat.map(|(_, mtime)| mtime),
-        });
     }
 
     /// Notes a missing file, to restore at the list's end.
     fn note_missing(&mut self, checked: &Checked, printer: &mut Printer<'_>) -> io::Result<()> {
-        if let Some(lost) = self.lost_here.as_mut() {
+        if let Some(lost) = self.file.lost.as_mut() {
             lost.length = lost.length.or(checked.pass.total);
         }
         if checked.pass.continued || !self.restore {
             return Ok(());
         }
-        match self.lost_here.take() {
+        match self.file.lost.take() {
             Some(lost) => self.lost.push(&lost),
             None => printer.error(
                 &checked.pass.name,
@@ -160,18 +160,18 @@ impl Repairs {
         let failed = |verdict: &Verdict| matches!(verdict, Verdict::Failed | Verdict::Missing);
         let checksum_failed = |(subject, verdict)| subject == Subject::Checksum && failed(&verdict);
         if checked.lines().any(checksum_failed) && !checked.lists_every_leaf() {
-            self.whole = checked.expected().copied();
+            self.file.whole = checked.expected().copied();
         }
         let failed_here = checked.lines().any(|(_, verdict)| failed(&verdict));
         if failed_here && checked.outcome.is_err() {
             // Unreadable: said already.
-            self.mendable = false;
+            self.file.unmendable = true;
         }
         if failed_here
-            && self.mendable
+            && !self.file.unmendable
             && let Some(why) = why_not(checked)
         {
-            self.mendable = false;
+            self.file.unmendable = true;
             printer.error(&checked.pass.name, &format!("cannot be repaired: {why}"))?;
         }
         Ok(())
@@ -184,7 +184,7 @@ impl Repairs {
         let algorithm = (tree.algorithm() as u8, tree.digest_size());
         let leaf_size = length.map(|_| tree.leaf_size());
         let expected = checked.expected().map(Digest::as_bytes);
-        let claim = &mut self.claim;
+        let claim = &mut self.file.claim;
         (algorithm, leaf_size, length, expected).hash(claim);
         for (index, digest) in checked.listed_leaves() {
             (index, digest.as_bytes()).hash(claim);
@@ -208,7 +208,6 @@ impl Repairs {
         // A file listed twice alike is mended on its first entry: on the
         // next, it is the file as that mending left it.
         let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
-        let mender = &self.mender;
         let mut file: Option<Mending> = None;
         let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
         for damaged in pending.iter() {
@@ -217,45 +216,51 @@ impl Repairs {
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
             // (A file whose last pass could not be read has no last record.)
-            file.take_if(|(name, ..)| *name != damaged.name);
-            let (_, opened, file_mended, ends) = file.get_or_insert_with(|| {
-                // (Never written where its list contradicts itself about it.)
-                let opened = match contradicted.get(&name_key(&damaged.name)) {
-                    Some((first, second)) => Err(format!(
-                        "the list gives it two different contents (lines {first} and {second}): not written"
-                    )),
-                    None => {
-                        let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
-                        mender.open(&path, seen).map_err(|unmendable| unmendable.to_string())
-                    }
-                };
-                (damaged.name.clone(), opened, true, false)
-            });
-            let target = match opened {
-                Ok(target) => target,
-                Err(why) => {
-                    if !why.is_empty() {
+            let mut mending = match file.take().filter(|file| file.name == damaged.name) {
+                Some(mending) => mending,
+                None => {
+                    // (Never written where its list contradicts itself about it.)
+                    let opened = match contradicted.get(&name_key(&damaged.name)) {
+                        Some(&(first, second)) => Err(Unmendable::Contradicted(first, second)),
+                        None => {
+                            let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
+                            self.mender.open(&path, seen)
+                        }
+                    };
+                    if let Err(why) = &opened {
                         printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
-                        why.clear();
                     }
-                    tally.unrepaired_leaves += damaged.failing.len() as u64;
-                    file.take_if(|_| damaged.last_pass);
-                    continue;
+                    Mending {
+                        name: damaged.name.clone(),
+                        target: opened.ok(),
+                        mended: true,
+                        ends: false,
+                    }
                 }
             };
-            if !damaged.failing.is_empty() {
-                let leaves = damaged.tree.leaf_count(damaged.listed_length);
-                // (In leaf order: the last failing leaf is the one that may end it.)
-                *ends |= (damaged.failing.last()).is_some_and(|(index, _)| index + 1 == leaves);
-                *file_mended &= mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-            }
-            if damaged.last_pass {
-                let mended = (*file_mended, *ends);
-                finish_file(mender, target, &damaged, mended, printer, tally)?;
-                if let Ok(now) = Stamp::now(target) {
-                    mended_here.insert(damaged.stamp, now);
+            match &mending.target {
+                None => tally.unrepaired_leaves += damaged.failing.len() as u64,
+                Some(target) => {
+                    if !damaged.failing.is_empty() {
+                        let leaves = damaged.tree.leaf_count(damaged.listed_length);
+                        // (In leaf order: the last failing leaf is the one that may end it.)
+                        let last = damaged.failing.last();
+                        mending.ends |= last.is_some_and(|(index, _)| index + 1 == leaves);
+                        let mender = &self.mender;
+                        mending.mended &=
+                            mend_leaves(mender, target, &path, &damaged, printer, tally)?;
+                    }
+                    if damaged.last_pass {
+                        let mended = (mending.mended, mending.ends);
+                        finish_file(&self.mender, target, &damaged, mended, printer, tally)?;
+                        if let Ok(now) = Stamp::now(target) {
+                            mended_here.insert(damaged.stamp, now);
+                        }
+                    }
                 }
-                file = None;
+            }
+            if !damaged.last_pass {
+                file = Some(mending);
             }
         }
         self.restore_lost(printer, tally)
@@ -266,8 +271,7 @@ impl Repairs {
         for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
-            let restored = self.mender.restore(&path, &lost);
-            let reason = restored.err().map(|why| why.to_string());
+            let reason = (self.mender.restore(&path, &lost).err()).map(|why| why.to_string());
             let (count, verdict) = match reason {
                 None => (&mut tally.restored, "RESTORED"),
                 Some(_) => (&mut tally.unrestored, "FAILED"),
@@ -283,10 +287,16 @@ impl Repairs {
     }
 }
 
-/// The file being mended, by name: opened on its first record, or why not;
-/// whether every leaf of it so far was mended, and whether one of them was
-/// its last (whose failing may be its length's).
-type Mending = (Vec<u8>, Result<File, String>, bool, bool);
+/// The file being mended, by name: opened on its first record (`None` if
+/// it could not be, as was said then); whether every leaf of it so far was
+/// mended, and whether one of them was its last (whose failing may be its
+/// length's).
+struct Mending {
+    name: Vec<u8>,
+    target: Option<File>,
+    mended: bool,
+    ends: bool,
+}
 
 /// Ends the mending of a file at its last record, given whether every leaf
 /// of it was mended and whether its last was: its length settled and its
@@ -378,10 +388,9 @@ fn mend_leaves(
     tally: &mut Tally,
 ) -> io::Result<bool> {
     let name = &damaged.name[..];
-    let (tree, listed_length) = (damaged.tree, damaged.listed_length);
     let mut lines = Ok(());
     let mut all_good = true;
-    let mended = mender.mend(file, path, damaged, |index, mend| {
+    let mended = mender.mend(file, path, damaged, |index, bytes, mend| {
         all_good &= mend.is_ok();
         match mend {
             Ok(Mended::Intact) => return,
@@ -390,7 +399,6 @@ fn mend_leaves(
         }
         // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
         if lines.is_ok() {
-            let bytes = tree.leaf_bytes(index, listed_length);
             let why = mend.as_ref().err().map(ToString::to_string);
             lines = printer.emit(&Record::Repair {
                 name: JsonName(Some(name)),
