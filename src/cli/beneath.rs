@@ -228,6 +228,8 @@ impl Directory {
     /// The directory holding the file `path` names, walked from `from` (or
     /// the working directory) as [`open_to_write`] walks it, and the file's
     /// name in it; with `make`, directories not there are made on the way.
+    /// It takes `..` and a root as given: a name from a list is
+    /// [`allowed`] first.
     pub fn holding(
         from: Option<&Directory>,
         path: &Path,
