@@ -24,7 +24,7 @@
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -85,33 +85,26 @@ struct Change {
     after: Content,
 }
 
-/// The changes made so far.
-struct Timeline {
-    changes: Mutex<Vec<Change>>,
-}
-
-impl Timeline {
-    /// The states the file was in at some moment of `during`, and whether
-    /// any change overlapped it.
-    fn states(&self, during: (Instant, Instant)) -> (Vec<Content>, bool) {
-        let changes = self.changes.lock().unwrap();
-        let (start, end) = during;
-        let mut states = vec![
-            changes
-                .iter()
-                .rev()
-                .find(|change| change.ended.is_some_and(|ended| ended <= start))
-                .map_or(Content::Original, |change| change.after),
-        ];
-        let mut overlapped = false;
-        for change in changes.iter() {
-            if change.began < end && change.ended.is_none_or(|ended| ended > start) {
-                overlapped = true;
-                states.push(change.after);
-            }
+/// The states the file was in at some moment of `during`, given the
+/// changes made so far, and whether any change overlapped it.
+fn states_during(changes: &Mutex<Vec<Change>>, during: (Instant, Instant)) -> (Vec<Content>, bool) {
+    let changes = changes.lock().unwrap();
+    let (start, end) = during;
+    let mut states = vec![
+        changes
+            .iter()
+            .rev()
+            .find(|change| change.ended.is_some_and(|ended| ended <= start))
+            .map_or(Content::Original, |change| change.after),
+    ];
+    let mut overlapped = false;
+    for change in changes.iter() {
+        if change.began < end && change.ended.is_none_or(|ended| ended > start) {
+            overlapped = true;
+            states.push(change.after);
         }
-        (states, overlapped)
     }
+    (states, overlapped)
 }
 
 /// A writer's cycle: each step is a change and what the file holds after
@@ -202,22 +195,19 @@ impl Hasher for Command {
         } else {
             command.stdin(Stdio::null());
         }
-        judge_output(&command.output().unwrap())
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let status = out.status.code().expect("no signal");
+        if stderr.contains("file changed while being read") {
+            assert_eq!(status, 1, "{stderr}");
+            return Outcome::Changed;
+        }
+        if stderr.contains("Input/output error") {
+            assert_eq!(status, 1, "{stderr}");
+            return Outcome::Faulted;
+        }
+        Outcome::Printed(out.stdout.clone(), status)
     }
-}
-
-fn judge_output(out: &Output) -> Outcome {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let status = out.status.code().expect("no signal");
-    if stderr.contains("file changed while being read") {
-        assert_eq!(status, 1, "{stderr}");
-        return Outcome::Changed;
-    }
-    if stderr.contains("Input/output error") {
-        assert_eq!(status, 1, "{stderr}");
-        return Outcome::Faulted;
-    }
-    Outcome::Printed(out.stdout.clone(), status)
 }
 
 /// The library's `hash_path`, with a leaf size.
@@ -280,9 +270,7 @@ fn judge(
         .open(live.join("file"))
         .unwrap();
     let modified = file.metadata().unwrap().modified().unwrap();
-    let timeline = Timeline {
-        changes: Mutex::new(Vec::new()),
-    };
+    let changes = Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
     let mut counts = Counts::default();
     std::thread::scope(|scope| {
@@ -293,7 +281,7 @@ fn judge(
                 for &(change, after, pause_after) in steps {
                     // Recorded before it is made, so that a hash that ends
                     // meanwhile knows of it.
-                    timeline.changes.lock().unwrap().push(Change {
+                    changes.lock().unwrap().push(Change {
                         began: Instant::now(),
                         ended: None,
                         after,
@@ -302,7 +290,7 @@ fn judge(
                     file.set_times(fs::FileTimes::new().set_modified(modified))
                         .unwrap();
                     let ended = Instant::now();
-                    timeline.changes.lock().unwrap().last_mut().unwrap().ended = Some(ended);
+                    changes.lock().unwrap().last_mut().unwrap().ended = Some(ended);
                     if pause_after {
                         state = state
                             .wrapping_mul(6364136223846793005)
@@ -316,7 +304,7 @@ fn judge(
         for _ in 0..HASHES {
             let start = Instant::now();
             let outcome = hasher.hash(live);
-            let (states, overlapped) = timeline.states((start, Instant::now()));
+            let (states, overlapped) = states_during(&changes, (start, Instant::now()));
             let matches = |content: &Content| {
                 let (_, printed) = expected.iter().find(|(c, _)| c == content).unwrap();
                 match (printed, &outcome) {
@@ -373,18 +361,9 @@ fn a_file_changed_while_hashed_is_never_misread() {
     }
     let dir = tempfile::tempdir().unwrap();
     let original = pattern(LEN);
-    let list = {
-        let seed = dir.path().join("seed");
-        fs::create_dir(&seed).unwrap();
-        fs::write(seed.join("file"), &original).unwrap();
-        let out = bt2sum()
-            .args(["-t", "64k", "--leaves", "file"])
-            .current_dir(&seed)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        out.stdout
-    };
+    let live = dir.path().join("live");
+    lay_out(&live, &original, b"");
+    let list = super::write_list(&live, "list", ["-t", "64k", "--leaves", "file"]);
     let still: Vec<(Content, PathBuf)> = CONTENTS
         .iter()
         .map(|&content| {
@@ -393,8 +372,6 @@ fn a_file_changed_while_hashed_is_never_misread() {
             (content, path)
         })
         .collect();
-    let live = dir.path().join("live");
-    lay_out(&live, &original, &list);
     let mut wrong = Vec::new();
     let mut report = Vec::new();
     for hasher in hashers() {
