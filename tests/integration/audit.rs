@@ -322,27 +322,24 @@ fn the_wrong_base_is_named() {
     let dir = dir_with(&[("photos/a", b"a\n"), ("photos/b", b"b\n")]);
     write_list(&dir.path().join("photos"), "SUMS", ["a", "b"]);
     write_list(dir.path(), "ABOVE", ["-r", "photos"]);
-    // Checked from above: the files are beside the list.
-    let (_, err, code) = said_in(dir.path(), ["-c", "photos/SUMS"]);
-    assert_eq!(code, 1);
-    assert_contains(
-        &err,
-        "hint: no listed file is here, and they are in photos, beside the list",
-    );
-    // Audited from above, or the list made above audited from inside.
-    let (_, err, _) = said_in(dir.path(), ["-c", "--audit", "photos", "photos/SUMS"]);
-    assert_contains(
-        &err,
-        "hint: every listed file was found under photos/: the list's names are relative to photos",
-    );
-    let (_, err, _) = said_in(
-        &dir.path().join("photos"),
-        ["-c", "--audit", ".", "../ABOVE"],
-    );
-    assert_contains(
-        &err,
-        "hint: the list names every file under photos/, and the audit found them without it",
-    );
+    let photos = dir.path().join("photos");
+    // Checked from above: the files are beside the list. Audited from
+    // above, or the list made above audited from inside.
+    let hints = [
+        "no listed file is here, and they are in photos, beside the list",
+        "every listed file was found under photos/: the list's names are relative to photos",
+        "the list names every file under photos/, and the audit found them without it",
+    ];
+    let runs = [
+        (dir.path(), "-c photos/SUMS"),
+        (dir.path(), "-c --audit photos photos/SUMS"),
+        (&photos, "-c --audit . ../ABOVE"),
+    ];
+    for ((here, args), hint) in runs.into_iter().zip(hints) {
+        let (_, err, code) = said_in(here, args.split(' '));
+        assert_eq!(code, 1, "{args}");
+        assert_contains(&err, &format!("hint: {hint}"));
+    }
     // A file here, or a real move, is no sign of the wrong base.
     let no_hint = |args: &[&str]| {
         let (_, err, _) = said_in(dir.path(), args);
