@@ -261,8 +261,8 @@ fn write_hashed(
 
 /// Writes the lines of a file hashed (`outcome`, tagged with its name) in
 /// `shape`: its checksum line, its stat line, its leaf lines (or the count
-/// line of an empty file); `false` (nothing written, the reason given to
-/// reported) if it could not be hashed.
+/// line of an empty file); `false` (nothing written, the reason reported)
+/// if it could not be hashed.
 fn write_outcome(
     out: &mut dyn Write,
     shape: &Shape,
