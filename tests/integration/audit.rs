@@ -459,8 +459,7 @@ fn an_update_keeps_each_entrys_shape() {
 fn audits_agree_with_hashdeep_where_hashdeep_is_right() {
     let test = "audits_agree_with_hashdeep_where_hashdeep_is_right";
     if Command::new("hashdeep").arg("-V").output().is_err() {
-        super::skip(test, "hashdeep is not installed (scripts/test-deps)");
-        return;
+        return super::skip(test, "hashdeep is not installed (scripts/test-deps)");
     }
     let dir = dir_with(&[
         ("t/a", b"a\n"),
@@ -542,12 +541,9 @@ fn an_audit_of_a_long_list_stays_within_bounded_memory() {
 /// (braces are names to git, not alternations).
 #[test]
 fn excludes_leave_out_what_git_ignores() {
+    let test = "excludes_leave_out_what_git_ignores";
     if Command::new("git").arg("--version").output().is_err() {
-        super::skip(
-            "excludes_leave_out_what_git_ignores",
-            "git is not installed",
-        );
-        return;
+        return super::skip(test, "git is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let files =
@@ -556,13 +552,13 @@ fn excludes_leave_out_what_git_ignores() {
     let contents: Vec<_> = files.iter().map(|name| (*name, &b"x\n"[..])).collect();
     write_files(dir.path(), &contents);
     let git = |args: &[&str]| {
-        Command::new("git")
+        let out = Command::new("git")
             .args(args)
             .current_dir(dir.path())
-            .output()
-            .unwrap()
+            .output();
+        out.unwrap().status.success()
     };
-    assert!(git(&["init", "-q"]).status.success());
+    assert!(git(&["init", "-q"]));
     let patterns = "{a,b} *.{c,h} *.tmp !keep.tmp top/ /a1 [ab] \\[ab] logs/** a* f\\\\g";
     for pattern in patterns.split(' ') {
         let patterns: Vec<&str> = match pattern {
@@ -570,13 +566,8 @@ fn excludes_leave_out_what_git_ignores() {
             _ => vec![pattern],
         };
         fs::write(dir.path().join(".gitignore"), patterns.join("\n") + "\n").unwrap();
-        let ignored: Vec<&str> = (files.iter().copied())
-            .filter(|name| {
-                git(&["check-ignore", "-q", "--no-index", name])
-                    .status
-                    .success()
-            })
-            .collect();
+        let ignored_by_git = |name: &&str| git(&["check-ignore", "-q", "--no-index", name]);
+        let ignored: Vec<&str> = files.iter().copied().filter(ignored_by_git).collect();
         let mut args: Vec<&str> = "-r . --untagged --exclude .gitignore --exclude .git/"
             .split(' ')
             .collect();
@@ -655,10 +646,8 @@ fn an_audit_covers_what_its_walk_meets() {
     assert_eq!((out.as_str(), code), (verdicts, 1));
     assert_contains(&err, scope);
     // The excludes leave listed files out as walked ones.
-    let (out, _, _) = said_in(
-        &root,
-        "-c --audit . --exclude cache/ --exclude 2021 ../SUMS".split(' '),
-    );
+    let args = "-c --audit . --exclude cache/ --exclude 2021 ../SUMS";
+    let (out, _, _) = said_in(&root, args.split(' '));
     assert!(!out.contains("cache") && !out.contains("2021"), "{out}");
     // --max-depth 1: the files of the top directory alone.
     let (out, err, _) = said_in(&root, ["-c", "--audit", ".", "--max-depth", "1", "../SUMS"]);
@@ -668,15 +657,14 @@ fn an_audit_covers_what_its_walk_meets() {
     // of the files out of scope, missing or damaged as they are.
     let args = "-c --audit Photos/2020 --update --forget-missing ../SUMS".split(' ');
     let (_, err, code) = said_in(&root, args);
-    assert!(
-        err.ends_with("updated: 1 file added\n") && code == 0,
-        "{err}"
-    );
+    assert!(err.ends_with("updated: 1 file added\n"), "{err}");
+    assert_eq!(code, 0);
     let after = fs::read_to_string(dir.path().join("SUMS")).unwrap();
-    let added = after
-        .strip_prefix(&before)
-        .unwrap_or_else(|| panic!("{after}"));
-    assert_contains(added, "(Photos/2020/new)");
+    let added = after.strip_prefix(&before);
+    assert_contains(
+        added.unwrap_or_else(|| panic!("{after}")),
+        "(Photos/2020/new)",
+    );
     // A file system mounted inside the tree, with -x: neither walked nor read.
     let mount = root.join("mnt");
     fs::create_dir(&mount).unwrap();
@@ -691,16 +679,13 @@ fn an_audit_covers_what_its_walk_meets() {
         return;
     }
     fs::write(mount.join("inside"), b"inside\n").unwrap();
-    let walked = run_in(&root, ["-r", "-x", "."], b"");
-    let all = run_in(&root, ["-r", "."], b"");
-    fs::write(dir.path().join("ALL"), &all.stdout).unwrap();
-    let audited = run_in(&root, ["-c", "--audit", ".", "-x", "../ALL"], b"");
+    let (walked, _, _) = said_in(&root, ["-r", "-x", "."]);
+    let (all, _, _) = said_in(&root, ["-r", "."]);
+    fs::write(dir.path().join("ALL"), &all).unwrap();
+    let (audited, err, _) = said_in(&root, ["-c", "--audit", ".", "-x", "../ALL"]);
     let _ = std::process::Command::new("umount").arg(&mount).status();
-    assert!(!stdout(&walked).contains("inside"), "{}", stdout(&walked));
-    assert_contains(&stdout(&all), "(./mnt/inside)");
-    assert!(!stdout(&audited).contains("inside"), "{}", stdout(&audited));
-    assert_contains(
-        &stderr(&audited),
-        "1 listed file was out of the audit's scope",
-    );
+    assert!(!walked.contains("inside"), "{walked}");
+    assert_contains(&all, "(./mnt/inside)");
+    assert!(!audited.contains("inside"), "{audited}");
+    assert_contains(&err, "1 listed file was out of the audit's scope");
 }
