@@ -60,6 +60,11 @@ fn changed_archive(stat: bool) -> tempfile::TempDir {
     dir
 }
 
+/// The list `SUMS` in `dir`, as text (lossily: its names need not be UTF-8).
+fn sums(dir: &Path) -> String {
+    String::from_utf8_lossy(&fs::read(dir.join("SUMS")).unwrap()).into_owned()
+}
+
 /// The tagged line of `list` that names `name`, if one does.
 fn line(list: &str, name: &str) -> Option<String> {
     let named = format!("({name})");
@@ -280,13 +285,13 @@ fn the_lists_are_never_new() {
 fn an_update_follows_deliberate_changes_only() {
     let dir = changed_archive(true);
     let root = dir.path().join("t");
-    let before = fs::read(dir.path().join("SUMS")).unwrap();
+    let before = sums(dir.path());
     let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     let updated = "bt2sum: ../SUMS: updated: 3 files added, 1 renamed, 1 hashed again\n";
     assert_ends(&err, updated);
     // The damage and the missing files are still there: status 1.
     assert_eq!(code, 1);
-    let after = fs::read(dir.path().join("SUMS")).unwrap();
+    let after = sums(dir.path());
     assert_ne!(after, before);
     // Audited again: the deliberate changes are the list's now; the damage
     // and the missing files are not.
@@ -298,10 +303,6 @@ fn an_update_follows_deliberate_changes_only() {
         1,
     );
     // The damaged file's lines are the ones it was listed with.
-    let (after, before) = (
-        String::from_utf8_lossy(&after),
-        String::from_utf8_lossy(&before),
-    );
     assert_eq!(line(&after, "./damage"), line(&before, "./damage"));
     // The renamed file has its old digest under its new name.
     let renamed = line(&after, "./sub/new name").unwrap();
@@ -358,7 +359,6 @@ fn the_wrong_base_is_named() {
 fn an_update_takes_in_what_is_named_and_nothing_else() {
     let dir = changed_archive(false);
     let root = dir.path().join("t");
-    let list = dir.path().join("SUMS");
     let audit = |extra: &[&str]| {
         let mut args = vec!["-c", "--quiet", "--audit", ".", "--update"];
         args.extend(extra);
@@ -372,14 +372,13 @@ fn an_update_takes_in_what_is_named_and_nothing_else() {
     // Edited without a stat line, the edit is FAILED until named.
     let (out, _, _) = audit(&[]);
     assert_contains(&out, "./edit: FAILED\n");
-    let read = || String::from_utf8_lossy(&fs::read(&list).unwrap()).into_owned();
-    let kept = read();
+    let kept = sums(dir.path());
     let (_, err, code) = audit(&["--accept", "edit", "--forget-missing"]);
     let updated = "updated: 1 hashed again, 3 missing files forgotten\n";
     assert_ends(&err, updated);
     // The damage, not named, still fails the run, and keeps its line.
     assert_eq!(code, 1);
-    let now = read();
+    let now = sums(dir.path());
     assert_eq!(line(&now, "./damage"), line(&kept, "./damage"));
     assert_ne!(line(&now, "./edit"), line(&kept, "./edit"));
     for gone in ["./gone", "./dup1", "./empty1"] {
@@ -416,7 +415,7 @@ fn an_update_keeps_each_entrys_shape() {
     fs::write(root.join("d"), b"dee\n").unwrap();
     let (_, err, code) = said_in(&root, ["-c", "--audit", ".", "--update", "../SUMS"]);
     assert_eq!(code, 0, "{err}");
-    let after = String::from_utf8(fs::read(dir.path().join("SUMS")).unwrap()).unwrap();
+    let after = sums(dir.path());
     // The edited file, listed a leaf at a time, is listed so again, with
     // its stat line; the renamed one keeps its untagged shape; the comment
     // stays; the new file takes the shape of the first checksum line:
@@ -659,7 +658,7 @@ fn an_audit_covers_what_its_walk_meets() {
     let (_, err, code) = said_in(&root, args);
     assert!(err.ends_with("updated: 1 file added\n"), "{err}");
     assert_eq!(code, 0);
-    let after = fs::read_to_string(dir.path().join("SUMS")).unwrap();
+    let after = sums(dir.path());
     let added = after.strip_prefix(&before);
     assert_contains(
         added.unwrap_or_else(|| panic!("{after}")),
