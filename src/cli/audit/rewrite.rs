@@ -15,7 +15,6 @@ use super::moves::{Moves, NewFile};
 use crate::cli::output::report_listed;
 use crate::cli::plan::Update;
 use bt2sum::Event;
-use bt2sum::TreeParams;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::lines::{Record, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
@@ -26,6 +25,7 @@ use bt2sum::leaves::LeafLog;
 use bt2sum::spill::Spill;
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
+use bt2sum::{Algorithm, Digest, TreeParams};
 use bt2sum::{Job, hash_each};
 
 /// How a file's lines are written.
@@ -278,14 +278,8 @@ fn write_outcome(
     };
     let modified = outcome.stamp.and_then(|stamp| stamp.modified());
     let mut lines = Vec::new();
-    push_line(
-        &mut lines,
-        style(shape.tagged),
-        shape.tree.algorithm(),
-        &hashed.digest,
-        Some(name),
-        Ending::Newline,
-    );
+    let algorithm = shape.tree.algorithm();
+    push_checksum(&mut lines, shape.tagged, algorithm, &hashed.digest, name);
     let input = lines_of(&shape.tree, name);
     if let (true, Some(modified)) = (shape.stat, modified) {
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
@@ -307,15 +301,8 @@ fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let mut again = Vec::new();
     match classify(line, &Grammar::default()) {
         ListLine::Checksum(entry) => {
-            let (algorithm, style) = (entry.algorithm, style(entry.tagged));
-            push_line(
-                &mut again,
-                style,
-                algorithm,
-                &entry.expected,
-                Some(name),
-                Ending::Newline,
-            );
+            let (algorithm, digest) = (entry.algorithm, &entry.expected);
+            push_checksum(&mut again, entry.tagged, algorithm, digest, name);
         }
         ListLine::Leaf(leaf) => {
             let input = lines_of(&leaf.tree, name);
@@ -352,11 +339,20 @@ fn lines_of<'a>(tree: &'a TreeParams, name: &'a [u8]) -> InputLines<'a> {
     }
 }
 
-fn style(tagged: bool) -> Style {
-    match tagged {
-        true => Style::Tagged,
-        false => Style::Untagged,
-    }
+/// Appends the checksum line of the file `name`, tagged or not.
+fn push_checksum(
+    out: &mut Vec<u8>,
+    tagged: bool,
+    algorithm: Algorithm,
+    digest: &Digest,
+    name: &[u8],
+) {
+    let style = if tagged {
+        Style::Tagged
+    } else {
+        Style::Untagged
+    };
+    push_line(out, style, algorithm, digest, Some(name), Ending::Newline);
 }
 
 fn named(line: &[u8]) -> Option<Vec<u8>> {
