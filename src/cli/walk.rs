@@ -163,42 +163,26 @@ pub struct Excludes {
     matcher: Option<ignore::gitignore::Gitignore>,
 }
 
-/// A pattern that is not one.
-#[derive(Debug, thiserror::Error)]
-#[error("bad pattern {pattern:?}: {reason}")]
-pub struct ExcludeError {
-    pub pattern: String,
-    pub reason: String,
-}
-
 impl Excludes {
     pub fn is_empty(&self) -> bool {
         self.matcher.is_none()
     }
 
     /// The excludes of `patterns`, in order (blank lines and `#` comments
-    /// skipped, as in a `.gitignore`).
-    pub fn new<S: AsRef<str>>(
-        patterns: impl IntoIterator<Item = S>,
-    ) -> Result<Excludes, ExcludeError> {
+    /// skipped, as in a `.gitignore`); why a pattern is not one.
+    pub fn new<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Result<Excludes, String> {
+        let bad = |pattern: &str, reason: &str| format!("bad pattern {pattern:?}: {reason}");
         let mut builder = ignore::gitignore::GitignoreBuilder::new("");
         for pattern in patterns {
             let pattern = pattern.as_ref();
-            let bad = |reason: String| ExcludeError {
-                pattern: pattern.to_string(),
-                reason,
-            };
             if matches!(pattern.trim_start_matches('!'), "/" | "") && !pattern.is_empty() {
-                return Err(bad("it matches nothing".to_string()));
+                return Err(bad(pattern, "it matches nothing"));
             }
             builder
                 .add_line(None, &braces_literal(pattern))
-                .map_err(|error| bad(glob_reason(&error)))?;
+                .map_err(|error| bad(pattern, &glob_reason(&error)))?;
         }
-        let matcher = builder.build().map_err(|error| ExcludeError {
-            pattern: String::new(),
-            reason: glob_reason(&error),
-        })?;
+        let matcher = (builder.build()).map_err(|error| bad("", &glob_reason(&error)))?;
         Ok(Excludes {
             matcher: (matcher.num_ignores() + matcher.num_whitelists() > 0).then_some(matcher),
         })

@@ -24,7 +24,7 @@
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -60,20 +60,27 @@ const CONTENTS: [Content; 5] = [
     Content::NewBoth,
 ];
 
-fn bytes_of(content: Content, original: &[u8]) -> Vec<u8> {
-    let mut bytes = original.to_vec();
-    let tail = LEN - MIB;
+/// The first MiB and the last (`None`: cut off) of the file in `content`.
+fn head_and_tail(content: Content, original: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+    let new = |part: &[u8]| part.iter().map(|b| b ^ 0x5a).collect();
+    let (head, tail) = (&original[..MIB], &original[LEN - MIB..]);
     match content {
-        Content::Original => {}
-        Content::Cut => bytes.truncate(tail),
-        Content::Zeroed => bytes[tail..].fill(0),
-        Content::NewHead => bytes[..MIB].iter_mut().for_each(|b| *b ^= 0x5a),
-        Content::NewBoth => {
-            bytes[..MIB].iter_mut().for_each(|b| *b ^= 0x5a);
-            bytes[tail..].iter_mut().for_each(|b| *b ^= 0x5a);
-        }
+        Content::Original => (head.to_vec(), Some(tail.to_vec())),
+        Content::Cut => (head.to_vec(), None),
+        Content::Zeroed => (head.to_vec(), Some(vec![0; MIB])),
+        Content::NewHead => (new(head), Some(tail.to_vec())),
+        Content::NewBoth => (new(head), Some(new(tail))),
     }
-    bytes
+}
+
+fn bytes_of(content: Content, original: &[u8]) -> Vec<u8> {
+    let (head, tail) = head_and_tail(content, original);
+    [
+        &head[..],
+        &original[MIB..LEN - MIB],
+        &tail.unwrap_or_default(),
+    ]
+    .concat()
 }
 
 /// One change made by a writer: when it began and ended (`None` while it
@@ -85,84 +92,62 @@ struct Change {
     after: Content,
 }
 
-/// The changes made so far.
-struct Timeline {
-    changes: Mutex<Vec<Change>>,
-}
-
-impl Timeline {
-    /// The states the file was in at some moment of `during`, and whether
-    /// any change overlapped it.
-    fn states(&self, during: (Instant, Instant)) -> (Vec<Content>, bool) {
-        let changes = self.changes.lock().unwrap();
-        let (start, end) = during;
-        let mut states = vec![
-            changes
-                .iter()
-                .rev()
-                .find(|change| change.ended.is_some_and(|ended| ended <= start))
-                .map_or(Content::Original, |change| change.after),
-        ];
-        let mut overlapped = false;
-        for change in changes.iter() {
-            if change.began < end && change.ended.is_none_or(|ended| ended > start) {
-                overlapped = true;
-                states.push(change.after);
-            }
+/// The states the file was in at some moment of `during`, given the
+/// changes made so far, and whether any change overlapped it.
+fn states_during(changes: &Mutex<Vec<Change>>, during: (Instant, Instant)) -> (Vec<Content>, bool) {
+    let changes = changes.lock().unwrap();
+    let (start, end) = during;
+    let mut states = vec![
+        changes
+            .iter()
+            .rev()
+            .find(|change| change.ended.is_some_and(|ended| ended <= start))
+            .map_or(Content::Original, |change| change.after),
+    ];
+    let mut overlapped = false;
+    for change in changes.iter() {
+        if change.began < end && change.ended.is_none_or(|ended| ended > start) {
+            overlapped = true;
+            states.push(change.after);
         }
-        (states, overlapped)
     }
+    (states, overlapped)
 }
 
-/// A writer's cycle: each step is a change and what the file holds after
-/// it, then whether to pause before the next (for a while drawn around
-/// the length of one hash) or go straight on.
-type Step = (fn(&fs::File, &[u8]), Content, bool);
+/// A writer's cycle: each step is what the file holds after it, then
+/// whether to pause before the next (for a while drawn around the length
+/// of one hash) or go straight on.
+type Step = (Content, bool);
 
-fn cut_tail(file: &fs::File, _: &[u8]) {
-    file.set_len((LEN - MIB) as u64).unwrap();
-}
-
-fn grow_back(file: &fs::File, _: &[u8]) {
-    file.set_len(LEN as u64).unwrap();
-}
-
-fn write_tail(file: &fs::File, original: &[u8]) {
-    file.write_all_at(&original[LEN - MIB..], (LEN - MIB) as u64)
-        .unwrap();
-}
-
-fn new_head(file: &fs::File, original: &[u8]) {
-    let head: Vec<u8> = original[..MIB].iter().map(|b| b ^ 0x5a).collect();
+/// Makes the file hold `content`, in place: its length, its first MiB,
+/// then its last (each set or written whether it changes or not).
+fn change_to(file: &fs::File, content: Content, original: &[u8]) {
+    let (head, tail) = head_and_tail(content, original);
+    let len = if tail.is_some() { LEN } else { LEN - MIB };
+    file.set_len(len as u64).unwrap();
     file.write_all_at(&head, 0).unwrap();
-}
-
-fn new_tail(file: &fs::File, original: &[u8]) {
-    let tail: Vec<u8> = original[LEN - MIB..].iter().map(|b| b ^ 0x5a).collect();
-    file.write_all_at(&tail, (LEN - MIB) as u64).unwrap();
-}
-
-fn old_head(file: &fs::File, original: &[u8]) {
-    file.write_all_at(&original[..MIB], 0).unwrap();
+    if let Some(tail) = tail {
+        file.write_all_at(&tail, (LEN - MIB) as u64).unwrap();
+    }
 }
 
 /// Cuts the tail, grows the file back (zeros), writes the tail again.
 const CUT_AND_RESTORE: &[Step] = &[
-    (cut_tail, Content::Cut, false),
-    (grow_back, Content::Zeroed, true),
-    (write_tail, Content::Original, true),
+    (Content::Cut, false),
+    (Content::Zeroed, true),
+    (Content::Original, true),
 ];
 
 /// Rewrites the head then the tail; puts back the tail then the head.
 const REWRITE_IN_PLACE: &[Step] = &[
-    (new_head, Content::NewHead, false),
-    (new_tail, Content::NewBoth, true),
-    (write_tail, Content::NewHead, false),
-    (old_head, Content::Original, true),
+    (Content::NewHead, false),
+    (Content::NewBoth, true),
+    (Content::NewHead, false),
+    (Content::Original, true),
 ];
 
 /// What one hash gave.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Outcome {
     /// What bt2sum printed, and its status.
     Printed(Vec<u8>, i32),
@@ -195,29 +180,23 @@ impl Hasher for Command {
     }
 
     fn hash(&self, dir: &Path) -> Outcome {
+        let stdin = match self.stdin {
+            true => Stdio::from(fs::File::open(dir.join("file")).unwrap()),
+            false => Stdio::null(),
+        };
         let mut command = bt2sum();
-        command.args(self.args).current_dir(dir);
-        if self.stdin {
-            command.stdin(fs::File::open(dir.join("file")).unwrap());
-        } else {
-            command.stdin(Stdio::null());
-        }
-        judge_output(&command.output().unwrap())
-    }
-}
-
-fn judge_output(out: &Output) -> Outcome {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let status = out.status.code().expect("no signal");
-    if stderr.contains("file changed while being read") {
+        command.args(self.args).current_dir(dir).stdin(stdin);
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let status = out.status.code().expect("no signal");
+        let outcome = match &stderr {
+            said if said.contains("file changed while being read") => Outcome::Changed,
+            said if said.contains("Input/output error") => Outcome::Faulted,
+            _ => return Outcome::Printed(out.stdout, status),
+        };
         assert_eq!(status, 1, "{stderr}");
-        return Outcome::Changed;
+        outcome
     }
-    if stderr.contains("Input/output error") {
-        assert_eq!(status, 1, "{stderr}");
-        return Outcome::Faulted;
-    }
-    Outcome::Printed(out.stdout.clone(), status)
 }
 
 /// The library's `hash_path`, with a leaf size.
@@ -275,14 +254,10 @@ fn judge(
     expected: &[(Content, Outcome)],
     pause: Duration,
 ) -> Counts {
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .open(live.join("file"))
-        .unwrap();
+    let file = fs::File::options().write(true).open(live.join("file"));
+    let file = file.unwrap();
     let modified = file.metadata().unwrap().modified().unwrap();
-    let timeline = Timeline {
-        changes: Mutex::new(Vec::new()),
-    };
+    let changes = Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
     let mut counts = Counts::default();
     std::thread::scope(|scope| {
@@ -290,19 +265,19 @@ fn judge(
             // Pauses from 0 to 2 hashes long, drawn from a fixed sequence.
             let mut state = 0x9e37_79b9_7f4a_7c15_u64;
             while !stop.load(Ordering::Relaxed) {
-                for &(change, after, pause_after) in steps {
+                for &(after, pause_after) in steps {
                     // Recorded before it is made, so that a hash that ends
                     // meanwhile knows of it.
-                    timeline.changes.lock().unwrap().push(Change {
+                    changes.lock().unwrap().push(Change {
                         began: Instant::now(),
                         ended: None,
                         after,
                     });
-                    change(&file, original);
+                    change_to(&file, after, original);
                     file.set_times(fs::FileTimes::new().set_modified(modified))
                         .unwrap();
                     let ended = Instant::now();
-                    timeline.changes.lock().unwrap().last_mut().unwrap().ended = Some(ended);
+                    changes.lock().unwrap().last_mut().unwrap().ended = Some(ended);
                     if pause_after {
                         state = state
                             .wrapping_mul(6364136223846793005)
@@ -316,15 +291,10 @@ fn judge(
         for _ in 0..HASHES {
             let start = Instant::now();
             let outcome = hasher.hash(live);
-            let (states, overlapped) = timeline.states((start, Instant::now()));
+            let (states, overlapped) = states_during(&changes, (start, Instant::now()));
+            // (Each state's expected outcome is a printed one.)
             let matches = |content: &Content| {
-                let (_, printed) = expected.iter().find(|(c, _)| c == content).unwrap();
-                match (printed, &outcome) {
-                    (Outcome::Printed(want, want_status), Outcome::Printed(got, status)) => {
-                        want == got && want_status == status
-                    }
-                    _ => false,
-                }
+                (expected.iter()).any(|(state, printed)| state == content && *printed == outcome)
             };
             match (&outcome, overlapped) {
                 (Outcome::Changed | Outcome::Faulted, true) => counts.changed += 1,
@@ -373,18 +343,9 @@ fn a_file_changed_while_hashed_is_never_misread() {
     }
     let dir = tempfile::tempdir().unwrap();
     let original = pattern(LEN);
-    let list = {
-        let seed = dir.path().join("seed");
-        fs::create_dir(&seed).unwrap();
-        fs::write(seed.join("file"), &original).unwrap();
-        let out = bt2sum()
-            .args(["-t", "64k", "--leaves", "file"])
-            .current_dir(&seed)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        out.stdout
-    };
+    let live = dir.path().join("live");
+    lay_out(&live, &original, b"");
+    let list = super::write_list(&live, "list", ["-t", "64k", "--leaves", "file"]);
     let still: Vec<(Content, PathBuf)> = CONTENTS
         .iter()
         .map(|&content| {
@@ -393,8 +354,6 @@ fn a_file_changed_while_hashed_is_never_misread() {
             (content, path)
         })
         .collect();
-    let live = dir.path().join("live");
-    lay_out(&live, &original, &list);
     let mut wrong = Vec::new();
     let mut report = Vec::new();
     for hasher in hashers() {

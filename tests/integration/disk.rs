@@ -36,7 +36,6 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         "files_read_from_storage_give_the_lines_they_give_from_memory",
     );
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("tree")).unwrap();
     let files = [
         ("big", (23 << 20) + 7),
         ("tree/a", 11 << 20),
@@ -44,7 +43,7 @@ fn files_read_from_storage_give_the_lines_they_give_from_memory() {
         ("tree/c", 5000),
     ];
     for (name, len) in files {
-        std::fs::write(dir.path().join(name), pattern(len)).unwrap();
+        super::write_files(dir.path(), &[(name, &pattern(len))]);
     }
     let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
     super::write_list(
@@ -164,10 +163,9 @@ fn files_that_end_before_their_size_are_never_hashed_short() {
     }
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
-    std::fs::create_dir(&source).unwrap();
     // Read whole (under 1 MiB), and mapped.
-    std::fs::write(source.join("small"), pattern(70_000)).unwrap();
-    std::fs::write(source.join("big"), pattern(3_000_000)).unwrap();
+    let (small, big) = (pattern(70_000), pattern(3_000_000));
+    super::write_files(&source, &[("small", &small), ("big", &big)]);
     let right = |name: &str| super::ok_in(&source, [name]).replace(name, &format!("mnt/{name}"));
     let (small, big) = (right("small"), right("big"));
     let mountpoint = dir.path().join("mnt");

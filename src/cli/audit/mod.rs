@@ -7,7 +7,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::ops::ControlFlow;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -17,7 +17,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::sys::FileId;
 use bt2sum::verify::{Checked, Verdict};
 use bt2sum::{Event, Job, TreeParams, hash_each};
-use moves::{Joined, NewFile};
+use moves::{Joined, NewFile, Which};
 use rewrite::{Rewrite, Shape};
 pub use scope::Scope;
 use serde_bytes::ByteBuf;
@@ -84,6 +84,7 @@ impl<'a> Audit<'a> {
         let missing = checked.is_missing() && !checked.pass.continued;
         let index = self.missing.len();
         if missing {
+            let name = ByteBuf::from(&checked.pass.name[..]);
             let movable = checked.expected().filter(|expected| {
                 let tree = *self.tree.get_or_insert(checked.pass.tree);
                 // (Every empty file has the digest of empty input.)
@@ -91,11 +92,10 @@ impl<'a> Audit<'a> {
                 tree == checked.pass.tree && Some(**expected) != empty
             });
             if let Some(digest) = movable {
-                self.joined
-                    .push(&Joined::missing(digest, index, &checked.pass.name))?;
+                let which = Which::Missing(index, name.clone());
+                self.joined.push(&Joined::new(digest, which))?;
             }
-            self.missing
-                .push(&ByteBuf::from(checked.pass.name.clone()))?;
+            self.missing.push(&name)?;
         }
         self.listed
             .push(&ByteBuf::from(Name::normalized(&checked.pass.name)))?;
@@ -105,12 +105,10 @@ impl<'a> Audit<'a> {
         if self.shape.is_none()
             && let Some(tagged) = checked.tagged()
         {
-            let stat = update.stat || checked.pass.stat.is_some();
-            self.shape = Some(Shape::of(checked, tagged, stat));
+            self.shape = Some(Shape::of(checked, tagged, update));
         }
-        let fate = (!checked.pass.continued)
-            .then(|| rewrite::fate(checked, missing.then_some(index), update));
-        let Some(fate) = fate.flatten() else {
+        let fate = rewrite::fate(checked, missing.then_some(index), update);
+        let Some(fate) = fate.filter(|_| !checked.pass.continued) else {
             return Ok(false);
         };
         let accepted = matches!(fate, rewrite::Fate::Changed(_))
@@ -151,10 +149,7 @@ impl<'a> Audit<'a> {
                 _ => {}
             }
             written = finding.print(printer, tally, check.ignore_missing);
-            match written {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(_) => ControlFlow::Break(()),
-            }
+            written.as_ref().map_or(Break(()), |()| Continue(()))
         });
         written?;
         printer.flush()?;
@@ -250,13 +245,13 @@ impl<'a> Audit<'a> {
             let flow = match hashed {
                 Ok(Some((digest, stamp))) if kept.is_ok() => {
                     let moved = NewFile::of(&name, stamp.as_ref());
-                    kept = joined.push(&Joined::new_file(&digest, index, moved));
-                    ControlFlow::Continue(())
+                    kept = joined.push(&Joined::new(&digest, Which::New(index, moved)));
+                    Continue(())
                 }
-                Ok(_) => ControlFlow::Continue(()),
+                Ok(_) => Continue(()),
                 Err(error) => report(Finding::Error(name, error)),
             };
-            kept.as_ref().map_or(ControlFlow::Break(()), |()| flow)
+            kept.as_ref().map_or(Break(()), |()| flow)
         };
         let flow = match self.tree {
             None => found.try_for_each(|(path, error)| {
@@ -292,7 +287,7 @@ fn hash_found(
         }
         job.progress(progress.clone())
     });
-    let mut flow = ControlFlow::Continue(());
+    let mut flow = Continue(());
     hash_each(jobs, |event| {
         flow = keep(match event {
             Event::Waiting => None,

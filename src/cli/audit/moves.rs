@@ -21,7 +21,7 @@ pub(super) struct Joined {
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-enum Which {
+pub(super) enum Which {
     /// By index; the missing entry named as its list gives it.
     Missing(u64, ByteBuf),
     New(u64, NewFile),
@@ -29,7 +29,7 @@ enum Which {
 
 /// A new file as a move keeps it: its name, and its size and modification
 /// time when it was hashed (`None`: not a regular file).
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(super) struct NewFile {
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
@@ -47,18 +47,9 @@ impl NewFile {
 }
 
 impl Joined {
-    pub(super) fn missing(digest: &Digest, index: u64, name: &[u8]) -> Joined {
-        Joined {
-            digest: digest.as_bytes().to_vec(),
-            which: Which::Missing(index, ByteBuf::from(name)),
-        }
-    }
-
-    pub(super) fn new_file(digest: &Digest, index: u64, file: NewFile) -> Joined {
-        Joined {
-            digest: digest.as_bytes().to_vec(),
-            which: Which::New(index, file),
-        }
+    pub(super) fn new(digest: &Digest, which: Which) -> Joined {
+        let digest = digest.as_bytes().to_vec();
+        Joined { digest, which }
     }
 }
 
@@ -82,8 +73,7 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
             && let Which::New(new, file) = &mut file.which
         {
             by_new.push(&(*new, std::mem::take(name)))?;
-            let file = std::mem::replace(file, NewFile::of(b"", None));
-            by_missing.push(&(*missing, file))?;
+            by_missing.push(&(*missing, std::mem::take(file)))?;
         }
         group.clear();
         Ok(())
@@ -126,28 +116,28 @@ mod tests {
 
     #[test]
     fn a_digest_one_missing_entry_and_one_new_file_share_is_a_move() {
-        let digest = |byte: u8| Digest::from_slice(&[byte; 8]).unwrap();
         let new = |name: &[u8]| NewFile::of(name, None);
         let mut joined = Spill::sorted(IN_MEMORY);
         // Digest 1: one of each, a move. 2: two missing entries, 3: two new
         // files, 4: a missing entry alone, 5: a new file alone; 6: one of
         // each again.
         let records = [
-            Joined::new_file(&digest(1), 0, new(b"new-a")),
-            Joined::missing(&digest(1), 3, b"old-a"),
-            Joined::missing(&digest(2), 0, b"old-b"),
-            Joined::missing(&digest(2), 1, b"old-c"),
-            Joined::new_file(&digest(2), 1, new(b"new-b")),
-            Joined::new_file(&digest(3), 2, new(b"new-c")),
-            Joined::new_file(&digest(3), 3, new(b"new-d")),
-            Joined::missing(&digest(3), 2, b"old-d"),
-            Joined::missing(&digest(4), 4, b"old-e"),
-            Joined::new_file(&digest(5), 4, new(b"new-e")),
-            Joined::new_file(&digest(6), 5, new(b"new-f")),
-            Joined::missing(&digest(6), 5, b"old-f"),
+            (1, Which::New(0, new(b"new-a"))),
+            (1, Which::Missing(3, ByteBuf::from(b"old-a"))),
+            (2, Which::Missing(0, ByteBuf::from(b"old-b"))),
+            (2, Which::Missing(1, ByteBuf::from(b"old-c"))),
+            (2, Which::New(1, new(b"new-b"))),
+            (3, Which::New(2, new(b"new-c"))),
+            (3, Which::New(3, new(b"new-d"))),
+            (3, Which::Missing(2, ByteBuf::from(b"old-d"))),
+            (4, Which::Missing(4, ByteBuf::from(b"old-e"))),
+            (5, Which::New(4, new(b"new-e"))),
+            (6, Which::New(5, new(b"new-f"))),
+            (6, Which::Missing(5, ByteBuf::from(b"old-f"))),
         ];
-        for record in &records {
-            joined.push(record).unwrap();
+        for (digest, which) in records {
+            let digest = Digest::from_slice(&[digest; 8]).unwrap();
+            joined.push(&Joined::new(&digest, which)).unwrap();
         }
         let mut moves = moves(joined).unwrap();
         let by_new: Vec<_> = moves.by_new.iter().map(Result::unwrap).collect();

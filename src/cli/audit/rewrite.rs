@@ -7,15 +7,14 @@
 //! with the digest beside it.
 
 use std::io::{self, BufRead, Write};
-use std::ops::ControlFlow;
+use std::ops::ControlFlow::{Break, Continue};
 
 use serde::{Deserialize, Serialize};
 
 use super::moves::{Moves, NewFile};
+use crate::cli::output::report_listed;
 use crate::cli::plan::Update;
-use bt2sum::Error;
 use bt2sum::Event;
-use bt2sum::TreeParams;
 use bt2sum::format::checksum::{Style, push_line};
 use bt2sum::format::lines::{Record, read_line};
 use bt2sum::format::list::{Grammar, ListLine, classify};
@@ -26,6 +25,7 @@ use bt2sum::leaves::LeafLog;
 use bt2sum::spill::Spill;
 use bt2sum::verify::Checked;
 use bt2sum::verify::Verdict;
+use bt2sum::{Algorithm, Digest, TreeParams};
 use bt2sum::{Job, hash_each};
 
 /// How a file's lines are written.
@@ -39,14 +39,13 @@ pub(super) struct Shape {
 
 impl Shape {
     /// The shape of a checked file's lines (tagged as `tagged`), with a
-    /// stat line if `stat`.
-    pub fn of(checked: &Checked, tagged: bool, stat: bool) -> Shape {
-        let (tree, leaves) = (checked.pass.tree, checked.pass.total.is_some());
+    /// stat line if it has one, or the update adds them.
+    pub fn of(checked: &Checked, tagged: bool, update: &Update) -> Shape {
         Shape {
-            tree,
+            tree: checked.pass.tree,
             tagged,
-            leaves,
-            stat,
+            leaves: checked.pass.total.is_some(),
+            stat: update.stat || checked.pass.stat.is_some(),
         }
     }
 }
@@ -77,10 +76,12 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
         checked.outcome.as_ref(),
         checked.modified(),
     ) {
-        (Some(Verdict::Changed), _, _) => Some(Fate::Changed(Shape::of(checked, tagged, true))),
+        (Some(Verdict::Changed), _, _) => Some(Fate::Changed(Shape {
+            stat: true,
+            ..Shape::of(checked, tagged, update)
+        })),
         (Some(Verdict::Failed), _, _) if update.accept.matches_listed(&checked.pass.name) => {
-            let stat = update.stat || checked.pass.stat.is_some();
-            Some(Fate::Changed(Shape::of(checked, tagged, stat)))
+            Some(Fate::Changed(Shape::of(checked, tagged, update)))
         }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
@@ -144,16 +145,15 @@ fn next_line(list: &mut dyn BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
 impl Rewrite {
     /// Writes the list as the audit found the tree to `out`, reading `list`
     /// again; `default_tree` lists new files when the list has no checksum
-    /// line to take the shape of. Each file that cannot be hashed is handed
-    /// to `unreadable`.
+    /// line to take the shape of. Each file that cannot be hashed is
+    /// reported.
     pub fn write(
         mut self,
         list: &mut dyn BufRead,
         out: &mut dyn Write,
         default_tree: &TreeParams,
-        mut unreadable: impl FnMut(&[u8], &Error),
     ) -> io::Result<Rewritten> {
-        let mut done = self.copy(list, out, &mut unreadable)?;
+        let mut done = self.copy(list, out)?;
         let shape = self.shape.unwrap_or(Shape {
             tree: *default_tree,
             tagged: true,
@@ -166,7 +166,7 @@ impl Rewrite {
         let names = pairs
             .filter_map(|pair| pair.map_err(|error| failed = Err(error)).ok())
             .filter_map(|(name, moved)| moved.is_none().then_some(name));
-        let (added, unread) = write_hashed(out, &shape, names, &mut unreadable)?;
+        let (added, unread) = write_hashed(out, &shape, names)?;
         done.added += added;
         done.unreadable += unread;
         failed?;
@@ -175,12 +175,7 @@ impl Rewrite {
     }
 
     /// Copies the list to `out`, each entry's lines as its fate says.
-    fn copy(
-        &mut self,
-        list: &mut dyn BufRead,
-        out: &mut dyn Write,
-        unreadable: &mut impl FnMut(&[u8], &Error),
-    ) -> io::Result<Rewritten> {
+    fn copy(&mut self, list: &mut dyn BufRead, out: &mut dyn Write) -> io::Result<Rewritten> {
         let mut done = Rewritten::default();
         let mut entries = self.entries.iter().peekable();
         let mut moved = self.moves.by_missing.iter().peekable();
@@ -208,7 +203,7 @@ impl Rewrite {
                     }
                     Fate::Changed(shape) => {
                         let names = named(&line).into_iter();
-                        left_out = write_hashed(out, shape, names, unreadable)?.0 == 1;
+                        left_out = write_hashed(out, shape, names)?.0 == 1;
                         done.rehashed += u64::from(left_out);
                         done.unreadable += u64::from(!left_out);
                     }
@@ -225,7 +220,8 @@ impl Rewrite {
             match (&renamed, current.as_ref().map(|entry| &entry.fate)) {
                 (_, None) => out.write_all(&line)?,
                 (Some(file), _) => rename(out, &line, file)?,
-                (None, Some(Fate::Restat(..))) if is_stat(&line) => {}
+                (None, Some(Fate::Restat(..)))
+                    if matches!(classify(&line, &Grammar::default()), ListLine::Stat(_)) => {}
                 (None, _) if left_out && named(&line).is_some() => {}
                 (None, _) => out.write_all(&line)?,
             }
@@ -238,12 +234,11 @@ impl Rewrite {
 
 /// Writes the lines of each file named in `names`, hashed several at once,
 /// in `shape`: how many were written, and how many could not be hashed
-/// (each reason given to `unreadable`).
+/// (each reported).
 fn write_hashed(
     out: &mut dyn Write,
     shape: &Shape,
     names: impl Iterator<Item = Vec<u8>>,
-    unreadable: &mut impl FnMut(&[u8], &Error),
 ) -> io::Result<(u64, u64)> {
     let jobs = names.map(|name| {
         let path = Name::listed(&name).path().unwrap_or_default();
@@ -253,48 +248,38 @@ fn write_hashed(
     let (mut written, mut counts) = (Ok(()), (0, 0));
     hash_each(jobs, |event| {
         let Event::Ready(outcome) = event else {
-            return ControlFlow::Continue(());
+            return Continue(());
         };
-        written = write_outcome(out, shape, outcome, unreadable).map(|listed| {
+        written = write_outcome(out, shape, outcome).map(|listed| {
             counts.0 += u64::from(listed);
             counts.1 += u64::from(!listed);
         });
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
-        }
+        written.as_ref().map_or(Break(()), |()| Continue(()))
     });
     written.map(|()| counts)
 }
 
 /// Writes the lines of a file hashed (`outcome`, tagged with its name) in
 /// `shape`: its checksum line, its stat line, its leaf lines (or the count
-/// line of an empty file); `false` (nothing written, the reason given to
-/// `unreadable`) if it could not be hashed.
+/// line of an empty file); `false` (nothing written, the reason reported)
+/// if it could not be hashed.
 fn write_outcome(
     out: &mut dyn Write,
     shape: &Shape,
     outcome: bt2sum::Outcome<Vec<u8>, Option<LeafLog>>,
-    unreadable: &mut impl FnMut(&[u8], &Error),
 ) -> io::Result<bool> {
     let name = &outcome.tag[..];
     let hashed = match outcome.result {
         Ok(hashed) => hashed,
         Err(error) => {
-            unreadable(name, &error);
+            report_listed(name, &error.to_string());
             return Ok(false);
         }
     };
     let modified = outcome.stamp.and_then(|stamp| stamp.modified());
     let mut lines = Vec::new();
-    push_line(
-        &mut lines,
-        style(shape.tagged),
-        shape.tree.algorithm(),
-        &hashed.digest,
-        Some(name),
-        Ending::Newline,
-    );
+    let algorithm = shape.tree.algorithm();
+    push_checksum(&mut lines, shape.tagged, algorithm, &hashed.digest, name);
     let input = lines_of(&shape.tree, name);
     if let (true, Some(modified)) = (shape.stat, modified) {
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
@@ -316,15 +301,8 @@ fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
     let mut again = Vec::new();
     match classify(line, &Grammar::default()) {
         ListLine::Checksum(entry) => {
-            let (algorithm, style) = (entry.algorithm, style(entry.tagged));
-            push_line(
-                &mut again,
-                style,
-                algorithm,
-                &entry.expected,
-                Some(name),
-                Ending::Newline,
-            );
+            let (algorithm, digest) = (entry.algorithm, &entry.expected);
+            push_checksum(&mut again, entry.tagged, algorithm, digest, name);
         }
         ListLine::Leaf(leaf) => {
             let input = lines_of(&leaf.tree, name);
@@ -361,11 +339,20 @@ fn lines_of<'a>(tree: &'a TreeParams, name: &'a [u8]) -> InputLines<'a> {
     }
 }
 
-fn style(tagged: bool) -> Style {
-    match tagged {
-        true => Style::Tagged,
-        false => Style::Untagged,
-    }
+/// Appends the checksum line of the file `name`, tagged or not.
+fn push_checksum(
+    out: &mut Vec<u8>,
+    tagged: bool,
+    algorithm: Algorithm,
+    digest: &Digest,
+    name: &[u8],
+) {
+    let style = if tagged {
+        Style::Tagged
+    } else {
+        Style::Untagged
+    };
+    push_line(out, style, algorithm, digest, Some(name), Ending::Newline);
 }
 
 fn named(line: &[u8]) -> Option<Vec<u8>> {
@@ -375,8 +362,4 @@ fn named(line: &[u8]) -> Option<Vec<u8>> {
         ListLine::Stat(stat) => stat.name,
         _ => None,
     }
-}
-
-fn is_stat(line: &[u8]) -> bool {
-    matches!(classify(line, &Grammar::default()), ListLine::Stat(_))
 }

@@ -103,21 +103,19 @@ impl<'a> Scope<'a> {
             return false;
         };
         let depth = below.components().count();
-        !self.walk.excludes.excludes_file(&below)
-            && self.walk.max_depth.is_none_or(|most| depth <= most)
-            && self.on_a_root_file_system(name)
-    }
-
-    /// Whether, with `-x`, the file is on the file system of a root (one
-    /// that is not there is: it is missing, then).
-    fn on_a_root_file_system(&self, name: &[u8]) -> bool {
+        if self.walk.excludes.excludes_file(&below)
+            || self.walk.max_depth.is_some_and(|most| depth > most)
+        {
+            return false;
+        }
+        // With -x, on the file system of a root (one that is not there is:
+        // it is missing, then).
         #[cfg(unix)]
         if let (Some(devices), Some(path)) = (&self.devices, Name::listed(name).path()) {
             use std::os::unix::fs::MetadataExt;
             let metadata = std::fs::metadata(&path).ok();
             return metadata.is_none_or(|metadata| devices.contains(&metadata.dev()));
         }
-        let _ = name;
         true
     }
 }

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 
 use super::rewrite::{Rewrite, Rewritten};
 use crate::cli::beneath::{Directory, Temporary};
-use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, report_listed, warn};
+use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
 use bt2sum::format::name::Name;
 use bt2sum::sys::FileId;
-use bt2sum::{Error, Stamp, TreeParams};
+use bt2sum::{Stamp, TreeParams};
 
 const PREFIX: &str = ".bt2sum-update-";
 
@@ -92,7 +92,6 @@ impl UpdatedList {
         &self,
         rewrite: Rewrite,
         default_tree: &TreeParams,
-        unreadable: impl FnMut(&[u8], &Error),
     ) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         self.unchanged()?;
@@ -106,7 +105,9 @@ impl UpdatedList {
         let new = temporary.file();
         let mut out = io::BufWriter::with_capacity(64 << 10, new);
         let mut list = self.reader().map_err(plain)?;
-        let done = (rewrite.write(&mut list, &mut out, default_tree, unreadable)).map_err(plain)?;
+        let done = rewrite
+            .write(&mut list, &mut out, default_tree)
+            .map_err(plain)?;
         drop(out);
         sys::keep_owner(new, &self.metadata)
             .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
@@ -139,11 +140,7 @@ pub fn update(
     // no checksum line to take the shape of.)
     let rewritten = TreeParams::new(algorithm, size, check.settings.leaf_size)
         .map_err(|error| error.to_string())
-        .and_then(|tree| {
-            updated.rewrite(rewrite, &tree, |name, error| {
-                report_listed(name, &error.to_string());
-            })
-        });
+        .and_then(|tree| updated.rewrite(rewrite, &tree));
     let done = match rewritten {
         Ok(done) => done,
         Err(why) => {
