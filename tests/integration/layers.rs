@@ -75,11 +75,6 @@ fn walked(dir: &Path) -> impl Iterator<Item = PathBuf> {
         .map(|entry| entry.unwrap().into_path())
 }
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let is_rust = |path: &PathBuf| path.extension().is_some_and(|ext| ext == "rs");
-    walked(dir).filter(is_rust).collect()
-}
-
 /// The code of `text` outside its unit tests (`mod tests`, whatever its
 /// `cfg`).
 fn outside_tests(text: &str) -> &str {
@@ -117,7 +112,7 @@ fn upward_imports(
 ) -> (Vec<String>, usize) {
     let allowed: BTreeMap<&str, &[&str]> = layers.iter().copied().collect();
     let (mut wrong, mut checked) = (Vec::new(), 0);
-    for path in rust_files(root) {
+    for path in walked(root).filter(|path| path.extension().is_some_and(|ext| ext == "rs")) {
         let Some((module, own)) = module_of(&path, root) else {
             continue;
         };
@@ -167,22 +162,6 @@ fn modules_import_only_the_layers_below() {
         wrong.join("\n")
     );
     assert!(checked >= 20, "only {checked} files of the binary");
-}
-
-#[test]
-fn the_check_finds_an_upward_import() {
-    let text = "use crate::params::TreeParams;\nuse crate::engine::Sink;\n\
-                #[cfg(test)]\nmod tests {\n    use crate::input::Job;\n}\n";
-    let named: Vec<String> = named_after(outside_tests(text), "crate::").collect();
-    assert_eq!(named, ["params", "engine"]);
-    let format_may = LIBRARY
-        .iter()
-        .find(|(module, _)| *module == "format")
-        .unwrap()
-        .1;
-    assert!(!format_may.contains(&"engine"));
-    let tally_may = BINARY.iter().find(|(room, _)| *room == "tally").unwrap().1;
-    assert!(!tally_may.contains(&"check"));
 }
 
 /// The sibling files `text` (a file of a module directory) names as
@@ -270,7 +249,20 @@ fn the_files_of_a_module_import_one_another_without_circles() {
 }
 
 #[test]
-fn the_check_finds_a_circle() {
+fn the_checks_find_an_upward_import_and_a_circle() {
+    let text = "use crate::params::TreeParams;\nuse crate::engine::Sink;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::input::Job;\n}\n";
+    let named: Vec<String> = named_after(outside_tests(text), "crate::").collect();
+    assert_eq!(named, ["params", "engine"]);
+    let format_may = LIBRARY
+        .iter()
+        .find(|(module, _)| *module == "format")
+        .unwrap()
+        .1;
+    assert!(!format_may.contains(&"engine"));
+    let tally_may = BINARY.iter().find(|(room, _)| *room == "tally").unwrap().1;
+    assert!(!tally_may.contains(&"check"));
+
     let siblings = ["batch".to_string(), "stream".to_string()];
     let text = "use super::stream::x;\nuse super::tuning;\n#[cfg(test)]\nmod tests {\n    use super::batch;\n}\n";
     assert_eq!(named_siblings(text, &siblings), ["stream"]);
