@@ -119,10 +119,8 @@ fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, e
 
 /// Whether `text` starts with `prefix`, and the text after it.
 fn prefixed<'a>(text: &'a [u8], prefix: &[u8]) -> (bool, &'a [u8]) {
-    match text.strip_prefix(prefix) {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    }
+    text.strip_prefix(prefix)
+        .map_or((false, text), |rest| (true, rest))
 }
 
 /// `text` around its first (or `last`) `separator`.

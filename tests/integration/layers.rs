@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Each module of the library and the modules it may name.
+#[rustfmt::skip]
 const LIBRARY: [(&str, &[&str]); 14] = [
     ("ct", &[]),
     ("sys", &[]),
@@ -19,30 +20,17 @@ const LIBRARY: [(&str, &[&str]); 14] = [
     ("spill", &["budget", "sys"]),
     ("engine", &["params", "digest", "error", "sys", "budget"]),
     ("rustcrypto", &["engine", "params", "digest"]),
-    (
-        "input",
-        &[
-            "engine", "format", "params", "digest", "error", "sys", "budget",
-        ],
-    ),
-    (
-        "leaves",
-        &[
-            "engine", "format", "params", "digest", "error", "spill", "ct",
-        ],
-    ),
-    (
-        "verify",
-        &[
-            "input", "leaves", "engine", "format", "params", "digest", "error", "budget", "spill",
-        ],
-    ),
+    ("input", &["engine", "format", "params", "digest", "error", "sys", "budget"]),
+    ("leaves", &["engine", "format", "params", "digest", "error", "spill", "ct"]),
+    ("verify", &["input", "leaves", "engine", "format", "params", "digest", "error", "budget",
+        "spill"]),
     ("skip", &[]),
 ];
 
 /// Each room of the binary (`src/cli/ROOM.rs` or `src/cli/ROOM/`) and the
 /// rooms it may name: the plumbing at the bottom, a driver per mode at the
 /// top, the features a driver plugs in between.
+#[rustfmt::skip]
 const BINARY: [(&str, &[&str]); 14] = [
     ("sys", &[]),
     ("args", &[]),
@@ -56,16 +44,9 @@ const BINARY: [(&str, &[&str]); 14] = [
     ("combine", &["output", "plan", "sys"]),
     ("hash", &["output", "plan", "progress", "sys", "walk"]),
     ("repair", &["beneath", "output", "plan", "tally"]),
-    (
-        "audit",
-        &["beneath", "output", "plan", "sys", "tally", "walk"],
-    ),
-    (
-        "check",
-        &[
-            "args", "audit", "beneath", "output", "plan", "progress", "repair", "sys", "tally",
-        ],
-    ),
+    ("audit", &["beneath", "output", "plan", "sys", "tally", "walk"]),
+    ("check", &["args", "audit", "beneath", "output", "plan", "progress", "repair", "sys",
+        "tally"]),
 ];
 
 /// Every file and directory under `dir`, `dir` too.
