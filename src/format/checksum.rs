@@ -61,10 +61,7 @@ pub fn push_line(
             push_printed(out, name.unwrap_or(b"-"), escaped);
             ending.push(out);
         }
-        Style::Bare => {
-            out.extend_from_slice(hex.as_bytes());
-            ending.push(out);
-        }
+        Style::Bare => push_tagged(out, &hex, None, "", ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }

@@ -64,13 +64,12 @@ impl Tag {
         })?;
         let (size, rest) = rest.split_at(rest.iter().take_while(|b| b.is_ascii_digit()).count());
         let digest_size = usize::try_from(canonical(size)?).ok()?;
+        let valid = (1..=algorithm.max_digest_size()).contains(&digest_size);
         let tag = Tag {
             algorithm,
             digest_size,
         };
-        (1..=algorithm.max_digest_size())
-            .contains(&digest_size)
-            .then_some((tag, rest))
+        valid.then_some((tag, rest))
     }
 }
 
@@ -101,7 +100,8 @@ impl InputLines<'_> {
     }
 }
 
-/// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line.
+/// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line, and a
+/// bare digest (`HEAD` alone).
 fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, ending: Ending) {
     let escaped = name.is_some_and(|name| name::escaped_in(name, ending));
     if escaped {
