@@ -30,8 +30,8 @@ pub enum Error {
     #[error("a leaf range or count needs a regular file (one that can be read at any offset)")]
     NotRegularFile,
     /// An input said to hold only some leaves' bytes of a longer file (a
-    /// ranged download: see `Job::excerpt_of`)
-    /// holds another number of bytes. No leaf of it is reported.
+    /// ranged download: see `Job::excerpt_of`) holds another number of
+    /// bytes. No leaf of it is reported.
     #[error(
         "the input holds {}{found} bytes, but leaves {}..{} of a {total}-byte file are \
          {expected} bytes",

@@ -114,11 +114,7 @@ impl TryFrom<(Algorithm, usize, u64)> for TreeParams {
 impl Default for TreeParams {
     /// BLAKE2b, 64-byte digests, 5 MiB leaves: the original tool's defaults.
     fn default() -> Self {
-        TreeParams {
-            algorithm: Algorithm::Blake2b,
-            digest_size: Algorithm::Blake2b.max_digest_size() as u8,
-            leaf_size: 5 << 20,
-        }
+        TreeParams::new(Algorithm::Blake2b, 64, 5 << 20).expect("valid parameters")
     }
 }
 

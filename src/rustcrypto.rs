@@ -13,15 +13,17 @@ use crate::engine::TreeHasher;
 use crate::params::{Algorithm, TreeParams};
 
 impl TreeHasher {
-    fn finalize_or_panic(self) -> Digest {
-        self.finalize()
-            .unwrap_or_else(|error| panic!("BLAKE2 tree hash: {error}"))
-    }
-
-    /// The checksum, and the hasher started again with the same parameters.
-    fn take_digest(&mut self) -> Digest {
+    /// Writes the checksum to `out` if it is the checksum's size, and starts
+    /// the hasher again with the same parameters.
+    fn finish_into(&mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
+        if out.len() != self.tree().digest_size() {
+            return Err(InvalidBufferSize);
+        }
         let tree = *self.tree();
-        std::mem::replace(self, TreeHasher::new(&tree)).finalize_or_panic()
+        let digest = std::mem::replace(self, TreeHasher::new(&tree)).finalize();
+        let digest = digest.unwrap_or_else(|error| panic!("BLAKE2 tree hash: {error}"));
+        out.copy_from_slice(digest.as_bytes());
+        Ok(())
     }
 }
 
@@ -64,22 +66,14 @@ impl VariableOutput for TreeHasher {
         self.tree().digest_size()
     }
 
-    fn finalize_variable(self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
-        if out.len() != self.output_size() {
-            return Err(InvalidBufferSize);
-        }
-        out.copy_from_slice(self.finalize_or_panic().as_bytes());
-        Ok(())
+    fn finalize_variable(mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
+        self.finish_into(out)
     }
 }
 
 impl VariableOutputReset for TreeHasher {
     fn finalize_variable_reset(&mut self, out: &mut [u8]) -> Result<(), InvalidBufferSize> {
-        if out.len() != self.output_size() {
-            return Err(InvalidBufferSize);
-        }
-        out.copy_from_slice(self.take_digest().as_bytes());
-        Ok(())
+        self.finish_into(out)
     }
 }
 
@@ -122,14 +116,16 @@ impl OutputSizeUser for DefaultTreeHasher {
 }
 
 impl FixedOutput for DefaultTreeHasher {
-    fn finalize_into(self, out: &mut Output<Self>) {
-        out.copy_from_slice(self.0.finalize_or_panic().as_bytes());
+    fn finalize_into(mut self, out: &mut Output<Self>) {
+        self.finalize_into_reset(out);
     }
 }
 
 impl FixedOutputReset for DefaultTreeHasher {
     fn finalize_into_reset(&mut self, out: &mut Output<Self>) {
-        out.copy_from_slice(self.0.take_digest().as_bytes());
+        self.0
+            .finish_into(out)
+            .expect("the output is the checksum's 64 bytes");
     }
 }
 

@@ -97,7 +97,7 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
             listed.digest.as_bytes(),
         ),
         None => match &leaf.span {
-            None => input.push_count(&mut printed, leaf.total),
+            None => input.push_count(&mut printed, leaf.total, None),
             Some(span) => {
                 // The leaves whose bytes the span is.
                 let count = leaf.tree.leaf_count(leaf.total);
@@ -106,7 +106,7 @@ fn reads_back(leaf: &LeafLine, line: &[u8]) {
                     false => at / leaf.tree.leaf_size(),
                 };
                 let leaves = leaf_at(span.start)..leaf_at(span.end);
-                input.push_selection_count(&mut printed, leaf.total, &leaves);
+                input.push_count(&mut printed, leaf.total, Some(&leaves));
             }
         },
     }

@@ -69,7 +69,7 @@ fn shuffled_listing(input: &[u8]) {
         })
         .expect("in memory");
     let mut count = Vec::new();
-    file.push_count(&mut count, total);
+    file.push_count(&mut count, total, None);
     lines.push(count);
     // Shuffled, and every third line (by the seed) listed twice.
     let mut state = u64::from(*seed) | 1;

@@ -558,12 +558,9 @@ impl<'a> Record<'a> {
                 tree,
                 name,
                 total,
-                selected: Some(leaves),
+                selected,
                 ..
-            } => return input(tree, name, ending).push_selection_count(out, *total, leaves),
-            Record::Count {
-                tree, name, total, ..
-            } => return input(tree, name, ending).push_count(out, *total),
+            } => return input(tree, name, ending).push_count(out, *total, selected.as_ref()),
             Record::Verdict { name, verdict, .. } => (name, verdict.text().into()),
             Record::Class { name, verdict, .. } => (name, verdict.to_string()),
             Record::LeafVerdict {

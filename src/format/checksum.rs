@@ -61,10 +61,7 @@ pub fn push_line(
             push_printed(out, name.unwrap_or(b"-"), escaped);
             ending.push(out);
         }
-        Style::Bare => {
-            out.extend_from_slice(hex.as_bytes());
-            ending.push(out);
-        }
+        Style::Bare => push_tagged(out, &hex, None, "", ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }
@@ -155,6 +152,7 @@ mod tests {
     #[test]
     fn written_lines_read_back() {
         let names: [&[u8]; 5] = [b"a b", b"(x) = ff", b"x) = ", b"\\\n\r\\", b"\xff\x00"];
+        let ending = Ending::Newline;
         for algorithm in Algorithm::ALL {
             for size in 1..=algorithm.max_digest_size() {
                 let bytes: Vec<u8> = (0..size as u8).map(|i| i.wrapping_mul(37)).collect();
@@ -162,14 +160,7 @@ mod tests {
                 for name in names {
                     for style in [Style::Tagged, Style::Untagged] {
                         let mut line = Vec::new();
-                        push_line(
-                            &mut line,
-                            style,
-                            algorithm,
-                            &digest,
-                            Some(name),
-                            Ending::Newline,
-                        );
+                        push_line(&mut line, style, algorithm, &digest, Some(name), ending);
                         let entry = parse_entry(line.strip_suffix(b"\n").unwrap(), algorithm);
                         let entry = entry.expect("the line reads back");
                         assert_eq!((entry.algorithm, &entry.name[..]), (algorithm, name));

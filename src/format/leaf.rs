@@ -30,27 +30,18 @@ impl InputLines<'_> {
         self.push(out, &fields, &format!(" = {}", hex::encode(digest)));
     }
 
-    /// Appends the line that says how many leaves a `total`-byte input has.
-    pub fn push_count(&self, out: &mut Vec<u8>, total: u64) {
-        self.push(out, &self.count_fields(total), "");
-    }
-
-    /// Appends the count line of a `total`-byte input followed by the bytes
-    /// of the leaves `leaves` (cut at its last leaf), `offset=X length=Y`:
-    /// what a ranged read of those leaves asks for.
-    pub fn push_selection_count(&self, out: &mut Vec<u8>, total: u64, leaves: &Range<u64>) {
-        let Range { start, end } = self.tree.leaves_bytes(leaves, total);
-        let length = end - start;
-        let fields = format!(
-            "{} offset={start} length={length}",
-            self.count_fields(total)
-        );
+    /// Appends the line that says how many leaves a `total`-byte input has;
+    /// with a selection's `leaves`, followed by their bytes (cut at its last
+    /// leaf), `offset=X length=Y`: what a ranged read of those leaves asks
+    /// for.
+    pub fn push_count(&self, out: &mut Vec<u8>, total: u64, leaves: Option<&Range<u64>>) {
+        let (count, tree) = (self.tree.leaf_count(total), self.tree.leaf_size());
+        let mut fields = format!(" leaves={count} total={total} tree={tree}");
+        if let Some(leaves) = leaves {
+            let Range { start, end } = self.tree.leaves_bytes(leaves, total);
+            fields += &format!(" offset={start} length={}", end - start);
+        }
         self.push(out, &fields, "");
-    }
-
-    fn count_fields(&self, total: u64) -> String {
-        let (leaves, tree) = (self.tree.leaf_count(total), self.tree.leaf_size());
-        format!(" leaves={leaves} total={total} tree={tree}")
     }
 }
 
@@ -319,12 +310,11 @@ mod tests {
                             assert_eq!(parsed, expected(Some(Leaf { index, digest }), None));
                         }
                         assert_eq!(
-                            written(|out| lines.push_count(out, total)),
+                            written(|out| lines.push_count(out, total, None)),
                             expected(None, None)
                         );
                         for leaves in [0..count, count / 2..count, count..count + 1] {
-                            let parsed =
-                                written(|out| lines.push_selection_count(out, total, &leaves));
+                            let parsed = written(|out| lines.push_count(out, total, Some(&leaves)));
                             let span = tree.leaves_bytes(&leaves, total);
                             assert_eq!(parsed, expected(None, Some(span)));
                         }

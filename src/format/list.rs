@@ -200,25 +200,19 @@ fn other_tool(body: &[u8]) -> Option<OtherTool> {
     if unpadded == 0 || digest[unpadded..].iter().any(|b| *b != b'=') {
         return None;
     }
-    if let Some(size) = tag.strip_prefix(b"BLAKE2b") {
-        return gnu_b2sum_size(size, digest.len()).then_some(OtherTool::GnuB2sum);
-    }
-    let (known, _) = TAGGED.iter().find(|(known, _)| known.as_bytes() == tag)?;
-    Some(OtherTool::Tagged(known))
-}
-
-/// Whether GNU b2sum writes `BLAKE2b{size}` with a digest of `digest_len`
-/// characters: `-N` with N in bits (none: 512), in hex or base64.
-fn gnu_b2sum_size(size: &[u8], digest_len: usize) -> bool {
+    let Some(size) = tag.strip_prefix(b"BLAKE2b") else {
+        let (known, _) = TAGGED.iter().find(|(known, _)| known.as_bytes() == tag)?;
+        return Some(OtherTool::Tagged(known));
+    };
+    // GNU b2sum's `-N` is N in bits (none: 512), its digest in hex or base64.
     let bits = match size.strip_prefix(b"-") {
         Some(digits) => canonical(digits).unwrap_or(0),
         None if size.is_empty() => 512,
-        None => return false,
+        None => return None,
     };
     let (hex, base64) = (bits / 4, (bits / 8).div_ceil(3) * 4);
-    bits.is_multiple_of(8)
-        && (8..=512).contains(&bits)
-        && [hex, base64].contains(&(digest_len as u64))
+    let sized = bits.is_multiple_of(8) && (8..=512).contains(&bits);
+    (sized && [hex, base64].contains(&(digest.len() as u64))).then_some(OtherTool::GnuB2sum)
 }
 
 #[cfg(test)]
@@ -262,7 +256,7 @@ mod tests {
     #[test]
     fn lines_are_told_apart() {
         #[rustfmt::skip]
-        let table: [(&[u8], &str); 37] = [
+        let table: [(&[u8], &str); 53] = [
             (b"BLAKE2b-1 (a) = ff", "BLAKE2b-1 (a)"),
             (b"BLAKE2b-2 (a) = 0A1B\r\n", "BLAKE2b-2 (a)"),
             (b"BLAKE2s-1 (a) = 00", "BLAKE2s-1 (a)"),
@@ -305,6 +299,23 @@ mod tests {
             // Malformed lines of bt2sum's other kinds.
             (b"BLAKE2b-1 leaf=9 offset=0 length=4 total=10 tree=4 (f) = ab", "bad"),
             (b"BLAKE2b-1 size=10 mtime=5 tree=4 (f)", "bad"),
+            (b"BLAKE2b-64 size=01 mtime=1.000000000 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 tree=5242880 mtime=1.000000000 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.000000000 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.000000000 tree=0 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 ()", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (f", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 x", "bad"),
+            (b"\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880", "bad"),
+            (b"\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (a\\tb)", "bad"),
+            // Times as stat lines never write them.
+            (b"BLAKE2b-64 size=1 mtime=1 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.00000000 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=01.000000000 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=-0.000000000 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=+1.000000000 tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=1.00000000x tree=5242880 (f)", "bad"),
+            (b"BLAKE2b-64 size=1 mtime=99999999999999999999.000000000 tree=5242880 (f)", "bad"),
         ];
         for (line, expected) in table {
             let described = describe(line, B, None);
@@ -313,68 +324,52 @@ mod tests {
     }
 
     #[test]
-    fn other_tools_are_named_by_their_shape() {
+    fn other_tools_and_other_sizes_are_named() {
         let hex = |bytes: usize| "a1".repeat(bytes);
         let (gnu, bad) = ("OtherTool(GnuB2sum)", "bad");
         #[rustfmt::skip]
         let table = [
-            (format!("BLAKE2b (f) = {}", hex(64)), B, gnu),
-            (format!("BLAKE2b-256 (f) = {}", hex(32)), B, gnu),
+            (format!("BLAKE2b (f) = {}", hex(64)), B, None, gnu),
+            (format!("BLAKE2b-256 (f) = {}", hex(32)), B, None, gnu),
             // A size in bits that bt2sum's tag would read as bytes.
-            (format!("BLAKE2b-32 (f) = {}", hex(4)), B, gnu),
-            (format!("\\BLAKE2b-128 (a\\nb) = {}", hex(16)), B, gnu),
-            (format!("BLAKE2b (f) = {}==", "Q".repeat(86)), B, gnu),
-            (format!("BLAKE2b-100 (f) = {}", "a".repeat(25)), B, bad),
-            (format!("BLAKE2b-520 (f) = {}", hex(65)), B, bad),
-            (format!("BLAKE2b-256 (f) = {}", hex(31)), B, bad),
-            (format!("BLAKE2b-0256 (f) = {}", hex(32)), B, bad),
-            (format!("SHA256 (f) = {}", hex(32)), B, "OtherTool(Tagged(\"SHA256\"))"),
-            (format!("BLAKE2B-512(f)= {}", hex(64)), B, "OtherTool(Tagged(\"BLAKE2B-512\"))"),
-            (format!("BLAKE2s-256 (f) = {}", hex(32)), B, bad),
-            (format!("WHATEVER (f) = {}", hex(32)), B, bad),
-            (format!("SHA256 f = {}", hex(32)), B, bad),
-            (format!("SHA256 (f) = {} x", hex(32)), B, bad),
-            ("SHA256 (f) = ".to_string(), B, bad),
+            (format!("BLAKE2b-32 (f) = {}", hex(4)), B, None, gnu),
+            (format!("\\BLAKE2b-128 (a\\nb) = {}", hex(16)), B, None, gnu),
+            (format!("BLAKE2b (f) = {}==", "Q".repeat(86)), B, None, gnu),
+            (format!("BLAKE2b-100 (f) = {}", "a".repeat(25)), B, None, bad),
+            (format!("BLAKE2b-520 (f) = {}", hex(65)), B, None, bad),
+            (format!("BLAKE2b-256 (f) = {}", hex(31)), B, None, bad),
+            (format!("BLAKE2b-0256 (f) = {}", hex(32)), B, None, bad),
+            (format!("SHA256 (f) = {}", hex(32)), B, None, "OtherTool(Tagged(\"SHA256\"))"),
+            (format!("BLAKE2B-512(f)= {}", hex(64)), B, None, "OtherTool(Tagged(\"BLAKE2B-512\"))"),
+            (format!("BLAKE2s-256 (f) = {}", hex(32)), B, None, bad),
+            (format!("WHATEVER (f) = {}", hex(32)), B, None, bad),
+            (format!("SHA256 f = {}", hex(32)), B, None, bad),
+            (format!("SHA256 (f) = {} x", hex(32)), B, None, bad),
+            ("SHA256 (f) = ".to_string(), B, None, bad),
             // GNU-style lines are bt2sum's, of sizes -a allows; a size
             // other than -a's default may be another algorithm's.
-            (format!("{}  f", hex(64)), B, "BLAKE2b-64 (f)"),
-            (format!("{}  f", hex(64)), S, bad),
-            (format!("{}  f", hex(32)), S, "BLAKE2s-32 (f)"),
-            (format!("{}  f", hex(32)), B, "BLAKE2b-32 (f) like b3sum or sha256sum"),
-            (format!("{}  f", hex(16)), S, "BLAKE2s-16 (f) like md5sum"),
-            (format!("{}  f", hex(33)), B, "BLAKE2b-33 (f)"),
-            (format!("BLAKE2b-32 (f) = {}", hex(32)), B, "BLAKE2b-32 (f)"),
+            (format!("{}  f", hex(64)), B, None, "BLAKE2b-64 (f)"),
+            (format!("{}  f", hex(64)), S, None, bad),
+            (format!("{}  f", hex(32)), S, None, "BLAKE2s-32 (f)"),
+            (format!("{}  f", hex(32)), B, None, "BLAKE2b-32 (f) like b3sum or sha256sum"),
+            (format!("{}  f", hex(16)), S, None, "BLAKE2s-16 (f) like md5sum"),
+            (format!("{}  f", hex(33)), B, None, "BLAKE2b-33 (f)"),
+            (format!("BLAKE2b-32 (f) = {}", hex(32)), B, None, "BLAKE2b-32 (f)"),
+            // A digest size asked for refuses the others.
+            ("BLAKE2b-2 (f) = abcd".to_string(), B, Some(2), "BLAKE2b-2 (f)"),
+            ("abcd  f".to_string(), B, Some(2), "BLAKE2b-2 (f)"),
+            ("BLAKE2b-3 (f) = abcdef".to_string(), B, Some(2), "OtherSize(3)"),
+            ("BLAKE2s-1 = ab".to_string(), B, Some(2), "OtherSize(1)"),
+            ("BLAKE2b-1 leaves=3 total=10 tree=4".to_string(), B, Some(2), "OtherSize(1)"),
+            ("BLAKE2b-1 size=10 mtime=5.000000000 tree=4 (f)".to_string(), B, Some(2),
+                "OtherSize(1)"),
         ];
-        for (line, algorithm, expected) in table {
-            assert_eq!(
-                describe(line.as_bytes(), algorithm, None),
-                expected,
-                "{line}"
-            );
+        for (line, algorithm, digest_size, expected) in table {
+            let described = describe(line.as_bytes(), algorithm, digest_size);
+            assert_eq!(described, expected, "{line}");
         }
         assert_eq!(OtherTool::GnuB2sum.writer(), "GNU b2sum --tag");
         assert_eq!(OtherTool::Tagged("X").writer(), "another tool");
-    }
-
-    #[test]
-    fn a_digest_size_asked_for_refuses_the_others() {
-        #[rustfmt::skip]
-        let table: [(&[u8], &str); 6] = [
-            (b"BLAKE2b-2 (f) = abcd", "BLAKE2b-2 (f)"),
-            (b"abcd  f", "BLAKE2b-2 (f)"),
-            (b"BLAKE2b-3 (f) = abcdef", "OtherSize(3)"),
-            (b"BLAKE2s-1 = ab", "OtherSize(1)"),
-            (b"BLAKE2b-1 leaves=3 total=10 tree=4", "OtherSize(1)"),
-            (b"BLAKE2b-1 size=10 mtime=5.000000000 tree=4 (f)", "OtherSize(1)"),
-        ];
-        for (line, expected) in table {
-            assert_eq!(
-                describe(line, B, Some(2)),
-                expected,
-                "{}",
-                line.escape_ascii()
-            );
-        }
     }
 
     #[test]

@@ -131,10 +131,7 @@ pub(super) fn escaped_in(name: &[u8], ending: Ending) -> bool {
 }
 
 fn letter(byte: u8) -> Option<u8> {
-    ESCAPES
-        .iter()
-        .find(|(raw, _)| *raw == byte)
-        .map(|(_, letter)| *letter)
+    Some(ESCAPES.iter().find(|(raw, _)| *raw == byte)?.1)
 }
 
 /// Whether verdicts and messages escape a byte: a backslash or a control

@@ -36,9 +36,8 @@ impl Mtime {
             Err(before) => -(before.duration().as_nanos() as i128),
         };
         let seconds = nanos.div_euclid(1_000_000_000);
-        let limit = if seconds < 0 { i64::MIN } else { i64::MAX };
         Mtime {
-            seconds: i64::try_from(seconds).unwrap_or(limit),
+            seconds: seconds.clamp(i64::MIN.into(), i64::MAX.into()) as i64,
             nanoseconds: nanos.rem_euclid(1_000_000_000) as u32,
         }
     }
@@ -177,33 +176,6 @@ mod tests {
                 assert_eq!((parsed.tree, parsed.size, parsed.mtime), (tree, 99, mtime));
                 assert_eq!(parsed.name.as_deref(), name);
             }
-        }
-    }
-
-    #[test]
-    fn bad_stat_lines_are_refused() {
-        #[rustfmt::skip]
-        let table = [
-            "BLAKE2b-64 size=01 mtime=1.000000000 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 tree=5242880 mtime=1.000000000 (f)",
-            "BLAKE2b-64 size=1 mtime=1.000000000 (f)",
-            "BLAKE2b-64 size=1 mtime=1.000000000 tree=0 (f)",
-            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 ()",
-            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (f",
-            "BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 x",
-            "\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880",
-            "\\BLAKE2b-64 size=1 mtime=1.000000000 tree=5242880 (a\\tb)",
-            // Times as stat lines never write them.
-            "BLAKE2b-64 size=1 mtime=1 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=1.00000000 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=01.000000000 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=-0.000000000 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=+1.000000000 tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=1.00000000x tree=5242880 (f)",
-            "BLAKE2b-64 size=1 mtime=99999999999999999999.000000000 tree=5242880 (f)",
-        ];
-        for bad in table {
-            assert!(parse_stat_line(bad.as_bytes()).is_none(), "{bad}");
         }
         assert!(!is_stat_line(b"BLAKE2b-64 leaves=0 total=0 tree=1 (f)"));
     }

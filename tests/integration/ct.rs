@@ -167,8 +167,7 @@ struct Guarded {
 #[cfg(unix)]
 impl Guarded {
     fn new(min_len: usize) -> Guarded {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+        let page = bt2sum::sys::page_size();
         let len = min_len.div_ceil(page) * page;
         let (prot, flags) = (
             libc::PROT_READ | libc::PROT_WRITE,

@@ -251,17 +251,12 @@ fn console_blocks_are_parsed_as_written() {
         ]
     );
     // What would not run, or not as meant, is an error.
+    #[rustfmt::skip]
     let wrong = [
-        (
-            "```\n$ bt2sum x\n```\n",
-            "line 2: a command in a block that is not `console`",
-        ),
+        ("```\n$ bt2sum x\n```\n", "line 2: a command in a block that is not `console`"),
         ("```sh\n$ bt2sum x\n```\n", "line 2: a command"),
         ("```console\nBLAKE2b\n```\n", "line 2: output before"),
-        (
-            "```console\n$ true\n",
-            "line 1: a block that is never closed",
-        ),
+        ("```console\n$ true\n", "line 1: a block that is never closed"),
     ];
     for (text, error) in wrong {
         let got = console_blocks(text).unwrap_err();

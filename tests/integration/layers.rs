@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Each module of the library and the modules it may name.
+#[rustfmt::skip]
 const LIBRARY: [(&str, &[&str]); 14] = [
     ("ct", &[]),
     ("sys", &[]),
@@ -19,30 +20,17 @@ const LIBRARY: [(&str, &[&str]); 14] = [
     ("spill", &["budget", "sys"]),
     ("engine", &["params", "digest", "error", "sys", "budget"]),
     ("rustcrypto", &["engine", "params", "digest"]),
-    (
-        "input",
-        &[
-            "engine", "format", "params", "digest", "error", "sys", "budget",
-        ],
-    ),
-    (
-        "leaves",
-        &[
-            "engine", "format", "params", "digest", "error", "spill", "ct",
-        ],
-    ),
-    (
-        "verify",
-        &[
-            "input", "leaves", "engine", "format", "params", "digest", "error", "budget", "spill",
-        ],
-    ),
+    ("input", &["engine", "format", "params", "digest", "error", "sys", "budget"]),
+    ("leaves", &["engine", "format", "params", "digest", "error", "spill", "ct"]),
+    ("verify", &["input", "leaves", "engine", "format", "params", "digest", "error", "budget",
+        "spill"]),
     ("skip", &[]),
 ];
 
 /// Each room of the binary (`src/cli/ROOM.rs` or `src/cli/ROOM/`) and the
 /// rooms it may name: the plumbing at the bottom, a driver per mode at the
 /// top, the features a driver plugs in between.
+#[rustfmt::skip]
 const BINARY: [(&str, &[&str]); 14] = [
     ("sys", &[]),
     ("args", &[]),
@@ -56,16 +44,9 @@ const BINARY: [(&str, &[&str]); 14] = [
     ("combine", &["output", "plan", "sys"]),
     ("hash", &["output", "plan", "progress", "sys", "walk"]),
     ("repair", &["beneath", "output", "plan", "tally"]),
-    (
-        "audit",
-        &["beneath", "output", "plan", "sys", "tally", "walk"],
-    ),
-    (
-        "check",
-        &[
-            "args", "audit", "beneath", "output", "plan", "progress", "repair", "sys", "tally",
-        ],
-    ),
+    ("audit", &["beneath", "output", "plan", "sys", "tally", "walk"]),
+    ("check", &["args", "audit", "beneath", "output", "plan", "progress", "repair", "sys",
+        "tally"]),
 ];
 
 /// Every file and directory under `dir`, `dir` too.
@@ -73,11 +54,6 @@ fn walked(dir: &Path) -> impl Iterator<Item = PathBuf> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .map(|entry| entry.unwrap().into_path())
-}
-
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let is_rust = |path: &PathBuf| path.extension().is_some_and(|ext| ext == "rs");
-    walked(dir).filter(is_rust).collect()
 }
 
 /// The code of `text` outside its unit tests (`mod tests`, whatever its
@@ -117,7 +93,7 @@ fn upward_imports(
 ) -> (Vec<String>, usize) {
     let allowed: BTreeMap<&str, &[&str]> = layers.iter().copied().collect();
     let (mut wrong, mut checked) = (Vec::new(), 0);
-    for path in rust_files(root) {
+    for path in walked(root).filter(|path| path.extension().is_some_and(|ext| ext == "rs")) {
         let Some((module, own)) = module_of(&path, root) else {
             continue;
         };
@@ -167,22 +143,6 @@ fn modules_import_only_the_layers_below() {
         wrong.join("\n")
     );
     assert!(checked >= 20, "only {checked} files of the binary");
-}
-
-#[test]
-fn the_check_finds_an_upward_import() {
-    let text = "use crate::params::TreeParams;\nuse crate::engine::Sink;\n\
-                #[cfg(test)]\nmod tests {\n    use crate::input::Job;\n}\n";
-    let named: Vec<String> = named_after(outside_tests(text), "crate::").collect();
-    assert_eq!(named, ["params", "engine"]);
-    let format_may = LIBRARY
-        .iter()
-        .find(|(module, _)| *module == "format")
-        .unwrap()
-        .1;
-    assert!(!format_may.contains(&"engine"));
-    let tally_may = BINARY.iter().find(|(room, _)| *room == "tally").unwrap().1;
-    assert!(!tally_may.contains(&"check"));
 }
 
 /// The sibling files `text` (a file of a module directory) names as
@@ -270,7 +230,20 @@ fn the_files_of_a_module_import_one_another_without_circles() {
 }
 
 #[test]
-fn the_check_finds_a_circle() {
+fn the_checks_find_an_upward_import_and_a_circle() {
+    let text = "use crate::params::TreeParams;\nuse crate::engine::Sink;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::input::Job;\n}\n";
+    let named: Vec<String> = named_after(outside_tests(text), "crate::").collect();
+    assert_eq!(named, ["params", "engine"]);
+    let format_may = LIBRARY
+        .iter()
+        .find(|(module, _)| *module == "format")
+        .unwrap()
+        .1;
+    assert!(!format_may.contains(&"engine"));
+    let tally_may = BINARY.iter().find(|(room, _)| *room == "tally").unwrap().1;
+    assert!(!tally_may.contains(&"check"));
+
     let siblings = ["batch".to_string(), "stream".to_string()];
     let text = "use super::stream::x;\nuse super::tuning;\n#[cfg(test)]\nmod tests {\n    use super::batch;\n}\n";
     assert_eq!(named_siblings(text, &siblings), ["stream"]);

@@ -285,7 +285,7 @@ fn write_outcome(
         input.push_stat(&mut lines, hashed.length, Mtime::of(modified));
     }
     if outcome.leaves.is_some() && hashed.length == 0 {
-        input.push_count(&mut lines, 0);
+        input.push_count(&mut lines, 0, None);
     }
     match outcome.leaves.filter(|_| hashed.length > 0) {
         Some(log) => log.write_lines(out, &mut lines, input, hashed.length)?,
@@ -315,9 +315,9 @@ fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
                 (None, Some(span)) => {
                     let at = |offset: u64| offset.div_ceil(leaf.tree.leaf_size());
                     let leaves = at(span.start)..at(span.end);
-                    input.push_selection_count(&mut again, leaf.total, &leaves);
+                    input.push_count(&mut again, leaf.total, Some(&leaves));
                 }
-                (None, None) => input.push_count(&mut again, leaf.total),
+                (None, None) => input.push_count(&mut again, leaf.total, None),
             }
         }
         ListLine::Stat(stat) => {
