@@ -81,19 +81,15 @@ impl Progress {
         };
         let (stop, stopped) = mpsc::channel::<()>();
         let poll = state.clone();
-        let poller = (shown && crate::cli::sys::room_for_threads())
-            .then(|| {
-                std::thread::Builder::new()
-                    .name("progress".into())
-                    .stack_size(64 << 10)
-                    .spawn(move || poll.run(&stopped))
-                    .ok()
-            })
-            .flatten();
+        let thread = std::thread::Builder::new().name("progress".into());
+        let run = move || poll.run(&stopped);
+        let spawned = (shown && bt2sum::budget::memory().threads_beside_workers)
+            .then(|| thread.stack_size(64 << 10).spawn(run).ok());
+        let poller = spawned.flatten().map(|poller| (stop, poller));
         Progress {
             state,
             shown,
-            poller: poller.map(|poller| (stop, poller)),
+            poller,
         }
     }
 
@@ -101,14 +97,9 @@ impl Progress {
     /// interactive terminal, a default bar stays hidden for the rest of the
     /// run, not to draw a spinner over the typing.
     pub fn reading_stdin(&self) {
-        let state = &self.state;
-        if let Some(bar) = &state.bar
-            && state.delayed
-            && !state.silenced.load(Ordering::Relaxed)
-            && io::stdin().is_terminal()
-        {
-            state.silenced.store(true, Ordering::Relaxed);
-            bar.set_draw_target(ProgressDrawTarget::hidden());
+        // (The poller hides the bar, if shown, and stops.)
+        if self.state.delayed && io::stdin().is_terminal() {
+            self.state.silenced.store(true, Ordering::Relaxed);
         }
     }
 
@@ -116,10 +107,7 @@ impl Progress {
     /// an input: `Err` if it was closed when the process started.
     pub fn open_stdin(&self) -> io::Result<()> {
         self.reading_stdin();
-        match crate::cli::sys::stdin_closed() {
-            true => Err(crate::cli::sys::closed_stream()),
-            false => Ok(()),
-        }
+        crate::cli::sys::stdin_open()
     }
 
     /// The counter to hand to the engine, where progress is shown.
@@ -239,7 +227,7 @@ impl State {
                 continue;
             };
             if self.silenced.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
-                // (Hidden again in case it was silenced while being shown.)
+                // (Hidden for good: from the typing, or from a stopped run's screen.)
                 bar.set_draw_target(ProgressDrawTarget::hidden());
                 return;
             }

@@ -175,12 +175,9 @@ impl<'a> Lists<'a> {
     }
 
     fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
-        if let (Some(scope), Some(unit)) = (&self.scope, unit)
-            && !scope.holds(unit.name)
-        {
-            return false;
-        }
-        (self.schedule.as_ref()).is_none_or(|schedule| schedule.borrow_mut().reads(start, unit))
+        let scope = self.scope.as_ref().zip(unit);
+        let in_scope = scope.is_none_or(|(scope, unit)| scope.holds(unit.name));
+        in_scope && (self.schedule.as_ref()).is_none_or(|s| s.borrow_mut().reads(start, unit))
     }
 
     /// The bytes the lists describe (see [`Slice`]); a list that cannot be
