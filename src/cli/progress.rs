@@ -28,8 +28,9 @@ const EVERY: Duration = Duration::from_secs(5);
 
 static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
-/// Set for good by a stop signal: no bar is drawn again.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set for good by a stop signal, or where a default bar would draw over
+/// the typing: no bar is drawn again.
+static HIDDEN: AtomicBool = AtomicBool::new(false);
 
 /// When to show progress: `--progress`, `--no-progress`, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,8 +59,6 @@ struct State {
     total: Option<u64>,
     /// Drawn by default, once the work takes [`DELAY`].
     delayed: bool,
-    /// Set for good once a default bar must stay hidden.
-    silenced: Arc<AtomicBool>,
     started: Instant,
 }
 
@@ -76,7 +75,6 @@ impl Progress {
             files: Arc::default(),
             total,
             delayed: when == BarMode::Auto,
-            silenced: Arc::default(),
             started: Instant::now(),
         };
         let (stop, stopped) = mpsc::channel::<()>();
@@ -99,7 +97,7 @@ impl Progress {
     pub fn reading_stdin(&self) {
         // (The poller hides the bar, if shown, and stops.)
         if self.state.delayed && io::stdin().is_terminal() {
-            self.state.silenced.store(true, Ordering::Relaxed);
+            HIDDEN.store(true, Ordering::Relaxed);
         }
     }
 
@@ -154,7 +152,7 @@ fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
         crate::cli::sys::on_stop_signal(|| {
-            INTERRUPTED.store(true, Ordering::Relaxed);
+            HIDDEN.store(true, Ordering::Relaxed);
             if let Some(bar) = lock(&ACTIVE).take() {
                 bar.finish_and_clear();
                 // Nothing draws it again before the process ends.
@@ -214,11 +212,7 @@ impl State {
     /// stop.
     fn run(self, stop: &mpsc::Receiver<()>) {
         let (mut hidden, mut written) = (self.delayed, Instant::now());
-        loop {
-            match stop.recv_timeout(TICK) {
-                Err(RecvTimeoutError::Timeout) => {}
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-            }
+        while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
             let Some(bar) = &self.bar else {
                 if written.elapsed() >= EVERY {
                     self.plain_line(false);
@@ -226,7 +220,7 @@ impl State {
                 }
                 continue;
             };
-            if self.silenced.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
+            if HIDDEN.load(Ordering::Relaxed) {
                 // (Hidden for good: from the typing, or from a stopped run's screen.)
                 bar.set_draw_target(ProgressDrawTarget::hidden());
                 return;
