@@ -148,17 +148,15 @@ fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
     };
     let bar = ProgressBar::with_draw_target(total, target).with_style(style);
     *lock(&ACTIVE) = Some(bar.clone());
-    // A stop signal clears the bar, as the end of a run does.
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    REGISTERED.call_once(|| {
-        crate::cli::sys::on_stop_signal(|| {
-            HIDDEN.store(true, Ordering::Relaxed);
-            if let Some(bar) = lock(&ACTIVE).take() {
-                bar.finish_and_clear();
-                // Nothing draws it again before the process ends.
-                bar.set_draw_target(ProgressDrawTarget::hidden());
-            }
-        });
+    // A stop signal clears the bar, as the end of a run does. (A run
+    // makes one bar.)
+    crate::cli::sys::on_stop_signal(|| {
+        HIDDEN.store(true, Ordering::Relaxed);
+        if let Some(bar) = lock(&ACTIVE).take() {
+            bar.finish_and_clear();
+            // Nothing draws it again before the process ends.
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
     });
     bar
 }
