@@ -17,7 +17,7 @@ static ALLOCATOR: cli::sys::ReportingAllocator = cli::sys::ReportingAllocator;
 /// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
     cli::sys::set_up_process();
-    let room = cli::sys::room_for_threads();
+    let room = bt2sum::budget::memory().threads_beside_workers;
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {
         // (A panic's message is already printed.)

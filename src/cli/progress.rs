@@ -28,8 +28,9 @@ const EVERY: Duration = Duration::from_secs(5);
 
 static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
-/// Set for good by a stop signal: no bar is drawn again.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set for good by a stop signal, or where a default bar would draw over
+/// the typing: no bar is drawn again.
+static HIDDEN: AtomicBool = AtomicBool::new(false);
 
 /// When to show progress: `--progress`, `--no-progress`, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,8 +59,6 @@ struct State {
     total: Option<u64>,
     /// Drawn by default, once the work takes [`DELAY`].
     delayed: bool,
-    /// Set for good once a default bar must stay hidden.
-    silenced: Arc<AtomicBool>,
     started: Instant,
 }
 
@@ -76,24 +75,19 @@ impl Progress {
             files: Arc::default(),
             total,
             delayed: when == BarMode::Auto,
-            silenced: Arc::default(),
             started: Instant::now(),
         };
         let (stop, stopped) = mpsc::channel::<()>();
         let poll = state.clone();
-        let poller = (shown && crate::cli::sys::room_for_threads())
-            .then(|| {
-                std::thread::Builder::new()
-                    .name("progress".into())
-                    .stack_size(64 << 10)
-                    .spawn(move || poll.run(&stopped))
-                    .ok()
-            })
-            .flatten();
+        let thread = std::thread::Builder::new().name("progress".into());
+        let run = move || poll.run(&stopped);
+        let spawned = (shown && bt2sum::budget::memory().threads_beside_workers)
+            .then(|| thread.stack_size(64 << 10).spawn(run).ok());
+        let poller = spawned.flatten().map(|poller| (stop, poller));
         Progress {
             state,
             shown,
-            poller: poller.map(|poller| (stop, poller)),
+            poller,
         }
     }
 
@@ -101,14 +95,9 @@ impl Progress {
     /// interactive terminal, a default bar stays hidden for the rest of the
     /// run, not to draw a spinner over the typing.
     pub fn reading_stdin(&self) {
-        let state = &self.state;
-        if let Some(bar) = &state.bar
-            && state.delayed
-            && !state.silenced.load(Ordering::Relaxed)
-            && io::stdin().is_terminal()
-        {
-            state.silenced.store(true, Ordering::Relaxed);
-            bar.set_draw_target(ProgressDrawTarget::hidden());
+        // (The poller hides the bar, if shown, and stops.)
+        if self.state.delayed && io::stdin().is_terminal() {
+            HIDDEN.store(true, Ordering::Relaxed);
         }
     }
 
@@ -116,10 +105,7 @@ impl Progress {
     /// an input: `Err` if it was closed when the process started.
     pub fn open_stdin(&self) -> io::Result<()> {
         self.reading_stdin();
-        match crate::cli::sys::stdin_closed() {
-            true => Err(crate::cli::sys::closed_stream()),
-            false => Ok(()),
-        }
+        crate::cli::sys::stdin_open()
     }
 
     /// The counter to hand to the engine, where progress is shown.
@@ -162,17 +148,15 @@ fn bar(total: Option<u64>, delayed: bool) -> ProgressBar {
     };
     let bar = ProgressBar::with_draw_target(total, target).with_style(style);
     *lock(&ACTIVE) = Some(bar.clone());
-    // A stop signal clears the bar, as the end of a run does.
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    REGISTERED.call_once(|| {
-        crate::cli::sys::on_stop_signal(|| {
-            INTERRUPTED.store(true, Ordering::Relaxed);
-            if let Some(bar) = lock(&ACTIVE).take() {
-                bar.finish_and_clear();
-                // Nothing draws it again before the process ends.
-                bar.set_draw_target(ProgressDrawTarget::hidden());
-            }
-        });
+    // A stop signal clears the bar, as the end of a run does. (A run
+    // makes one bar.)
+    crate::cli::sys::on_stop_signal(|| {
+        HIDDEN.store(true, Ordering::Relaxed);
+        if let Some(bar) = lock(&ACTIVE).take() {
+            bar.finish_and_clear();
+            // Nothing draws it again before the process ends.
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
     });
     bar
 }
@@ -226,11 +210,7 @@ impl State {
     /// stop.
     fn run(self, stop: &mpsc::Receiver<()>) {
         let (mut hidden, mut written) = (self.delayed, Instant::now());
-        loop {
-            match stop.recv_timeout(TICK) {
-                Err(RecvTimeoutError::Timeout) => {}
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-            }
+        while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
             let Some(bar) = &self.bar else {
                 if written.elapsed() >= EVERY {
                     self.plain_line(false);
@@ -238,8 +218,8 @@ impl State {
                 }
                 continue;
             };
-            if self.silenced.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
-                // (Hidden again in case it was silenced while being shown.)
+            if HIDDEN.load(Ordering::Relaxed) {
+                // (Hidden for good: from the typing, or from a stopped run's screen.)
                 bar.set_draw_target(ProgressDrawTarget::hidden());
                 return;
             }

@@ -10,6 +10,7 @@ use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
 
+use bt2sum::budget;
 use bt2sum::sys::{FileId, lock};
 
 /// The arguments. On Windows, whose shell does not expand wildcards,
@@ -21,13 +22,17 @@ pub fn args_os() -> impl Iterator<Item = OsString> {
     return std::env::args_os();
 }
 
-/// Whether standard input was closed at start (on Windows, a process
+/// `Err` if standard input was closed at start (on Windows, a process
 /// started without a handle keeps a null one).
-pub fn stdin_closed() -> bool {
+pub fn stdin_open() -> io::Result<()> {
     #[cfg(windows)]
-    return std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdin()).is_null();
+    let closed = std::os::windows::io::AsRawHandle::as_raw_handle(&io::stdin()).is_null();
     #[cfg(unix)]
-    return closed::at_start(0);
+    let closed = closed::at_start(0);
+    match closed {
+        true => Err(closed_stream()),
+        false => Ok(()),
+    }
 }
 
 pub fn stdout_closed() -> bool {
@@ -80,9 +85,7 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
         let file = File::open(name)?;
         return Ok(Box::new(io::BufReader::with_capacity(64 << 10, file)));
     }
-    if stdin_closed() {
-        return Err(closed_stream());
-    }
+    stdin_open()?;
     Ok(Box::new(io::stdin().lock()))
 }
 
@@ -112,7 +115,7 @@ pub fn on_stop_signal(last_words: impl FnOnce() + Send + 'static) {
     lock(&LAST_WORDS).push(Box::new(last_words));
     // (The watcher's socket pair takes two descriptors: under a very low
     // limit, the work needs them more, and the signals act as they would.)
-    if bt2sum::budget::descriptors().signal_watcher && room_for_threads() {
+    if budget::descriptors().signal_watcher && budget::memory().threads_beside_workers {
         INSTALLED.call_once(install_stop_signals);
     }
 }
@@ -254,13 +257,13 @@ pub fn keep_owner(file: &File, like: &Metadata) -> io::Result<()> {
 /// built on those that started. How many threads hash at most, and how
 /// many were asked for.
 pub fn start_workers(cpus: Option<usize>) -> Result<(usize, usize), rayon::ThreadPoolBuildError> {
-    let wanted = bt2sum::budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
+    let wanted = budget::workers(cpus.unwrap_or(0)).saturating_sub(1);
     // Each thread waits for the worker it is to run; the first the system
     // refuses ends the count.
     let started: Vec<_> = (0..wanted)
         .map_while(|_| {
             let (hand_over, receive) = std::sync::mpsc::channel::<rayon::ThreadBuilder>();
-            let thread = std::thread::Builder::new().stack_size(bt2sum::budget::STACK);
+            let thread = std::thread::Builder::new().stack_size(budget::STACK);
             let spawned = thread.spawn(move || receive.recv().map(rayon::ThreadBuilder::run));
             spawned.ok().map(|_| hand_over)
         })
@@ -316,7 +319,7 @@ impl Write for SharedOutput {
 /// process ends by it; lines reach the buffer whole, and the lock is kept
 /// while the signal ends the process: the output never ends inside a line.
 pub fn buffered_stdout() -> io::Result<SharedOutput> {
-    if !bt2sum::budget::descriptors().stdout_copy {
+    if !budget::descriptors().stdout_copy {
         return Err(io::Error::other("too few file descriptors to spare"));
     }
     let stdout = duplicate_stdout()?;
@@ -377,10 +380,4 @@ fn refused_ends(block: *mut u8) -> *mut u8 {
         }
     }
     block
-}
-
-/// Whether the address space has room for the threads beside the workers
-/// (the stop signals' watcher, the progress bar's): see `budget::Memory`.
-pub fn room_for_threads() -> bool {
-    bt2sum::budget::memory().threads_beside_workers
 }

@@ -87,9 +87,7 @@ impl Hints {
         }
         self.last_failed.clear();
         let (matched, failed) = std::mem::take(&mut self.by_option);
-        if matched == 0 && failed >= 2 {
-            self.every_line_failed = true;
-        }
+        self.every_line_failed |= matched == 0 && failed >= 2;
     }
 
     /// Writes the hints on standard error; `leaf_size` is `-t`'s.

@@ -71,7 +71,6 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
             .and_then(|ledger| ledger.max_duration)
             .map(|duration| Instant::now() + duration),
         status: Status::Success,
-        unusable_list: false,
     };
     check.lists(&verifier)?;
     drop(verifier);
@@ -175,12 +174,9 @@ impl<'a> Lists<'a> {
     }
 
     fn reads(&self, start: u64, unit: Option<&Unit<'_>>) -> bool {
-        if let (Some(scope), Some(unit)) = (&self.scope, unit)
-            && !scope.holds(unit.name)
-        {
-            return false;
-        }
-        (self.schedule.as_ref()).is_none_or(|schedule| schedule.borrow_mut().reads(start, unit))
+        let scope = self.scope.as_ref().zip(unit);
+        let in_scope = scope.is_none_or(|(scope, unit)| scope.holds(unit.name));
+        in_scope && (self.schedule.as_ref()).is_none_or(|s| s.borrow_mut().reads(start, unit))
     }
 
     /// The bytes the lists describe (see [`Slice`]); a list that cannot be
@@ -260,9 +256,6 @@ struct Check<'a, 'o> {
     /// When a check with a time budget stops (`--max-duration`).
     deadline: Option<Instant>,
     status: Status,
-    /// Whether a list could not be read, or held no valid line: an audit
-    /// then stops before it walks (every file would look new).
-    unusable_list: bool,
 }
 
 impl Check<'_, '_> {
@@ -328,7 +321,7 @@ impl Check<'_, '_> {
     ) -> io::Result<Read> {
         if verifier.quick && list != "-" && !has_stat_line(self.lists.open(list)) {
             // (Every file would be read: the user meant otherwise.)
-            (self.status, self.unusable_list) = (report(list, NO_STAT_LINES), true);
+            self.status = report(list, NO_STAT_LINES);
             return Ok(Err(None));
         }
         let mut reader = match self.lists.open(list) {
@@ -443,7 +436,6 @@ impl Check<'_, '_> {
         } else {
             summarize(self.plan, list_name(list), &tally);
         }
-        self.unusable_list |= tally.entries == 0;
         let (plan, updating) = (self.plan, self.lists.updated.is_some());
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
             self.status = Status::Failure;
@@ -454,7 +446,7 @@ impl Check<'_, '_> {
     /// Says why a list could not be read on: as GNU, what was read is
     /// reported, then the list fails without a summary.
     fn unreadable(&mut self, list: &OsStr, error: &io::Error) -> io::Result<()> {
-        (self.status, self.unusable_list) = (Status::Failure, true);
+        self.status = Status::Failure;
         (self.printer).list_error(list_name(list), &plain_message(error))?;
         if let (io::ErrorKind::NotFound, Some(directory)) = (error.kind(), self.directory)
             && Path::new(list).is_relative()
@@ -485,13 +477,17 @@ impl Check<'_, '_> {
             self.status = Status::Failure;
         }
         let summaries = std::mem::take(&mut self.summaries);
+        // An audit walks only if every list could be read (and is summed
+        // up) and held a valid line: else every file would look new.
+        let usable = summaries.len() == lists.names.len()
+            && summaries.iter().all(|(_, tally)| tally.entries > 0);
         let summarize = || {
             for (list_name, tally) in &summaries {
                 summarize(plan, list_name, tally);
             }
         };
         match self.audit.take() {
-            Some(audit) if !self.unusable_list => {
+            Some(audit) if usable => {
                 let audited = audit.finish(plan, &mut self.printer, &mut self.totals, summarize)?;
                 self.status = self.status.max(audited);
             }

@@ -25,7 +25,9 @@ pub fn listed_bytes(plan: &Checking) -> Option<u64> {
     if plan.lists.is_empty() || plan.slice.is_some() || quick || budget.is_some() {
         return None;
     }
-    let mut sizes = Sizes::default();
+    let (mut total, mut stats) = (0u64, 0);
+    // The entry being read: its name, and its length if a line gave it.
+    let mut current: Option<(Vec<u8>, Option<u64>)> = None;
     for list in &plan.lists {
         let file = File::open(list).ok().filter(|_| list != "-")?;
         if file.metadata().ok()?.len() > MAX_LIST {
@@ -34,57 +36,49 @@ pub fn listed_bytes(plan: &Checking) -> Option<u64> {
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         while let Record::Line | Record::TooLong = read_line(&mut reader, &mut line).ok()? {
-            match classify(&line, &plan.settings.grammar) {
-                ListLine::Checksum(entry) => sizes.entry(entry.name, None)?,
-                ListLine::Stat(stat) => sizes.known(stat.size),
-                ListLine::Leaf(leaf) => match leaf.name {
-                    Some(name) if sizes.current.as_ref().is_none_or(|(at, _)| *at != name) => {
-                        sizes.entry(name, Some(leaf.total))?;
-                    }
-                    _ => sizes.known(leaf.total),
-                },
-                _ => {}
+            let (length, started) = match classify(&line, &plan.settings.grammar) {
+                ListLine::Checksum(entry) => (None, Some(entry.name)),
+                ListLine::Stat(stat) => (Some(stat.size), None),
+                ListLine::Leaf(leaf) => {
+                    let name = leaf
+                        .name
+                        .filter(|name| current.as_ref().is_none_or(|(at, _)| at != name));
+                    (Some(leaf.total), name)
+                }
+                _ => continue,
+            };
+            match (started, &mut current) {
+                (Some(name), _) => {
+                    // (A nameless line's file, standard input, has none.)
+                    let started = (!name.is_empty()).then_some((name, length));
+                    let ended = std::mem::replace(&mut current, started);
+                    total = total.saturating_add(entry_length(ended, &mut stats)?);
+                }
+                // (The first line to give it counts.)
+                (None, Some((_, known @ None))) => *known = length,
+                (None, _) => {}
             }
         }
-        sizes.entry(Vec::new(), None)?;
+        total = total.saturating_add(entry_length(current.take(), &mut stats)?);
     }
-    Some(sizes.total)
+    Some(total)
 }
 
-/// The sum so far, and the entry being read: its name, and its length if
-/// a line gave it.
-#[derive(Default)]
-struct Sizes {
-    total: u64,
-    stats: u64,
-    current: Option<(Vec<u8>, Option<u64>)>,
-}
-
-impl Sizes {
-    /// Ends the entry being read, and starts the one named `name` (none if
-    /// empty); `None` once too many files were asked of the file system.
-    fn entry(&mut self, name: Vec<u8>, length: Option<u64>) -> Option<()> {
-        if let Some((ended, known)) = self.current.take() {
-            let length = match known {
-                Some(length) => length,
-                None if self.stats == MAX_STATS => return None,
-                None => {
-                    self.stats += 1;
-                    let path = Name::listed(&ended).path();
-                    path.and_then(|path| std::fs::metadata(path).ok())
-                        .map_or(0, |metadata| metadata.len())
-                }
-            };
-            self.total = self.total.saturating_add(length);
-        }
-        self.current = (!name.is_empty()).then_some((name, length));
-        Some(())
+/// The length of an entry read to its end: as a line gave it, else as the
+/// file system does; `None` once too many files were asked of it.
+fn entry_length(entry: Option<(Vec<u8>, Option<u64>)>, stats: &mut u64) -> Option<u64> {
+    let Some((name, known)) = entry else {
+        return Some(0);
+    };
+    if known.is_some() {
+        return known;
     }
-
-    /// The entry being read is `length` bytes long, unless a line said so.
-    fn known(&mut self, length: u64) {
-        if let Some((_, known @ None)) = &mut self.current {
-            *known = Some(length);
-        }
+    if *stats == MAX_STATS {
+        return None;
     }
+    *stats += 1;
+    let metadata = Name::listed(&name)
+        .path()
+        .and_then(|path| std::fs::metadata(path).ok());
+    Some(metadata.map_or(0, |metadata| metadata.len()))
 }
