@@ -153,9 +153,12 @@ pub struct Auditing {
 
 /// `--update`: every entry written anew, and every one that verifies, gets
 /// a stat line if `stat` (`--stat`); the lines of missing files are dropped
-/// if `forget_missing`; damaged files `accept` matches are hashed again.
+/// if `forget_missing`; damaged files `accept` matches are hashed again;
+/// new files are listed with `tree` where the list has no checksum line to
+/// take the shape of.
 #[derive(Clone)]
 pub struct Update {
+    pub tree: TreeParams,
     pub stat: bool,
     pub forget_missing: bool,
     pub accept: Box<Excludes>,
@@ -283,7 +286,7 @@ impl Request {
         let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
         let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
         let mode = if args.check {
-            Mode::Check(checking(args, walk)?)
+            Mode::Check(checking(args, tree, walk)?)
         } else if args.combine {
             Mode::Combine(Combining {
                 listings: args.files,
@@ -301,7 +304,7 @@ impl Request {
     }
 }
 
-fn checking(args: Args, walk: WalkPlan) -> Result<Checking, Error> {
+fn checking(args: Args, tree: TreeParams, walk: WalkPlan) -> Result<Checking, Error> {
     // (They override each other: one at most is given.)
     let verbosity = match (args.status, args.quiet, args.warn) {
         (true, ..) => Verbosity::Status,
@@ -321,19 +324,18 @@ fn checking(args: Args, walk: WalkPlan) -> Result<Checking, Error> {
     let beside = one_list(&args.files).map(|list| {
         let mut file = list.clone();
         file.push(".ledger");
-        (file, !asked)
+        file
     });
-    let ledger = (args.ledger.clone().map(|file| (file, false)))
-        .or(beside)
-        .map(|(file, if_there)| Ledgering {
-            file: file.into(),
-            if_there,
-            reset: args.ledger_reset,
-            max_duration: args.max_duration,
-        });
+    let ledger = args.ledger.clone().or(beside).map(|file| Ledgering {
+        file: file.into(),
+        if_there: args.ledger.is_none() && !asked,
+        reset: args.ledger_reset,
+        max_duration: args.max_duration,
+    });
     let accept =
         Excludes::new(&args.accept).map_err(|error| usage(format!("--accept: {error}")))?;
     let update = args.update.then(|| Update {
+        tree,
         stat: args.stat,
         forget_missing: args.forget_missing,
         accept: Box::new(accept),

@@ -16,6 +16,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::audit::is_temporary;
 use bt2sum::sys::FileId;
 use walkdir::{DirEntry, WalkDir};
 
@@ -39,10 +40,9 @@ pub struct Skipped {
     /// Files never given, whatever their path: the file standard output
     /// writes to, the lists an audit reads or writes.
     pub files: Vec<FileId>,
-    /// Directories whose entries of a form are passed over (an update's
-    /// temporary files, in its lists' directories), and the form.
+    /// Directories whose update's temporary files are passed over (an
+    /// audit's lists' directories).
     pub names_in: Vec<FileId>,
-    pub name_form: Option<fn(&OsStr) -> bool>,
 }
 
 pub fn walk(
@@ -119,10 +119,7 @@ fn left_out(entry: &DirEntry, root: &OsStr, plan: &WalkPlan, skipped: &Skipped) 
     if plan.excludes.excludes(relative, entry.file_type().is_dir()) {
         return true;
     }
-    let passed_over = skipped
-        .name_form
-        .is_some_and(|form| form(entry.file_name()));
-    passed_over
+    is_temporary(entry.file_name())
         && entry
             .path()
             .parent()

@@ -21,7 +21,7 @@ use moves::{Joined, NewFile, Which};
 use rewrite::{Rewrite, Shape};
 pub use scope::Scope;
 use serde_bytes::ByteBuf;
-pub use update::UpdatedList;
+pub use update::{UpdatedList, is_temporary};
 
 use super::output::{JsonName, Printer, Record, Status, Verbosity, warn};
 use super::plan::{Auditing, Checking};
@@ -214,7 +214,7 @@ impl<'a> Audit<'a> {
             moves,
             new,
             shape: self.shape,
-            stat: update.stat,
+            update: update.clone(),
         }))
     }
 
@@ -334,7 +334,6 @@ fn skipped(check: &Checking, updated: Option<&UpdatedList>) -> Skipped {
     let mut skipped = Skipped {
         files: super::sys::stdout_file().into_iter().collect(),
         names_in: Vec::new(),
-        name_form: Some(update::is_temporary),
     };
     for list in &check.lists {
         skipped.files.extend(FileId::of_path(Path::new(list)));

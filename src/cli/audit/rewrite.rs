@@ -53,9 +53,9 @@ impl Shape {
 /// What becomes of a listed file's lines that are not kept as they are.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
-    /// Missing entry `index`: renamed if it moved, else copied (or, when
-    /// `true`, dropped).
-    Missing(u64, bool),
+    /// Missing entry `index`: renamed if it moved, else copied (or, with
+    /// `--forget-missing`, dropped).
+    Missing(u64),
     Changed(Shape),
     /// Copied, with a stat line saying this size and time.
     Restat(TreeParams, u64, Mtime),
@@ -65,7 +65,7 @@ pub(super) enum Fate {
 /// `missing`, its index among the missing entries.
 pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Option<Fate> {
     if let Some(index) = missing {
-        return Some(Fate::Missing(index, update.forget_missing));
+        return Some(Fate::Missing(index));
     }
     // (Leaf lines alone: nothing to write anew.)
     let tagged = checked.tagged()?;
@@ -107,9 +107,9 @@ pub struct Rewrite {
     /// In walk order.
     pub(super) new: Spill<serde_bytes::ByteBuf>,
     /// How new files are listed; `None` when the list has no checksum line
-    /// (they are then listed with the verifier's settings).
+    /// (they are then listed as the update says).
     pub(super) shape: Option<Shape>,
-    pub(super) stat: bool,
+    pub(super) update: Update,
 }
 
 /// What a rewrite did, counted in files.
@@ -144,21 +144,14 @@ fn next_line(list: &mut dyn BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
 
 impl Rewrite {
     /// Writes the list as the audit found the tree to `out`, reading `list`
-    /// again; `default_tree` lists new files when the list has no checksum
-    /// line to take the shape of. Each file that cannot be hashed is
-    /// reported.
-    pub fn write(
-        mut self,
-        list: &mut dyn BufRead,
-        out: &mut dyn Write,
-        default_tree: &TreeParams,
-    ) -> io::Result<Rewritten> {
+    /// again. Each file that cannot be hashed is reported.
+    pub fn write(mut self, list: &mut dyn BufRead, out: &mut dyn Write) -> io::Result<Rewritten> {
         let mut done = self.copy(list, out)?;
         let shape = self.shape.unwrap_or(Shape {
-            tree: *default_tree,
+            tree: self.update.tree,
             tagged: true,
             leaves: false,
-            stat: self.stat,
+            stat: self.update.stat,
         });
         let mut failed = Ok(());
         let pairs = super::moves::paired(&mut self.new, &mut self.moves.by_new);
@@ -194,10 +187,10 @@ impl Rewrite {
             if let Some(entry) = entries.next_if(starts) {
                 (renamed, left_out) = (None, false);
                 match &current.insert(entry?).fate {
-                    Fate::Missing(index, forget) => {
+                    Fate::Missing(index) => {
                         let to = moved.next_if(|next| matches!(next, Ok((at, _)) if at == index));
                         renamed = to.transpose()?.map(|(_, file)| file);
-                        left_out = *forget && renamed.is_none();
+                        left_out = self.update.forget_missing && renamed.is_none();
                         done.renamed += u64::from(renamed.is_some());
                         done.forgotten += u64::from(left_out && named(&line).is_some());
                     }

@@ -15,9 +15,9 @@ use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
+use bt2sum::Stamp;
 use bt2sum::format::name::Name;
 use bt2sum::sys::FileId;
-use bt2sum::{Stamp, TreeParams};
 
 const PREFIX: &str = ".bt2sum-update-";
 
@@ -88,11 +88,7 @@ impl UpdatedList {
 
     /// Rewrites the list as `rewrite` says (see [`Rewrite::write`]); why
     /// not, with the list as it was.
-    pub fn rewrite(
-        &self,
-        rewrite: Rewrite,
-        default_tree: &TreeParams,
-    ) -> Result<Rewritten, String> {
+    pub fn rewrite(&self, rewrite: Rewrite) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         self.unchanged()?;
         let temporary = Temporary::create(&self.directory, PREFIX).map_err(|error| {
@@ -105,9 +101,7 @@ impl UpdatedList {
         let new = temporary.file();
         let mut out = io::BufWriter::with_capacity(64 << 10, new);
         let mut list = self.reader().map_err(plain)?;
-        let done = rewrite
-            .write(&mut list, &mut out, default_tree)
-            .map_err(plain)?;
+        let done = rewrite.write(&mut list, &mut out).map_err(plain)?;
         drop(out);
         sys::keep_owner(new, &self.metadata)
             .map_err(|error| format!("cannot give the new list its owner: {}", plain(error)))?;
@@ -133,15 +127,7 @@ pub fn update(
     tally: &Tally,
 ) -> io::Result<Status> {
     let list = Name::of_path_lossy(&check.lists[0]);
-    let grammar = &check.settings.grammar;
-    let algorithm = grammar.untagged_algorithm;
-    let size = grammar.digest_size.unwrap_or(algorithm.max_digest_size());
-    // (New files are listed with the check's settings where the list has
-    // no checksum line to take the shape of.)
-    let rewritten = TreeParams::new(algorithm, size, check.settings.leaf_size)
-        .map_err(|error| error.to_string())
-        .and_then(|tree| updated.rewrite(rewrite, &tree));
-    let done = match rewritten {
+    let done = match updated.rewrite(rewrite) {
         Ok(done) => done,
         Err(why) => {
             warn(&format!("{}: not updated: {why}", list.shown()));

@@ -358,24 +358,18 @@ fn name_key(name: &[u8]) -> u64 {
 
 /// Why a damaged file cannot be mended leaf by leaf, if it cannot.
 fn why_not(checked: &Checked) -> Option<&'static str> {
-    if checked.pass.name == b"-" {
-        return Some("it is standard input");
-    }
-    if checked.pass.total.is_none() {
-        return Some(
-            "it is listed without leaf lines (list its leaves with --leaves, and a damaged \
-             leaf can be mended alone)",
-        );
-    }
-    if checked.changed() {
-        return Some(
-            "its size or modification time differ from its stat line's: edited, not damaged",
-        );
-    }
-    if checked.outcome.is_ok() && checked.stamp.is_none() {
-        return Some("it is not a regular file");
-    }
-    None
+    Some(if checked.pass.name == b"-" {
+        "it is standard input"
+    } else if checked.pass.total.is_none() {
+        "it is listed without leaf lines (list its leaves with --leaves, and a damaged leaf can \
+         be mended alone)"
+    } else if checked.changed() {
+        "its size or modification time differ from its stat line's: edited, not damaged"
+    } else if checked.outcome.is_ok() && checked.stamp.is_none() {
+        "it is not a regular file"
+    } else {
+        return None;
+    })
 }
 
 /// Whether one pass's failing leaves all verify now.
