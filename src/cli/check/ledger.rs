@@ -21,7 +21,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
-use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::Serialize;
 
 use super::super::beneath;
@@ -30,7 +30,6 @@ use super::super::plan::Ledgering;
 
 /// When each unit was last verified to match (seconds since 1970).
 const VERIFIED: TableDefinition<[u8; 16], u64> = TableDefinition::new("verified");
-/// What the ledger is: its `format`.
 const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
 /// The format this bt2sum writes and reads; a newer one is refused.
 const FORMAT: u64 = 1;
@@ -48,16 +47,15 @@ fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Ke
     state.update(&tree.leaf_size().to_le_bytes());
     state.update(&leaf.unwrap_or(u64::MAX).to_le_bytes());
     state.update(digest.as_bytes());
-    let mut key = [0; 16];
-    key.copy_from_slice(state.finalize().as_bytes());
-    key
+    let hash = state.finalize();
+    hash.as_bytes().try_into().expect("a 16-byte hash")
 }
 
 pub struct Ledger {
     database: Database,
     name: OsString,
     /// What was verified since the last commit.
-    pending: Option<WriteTransaction>,
+    pending: Option<redb::WriteTransaction>,
     last_commit: Instant,
     /// Why it could not be written, once it could not: nothing more is
     /// recorded.
@@ -77,11 +75,6 @@ pub enum Unusable {
     Damaged(String),
     #[error("the ledger was made by a newer bt2sum (format {0})")]
     Newer(u64),
-    #[error(
-        "the ledger records none of this list's entries: it was made for another list \
-         (--ledger-reset starts it afresh for this one)"
-    )]
-    Foreign,
 }
 
 impl From<redb::Error> for Unusable {
@@ -98,53 +91,50 @@ impl From<redb::Error> for Unusable {
 /// without following a link, created if it is not there (emptied first
 /// with `--ledger-reset`).
 pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
-    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+    let name = ledgering.file.as_os_str();
+    if ledgering.if_there && std::fs::symlink_metadata(name).is_err() {
         return Ok(None);
     }
-    Ledger::open(&ledgering.file, ledgering.reset)
-        .map(Some)
-        .map_err(|why| report(ledgering.file.as_os_str(), &why.to_string()))
+    let database =
+        database(&ledgering.file, ledgering.reset).map_err(|why| report(name, &why.to_string()))?;
+    Ok(Some(Ledger {
+        database,
+        name: name.to_os_string(),
+        pending: None,
+        last_commit: Instant::now(),
+        unwritten: None,
+        failed: false,
+    }))
+}
+
+fn database(path: &Path, reset: bool) -> Result<Database, Unusable> {
+    let file = beneath::open_or_create(path)?;
+    if reset {
+        file.set_len(0).map_err(beneath::Refusal::Io)?;
+    }
+    let database = redb::Builder::new()
+        // (Its cache is one of the run's growing structures.)
+        .set_cache_size(bt2sum::budget::memory().per_structure)
+        .create_file(file)
+        .map_err(redb::Error::from)?;
+    match format(&database)? {
+        format if format > FORMAT => Err(Unusable::Newer(format)),
+        _ => Ok(database),
+    }
+}
+
+/// The ledger's format, written in a new ledger.
+fn format(database: &Database) -> Result<u64, redb::Error> {
+    let write = database.begin_write()?;
+    let format = (write.open_table(ABOUT)?.get("format")?).map(|format| format.value());
+    if format.is_none() {
+        write.open_table(ABOUT)?.insert("format", FORMAT)?;
+        write.commit()?;
+    }
+    Ok(format.unwrap_or(FORMAT))
 }
 
 impl Ledger {
-    fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
-        let file = beneath::open_or_create(path)?;
-        if reset {
-            file.set_len(0).map_err(beneath::Refusal::Io)?;
-        }
-        let database = redb::Builder::new()
-            // (Its cache is one of the run's growing structures.)
-            .set_cache_size(bt2sum::budget::memory().per_structure)
-            .create_file(file)
-            .map_err(redb::Error::from)?;
-        let format = database
-            .begin_read()
-            .map_err(redb::Error::from)?
-            .open_table(ABOUT)
-            .ok()
-            .and_then(|about| about.get("format").ok().flatten().map(|v| v.value()));
-        match format {
-            Some(format) if format > FORMAT => return Err(Unusable::Newer(format)),
-            Some(_) => {}
-            None => {
-                let about = |write: WriteTransaction| -> Result<(), redb::Error> {
-                    write.open_table(ABOUT)?.insert("format", FORMAT)?;
-                    Ok(write.commit()?)
-                };
-                about(database.begin_write().map_err(redb::Error::from)?)?;
-            }
-        }
-        Ok(Ledger {
-            database,
-            name: path.as_os_str().to_os_string(),
-            pending: None,
-            last_commit: Instant::now(),
-            unwritten: None,
-            failed: false,
-        })
-    }
-
-    /// Says that the ledger cannot be kept: the run fails.
     fn fail(&mut self, error: &dyn std::fmt::Display) {
         report(&self.name, &format!("the ledger cannot be kept: {error}"));
         self.failed = true;
@@ -160,49 +150,48 @@ impl Ledger {
     /// verified now; one that did not (damaged, missing, edited) loses its
     /// record; one not read (`--quick`) keeps its record.
     pub fn note(&mut self, checked: &Checked) {
-        if self.unwritten.is_some() {
-            return;
-        }
-        let (name, tree) = (&checked.pass.name, &checked.pass.tree);
-        // (The leaves' verdicts come in the order the leaves are listed.)
-        let mut listed = checked.listed_leaves();
-        let units: Vec<(Key, Verdict)> = (checked.lines())
-            .filter_map(|(subject, verdict)| {
-                let key = match subject {
-                    Subject::Checksum => key(name, tree, None, checked.expected()?),
-                    Subject::Leaf(index) => {
-                        let (_, digest) = listed.find(|(at, _)| *at == index)?;
-                        key(name, tree, Some(index), digest)
-                    }
-                    Subject::Length => return None,
-                };
-                Some((key, verdict))
-            })
-            .collect();
-        if let Err(error) = self.record(&units) {
+        if self.unwritten.is_none()
+            && let Err(error) = self.record(checked)
+        {
             self.unwritten = Some(error.to_string());
         }
     }
 
-    fn record(&mut self, units: &[(Key, Verdict)]) -> Result<(), redb::Error> {
+    fn record(&mut self, checked: &Checked) -> Result<(), redb::Error> {
+        let (name, tree) = (&checked.pass.name, &checked.pass.tree);
         let now = seconds(SystemTime::now());
-        if self.pending.is_none() {
-            let mut write = self.database.begin_write()?;
-            // (A power cut keeps what was committed; the next commit comes
-            // a second later.)
-            write.set_durability(redb::Durability::Immediate)?;
-            self.pending = Some(write);
-        }
-        if let Some(write) = &self.pending {
-            let mut table = write.open_table(VERIFIED)?;
-            for (key, verdict) in units {
-                match verdict {
-                    Verdict::Ok => drop(table.insert(key, now)?),
-                    Verdict::Unread => {}
-                    _ => drop(table.remove(key)?),
+        let write = match &mut self.pending {
+            Some(write) => write,
+            None => {
+                let mut write = self.database.begin_write()?;
+                // (A power cut keeps what was committed; the next commit
+                // comes a second later.)
+                write.set_durability(redb::Durability::Immediate)?;
+                self.pending.insert(write)
+            }
+        };
+        let mut table = write.open_table(VERIFIED)?;
+        // (The leaves' verdicts come in the order the leaves are listed.)
+        let mut listed = checked.listed_leaves();
+        let units = checked.lines().filter_map(|(subject, verdict)| {
+            let key = match subject {
+                Subject::Checksum => key(name, tree, None, checked.expected()?),
+                Subject::Leaf(index) => {
+                    let (_, digest) = listed.find(|(at, _)| *at == index)?;
+                    key(name, tree, Some(index), digest)
                 }
+                Subject::Length => return None,
+            };
+            Some((key, verdict))
+        });
+        for (key, verdict) in units {
+            match verdict {
+                Verdict::Ok => drop(table.insert(key, now)?),
+                Verdict::Unread => {}
+                _ => drop(table.remove(key)?),
             }
         }
+        drop(table);
         if self.last_commit.elapsed() >= COMMIT_EVERY {
             self.commit()?;
         }
@@ -223,7 +212,6 @@ impl Ledger {
         &mut self,
         listed: impl Iterator<Item = io::Result<Key>>,
     ) -> Result<(), redb::Error> {
-        self.commit()?;
         let write = self.database.begin_write()?;
         let mut listed = listed.peekable();
         write.open_table(VERIFIED)?.retain(|key, _| {
@@ -245,10 +233,6 @@ impl Reader {
     fn verified(&self, key: &Key) -> Option<u64> {
         Some(self.0.as_ref()?.get(key).ok()??.value())
     }
-
-    fn len(&self) -> u64 {
-        self.0.as_ref().map_or(0, |table| table.len().unwrap_or(0))
-    }
 }
 
 fn seconds(time: SystemTime) -> u64 {
@@ -264,6 +248,20 @@ struct Planned {
     start: u64,
     bytes: u64,
     key: Key,
+}
+
+type Left = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>;
+
+/// The units not chosen yet, least recently verified first: `units`,
+/// sorted the first time.
+fn sorted<'a>(left: &'a mut Option<Left>, units: &mut Spill<Planned>) -> io::Result<&'a mut Left> {
+    match left {
+        Some(left) => Ok(left),
+        None => {
+            let units = std::mem::replace(units, Spill::new(0));
+            Ok(left.insert(units.into_sorted()?.peekable()))
+        }
+    }
 }
 
 /// Whether units verified at `first` and at `next` (seconds since 1970, 0
@@ -295,7 +293,7 @@ pub struct Schedule {
     pub listing: bool,
     /// The units not chosen yet (sorted when the first round is chosen).
     units: Spill<Planned>,
-    left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
+    left: Option<Left>,
     chosen: Spill<Planned>,
     /// Whether the ledger knew any unit.
     known: bool,
@@ -351,9 +349,12 @@ impl Schedule {
     /// Chooses the next round (empty when the time is up); whether it has
     /// units. `Err`: the ledger held records, none of them of these lists.
     pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
-        if self.listing && !self.known && !self.units.is_empty() && self.before.len() > 0 {
-            let foreign = Unusable::Foreign.to_string();
-            return Err(report(&self.ledger.name, &foreign));
+        let recorded =
+            (self.before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0));
+        if self.listing && !self.known && !self.units.is_empty() && recorded {
+            let foreign = "the ledger records none of this list's entries: it was made for \
+                           another list (--ledger-reset starts it afresh for this one)";
+            return Err(report(&self.ledger.name, foreign));
         }
         self.listing = false;
         let now = Instant::now();
@@ -390,22 +391,17 @@ impl Schedule {
         if bytes == 0 {
             return Ok(0);
         }
-        if self.left.is_none() {
-            let units = std::mem::replace(&mut self.units, Spill::new(0));
-            self.left = Some(units.into_sorted()?.peekable());
-        }
+        let left = sorted(&mut self.left, &mut self.units)?;
         // (A round's starts are held in memory: at most a structure's
         // worth of them.)
         let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
         let mut taken = 0u64;
         let mut first = None;
         while taken < bytes.max(1) && self.round.len() < most {
-            let next = self.left.as_mut().and_then(|left| {
-                // (All at once, without a time budget, the order is moot.)
-                left.next_if(|next| match (next, first) {
-                    (Ok(next), Some(first)) if bytes != u64::MAX => same_age(first, next.verified),
-                    _ => true,
-                })
+            // (All at once, without a time budget, the order is moot.)
+            let next = left.next_if(|next| match (next, first) {
+                (Ok(next), Some(first)) if bytes != u64::MAX => same_age(first, next.verified),
+                _ => true,
             });
             let Some(planned) = next else {
                 break;
@@ -440,12 +436,7 @@ impl Schedule {
         self.ledger.commit().map_err(io::Error::other)?;
         let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
         let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
-        let left = match self.left.take() {
-            Some(left) => left,
-            None => std::mem::replace(&mut self.units, Spill::new(0))
-                .into_sorted()?
-                .peekable(),
-        };
+        let left = sorted(&mut self.left, &mut self.units)?;
         for planned in self.chosen.iter().chain(left) {
             let planned = planned?;
             coverage.add(now, after.verified(&planned.key), planned.bytes);
