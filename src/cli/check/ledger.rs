@@ -64,28 +64,6 @@ pub struct Ledger {
     pub failed: bool,
 }
 
-/// Why a ledger cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum Unusable {
-    #[error("cannot open the ledger: {0}")]
-    Open(#[from] beneath::Refusal),
-    #[error("the ledger is in use by another bt2sum")]
-    InUse,
-    #[error("the ledger is damaged ({0}): --ledger-reset starts it afresh")]
-    Damaged(String),
-    #[error("the ledger was made by a newer bt2sum (format {0})")]
-    Newer(u64),
-}
-
-impl From<redb::Error> for Unusable {
-    fn from(error: redb::Error) -> Unusable {
-        match error {
-            redb::Error::DatabaseAlreadyOpen => Unusable::InUse,
-            error => Unusable::Damaged(error.to_string()),
-        }
-    }
-}
-
 /// The check's ledger, open (`None`: it is used only if it is there, and
 /// it is not), else the run's status, said why: a regular file, reached
 /// without following a link, created if it is not there (emptied first
@@ -95,8 +73,7 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     if ledgering.if_there && std::fs::symlink_metadata(name).is_err() {
         return Ok(None);
     }
-    let database =
-        database(&ledgering.file, ledgering.reset).map_err(|why| report(name, &why.to_string()))?;
+    let database = database(&ledgering.file, ledgering.reset).map_err(|why| report(name, &why))?;
     Ok(Some(Ledger {
         database,
         name: name.to_os_string(),
@@ -107,31 +84,40 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
     }))
 }
 
-fn database(path: &Path, reset: bool) -> Result<Database, Unusable> {
-    let file = beneath::open_or_create(path)?;
+/// The database at `path`, else why it cannot be used.
+fn database(path: &Path, reset: bool) -> Result<Database, String> {
+    let refused = |why: beneath::Refusal| format!("cannot open the ledger: {why}");
+    let file = beneath::open_or_create(path).map_err(refused)?;
     if reset {
-        file.set_len(0).map_err(beneath::Refusal::Io)?;
+        file.set_len(0).map_err(|error| refused(error.into()))?;
     }
-    let database = redb::Builder::new()
-        // (Its cache is one of the run's growing structures.)
-        .set_cache_size(bt2sum::budget::memory().per_structure)
-        .create_file(file)
-        .map_err(redb::Error::from)?;
-    match format(&database)? {
-        format if format > FORMAT => Err(Unusable::Newer(format)),
-        _ => Ok(database),
+    match formatted(file) {
+        Ok((_, format)) if format > FORMAT => Err(format!(
+            "the ledger was made by a newer bt2sum (format {format})"
+        )),
+        Ok((database, _)) => Ok(database),
+        Err(redb::Error::DatabaseAlreadyOpen) => {
+            Err("the ledger is in use by another bt2sum".into())
+        }
+        Err(error) => Err(format!(
+            "the ledger is damaged ({error}): --ledger-reset starts it afresh"
+        )),
     }
 }
 
-/// The ledger's format, written in a new ledger.
-fn format(database: &Database) -> Result<u64, redb::Error> {
+/// The database in `file`, and its format (written in a new ledger).
+fn formatted(file: std::fs::File) -> Result<(Database, u64), redb::Error> {
+    let database = redb::Builder::new()
+        // (Its cache is one of the run's growing structures.)
+        .set_cache_size(bt2sum::budget::memory().per_structure)
+        .create_file(file)?;
     let write = database.begin_write()?;
     let format = (write.open_table(ABOUT)?.get("format")?).map(|format| format.value());
     if format.is_none() {
         write.open_table(ABOUT)?.insert("format", FORMAT)?;
         write.commit()?;
     }
-    Ok(format.unwrap_or(FORMAT))
+    Ok((database, format.unwrap_or(FORMAT)))
 }
 
 impl Ledger {
@@ -205,24 +191,6 @@ impl Ledger {
         }
         Ok(())
     }
-
-    /// Drops the records of units no longer listed: every key not in
-    /// `listed` (in key order).
-    fn forget_others(
-        &mut self,
-        listed: impl Iterator<Item = io::Result<Key>>,
-    ) -> Result<(), redb::Error> {
-        let write = self.database.begin_write()?;
-        let mut listed = listed.peekable();
-        write.open_table(VERIFIED)?.retain(|key, _| {
-            while listed
-                .next_if(|next| next.as_ref().is_ok_and(|next| next < &key))
-                .is_some()
-            {}
-            matches!(listed.peek(), Some(Ok(next)) if *next == key)
-        })?;
-        Ok(write.commit()?)
-    }
 }
 
 /// A ledger as it was when read (a new ledger has no table yet).
@@ -277,7 +245,6 @@ fn same_age(first: u64, next: u64) -> bool {
 /// speed is known: what a spinning disk reads in the time (see
 /// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
 const FIRST_ROUND_RATE: f64 = 100e6;
-const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
 
 /// A check with a ledger: the ledger, the units of the lists, noted as the
 /// lists are read the first time (the listing), and the rounds that then
@@ -295,8 +262,9 @@ pub struct Schedule {
     units: Spill<Planned>,
     left: Option<Left>,
     chosen: Spill<Planned>,
-    /// Whether the ledger knew any unit.
-    known: bool,
+    /// Whether the ledger holds records, and none of the units listed so
+    /// far.
+    foreign: bool,
     /// The starts of the units of the round under way, in order.
     round: Vec<u64>,
     /// When the first round started, and the bytes the rounds chose.
@@ -308,14 +276,15 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn new(ledger: Ledger) -> Schedule {
+        let before = ledger.reader();
         Schedule {
-            before: ledger.reader(),
+            foreign: (before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0)),
+            before,
             ledger,
             listing: true,
             units: Spill::sorted(IN_MEMORY),
             left: None,
             chosen: Spill::new(IN_MEMORY),
-            known: false,
             round: Vec::new(),
             started: None,
             bytes: 0,
@@ -332,7 +301,7 @@ impl Schedule {
         if let Some(unit) = unit {
             let key = key(unit.name, unit.tree, unit.leaf, unit.digest);
             let verified = self.before.verified(&key);
-            self.known |= verified.is_some();
+            self.foreign &= verified.is_none();
             let planned = Planned {
                 verified: verified.unwrap_or(0),
                 start,
@@ -349,9 +318,7 @@ impl Schedule {
     /// Chooses the next round (empty when the time is up); whether it has
     /// units. `Err`: the ledger held records, none of them of these lists.
     pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
-        let recorded =
-            (self.before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0));
-        if self.listing && !self.known && !self.units.is_empty() && recorded {
+        if self.listing && self.foreign && !self.units.is_empty() {
             let foreign = "the ledger records none of this list's entries: it was made for \
                            another list (--ledger-reset starts it afresh for this one)";
             return Err(report(&self.ledger.name, foreign));
@@ -362,8 +329,9 @@ impl Schedule {
         let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
             None => u64::MAX,
             Some(left) if left.is_zero() => 0,
-            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
-                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
+            Some(left) if self.bytes == 0 => {
+                ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64).clamp(4 << 20, 256 << 20)
+            }
             Some(left) => {
                 let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
                 (rate * left.as_secs_f64() * 1.5) as u64
@@ -371,12 +339,9 @@ impl Schedule {
         };
         match self.choose(bytes) {
             Ok(chosen) => self.bytes += chosen,
-            Err(error) => {
-                self.ledger.fail(&error);
-                return Ok(false);
-            }
+            Err(error) => self.ledger.fail(&error),
         }
-        Ok(!self.round.is_empty())
+        Ok(!self.ledger.failed && !self.round.is_empty())
     }
 
     /// Chooses a round: the units least recently verified, `bytes` of them
@@ -432,8 +397,8 @@ impl Schedule {
 
     /// The bytes each age of last proof covers; the records of units no
     /// longer listed are dropped.
-    fn ages(&mut self) -> io::Result<Coverage> {
-        self.ledger.commit().map_err(io::Error::other)?;
+    fn ages(&mut self) -> Result<Coverage, Box<dyn std::error::Error>> {
+        self.ledger.commit()?;
         let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
         let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
         let left = sorted(&mut self.left, &mut self.units)?;
@@ -443,7 +408,14 @@ impl Schedule {
             keys.push(&planned.key)?;
         }
         drop(after);
-        (self.ledger.forget_others(keys.into_sorted()?)).map_err(io::Error::other)?;
+        // (Both in key order: the records are walked once.)
+        let mut listed = keys.into_sorted()?.peekable();
+        let write = self.ledger.database.begin_write()?;
+        write.open_table(VERIFIED)?.retain(|key, _| {
+            while (listed.next_if(|next| matches!(next, Ok(next) if *next < key))).is_some() {}
+            matches!(listed.peek(), Some(Ok(next)) if *next == key)
+        })?;
+        write.commit()?;
         Ok(coverage)
     }
 }
