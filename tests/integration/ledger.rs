@@ -103,9 +103,7 @@ fn a_scrub_with_a_time_budget_verifies_what_was_never_verified_first() {
     check(dir.path(), &["--ledger-reset"]);
     // A file added to the list is the one unit never verified.
     fs::write(dir.path().join("d"), b"new").unwrap();
-    let mut sums = fs::read(dir.path().join("SUMS")).unwrap();
-    sums.extend(ok_bytes_in(dir.path(), ["d"]));
-    fs::write(dir.path().join("SUMS"), sums).unwrap();
+    write_list(dir.path(), "SUMS", "-t 4k --leaves a b c big d".split(' '));
     let (status, records, ledger) = check(dir.path(), &["--max-duration", "0"]);
     assert_eq!((status, records.len(), never(&ledger)), (0, 1, 3));
     // A budget that covers everything verifies it all, each unit once,
@@ -193,10 +191,8 @@ fn a_list_from_standard_input_or_several_lists_name_their_ledger() {
     fs::copy(dir.path().join("SUMS"), dir.path().join("SUMS2")).unwrap();
     let (_, _, code) = said_in(dir.path(), "-c --max-duration 0 SUMS SUMS2".split(' '));
     assert_eq!(code, 2);
-    ok_bytes_in(
-        dir.path(),
-        "-c --ledger L --ledger-reset SUMS SUMS2".split(' '),
-    );
+    let both = "-c --ledger L --ledger-reset SUMS SUMS2";
+    ok_bytes_in(dir.path(), both.split(' '));
 }
 
 /// Kills a scrub at several points: the ledger is never lost, and what it

@@ -51,36 +51,34 @@ fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Ke
     hash.as_bytes().try_into().expect("a 16-byte hash")
 }
 
-pub struct Ledger {
-    database: Database,
-    name: OsString,
-    /// What was verified since the last commit.
-    pending: Option<redb::WriteTransaction>,
-    last_commit: Instant,
-    /// Why it could not be written, once it could not: nothing more is
-    /// recorded.
-    unwritten: Option<String>,
-    /// Whether it could not be kept: the run fails.
-    pub failed: bool,
-}
-
 /// The check's ledger, open (`None`: it is used only if it is there, and
 /// it is not), else the run's status, said why: a regular file, reached
 /// without following a link, created if it is not there (emptied first
 /// with `--ledger-reset`).
-pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
+pub fn open(ledgering: &Ledgering) -> Result<Option<Schedule>, Status> {
     let name = ledgering.file.as_os_str();
     if ledgering.if_there && std::fs::symlink_metadata(name).is_err() {
         return Ok(None);
     }
     let database = database(&ledgering.file, ledgering.reset).map_err(|why| report(name, &why))?;
-    Ok(Some(Ledger {
+    let before = Reader::new(&database);
+    Ok(Some(Schedule {
+        foreign: (before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0)),
+        before,
         database,
         name: name.to_os_string(),
         pending: None,
         last_commit: Instant::now(),
         unwritten: None,
         failed: false,
+        listing: true,
+        units: Spill::sorted(IN_MEMORY),
+        left: None,
+        chosen: Spill::new(IN_MEMORY),
+        round: Vec::new(),
+        started: None,
+        bytes: 0,
+        error: None,
     }))
 }
 
@@ -120,16 +118,105 @@ fn formatted(file: std::fs::File) -> Result<(Database, u64), redb::Error> {
     Ok((database, format.unwrap_or(FORMAT)))
 }
 
-impl Ledger {
+/// A ledger as it was when read (a new ledger has no table yet).
+struct Reader(Option<redb::ReadOnlyTable<Key, u64>>);
+
+impl Reader {
+    fn new(database: &Database) -> Reader {
+        let table = database.begin_read().ok();
+        Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
+    }
+
+    /// When the unit `key` was last verified (`None`: never).
+    fn verified(&self, key: &Key) -> Option<u64> {
+        Some(self.0.as_ref()?.get(key).ok()??.value())
+    }
+}
+
+fn seconds(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// A unit as a schedule keeps it, ordered least recently verified first
+/// (never verified: 0), then by where it starts in the lists.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+struct Planned {
+    verified: u64,
+    start: u64,
+    bytes: u64,
+    key: Key,
+}
+
+type Left = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>;
+
+/// The units not chosen yet, least recently verified first: `units`,
+/// sorted the first time.
+fn sorted<'a>(left: &'a mut Option<Left>, units: &mut Spill<Planned>) -> io::Result<&'a mut Left> {
+    match left {
+        Some(left) => Ok(left),
+        None => {
+            let units = std::mem::replace(units, Spill::new(0));
+            Ok(left.insert(units.into_sorted()?.peekable()))
+        }
+    }
+}
+
+/// Whether units verified at `first` and at `next` (seconds since 1970, 0
+/// for never, `next` no older) share a round. A round checks its units in
+/// list order: one that held units never verified and others verified
+/// last night, or last week, would pass over older ones for newer ones
+/// until it ends.
+fn same_age(first: u64, next: u64) -> bool {
+    (first == 0) == (next == 0) && next - first <= 3600
+}
+
+/// The bytes of the first round of a scrub with a time budget, before its
+/// speed is known: what a spinning disk reads in the time (see
+/// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
+const FIRST_ROUND_RATE: f64 = 100e6;
+
+/// A check with a ledger: the ledger, the units of the lists, noted as the
+/// lists are read the first time (the listing), and the rounds that then
+/// verify them. Each round chooses the least recently verified units left,
+/// as many as the time left (`--max-duration`) and the speed so far can
+/// verify (a round too big is cut at the deadline), or all of them without
+/// a time budget.
+pub struct Schedule {
+    database: Database,
+    name: OsString,
+    /// What was verified since the last commit.
+    pending: Option<redb::WriteTransaction>,
+    last_commit: Instant,
+    /// Why it could not be written, once it could not: nothing more is
+    /// recorded.
+    unwritten: Option<String>,
+    /// Whether it could not be kept: the run fails.
+    pub failed: bool,
+    /// The ledger as it was before the check.
+    before: Reader,
+    /// No round was chosen yet.
+    pub listing: bool,
+    /// The units not chosen yet (sorted when the first round is chosen).
+    units: Spill<Planned>,
+    left: Option<Left>,
+    chosen: Spill<Planned>,
+    /// Whether the ledger holds records, and none of the units listed so
+    /// far.
+    foreign: bool,
+    /// The starts of the units of the round under way, in order.
+    round: Vec<u64>,
+    /// When the first round started, and the bytes the rounds chose.
+    started: Option<Instant>,
+    bytes: u64,
+    /// Why a unit could not be kept (the disk under the spill store).
+    error: Option<io::Error>,
+}
+
+impl Schedule {
     fn fail(&mut self, error: &dyn std::fmt::Display) {
         report(&self.name, &format!("the ledger cannot be kept: {error}"));
         self.failed = true;
-    }
-
-    /// What the ledger records now, to look units up in.
-    fn reader(&self) -> Reader {
-        let table = self.database.begin_read().ok();
-        Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
     }
 
     /// Records what a pass verified: each of its units that matched is
@@ -191,107 +278,6 @@ impl Ledger {
         }
         Ok(())
     }
-}
-
-/// A ledger as it was when read (a new ledger has no table yet).
-struct Reader(Option<redb::ReadOnlyTable<Key, u64>>);
-
-impl Reader {
-    /// When the unit `key` was last verified (`None`: never).
-    fn verified(&self, key: &Key) -> Option<u64> {
-        Some(self.0.as_ref()?.get(key).ok()??.value())
-    }
-}
-
-fn seconds(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
-
-/// A unit as a schedule keeps it, ordered least recently verified first
-/// (never verified: 0), then by where it starts in the lists.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-struct Planned {
-    verified: u64,
-    start: u64,
-    bytes: u64,
-    key: Key,
-}
-
-type Left = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>;
-
-/// The units not chosen yet, least recently verified first: `units`,
-/// sorted the first time.
-fn sorted<'a>(left: &'a mut Option<Left>, units: &mut Spill<Planned>) -> io::Result<&'a mut Left> {
-    match left {
-        Some(left) => Ok(left),
-        None => {
-            let units = std::mem::replace(units, Spill::new(0));
-            Ok(left.insert(units.into_sorted()?.peekable()))
-        }
-    }
-}
-
-/// Whether units verified at `first` and at `next` (seconds since 1970, 0
-/// for never, `next` no older) share a round. A round checks its units in
-/// list order: one that held units never verified and others verified
-/// last night, or last week, would pass over older ones for newer ones
-/// until it ends.
-fn same_age(first: u64, next: u64) -> bool {
-    (first == 0) == (next == 0) && next - first <= 3600
-}
-
-/// The bytes of the first round of a scrub with a time budget, before its
-/// speed is known: what a spinning disk reads in the time (see
-/// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
-const FIRST_ROUND_RATE: f64 = 100e6;
-
-/// A check with a ledger: the ledger, the units of the lists, noted as the
-/// lists are read the first time (the listing), and the rounds that then
-/// verify them. Each round chooses the least recently verified units left,
-/// as many as the time left (`--max-duration`) and the speed so far can
-/// verify (a round too big is cut at the deadline), or all of them without
-/// a time budget.
-pub struct Schedule {
-    pub ledger: Ledger,
-    /// The ledger as it was before the check.
-    before: Reader,
-    /// No round was chosen yet.
-    pub listing: bool,
-    /// The units not chosen yet (sorted when the first round is chosen).
-    units: Spill<Planned>,
-    left: Option<Left>,
-    chosen: Spill<Planned>,
-    /// Whether the ledger holds records, and none of the units listed so
-    /// far.
-    foreign: bool,
-    /// The starts of the units of the round under way, in order.
-    round: Vec<u64>,
-    /// When the first round started, and the bytes the rounds chose.
-    started: Option<Instant>,
-    bytes: u64,
-    /// Why a unit could not be kept (the disk under the spill store).
-    error: Option<io::Error>,
-}
-
-impl Schedule {
-    pub fn new(ledger: Ledger) -> Schedule {
-        let before = ledger.reader();
-        Schedule {
-            foreign: (before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0)),
-            before,
-            ledger,
-            listing: true,
-            units: Spill::sorted(IN_MEMORY),
-            left: None,
-            chosen: Spill::new(IN_MEMORY),
-            round: Vec::new(),
-            started: None,
-            bytes: 0,
-            error: None,
-        }
-    }
-
     /// Whether the unit starting at `start` is read: none while the lists
     /// are listed (each unit is noted), then those of the round.
     pub fn reads(&mut self, start: u64, unit: Option<&Unit<'_>>) -> bool {
@@ -321,7 +307,7 @@ impl Schedule {
         if self.listing && self.foreign && !self.units.is_empty() {
             let foreign = "the ledger records none of this list's entries: it was made for \
                            another list (--ledger-reset starts it afresh for this one)";
-            return Err(report(&self.ledger.name, foreign));
+            return Err(report(&self.name, foreign));
         }
         self.listing = false;
         let now = Instant::now();
@@ -339,9 +325,9 @@ impl Schedule {
         };
         match self.choose(bytes) {
             Ok(chosen) => self.bytes += chosen,
-            Err(error) => self.ledger.fail(&error),
+            Err(error) => self.fail(&error),
         }
-        Ok(!self.ledger.failed && !self.round.is_empty())
+        Ok(!self.failed && !self.round.is_empty())
     }
 
     /// Chooses a round: the units least recently verified, `bytes` of them
@@ -385,12 +371,12 @@ impl Schedule {
     /// if `shown`.
     pub fn coverage(&mut self, shown: bool) -> Option<Coverage> {
         let coverage = self.ages();
-        if let Some(error) = self.ledger.unwritten.take() {
-            self.ledger.fail(&error);
+        if let Some(error) = self.unwritten.take() {
+            self.fail(&error);
         }
-        let coverage = coverage.map_err(|error| self.ledger.fail(&error)).ok()?;
+        let coverage = coverage.map_err(|error| self.fail(&error)).ok()?;
         if shown {
-            coverage.show(&self.ledger.name);
+            coverage.show(&self.name);
         }
         Some(coverage)
     }
@@ -398,8 +384,8 @@ impl Schedule {
     /// The bytes each age of last proof covers; the records of units no
     /// longer listed are dropped.
     fn ages(&mut self) -> Result<Coverage, Box<dyn std::error::Error>> {
-        self.ledger.commit()?;
-        let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
+        self.commit()?;
+        let (now, after) = (seconds(SystemTime::now()), Reader::new(&self.database));
         let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
         let left = sorted(&mut self.left, &mut self.units)?;
         for planned in self.chosen.iter().chain(left) {
@@ -410,7 +396,7 @@ impl Schedule {
         drop(after);
         // (Both in key order: the records are walked once.)
         let mut listed = keys.into_sorted()?.peekable();
-        let write = self.ledger.database.begin_write()?;
+        let write = self.database.begin_write()?;
         write.open_table(VERIFIED)?.retain(|key, _| {
             while (listed.next_if(|next| matches!(next, Ok(next) if *next < key))).is_some() {}
             matches!(listed.peek(), Some(Ok(next)) if *next == key)
@@ -430,15 +416,10 @@ impl Coverage {
             return;
         };
         let age = now.saturating_sub(verified);
-        for (within, days) in [
-            (&mut self.verified_within_1_day_bytes, 1),
-            (&mut self.verified_within_7_days_bytes, 7),
-            (&mut self.verified_within_30_days_bytes, 30),
-        ] {
-            if age < days * DAY {
-                *within += bytes;
-            }
-        }
+        let within = |days: u64| if age < days * DAY { bytes } else { 0 };
+        self.verified_within_1_day_bytes += within(1);
+        self.verified_within_7_days_bytes += within(7);
+        self.verified_within_30_days_bytes += within(30);
         let oldest = self.oldest_verification.get_or_insert(verified);
         *oldest = verified.min(*oldest);
     }
