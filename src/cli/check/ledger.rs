@@ -89,18 +89,12 @@ fn database(path: &Path, reset: bool) -> Result<Database, String> {
     if reset {
         file.set_len(0).map_err(|error| refused(error.into()))?;
     }
-    match formatted(file) {
-        Ok((_, format)) if format > FORMAT => Err(format!(
-            "the ledger was made by a newer bt2sum (format {format})"
-        )),
-        Ok((database, _)) => Ok(database),
-        Err(redb::Error::DatabaseAlreadyOpen) => {
-            Err("the ledger is in use by another bt2sum".into())
-        }
-        Err(error) => Err(format!(
-            "the ledger is damaged ({error}): --ledger-reset starts it afresh"
-        )),
-    }
+    Err(match formatted(file) {
+        Ok((database, format)) if format <= FORMAT => return Ok(database),
+        Ok((_, format)) => format!("the ledger was made by a newer bt2sum (format {format})"),
+        Err(redb::Error::DatabaseAlreadyOpen) => "the ledger is in use by another bt2sum".into(),
+        Err(error) => format!("the ledger is damaged ({error}): --ledger-reset starts it afresh"),
+    })
 }
 
 /// The database in `file`, and its format (written in a new ledger).
@@ -427,11 +421,9 @@ impl Coverage {
     /// Says the coverage on standard error: in words, after a bar on a
     /// terminal.
     fn show(&self, ledger: &OsStr) {
-        let (day, week, month) = (
-            self.verified_within_1_day_bytes,
-            self.verified_within_7_days_bytes,
-            self.verified_within_30_days_bytes,
-        );
+        let day = self.verified_within_1_day_bytes;
+        let week = self.verified_within_7_days_bytes;
+        let month = self.verified_within_30_days_bytes;
         let older = self.total_bytes - self.never_verified_bytes - month;
         // The bytes of each age, youngest first, with its words and its
         // shade on the bar.
@@ -450,11 +442,6 @@ impl Coverage {
             100 if u128::from(bytes) < total => ">99".to_string(),
             percent => percent.to_string(),
         };
-        let words: Vec<String> = ages
-            .iter()
-            .filter(|(bytes, ..)| *bytes > 0)
-            .map(|(bytes, age, _)| format!("{}% {age}", percent(*bytes)))
-            .collect();
         let mut line = format!("{} listed", BinaryBytes(self.total_bytes));
         if io::stderr().is_terminal() {
             const WIDTH: u64 = 30;
@@ -468,8 +455,10 @@ impl Coverage {
                 .collect();
             line = format!("[{bar:<30}] {line}");
         }
-        if !words.is_empty() {
-            line += &format!(": {}", words.join(", "));
+        let said = ages.iter().filter(|(bytes, ..)| *bytes > 0);
+        for (nth, (bytes, age, _)) in said.enumerate() {
+            let separator = if nth == 0 { ": " } else { ", " };
+            line += &format!("{separator}{}% {age}", percent(*bytes));
         }
         if let Some(oldest) = self.oldest_verification {
             let age = Duration::from_secs(seconds(SystemTime::now()).saturating_sub(oldest));
