@@ -22,10 +22,9 @@ use super::{mkfifo, ok_in};
 /// its leaves in `SUMS`.
 fn archive() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for (name, len) in [("a", 1000), ("b", 2000), ("c", 3000)] {
+    for (name, len) in [("a", 1000), ("b", 2000), ("c", 3000), ("big", 40 << 12)] {
         fs::write(dir.path().join(name), noise(len, len as u64)).unwrap();
     }
-    fs::write(dir.path().join("big"), noise(40 << 12, 7)).unwrap();
     write_list(dir.path(), "SUMS", "-t 4k --leaves a b c big".split(' '));
     dir
 }

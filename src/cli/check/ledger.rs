@@ -34,6 +34,8 @@ const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
 /// The format this bt2sum writes and reads; a newer one is refused.
 const FORMAT: u64 = 1;
 
+/// How often what was verified is committed: each commit is durable (as
+/// redb commits by default), so a power cut loses at most this much.
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 
 type Key = [u8; 16];
@@ -229,13 +231,7 @@ impl Schedule {
         let now = seconds(SystemTime::now());
         let write = match &mut self.pending {
             Some(write) => write,
-            None => {
-                let mut write = self.database.begin_write()?;
-                // (A power cut keeps what was committed; the next commit
-                // comes a second later.)
-                write.set_durability(redb::Durability::Immediate)?;
-                self.pending.insert(write)
-            }
+            None => self.pending.insert(self.database.begin_write()?),
         };
         let mut table = write.open_table(VERIFIED)?;
         // (The leaves' verdicts come in the order the leaves are listed.)
