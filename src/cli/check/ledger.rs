@@ -268,6 +268,7 @@ impl Schedule {
         }
         Ok(())
     }
+
     /// Whether the unit starting at `start` is read: none while the lists
     /// are listed (each unit is noted), then those of the round.
     pub fn reads(&mut self, start: u64, unit: Option<&Unit<'_>>) -> bool {
