@@ -21,7 +21,7 @@ use bt2sum::spill::{IN_MEMORY, Spill};
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
-use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::Serialize;
 
 use super::super::beneath;
@@ -30,11 +30,12 @@ use super::super::plan::Ledgering;
 
 /// When each unit was last verified to match (seconds since 1970).
 const VERIFIED: TableDefinition<[u8; 16], u64> = TableDefinition::new("verified");
-/// What the ledger is: its `format`.
 const ABOUT: TableDefinition<&str, u64> = TableDefinition::new("about");
 /// The format this bt2sum writes and reads; a newer one is refused.
 const FORMAT: u64 = 1;
 
+/// How often what was verified is committed: each commit is durable (as
+/// redb commits by default), so a power cut loses at most this much.
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 
 type Key = [u8; 16];
@@ -48,206 +49,83 @@ fn key(name: &[u8], tree: &TreeParams, leaf: Option<u64>, digest: &Digest) -> Ke
     state.update(&tree.leaf_size().to_le_bytes());
     state.update(&leaf.unwrap_or(u64::MAX).to_le_bytes());
     state.update(digest.as_bytes());
-    let mut key = [0; 16];
-    key.copy_from_slice(state.finalize().as_bytes());
-    key
-}
-
-pub struct Ledger {
-    database: Database,
-    name: OsString,
-    /// What was verified since the last commit.
-    pending: Option<WriteTransaction>,
-    last_commit: Instant,
-    /// Why it could not be written, once it could not: nothing more is
-    /// recorded.
-    unwritten: Option<String>,
-    /// Whether it could not be kept: the run fails.
-    pub failed: bool,
-}
-
-/// Why a ledger cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum Unusable {
-    #[error("cannot open the ledger: {0}")]
-    Open(#[from] beneath::Refusal),
-    #[error("the ledger is in use by another bt2sum")]
-    InUse,
-    #[error("the ledger is damaged ({0}): --ledger-reset starts it afresh")]
-    Damaged(String),
-    #[error("the ledger was made by a newer bt2sum (format {0})")]
-    Newer(u64),
-    #[error(
-        "the ledger records none of this list's entries: it was made for another list \
-         (--ledger-reset starts it afresh for this one)"
-    )]
-    Foreign,
-}
-
-impl From<redb::Error> for Unusable {
-    fn from(error: redb::Error) -> Unusable {
-        match error {
-            redb::Error::DatabaseAlreadyOpen => Unusable::InUse,
-            error => Unusable::Damaged(error.to_string()),
-        }
-    }
+    let hash = state.finalize();
+    hash.as_bytes().try_into().expect("a 16-byte hash")
 }
 
 /// The check's ledger, open (`None`: it is used only if it is there, and
 /// it is not), else the run's status, said why: a regular file, reached
 /// without following a link, created if it is not there (emptied first
 /// with `--ledger-reset`).
-pub fn open(ledgering: &Ledgering) -> Result<Option<Ledger>, Status> {
-    if ledgering.if_there && std::fs::symlink_metadata(&ledgering.file).is_err() {
+pub fn open(ledgering: &Ledgering) -> Result<Option<Schedule>, Status> {
+    let name = ledgering.file.as_os_str();
+    if ledgering.if_there && std::fs::symlink_metadata(name).is_err() {
         return Ok(None);
     }
-    Ledger::open(&ledgering.file, ledgering.reset)
-        .map(Some)
-        .map_err(|why| report(ledgering.file.as_os_str(), &why.to_string()))
+    let database = database(&ledgering.file, ledgering.reset).map_err(|why| report(name, &why))?;
+    let before = Reader::new(&database);
+    Ok(Some(Schedule {
+        foreign: (before.0.as_ref()).is_some_and(|table| table.len().is_ok_and(|n| n > 0)),
+        before,
+        database,
+        name: name.to_os_string(),
+        pending: None,
+        last_commit: Instant::now(),
+        unwritten: None,
+        failed: false,
+        listing: true,
+        units: Spill::sorted(IN_MEMORY),
+        left: None,
+        chosen: Spill::new(IN_MEMORY),
+        round: Vec::new(),
+        started: None,
+        bytes: 0,
+        error: None,
+    }))
 }
 
-impl Ledger {
-    fn open(path: &Path, reset: bool) -> Result<Ledger, Unusable> {
-        let file = beneath::open_or_create(path)?;
-        if reset {
-            file.set_len(0).map_err(beneath::Refusal::Io)?;
-        }
-        let database = redb::Builder::new()
-            // (Its cache is one of the run's growing structures.)
-            .set_cache_size(bt2sum::budget::memory().per_structure)
-            .create_file(file)
-            .map_err(redb::Error::from)?;
-        let format = database
-            .begin_read()
-            .map_err(redb::Error::from)?
-            .open_table(ABOUT)
-            .ok()
-            .and_then(|about| about.get("format").ok().flatten().map(|v| v.value()));
-        match format {
-            Some(format) if format > FORMAT => return Err(Unusable::Newer(format)),
-            Some(_) => {}
-            None => {
-                let about = |write: WriteTransaction| -> Result<(), redb::Error> {
-                    write.open_table(ABOUT)?.insert("format", FORMAT)?;
-                    Ok(write.commit()?)
-                };
-                about(database.begin_write().map_err(redb::Error::from)?)?;
-            }
-        }
-        Ok(Ledger {
-            database,
-            name: path.as_os_str().to_os_string(),
-            pending: None,
-            last_commit: Instant::now(),
-            unwritten: None,
-            failed: false,
-        })
+/// The database at `path`, else why it cannot be used.
+fn database(path: &Path, reset: bool) -> Result<Database, String> {
+    let refused = |why: beneath::Refusal| format!("cannot open the ledger: {why}");
+    let file = beneath::open_or_create(path).map_err(refused)?;
+    if reset {
+        file.set_len(0).map_err(|error| refused(error.into()))?;
     }
+    Err(match formatted(file) {
+        Ok((database, format)) if format <= FORMAT => return Ok(database),
+        Ok((_, format)) => format!("the ledger was made by a newer bt2sum (format {format})"),
+        Err(redb::Error::DatabaseAlreadyOpen) => "the ledger is in use by another bt2sum".into(),
+        Err(error) => format!("the ledger is damaged ({error}): --ledger-reset starts it afresh"),
+    })
+}
 
-    /// Says that the ledger cannot be kept: the run fails.
-    fn fail(&mut self, error: &dyn std::fmt::Display) {
-        report(&self.name, &format!("the ledger cannot be kept: {error}"));
-        self.failed = true;
+/// The database in `file`, and its format (written in a new ledger).
+fn formatted(file: std::fs::File) -> Result<(Database, u64), redb::Error> {
+    let database = redb::Builder::new()
+        // (Its cache is one of the run's growing structures.)
+        .set_cache_size(bt2sum::budget::memory().per_structure)
+        .create_file(file)?;
+    let write = database.begin_write()?;
+    let format = (write.open_table(ABOUT)?.get("format")?).map(|format| format.value());
+    if format.is_none() {
+        write.open_table(ABOUT)?.insert("format", FORMAT)?;
+        write.commit()?;
     }
-
-    /// What the ledger records now, to look units up in.
-    fn reader(&self) -> Reader {
-        let table = self.database.begin_read().ok();
-        Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
-    }
-
-    /// Records what a pass verified: each of its units that matched is
-    /// verified now; one that did not (damaged, missing, edited) loses its
-    /// record; one not read (`--quick`) keeps its record.
-    pub fn note(&mut self, checked: &Checked) {
-        if self.unwritten.is_some() {
-            return;
-        }
-        let (name, tree) = (&checked.pass.name, &checked.pass.tree);
-        // (The leaves' verdicts come in the order the leaves are listed.)
-        let mut listed = checked.listed_leaves();
-        let units: Vec<(Key, Verdict)> = (checked.lines())
-            .filter_map(|(subject, verdict)| {
-                let key = match subject {
-                    Subject::Checksum => key(name, tree, None, checked.expected()?),
-                    Subject::Leaf(index) => {
-                        let (_, digest) = listed.find(|(at, _)| *at == index)?;
-                        key(name, tree, Some(index), digest)
-                    }
-                    Subject::Length => return None,
-                };
-                Some((key, verdict))
-            })
-            .collect();
-        if let Err(error) = self.record(&units) {
-            self.unwritten = Some(error.to_string());
-        }
-    }
-
-    fn record(&mut self, units: &[(Key, Verdict)]) -> Result<(), redb::Error> {
-        let now = seconds(SystemTime::now());
-        if self.pending.is_none() {
-            let mut write = self.database.begin_write()?;
-            // (A power cut keeps what was committed; the next commit comes
-            // a second later.)
-            write.set_durability(redb::Durability::Immediate)?;
-            self.pending = Some(write);
-        }
-        if let Some(write) = &self.pending {
-            let mut table = write.open_table(VERIFIED)?;
-            for (key, verdict) in units {
-                match verdict {
-                    Verdict::Ok => drop(table.insert(key, now)?),
-                    Verdict::Unread => {}
-                    _ => drop(table.remove(key)?),
-                }
-            }
-        }
-        if self.last_commit.elapsed() >= COMMIT_EVERY {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
-    fn commit(&mut self) -> Result<(), redb::Error> {
-        self.last_commit = Instant::now();
-        if let Some(write) = self.pending.take() {
-            write.commit()?;
-        }
-        Ok(())
-    }
-
-    /// Drops the records of units no longer listed: every key not in
-    /// `listed` (in key order).
-    fn forget_others(
-        &mut self,
-        listed: impl Iterator<Item = io::Result<Key>>,
-    ) -> Result<(), redb::Error> {
-        self.commit()?;
-        let write = self.database.begin_write()?;
-        let mut listed = listed.peekable();
-        write.open_table(VERIFIED)?.retain(|key, _| {
-            while listed
-                .next_if(|next| next.as_ref().is_ok_and(|next| next < &key))
-                .is_some()
-            {}
-            matches!(listed.peek(), Some(Ok(next)) if *next == key)
-        })?;
-        Ok(write.commit()?)
-    }
+    Ok((database, format.unwrap_or(FORMAT)))
 }
 
 /// A ledger as it was when read (a new ledger has no table yet).
 struct Reader(Option<redb::ReadOnlyTable<Key, u64>>);
 
 impl Reader {
+    fn new(database: &Database) -> Reader {
+        let table = database.begin_read().ok();
+        Reader(table.and_then(|read| read.open_table(VERIFIED).ok()))
+    }
+
     /// When the unit `key` was last verified (`None`: never).
     fn verified(&self, key: &Key) -> Option<u64> {
         Some(self.0.as_ref()?.get(key).ok()??.value())
-    }
-
-    fn len(&self) -> u64 {
-        self.0.as_ref().map_or(0, |table| table.len().unwrap_or(0))
     }
 }
 
@@ -266,6 +144,20 @@ struct Planned {
     key: Key,
 }
 
+type Left = std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>;
+
+/// The units not chosen yet, least recently verified first: `units`,
+/// sorted the first time.
+fn sorted<'a>(left: &'a mut Option<Left>, units: &mut Spill<Planned>) -> io::Result<&'a mut Left> {
+    match left {
+        Some(left) => Ok(left),
+        None => {
+            let units = std::mem::replace(units, Spill::new(0));
+            Ok(left.insert(units.into_sorted()?.peekable()))
+        }
+    }
+}
+
 /// Whether units verified at `first` and at `next` (seconds since 1970, 0
 /// for never, `next` no older) share a round. A round checks its units in
 /// list order: one that held units never verified and others verified
@@ -279,7 +171,6 @@ fn same_age(first: u64, next: u64) -> bool {
 /// speed is known: what a spinning disk reads in the time (see
 /// [`same_age`] for why not more), from 4 MiB up to 256 MiB.
 const FIRST_ROUND_RATE: f64 = 100e6;
-const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
 
 /// A check with a ledger: the ledger, the units of the lists, noted as the
 /// lists are read the first time (the listing), and the rounds that then
@@ -288,17 +179,27 @@ const FIRST_ROUND: std::ops::RangeInclusive<u64> = 4 << 20..=256 << 20;
 /// verify (a round too big is cut at the deadline), or all of them without
 /// a time budget.
 pub struct Schedule {
-    pub ledger: Ledger,
+    database: Database,
+    name: OsString,
+    /// What was verified since the last commit.
+    pending: Option<redb::WriteTransaction>,
+    last_commit: Instant,
+    /// Why it could not be written, once it could not: nothing more is
+    /// recorded.
+    unwritten: Option<String>,
+    /// Whether it could not be kept: the run fails.
+    pub failed: bool,
     /// The ledger as it was before the check.
     before: Reader,
     /// No round was chosen yet.
     pub listing: bool,
     /// The units not chosen yet (sorted when the first round is chosen).
     units: Spill<Planned>,
-    left: Option<std::iter::Peekable<Box<dyn Iterator<Item = io::Result<Planned>>>>>,
+    left: Option<Left>,
     chosen: Spill<Planned>,
-    /// Whether the ledger knew any unit.
-    known: bool,
+    /// Whether the ledger holds records, and none of the units listed so
+    /// far.
+    foreign: bool,
     /// The starts of the units of the round under way, in order.
     round: Vec<u64>,
     /// When the first round started, and the bytes the rounds chose.
@@ -309,20 +210,63 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn new(ledger: Ledger) -> Schedule {
-        Schedule {
-            before: ledger.reader(),
-            ledger,
-            listing: true,
-            units: Spill::sorted(IN_MEMORY),
-            left: None,
-            chosen: Spill::new(IN_MEMORY),
-            known: false,
-            round: Vec::new(),
-            started: None,
-            bytes: 0,
-            error: None,
+    fn fail(&mut self, error: &dyn std::fmt::Display) {
+        report(&self.name, &format!("the ledger cannot be kept: {error}"));
+        self.failed = true;
+    }
+
+    /// Records what a pass verified: each of its units that matched is
+    /// verified now; one that did not (damaged, missing, edited) loses its
+    /// record; one not read (`--quick`) keeps its record.
+    pub fn note(&mut self, checked: &Checked) {
+        if self.unwritten.is_none()
+            && let Err(error) = self.record(checked)
+        {
+            self.unwritten = Some(error.to_string());
         }
+    }
+
+    fn record(&mut self, checked: &Checked) -> Result<(), redb::Error> {
+        let (name, tree) = (&checked.pass.name, &checked.pass.tree);
+        let now = seconds(SystemTime::now());
+        let write = match &mut self.pending {
+            Some(write) => write,
+            None => self.pending.insert(self.database.begin_write()?),
+        };
+        let mut table = write.open_table(VERIFIED)?;
+        // (The leaves' verdicts come in the order the leaves are listed.)
+        let mut listed = checked.listed_leaves();
+        let units = checked.lines().filter_map(|(subject, verdict)| {
+            let key = match subject {
+                Subject::Checksum => key(name, tree, None, checked.expected()?),
+                Subject::Leaf(index) => {
+                    let (_, digest) = listed.find(|(at, _)| *at == index)?;
+                    key(name, tree, Some(index), digest)
+                }
+                Subject::Length => return None,
+            };
+            Some((key, verdict))
+        });
+        for (key, verdict) in units {
+            match verdict {
+                Verdict::Ok => drop(table.insert(key, now)?),
+                Verdict::Unread => {}
+                _ => drop(table.remove(key)?),
+            }
+        }
+        drop(table);
+        if self.last_commit.elapsed() >= COMMIT_EVERY {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), redb::Error> {
+        self.last_commit = Instant::now();
+        if let Some(write) = self.pending.take() {
+            write.commit()?;
+        }
+        Ok(())
     }
 
     /// Whether the unit starting at `start` is read: none while the lists
@@ -334,7 +278,7 @@ impl Schedule {
         if let Some(unit) = unit {
             let key = key(unit.name, unit.tree, unit.leaf, unit.digest);
             let verified = self.before.verified(&key);
-            self.known |= verified.is_some();
+            self.foreign &= verified.is_none();
             let planned = Planned {
                 verified: verified.unwrap_or(0),
                 start,
@@ -351,9 +295,10 @@ impl Schedule {
     /// Chooses the next round (empty when the time is up); whether it has
     /// units. `Err`: the ledger held records, none of them of these lists.
     pub fn next_round(&mut self, deadline: Option<Instant>) -> Result<bool, Status> {
-        if self.listing && !self.known && !self.units.is_empty() && self.before.len() > 0 {
-            let foreign = Unusable::Foreign.to_string();
-            return Err(report(&self.ledger.name, &foreign));
+        if self.listing && self.foreign && !self.units.is_empty() {
+            let foreign = "the ledger records none of this list's entries: it was made for \
+                           another list (--ledger-reset starts it afresh for this one)";
+            return Err(report(&self.name, foreign));
         }
         self.listing = false;
         let now = Instant::now();
@@ -361,8 +306,9 @@ impl Schedule {
         let bytes = match deadline.map(|at| at.saturating_duration_since(now)) {
             None => u64::MAX,
             Some(left) if left.is_zero() => 0,
-            Some(left) if self.bytes == 0 => ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64)
-                .clamp(*FIRST_ROUND.start(), *FIRST_ROUND.end()),
+            Some(left) if self.bytes == 0 => {
+                ((left.as_secs_f64() * FIRST_ROUND_RATE) as u64).clamp(4 << 20, 256 << 20)
+            }
             Some(left) => {
                 let rate = self.bytes as f64 / elapsed.as_secs_f64().max(0.001);
                 (rate * left.as_secs_f64() * 1.5) as u64
@@ -370,12 +316,9 @@ impl Schedule {
         };
         match self.choose(bytes) {
             Ok(chosen) => self.bytes += chosen,
-            Err(error) => {
-                self.ledger.fail(&error);
-                return Ok(false);
-            }
+            Err(error) => self.fail(&error),
         }
-        Ok(!self.round.is_empty())
+        Ok(!self.failed && !self.round.is_empty())
     }
 
     /// Chooses a round: the units least recently verified, `bytes` of them
@@ -390,22 +333,17 @@ impl Schedule {
         if bytes == 0 {
             return Ok(0);
         }
-        if self.left.is_none() {
-            let units = std::mem::replace(&mut self.units, Spill::new(0));
-            self.left = Some(units.into_sorted()?.peekable());
-        }
+        let left = sorted(&mut self.left, &mut self.units)?;
         // (A round's starts are held in memory: at most a structure's
         // worth of them.)
         let most = bt2sum::budget::memory().per_structure / size_of::<u64>();
         let mut taken = 0u64;
         let mut first = None;
         while taken < bytes.max(1) && self.round.len() < most {
-            let next = self.left.as_mut().and_then(|left| {
-                // (All at once, without a time budget, the order is moot.)
-                left.next_if(|next| match (next, first) {
-                    (Ok(next), Some(first)) if bytes != u64::MAX => same_age(first, next.verified),
-                    _ => true,
-                })
+            // (All at once, without a time budget, the order is moot.)
+            let next = left.next_if(|next| match (next, first) {
+                (Ok(next), Some(first)) if bytes != u64::MAX => same_age(first, next.verified),
+                _ => true,
             });
             let Some(planned) = next else {
                 break;
@@ -424,35 +362,37 @@ impl Schedule {
     /// if `shown`.
     pub fn coverage(&mut self, shown: bool) -> Option<Coverage> {
         let coverage = self.ages();
-        if let Some(error) = self.ledger.unwritten.take() {
-            self.ledger.fail(&error);
+        if let Some(error) = self.unwritten.take() {
+            self.fail(&error);
         }
-        let coverage = coverage.map_err(|error| self.ledger.fail(&error)).ok()?;
+        let coverage = coverage.map_err(|error| self.fail(&error)).ok()?;
         if shown {
-            coverage.show(&self.ledger.name);
+            coverage.show(&self.name);
         }
         Some(coverage)
     }
 
     /// The bytes each age of last proof covers; the records of units no
     /// longer listed are dropped.
-    fn ages(&mut self) -> io::Result<Coverage> {
-        self.ledger.commit().map_err(io::Error::other)?;
-        let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
+    fn ages(&mut self) -> Result<Coverage, Box<dyn std::error::Error>> {
+        self.commit()?;
+        let (now, after) = (seconds(SystemTime::now()), Reader::new(&self.database));
         let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
-        let left = match self.left.take() {
-            Some(left) => left,
-            None => std::mem::replace(&mut self.units, Spill::new(0))
-                .into_sorted()?
-                .peekable(),
-        };
+        let left = sorted(&mut self.left, &mut self.units)?;
         for planned in self.chosen.iter().chain(left) {
             let planned = planned?;
             coverage.add(now, after.verified(&planned.key), planned.bytes);
             keys.push(&planned.key)?;
         }
         drop(after);
-        (self.ledger.forget_others(keys.into_sorted()?)).map_err(io::Error::other)?;
+        // (Both in key order: the records are walked once.)
+        let mut listed = keys.into_sorted()?.peekable();
+        let write = self.database.begin_write()?;
+        write.open_table(VERIFIED)?.retain(|key, _| {
+            while (listed.next_if(|next| matches!(next, Ok(next) if *next < key))).is_some() {}
+            matches!(listed.peek(), Some(Ok(next)) if *next == key)
+        })?;
+        write.commit()?;
         Ok(coverage)
     }
 }
@@ -467,15 +407,10 @@ impl Coverage {
             return;
         };
         let age = now.saturating_sub(verified);
-        for (within, days) in [
-            (&mut self.verified_within_1_day_bytes, 1),
-            (&mut self.verified_within_7_days_bytes, 7),
-            (&mut self.verified_within_30_days_bytes, 30),
-        ] {
-            if age < days * DAY {
-                *within += bytes;
-            }
-        }
+        let within = |days: u64| if age < days * DAY { bytes } else { 0 };
+        self.verified_within_1_day_bytes += within(1);
+        self.verified_within_7_days_bytes += within(7);
+        self.verified_within_30_days_bytes += within(30);
         let oldest = self.oldest_verification.get_or_insert(verified);
         *oldest = verified.min(*oldest);
     }
@@ -483,11 +418,9 @@ impl Coverage {
     /// Says the coverage on standard error: in words, after a bar on a
     /// terminal.
     fn show(&self, ledger: &OsStr) {
-        let (day, week, month) = (
-            self.verified_within_1_day_bytes,
-            self.verified_within_7_days_bytes,
-            self.verified_within_30_days_bytes,
-        );
+        let day = self.verified_within_1_day_bytes;
+        let week = self.verified_within_7_days_bytes;
+        let month = self.verified_within_30_days_bytes;
         let older = self.total_bytes - self.never_verified_bytes - month;
         // The bytes of each age, youngest first, with its words and its
         // shade on the bar.
@@ -506,11 +439,6 @@ impl Coverage {
             100 if u128::from(bytes) < total => ">99".to_string(),
             percent => percent.to_string(),
         };
-        let words: Vec<String> = ages
-            .iter()
-            .filter(|(bytes, ..)| *bytes > 0)
-            .map(|(bytes, age, _)| format!("{}% {age}", percent(*bytes)))
-            .collect();
         let mut line = format!("{} listed", BinaryBytes(self.total_bytes));
         if io::stderr().is_terminal() {
             const WIDTH: u64 = 30;
@@ -524,8 +452,10 @@ impl Coverage {
                 .collect();
             line = format!("[{bar:<30}] {line}");
         }
-        if !words.is_empty() {
-            line += &format!(": {}", words.join(", "));
+        let said = ages.iter().filter(|(bytes, ..)| *bytes > 0);
+        for (nth, (bytes, age, _)) in said.enumerate() {
+            let separator = if nth == 0 { ": " } else { ", " };
+            line += &format!("{separator}{}% {age}", percent(*bytes));
         }
         if let Some(oldest) = self.oldest_verification {
             let age = Duration::from_secs(seconds(SystemTime::now()).saturating_sub(oldest));

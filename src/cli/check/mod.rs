@@ -137,7 +137,7 @@ impl<'a> Lists<'a> {
     fn new(
         plan: &'a Checking,
         updated: Option<&'a UpdatedList>,
-        ledger: Option<ledger::Ledger>,
+        ledger: Option<Schedule>,
     ) -> io::Result<Self> {
         let names = match plan.lists.is_empty() {
             true => vec![OsString::from("-")],
@@ -157,7 +157,7 @@ impl<'a> Lists<'a> {
             scope: (plan.audit.as_ref())
                 .filter(|_| plan.slice.is_none())
                 .and_then(Scope::new),
-            schedule: ledger.map(|ledger| Schedule::new(ledger).into()),
+            schedule: ledger.map(RefCell::new),
         })
     }
 
@@ -388,7 +388,7 @@ impl Check<'_, '_> {
             self.progress.file_done();
         }
         if let Some(schedule) = &self.lists.schedule {
-            schedule.borrow_mut().ledger.note(checked);
+            schedule.borrow_mut().note(checked);
         }
         let lines = checked.lines().count() as u64;
         match again {
@@ -473,7 +473,7 @@ impl Check<'_, '_> {
         }
         let shown = plan.verbosity != Verbosity::Status;
         let coverage = (lists.schedule.as_ref()).and_then(|s| s.borrow_mut().coverage(shown));
-        if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().ledger.failed) {
+        if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().failed) {
             self.status = Status::Failure;
         }
         let summaries = std::mem::take(&mut self.summaries);
