@@ -84,6 +84,9 @@ fn an_empty_file_says_it_has_no_leaves() {
     let checksum = format!("BLAKE2s-7 (empty) = {digest}\n");
     let count = "BLAKE2s-7 leaves=0 total=0 tree=5242880 (empty)\n";
     assert_eq!(out, format!("{checksum}{count}"));
+    // A range from 0 lists its count line alone.
+    let ranged = "--leaves --leaf-range 0..5 -a blake2s -s 7 empty".split(' ');
+    assert_eq!(ok_in(dir.path(), ranged), count);
     // And it combines back to the empty checksum.
     let path = listing(dir.path(), "listing", out.as_bytes());
     assert_eq!(stdout(&combine(dir.path(), &[&path])), checksum);
@@ -296,10 +299,12 @@ fn leaf_ranges_are_cut_at_the_end_and_checked() {
     }
     // (Without --leaves: cli::bad_options_are_usage_errors.)
     assert_eq!(status(&ranged("2..1")), 2);
-    // A pipe cannot be read at an offset.
-    let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
-    assert_contains(&stderr(&out), "needs a regular file");
-    assert_eq!(status(&out), 1);
+    // A pipe cannot be read at an offset, nor its leaves counted.
+    for args in [&["--leaves", "--leaf-range", "0..1"][..], &["--leaf-count"]] {
+        let out = run(args, b"data");
+        assert_contains(&stderr(&out), "needs a regular file");
+        assert_eq!(status(&out), 1, "{args:?}");
+    }
 }
 
 #[test]
@@ -434,8 +439,7 @@ fn hostile_listing_lines_are_errors_not_crashes() {
     }
 }
 
-/// An empty file's range from 0 lists its `leaves=0` line; `--leaf-count`
-/// counts leaves without hashing; the recipe that splits a file by its count
+/// `--leaf-count` counts leaves without hashing; the recipe that splits a file by its count
 /// works for any size, 0 included.
 #[test]
 fn counts_and_ranges_plan_a_split_of_any_size() {
@@ -470,13 +474,6 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             assert_said(&out, &whole, "", 0, &format!("{size} bytes {how}"));
         }
     }
-    let dir = dir_with(&[("empty", b"")]);
-    let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
-    assert_eq!(out, "BLAKE2b-64 leaves=0 total=0 tree=5242880 (empty)\n");
-    // Counting needs a regular file.
-    let out = run(["--leaf-count"], b"piped");
-    assert_contains(&stderr(&out), "needs a regular file");
-    assert_eq!(status(&out), 1);
 }
 
 /// Standard input read because no FILE was given has no name: neither do its
@@ -498,13 +495,12 @@ fn nameless_standard_input_lists_and_combines_nameless() {
         "{text}"
     );
     let leaf_lines: String = lines[1..].iter().rev().map(|l| format!("{l}\n")).collect();
-    let combined = run(["--combine"], leaf_lines.as_bytes());
     let nameless = format!("{}\nBLAKE2b-64 leaves=3 total=3000 tree=1024\n", lines[0]);
-    assert_eq!(stdout(&combined), nameless);
-    // The whole listing, its nameless checksum line included, as piped
-    // from `bt2sum --leaves`.
-    let combined = run(["--combine"], text.as_bytes());
-    assert_eq!((stdout(&combined), status(&combined)), (nameless, 0));
+    // Its leaf lines alone, and the whole listing, its nameless checksum
+    // line included, as piped from `bt2sum --leaves`.
+    for listing in [&leaf_lines, &text] {
+        assert_output(&run(["--combine"], listing.as_bytes()), &nameless, "", 0);
+    }
     let empty = run(["--leaves"], b"");
     assert!(stdout(&empty).ends_with("\nBLAKE2b-64 leaves=0 total=0 tree=5242880\n"));
     let combined = run(["--combine"], &empty.stdout);
@@ -694,21 +690,13 @@ fn mixed_listings_of_one_file_verify() {
     let checksum_64k = lines(&["-t", "64k", "f"]);
     let leaves_5m = lines(&["--leaves", "f"]);
     let leaves_64k = lines(&["--leaves", "-t", "64k", "f"]);
-    let leaf_lines = |listing: &str| -> String {
-        listing
-            .lines()
-            .filter(|l| l.contains(" leaf="))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let interleaved: String = {
-        let (a, b): (Vec<&str>, Vec<&str>) =
-            (leaves_5m.lines().collect(), leaves_64k.lines().collect());
-        [a[0], b[1], b[2], a[1], b[0], b[3]]
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
+    // (A listing's first line is its checksum line; its leaf lines follow.)
+    let leaf_lines = |listing: &str| listing.split_once('\n').unwrap().1.to_string();
+    let (a, b): (Vec<&str>, Vec<&str>) =
+        (leaves_5m.lines().collect(), leaves_64k.lines().collect());
+    let interleaved = [a[0], b[1], b[2], a[1], b[0], b[3]]
+        .map(|l| format!("{l}\n"))
+        .concat();
     let made_5m = format!("{checksum_5m}{}", leaf_lines(&leaves_64k));
     let made_64k = format!("{checksum_64k}{}", leaf_lines(&leaves_5m));
     let cases: [(&str, &[&str], i32); 7] = [
@@ -760,9 +748,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
             format!("f: leaf {changed}: FAILED"),
         ];
         expected.extend(gone.map(|leaf| format!("f: leaf {leaf}: FAILED missing")));
-        let mut changed = pattern(length.max(data.len()));
-        changed.truncate(length);
-        fs::write(dir.path().join("f"), &changed).unwrap();
+        fs::write(dir.path().join("f"), pattern(length)).unwrap();
         let out = check(dir.path(), &["--verbose"], &listed);
         let text = stdout(&out);
         let (ok, failing): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.ends_with(": OK"));

@@ -193,13 +193,9 @@ fn slices_are_refused_where_they_cannot_be_cut() {
 fn an_audit_in_slices_finds_new_moved_and_missing_files_in_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("t");
-    fs::create_dir(&root).unwrap();
     for i in 0..9 {
-        fs::write(
-            root.join(format!("f{i}")),
-            noise(10_000 * (i + 1), i as u64),
-        )
-        .unwrap();
+        let bytes = noise(10_000 * (i + 1), i as u64);
+        write_files(&root, &[(&format!("f{i}"), &bytes)]);
     }
     write_list(&root, "../SUMS", ["--stat", "-r", "."]);
     fs::rename(root.join("f1"), root.join("g1")).unwrap();
@@ -302,15 +298,10 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     let timer = block("```ini", "bt2sum-scrub.timer");
     assert!(timer.contains("OnCalendar=") && timer.contains("WantedBy=timers.target"));
     // systemd's own reading of the units, where it is here.
-    let units = tempfile::tempdir().unwrap();
-    let unit_files = [
-        ("bt2sum-scrub.service", &service),
-        ("bt2sum-scrub.timer", &timer),
-    ];
-    write_files(
-        units.path(),
-        &unit_files.map(|(name, unit)| (name, unit.as_bytes())),
-    );
+    let units = dir_with(&[
+        ("bt2sum-scrub.service", service.as_bytes()),
+        ("bt2sum-scrub.timer", timer.as_bytes()),
+    ]);
     match std::process::Command::new("systemd-analyze")
         .args(["verify", "bt2sum-scrub.service", "bt2sum-scrub.timer"])
         .current_dir(units.path())
@@ -331,19 +322,15 @@ fn the_nightly_scrubs_of_the_documentation_cover_a_week() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive");
     for i in 0..40 {
-        write_files(
-            &archive,
-            &[(&format!("f{i:02}"), &noise(1000 + 7919 * i, i as u64))],
-        );
+        let bytes = noise(1000 + 7919 * i, i as u64);
+        write_files(&archive, &[(&format!("f{i:02}"), &bytes)]);
     }
     write_list(&archive, "../archive.sums", ["--stat", "-r", "."]);
     let list = dir.path().join("archive.sums");
     // `date` answers the night's day of the week for `+%u`.
     let bin = dir.path().join("bin");
-    write_files(
-        &bin,
-        &[("date", b"#!/bin/sh\n[ \"$1\" = +%u ] && echo \"$NIGHT\"\n")],
-    );
+    let date = b"#!/bin/sh\n[ \"$1\" = +%u ] && echo \"$NIGHT\"\n";
+    write_files(&bin, &[("date", date)]);
     let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     fs::set_permissions(bin.join("date"), executable).unwrap();
     let bt2sum_dir = Path::new(env!("CARGO_BIN_EXE_bt2sum")).parent().unwrap();
