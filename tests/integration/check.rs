@@ -72,6 +72,8 @@ pub(super) fn leaf_size_hint(size: &str) -> String {
     )
 }
 
+/// A list read from a file, from standard input and as `-`; and `-` in a
+/// list, which names standard input.
 #[test]
 fn round_trip_from_a_file_stdin_and_dash() {
     let dir = abc_dir();
@@ -79,12 +81,16 @@ fn round_trip_from_a_file_stdin_and_dash() {
     let all_ok = "a: OK\nb: OK\nc d: OK\n";
     // A list given twice is checked twice.
     let twice = all_ok.repeat(2);
+    let dash = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{}", ok_in(dir.path(), ["a"]));
+    fs::write(dir.path().join("DASH"), &dash).unwrap();
     #[rustfmt::skip]
     assert_cases(dir.path(), &[
         (&["-c", "SUMS"], b"", all_ok, "", 0),
         (&["--check", "-"], &list, all_ok, "", 0),
         (&["-c"], &list, all_ok, "", 0),
         (&["-c", "SUMS", "-"], &list, &twice, "", 0),
+        (&["-c", "DASH"], HELLO, "-: OK\na: OK\n", "", 0),
+        (&["-c", "DASH"], b"other", "-: FAILED\na: OK\n", ONE_FAILED, 1),
     ]);
 }
 
@@ -291,6 +297,15 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
     let one_bad = format!("{line_a}\nnonsense\n");
     let one_improper = "bt2sum: WARNING: 1 line is improperly formatted\n";
+    // A line over the 16 MiB line limit is improperly formatted, and the
+    // next is read; a comment as long is skipped as any comment (`-w` names
+    // it not). The line is shaped like a valid GNU-style line.
+    let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
+    let comment = format!("# {}\n", "x".repeat(17 << 20));
+    let overlong = format!("{overlong}{comment}{line_a}\n");
+    let overlong_named = format!(
+        "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n{one_improper}"
+    );
     let hint = format!(
         "{one_improper}bt2sum: hint: 1 line checks standard input (named `-`, or nameless as \
          `bt2sum < FILE` prints it): a list read from standard input cannot check standard \
@@ -300,6 +315,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     assert_cases(dir.path(), &[
         (&["-c"], nameless.as_bytes(), "a: OK\n", &hint, 0),
         (&["-c"], one_bad.as_bytes(), "a: OK\n", one_improper, 0),
+        (&["-c", "-w"], overlong.as_bytes(), "a: OK\n", &overlong_named, 0),
     ]);
 }
 
@@ -512,7 +528,7 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
 
 /// A name that cannot be read is shown, escaped where it must be, in its
 /// verdict and its message: one holding a newline, and one of 3 MB, too long
-/// for the system.
+/// for the system; and, hashed, one holding control bytes.
 #[test]
 fn unreadable_names_are_shown_escaped_on_both_streams() {
     let dir = tempfile::tempdir().unwrap();
@@ -534,6 +550,12 @@ fn unreadable_names_are_shown_escaped_on_both_streams() {
             1,
         );
     }
+    let missing = read_error(
+        &dir.path().join("tab\there\x07"),
+        "No such file or directory",
+    );
+    let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
+    assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
 }
 
 /// A name crafted to act on a terminal (here: `: OK` and the escape that
@@ -562,48 +584,6 @@ fn control_bytes_in_names_are_shown_escaped() {
     assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
     let missing = format!("bt2sum: {shown}: No such file or directory\n");
     super::assert_starts(&stderr(&out), &missing);
-}
-
-/// Hashing a name that cannot be read: the error message escapes its
-/// control bytes; no raw control byte anywhere.
-#[test]
-fn control_bytes_in_a_missing_name_are_shown_escaped() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tab\there\x07");
-    let missing = read_error(&path, "No such file or directory");
-    let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
-    assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
-}
-
-/// A line over the 16 MiB line limit is improperly formatted, and the next
-/// is read; a comment as long is skipped as any comment (`-w` names it not).
-#[test]
-fn an_overlong_line_is_improperly_formatted_and_the_next_is_read() {
-    let dir = dir_with(&[("h", HELLO)]);
-    // Shaped like a valid GNU-style line.
-    let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
-    let comment = format!("# {}\n", "x".repeat(17 << 20));
-    let list = format!("{overlong}{comment}{HELLO_B64}  h\n");
-    let out = run_in(dir.path(), ["-c", "-w"], list.as_bytes());
-    assert_output(
-        &out,
-        "h: OK\n",
-        "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: WARNING: 1 line is improperly formatted\n",
-        0,
-    );
-}
-
-#[test]
-fn dash_in_a_list_is_standard_input() {
-    let dir = dir_with(&[("h", HELLO)]);
-    let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
-    #[rustfmt::skip]
-    assert_cases(dir.path(), &[
-        (&["-c", "SUMS"], HELLO, "-: OK\nh: OK\n", "", 0),
-        (&["-c", "SUMS"], b"other", "-: FAILED\nh: OK\n", ONE_FAILED, 1),
-    ]);
 }
 
 #[test]

@@ -5,18 +5,23 @@ use super::{HELLO_B64, assert_contains, assert_ends, assert_starts, run, status,
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
-/// accepted there for scripts that always pass it.
+/// accepted there for scripts that always pass it. `-a` takes the
+/// algorithm's name in any case: `BLAKE2b`, as lines spell it, too.
 #[test]
-fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
+fn tags_and_algorithms_are_spelled_as_other_tools_spell_them() {
     let tagged = stdout(&run(Vec::<&str>::new(), b"hi"));
     assert_starts(&tagged, "BLAKE2b-64 = ");
     let untagged = stdout(&run(["--untagged", "-"], b"hi"));
     assert_ends(&untagged, "  -\n");
+    let blake2s = stdout(&run(["-a", "blake2s"], b"hi"));
     for (args, expected) in [
         (&["--tag"][..], &tagged),
         (&["--untagged", "--tag"], &tagged),
         (&["--tag", "--untagged", "-"], &untagged),
         (&["--tag", "--tag"], &tagged),
+        (&["-a", "BLAKE2s"], &blake2s),
+        (&["-a", "BLAKE2S"], &blake2s),
+        (&["-a", "Blake2s"], &blake2s),
     ] {
         let out = run(args, b"hi");
         assert_eq!((&stdout(&out), status(&out)), (expected, 0), "{args:?}");
@@ -25,21 +30,6 @@ fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
     // gnu::binary_and_text_are_accepted_and_change_nothing.)
     let out = run(["--untagged", "--tag", "--leaves"], b"hi");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-}
-
-/// `-a` takes the algorithm's name in any case: `BLAKE2b`, as lines spell
-/// it, too.
-#[test]
-fn the_algorithm_is_named_in_any_case() {
-    let lower = stdout(&run(["-a", "blake2s"], b"hi"));
-    for spelled in ["BLAKE2s", "BLAKE2S", "Blake2s"] {
-        let out = run(["-a", spelled], b"hi");
-        assert_eq!(
-            (stdout(&out), status(&out)),
-            (lower.clone(), 0),
-            "{spelled}"
-        );
-    }
 }
 
 /// `-z` ends every line in NUL and writes names as they are, as GNU's

@@ -103,16 +103,12 @@ fn mismatch(value: &Value, schema: &Value, root: &Value) -> Option<String> {
 /// The commands of every mode, in one directory, their JSON objects
 /// gathered in order.
 fn objects_printed() -> Vec<Value> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[
+        ("t/a", b"alpha\n"),
+        ("t/b", b"beta, longer\n"),
+        ("t/c", b""),
+    ]);
     let at = dir.path();
-    super::write_files(
-        at,
-        &[
-            ("t/a", b"alpha\n"),
-            ("t/b", b"beta, longer\n"),
-            ("t/c", b""),
-        ],
-    );
     fs::write(at.join(super::name(b"t/\xffd")), b"not UTF-8\n").unwrap();
     let mut printed = Vec::new();
     let mut json = |args: &[&str], stdin: &[u8]| {

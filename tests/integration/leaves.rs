@@ -240,25 +240,20 @@ fn a_file_and_its_leaves_are_read_once() {
 fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
     let dir = dir_with(&[("data", &pattern(data_len))]);
     let whole = combined_lines(dir.path(), args, "data");
-    let part = |range: String| {
+    let part = |(start, end): (u64, u64)| {
+        let range = format!("{start}..{end}");
         let part_args = ["--leaves", "--leaf-range", &range, "data"];
-        ok_bytes_in(dir.path(), args.iter().chain(&part_args))
+        let text = ok_bytes_in(dir.path(), args.iter().chain(&part_args));
+        listing(dir.path(), &format!("part{start}"), &text)
     };
     let mut combined = 0;
     for first in 0..=leaves {
         for second in first..=leaves {
-            let mut parts = Vec::new();
-            for (start, end) in [(0, first), (first, second), (second, leaves)] {
-                if start < end {
-                    parts.push(part(format!("{start}..{end}")));
-                }
-            }
-            // Any order of the parts.
-            parts.reverse();
-            let names: Vec<PathBuf> = parts
-                .iter()
-                .enumerate()
-                .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
+            // Any order of the parts: here the last first.
+            let names: Vec<PathBuf> = [(second, leaves), (first, second), (0, first)]
+                .into_iter()
+                .filter(|(start, end)| start < end)
+                .map(part)
                 .collect();
             // The parameters come from the listings.
             let out = combine(dir.path(), &names);
