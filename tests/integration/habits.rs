@@ -1,7 +1,10 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{HELLO_B64, assert_contains, assert_ends, assert_starts, run, status, stderr, stdout};
+use super::{
+    HELLO_B64, assert_contains, assert_ends, assert_starts, ok_in, run, run_in, status, stderr,
+    stdout,
+};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
 /// last one wins, as in GNU `cksum`; it means nothing when checking, and is
@@ -38,7 +41,6 @@ fn tags_and_algorithms_are_spelled_as_other_tools_spell_them() {
 #[cfg(unix)]
 #[test]
 fn zero_ends_lines_in_nul_and_leaves_names_alone() {
-    use super::{ok_in, run_in};
     let dir = super::dir_with(&[("plain", &super::pattern(3000))]);
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
@@ -73,13 +75,12 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
 /// names are still hashed.
 #[test]
 fn names_are_read_from_a_nul_separated_list() {
-    use super::run_in;
     let dir = tempfile::tempdir().unwrap();
     let names = ["a", "with space", "sub/b"];
     for (i, name) in names.iter().enumerate() {
         super::write_files(dir.path(), &[(name, &super::pattern(1000 * i))]);
     }
-    let expected = super::ok_in(dir.path(), names);
+    let expected = ok_in(dir.path(), names);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();
     // From standard input, the last name without its NUL.
@@ -120,7 +121,6 @@ fn names_are_read_from_a_nul_separated_list() {
 /// damage until shown otherwise: no hint.
 #[test]
 fn the_hint_names_every_likely_cause() {
-    use super::run_in;
     let dir = super::dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
     let check = |list: &str| -> Vec<String> {
         let out = run_in(dir.path(), ["-c"], list.as_bytes());
@@ -197,7 +197,7 @@ fn b3sums_no_names_and_raw() {
     // (A name lines escape: one holding a newline, which Windows refuses.)
     let escaped = if cfg!(windows) { "b" } else { "b\nc" };
     let dir = super::dir_with(&[("a", super::HELLO), (escaped, super::HELLO)]);
-    let in_dir = |args: &[&str], stdin: &[u8]| super::run_in(dir.path(), args, stdin);
+    let in_dir = |args: &[&str], stdin: &[u8]| run_in(dir.path(), args, stdin);
     let bare = in_dir(&["--no-names", "a", escaped, "-"], b"hello s3git\n");
     assert_eq!(stdout(&bare), format!("{HELLO_B64}\n").repeat(3));
     let nul = in_dir(&["--no-names", "-z", "a"], b"");

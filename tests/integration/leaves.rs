@@ -384,22 +384,55 @@ fn escaped_names_round_trip_through_leaf_lines() {
     assert!(!whole_1k.starts_with(&whole));
 }
 
+/// Tiny leaves spill their digests to a temporary file, and every leaf is
+/// still listed. A temporary directory that cannot be used fails the
+/// listing that needs it, named, with the directory; the other inputs are
+/// still hashed.
 #[test]
-fn tiny_leaves_spill_and_still_list_every_leaf() {
+fn tiny_leaves_spill_to_a_temporary_file_and_fail_alone_without_one() {
     // 300,000 one-byte leaves: 19 MB of digests, more than is kept in memory.
-    let dir = dir_with(&[("f", &pattern(300_000))]);
-    let text = ok_in(dir.path(), ["--leaves", "-t", "1", "f"]);
+    let dir = dir_with(&[("big", &pattern(300_000)), ("small", b"small")]);
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1", "big"]);
     assert_eq!(text.lines().count(), 300_001);
     let last = text.lines().last().unwrap();
     assert_starts(
         last,
-        "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (f) = ",
+        "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (big) = ",
     );
     let listed = listing(dir.path(), "listing", text.as_bytes());
     let combined = combine(dir.path(), &[listed]);
     let first = text.lines().next().unwrap();
-    let count = "BLAKE2b-64 leaves=300000 total=300000 tree=1 (f)";
+    let count = "BLAKE2b-64 leaves=300000 total=300000 tree=1 (big)";
     assert_eq!(stdout(&combined), format!("{first}\n{count}\n"));
+    // Unix takes the temporary directory from TMPDIR; Windows from TMP (or
+    // TEMP), and gives it with a `\` at its end, which bt2sum prints `/`
+    // as in every path.
+    let (variables, unusable, shown): (&[&str], _, _) = if cfg!(unix) {
+        (&["TMPDIR"], "/nonexistent/bt2sum", "/nonexistent/bt2sum")
+    } else {
+        (
+            &["TMP", "TEMP"],
+            r"C:\nonexistent\bt2sum",
+            "C:/nonexistent/bt2sum/",
+        )
+    };
+    let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
+    #[cfg(unix)]
+    assert_eq!(refused, "No such file or directory");
+    let out = bt2sum()
+        .envs(variables.iter().map(|variable| (variable, unusable)))
+        .current_dir(dir.path())
+        .args(["--leaves", "-t", "1", "big", "small"])
+        .output_retried();
+    assert_eq!(status(&out), 1);
+    let cannot = "cannot keep leaf digests in a temporary file in";
+    assert_eq!(
+        stderr(&out),
+        format!("bt2sum: big: {cannot} {shown}: {refused}\n")
+    );
+    let text = stdout(&out);
+    assert_starts(&text, "BLAKE2b-64 (small) = ");
+    assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }
 
 #[test]
@@ -635,42 +668,6 @@ fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
     let counts: Vec<&str> = said.split_whitespace().collect();
     let expected: Vec<String> = (0..8).map(|f| format!("1 file 262144 (f{f})")).collect();
     assert_eq!(counts.join(" "), expected.join(" "));
-}
-
-/// A temporary directory that cannot be used fails the listing that needs
-/// it, named, with the directory; the other inputs are still hashed.
-#[test]
-fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
-    let dir = dir_with(&[("big", &pattern(300_000)), ("small", b"small")]);
-    // Unix takes the temporary directory from TMPDIR; Windows from TMP (or
-    // TEMP), and gives it with a `\` at its end, which bt2sum prints `/`
-    // as in every path.
-    let (variables, unusable, shown): (&[&str], _, _) = if cfg!(unix) {
-        (&["TMPDIR"], "/nonexistent/bt2sum", "/nonexistent/bt2sum")
-    } else {
-        (
-            &["TMP", "TEMP"],
-            r"C:\nonexistent\bt2sum",
-            "C:/nonexistent/bt2sum/",
-        )
-    };
-    let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
-    #[cfg(unix)]
-    assert_eq!(refused, "No such file or directory");
-    let out = bt2sum()
-        .envs(variables.iter().map(|variable| (variable, unusable)))
-        .current_dir(dir.path())
-        .args(["--leaves", "-t", "1", "big", "small"])
-        .output_retried();
-    assert_eq!(status(&out), 1);
-    let cannot = "cannot keep leaf digests in a temporary file in";
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: big: {cannot} {shown}: {refused}\n")
-    );
-    let text = stdout(&out);
-    assert_starts(&text, "BLAKE2b-64 (small) = ");
-    assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }
 
 /// A checksum line may come from either leaf size the list gives it: the

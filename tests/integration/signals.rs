@@ -229,17 +229,13 @@ fn a_stop_signal_during_a_restore_leaves_no_temporary_file() {
     if emulated("a_stop_signal_during_a_restore_leaves_no_temporary_file") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("tree/big", b""), ("copy/big", b"")]);
     let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
-    for root in [&tree, &copy] {
-        fs::create_dir(root).unwrap();
-    }
     // Sparse: quick to read, long to write out and sync again.
-    fs::File::create(copy.join("big"))
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
-    fs::copy(copy.join("big"), tree.join("big")).unwrap();
+    for big in [tree.join("big"), copy.join("big")] {
+        let file = fs::File::options().write(true).open(big).unwrap();
+        file.set_len(256 << 20).unwrap();
+    }
     super::write_list(&tree, "../SUMS", ["big"]);
     fs::remove_file(tree.join("big")).unwrap();
     let temporaries = || {
