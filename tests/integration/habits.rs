@@ -125,11 +125,10 @@ fn the_hint_names_every_likely_cause() {
     let check = |list: &str| -> Vec<String> {
         let out = run_in(dir.path(), ["-c"], list.as_bytes());
         assert_eq!(status(&out), 1, "{list}");
-        let said = stderr(&out);
-        let hints = said
-            .lines()
-            .filter(|line| line.starts_with("bt2sum: hint: "));
-        hints.map(str::to_string).collect()
+        (stderr(&out).lines())
+            .filter(|line| line.starts_with("bt2sum: hint: "))
+            .map(str::to_string)
+            .collect()
     };
     let hex = |bytes: usize| "5a".repeat(bytes);
     let all_failed = super::check::leaf_size_hint("5m").trim_end().to_string();

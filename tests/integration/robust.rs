@@ -393,13 +393,11 @@ fn every_descriptor_limit_that_starts_loses_nothing() {
     if emulated("every_descriptor_limit_that_starts_loses_nothing") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("d/big", &pattern(3 << 20))]);
     let files = dir.path().join("d");
-    fs::create_dir(&files).unwrap();
     for index in 0..3000 {
         fs::write(files.join(format!("f{index:05}")), pattern(index)).unwrap();
     }
-    fs::write(files.join("big"), pattern(3 << 20)).unwrap();
     let commands = [
         r#""$BT2SUM" -t 1k d/f* d/big"#,
         r#""$BT2SUM" -c --quiet -t 1k SUMS"#,
@@ -478,9 +476,8 @@ fn sigbus_chain_child() {
         );
     }
     // Hashing a mapped file installs bt2sum's guard over it.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("mapped", &pattern(2 << 20))]);
     let path = dir.path().join("mapped");
-    fs::write(&path, pattern(2 << 20)).unwrap();
     bt2sum::hash_path(&bt2sum::TreeParams::default(), &path).unwrap();
     // SAFETY: raises a signal whose handlers are both installed.
     unsafe { libc::raise(libc::SIGBUS) };
@@ -606,10 +603,8 @@ fn fewer_threads_than_asked_still_hash() {
     if emulated(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("f", &pattern(3 << 20))]);
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let data = pattern(3 << 20);
-    fs::write(dir.path().join("f"), &data).unwrap();
     let user = match super::ux::unprivileged(dir.path(), "f") {
         Ok(Some(user)) => user,
         Ok(None) => return super::skip(test, "needs root, to set a task limit as another user"),
