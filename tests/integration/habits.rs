@@ -7,11 +7,13 @@ use super::{
 };
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
-/// last one wins, as in GNU `cksum`; it means nothing when checking, and is
-/// accepted there for scripts that always pass it. `-a` takes the
-/// algorithm's name in any case: `BLAKE2b`, as lines spell it, too.
+/// last one wins, as in GNU `cksum`. `-b`/`--binary` and `--text`, as
+/// scripts written for sha256sum pass them, change nothing. `-a` takes the
+/// algorithm's name in any case: `BLAKE2b`, as lines spell it, too. When
+/// checking, these options mean nothing, and are accepted for scripts that
+/// always pass them.
 #[test]
-fn tags_and_algorithms_are_spelled_as_other_tools_spell_them() {
+fn tags_modes_and_algorithms_are_spelled_as_other_tools_spell_them() {
     let tagged = stdout(&run(Vec::<&str>::new(), b"hi"));
     assert_starts(&tagged, "BLAKE2b-64 = ");
     let untagged = stdout(&run(["--untagged", "-"], b"hi"));
@@ -22,6 +24,11 @@ fn tags_and_algorithms_are_spelled_as_other_tools_spell_them() {
         (&["--untagged", "--tag"], &tagged),
         (&["--tag", "--untagged", "-"], &untagged),
         (&["--tag", "--tag"], &tagged),
+        (&["-b"], &tagged),
+        (&["-b", "--untagged", "-"], &untagged),
+        (&["--binary", "--untagged", "-"], &untagged),
+        (&["--text", "--untagged", "-"], &untagged),
+        (&["--text", "-b", "--untagged", "-"], &untagged),
         (&["-a", "BLAKE2s"], &blake2s),
         (&["-a", "BLAKE2S"], &blake2s),
         (&["-a", "Blake2s"], &blake2s),
@@ -29,10 +36,15 @@ fn tags_and_algorithms_are_spelled_as_other_tools_spell_them() {
         let out = run(args, b"hi");
         assert_eq!((&stdout(&out), status(&out)), (expected, 0), "{args:?}");
     }
-    // Tagged lines are what a leaf listing prints anyway. (When checking:
-    // gnu::binary_and_text_are_accepted_and_change_nothing.)
+    // Tagged lines are what a leaf listing prints anyway.
     let out = run(["--untagged", "--tag", "--leaves"], b"hi");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let dir = super::dir_with(&[("f", b"hello\n")]);
+    std::fs::write(dir.path().join("L"), ok_in(dir.path(), ["--untagged", "f"])).unwrap();
+    for option in ["-b", "--binary", "--text", "--tag", "--untagged"] {
+        let checked = ok_in(dir.path(), ["-c", option, "L"]);
+        assert_eq!(checked, "f: OK\n", "{option}");
+    }
 }
 
 /// `-z` ends every line in NUL and writes names as they are, as GNU's
