@@ -213,12 +213,14 @@ fn a_deleted_file_cannot_be_read() {
         "one checksum line failed: damage, with no hint"
     );
     assert_eq!(code, 1);
-    // --status: nothing on stdout and no summary, but the reasons stay (GNU).
+    // --status: nothing on stdout and no summary, but the reasons stay (GNU);
+    // with --json, no object either, an error's too.
     let reasons = format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n");
-    assert_cases(
-        dir.path(),
-        &[(&["-c", "--status", "SUMS"], b"", "", &reasons, 1)],
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--status", "SUMS"], b"", "", &reasons, 1),
+        (&["-c", "--json", "--status", "SUMS"], b"", "", &reasons, 1),
+    ]);
 }
 
 #[test]

@@ -217,15 +217,3 @@ fn every_object_printed_is_one_the_schema_allows() {
         assert!(mismatch(&value, &schema, &schema).is_some(), "{bad}");
     }
 }
-
-/// `--status` leaves out every object, an error's too, as it leaves out
-/// lines; the error's reason stays on standard error.
-#[test]
-fn status_prints_no_object() {
-    let dir = super::dir_with(&[("a", b"a"), ("gone", b"gone")]);
-    super::write_list(dir.path(), "SUMS", ["a", "gone"]);
-    fs::remove_file(dir.path().join("gone")).unwrap();
-    let missing = super::read_error(&dir.path().join("gone"), "No such file or directory");
-    let out = run_in(dir.path(), ["-c", "--json", "--status", "SUMS"], b"");
-    super::assert_output(&out, "", &format!("bt2sum: gone: {missing}\n"), 1);
-}
