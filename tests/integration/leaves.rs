@@ -280,30 +280,6 @@ fn combining_ranges_split_at_every_boundary_gives_the_whole_checksum() {
 }
 
 #[test]
-fn leaf_ranges_are_cut_at_the_end_and_checked() {
-    let dir = dir_with(&[("f", &pattern(3000))]);
-    let ranged = |range| {
-        let args = ["--leaves", "--leaf-range", range, "-t", "1k", "f"];
-        run_in(dir.path(), args, b"")
-    };
-    let out = stdout(&ranged("2..99"));
-    assert_eq!(out.lines().count(), 1);
-    assert!(out.contains(" leaf=2 offset=2048 length=952 total=3000 "));
-    // Wholly past the end, or empty: nothing to list, and no error.
-    for range in ["3..", "7..9", "1..1", "0..0"] {
-        assert_said(&ranged(range), "", "", 0, range);
-    }
-    // (Without --leaves: cli::bad_options_are_usage_errors.)
-    assert_eq!(status(&ranged("2..1")), 2);
-    // A pipe cannot be read at an offset, nor its leaves counted.
-    for args in [&["--leaves", "--leaf-range", "0..1"][..], &["--leaf-count"]] {
-        let out = run(args, b"data");
-        assert_contains(&stderr(&out), "needs a regular file");
-        assert_eq!(status(&out), 1, "{args:?}");
-    }
-}
-
-#[test]
 fn combine_reports_gaps_clashes_and_bad_lines() {
     let dir = dir_with(&[("f", &pattern(5000))]);
     let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
@@ -468,11 +444,32 @@ fn hostile_listing_lines_are_errors_not_crashes() {
     }
 }
 
-/// `--leaf-count` counts leaves without hashing; the recipe that splits a file by its count
-/// works for any size, 0 included.
+/// A leaf range is cut at the file's end, and `--leaf-count` counts leaves
+/// without hashing; neither reads a pipe. The recipe that splits a file by
+/// its count works for any size, 0 included.
 #[test]
-fn counts_and_ranges_plan_a_split_of_any_size() {
-    if super::emulated_too_slow("counts_and_ranges_plan_a_split_of_any_size") {
+fn leaf_ranges_and_counts_plan_a_split_of_any_size() {
+    let dir = dir_with(&[("f", &pattern(3000))]);
+    let ranged = |range| {
+        let args = ["--leaves", "--leaf-range", range, "-t", "1k", "f"];
+        run_in(dir.path(), args, b"")
+    };
+    let out = stdout(&ranged("2..99"));
+    assert_eq!(out.lines().count(), 1);
+    assert!(out.contains(" leaf=2 offset=2048 length=952 total=3000 "));
+    // Wholly past the end, or empty: nothing to list, and no error.
+    for range in ["3..", "7..9", "1..1", "0..0"] {
+        assert_said(&ranged(range), "", "", 0, range);
+    }
+    // (Without --leaves: cli::bad_options_are_usage_errors.)
+    assert_eq!(status(&ranged("2..1")), 2);
+    // A pipe cannot be read at an offset, nor its leaves counted.
+    for args in [&["--leaves", "--leaf-range", "0..1"][..], &["--leaf-count"]] {
+        let out = run(args, b"data");
+        assert_contains(&stderr(&out), "needs a regular file");
+        assert_eq!(status(&out), 1, "{args:?}");
+    }
+    if super::emulated_too_slow("leaf_ranges_and_counts_plan_a_split_of_any_size") {
         return;
     }
     for size in [0usize, 1, 1023, 1024, 1025, 5000] {
