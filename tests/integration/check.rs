@@ -476,8 +476,9 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
 
 /// Names are kept as bytes, and a line whose name holds `\n`, `\r` or `\`
 /// has them escaped and starts with `\`, GNU style; the lists read back.
-/// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
-/// UTF-8, and `\` separates there.)
+/// Verdicts and messages show control bytes escaped. (Unix: Windows names
+/// cannot hold `\n`, `\r`, control bytes, `:` or bytes that are not UTF-8,
+/// and `\` separates there.)
 #[cfg(unix)]
 #[test]
 fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
@@ -526,6 +527,26 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
             (&verdicts, "", 0)
         );
     }
+    // A name crafted to act on a terminal (here: `: OK` and the escape that
+    // hides what follows) is shown with its control bytes escaped in
+    // verdicts and messages, while its checksum line keeps the byte, GNU
+    // style, so the list still reads back.
+    let name: &[u8] = b"evil.iso: OK\x1b[8m";
+    let path = dir.path().join(OsStr::from_bytes(name));
+    fs::write(&path, b"image").unwrap();
+    let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
+    assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
+    let shown = "\\evil.iso: OK\\x1b[8m";
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
+    fs::write(&path, b"changed").unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
+    fs::remove_file(&path).unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
+    let missing = format!("bt2sum: {shown}: No such file or directory\n");
+    super::assert_starts(&stderr(&out), &missing);
 }
 
 /// A name that cannot be read is shown, escaped where it must be, in its
@@ -558,34 +579,6 @@ fn unreadable_names_are_shown_escaped_on_both_streams() {
     );
     let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
     assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
-}
-
-/// A name crafted to act on a terminal (here: `: OK` and the escape that
-/// hides what follows) is shown with its control bytes escaped in verdicts
-/// and messages, while its checksum line keeps the byte, GNU style, so the
-/// list still reads back. (Unix: Windows names cannot hold `:` or control
-/// characters.)
-#[cfg(unix)]
-#[test]
-fn control_bytes_in_names_are_shown_escaped() {
-    use std::os::unix::ffi::OsStrExt;
-    let dir = tempfile::tempdir().unwrap();
-    let name: &[u8] = b"evil.iso: OK\x1b[8m";
-    let path = dir.path().join(OsStr::from_bytes(name));
-    fs::write(&path, b"image").unwrap();
-    let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
-    assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
-    let shown = "\\evil.iso: OK\\x1b[8m";
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
-    fs::write(&path, b"changed").unwrap();
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
-    fs::remove_file(&path).unwrap();
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
-    let missing = format!("bt2sum: {shown}: No such file or directory\n");
-    super::assert_starts(&stderr(&out), &missing);
 }
 
 #[test]
