@@ -45,10 +45,10 @@ fn listing(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
 }
 
 #[test]
-fn leaf_lines_follow_the_file_line() {
+fn leaf_lines_follow_the_file_line_of_any_file() {
     // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
     let data = pattern(2560);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &data), ("empty", b"")]);
     let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
@@ -74,11 +74,7 @@ fn leaf_lines_follow_the_file_line() {
             )
         );
     }
-}
-
-#[test]
-fn an_empty_file_says_it_has_no_leaves() {
-    let dir = dir_with(&[("empty", b"")]);
+    // An empty file says it has no leaves.
     let out = ok_in(dir.path(), "--leaves -a blake2s -s 7 empty".split(' '));
     let digest = super::digest(&stdout(&run(["-a", "blake2s", "-s", "7"], b"")));
     let checksum = format!("BLAKE2s-7 (empty) = {digest}\n");
