@@ -347,8 +347,6 @@ mod tests {
             for _ in 0..2 {
                 let back: Vec<_> = pushed.iter().map(Result::unwrap).collect();
                 assert!(back == records, "capacity {capacity}");
-            }
-            for _ in 0..2 {
                 let back: Vec<_> = sorted.iter().map(Result::unwrap).collect();
                 assert!(back == sorted_records, "capacity {capacity}, read sorted");
             }

@@ -72,6 +72,8 @@ pub(super) fn leaf_size_hint(size: &str) -> String {
     )
 }
 
+/// A list read from a file, from standard input and as `-`; and `-` in a
+/// list, which names standard input.
 #[test]
 fn round_trip_from_a_file_stdin_and_dash() {
     let dir = abc_dir();
@@ -79,12 +81,16 @@ fn round_trip_from_a_file_stdin_and_dash() {
     let all_ok = "a: OK\nb: OK\nc d: OK\n";
     // A list given twice is checked twice.
     let twice = all_ok.repeat(2);
+    let dash = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{}", ok_in(dir.path(), ["a"]));
+    fs::write(dir.path().join("DASH"), &dash).unwrap();
     #[rustfmt::skip]
     assert_cases(dir.path(), &[
         (&["-c", "SUMS"], b"", all_ok, "", 0),
         (&["--check", "-"], &list, all_ok, "", 0),
         (&["-c"], &list, all_ok, "", 0),
         (&["-c", "SUMS", "-"], &list, &twice, "", 0),
+        (&["-c", "DASH"], HELLO, "-: OK\na: OK\n", "", 0),
+        (&["-c", "DASH"], b"other", "-: FAILED\na: OK\n", ONE_FAILED, 1),
     ]);
 }
 
@@ -168,13 +174,11 @@ fn mixed_case(line: &str) -> String {
 
 #[test]
 fn a_flipped_bit_in_a_big_file_fails() {
-    let mut data = pattern(6 << 20);
-    let dir = dir_with(&[("big", &data), ("small", b"x")]);
+    let dir = dir_with(&[("big", &pattern(6 << 20)), ("small", b"x")]);
     let list = ok_bytes_in(dir.path(), ["small", "big"]);
     let out = run_in(dir.path(), ["-c"], &list);
     assert_output(&out, "small: OK\nbig: OK\n", "", 0);
-    data[(5 << 20) + 12345] ^= 0x10;
-    fs::write(dir.path().join("big"), &data).unwrap();
+    super::rot(&dir.path().join("big"), [(5 << 20) + 12345]);
     // --quiet keeps the failure, drops the OK.
     #[rustfmt::skip]
     assert_cases(dir.path(), &[
@@ -207,12 +211,14 @@ fn a_deleted_file_cannot_be_read() {
         "one checksum line failed: damage, with no hint"
     );
     assert_eq!(code, 1);
-    // --status: nothing on stdout and no summary, but the reasons stay (GNU).
+    // --status: nothing on stdout and no summary, but the reasons stay (GNU);
+    // with --json, no object either, an error's too.
     let reasons = format!("bt2sum: b: {missing}\nbt2sum: c d: {missing}\n");
-    assert_cases(
-        dir.path(),
-        &[(&["-c", "--status", "SUMS"], b"", "", &reasons, 1)],
-    );
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c", "--status", "SUMS"], b"", "", &reasons, 1),
+        (&["-c", "--json", "--status", "SUMS"], b"", "", &reasons, 1),
+    ]);
 }
 
 #[test]
@@ -229,6 +235,10 @@ fn leaf_size_comes_from_dash_t() {
         )
     };
     let both_failed = "f: FAILED\nf2: FAILED\n";
+    fs::write(dir.path().join("g"), b"g").unwrap();
+    let mut mixed = ok_bytes_in(dir.path(), ["-t", "64k", "f", "g"]);
+    fs::write(dir.path().join("g"), b"changed").unwrap();
+    mixed.extend_from_slice(&ok_bytes_in(dir.path(), ["-t", "64k", "g"]));
     // One file failing is damage until shown otherwise: no hint. Every file
     // of several failing with the leaf size given: the hint names it.
     #[rustfmt::skip]
@@ -240,14 +250,9 @@ fn leaf_size_comes_from_dash_t() {
         (&["-c", "--status"], &two, "", "", 1),
         (&["-c", "-t", "5m"], &default_list, "f: OK\nf2: OK\n", "", 0),
         (&["-c", "-t", "64k"], &default_list, both_failed, &two_failed("64k"), 1),
+        // A file that matches shows the leaf size is right: no hint.
+        (&["-c", "-t", "64k"], &mixed, "f: OK\ng: FAILED\ng: OK\n", ONE_FAILED, 1),
     ]);
-    // A file that matches shows the leaf size is right: no hint.
-    fs::write(dir.path().join("g"), b"g").unwrap();
-    let mut mixed = ok_bytes_in(dir.path(), ["-t", "64k", "f", "g"]);
-    fs::write(dir.path().join("g"), b"changed").unwrap();
-    mixed.extend_from_slice(&ok_bytes_in(dir.path(), ["-t", "64k", "g"]));
-    let out = run_in(dir.path(), ["-c", "-t", "64k"], &mixed);
-    assert_output(&out, "f: OK\ng: FAILED\ng: OK\n", ONE_FAILED, 1);
 }
 
 #[test]
@@ -292,6 +297,15 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     let nameless = format!("{line_a}\nBLAKE2b-64 = {HELLO_B64}\n");
     let one_bad = format!("{line_a}\nnonsense\n");
     let one_improper = "bt2sum: WARNING: 1 line is improperly formatted\n";
+    // A line over the 16 MiB line limit is improperly formatted, and the
+    // next is read; a comment as long is skipped as any comment (`-w` names
+    // it not). The line is shaped like a valid GNU-style line.
+    let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
+    let comment = format!("# {}\n", "x".repeat(17 << 20));
+    let overlong = format!("{overlong}{comment}{line_a}\n");
+    let overlong_named = format!(
+        "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n{one_improper}"
+    );
     let hint = format!(
         "{one_improper}bt2sum: hint: 1 line checks standard input (named `-`, or nameless as \
          `bt2sum < FILE` prints it): a list read from standard input cannot check standard \
@@ -301,6 +315,7 @@ fn improperly_formatted_lines_warn_strict_and_counts() {
     assert_cases(dir.path(), &[
         (&["-c"], nameless.as_bytes(), "a: OK\n", &hint, 0),
         (&["-c"], one_bad.as_bytes(), "a: OK\n", one_improper, 0),
+        (&["-c", "-w"], overlong.as_bytes(), "a: OK\n", &overlong_named, 0),
     ]);
 }
 
@@ -386,7 +401,21 @@ fn lists_without_a_valid_line() {
             (&["-c", "--status", list], b"", "", &none, 1),
         ]);
     }
-    assert_cases(dir.path(), &[(&["-c"], &garbage, "", NO_LINE_ON_STDIN, 1)]);
+    // GNU b2sum's tagged lines (sequential BLAKE2b, not a tree hash) are no
+    // lines of bt2sum's, and the hint says why. (Its untagged lines fail as
+    // any other tool's: habits::the_hint_names_every_likely_cause.)
+    let sequential = blake2b_simd::blake2b(b"alpha\n").to_hex();
+    let sequential_256 = blake2b_simd::Params::new().hash_length(32).hash(b"alpha\n");
+    let sequential_256 = sequential_256.to_hex();
+    let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
+    let hint = "bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` \
+                with N in bits, where bt2sum's counts bytes): b2sum hashes a file as one \
+                sequential BLAKE2b stream, which never matches a tree hash\n";
+    #[rustfmt::skip]
+    assert_cases(dir.path(), &[
+        (&["-c"], &garbage, "", NO_LINE_ON_STDIN, 1),
+        (&["-c"], tagged.as_bytes(), "", &format!("{NO_LINE_ON_STDIN}{hint}"), 1),
+    ]);
     // -w names every line of the garbage, and never panics.
     let out = run_in(dir.path(), ["-c", "-w", "garbage"], b"");
     let lines = garbage.split(|&b| b == b'\n').count() - usize::from(garbage.ends_with(b"\n"));
@@ -396,24 +425,6 @@ fn lists_without_a_valid_line() {
         .count();
     assert_eq!(status(&out), 1);
     assert!(warned > 100 && warned <= lines, "{warned} of {lines}");
-}
-
-/// GNU b2sum's tagged lines (sequential BLAKE2b, not a tree hash) are no
-/// lines of bt2sum's, and the hint says why. (Its untagged lines fail as any
-/// other tool's: habits::the_hint_names_every_likely_cause.)
-#[test]
-fn gnu_b2sum_lists_do_not_verify() {
-    let data = b"alpha\n";
-    let dir = dir_with(&[("a", data)]);
-    let sequential = blake2b_simd::blake2b(data).to_hex();
-    let sequential_256 = blake2b_simd::Params::new().hash_length(32).hash(data);
-    let sequential_256 = sequential_256.to_hex();
-    let tagged = format!("BLAKE2b (a) = {sequential}\nBLAKE2b-256 (a) = {sequential_256}\n");
-    let hint = "bt2sum: hint: 2 lines have GNU b2sum's tag (`BLAKE2b (NAME) = `, or `BLAKE2b-N` \
-                with N in bits, where bt2sum's counts bytes): b2sum hashes a file as one \
-                sequential BLAKE2b stream, which never matches a tree hash\n";
-    let out = run_in(dir.path(), ["-c"], tagged.as_bytes());
-    assert_output(&out, "", &format!("{NO_LINE_ON_STDIN}{hint}"), 1);
 }
 
 #[test]
@@ -463,8 +474,9 @@ fn several_lists_each_get_a_summary_and_a_missing_list_is_an_error() {
 
 /// Names are kept as bytes, and a line whose name holds `\n`, `\r` or `\`
 /// has them escaped and starts with `\`, GNU style; the lists read back.
-/// (Unix: Windows names cannot hold `\n`, `\r` or bytes that are not
-/// UTF-8, and `\` separates there.)
+/// Verdicts and messages show control bytes escaped. (Unix: Windows names
+/// cannot hold `\n`, `\r`, control bytes, `:` or bytes that are not UTF-8,
+/// and `\` separates there.)
 #[cfg(unix)]
 #[test]
 fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
@@ -513,11 +525,31 @@ fn names_are_escaped_the_gnu_way_and_kept_as_bytes() {
             (&verdicts, "", 0)
         );
     }
+    // A name crafted to act on a terminal (here: `: OK` and the escape that
+    // hides what follows) is shown with its control bytes escaped in
+    // verdicts and messages, while its checksum line keeps the byte, GNU
+    // style, so the list still reads back.
+    let name: &[u8] = b"evil.iso: OK\x1b[8m";
+    let path = dir.path().join(OsStr::from_bytes(name));
+    fs::write(&path, b"image").unwrap();
+    let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
+    assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
+    let shown = "\\evil.iso: OK\\x1b[8m";
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
+    fs::write(&path, b"changed").unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
+    fs::remove_file(&path).unwrap();
+    let out = run_in(dir.path(), ["-c"], &list);
+    assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
+    let missing = format!("bt2sum: {shown}: No such file or directory\n");
+    super::assert_starts(&stderr(&out), &missing);
 }
 
 /// A name that cannot be read is shown, escaped where it must be, in its
 /// verdict and its message: one holding a newline, and one of 3 MB, too long
-/// for the system.
+/// for the system; and, hashed, one holding control bytes.
 #[test]
 fn unreadable_names_are_shown_escaped_on_both_streams() {
     let dir = tempfile::tempdir().unwrap();
@@ -539,76 +571,12 @@ fn unreadable_names_are_shown_escaped_on_both_streams() {
             1,
         );
     }
-}
-
-/// A name crafted to act on a terminal (here: `: OK` and the escape that
-/// hides what follows) is shown with its control bytes escaped in verdicts
-/// and messages, while its checksum line keeps the byte, GNU style, so the
-/// list still reads back. (Unix: Windows names cannot hold `:` or control
-/// characters.)
-#[cfg(unix)]
-#[test]
-fn control_bytes_in_names_are_shown_escaped() {
-    use std::os::unix::ffi::OsStrExt;
-    let dir = tempfile::tempdir().unwrap();
-    let name: &[u8] = b"evil.iso: OK\x1b[8m";
-    let path = dir.path().join(OsStr::from_bytes(name));
-    fs::write(&path, b"image").unwrap();
-    let list = ok_bytes_in(dir.path(), [OsStr::from_bytes(name)]);
-    assert!(list.starts_with(b"BLAKE2b-64 (evil.iso: OK\x1b[8m) = "));
-    let shown = "\\evil.iso: OK\\x1b[8m";
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_output(&out, &format!("{shown}: OK\n"), "", 0);
-    fs::write(&path, b"changed").unwrap();
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_eq!(stdout(&out), format!("{shown}: FAILED\n"));
-    fs::remove_file(&path).unwrap();
-    let out = run_in(dir.path(), ["-c"], &list);
-    assert_eq!(stdout(&out), format!("{shown}: FAILED open or read\n"));
-    let missing = format!("bt2sum: {shown}: No such file or directory\n");
-    super::assert_starts(&stderr(&out), &missing);
-}
-
-/// Hashing a name that cannot be read: the error message escapes its
-/// control bytes; no raw control byte anywhere.
-#[test]
-fn control_bytes_in_a_missing_name_are_shown_escaped() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tab\there\x07");
-    let missing = read_error(&path, "No such file or directory");
+    let missing = read_error(
+        &dir.path().join("tab\there\x07"),
+        "No such file or directory",
+    );
     let said = format!("bt2sum: \\tab\\x09here\\x07: {missing}\n");
     assert_cases(dir.path(), &[(&["tab\there\x07"], b"", "", &said, 1)]);
-}
-
-/// A line over the 16 MiB line limit is improperly formatted, and the next
-/// is read; a comment as long is skipped as any comment (`-w` names it not).
-#[test]
-fn an_overlong_line_is_improperly_formatted_and_the_next_is_read() {
-    let dir = dir_with(&[("h", HELLO)]);
-    // Shaped like a valid GNU-style line.
-    let overlong = format!("{HELLO_B64}  {}\n", "x".repeat(17 << 20));
-    let comment = format!("# {}\n", "x".repeat(17 << 20));
-    let list = format!("{overlong}{comment}{HELLO_B64}  h\n");
-    let out = run_in(dir.path(), ["-c", "-w"], list.as_bytes());
-    assert_output(
-        &out,
-        "h: OK\n",
-        "bt2sum: standard input: 1: improperly formatted BLAKE2 checksum line\n\
-         bt2sum: WARNING: 1 line is improperly formatted\n",
-        0,
-    );
-}
-
-#[test]
-fn dash_in_a_list_is_standard_input() {
-    let dir = dir_with(&[("h", HELLO)]);
-    let list = format!("BLAKE2b-64 (-) = {HELLO_B64}\n{HELLO_B64}  h\n");
-    fs::write(dir.path().join("SUMS"), &list).unwrap();
-    #[rustfmt::skip]
-    assert_cases(dir.path(), &[
-        (&["-c", "SUMS"], HELLO, "-: OK\nh: OK\n", "", 0),
-        (&["-c", "SUMS"], b"other", "-: FAILED\nh: OK\n", ONE_FAILED, 1),
-    ]);
 }
 
 #[test]

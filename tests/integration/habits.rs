@@ -1,44 +1,49 @@
 //! The options users bring from GNU coreutils and b3sum, as they expect
 //! them to work.
 
-use super::{HELLO_B64, assert_contains, assert_ends, assert_starts, run, status, stderr, stdout};
+use super::{
+    HELLO_B64, assert_contains, assert_ends, assert_starts, ok_in, run, run_in, status, stderr,
+    stdout,
+};
 
 /// `--tag` is the default, as `b2sum --tag` prints; beside `--untagged` the
-/// last one wins, as in GNU `cksum`; it means nothing when checking, and is
-/// accepted there for scripts that always pass it.
+/// last one wins, as in GNU `cksum`. `-b`/`--binary` and `--text`, as
+/// scripts written for sha256sum pass them, change nothing. `-a` takes the
+/// algorithm's name in any case: `BLAKE2b`, as lines spell it, too. When
+/// checking, these options mean nothing, and are accepted for scripts that
+/// always pass them.
 #[test]
-fn tag_is_the_default_and_the_last_of_tag_and_untagged_wins() {
+fn tags_modes_and_algorithms_are_spelled_as_other_tools_spell_them() {
     let tagged = stdout(&run(Vec::<&str>::new(), b"hi"));
     assert_starts(&tagged, "BLAKE2b-64 = ");
     let untagged = stdout(&run(["--untagged", "-"], b"hi"));
     assert_ends(&untagged, "  -\n");
+    let blake2s = stdout(&run(["-a", "blake2s"], b"hi"));
     for (args, expected) in [
         (&["--tag"][..], &tagged),
         (&["--untagged", "--tag"], &tagged),
         (&["--tag", "--untagged", "-"], &untagged),
         (&["--tag", "--tag"], &tagged),
+        (&["-b"], &tagged),
+        (&["-b", "--untagged", "-"], &untagged),
+        (&["--binary", "--untagged", "-"], &untagged),
+        (&["--text", "--untagged", "-"], &untagged),
+        (&["--text", "-b", "--untagged", "-"], &untagged),
+        (&["-a", "BLAKE2s"], &blake2s),
+        (&["-a", "BLAKE2S"], &blake2s),
+        (&["-a", "Blake2s"], &blake2s),
     ] {
         let out = run(args, b"hi");
         assert_eq!((&stdout(&out), status(&out)), (expected, 0), "{args:?}");
     }
-    // Tagged lines are what a leaf listing prints anyway. (When checking:
-    // gnu::binary_and_text_are_accepted_and_change_nothing.)
+    // Tagged lines are what a leaf listing prints anyway.
     let out = run(["--untagged", "--tag", "--leaves"], b"hi");
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-}
-
-/// `-a` takes the algorithm's name in any case: `BLAKE2b`, as lines spell
-/// it, too.
-#[test]
-fn the_algorithm_is_named_in_any_case() {
-    let lower = stdout(&run(["-a", "blake2s"], b"hi"));
-    for spelled in ["BLAKE2s", "BLAKE2S", "Blake2s"] {
-        let out = run(["-a", spelled], b"hi");
-        assert_eq!(
-            (stdout(&out), status(&out)),
-            (lower.clone(), 0),
-            "{spelled}"
-        );
+    let dir = super::dir_with(&[("f", b"hello\n")]);
+    std::fs::write(dir.path().join("L"), ok_in(dir.path(), ["--untagged", "f"])).unwrap();
+    for option in ["-b", "--binary", "--text", "--tag", "--untagged"] {
+        let checked = ok_in(dir.path(), ["-c", option, "L"]);
+        assert_eq!(checked, "f: OK\n", "{option}");
     }
 }
 
@@ -48,7 +53,6 @@ fn the_algorithm_is_named_in_any_case() {
 #[cfg(unix)]
 #[test]
 fn zero_ends_lines_in_nul_and_leaves_names_alone() {
-    use super::{ok_in, run_in};
     let dir = super::dir_with(&[("plain", &super::pattern(3000))]);
     let odd = super::name(b"new\nline\\back");
     std::fs::write(dir.path().join(odd), b"odd").unwrap();
@@ -83,13 +87,12 @@ fn zero_ends_lines_in_nul_and_leaves_names_alone() {
 /// names are still hashed.
 #[test]
 fn names_are_read_from_a_nul_separated_list() {
-    use super::run_in;
     let dir = tempfile::tempdir().unwrap();
     let names = ["a", "with space", "sub/b"];
     for (i, name) in names.iter().enumerate() {
         super::write_files(dir.path(), &[(name, &super::pattern(1000 * i))]);
     }
-    let expected = super::ok_in(dir.path(), names);
+    let expected = ok_in(dir.path(), names);
     let list = names.join("\0") + "\0";
     std::fs::write(dir.path().join("L"), &list).unwrap();
     // From standard input, the last name without its NUL.
@@ -130,16 +133,14 @@ fn names_are_read_from_a_nul_separated_list() {
 /// damage until shown otherwise: no hint.
 #[test]
 fn the_hint_names_every_likely_cause() {
-    use super::run_in;
     let dir = super::dir_with(&[("f", b"hello\n"), ("g", b"world\n")]);
     let check = |list: &str| -> Vec<String> {
         let out = run_in(dir.path(), ["-c"], list.as_bytes());
         assert_eq!(status(&out), 1, "{list}");
-        let said = stderr(&out);
-        let hints = said
-            .lines()
-            .filter(|line| line.starts_with("bt2sum: hint: "));
-        hints.map(str::to_string).collect()
+        (stderr(&out).lines())
+            .filter(|line| line.starts_with("bt2sum: hint: "))
+            .map(str::to_string)
+            .collect()
     };
     let hex = |bytes: usize| "5a".repeat(bytes);
     let all_failed = super::check::leaf_size_hint("5m").trim_end().to_string();
@@ -207,7 +208,7 @@ fn b3sums_no_names_and_raw() {
     // (A name lines escape: one holding a newline, which Windows refuses.)
     let escaped = if cfg!(windows) { "b" } else { "b\nc" };
     let dir = super::dir_with(&[("a", super::HELLO), (escaped, super::HELLO)]);
-    let in_dir = |args: &[&str], stdin: &[u8]| super::run_in(dir.path(), args, stdin);
+    let in_dir = |args: &[&str], stdin: &[u8]| run_in(dir.path(), args, stdin);
     let bare = in_dir(&["--no-names", "a", escaped, "-"], b"hello s3git\n");
     assert_eq!(stdout(&bare), format!("{HELLO_B64}\n").repeat(3));
     let nul = in_dir(&["--no-names", "-z", "a"], b"");

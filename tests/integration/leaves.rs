@@ -45,10 +45,10 @@ fn listing(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
 }
 
 #[test]
-fn leaf_lines_follow_the_file_line() {
+fn leaf_lines_follow_the_file_line_of_any_file() {
     // 2.5 KiB in 1 KiB leaves: two whole leaves and a half one.
     let data = pattern(2560);
-    let dir = dir_with(&[("f", &data)]);
+    let dir = dir_with(&[("f", &data), ("empty", b"")]);
     let text = ok_in(dir.path(), ["--leaves", "-t", "1k", "f"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
@@ -74,16 +74,15 @@ fn leaf_lines_follow_the_file_line() {
             )
         );
     }
-}
-
-#[test]
-fn an_empty_file_says_it_has_no_leaves() {
-    let dir = dir_with(&[("empty", b"")]);
+    // An empty file says it has no leaves.
     let out = ok_in(dir.path(), "--leaves -a blake2s -s 7 empty".split(' '));
     let digest = super::digest(&stdout(&run(["-a", "blake2s", "-s", "7"], b"")));
     let checksum = format!("BLAKE2s-7 (empty) = {digest}\n");
     let count = "BLAKE2s-7 leaves=0 total=0 tree=5242880 (empty)\n";
     assert_eq!(out, format!("{checksum}{count}"));
+    // A range from 0 lists its count line alone.
+    let ranged = "--leaves --leaf-range 0..5 -a blake2s -s 7 empty".split(' ');
+    assert_eq!(ok_in(dir.path(), ranged), count);
     // And it combines back to the empty checksum.
     let path = listing(dir.path(), "listing", out.as_bytes());
     assert_eq!(stdout(&combine(dir.path(), &[&path])), checksum);
@@ -175,10 +174,11 @@ fn partial_listings_and_counts_verify_their_own_leaves() {
         "f: leaf 7: FAILED open or read\nf: leaf 8: FAILED open or read\n\
          f: leaf count: FAILED open or read\nf: leaf 2: FAILED open or read\n"
     );
-    let (out, err, _) = super::said(&check(dir.path(), &[], &listed));
-    let once = (out.as_str(), err.matches("bt2sum: f: ").count());
-    assert_eq!(once, ("f: FAILED open or read\n", 1), "{err}");
-    super::assert_ends(&err, "bt2sum: WARNING: 1 listed file could not be read\n");
+    let missing = read_error(&dir.path().join("f"), "No such file or directory");
+    let unread =
+        format!("bt2sum: f: {missing}\nbt2sum: WARNING: 1 listed file could not be read\n");
+    let out = check(dir.path(), &[], &listed);
+    assert_output(&out, "f: FAILED open or read\n", &unread, 1);
     let out = check(dir.path(), &["--ignore-missing"], &listed);
     assert_output(&out, "", "bt2sum: list: no file was verified\n", 1);
 }
@@ -237,25 +237,20 @@ fn a_file_and_its_leaves_are_read_once() {
 fn split_everywhere(args: &[&str], data_len: usize, leaves: u64) {
     let dir = dir_with(&[("data", &pattern(data_len))]);
     let whole = combined_lines(dir.path(), args, "data");
-    let part = |range: String| {
+    let part = |(start, end): (u64, u64)| {
+        let range = format!("{start}..{end}");
         let part_args = ["--leaves", "--leaf-range", &range, "data"];
-        ok_bytes_in(dir.path(), args.iter().chain(&part_args))
+        let text = ok_bytes_in(dir.path(), args.iter().chain(&part_args));
+        listing(dir.path(), &format!("part{start}"), &text)
     };
     let mut combined = 0;
     for first in 0..=leaves {
         for second in first..=leaves {
-            let mut parts = Vec::new();
-            for (start, end) in [(0, first), (first, second), (second, leaves)] {
-                if start < end {
-                    parts.push(part(format!("{start}..{end}")));
-                }
-            }
-            // Any order of the parts.
-            parts.reverse();
-            let names: Vec<PathBuf> = parts
-                .iter()
-                .enumerate()
-                .map(|(i, text)| listing(dir.path(), &format!("part{i}"), text))
+            // Any order of the parts: here the last first.
+            let names: Vec<PathBuf> = [(second, leaves), (first, second), (0, first)]
+                .into_iter()
+                .filter(|(start, end)| start < end)
+                .map(part)
                 .collect();
             // The parameters come from the listings.
             let out = combine(dir.path(), &names);
@@ -278,28 +273,6 @@ fn combining_ranges_split_at_every_boundary_gives_the_whole_checksum() {
     split_everywhere(&["-t", "1k"], 6 * 1024 + 100, 7);
     split_everywhere(&["-t", "1k"], 5 * 1024, 5);
     split_everywhere(&["-a", "blake2s", "-s", "17", "-t", "100"], 333, 4);
-}
-
-#[test]
-fn leaf_ranges_are_cut_at_the_end_and_checked() {
-    let dir = dir_with(&[("f", &pattern(3000))]);
-    let ranged = |range| {
-        let args = ["--leaves", "--leaf-range", range, "-t", "1k", "f"];
-        run_in(dir.path(), args, b"")
-    };
-    let out = stdout(&ranged("2..99"));
-    assert_eq!(out.lines().count(), 1);
-    assert!(out.contains(" leaf=2 offset=2048 length=952 total=3000 "));
-    // Wholly past the end, or empty: nothing to list, and no error.
-    for range in ["3..", "7..9", "1..1", "0..0"] {
-        assert_said(&ranged(range), "", "", 0, range);
-    }
-    // (Without --leaves: cli::bad_options_are_usage_errors.)
-    assert_eq!(status(&ranged("2..1")), 2);
-    // A pipe cannot be read at an offset.
-    let out = run(["--leaves", "--leaf-range", "0..1"], b"data");
-    assert_contains(&stderr(&out), "needs a regular file");
-    assert_eq!(status(&out), 1);
 }
 
 #[test]
@@ -384,22 +357,55 @@ fn escaped_names_round_trip_through_leaf_lines() {
     assert!(!whole_1k.starts_with(&whole));
 }
 
+/// Tiny leaves spill their digests to a temporary file, and every leaf is
+/// still listed. A temporary directory that cannot be used fails the
+/// listing that needs it, named, with the directory; the other inputs are
+/// still hashed.
 #[test]
-fn tiny_leaves_spill_and_still_list_every_leaf() {
+fn tiny_leaves_spill_to_a_temporary_file_and_fail_alone_without_one() {
     // 300,000 one-byte leaves: 19 MB of digests, more than is kept in memory.
-    let dir = dir_with(&[("f", &pattern(300_000))]);
-    let text = ok_in(dir.path(), ["--leaves", "-t", "1", "f"]);
+    let dir = dir_with(&[("big", &pattern(300_000)), ("small", b"small")]);
+    let text = ok_in(dir.path(), ["--leaves", "-t", "1", "big"]);
     assert_eq!(text.lines().count(), 300_001);
     let last = text.lines().last().unwrap();
     assert_starts(
         last,
-        "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (f) = ",
+        "BLAKE2b-64 leaf=299999 offset=299999 length=1 total=300000 tree=1 (big) = ",
     );
     let listed = listing(dir.path(), "listing", text.as_bytes());
     let combined = combine(dir.path(), &[listed]);
     let first = text.lines().next().unwrap();
-    let count = "BLAKE2b-64 leaves=300000 total=300000 tree=1 (f)";
+    let count = "BLAKE2b-64 leaves=300000 total=300000 tree=1 (big)";
     assert_eq!(stdout(&combined), format!("{first}\n{count}\n"));
+    // Unix takes the temporary directory from TMPDIR; Windows from TMP (or
+    // TEMP), and gives it with a `\` at its end, which bt2sum prints `/`
+    // as in every path.
+    let (variables, unusable, shown): (&[&str], _, _) = if cfg!(unix) {
+        (&["TMPDIR"], "/nonexistent/bt2sum", "/nonexistent/bt2sum")
+    } else {
+        (
+            &["TMP", "TEMP"],
+            r"C:\nonexistent\bt2sum",
+            "C:/nonexistent/bt2sum/",
+        )
+    };
+    let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
+    #[cfg(unix)]
+    assert_eq!(refused, "No such file or directory");
+    let out = bt2sum()
+        .envs(variables.iter().map(|variable| (variable, unusable)))
+        .current_dir(dir.path())
+        .args(["--leaves", "-t", "1", "big", "small"])
+        .output_retried();
+    assert_eq!(status(&out), 1);
+    let cannot = "cannot keep leaf digests in a temporary file in";
+    assert_eq!(
+        stderr(&out),
+        format!("bt2sum: big: {cannot} {shown}: {refused}\n")
+    );
+    let text = stdout(&out);
+    assert_starts(&text, "BLAKE2b-64 (small) = ");
+    assert_eq!(text.lines().count(), 1 + 5, "{text}");
 }
 
 #[test]
@@ -434,12 +440,32 @@ fn hostile_listing_lines_are_errors_not_crashes() {
     }
 }
 
-/// An empty file's range from 0 lists its `leaves=0` line; `--leaf-count`
-/// counts leaves without hashing; the recipe that splits a file by its count
-/// works for any size, 0 included.
+/// A leaf range is cut at the file's end, and `--leaf-count` counts leaves
+/// without hashing; neither reads a pipe. The recipe that splits a file by
+/// its count works for any size, 0 included.
 #[test]
-fn counts_and_ranges_plan_a_split_of_any_size() {
-    if super::emulated_too_slow("counts_and_ranges_plan_a_split_of_any_size") {
+fn leaf_ranges_and_counts_plan_a_split_of_any_size() {
+    let dir = dir_with(&[("f", &pattern(3000))]);
+    let ranged = |range| {
+        let args = ["--leaves", "--leaf-range", range, "-t", "1k", "f"];
+        run_in(dir.path(), args, b"")
+    };
+    let out = stdout(&ranged("2..99"));
+    assert_eq!(out.lines().count(), 1);
+    assert!(out.contains(" leaf=2 offset=2048 length=952 total=3000 "));
+    // Wholly past the end, or empty: nothing to list, and no error.
+    for range in ["3..", "7..9", "1..1", "0..0"] {
+        assert_said(&ranged(range), "", "", 0, range);
+    }
+    // (Without --leaves: cli::bad_options_are_usage_errors.)
+    assert_eq!(status(&ranged("2..1")), 2);
+    // A pipe cannot be read at an offset, nor its leaves counted.
+    for args in [&["--leaves", "--leaf-range", "0..1"][..], &["--leaf-count"]] {
+        let out = run(args, b"data");
+        assert_contains(&stderr(&out), "needs a regular file");
+        assert_eq!(status(&out), 1, "{args:?}");
+    }
+    if super::emulated_too_slow("leaf_ranges_and_counts_plan_a_split_of_any_size") {
         return;
     }
     for size in [0usize, 1, 1023, 1024, 1025, 5000] {
@@ -470,13 +496,6 @@ fn counts_and_ranges_plan_a_split_of_any_size() {
             assert_said(&out, &whole, "", 0, &format!("{size} bytes {how}"));
         }
     }
-    let dir = dir_with(&[("empty", b"")]);
-    let out = ok_in(dir.path(), ["--leaves", "--leaf-range", "0..5", "empty"]);
-    assert_eq!(out, "BLAKE2b-64 leaves=0 total=0 tree=5242880 (empty)\n");
-    // Counting needs a regular file.
-    let out = run(["--leaf-count"], b"piped");
-    assert_contains(&stderr(&out), "needs a regular file");
-    assert_eq!(status(&out), 1);
 }
 
 /// Standard input read because no FILE was given has no name: neither do its
@@ -498,13 +517,12 @@ fn nameless_standard_input_lists_and_combines_nameless() {
         "{text}"
     );
     let leaf_lines: String = lines[1..].iter().rev().map(|l| format!("{l}\n")).collect();
-    let combined = run(["--combine"], leaf_lines.as_bytes());
     let nameless = format!("{}\nBLAKE2b-64 leaves=3 total=3000 tree=1024\n", lines[0]);
-    assert_eq!(stdout(&combined), nameless);
-    // The whole listing, its nameless checksum line included, as piped
-    // from `bt2sum --leaves`.
-    let combined = run(["--combine"], text.as_bytes());
-    assert_eq!((stdout(&combined), status(&combined)), (nameless, 0));
+    // Its leaf lines alone, and the whole listing, its nameless checksum
+    // line included, as piped from `bt2sum --leaves`.
+    for listing in [&leaf_lines, &text] {
+        assert_output(&run(["--combine"], listing.as_bytes()), &nameless, "", 0);
+    }
     let empty = run(["--leaves"], b"");
     assert!(stdout(&empty).ends_with("\nBLAKE2b-64 leaves=0 total=0 tree=5242880\n"));
     let combined = run(["--combine"], &empty.stdout);
@@ -646,42 +664,6 @@ fn listing_many_files_of_tiny_leaves_stays_within_bounded_memory() {
     assert_eq!(counts.join(" "), expected.join(" "));
 }
 
-/// A temporary directory that cannot be used fails the listing that needs
-/// it, named, with the directory; the other inputs are still hashed.
-#[test]
-fn an_unusable_temporary_directory_fails_only_the_listing_that_needs_it() {
-    let dir = dir_with(&[("big", &pattern(300_000)), ("small", b"small")]);
-    // Unix takes the temporary directory from TMPDIR; Windows from TMP (or
-    // TEMP), and gives it with a `\` at its end, which bt2sum prints `/`
-    // as in every path.
-    let (variables, unusable, shown): (&[&str], _, _) = if cfg!(unix) {
-        (&["TMPDIR"], "/nonexistent/bt2sum", "/nonexistent/bt2sum")
-    } else {
-        (
-            &["TMP", "TEMP"],
-            r"C:\nonexistent\bt2sum",
-            "C:/nonexistent/bt2sum/",
-        )
-    };
-    let refused = bt2sum::plain_message(&tempfile::tempfile_in(unusable).unwrap_err());
-    #[cfg(unix)]
-    assert_eq!(refused, "No such file or directory");
-    let out = bt2sum()
-        .envs(variables.iter().map(|variable| (variable, unusable)))
-        .current_dir(dir.path())
-        .args(["--leaves", "-t", "1", "big", "small"])
-        .output_retried();
-    assert_eq!(status(&out), 1);
-    let cannot = "cannot keep leaf digests in a temporary file in";
-    assert_eq!(
-        stderr(&out),
-        format!("bt2sum: big: {cannot} {shown}: {refused}\n")
-    );
-    let text = stdout(&out);
-    assert_starts(&text, "BLAKE2b-64 (small) = ");
-    assert_eq!(text.lines().count(), 1 + 5, "{text}");
-}
-
 /// A checksum line may come from either leaf size the list gives it: the
 /// leaf lines after it (`tree=`) or `-t` (the default `5m`). It fails only
 /// if it fails with both, so appended and interleaved listings of different
@@ -694,21 +676,13 @@ fn mixed_listings_of_one_file_verify() {
     let checksum_64k = lines(&["-t", "64k", "f"]);
     let leaves_5m = lines(&["--leaves", "f"]);
     let leaves_64k = lines(&["--leaves", "-t", "64k", "f"]);
-    let leaf_lines = |listing: &str| -> String {
-        listing
-            .lines()
-            .filter(|l| l.contains(" leaf="))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let interleaved: String = {
-        let (a, b): (Vec<&str>, Vec<&str>) =
-            (leaves_5m.lines().collect(), leaves_64k.lines().collect());
-        [a[0], b[1], b[2], a[1], b[0], b[3]]
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
+    // (A listing's first line is its checksum line; its leaf lines follow.)
+    let leaf_lines = |listing: &str| listing.split_once('\n').unwrap().1.to_string();
+    let (a, b): (Vec<&str>, Vec<&str>) =
+        (leaves_5m.lines().collect(), leaves_64k.lines().collect());
+    let interleaved = [a[0], b[1], b[2], a[1], b[0], b[3]]
+        .map(|l| format!("{l}\n"))
+        .concat();
     let made_5m = format!("{checksum_5m}{}", leaf_lines(&leaves_64k));
     let made_64k = format!("{checksum_64k}{}", leaf_lines(&leaves_5m));
     let cases: [(&str, &[&str], i32); 7] = [
@@ -760,9 +734,7 @@ fn a_truncated_or_extended_file_fails_only_what_changed() {
             format!("f: leaf {changed}: FAILED"),
         ];
         expected.extend(gone.map(|leaf| format!("f: leaf {leaf}: FAILED missing")));
-        let mut changed = pattern(length.max(data.len()));
-        changed.truncate(length);
-        fs::write(dir.path().join("f"), &changed).unwrap();
+        fs::write(dir.path().join("f"), pattern(length)).unwrap();
         let out = check(dir.path(), &["--verbose"], &listed);
         let text = stdout(&out);
         let (ok, failing): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.ends_with(": OK"));
@@ -796,11 +768,9 @@ fn warnings_count_files_not_lines() {
     fs::remove_file(dir.path().join("f")).unwrap();
     let out = check(dir.path(), &["--quiet", "--verbose"], &listed);
     assert_eq!(stdout(&out).lines().count(), 6001);
+    let missing = read_error(&dir.path().join("f"), "No such file or directory");
+    let unread =
+        format!("bt2sum: f: {missing}\nbt2sum: WARNING: 1 listed file could not be read\n");
     let out = check(dir.path(), &["--quiet"], &listed);
-    assert_eq!(stdout(&out), "f: FAILED open or read\n");
-    super::assert_ends(
-        &stderr(&out),
-        "\nbt2sum: WARNING: 1 listed file could not be read\n",
-    );
-    assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
+    assert_output(&out, "f: FAILED open or read\n", &unread, 1);
 }

@@ -132,7 +132,7 @@ fn many_files(dir: &Path) -> Vec<u8> {
 /// done, as behind a slow reader): once the pipe is read to its end, the
 /// output is the run's own lines from the first, whole (it never ends
 /// inside a line, where a write cut short by the signal would leave it),
-/// and the process ends by that signal.
+/// and the process ends by that signal. A second one ends it at once.
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
 fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
@@ -185,19 +185,9 @@ fn a_stop_signal_leaves_whole_lines_and_ends_by_it() {
             assert_eq!(&all[..out.len()], &out[..], "signal {stop}");
         }
     }
-}
-
-/// A stop signal while bt2sum's output is blocked for good (nobody reads
-/// the pipe): bt2sum waits to write its finished lines, as any write
-/// waits; a second signal ends it at once, by that signal.
-#[test]
-#[cfg_attr(not(feature = "slow-tests"), ignore = "slow: --features slow-tests")]
-fn a_second_stop_signal_ends_at_once() {
-    if emulated("a_second_stop_signal_ends_at_once") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    many_files(dir.path());
+    // While bt2sum's output is blocked for good (nobody reads the pipe), it
+    // waits to write its finished lines, as any write waits; a second
+    // signal ends it at once, by that signal.
     let (mut unread, lines) = narrow_pipe();
     let mut child = stoppable()
         .current_dir(dir.path())
@@ -229,17 +219,13 @@ fn a_stop_signal_during_a_restore_leaves_no_temporary_file() {
     if emulated("a_stop_signal_during_a_restore_leaves_no_temporary_file") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::dir_with(&[("tree/big", b""), ("copy/big", b"")]);
     let (tree, copy) = (dir.path().join("tree"), dir.path().join("copy"));
-    for root in [&tree, &copy] {
-        fs::create_dir(root).unwrap();
-    }
     // Sparse: quick to read, long to write out and sync again.
-    fs::File::create(copy.join("big"))
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
-    fs::copy(copy.join("big"), tree.join("big")).unwrap();
+    for big in [tree.join("big"), copy.join("big")] {
+        let file = fs::File::options().write(true).open(big).unwrap();
+        file.set_len(256 << 20).unwrap();
+    }
     super::write_list(&tree, "../SUMS", ["big"]);
     fs::remove_file(tree.join("big")).unwrap();
     let temporaries = || {
