@@ -14,7 +14,7 @@ use crate::format::Tag;
 use crate::format::leaf::LeafLine;
 use crate::format::name::Name;
 use crate::params::TreeParams;
-use crate::spill::{IN_MEMORY, Spill};
+use crate::spill::Spill;
 use serde_bytes::ByteBuf;
 
 /// Leaf digests that could not be kept in their temporary file.
@@ -43,18 +43,14 @@ impl LeafLog {
         LeafLog {
             digest_size,
             first: None,
-            digests: Spill::new(IN_MEMORY),
+            digests: Spill::default(),
             error: None,
         }
     }
 
-    /// Whether the digests could not all be kept.
-    pub fn failed(&self) -> bool {
-        self.error.is_some()
-    }
-
-    /// Why the digests could not all be kept.
-    pub fn error(mut self) -> Option<SpillError> {
+    /// Why the digests could not all be kept, if they could not (told
+    /// once).
+    pub fn error(&mut self) -> Option<SpillError> {
         self.error.take().map(SpillError)
     }
 
@@ -64,8 +60,8 @@ impl LeafLog {
         mut self,
         mut each: impl FnMut(u64, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        if let Some(error) = self.error.take() {
-            return Err(SpillError(error).into());
+        if let Some(error) = self.error() {
+            return Err(error.into());
         }
         let mut index = self.first.unwrap_or(0);
         for run in self.digests.iter() {
@@ -318,7 +314,7 @@ impl Default for Combiner {
     fn default() -> Self {
         Combiner {
             file: None,
-            leaves: Spill::sorted(IN_MEMORY),
+            leaves: Spill::sorted(),
         }
     }
 }

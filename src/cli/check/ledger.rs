@@ -17,7 +17,7 @@ use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
@@ -314,9 +314,9 @@ impl Schedule {
             before: ledger.reader(),
             ledger,
             listing: true,
-            units: Spill::sorted(IN_MEMORY),
+            units: Spill::sorted(),
             left: None,
-            chosen: Spill::new(IN_MEMORY),
+            chosen: Spill::default(),
             known: false,
             round: Vec::new(),
             started: None,
@@ -391,7 +391,7 @@ impl Schedule {
             return Ok(0);
         }
         if self.left.is_none() {
-            let units = std::mem::replace(&mut self.units, Spill::new(0));
+            let units = std::mem::take(&mut self.units);
             self.left = Some(units.into_sorted()?.peekable());
         }
         // (A round's starts are held in memory: at most a structure's
@@ -439,12 +439,10 @@ impl Schedule {
     fn ages(&mut self) -> io::Result<Coverage> {
         self.ledger.commit().map_err(io::Error::other)?;
         let (now, after) = (seconds(SystemTime::now()), self.ledger.reader());
-        let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
+        let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted());
         let left = match self.left.take() {
             Some(left) => left,
-            None => std::mem::replace(&mut self.units, Spill::new(0))
-                .into_sorted()?
-                .peekable(),
+            None => std::mem::take(&mut self.units).into_sorted()?.peekable(),
         };
         for planned in self.chosen.iter().chain(left) {
             let planned = planned?;

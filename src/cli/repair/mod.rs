@@ -13,7 +13,7 @@ use std::path::Path;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
@@ -55,7 +55,7 @@ impl Repairs {
     pub fn new(repair: &Repair, restore: bool) -> Repairs {
         Repairs {
             mender: Mender::new(repair),
-            pending: Spill::new(IN_MEMORY),
+            pending: Spill::default(),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
             claim: DefaultHasher::new(),
@@ -64,7 +64,7 @@ impl Repairs {
             whole: None,
             mtime: (None, false),
             restore,
-            lost: Spill::new(IN_MEMORY),
+            lost: Spill::default(),
             lost_here: None,
         }
     }
@@ -210,7 +210,7 @@ impl Repairs {
         let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
         let mender = &self.mender;
         let mut file: Option<Mending> = None;
-        let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
+        let mut pending = std::mem::take(&mut self.pending);
         for damaged in pending.iter() {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
@@ -262,7 +262,7 @@ impl Repairs {
     }
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
-        let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
+        let mut lost = std::mem::take(&mut self.lost);
         for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
