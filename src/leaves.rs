@@ -85,7 +85,7 @@ impl LeafLog {
     ) -> io::Result<()> {
         self.for_each(|index, digest| {
             input.push_leaf(lines, total, index, digest);
-            if lines.len() >= LEAF_LINES_ROOM {
+            if lines.len() >= 64 << 10 {
                 out.write_all(lines)?;
                 lines.clear();
             }
@@ -100,15 +100,12 @@ impl LeafSink for LeafLog {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
         self.first.get_or_insert(first);
         if self.error.is_none()
-            && let Err(error) = self.digests.push(&ByteBuf::from(digests))
+            && let Err(error) = self.digests.push(serde_bytes::Bytes::new(digests))
         {
             self.error = Some(error);
         }
     }
 }
-
-/// The room leaf lines are gathered in before they are written out.
-const LEAF_LINES_ROOM: usize = 64 << 10;
 
 /// Leaf digests that could not be kept are an error about the input, not
 /// the output: [`SpillError::of`] tells them apart again.
@@ -201,9 +198,7 @@ impl ListedLeaves {
 
     /// The range of leaves to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
-        let first = self.listed.first()?.index;
-        let last = self.listed.last()?.index;
-        Some(first..last + 1)
+        Some(self.listed.first()?.index..self.listed.last()?.index + 1)
     }
 
     /// Keeps only the listed leaves `keep` says yes to.
@@ -270,10 +265,8 @@ pub enum CombineError {
 }
 
 fn shown(name: &Option<Vec<u8>>) -> String {
-    match name {
-        Some(name) => Name::listed(name).shown(),
-        None => "standard input".to_string(),
-    }
+    name.as_deref()
+        .map_or("standard input".into(), |name| Name::listed(name).shown())
 }
 
 /// Gathers the leaf lines of partial listings of one file and computes the
@@ -359,19 +352,18 @@ impl Combiner {
                 continue;
             }
             if index > next {
-                gap.get_or_insert(next..index);
+                gap.get_or_insert((next, index));
             }
             root.feed(&digest);
             (next, last) = (index + 1, digest);
         }
         if next < leaves {
-            gap.get_or_insert(next..leaves);
+            gap.get_or_insert((next, leaves));
         }
         if let Some((index, at)) = clash {
             return Err(CombineError::Clash { index, at });
         }
-        if let Some(gap) = gap {
-            let (first, next) = (gap.start, gap.end);
+        if let Some((first, next)) = gap {
             return Err(CombineError::Missing {
                 first,
                 next,

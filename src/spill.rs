@@ -77,8 +77,11 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         self.len == 0
     }
 
-    /// Adds a record.
-    pub fn push(&mut self, record: &T) -> io::Result<()> {
+    /// Adds a record (or what it borrows as, encoded alike: a `ByteBuf`'s `Bytes`).
+    pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
+    where
+        T: std::borrow::Borrow<R>,
+    {
         // (Encoded in a buffer kept from record to record: a new one grew
         // byte by byte.)
         let mut encoded = std::mem::take(&mut self.encoded);
@@ -181,11 +184,11 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
     pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
         debug_assert!(self.sorted, "a store read in the order pushed");
         if self.file.is_none() {
+            // (The buffer stays held, and counted, while its records are read.)
             let order = sorted_records(&self.buffer);
-            let buffer = std::mem::take(&mut self.buffer);
-            HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
-            let records = order.into_iter();
-            return Ok(Box::new(records.map(move |record| decode(&buffer[record]))));
+            return Ok(Box::new(
+                order.into_iter().map(move |at| decode(&self.buffer[at])),
+            ));
         }
         if !self.buffer.is_empty() {
             self.spill()?;
@@ -333,7 +336,8 @@ mod tests {
         let mut sorted_records = records.clone();
         sorted_records.sort();
         for capacity in [0, 1, 100, 10_000, usize::MAX] {
-            let (mut pushed, mut sorted) = (Spill::default(), Spill::sorted());
+            let mut pushed = Spill::<(u64, Kind)>::default();
+            let mut sorted = Spill::<(u64, Kind)>::sorted();
             (pushed.capacity, sorted.capacity) = (capacity, capacity);
             for (at, record) in records.iter().enumerate() {
                 if at == records.len() / 2 {

@@ -59,13 +59,9 @@ fn combine(listings: &[OsString]) -> Result<Combined, Status> {
         add_listing(&mut combiner, listing, number as u32)?;
     }
     combiner.finish().map_err(|error| match error {
-        CombineError::Clash {
-            at: (listing, line),
-            ..
-        } => report(
-            &at_line(&listings[listing as usize], line),
-            &error.to_string(),
-        ),
+        CombineError::Clash { at, .. } => {
+            report(&at_line(&listings[at.0 as usize], at.1), &error.to_string())
+        }
         error => {
             warn(&error.to_string());
             Status::Failure

@@ -12,6 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead};
 
+use crate::cli::output::{Status, report};
 use crate::cli::sys;
 use crate::cli::walk::Walked;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
@@ -29,9 +30,11 @@ pub struct Names {
     record: Vec<u8>,
 }
 
-pub fn open(list: &OsStr) -> io::Result<Names> {
+/// Opens a list of names; one that cannot be read is reported.
+pub fn open(list: &OsStr) -> Result<Names, Status> {
+    let reader = sys::open_list(list).map_err(|error| report(list, &plain_message(&error)))?;
     Ok(Names {
-        reader: Some(sys::open_list(list)?),
+        reader: Some(reader),
         list: list.to_os_string(),
         number: 0,
         record: Vec::new(),

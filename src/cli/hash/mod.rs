@@ -112,12 +112,12 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
         Inputs::Named(files) => Names::Given(files.clone()),
-        Inputs::ListedIn(list) => Names::Listed(open_list(list)?),
+        Inputs::ListedIn(list) => Names::Listed(files0::open(list)?),
         Inputs::Walk { roots, walk } => {
             let mut roots = match roots {
                 Roots::Given(roots) => roots.clone(),
                 // Read whole: the walk sorts what is under them anyway.
-                Roots::ListedIn(list) => (open_list(list)?)
+                Roots::ListedIn(list) => (files0::open(list)?)
                     .filter_map(|entry| match entry {
                         Ok(name) => Some(name),
                         Err((place, error)) => {
@@ -139,12 +139,6 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
             Names::Walked(roots, Arc::new(walk.clone()), Arc::new(skipped))
         }
     })
-}
-
-/// Opens a list of names (`--files0-from`); one that cannot be read is
-/// reported.
-fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
-    files0::open(list).map_err(|error| report(list, &plain_message(&error)))
 }
 
 /// A job's tag: the input's name as given, and as lines print it.
