@@ -449,11 +449,8 @@ fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
         let path = pass.path().filter(|_| !verifier.skip_size_lookups)?;
         Some(std::fs::metadata(path).ok()?.len())
     };
-    pass.stat
-        .map(|(size, _)| size)
-        .or(pass.total)
-        .or_else(now)
-        .unwrap_or(0)
+    let listed = pass.stat.map(|(size, _)| size).or(pass.total);
+    listed.or_else(now).unwrap_or(0)
 }
 
 impl Iterator for Passes<'_> {

@@ -280,11 +280,8 @@ impl Report<'_, '_> {
                 digest: Hex(digest),
             })
         });
-        let Err(error) = written else {
-            return Ok(());
-        };
-        let Some(unkept) = SpillError::of(&error) else {
-            return Err(error);
+        let Some(unkept) = written.as_ref().err().and_then(SpillError::of) else {
+            return written;
         };
         self.status = Status::Failure;
         self.errors += 1;
