@@ -48,8 +48,7 @@ impl LeafLog {
         }
     }
 
-    /// Why the digests could not all be kept, if they could not (told
-    /// once).
+    /// Why the digests could not all be kept, if they could not (told once).
     pub fn error(&mut self) -> Option<SpillError> {
         self.error.take().map(SpillError)
     }

@@ -77,7 +77,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         self.len == 0
     }
 
-    /// Adds a record (or what it borrows as, encoded alike: a `ByteBuf`'s `Bytes`).
+    /// Adds a record, or what it borrows as (which encodes alike).
     pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
     where
         T: std::borrow::Borrow<R>,
