@@ -14,7 +14,7 @@ use crate::format::Tag;
 use crate::format::leaf::LeafLine;
 use crate::format::name::Name;
 use crate::params::TreeParams;
-use crate::spill::{IN_MEMORY, Spill};
+use crate::spill::Spill;
 use serde_bytes::ByteBuf;
 
 /// Leaf digests that could not be kept in their temporary file.
@@ -43,18 +43,13 @@ impl LeafLog {
         LeafLog {
             digest_size,
             first: None,
-            digests: Spill::new(IN_MEMORY),
+            digests: Spill::default(),
             error: None,
         }
     }
 
-    /// Whether the digests could not all be kept.
-    pub fn failed(&self) -> bool {
-        self.error.is_some()
-    }
-
-    /// Why the digests could not all be kept.
-    pub fn error(mut self) -> Option<SpillError> {
+    /// Why the digests could not all be kept, if they could not (told once).
+    pub fn error(&mut self) -> Option<SpillError> {
         self.error.take().map(SpillError)
     }
 
@@ -64,8 +59,8 @@ impl LeafLog {
         mut self,
         mut each: impl FnMut(u64, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        if let Some(error) = self.error.take() {
-            return Err(SpillError(error).into());
+        if let Some(error) = self.error() {
+            return Err(error.into());
         }
         let mut index = self.first.unwrap_or(0);
         for run in self.digests.iter() {
@@ -89,7 +84,7 @@ impl LeafLog {
     ) -> io::Result<()> {
         self.for_each(|index, digest| {
             input.push_leaf(lines, total, index, digest);
-            if lines.len() >= LEAF_LINES_ROOM {
+            if lines.len() >= 64 << 10 {
                 out.write_all(lines)?;
                 lines.clear();
             }
@@ -104,15 +99,12 @@ impl LeafSink for LeafLog {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
         self.first.get_or_insert(first);
         if self.error.is_none()
-            && let Err(error) = self.digests.push(&ByteBuf::from(digests))
+            && let Err(error) = self.digests.push(serde_bytes::Bytes::new(digests))
         {
             self.error = Some(error);
         }
     }
 }
-
-/// The room leaf lines are gathered in before they are written out.
-const LEAF_LINES_ROOM: usize = 64 << 10;
 
 /// Leaf digests that could not be kept are an error about the input, not
 /// the output: [`SpillError::of`] tells them apart again.
@@ -205,9 +197,7 @@ impl ListedLeaves {
 
     /// The range of leaves to hash to check them all.
     pub fn indices(&self) -> Option<std::ops::Range<u64>> {
-        let first = self.listed.first()?.index;
-        let last = self.listed.last()?.index;
-        Some(first..last + 1)
+        Some(self.listed.first()?.index..self.listed.last()?.index + 1)
     }
 
     /// Keeps only the listed leaves `keep` says yes to.
@@ -274,10 +264,8 @@ pub enum CombineError {
 }
 
 fn shown(name: &Option<Vec<u8>>) -> String {
-    match name {
-        Some(name) => Name::listed(name).shown(),
-        None => "standard input".to_string(),
-    }
+    name.as_deref()
+        .map_or("standard input".into(), |name| Name::listed(name).shown())
 }
 
 /// Gathers the leaf lines of partial listings of one file and computes the
@@ -318,7 +306,7 @@ impl Default for Combiner {
     fn default() -> Self {
         Combiner {
             file: None,
-            leaves: Spill::sorted(IN_MEMORY),
+            leaves: Spill::sorted(),
         }
     }
 }
@@ -363,19 +351,18 @@ impl Combiner {
                 continue;
             }
             if index > next {
-                gap.get_or_insert(next..index);
+                gap.get_or_insert((next, index));
             }
             root.feed(&digest);
             (next, last) = (index + 1, digest);
         }
         if next < leaves {
-            gap.get_or_insert(next..leaves);
+            gap.get_or_insert((next, leaves));
         }
         if let Some((index, at)) = clash {
             return Err(CombineError::Clash { index, at });
         }
-        if let Some(gap) = gap {
-            let (first, next) = (gap.start, gap.end);
+        if let Some((first, next)) = gap {
             return Err(CombineError::Missing {
                 first,
                 next,

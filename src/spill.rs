@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 /// What one store holds in memory before it spills, at most (less under an
 /// address-space limit: `budget`). An audit fills several at once.
-pub const IN_MEMORY: usize = 8 << 20;
+const IN_MEMORY: usize = 8 << 20;
 
 /// The bytes all stores hold in memory now.
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -42,8 +42,7 @@ pub struct Spill<T> {
     buffer: Vec<u8>,
     /// Written in turn, read at offsets (by every run of a merge at once).
     file: Option<Arc<File>>,
-    /// The bytes written to the file, and (sorted) the runs there.
-    written: u64,
+    /// Where each spill of the buffer went in the file (sorted: a run each).
     runs: Vec<Range<u64>>,
     len: u64,
     /// The record being pushed, encoded.
@@ -51,23 +50,23 @@ pub struct Spill<T> {
     records: PhantomData<fn() -> T>,
 }
 
-impl<T: Serialize + DeserializeOwned> Spill<T> {
-    /// A store read back in the order pushed, holding up to `capacity`
-    /// bytes in memory.
-    pub fn new(capacity: usize) -> Self {
+/// A store read back in the order pushed.
+impl<T> Default for Spill<T> {
+    fn default() -> Self {
         Spill {
             sorted: false,
-            capacity: capacity.min(crate::budget::memory().per_structure),
+            capacity: IN_MEMORY.min(crate::budget::memory().per_structure),
             buffer: Vec::new(),
             file: None,
-            written: 0,
             runs: Vec::new(),
             len: 0,
             encoded: Vec::new(),
             records: PhantomData,
         }
     }
+}
 
+impl<T: Serialize + DeserializeOwned> Spill<T> {
     /// How many records it holds.
     pub fn len(&self) -> u64 {
         self.len
@@ -78,8 +77,11 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         self.len == 0
     }
 
-    /// Adds a record.
-    pub fn push(&mut self, record: &T) -> io::Result<()> {
+    /// Adds a record, or what it borrows as (which encodes alike).
+    pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
+    where
+        T: std::borrow::Borrow<R>,
+    {
         // (Encoded in a buffer kept from record to record: a new one grew
         // byte by byte.)
         let mut encoded = std::mem::take(&mut self.encoded);
@@ -114,7 +116,8 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         };
         // (At the end written so far: Windows' positional reads move the
         // offset that writes go to.)
-        (&**file).seek(SeekFrom::Start(self.written))?;
+        let start = self.runs.last().map_or(0, |run| run.end);
+        (&**file).seek(SeekFrom::Start(start))?;
         let mut out = BufWriter::with_capacity(READ_BUFFER, &**file);
         if self.sorted {
             for record in sorted_records(&self.buffer) {
@@ -124,9 +127,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
             out.write_all(&self.buffer)?;
         }
         out.flush()?;
-        let start = self.written;
-        self.written += self.buffer.len() as u64;
-        self.runs.push(start..self.written);
+        self.runs.push(start..start + self.buffer.len() as u64);
         HELD.fetch_sub(self.buffer.len(), Ordering::Relaxed);
         self.buffer = Vec::new();
         Ok(())
@@ -138,8 +139,11 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         if self.sorted {
             return Box::new(self.merge(&self.buffer));
         }
-        let file = self.file.as_ref();
-        let mut run = file.map(|file| Run::new(file, 0..self.written, READ_BUFFER));
+        let (file, written) = (
+            self.file.as_ref(),
+            self.runs.last().map_or(0, |run| run.end),
+        );
+        let mut run = file.map(|file| Run::new(file, 0..written, READ_BUFFER));
         let spilled = std::iter::from_fn(move || {
             let record = run.as_mut()?.next().transpose()?;
             Some(record.and_then(|bytes| decode(&bytes)))
@@ -167,10 +171,9 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
 }
 
 impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
-    /// A store read back sorted (in `T`'s order, which its encoding keeps),
-    /// holding up to `capacity` bytes in memory.
-    pub fn sorted(capacity: usize) -> Self {
-        let mut spill = Spill::new(capacity);
+    /// A store read back sorted (in `T`'s order, which its encoding keeps).
+    pub fn sorted() -> Self {
+        let mut spill = Spill::default();
         spill.sorted = true;
         spill
     }
@@ -181,11 +184,11 @@ impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
     pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
         debug_assert!(self.sorted, "a store read in the order pushed");
         if self.file.is_none() {
+            // (The buffer stays held, and counted, while its records are read.)
             let order = sorted_records(&self.buffer);
-            let buffer = std::mem::take(&mut self.buffer);
-            HELD.fetch_sub(buffer.len(), Ordering::Relaxed);
-            let records = order.into_iter();
-            return Ok(Box::new(records.map(move |record| decode(&buffer[record]))));
+            return Ok(Box::new(
+                order.into_iter().map(move |at| decode(&self.buffer[at])),
+            ));
         }
         if !self.buffer.is_empty() {
             self.spill()?;
@@ -333,8 +336,9 @@ mod tests {
         let mut sorted_records = records.clone();
         sorted_records.sort();
         for capacity in [0, 1, 100, 10_000, usize::MAX] {
-            let mut pushed = Spill::new(capacity);
-            let mut sorted = Spill::sorted(capacity);
+            let mut pushed = Spill::<(u64, Kind)>::default();
+            let mut sorted = Spill::<(u64, Kind)>::sorted();
+            (pushed.capacity, sorted.capacity) = (capacity, capacity);
             for (at, record) in records.iter().enumerate() {
                 if at == records.len() / 2 {
                     // Read halfway: what is pushed next still goes after it.
@@ -353,7 +357,7 @@ mod tests {
             let back: Vec<_> = sorted.into_sorted().unwrap().map(Result::unwrap).collect();
             assert!(back == sorted_records, "capacity {capacity}, sorted");
         }
-        let mut nothing = Spill::<u64>::sorted(0).into_sorted().unwrap();
+        let mut nothing = Spill::<u64>::sorted().into_sorted().unwrap();
         assert!(nothing.next().is_none());
     }
 }

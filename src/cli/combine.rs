@@ -23,11 +23,8 @@ use super::sys;
 /// checksum line to `out`; returns the exit status.
 pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     let stdin_only = [OsString::from("-")];
-    let listings = match config.listings.is_empty() {
-        true => &stdin_only[..],
-        false => &config.listings[..],
-    };
-    let combined = match combine(listings) {
+    let given = Some(&config.listings[..]).filter(|given| !given.is_empty());
+    let combined = match combine(given.unwrap_or(&stdin_only)) {
         Ok(combined) => combined,
         Err(status) => return status,
     };
@@ -59,17 +56,12 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
 fn combine(listings: &[OsString]) -> Result<Combined, Status> {
     let mut combiner = Combiner::default();
     for (number, listing) in listings.iter().enumerate() {
-        add_listing(&mut combiner, listing, number as u32)
-            .map_err(|(place, message)| report(&place, &message))?;
+        add_listing(&mut combiner, listing, number as u32)?;
     }
     combiner.finish().map_err(|error| match error {
-        CombineError::Clash {
-            at: (listing, line),
-            ..
-        } => report(
-            &at_line(&listings[listing as usize], line),
-            &error.to_string(),
-        ),
+        CombineError::Clash { at, .. } => {
+            report(&at_line(&listings[at.0 as usize], at.1), &error.to_string())
+        }
         error => {
             warn(&error.to_string());
             Status::Failure
@@ -84,18 +76,14 @@ fn at_line(listing: &OsStr, number: u64) -> OsString {
     place
 }
 
-/// Adds every leaf line of one listing (the `number`-th); on failure,
-/// where and what.
-fn add_listing(
-    combiner: &mut Combiner,
-    listing: &OsStr,
-    number: u32,
-) -> Result<(), (OsString, String)> {
-    let failed = |message: String| (super::list_name(listing).to_os_string(), message);
+/// Adds every leaf line of one listing (the `number`-th); the first
+/// problem is reported.
+fn add_listing(combiner: &mut Combiner, listing: &OsStr, number: u32) -> Result<(), Status> {
+    let failed = |message: String| report(super::list_name(listing), &message);
     let mut reader = sys::open_list(listing).map_err(|error| failed(plain_message(&error)))?;
     let mut line = Vec::new();
     for line_number in 1.. {
-        let at_line = |message: String| (at_line(listing, line_number), message);
+        let at_line = |message: String| report(&at_line(listing, line_number), &message);
         match read_line(&mut reader, &mut line).map_err(|error| failed(plain_message(&error)))? {
             Line::End => return Ok(()),
             Line::TooLong => {

@@ -76,12 +76,9 @@ pub enum Inputs {
     ListedIn(OsString),
     /// Every regular file under the directories (`--recursive`).
     Walk { roots: Roots, walk: WalkPlan },
-    /// None: only the count line of a file of `total` bytes (of its
+    /// None: only the count line of a file of this many bytes (of its
     /// selected leaves), `--leaf-count --total T`.
-    Planned {
-        total: u64,
-        selection: Option<Selection>,
-    },
+    Planned(u64),
 }
 
 /// The directories `--recursive` walks.
@@ -383,11 +380,8 @@ fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Resu
             None => Roots::Given(args.files),
         };
         Inputs::Walk { roots, walk }
-    } else if let (Some(total), Listing::Count(selection)) = (args.total, &listing) {
-        Inputs::Planned {
-            total,
-            selection: selection.clone(),
-        }
+    } else if let (Some(total), Listing::Count(_)) = (args.total, &listing) {
+        Inputs::Planned(total)
     } else if let Some(list) = args.files0_from {
         Inputs::ListedIn(list)
     } else if args.files.is_empty() {

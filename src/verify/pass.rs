@@ -81,10 +81,8 @@ impl Pass {
         let same_file = name.unwrap_or(b"-") == self.name
             && tree.algorithm() == self.tree.algorithm()
             && tree.digest_size() == self.tree.digest_size();
-        match self.total {
-            Some(listed) => same_file && *tree == self.tree && total == listed,
-            None => same_file,
-        }
+        let same_listing = |listed| *tree == self.tree && total == listed;
+        same_file && self.total.is_none_or(same_listing)
     }
 
     pub(super) fn judged_checksum(&self) -> Option<&Entry> {

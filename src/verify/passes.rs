@@ -34,9 +34,6 @@ pub(super) struct Passes<'a> {
     pub error: Option<io::Error>,
     /// How many properly formatted lines were left to other slices.
     pub outside_slice: u64,
-    /// Whether improperly formatted lines are reported (not in slices but
-    /// the first).
-    reports_bad_lines: bool,
     /// When slicing: whether the pass before was checked in this slice.
     previous_reported: bool,
     /// Whether the last file was taken as unchanged: its next passes are
@@ -75,7 +72,6 @@ impl<'a> Passes<'a> {
             bad_lines: Vec::new(),
             error: None,
             outside_slice: 0,
-            reports_bad_lines: verifier.slice.is_none_or(|slice| slice.part.part() == 1),
             previous_reported: false,
             unread_file: false,
             cut: false,
@@ -166,6 +162,11 @@ impl<'a> Passes<'a> {
 
     /// The next pass, with its listed leaves.
     fn next_pass(&mut self) -> Option<Pass> {
+        // (A list's improperly formatted lines are its first slice's.)
+        let reports_bad_lines = self
+            .verifier
+            .slice
+            .is_none_or(|slice| slice.part.part() == 1);
         let mut pass = loop {
             let (line_number, line) = self.next_line()?;
             match self.start(line) {
@@ -176,9 +177,7 @@ impl<'a> Passes<'a> {
                         ..pass
                     };
                 }
-                // (A list's improperly formatted lines are its first
-                // slice's.)
-                Err(_) if !self.reports_bad_lines => {}
+                Err(_) if !reports_bad_lines => {}
                 Err(why) => self.bad_lines.push((line_number, why)),
             }
             if self.error.is_some() {
@@ -450,11 +449,8 @@ fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
         let path = pass.path().filter(|_| !verifier.skip_size_lookups)?;
         Some(std::fs::metadata(path).ok()?.len())
     };
-    pass.stat
-        .map(|(size, _)| size)
-        .or(pass.total)
-        .or_else(now)
-        .unwrap_or(0)
+    let listed = pass.stat.map(|(size, _)| size).or(pass.total);
+    listed.or_else(now).unwrap_or(0)
 }
 
 impl Iterator for Passes<'_> {

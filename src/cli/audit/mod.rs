@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use bt2sum::format::name::Name;
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 use bt2sum::sys::FileId;
 use bt2sum::verify::{Checked, Verdict};
 use bt2sum::{Event, Job, TreeParams, hash_each};
@@ -68,11 +68,11 @@ impl<'a> Audit<'a> {
             updated,
             skipped: Arc::new(skipped(check, updated)),
             progress: progress.cloned(),
-            listed: Spill::sorted(IN_MEMORY),
-            missing: Spill::new(IN_MEMORY),
+            listed: Spill::sorted(),
+            missing: Spill::default(),
             tree: None,
-            joined: Spill::sorted(IN_MEMORY),
-            entries: Spill::new(IN_MEMORY),
+            joined: Spill::sorted(),
+            entries: Spill::default(),
             shape: None,
             first_outside: None,
         }
@@ -175,8 +175,8 @@ impl<'a> Audit<'a> {
         mut self,
         mut report: impl FnMut(Finding) -> ControlFlow<()>,
     ) -> io::Result<Option<Rewrite>> {
-        let mut listed = std::mem::replace(&mut self.listed, Spill::sorted(0));
-        let mut new = Spill::new(IN_MEMORY);
+        let mut listed = std::mem::replace(&mut self.listed, Spill::sorted());
+        let mut new = Spill::default();
         let plan = Arc::new(self.plan.walk.clone());
         for root in &self.plan.roots {
             let walk = walk(
@@ -191,7 +191,7 @@ impl<'a> Audit<'a> {
                 return Ok(None);
             }
         }
-        let mut moves = moves::moves(std::mem::replace(&mut self.joined, Spill::sorted(0)))?;
+        let mut moves = moves::moves(std::mem::replace(&mut self.joined, Spill::sorted()))?;
         // The new files in walk order, NEW or MOVED from the entry paired
         // with them; then the missing entries that did not move, in list
         // order.

@@ -9,7 +9,7 @@ use serde_bytes::ByteBuf;
 use bt2sum::Digest;
 use bt2sum::Stamp;
 use bt2sum::format::stat::Mtime;
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 
 /// A missing entry or a new file, by digest: sorted, a digest's missing
 /// entries come first, then its new files.
@@ -64,8 +64,8 @@ pub(super) struct Moves {
 /// The moves among the joined records: each digest that exactly one
 /// missing entry and exactly one new file have.
 pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
-    let mut by_new = Spill::sorted(IN_MEMORY);
-    let mut by_missing = Spill::sorted(IN_MEMORY);
+    let mut by_new = Spill::sorted();
+    let mut by_missing = Spill::sorted();
     let mut group: Vec<Joined> = Vec::new();
     let mut pair = |group: &mut Vec<Joined>| -> io::Result<()> {
         if let [entry, file] = &mut group[..]
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn a_digest_one_missing_entry_and_one_new_file_share_is_a_move() {
         let new = |name: &[u8]| NewFile::of(name, None);
-        let mut joined = Spill::sorted(IN_MEMORY);
+        let mut joined = Spill::sorted();
         // Digest 1: one of each, a move. 2: two missing entries, 3: two new
         // files, 4: a missing entry alone, 5: a new file alone; 6: one of
         // each again.

@@ -17,7 +17,7 @@ use std::io::{self, IsTerminal};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 use bt2sum::verify::{Checked, Subject, Unit, Verdict};
 use bt2sum::{Digest, TreeParams};
 use indicatif::{BinaryBytes, HumanDuration};
@@ -74,9 +74,9 @@ pub fn open(ledgering: &Ledgering) -> Result<Option<Schedule>, Status> {
         unwritten: None,
         failed: false,
         listing: true,
-        units: Spill::sorted(IN_MEMORY),
+        units: Spill::sorted(),
         left: None,
-        chosen: Spill::new(IN_MEMORY),
+        chosen: Spill::default(),
         round: Vec::new(),
         started: None,
         bytes: 0,
@@ -152,7 +152,7 @@ fn sorted<'a>(left: &'a mut Option<Left>, units: &mut Spill<Planned>) -> io::Res
     match left {
         Some(left) => Ok(left),
         None => {
-            let units = std::mem::replace(units, Spill::new(0));
+            let units = std::mem::take(units);
             Ok(left.insert(units.into_sorted()?.peekable()))
         }
     }
@@ -377,7 +377,7 @@ impl Schedule {
     fn ages(&mut self) -> Result<Coverage, Box<dyn std::error::Error>> {
         self.commit()?;
         let (now, after) = (seconds(SystemTime::now()), Reader::new(&self.database));
-        let (mut coverage, mut keys) = (Coverage::default(), Spill::sorted(IN_MEMORY));
+        let (mut coverage, mut keys) = (Coverage::default(), Spill::<Key>::sorted());
         let left = sorted(&mut self.left, &mut self.units)?;
         for planned in self.chosen.iter().chain(left) {
             let planned = planned?;

@@ -12,21 +12,15 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead};
 
+use crate::cli::output::{Status, report};
 use crate::cli::sys;
+use crate::cli::walk::Walked;
 use bt2sum::format::lines::{MAX_LINE, Record, read_until};
 use bt2sum::plain_message;
 
-pub enum Entry {
-    Name(OsString),
-    /// Not a name: where it is (`F:N`, or `F` when the list could not be
-    /// read) and why.
-    Bad {
-        place: OsString,
-        message: String,
-    },
-}
-
-/// The names of a list, read as they are asked for.
+/// The names of a list, read as they are asked for; where an entry is no
+/// name, where it is (`F:N`, or `F` when the list could not be read) and
+/// why, as a walk tells where it failed.
 pub struct Names {
     /// `None` once the list has ended, or could not be read on.
     reader: Option<Box<dyn BufRead>>,
@@ -36,9 +30,11 @@ pub struct Names {
     record: Vec<u8>,
 }
 
-pub fn open(list: &OsStr) -> io::Result<Names> {
+/// Opens a list of names; one that cannot be read is reported.
+pub fn open(list: &OsStr) -> Result<Names, Status> {
+    let reader = sys::open_list(list).map_err(|error| report(list, &plain_message(&error)))?;
     Ok(Names {
-        reader: Some(sys::open_list(list)?),
+        reader: Some(reader),
         list: list.to_os_string(),
         number: 0,
         record: Vec::new(),
@@ -46,18 +42,16 @@ pub fn open(list: &OsStr) -> io::Result<Names> {
 }
 
 impl Iterator for Names {
-    type Item = Entry;
+    type Item = Walked;
 
-    fn next(&mut self) -> Option<Entry> {
+    fn next(&mut self) -> Option<Walked> {
         let read = read_until(self.reader.as_mut()?, &mut self.record, 0);
         self.number += 1;
         let message = match read {
             Err(error) => {
                 self.reader = None;
-                return Some(Entry::Bad {
-                    place: self.list.clone(),
-                    message: plain_message(&error),
-                });
+                let message = io::Error::other(plain_message(&error));
+                return Some(Err((self.list.clone(), message)));
             }
             Ok(Record::End) => {
                 self.reader = None;
@@ -73,7 +67,7 @@ impl Iterator for Names {
                         .into()
                 } else {
                     match os_name(name) {
-                        Some(name) => return Some(Entry::Name(name)),
+                        Some(name) => return Some(Ok(name)),
                         None => "the name is not valid Unicode".into(),
                     }
                 }
@@ -81,7 +75,7 @@ impl Iterator for Names {
         };
         let mut place = self.list.clone();
         place.push(format!(":{}", self.number));
-        Some(Entry::Bad { place, message })
+        Some(Err((place, io::Error::other(message))))
     }
 }
 

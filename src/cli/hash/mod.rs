@@ -16,13 +16,12 @@ use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
 use bt2sum::leaves::{LeafLog, SpillError};
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
-use files0::Entry;
 
 use super::output::{Hex, JsonName, Printer, Record, Status, Tree, Verbosity, ended, report};
 use super::plan::{Hashing, Inputs, Listing, Roots};
 use super::progress::{BarMode, Progress};
 use super::sys;
-use super::walk::{Skipped, WalkPlan, walk};
+use super::walk::{Skipped, WalkPlan, Walked, walk};
 
 mod files0;
 
@@ -78,38 +77,22 @@ impl Names {
         let mut sizes: Box<dyn Iterator<Item = Option<u64>> + '_> = match self {
             Names::Given(names) => Box::new(names.iter().map(|name| hashed_bytes(config, name))),
             Names::Walked(roots, plan, skipped) => {
-                Box::new(walked(roots, plan, skipped).map(|entry| match entry {
-                    Entry::Name(path) => Some(hashed_bytes(config, &path).unwrap_or(0)),
-                    Entry::Bad { .. } => Some(0),
-                }))
+                let walked = walk(roots.clone(), Arc::clone(plan), Arc::clone(skipped));
+                let size = |path: OsString| hashed_bytes(config, &path).unwrap_or(0);
+                Box::new(walked.map(move |entry| Some(entry.map_or(0, size))))
             }
             Names::Listed(_) => return None,
         };
         sizes.try_fold(0u64, |total, size| Some(total.saturating_add(size?)))
     }
 
-    fn entries(self) -> Box<dyn Iterator<Item = Entry>> {
+    fn entries(self) -> Box<dyn Iterator<Item = Walked>> {
         match self {
-            Names::Given(names) => Box::new(names.into_iter().map(Entry::Name)),
-            Names::Walked(roots, plan, skipped) => Box::new(walked(&roots, &plan, &skipped)),
+            Names::Given(names) => Box::new(names.into_iter().map(Ok)),
+            Names::Walked(roots, plan, skipped) => Box::new(walk(roots, plan, skipped)),
             Names::Listed(listed) => Box::new(listed),
         }
     }
-}
-
-fn walked(
-    roots: &[OsString],
-    plan: &Arc<WalkPlan>,
-    skipped: &Arc<Skipped>,
-) -> impl Iterator<Item = Entry> + 'static {
-    let (plan, skipped) = (Arc::clone(plan), Arc::clone(skipped));
-    walk(roots.to_vec(), plan, skipped).map(|walked| match walked {
-        Ok(path) => Entry::Name(path),
-        Err((path, error)) => Entry::Bad {
-            place: path,
-            message: plain_message(&error),
-        },
-    })
 }
 
 /// The inputs' names; `Err` with the run's status when there is nothing to
@@ -119,24 +102,27 @@ fn walked(
 /// entry of `-r --files0-from` that is no name).
 fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result<Names, Status> {
     Ok(match &config.inputs {
-        Inputs::Planned { total, selection } => {
+        Inputs::Planned(total) => {
+            let Listing::Count(selection) = &config.listing else {
+                unreachable!("--total without reading plans a count line")
+            };
             let name = JsonName(config.name.as_deref());
             let record = Record::count(&config.tree, name, *total, selection.as_ref());
             return Err(ended(out.end(Ok(()), &record)));
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
         Inputs::Named(files) => Names::Given(files.clone()),
-        Inputs::ListedIn(list) => Names::Listed(open_list(list)?),
+        Inputs::ListedIn(list) => Names::Listed(files0::open(list)?),
         Inputs::Walk { roots, walk } => {
             let mut roots = match roots {
                 Roots::Given(roots) => roots.clone(),
                 // Read whole: the walk sorts what is under them anyway.
-                Roots::ListedIn(list) => (open_list(list)?)
+                Roots::ListedIn(list) => (files0::open(list)?)
                     .filter_map(|entry| match entry {
-                        Entry::Name(name) => Some(name),
-                        Entry::Bad { place, message } => {
+                        Ok(name) => Some(name),
+                        Err((place, error)) => {
                             // (As a missing FILE would.)
-                            *status = report(&place, &message);
+                            *status = report(&place, &plain_message(&error));
                             None
                         }
                     })
@@ -155,20 +141,14 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
     })
 }
 
-/// Opens a list of names (`--files0-from`); one that cannot be read is
-/// reported.
-fn open_list(list: &OsStr) -> Result<files0::Names, Status> {
-    files0::open(list).map_err(|error| report(list, &plain_message(&error)))
-}
-
 /// A job's tag: the input's name as given, and as lines print it.
 type Tag = (OsString, Vec<u8>);
 
-fn job(config: &Hashing, entry: Entry, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
+fn job(config: &Hashing, entry: Walked, progress: &Progress) -> Job<Tag, Option<LeafLog>> {
     let tree = &config.tree;
     let (name, mut error) = match entry {
-        Entry::Name(name) => (name, None),
-        Entry::Bad { place, message } => (place, Some(io::Error::other(message).into())),
+        Ok(name) => (name, None),
+        Err((place, error)) => (place, Some(error.into())),
     };
     // How lines name it: a name that cannot be printed is an error.
     let printed = match (&config.name, Name::of_path(&name)) {
@@ -219,17 +199,14 @@ struct Report<'a, 'o> {
 
 impl Report<'_, '_> {
     /// Writes an input's records, or reports why it has none.
-    fn outcome(&mut self, outcome: Outcome<Tag, Option<LeafLog>>) -> io::Result<()> {
+    fn outcome(&mut self, mut outcome: Outcome<Tag, Option<LeafLog>>) -> io::Result<()> {
         let (name, printed) = outcome.tag;
-        let message = match outcome.result {
+        let unkept = outcome.leaves.as_mut().and_then(LeafLog::error);
+        let message = match (outcome.result, unkept) {
             // (A listing whose leaf digests could not be kept is reported
             // whole, its checksum line too.)
-            Ok(_) if outcome.leaves.as_ref().is_some_and(LeafLog::failed) => {
-                let log = outcome.leaves.expect("a log");
-                log.error()
-                    .map_or_else(String::new, |error| error.to_string())
-            }
-            Ok(hashed) => {
+            (Ok(_), Some(unkept)) => unkept.to_string(),
+            (Ok(hashed), None) => {
                 self.files += 1;
                 let name = self.named.then_some(&printed[..]);
                 let mtime = outcome
@@ -240,10 +217,10 @@ impl Report<'_, '_> {
                 return self.write(name, &hashed, mtime, outcome.leaves);
             }
             // (As `ls` would not: a user who came from it meant `-r`.)
-            Err(bt2sum::Error::Io(error)) if error.kind() == io::ErrorKind::IsADirectory => {
+            (Err(bt2sum::Error::Io(error)), _) if error.kind() == io::ErrorKind::IsADirectory => {
                 format!("{}; -r hashes the files in it", plain_message(&error))
             }
-            Err(error) => error.to_string(),
+            (Err(error), _) => error.to_string(),
         };
         self.status = Status::Failure;
         self.errors += 1;
@@ -303,11 +280,8 @@ impl Report<'_, '_> {
                 digest: Hex(digest),
             })
         });
-        let Err(error) = written else {
-            return Ok(());
-        };
-        let Some(unkept) = SpillError::of(&error) else {
-            return Err(error);
+        let Some(unkept) = written.as_ref().err().and_then(SpillError::of) else {
+            return written;
         };
         self.status = Status::Failure;
         self.errors += 1;

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
-use bt2sum::spill::{IN_MEMORY, Spill};
+use bt2sum::spill::Spill;
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
@@ -80,12 +80,12 @@ impl Repairs {
     pub fn new(repair: &Repair, restore: bool) -> Repairs {
         Repairs {
             mender: Mender::new(repair),
-            pending: Spill::new(IN_MEMORY),
+            pending: Spill::default(),
             claims: HashMap::new(),
             contradicted: HashMap::new(),
             file: Noted::default(),
             restore,
-            lost: Spill::new(IN_MEMORY),
+            lost: Spill::default(),
         }
     }
 
@@ -209,7 +209,7 @@ impl Repairs {
         // next, it is the file as that mending left it.
         let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
         let mut file: Option<Mending> = None;
-        let mut pending = std::mem::replace(&mut self.pending, Spill::new(IN_MEMORY));
+        let mut pending = std::mem::take(&mut self.pending);
         for damaged in pending.iter() {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
@@ -267,7 +267,7 @@ impl Repairs {
     }
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
-        let mut lost = std::mem::replace(&mut self.lost, Spill::new(IN_MEMORY));
+        let mut lost = std::mem::take(&mut self.lost);
         for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
