@@ -16,7 +16,6 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::audit::is_temporary;
 use bt2sum::sys::FileId;
 use walkdir::{DirEntry, WalkDir};
 
@@ -108,6 +107,20 @@ fn sort_order(a: &DirEntry, b: &DirEntry) -> std::cmp::Ordering {
         let a_rest = a[common..].iter().chain(a_slash);
         a_rest.cmp(b[common..].iter().chain(b_slash))
     })
+}
+
+/// How an update names its temporary file, beside the list it rewrites.
+pub const UPDATE_PREFIX: &str = ".bt2sum-update-";
+
+/// Whether `name` has the exact form of an update's temporary file
+/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
+fn is_temporary(name: &OsStr) -> bool {
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
+    let rest = name
+        .to_str()
+        .and_then(|name| name.strip_prefix(UPDATE_PREFIX));
+    let parts = rest.and_then(|rest| rest.split_once('-'));
+    parts.is_some_and(|(pid, number)| digits(pid) && digits(number))
 }
 
 /// Whether an entry is left out (a directory not entered).
@@ -243,6 +256,23 @@ fn glob_reason(error: &ignore::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_exact_form_is_a_temporary_file() {
+        for (name, temporary) in [
+            (".bt2sum-update-123-456", true),
+            (".bt2sum-update-1-0", true),
+            (".bt2sum-update-", false),
+            (".bt2sum-update-123", false),
+            (".bt2sum-update-123-", false),
+            (".bt2sum-update--4", false),
+            (".bt2sum-update-evil.sh", false),
+            (".bt2sum-update-12-34.sh", false),
+            ("x.bt2sum-update-1-2", false),
+        ] {
+            assert_eq!(is_temporary(OsStr::new(name)), temporary, "{name}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -21,7 +21,7 @@ use moves::{Joined, NewFile, Which};
 use rewrite::{Rewrite, Shape};
 pub use scope::Scope;
 use serde_bytes::ByteBuf;
-pub use update::{UpdatedList, is_temporary};
+pub use update::UpdatedList;
 
 use super::output::{JsonName, Printer, Record, Status, Verbosity, warn};
 use super::plan::{Auditing, Checking};

@@ -4,7 +4,7 @@
 //! audit reads it; every later step goes through that descriptor and its
 //! directory's, never the list's path again.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek};
 use std::path::{Path, PathBuf};
@@ -15,20 +15,10 @@ use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
+use crate::cli::walk::UPDATE_PREFIX;
 use bt2sum::Stamp;
 use bt2sum::format::name::Name;
 use bt2sum::sys::FileId;
-
-const PREFIX: &str = ".bt2sum-update-";
-
-/// Whether `name` has the exact form of an update's temporary file
-/// (`.bt2sum-update-PID-NUMBER`), which an audit passes over.
-pub fn is_temporary(name: &OsStr) -> bool {
-    let digits = |part: &str| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
-    let rest = name.to_str().and_then(|name| name.strip_prefix(PREFIX));
-    let parts = rest.and_then(|rest| rest.split_once('-'));
-    parts.is_some_and(|(pid, number)| digits(pid) && digits(number))
-}
 
 /// The list an update rewrites, opened before the audit reads it.
 pub struct UpdatedList {
@@ -91,7 +81,7 @@ impl UpdatedList {
     pub fn rewrite(&self, rewrite: Rewrite) -> Result<Rewritten, String> {
         let plain = |error: io::Error| bt2sum::plain_message(&error);
         self.unchanged()?;
-        let temporary = Temporary::create(&self.directory, PREFIX).map_err(|error| {
+        let temporary = Temporary::create(&self.directory, UPDATE_PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.directory_path.as_os_str()).shown();
             format!(
                 "cannot create a temporary file in {shown}: {}",
@@ -171,27 +161,5 @@ fn said(done: &Rewritten) -> String {
     match parts.is_empty() {
         true => "nothing changed".to_string(),
         false => parts.join(", "),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_exact_form_is_a_temporary_file() {
-        for (name, temporary) in [
-            (".bt2sum-update-123-456", true),
-            (".bt2sum-update-1-0", true),
-            (".bt2sum-update-", false),
-            (".bt2sum-update-123", false),
-            (".bt2sum-update-123-", false),
-            (".bt2sum-update--4", false),
-            (".bt2sum-update-evil.sh", false),
-            (".bt2sum-update-12-34.sh", false),
-            ("x.bt2sum-update-1-2", false),
-        ] {
-            assert_eq!(is_temporary(OsStr::new(name)), temporary, "{name}");
-        }
     }
 }
