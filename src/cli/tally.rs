@@ -35,8 +35,10 @@ impl Tally {
         }
     }
 
-    /// An audit's summary, in GNU's words and style.
-    pub fn audit_warnings(&self, ignore_missing: bool) -> Vec<String> {
+    /// An audit's summary, in GNU's words and style, each to follow
+    /// `bt2sum: `; unless `quiet`, then its last line, counting the files of
+    /// every class found (OK always), as hashdeep's audit ends.
+    pub fn audit_summary(&self, ignore_missing: bool, quiet: bool) -> Vec<String> {
         let missing = if ignore_missing { 0 } else { self.missing };
         let scope = "(under no directory audited, excluded, deeper than --max-depth, or on \
                      another file system): not read";
@@ -48,13 +50,10 @@ impl Tally {
             (self.out_of_scope, false, &format!("listed file was out of the audit's scope {scope}"),
                 &format!("listed files were out of the audit's scope {scope}")),
         ];
-        said(&counts)
-    }
-
-    /// An audit's last line, counting the files of every class found (OK
-    /// always), as hashdeep's audit ends; to follow `bt2sum: `.
-    pub fn audit_line(&self, ignore_missing: bool) -> String {
-        let missing = if ignore_missing { 0 } else { self.missing };
+        let mut summary = said(&counts);
+        if quiet {
+            return summary;
+        }
         let classes = [
             (self.matched, "OK"),
             (self.unread, "OK (not read)"),
@@ -73,7 +72,8 @@ impl Tally {
             .map(|(count, class)| format!("{count} {class}"))
             .collect();
         let files = counted(files, "file", "files");
-        format!("audited {files}: {}", classes.join(", "))
+        summary.push(format!("audited {files}: {}", classes.join(", ")));
+        summary
     }
 
     /// Whether the list verified no file where it may have although its

@@ -310,11 +310,8 @@ fn warn_found(verbosity: Verbosity, tally: &Tally, ignore_missing: bool, base: B
     if verbosity == Verbosity::Status {
         return;
     }
-    for warning in tally.audit_warnings(ignore_missing) {
-        warn(&warning);
-    }
-    if verbosity != Verbosity::Quiet {
-        warn(&tally.audit_line(ignore_missing));
+    for said in tally.audit_summary(ignore_missing, verbosity == Verbosity::Quiet) {
+        warn(&said);
     }
     let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
     let base = if found_here + tally.moved == 0 {
