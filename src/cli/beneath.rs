@@ -173,7 +173,7 @@ impl Temporary {
             match directory.create_new(&name) {
                 Ok(file) => {
                     let token = NEXT.fetch_add(1, Ordering::Relaxed);
-                    held.push((token, directory.try_clone()?, name));
+                    held.push((token, directory.clone(), name));
                     let file = Some(file);
                     return Ok(Temporary { file, token });
                 }
@@ -193,7 +193,11 @@ impl Temporary {
     pub fn persist(mut self, target: &OsStr, replace: bool) -> io::Result<()> {
         self.settle(|directory, name| match replace {
             true => directory.rename(name, target),
-            false => directory.rename_new(name, target),
+            // (A second name, then the first removed: no system call of
+            // every Unix renames without replacing.)
+            false => directory
+                .link(name, target)
+                .and_then(|()| directory.remove(name)),
         })
     }
 
@@ -245,18 +249,15 @@ impl Directory {
         // (A path from the root starts there: at its prefix and root.)
         let is_root =
             |part: &&Component<'_>| matches!(part, Component::Prefix(_) | Component::RootDir);
-        let root: PathBuf = way.iter().take_while(is_root).collect();
+        let rooted = way.iter().take_while(is_root).count();
+        let root: PathBuf = way[..rooted].iter().collect();
         let mut directory = match (from, root.as_os_str().is_empty()) {
-            (Some(from), true) => from.try_clone()?,
+            (Some(from), true) => from.clone(),
             (None, true) => Directory::start(Path::new("."))?,
             (_, false) => Directory::start(&root)?,
         };
-        for (index, part) in way.iter().enumerate() {
-            let name = match part {
-                Component::Normal(name) => *name,
-                Component::ParentDir => OsStr::new(".."),
-                _ => continue,
-            };
+        for (index, part) in way.iter().enumerate().skip(rooted) {
+            let name = part.as_os_str();
             let child = match directory.child(name) {
                 Err(Refusal::Io(error)) if make && error.kind() == io::ErrorKind::NotFound => {
                     directory.make_child(name)?;
@@ -283,6 +284,7 @@ mod platform {
     use std::io;
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::{Path, PathBuf};
+    use std::sync::Arc;
 
     use bt2sum::sys::FileId;
     use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
@@ -294,22 +296,19 @@ mod platform {
         Ok(metadata.nlink())
     }
 
-    pub struct Directory(OwnedFd);
+    #[derive(Clone)]
+    pub struct Directory(Arc<OwnedFd>);
 
     impl Directory {
-        /// The directory a walk starts from.
         pub(super) fn start(path: &Path) -> io::Result<Directory> {
             let flags = OFlags::DIRECTORY | OFlags::CLOEXEC;
             let fd = rustix::fs::openat(CWD, path, flags, Mode::empty())?;
-            Ok(Directory(fd))
-        }
-
-        pub fn try_clone(&self) -> io::Result<Directory> {
-            self.0.try_clone().map(Directory)
+            Ok(Directory(Arc::new(fd)))
         }
 
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {
-            self.open_entry(name, OFlags::DIRECTORY).map(Directory)
+            let fd = self.open_entry(name, OFlags::DIRECTORY)?;
+            Ok(Directory(Arc::new(fd)))
         }
 
         /// (The umask applies.)
@@ -345,7 +344,6 @@ mod platform {
             Ok(std::ffi::OsString::from_vec(target.into_bytes()).into())
         }
 
-        /// A new file `name`, readable and writable by its owner only.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
             let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             let mode = Mode::RUSR | Mode::WUSR;
@@ -361,12 +359,14 @@ mod platform {
             Ok(rustix::fs::unlinkat(&self.0, name, AtFlags::empty())?)
         }
 
-        /// Renames `from` to `to` unless `to` is there.
-        pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-            // (A second name, then the first removed: no system call of
-            // every Unix renames without replacing.)
-            rustix::fs::linkat(&self.0, from, &self.0, to, AtFlags::empty())?;
-            self.remove(from)
+        pub(super) fn link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            Ok(rustix::fs::linkat(
+                &self.0,
+                from,
+                &self.0,
+                to,
+                AtFlags::empty(),
+            )?)
         }
 
         /// Flushes the directory's entries, so that a rename survives a crash.
@@ -415,45 +415,32 @@ mod platform {
     #[derive(Clone)]
     pub struct Directory {
         path: PathBuf,
-        held: Arc<Held>,
-    }
-
-    /// A directory's handle, and those of the directories on its way.
-    struct Held {
-        _handle: File,
-        _up: Option<Arc<Held>>,
+        /// Its handle, after those of the directories on its way.
+        held: Vec<Arc<File>>,
     }
 
     impl Directory {
-        /// The directory a walk starts from, held.
         pub(super) fn start(path: &Path) -> Result<Directory, Refusal> {
-            Directory::at(path.to_path_buf(), None)
+            Directory::at(path.to_path_buf(), Vec::new())
         }
 
-        /// The directory at `path`, held: below the start (`up`), not
-        /// through a link.
-        fn at(path: PathBuf, up: Option<Arc<Held>>) -> Result<Directory, Refusal> {
+        /// The directory at `path`, held: below the start (`up`, the
+        /// handles on its way), not through a link.
+        fn at(path: PathBuf, mut up: Vec<Arc<File>>) -> Result<Directory, Refusal> {
             let handle = OpenOptions::new()
                 .read(true)
                 .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
                 .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
                 .open(&path)?;
-            if up.is_some() && is_link(&handle)? {
+            if !up.is_empty() && is_link(&handle)? {
                 return Err(Refusal::Link);
             }
-            let held = Arc::new(Held {
-                _handle: handle,
-                _up: up,
-            });
-            Ok(Directory { path, held })
-        }
-
-        pub fn try_clone(&self) -> io::Result<Directory> {
-            Ok(self.clone())
+            up.push(Arc::new(handle));
+            Ok(Directory { path, held: up })
         }
 
         pub(super) fn child(&self, name: &OsStr) -> Result<Directory, Refusal> {
-            Directory::at(self.path.join(name), Some(Arc::clone(&self.held)))
+            Directory::at(self.path.join(name), self.held.clone())
         }
 
         pub(super) fn make_child(&self, name: &OsStr) -> io::Result<()> {
@@ -493,9 +480,8 @@ mod platform {
             std::fs::remove_file(self.path.join(name))
         }
 
-        pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-            std::fs::hard_link(self.path.join(from), self.path.join(to))?;
-            self.remove(from)
+        pub(super) fn link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            std::fs::hard_link(self.path.join(from), self.path.join(to))
         }
 
         /// A rename is as durable as the system makes it.

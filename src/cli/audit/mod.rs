@@ -314,12 +314,11 @@ fn warn_found(verbosity: Verbosity, tally: &Tally, ignore_missing: bool, base: B
         warn(&said);
     }
     let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
-    let base = if found_here + tally.moved == 0 {
-        deeper
-    } else {
-        base
+    let hint = match tally.moved {
+        0 => deeper.hint(),
+        _ => base.hint(),
     };
-    if let (0, Some(hint)) = (found_here, base.hint()) {
+    if let (0, Some(hint)) = (found_here, hint) {
         warn(&hint);
     }
 }
