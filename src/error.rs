@@ -66,11 +66,6 @@ pub enum Error {
         /// The size the system gave.
         size: u64,
     },
-    /// Hashing stopped before the end, because the run of many inputs it
-    /// was part of ended (the report of `hash_each` asked to stop). Such an
-    /// outcome is never reported.
-    #[error("hashing stopped: its outcome was no longer wanted")]
-    Abandoned,
 }
 
 /// The system's message for an error, without Rust's ` (os error N)` suffix:

@@ -59,10 +59,7 @@ impl Algorithm {
 /// (Checksum lines name it [`Algorithm::name`].)
 impl fmt::Display for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Algorithm::Blake2b => "blake2b",
-            Algorithm::Blake2s => "blake2s",
-        })
+        f.write_str(&self.name().to_ascii_lowercase())
     }
 }
 

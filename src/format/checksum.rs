@@ -43,12 +43,8 @@ pub fn push_line(
     let hex = digest.to_hex();
     match style {
         Style::Tagged => {
-            let digest_size = digest.as_bytes().len();
-            let head = Tag {
-                algorithm,
-                digest_size,
-            }
-            .to_string();
+            let size = digest.as_bytes().len();
+            let head = Tag { algorithm, size }.to_string();
             push_tagged(out, &head, name, &format!(" = {hex}"), ending);
         }
         Style::Untagged => {
@@ -91,7 +87,7 @@ pub fn parse_entry(line: &[u8], untagged_algorithm: Algorithm) -> Option<Entry> 
         let (tag, rest) = Tag::parse(body)?;
         // A name may hold `) = `: the digest is the tail after the last one.
         let (name, hex) = split(rest.strip_prefix(b" (")?, b") = ", true)?;
-        (tag.algorithm, decode_hex(hex, tag.digest_size)?, name)
+        (tag.algorithm, decode_hex(hex, tag.size)?, name)
     } else {
         let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
         let (hex, rest) = body.split_at(hex_len);
@@ -118,7 +114,7 @@ pub fn parse_nameless(line: &[u8]) -> Option<(Algorithm, Digest)> {
     let (tag, rest) = Tag::parse(line)?;
     Some((
         tag.algorithm,
-        decode_hex(rest.strip_prefix(b" = ")?, tag.digest_size)?,
+        decode_hex(rest.strip_prefix(b" = ")?, tag.size)?,
     ))
 }
 

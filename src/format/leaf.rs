@@ -116,7 +116,7 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     let [leaf, leaves, offset, length, total, leaf_size] = fields(text)?;
     let total = total.ok_or(refused("no total="))?;
     let leaf_size = leaf_size.ok_or(refused("no tree="))?;
-    let tree = TreeParams::new(tag.algorithm, tag.digest_size, leaf_size)
+    let tree = TreeParams::new(tag.algorithm, tag.size, leaf_size)
         .map_err(|error| refused(error.to_string()))?;
     if escaped && named.is_none() {
         return Err(refused("bad name"));

@@ -44,7 +44,7 @@ pub struct Tag {
     /// The algorithm.
     pub algorithm: Algorithm,
     /// The digest size in bytes, valid for the algorithm.
-    pub digest_size: usize,
+    pub size: usize,
 }
 
 impl Tag {
@@ -52,7 +52,7 @@ impl Tag {
     pub fn of(tree: &TreeParams) -> Tag {
         Tag {
             algorithm: tree.algorithm(),
-            digest_size: tree.digest_size(),
+            size: tree.digest_size(),
         }
     }
 
@@ -63,19 +63,15 @@ impl Tag {
             Some((algorithm, rest.strip_prefix(b"-")?))
         })?;
         let (size, rest) = rest.split_at(rest.iter().take_while(|b| b.is_ascii_digit()).count());
-        let digest_size = usize::try_from(canonical(size)?).ok()?;
-        let valid = (1..=algorithm.max_digest_size()).contains(&digest_size);
-        let tag = Tag {
-            algorithm,
-            digest_size,
-        };
-        valid.then_some((tag, rest))
+        let size = usize::try_from(canonical(size)?).ok()?;
+        let valid = (1..=algorithm.max_digest_size()).contains(&size);
+        valid.then_some((Tag { algorithm, size }, rest))
     }
 }
 
 impl fmt::Display for Tag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.algorithm.name(), self.digest_size)
+        write!(f, "{}-{}", self.algorithm.name(), self.size)
     }
 }
 
@@ -200,11 +196,8 @@ mod tests {
     #[test]
     fn tags_read_back_and_bad_ones_are_refused() {
         for algorithm in Algorithm::ALL {
-            for digest_size in 1..=algorithm.max_digest_size() {
-                let tag = Tag {
-                    algorithm,
-                    digest_size,
-                };
+            for size in 1..=algorithm.max_digest_size() {
+                let tag = Tag { algorithm, size };
                 let line = format!("{tag}x");
                 assert_eq!(Tag::parse(line.as_bytes()), Some((tag, &b"x"[..])));
             }

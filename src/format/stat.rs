@@ -118,7 +118,7 @@ pub fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
         None => return None,
     };
     Some(StatLine {
-        tree: TreeParams::new(tag.algorithm, tag.digest_size, canonical(leaf_size)?).ok()?,
+        tree: TreeParams::new(tag.algorithm, tag.size, canonical(leaf_size)?).ok()?,
         name,
         size: canonical(size)?,
         mtime: Mtime::parse(mtime)?,
