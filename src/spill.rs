@@ -77,7 +77,9 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         self.len == 0
     }
 
-    /// Adds a record, or what it borrows as (which encodes alike).
+    /// Adds a record, or what it borrows as where that encodes as the
+    /// record does (`serde_bytes::Bytes` for a `ByteBuf`; not a slice for an
+    /// array, which the codec writes otherwise).
     pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
     where
         T: std::borrow::Borrow<R>,

@@ -344,6 +344,7 @@ mod platform {
             Ok(std::ffi::OsString::from_vec(target.into_bytes()).into())
         }
 
+        /// A new file `name`, readable and writable by its owner only.
         pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
             let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             let mode = Mode::RUSR | Mode::WUSR;

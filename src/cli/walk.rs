@@ -256,6 +256,8 @@ fn glob_reason(error: &ignore::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn only_the_exact_form_is_a_temporary_file() {
         for (name, temporary) in [
@@ -272,8 +274,6 @@ mod tests {
             assert_eq!(is_temporary(OsStr::new(name)), temporary, "{name}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn excludes_follow_gitignore() {

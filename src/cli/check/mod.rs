@@ -285,8 +285,8 @@ impl Check<'_, '_> {
                 }
                 *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
                 if lists.schedule.is_none() {
-                    // (Read once: each list is summed up as it ends.)
-                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Ok(())));
+                    // (Read once: each list is summed up as it ends, once.)
+                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Err(None)));
                     self.end_list(list, tally, read)?;
                 }
             }

@@ -103,11 +103,13 @@ impl Names {
 fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result<Names, Status> {
     Ok(match &config.inputs {
         Inputs::Planned(total) => {
-            let Listing::Count(selection) = &config.listing else {
-                unreachable!("--total without reading plans a count line")
+            // (Planned only with a count line.)
+            let selection = match &config.listing {
+                Listing::Count(selection) => selection.as_ref(),
+                _ => None,
             };
             let name = JsonName(config.name.as_deref());
-            let record = Record::count(&config.tree, name, *total, selection.as_ref());
+            let record = Record::count(&config.tree, name, *total, selection);
             return Err(ended(out.end(Ok(()), &record)));
         }
         Inputs::Stdin => Names::Given(vec![OsString::from("-")]),
