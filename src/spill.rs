@@ -164,8 +164,8 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
     }
 
     /// The records of a store made [`sorted`](Self::sorted), sorted, read
-    /// once: the sorted runs merged, with the buffer's records in memory
-    /// unless there are runs (then it is one more).
+    /// once: a store that spilled spills its buffer too, as one run more,
+    /// and its runs are merged; otherwise its buffer is sorted in memory.
     pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>>
     where
         T: 'static,
