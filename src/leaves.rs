@@ -5,17 +5,15 @@
 //! combiner keep a bounded amount in memory and the rest in an anonymous
 //! temporary file; a check holds what its caller chose to list at once.
 
-use std::io::{self, Write};
+use std::io;
 
 use crate::digest::Digest;
 use crate::engine::{LeafSink, Root};
-use crate::format::InputLines;
 use crate::format::Tag;
 use crate::format::leaf::LeafLine;
 use crate::format::name::Name;
 use crate::params::TreeParams;
 use crate::spill::Spill;
-use serde_bytes::ByteBuf;
 
 /// Leaf digests that could not be kept in their temporary file.
 #[derive(Debug, thiserror::Error)]
@@ -32,8 +30,7 @@ pub struct LeafLog {
     digest_size: usize,
     /// The first leaf's index, once one is logged.
     first: Option<u64>,
-    /// In the runs the sink was given them.
-    digests: Spill<ByteBuf>,
+    digests: Spill<Digest>,
     error: Option<io::Error>,
 }
 
@@ -53,44 +50,13 @@ impl LeafLog {
         self.error.take().map(SpillError)
     }
 
-    /// Calls `each(index, digest)` for every leaf in order; fails as `each`
-    /// does, or with a [`SpillError`].
-    pub fn for_each<E: From<SpillError>>(
-        mut self,
-        mut each: impl FnMut(u64, &[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        if let Some(error) = self.error() {
-            return Err(error.into());
-        }
-        let mut index = self.first.unwrap_or(0);
-        for run in self.digests.iter() {
-            for digest in run.map_err(SpillError)?.chunks(self.digest_size) {
-                each(index, digest)?;
-                index += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the logged leaves' lines (`--leaves`) of an input of `total`
-    /// bytes to `out`, after what `lines` holds already (its checksum
-    /// line, say), 64 KiB at a time.
-    pub fn write_lines(
-        self,
-        out: &mut dyn Write,
-        lines: &mut Vec<u8>,
-        input: InputLines<'_>,
-        total: u64,
-    ) -> io::Result<()> {
-        self.for_each(|index, digest| {
-            input.push_leaf(lines, total, index, digest);
-            if lines.len() >= 64 << 10 {
-                out.write_all(lines)?;
-                lines.clear();
-            }
-            Ok::<(), io::Error>(())
-        })?;
-        out.write_all(lines)
+    /// Each logged leaf's index and digest, in order; after an error, what
+    /// follows is not to be read.
+    pub fn iter(&mut self) -> impl Iterator<Item = Result<(u64, Digest), SpillError>> + '_ {
+        let unkept = self.error.take().map(Err);
+        let digests = unkept.into_iter().chain(self.digests.iter());
+        (digests.zip(self.first.unwrap_or(0)..))
+            .map(|(digest, index)| Ok((index, digest.map_err(SpillError)?)))
     }
 }
 
@@ -98,26 +64,14 @@ impl LeafSink for LeafLog {
     fn leaves(&mut self, first: u64, digests: &[u8]) {
         debug_assert!(digests.len().is_multiple_of(self.digest_size));
         self.first.get_or_insert(first);
-        if self.error.is_none()
-            && let Err(error) = self.digests.push(serde_bytes::Bytes::new(digests))
-        {
-            self.error = Some(error);
+        for digest in digests.chunks(self.digest_size) {
+            let digest = Digest::from_slice(digest).expect("a tree's digest size");
+            if self.error.is_none()
+                && let Err(error) = self.digests.push(&digest)
+            {
+                self.error = Some(error);
+            }
         }
-    }
-}
-
-/// Leaf digests that could not be kept are an error about the input, not
-/// the output: [`SpillError::of`] tells them apart again.
-impl From<SpillError> for io::Error {
-    fn from(error: SpillError) -> Self {
-        io::Error::other(error)
-    }
-}
-
-impl SpillError {
-    /// The leaf digests' error that `error` carries, if it is one.
-    pub fn of(error: &io::Error) -> Option<&SpillError> {
-        error.get_ref()?.downcast_ref()
     }
 }
 
@@ -295,7 +249,7 @@ fn shown(name: &Option<Vec<u8>>) -> String {
 pub struct Combiner {
     /// From the first line.
     file: Option<(TreeParams, Option<Vec<u8>>, u64)>,
-    leaves: Spill<(u64, Place, ByteBuf)>,
+    leaves: Spill<(u64, Place, Digest)>,
 }
 
 /// Where a line given to a [`Combiner`] is, as its caller numbers them
@@ -327,8 +281,7 @@ impl Combiner {
             return Err(CombineError::Lengths(*total, line.total));
         }
         if let Some(leaf) = line.leaf {
-            let record = (leaf.index, at, ByteBuf::from(leaf.digest.as_bytes()));
-            self.leaves.push(&record).map_err(SpillError)?;
+            (self.leaves.push(&(leaf.index, at, leaf.digest))).map_err(SpillError)?;
         }
         Ok(())
     }
@@ -339,13 +292,13 @@ impl Combiner {
         let (tree, name, total) = self.file.ok_or(CombineError::NoLeafLines)?;
         let leaves = tree.leaf_count(total);
         let mut root = Root::new(&tree);
-        let (mut next, mut last) = (0, ByteBuf::new());
+        let (mut next, mut last) = (0, None);
         let (mut clash, mut gap) = (None::<(u64, Place)>, None);
         for leaf in self.leaves.into_sorted().map_err(SpillError)? {
             let (index, at, digest) = leaf.map_err(SpillError)?;
             if index < next {
                 // (Sorted: the leaf just fed, listed again.)
-                if !crate::ct::eq(&digest, &last) && clash.is_none_or(|(_, first)| first >= at) {
+                if last != Some(digest) && clash.is_none_or(|(_, first)| first >= at) {
                     clash = Some((index, at));
                 }
                 continue;
@@ -353,8 +306,8 @@ impl Combiner {
             if index > next {
                 gap.get_or_insert((next, index));
             }
-            root.feed(&digest);
-            (next, last) = (index + 1, digest);
+            root.feed(digest.as_bytes());
+            (next, last) = (index + 1, Some(digest));
         }
         if next < leaves {
             gap.get_or_insert((next, leaves));

@@ -10,6 +10,7 @@
 //! theirs (`budget`), it goes to the file: as it is, or, sorted, as one
 //! run, merged with the others when read back.
 
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
@@ -82,7 +83,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
     /// array, which the codec writes otherwise).
     pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
     where
-        T: std::borrow::Borrow<R>,
+        T: Borrow<R>,
     {
         // (Encoded in a buffer kept from record to record: a new one grew
         // byte by byte.)
@@ -139,7 +140,7 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
     /// [`sorted`](Self::sorted), sorted); they can be read again.
     pub fn iter(&mut self) -> Box<dyn Iterator<Item = io::Result<T>> + '_> {
         if self.sorted {
-            return Box::new(self.merge(&self.buffer));
+            return Box::new(Merge::new(&*self));
         }
         let (file, written) = (
             self.file.as_ref(),
@@ -154,48 +155,26 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         Box::new(spilled.chain(records(buffer).map(|record| decode(&buffer[record]))))
     }
 
-    /// The sorted runs in the file merged, and with them the records of
-    /// `memory` (a sorted store's buffer).
-    fn merge<'a>(&self, memory: &'a [u8]) -> Merge<'a, T> {
-        let chunk = (self.capacity / self.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
-        let file = self.file.as_ref();
-        Merge {
-            runs: (self.runs.iter())
-                .filter_map(|run| Some(Run::new(file?, run.clone(), chunk)))
-                .collect(),
-            memory: sorted_records(memory).into_iter(),
-            buffer: memory,
-            heap: BinaryHeap::new(),
-            started: false,
-            records: PhantomData,
-        }
-    }
-}
-
-impl<T: Serialize + DeserializeOwned + Ord + 'static> Spill<T> {
-    /// A store read back sorted (in `T`'s order, which its encoding keeps).
+    /// A store read back sorted (by its records' encodings, which keep the
+    /// order of a derived `Ord`).
     pub fn sorted() -> Self {
         let mut spill = Spill::default();
         spill.sorted = true;
         spill
     }
 
-    /// The records of a store made [`sorted`](Self::sorted), sorted: in
-    /// memory, by sorting the buffer's records; spilled, by merging the
-    /// sorted runs.
-    pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>> {
+    /// The records of a store made [`sorted`](Self::sorted), sorted, read
+    /// once: a store that spilled spills its buffer too, as one run more,
+    /// and its runs are merged; otherwise its buffer is sorted in memory.
+    pub fn into_sorted(mut self) -> io::Result<Box<dyn Iterator<Item = io::Result<T>>>>
+    where
+        T: 'static,
+    {
         debug_assert!(self.sorted, "a store read in the order pushed");
-        if self.file.is_none() {
-            // (The buffer stays held, and counted, while its records are read.)
-            let order = sorted_records(&self.buffer);
-            return Ok(Box::new(
-                order.into_iter().map(move |at| decode(&self.buffer[at])),
-            ));
-        }
-        if !self.buffer.is_empty() {
+        if self.file.is_some() && !self.buffer.is_empty() {
             self.spill()?;
         }
-        Ok(Box::new(self.merge(&[])))
+        Ok(Box::new(Merge::new(self)))
     }
 }
 
@@ -270,23 +249,39 @@ impl Read for Stretch {
     }
 }
 
-/// A sorted store's runs, merged; the records in memory (sorted: their
-/// places in `buffer`) are one run more, the last.
-struct Merge<'a, T> {
+/// A sorted store's runs, merged; the records in its buffer (sorted: their
+/// places) are one run more, the last. It reads a store it borrows or owns.
+struct Merge<T, S> {
+    store: S,
     runs: Vec<Run>,
     memory: std::vec::IntoIter<Range<usize>>,
-    buffer: &'a [u8],
     heap: BinaryHeap<Reverse<(Vec<u8>, usize)>>,
     /// Whether each run has given its first record to the heap.
     started: bool,
     records: PhantomData<fn() -> T>,
 }
 
-impl<T> Merge<'_, T> {
+impl<T, S: Borrow<Spill<T>>> Merge<T, S> {
+    fn new(store: S) -> Self {
+        let spill = store.borrow();
+        let chunk = (spill.capacity / spill.runs.len().max(1)).clamp(4 << 10, READ_BUFFER);
+        let file = spill.file.as_ref();
+        Merge {
+            runs: (spill.runs.iter())
+                .filter_map(|run| Some(Run::new(file?, run.clone(), chunk)))
+                .collect(),
+            memory: sorted_records(&spill.buffer).into_iter(),
+            store,
+            heap: BinaryHeap::new(),
+            started: false,
+            records: PhantomData,
+        }
+    }
+
     fn refill(&mut self, run: usize) -> io::Result<()> {
         let record = match self.runs.get_mut(run) {
             Some(spilled) => spilled.next()?,
-            None => self.memory.next().map(|at| self.buffer[at].to_vec()),
+            None => (self.memory.next()).map(|at| self.store.borrow().buffer[at].to_vec()),
         };
         if let Some(record) = record {
             self.heap.push(Reverse((record, run)));
@@ -295,7 +290,7 @@ impl<T> Merge<'_, T> {
     }
 }
 
-impl<T: DeserializeOwned> Iterator for Merge<'_, T> {
+impl<T: DeserializeOwned, S: Borrow<Spill<T>>> Iterator for Merge<T, S> {
     type Item = io::Result<T>;
 
     fn next(&mut self) -> Option<Self::Item> {

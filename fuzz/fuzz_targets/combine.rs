@@ -9,7 +9,7 @@ use std::io::Write;
 
 use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::format::{Ending, InputLines};
-use bt2sum::leaves::{Combiner, LeafLog, SpillError};
+use bt2sum::leaves::{Combiner, LeafLog};
 use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
 use libfuzzer_sys::fuzz_target;
 
@@ -51,7 +51,7 @@ fn shuffled_listing(input: &[u8]) {
     let tree = TreeParams::new(algorithm, digest_size, leaf_size).expect("valid");
     let mut hasher = TreeHasher::with_leaves(&tree, LeafLog::new(digest_size));
     hasher.write_all(data).expect("in memory");
-    let (digest, leaves) = hasher.finalize_with_leaves().expect("in memory");
+    let (digest, mut leaves) = hasher.finalize_with_leaves().expect("in memory");
     assert!(digest == hash(&tree, data));
     let total = data.len() as u64;
     let file = InputLines {
@@ -60,14 +60,12 @@ fn shuffled_listing(input: &[u8]) {
         ending: Ending::Newline,
     };
     let mut lines = Vec::new();
-    leaves
-        .for_each(|index, leaf| {
-            let mut line = Vec::new();
-            file.push_leaf(&mut line, total, index, leaf);
-            lines.push(line);
-            Ok::<(), SpillError>(())
-        })
-        .expect("in memory");
+    for leaf in leaves.iter() {
+        let (index, leaf) = leaf.expect("in memory");
+        let mut line = Vec::new();
+        file.push_leaf(&mut line, total, index, leaf.as_bytes());
+        lines.push(line);
+    }
     let mut count = Vec::new();
     file.push_count(&mut count, total, None);
     lines.push(count);

@@ -259,7 +259,7 @@ fn write_hashed(
 fn write_outcome(
     out: &mut dyn Write,
     shape: &Shape,
-    outcome: bt2sum::Outcome<Vec<u8>, Option<LeafLog>>,
+    mut outcome: bt2sum::Outcome<Vec<u8>, Option<LeafLog>>,
 ) -> io::Result<bool> {
     let name = &outcome.tag[..];
     let hashed = match outcome.result {
@@ -280,10 +280,14 @@ fn write_outcome(
     if outcome.leaves.is_some() && hashed.length == 0 {
         input.push_count(&mut lines, 0, None);
     }
-    match outcome.leaves.filter(|_| hashed.length > 0) {
-        Some(log) => log.write_lines(out, &mut lines, input, hashed.length)?,
-        None => out.write_all(&lines)?,
+    // (Written a line at a time: `out` is buffered.)
+    for leaf in outcome.leaves.iter_mut().flat_map(LeafLog::iter) {
+        let (index, digest) = leaf.map_err(io::Error::other)?;
+        input.push_leaf(&mut lines, hashed.length, index, digest.as_bytes());
+        out.write_all(&lines)?;
+        lines.clear();
     }
+    out.write_all(&lines)?;
     Ok(true)
 }
 

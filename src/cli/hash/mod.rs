@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
-use bt2sum::leaves::{LeafLog, SpillError};
+use bt2sum::leaves::LeafLog;
 use bt2sum::{Event, Hashed, Job, Outcome, Selection, hash_each, plain_message};
 
 use super::output::{Hex, JsonName, Printer, Record, Status, Tree, Verbosity, ended, report};
@@ -268,27 +268,29 @@ impl Report<'_, '_> {
     }
 
     /// Writes the leaf lines of a `length`-byte input.
-    fn write_leaves(&mut self, name: JsonName, length: u64, leaves: LeafLog) -> io::Result<()> {
-        let (printer, tree) = (&mut self.printer, &self.config.tree);
-        let written = leaves.for_each(|index, digest| {
+    fn write_leaves(&mut self, name: JsonName, length: u64, mut leaves: LeafLog) -> io::Result<()> {
+        let tree = &self.config.tree;
+        for leaf in leaves.iter() {
+            let (index, digest) = match leaf {
+                Ok(leaf) => leaf,
+                Err(unkept) => {
+                    self.status = Status::Failure;
+                    self.errors += 1;
+                    return (self.printer).error(name.0.unwrap_or(b"-"), &unkept.to_string());
+                }
+            };
             let bytes = tree.leaf_bytes(index, length);
-            printer.emit(&Record::Leaf {
+            self.printer.emit(&Record::Leaf {
                 tree: Tree(tree),
                 name,
                 index,
                 offset: bytes.start,
                 length: bytes.end - bytes.start,
                 total: length,
-                digest: Hex(digest),
-            })
-        });
-        let Some(unkept) = written.as_ref().err().and_then(SpillError::of) else {
-            return written;
-        };
-        self.status = Status::Failure;
-        self.errors += 1;
-        self.printer
-            .error(name.0.unwrap_or(b"-"), &unkept.to_string())
+                digest: Hex(digest.as_bytes()),
+            })?;
+        }
+        Ok(())
     }
 
     /// Ends the run: with `--json`, the summary; the status, a failure if
