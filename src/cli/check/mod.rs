@@ -7,7 +7,6 @@
 
 mod hints;
 mod ledger;
-mod sizes;
 
 use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
@@ -48,7 +47,7 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
     let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
     let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
         .map_err(|error| report(OsStr::new("standard input"), &plain_message(&error)))?;
-    let progress = Progress::start(config.progress, || sizes::listed_bytes(plan));
+    let progress = Progress::start(config.progress, || lists.progress_total(plan));
     let verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
@@ -185,7 +184,32 @@ impl<'a> Lists<'a> {
         let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
         (self.names.iter().filter_map(bytes)).fold(0, u64::saturating_add)
     }
+
+    /// The bytes the check will read, for the progress bar's total and time
+    /// left; `None` where that is not cheap to know (a list on standard
+    /// input or over [`MAX_LIST`] bytes, over [`SIZE_LOOKUPS`] sizes asked
+    /// of the system) or not what the check reads (a slice, a time budget,
+    /// `--quick`).
+    fn progress_total(&self, plan: &Checking) -> Option<u64> {
+        let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
+        let time_budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
+        let small = |list: &OsString| {
+            list != "-" && std::fs::metadata(list).is_ok_and(|list| list.len() <= MAX_LIST)
+        };
+        if plan.slice.is_some() || quick || time_budget.is_some() || !self.names.iter().all(small) {
+            return None;
+        }
+        let counter = Verifier::new(plan.settings);
+        // (One more than allowed: none left says that a size went unasked.)
+        counter.size_lookups.set(SIZE_LOOKUPS + 1);
+        let total = self.total_bytes(&counter);
+        (counter.size_lookups.get() > 0).then_some(total)
+    }
 }
+
+const MAX_LIST: u64 = 256 << 20;
+
+const SIZE_LOOKUPS: u64 = 100_000;
 
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
@@ -197,16 +221,18 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
         verifier.chooser = Some(Box::new(|start, unit| lists.reads(start, unit)));
     }
     // (The scope chooses by name.)
-    verifier.skip_size_lookups = lists.schedule.is_none() && plan.slice.is_none();
-    if let Some(part) = plan.slice {
-        // An audit walks in the first slice only, which looks for every
-        // listed file to tell the missing ones.
-        let probe_others = plan.audit.is_some() && part.part() == 1;
+    if lists.schedule.is_some() || plan.slice.is_some() {
+        verifier.size_lookups.set(u64::MAX);
+    }
+    if verifier.chooser.is_some() || plan.slice.is_some() {
+        // (Counted once: a ledger's rounds start the lists over.)
         let total = lists.total_bytes(&verifier);
-        verifier.slice = Some(Slice {
+        verifier.slice = plan.slice.map(|part| Slice {
             part,
             total,
-            probe_others,
+            // An audit walks in the first slice only, which looks for every
+            // listed file to tell the missing ones.
+            probe_others: plan.audit.is_some() && part.part() == 1,
         });
     }
     verifier
@@ -271,10 +297,6 @@ impl Check<'_, '_> {
             // (A later round of a check with a ledger: its lines were
             // counted when the lists were listed.)
             let again = (lists.schedule.as_ref()).is_some_and(|s| !s.borrow().listing);
-            // (The lists are counted once: each round starts them over.)
-            if (lists.schedule.is_some() || lists.scope.is_some()) && !again {
-                lists.total_bytes(verifier);
-            }
             verifier.restart();
             for (list, (tally, read)) in lists.names.iter().zip(&mut tallies) {
                 if list == "-" {
