@@ -59,7 +59,6 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
         printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
         hints: Hints::default(),
         totals: Tally::default(),
-        summaries: Vec::new(),
         audit: (plan.audit.as_ref())
             .filter(|_| first_slice)
             .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter())),
@@ -71,9 +70,9 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
             .map(|duration| Instant::now() + duration),
         status: Status::Success,
     };
-    check.lists(&verifier)?;
+    let tallies = check.lists(&verifier)?;
     drop(verifier);
-    check.finish().map_err(|error| write_failed(&error))
+    check.finish(&tallies).map_err(|error| write_failed(&error))
 }
 
 /// A check whose output could not be written did not finish: it fails,
@@ -186,10 +185,7 @@ impl<'a> Lists<'a> {
     }
 
     /// The bytes the check will read, for the progress bar's total and time
-    /// left; `None` where that is not cheap to know (a list on standard
-    /// input or over [`MAX_LIST`] bytes, over [`SIZE_LOOKUPS`] sizes asked
-    /// of the system) or not what the check reads (a slice, a time budget,
-    /// `--quick`).
+    /// left, where that is cheap to know and all that the check reads.
     fn progress_total(&self, plan: &Checking) -> Option<u64> {
         let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
         let time_budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
@@ -275,8 +271,6 @@ struct Check<'a, 'o> {
     printer: Printer<'o>,
     hints: Hints,
     totals: Tally,
-    /// The lists' names and counts, summed up after an audit's findings.
-    summaries: Vec<(OsString, Tally)>,
     audit: Option<Audit<'a>>,
     repairs: Option<Repairs>,
     /// When a check with a time budget stops (`--max-duration`).
@@ -287,9 +281,9 @@ struct Check<'a, 'o> {
 impl Check<'_, '_> {
     /// Reads every list, once, or with a ledger in rounds until the
     /// schedule is done or the time is up; each list is summed up as it
-    /// ends (with a ledger, after the last round). `Err`: the run's status,
-    /// when it ends early.
-    fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
+    /// ends (with a ledger, after the last round). Returns how each went;
+    /// `Err`: the run's status, when it ends early.
+    fn lists(&mut self, verifier: &Verifier<'_>) -> Result<Vec<(Tally, Read)>, Status> {
         let lists = self.lists;
         let unread = |_: &OsString| (Tally::default(), Ok(()));
         let mut tallies: Vec<(Tally, Read)> = lists.names.iter().map(unread).collect();
@@ -307,8 +301,7 @@ impl Check<'_, '_> {
                 }
                 *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
                 if lists.schedule.is_none() {
-                    // (Read once: each list is summed up as it ends, once.)
-                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Err(None)));
+                    // (Read once: each list is summed up as it ends.)
                     self.end_list(list, tally, read)?;
                 }
             }
@@ -316,16 +309,16 @@ impl Check<'_, '_> {
                 scope.counted();
             }
             let Some(schedule) = &lists.schedule else {
-                return Ok(());
+                return Ok(tallies);
             };
             if !schedule.borrow_mut().next_round(self.deadline)? {
                 break;
             }
         }
-        for (list, (tally, read)) in lists.names.iter().zip(tallies) {
+        for (list, (tally, read)) in lists.names.iter().zip(&tallies) {
             self.end_list(list, tally, read)?;
         }
-        Ok(())
+        Ok(tallies)
     }
 
     fn out_of_time(&self) -> bool {
@@ -394,12 +387,9 @@ impl Check<'_, '_> {
         kept: &mut io::Result<()>,
     ) -> io::Result<ControlFlow<()>> {
         if let Some(audit) = &mut self.audit {
-            match audit.keep(checked) {
-                Ok(accepted) => tally.accepted += u64::from(accepted),
-                Err(error) => {
-                    *kept = Err(error);
-                    return Ok(Break(()));
-                }
+            *kept = (audit.keep(checked)).map(|accepted| tally.accepted += u64::from(accepted));
+            if kept.is_err() {
+                return Ok(Break(()));
             }
         }
         // (Only looked for, for the audit: another slice's.)
@@ -445,18 +435,16 @@ impl Check<'_, '_> {
 
     /// Ends one list once it is checked: its summary, or why it could not
     /// be read.
-    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> Result<(), Status> {
-        self.totals.add(&tally);
+    fn end_list(&mut self, list: &OsStr, tally: &Tally, read: &Read) -> Result<(), Status> {
+        self.totals.add(tally);
         match read {
             Ok(()) => {}
             Err(None) => return Ok(()),
-            Err(Some(error)) => return self.unreadable(list, &error).map_err(|e| write_failed(&e)),
+            Err(Some(error)) => return self.unreadable(list, error).map_err(|e| write_failed(&e)),
         }
-        if self.audit.is_some() {
-            // An audit's lists are summed up after what the audit finds.
-            self.summaries.push((list_name(list).to_os_string(), tally));
-        } else {
-            summarize(self.plan, list_name(list), &tally);
+        // (An audit's lists are summed up after what the audit finds.)
+        if self.audit.is_none() {
+            summarize(self.plan, list_name(list), tally);
         }
         let (plan, updating) = (self.plan, self.lists.updated.is_some());
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
@@ -484,8 +472,9 @@ impl Check<'_, '_> {
     }
 
     /// Ends the check: the ledger's coverage, an audit's findings and
-    /// update, the summaries, the hints; the run's status.
-    fn finish(mut self) -> io::Result<Status> {
+    /// update, the summaries, the hints (`tallies`: how each list went);
+    /// the run's status.
+    fn finish(mut self, tallies: &[(Tally, Read)]) -> io::Result<Status> {
         let (plan, lists) = (self.plan, self.lists);
         if let Some(scope) = &lists.scope {
             self.totals.out_of_scope = scope.outside();
@@ -498,14 +487,13 @@ impl Check<'_, '_> {
         if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().failed) {
             self.status = Status::Failure;
         }
-        let summaries = std::mem::take(&mut self.summaries);
         // An audit walks only if every list could be read (and is summed
         // up) and held a valid line: else every file would look new.
-        let usable = summaries.len() == lists.names.len()
-            && summaries.iter().all(|(_, tally)| tally.entries > 0);
+        let usable = (tallies.iter()).all(|(tally, read)| read.is_ok() && tally.entries > 0);
         let summarize = || {
-            for (list_name, tally) in &summaries {
-                summarize(plan, list_name, tally);
+            let read = (lists.names.iter().zip(tallies)).filter(|(_, (_, read))| read.is_ok());
+            for (list, (tally, _)) in read {
+                summarize(plan, list_name(list), tally);
             }
         };
         match self.audit.take() {
