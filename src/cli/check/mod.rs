@@ -189,10 +189,12 @@ impl<'a> Lists<'a> {
     fn progress_total(&self, plan: &Checking) -> Option<u64> {
         let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
         let time_budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
-        let small = |list: &OsString| {
-            list != "-" && std::fs::metadata(list).is_ok_and(|list| list.len() <= MAX_LIST)
+        // (Standard input or a pipe is read once: by the check.)
+        let cheap = |list: &OsString| {
+            let metadata = std::fs::metadata(list).ok().filter(|_| list != "-");
+            metadata.is_some_and(|list| list.is_file() && list.len() <= MAX_LIST)
         };
-        if plan.slice.is_some() || quick || time_budget.is_some() || !self.names.iter().all(small) {
+        if plan.slice.is_some() || quick || time_budget.is_some() || !self.names.iter().all(cheap) {
             return None;
         }
         let counter = Verifier::new(plan.settings);
@@ -241,19 +243,16 @@ const PASS_BYTES: u64 = 64 << 20;
 const NO_STAT_LINES: &str = "--quick needs stat lines, and the list has none: make it with \
                              --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
 
-/// Whether a list has a stat line (a list that cannot be read says yes:
-/// checking it says why it cannot).
-fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
-    let Ok(mut list) = list else {
-        return true;
-    };
+/// Whether a list has no stat line (a list that cannot be read on says
+/// no: checking it says why it cannot).
+fn has_no_stat_line(mut list: Box<dyn io::BufRead + '_>) -> bool {
     let mut line = Vec::new();
     loop {
         match read_line(&mut list, &mut line) {
-            Ok(Line::End) => return false,
+            Ok(Line::End) => return true,
             Ok(Line::Line) if !is_stat_line(&line) => {}
             Ok(Line::TooLong) => {}
-            Ok(Line::Line) | Err(_) => return true,
+            Ok(Line::Line) | Err(_) => return false,
         }
     }
 }
@@ -334,7 +333,7 @@ impl Check<'_, '_> {
         tally: &mut Tally,
         again: bool,
     ) -> io::Result<Read> {
-        if verifier.quick && list != "-" && !has_stat_line(self.lists.open(list)) {
+        if verifier.quick && list != "-" && self.lists.open(list).is_ok_and(has_no_stat_line) {
             // (Every file would be read: the user meant otherwise.)
             self.status = report(list, NO_STAT_LINES);
             return Ok(Err(None));
