@@ -30,8 +30,9 @@ pub(super) struct Passes<'a> {
     ended: bool,
     /// Improperly formatted lines not yet handed on with a pass.
     pub bad_lines: Vec<(u64, BadLine)>,
-    /// Whether they are kept, to be reported: a list's are its first
-    /// slice's, and not counting its bytes.
+    /// Whether they are kept to be reported: not while the list's bytes are
+    /// counted, nor in a slice but the first (a list's are its first
+    /// slice's).
     keeps_bad_lines: bool,
     /// Why reading the list stopped early.
     pub error: Option<io::Error>,

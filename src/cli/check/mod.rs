@@ -185,8 +185,11 @@ impl<'a> Lists<'a> {
     }
 
     /// The bytes the check will read, for the progress bar's total and time
-    /// left, where that is cheap to know and all that the check reads.
+    /// left: `None` where that is not cheap to know, or not all that the
+    /// lists describe (a slice, a time budget, `--quick`).
     fn progress_total(&self, plan: &Checking) -> Option<u64> {
+        const MAX_LIST: u64 = 256 << 20;
+        const SIZE_LOOKUPS: u64 = 100_000;
         let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
         let time_budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
         // (Standard input or a pipe is read once: by the check.)
@@ -204,10 +207,6 @@ impl<'a> Lists<'a> {
         (counter.size_lookups.get() > 0).then_some(total)
     }
 }
-
-const MAX_LIST: u64 = 256 << 20;
-
-const SIZE_LOOKUPS: u64 = 100_000;
 
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
     let mut verifier = Verifier::new(plan.settings);
