@@ -141,10 +141,11 @@ pub enum Report<'a> {
 
 /// One slice of what lists describe, checked on its own (`-c --part K/N`).
 /// The units of the lists are a file checked whole (of its listed size, or
-/// else its own) and each listed leaf; a complete leaf listing stands for
-/// its checksum line, an incomplete one does not. Cut by their bytes, in
-/// list order, into N near-equal runs, slice K checks the units that start
-/// in run K: slices 1 to N check every unit once.
+/// else its own: see [`Verifier::size_lookups`]) and each listed leaf; a
+/// complete leaf listing stands for its checksum line, an incomplete one
+/// does not. Cut by their bytes, in list order, into N near-equal runs,
+/// slice K checks the units that start in run K: slices 1 to N check every
+/// unit once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
     /// Which slice, of how many.
@@ -212,9 +213,10 @@ pub struct Verifier<'a> {
     pub slice: Option<Slice>,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
-    /// Whether a file listed without its size counts 0, not the size the
-    /// system gives now (for a chooser that needs no sizes).
-    pub skip_size_lookups: bool,
+    /// How many more files listed without their size may be asked of the
+    /// system for theirs, to count or slice the lists (none by default:
+    /// such a file then counts 0).
+    pub size_lookups: Cell<u64>,
     /// Cuts a file's leaf listing into passes of at most this many bytes of
     /// leaves, each reported on its own: a run that stops midway loses at
     /// most one pass of a file.

@@ -30,6 +30,10 @@ pub(super) struct Passes<'a> {
     ended: bool,
     /// Improperly formatted lines not yet handed on with a pass.
     pub bad_lines: Vec<(u64, BadLine)>,
+    /// Whether they are kept to be reported: not while the list's bytes are
+    /// counted, nor in a slice but the first (a list's are its first
+    /// slice's).
+    keeps_bad_lines: bool,
     /// Why reading the list stopped early.
     pub error: Option<io::Error>,
     /// How many properly formatted lines were left to other slices.
@@ -70,6 +74,7 @@ impl<'a> Passes<'a> {
             ahead: None,
             ended: false,
             bad_lines: Vec::new(),
+            keeps_bad_lines: (verifier.slice).is_none_or(|slice| slice.part.part() == 1),
             error: None,
             outside_slice: 0,
             previous_reported: false,
@@ -162,11 +167,6 @@ impl<'a> Passes<'a> {
 
     /// The next pass, with its listed leaves.
     fn next_pass(&mut self) -> Option<Pass> {
-        // (A list's improperly formatted lines are its first slice's.)
-        let reports_bad_lines = self
-            .verifier
-            .slice
-            .is_none_or(|slice| slice.part.part() == 1);
         let mut pass = loop {
             let (line_number, line) = self.next_line()?;
             match self.start(line) {
@@ -177,7 +177,7 @@ impl<'a> Passes<'a> {
                         ..pass
                     };
                 }
-                Err(_) if !reports_bad_lines => {}
+                Err(_) if !self.keeps_bad_lines => {}
                 Err(why) => self.bad_lines.push((line_number, why)),
             }
             if self.error.is_some() {
@@ -263,6 +263,7 @@ impl<'a> Passes<'a> {
     /// `listings`.
     pub fn total_bytes(&mut self) -> u64 {
         let verifier = self.verifier;
+        self.keeps_bad_lines = false;
         let mut total = 0u64;
         let mut listing: Option<Listing> = None;
         while let Some(pass) = self.next_pass() {
@@ -446,7 +447,9 @@ fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bo
 /// it, or else as the system says now (or 0).
 fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     let now = || {
-        let path = pass.path().filter(|_| !verifier.skip_size_lookups)?;
+        let path = pass.path()?;
+        let left = verifier.size_lookups.get().checked_sub(1)?;
+        verifier.size_lookups.set(left);
         Some(std::fs::metadata(path).ok()?.len())
     };
     let listed = pass.stat.map(|(size, _)| size).or(pass.total);

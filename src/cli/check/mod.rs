@@ -7,7 +7,6 @@
 
 mod hints;
 mod ledger;
-mod sizes;
 
 use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
@@ -48,7 +47,7 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
     let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
     let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
         .map_err(|error| report(OsStr::new("standard input"), &plain_message(&error)))?;
-    let progress = Progress::start(config.progress, || sizes::listed_bytes(plan));
+    let progress = Progress::start(config.progress, || lists.progress_total(plan));
     let verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
@@ -60,7 +59,6 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
         printer: Printer::new(out, plan.json, Layout::default(), plan.verbosity),
         hints: Hints::default(),
         totals: Tally::default(),
-        summaries: Vec::new(),
         audit: (plan.audit.as_ref())
             .filter(|_| first_slice)
             .map(|audit| Audit::new(plan, audit, updated.as_ref(), progress.counter())),
@@ -72,9 +70,9 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
             .map(|duration| Instant::now() + duration),
         status: Status::Success,
     };
-    check.lists(&verifier)?;
+    let tallies = check.lists(&verifier)?;
     drop(verifier);
-    check.finish().map_err(|error| write_failed(&error))
+    check.finish(&tallies).map_err(|error| write_failed(&error))
 }
 
 /// A check whose output could not be written did not finish: it fails,
@@ -185,6 +183,29 @@ impl<'a> Lists<'a> {
         let bytes = |list: &OsString| verifier.total_bytes(&mut self.open(list).ok()?).ok();
         (self.names.iter().filter_map(bytes)).fold(0, u64::saturating_add)
     }
+
+    /// The bytes the check will read, for the progress bar's total and time
+    /// left: `None` where that is not cheap to know, or not all that the
+    /// lists describe (a slice, a time budget, `--quick`).
+    fn progress_total(&self, plan: &Checking) -> Option<u64> {
+        const MAX_LIST: u64 = 256 << 20;
+        const SIZE_LOOKUPS: u64 = 100_000;
+        let quick = plan.audit.as_ref().is_some_and(|audit| audit.quick);
+        let time_budget = plan.ledger.as_ref().and_then(|ledger| ledger.max_duration);
+        // (Standard input or a pipe is read once: by the check.)
+        let cheap = |list: &OsString| {
+            let metadata = std::fs::metadata(list).ok().filter(|_| list != "-");
+            metadata.is_some_and(|list| list.is_file() && list.len() <= MAX_LIST)
+        };
+        if plan.slice.is_some() || quick || time_budget.is_some() || !self.names.iter().all(cheap) {
+            return None;
+        }
+        let counter = Verifier::new(plan.settings);
+        // (One more than allowed: none left says that a size went unasked.)
+        counter.size_lookups.set(SIZE_LOOKUPS + 1);
+        let total = self.total_bytes(&counter);
+        (counter.size_lookups.get() > 0).then_some(total)
+    }
 }
 
 fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>) -> Verifier<'v> {
@@ -197,16 +218,18 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
         verifier.chooser = Some(Box::new(|start, unit| lists.reads(start, unit)));
     }
     // (The scope chooses by name.)
-    verifier.skip_size_lookups = lists.schedule.is_none() && plan.slice.is_none();
-    if let Some(part) = plan.slice {
-        // An audit walks in the first slice only, which looks for every
-        // listed file to tell the missing ones.
-        let probe_others = plan.audit.is_some() && part.part() == 1;
+    if lists.schedule.is_some() || plan.slice.is_some() {
+        verifier.size_lookups.set(u64::MAX);
+    }
+    if verifier.chooser.is_some() || plan.slice.is_some() {
+        // (Counted once: a ledger's rounds start the lists over.)
         let total = lists.total_bytes(&verifier);
-        verifier.slice = Some(Slice {
+        verifier.slice = plan.slice.map(|part| Slice {
             part,
             total,
-            probe_others,
+            // An audit walks in the first slice only, which looks for every
+            // listed file to tell the missing ones.
+            probe_others: plan.audit.is_some() && part.part() == 1,
         });
     }
     verifier
@@ -219,19 +242,16 @@ const PASS_BYTES: u64 = 64 << 20;
 const NO_STAT_LINES: &str = "--quick needs stat lines, and the list has none: make it with \
                              --stat (bt2sum -r --stat DIR > LIST), or audit without --quick";
 
-/// Whether a list has a stat line (a list that cannot be read says yes:
-/// checking it says why it cannot).
-fn has_stat_line(list: io::Result<Box<dyn io::BufRead + '_>>) -> bool {
-    let Ok(mut list) = list else {
-        return true;
-    };
+/// Whether a list has no stat line (a list that cannot be read on says
+/// no: checking it says why it cannot).
+fn has_no_stat_line(mut list: Box<dyn io::BufRead + '_>) -> bool {
     let mut line = Vec::new();
     loop {
         match read_line(&mut list, &mut line) {
-            Ok(Line::End) => return false,
+            Ok(Line::End) => return true,
             Ok(Line::Line) if !is_stat_line(&line) => {}
             Ok(Line::TooLong) => {}
-            Ok(Line::Line) | Err(_) => return true,
+            Ok(Line::Line) | Err(_) => return false,
         }
     }
 }
@@ -249,8 +269,6 @@ struct Check<'a, 'o> {
     printer: Printer<'o>,
     hints: Hints,
     totals: Tally,
-    /// The lists' names and counts, summed up after an audit's findings.
-    summaries: Vec<(OsString, Tally)>,
     audit: Option<Audit<'a>>,
     repairs: Option<Repairs>,
     /// When a check with a time budget stops (`--max-duration`).
@@ -261,9 +279,9 @@ struct Check<'a, 'o> {
 impl Check<'_, '_> {
     /// Reads every list, once, or with a ledger in rounds until the
     /// schedule is done or the time is up; each list is summed up as it
-    /// ends (with a ledger, after the last round). `Err`: the run's status,
-    /// when it ends early.
-    fn lists(&mut self, verifier: &Verifier<'_>) -> Result<(), Status> {
+    /// ends (with a ledger, after the last round). Returns how each went;
+    /// `Err`: the run's status, when it ends early.
+    fn lists(&mut self, verifier: &Verifier<'_>) -> Result<Vec<(Tally, Read)>, Status> {
         let lists = self.lists;
         let unread = |_: &OsString| (Tally::default(), Ok(()));
         let mut tallies: Vec<(Tally, Read)> = lists.names.iter().map(unread).collect();
@@ -271,10 +289,6 @@ impl Check<'_, '_> {
             // (A later round of a check with a ledger: its lines were
             // counted when the lists were listed.)
             let again = (lists.schedule.as_ref()).is_some_and(|s| !s.borrow().listing);
-            // (The lists are counted once: each round starts them over.)
-            if (lists.schedule.is_some() || lists.scope.is_some()) && !again {
-                lists.total_bytes(verifier);
-            }
             verifier.restart();
             for (list, (tally, read)) in lists.names.iter().zip(&mut tallies) {
                 if list == "-" {
@@ -285,8 +299,7 @@ impl Check<'_, '_> {
                 }
                 *read = (self.list(verifier, list, tally, again)).map_err(|e| write_failed(&e))?;
                 if lists.schedule.is_none() {
-                    // (Read once: each list is summed up as it ends, once.)
-                    let (tally, read) = (std::mem::take(tally), std::mem::replace(read, Err(None)));
+                    // (Read once: each list is summed up as it ends.)
                     self.end_list(list, tally, read)?;
                 }
             }
@@ -294,16 +307,16 @@ impl Check<'_, '_> {
                 scope.counted();
             }
             let Some(schedule) = &lists.schedule else {
-                return Ok(());
+                return Ok(tallies);
             };
             if !schedule.borrow_mut().next_round(self.deadline)? {
                 break;
             }
         }
-        for (list, (tally, read)) in lists.names.iter().zip(tallies) {
+        for (list, (tally, read)) in lists.names.iter().zip(&tallies) {
             self.end_list(list, tally, read)?;
         }
-        Ok(())
+        Ok(tallies)
     }
 
     fn out_of_time(&self) -> bool {
@@ -319,7 +332,7 @@ impl Check<'_, '_> {
         tally: &mut Tally,
         again: bool,
     ) -> io::Result<Read> {
-        if verifier.quick && list != "-" && !has_stat_line(self.lists.open(list)) {
+        if verifier.quick && list != "-" && self.lists.open(list).is_ok_and(has_no_stat_line) {
             // (Every file would be read: the user meant otherwise.)
             self.status = report(list, NO_STAT_LINES);
             return Ok(Err(None));
@@ -372,12 +385,9 @@ impl Check<'_, '_> {
         kept: &mut io::Result<()>,
     ) -> io::Result<ControlFlow<()>> {
         if let Some(audit) = &mut self.audit {
-            match audit.keep(checked) {
-                Ok(accepted) => tally.accepted += u64::from(accepted),
-                Err(error) => {
-                    *kept = Err(error);
-                    return Ok(Break(()));
-                }
+            *kept = (audit.keep(checked)).map(|accepted| tally.accepted += u64::from(accepted));
+            if kept.is_err() {
+                return Ok(Break(()));
             }
         }
         // (Only looked for, for the audit: another slice's.)
@@ -423,18 +433,16 @@ impl Check<'_, '_> {
 
     /// Ends one list once it is checked: its summary, or why it could not
     /// be read.
-    fn end_list(&mut self, list: &OsStr, tally: Tally, read: Read) -> Result<(), Status> {
-        self.totals.add(&tally);
+    fn end_list(&mut self, list: &OsStr, tally: &Tally, read: &Read) -> Result<(), Status> {
+        self.totals.add(tally);
         match read {
             Ok(()) => {}
             Err(None) => return Ok(()),
-            Err(Some(error)) => return self.unreadable(list, &error).map_err(|e| write_failed(&e)),
+            Err(Some(error)) => return self.unreadable(list, error).map_err(|e| write_failed(&e)),
         }
-        if self.audit.is_some() {
-            // An audit's lists are summed up after what the audit finds.
-            self.summaries.push((list_name(list).to_os_string(), tally));
-        } else {
-            summarize(self.plan, list_name(list), &tally);
+        // (An audit's lists are summed up after what the audit finds.)
+        if self.audit.is_none() {
+            summarize(self.plan, list_name(list), tally);
         }
         let (plan, updating) = (self.plan, self.lists.updated.is_some());
         if !tally.passed(plan.strict, updating, plan.ignore_missing) {
@@ -462,8 +470,9 @@ impl Check<'_, '_> {
     }
 
     /// Ends the check: the ledger's coverage, an audit's findings and
-    /// update, the summaries, the hints; the run's status.
-    fn finish(mut self) -> io::Result<Status> {
+    /// update, the summaries, the hints (`tallies`: how each list went);
+    /// the run's status.
+    fn finish(mut self, tallies: &[(Tally, Read)]) -> io::Result<Status> {
         let (plan, lists) = (self.plan, self.lists);
         if let Some(scope) = &lists.scope {
             self.totals.out_of_scope = scope.outside();
@@ -476,14 +485,13 @@ impl Check<'_, '_> {
         if (lists.schedule.as_ref()).is_some_and(|s| s.borrow().failed) {
             self.status = Status::Failure;
         }
-        let summaries = std::mem::take(&mut self.summaries);
         // An audit walks only if every list could be read (and is summed
         // up) and held a valid line: else every file would look new.
-        let usable = summaries.len() == lists.names.len()
-            && summaries.iter().all(|(_, tally)| tally.entries > 0);
+        let usable = (tallies.iter()).all(|(tally, read)| read.is_ok() && tally.entries > 0);
         let summarize = || {
-            for (list_name, tally) in &summaries {
-                summarize(plan, list_name, tally);
+            let read = (lists.names.iter().zip(tallies)).filter(|(_, (_, read))| read.is_ok());
+            for (list, (tally, _)) in read {
+                summarize(plan, list_name(list), tally);
             }
         };
         match self.audit.take() {
