@@ -214,9 +214,9 @@ pub struct Verifier<'a> {
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
     /// How many more files listed without their size may be asked of the
-    /// system for theirs, to count or slice the lists (none by default:
-    /// such a file then counts 0).
-    pub size_lookups: Cell<u64>,
+    /// system for theirs, to count or slice the lists (`None`, the default:
+    /// every one); past that, such a file counts 0.
+    pub size_lookups: Cell<Option<u64>>,
     /// Cuts a file's leaf listing into passes of at most this many bytes of
     /// leaves, each reported on its own: a run that stops midway loses at
     /// most one pass of a file.

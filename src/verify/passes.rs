@@ -448,8 +448,9 @@ fn slice_leaves(verifier: &Verifier<'_>, pass: &mut Pass, starts_in: bool) -> bo
 fn whole_size(pass: &Pass, verifier: &Verifier<'_>) -> u64 {
     let now = || {
         let path = pass.path()?;
-        let left = verifier.size_lookups.get().checked_sub(1)?;
-        verifier.size_lookups.set(left);
+        if let Some(left) = verifier.size_lookups.get() {
+            verifier.size_lookups.set(Some(left.checked_sub(1)?));
+        }
         Some(std::fs::metadata(path).ok()?.len())
     };
     let listed = pass.stat.map(|(size, _)| size).or(pass.total);

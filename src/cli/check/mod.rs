@@ -202,9 +202,9 @@ impl<'a> Lists<'a> {
         }
         let counter = Verifier::new(plan.settings);
         // (One more than allowed: none left says that a size went unasked.)
-        counter.size_lookups.set(SIZE_LOOKUPS + 1);
+        counter.size_lookups.set(Some(SIZE_LOOKUPS + 1));
         let total = self.total_bytes(&counter);
-        (counter.size_lookups.get() > 0).then_some(total)
+        (counter.size_lookups.get() != Some(0)).then_some(total)
     }
 }
 
@@ -218,8 +218,8 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
         verifier.chooser = Some(Box::new(|start, unit| lists.reads(start, unit)));
     }
     // (The scope chooses by name.)
-    if lists.schedule.is_some() || plan.slice.is_some() {
-        verifier.size_lookups.set(u64::MAX);
+    if lists.schedule.is_none() && plan.slice.is_none() {
+        verifier.size_lookups.set(Some(0));
     }
     if verifier.chooser.is_some() || plan.slice.is_some() {
         // (Counted once: a ledger's rounds start the lists over.)
