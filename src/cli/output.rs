@@ -35,11 +35,9 @@ pub enum Status {
 }
 
 /// Writes `bt2sum: NAME: MESSAGE` to standard error (above the progress
-/// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]:
-/// as lines print it, escaped after a leading `\` if it holds a backslash
-/// or a control byte). A name that lines cannot print is shown with the
-/// characters it cannot have replaced. Returns the status of a run that
-/// fails there.
+/// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]).
+/// A name that lines cannot print is shown with the characters it cannot
+/// have replaced. Returns the status of a run that fails there.
 pub fn report(name: &OsStr, message: &str) -> Status {
     report_listed(Name::of_path_lossy(name).printed(), message);
     Status::Failure
@@ -83,10 +81,9 @@ fn write_stderr(line: &[u8]) {
 /// The status of a run that ended with `status`, counting a message that
 /// could not be written to standard error as a failure.
 pub fn with_stderr(status: Status) -> Status {
-    if STDERR_FAILED.load(Ordering::Relaxed) {
-        status.max(Status::Failure)
-    } else {
-        status
+    match STDERR_FAILED.load(Ordering::Relaxed) {
+        true => status.max(Status::Failure),
+        false => status,
     }
 }
 
@@ -495,7 +492,7 @@ impl<'a> Record<'a> {
                 let checksum = bt2sum::Digest::from_slice(digest.0).expect("a digest");
                 let algorithm = tree.0.algorithm();
                 push_line(out, layout.style, algorithm, &checksum, name.0, ending);
-                if let (Some(mtime), Some(_)) = (mtime, name.0) {
+                if let Some(mtime) = mtime {
                     input(tree, name, ending).push_stat(out, *length, *mtime);
                 }
                 return;
