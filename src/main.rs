@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     if let Err(error) = bt2sum::schedule_probe::write_report() {
         eprintln!("bt2sum: the schedule probe's report: {error}");
     }
-    status.into()
+    ExitCode::from(status as u8)
 }
 
 fn work() -> cli::Status {

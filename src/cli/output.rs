@@ -7,7 +7,6 @@
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine;
@@ -22,6 +21,7 @@ use bt2sum::verify::Verdict;
 use bt2sum::{Selection, TreeParams};
 
 use super::progress;
+use super::tally::Tally;
 
 /// The exit status of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -34,18 +34,10 @@ pub enum Status {
     Usage = 2,
 }
 
-impl From<Status> for ExitCode {
-    fn from(status: Status) -> ExitCode {
-        ExitCode::from(status as u8)
-    }
-}
-
 /// Writes `bt2sum: NAME: MESSAGE` to standard error (above the progress
-/// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]:
-/// as lines print it, escaped after a leading `\` if it holds a backslash
-/// or a control byte). A name that lines cannot print is shown with the
-/// characters it cannot have replaced. Returns the status of a run that
-/// fails there.
+/// bar, if one is drawn), the name as verdicts show it ([`Name::shown`]).
+/// A name that lines cannot print is shown with the characters it cannot
+/// have replaced. Returns the status of a run that fails there.
 pub fn report(name: &OsStr, message: &str) -> Status {
     report_listed(Name::of_path_lossy(name).printed(), message);
     Status::Failure
@@ -89,10 +81,9 @@ fn write_stderr(line: &[u8]) {
 /// The status of a run that ended with `status`, counting a message that
 /// could not be written to standard error as a failure.
 pub fn with_stderr(status: Status) -> Status {
-    if STDERR_FAILED.load(Ordering::Relaxed) {
-        status.max(Status::Failure)
-    } else {
-        status
+    match STDERR_FAILED.load(Ordering::Relaxed) {
+        true => status.max(Status::Failure),
+        false => status,
     }
 }
 
@@ -312,46 +303,6 @@ pub enum Record<'a> {
     },
 }
 
-/// The counts of one checked list, or over all lists with what an audit
-/// found (`tally`), under the names the summary record gives them
-/// (docs/json.md says what each counts). Files are counted, not lines: a
-/// file listed with its leaves counts once, by its worst line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    /// Properly formatted lines (of files checked, or skipped as missing).
-    #[serde(skip)]
-    pub entries: u64,
-    pub improperly_formatted: u64,
-    #[serde(rename = "ok")]
-    pub matched: u64,
-    #[serde(rename = "failed")]
-    pub mismatched: u64,
-    pub changed: u64,
-    pub unreadable: u64,
-    pub unverified: u64,
-    pub unread: u64,
-    /// Properly formatted lines left to other slices (`--part`).
-    #[serde(skip)]
-    pub outside_slice: u64,
-    #[serde(rename = "repaired")]
-    pub repaired_leaves: u64,
-    #[serde(rename = "unrepaired")]
-    pub unrepaired_leaves: u64,
-    /// Files that failed and verify now, mended.
-    #[serde(skip)]
-    pub mended_files: u64,
-    pub restored: u64,
-    pub unrestored: u64,
-    pub out_of_scope: u64,
-    /// Files that failed and an update takes in as they are (`--accept`).
-    #[serde(skip)]
-    pub accepted: u64,
-    pub new: u64,
-    pub moved: u64,
-    pub missing: u64,
-    pub errors: u64,
-}
-
 /// The bytes of the lists by the age of their last proof, as a check's
 /// ledger says at its end.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -457,9 +408,9 @@ impl<'o> Printer<'o> {
         }
         self.line.clear();
         if self.json {
-            let value = serde_json::to_value(record).map_err(io::Error::other)?;
-            serde_json::to_writer(&mut self.line, &value).map_err(io::Error::other)?;
-            self.line.push(b'\n');
+            // (Through a value, whose map sorts the keys.)
+            let value = serde_json::to_value(record)?;
+            writeln!(self.line, "{value}")?;
         } else {
             record.push_text(&mut self.line, self.layout);
         }
@@ -541,7 +492,7 @@ impl<'a> Record<'a> {
                 let checksum = bt2sum::Digest::from_slice(digest.0).expect("a digest");
                 let algorithm = tree.0.algorithm();
                 push_line(out, layout.style, algorithm, &checksum, name.0, ending);
-                if let (Some(mtime), Some(_)) = (mtime, name.0) {
+                if let Some(mtime) = mtime {
                     input(tree, name, ending).push_stat(out, *length, *mtime);
                 }
                 return;

@@ -1,11 +1,47 @@
 //! The counts of a check, per list and over all of them with what an audit
-//! found, and GNU's summary of them. ([`Tally`] itself is a record of
-//! `output`, the JSON summary's counts.)
+//! found, and GNU's summary of them.
 
 use bt2sum::verify::{Checked, Verdict};
+use serde::Serialize;
 
-pub use crate::cli::output::Tally;
 use crate::cli::output::{Status, counted};
+
+/// The counts of one checked list, or over all lists with what an audit
+/// found, named as the JSON summary names them (docs/json.md says what
+/// each counts). Files are counted, not lines (a file listed with its
+/// leaves counts once, by its worst line), but `repaired` and
+/// `unrepaired` count leaves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Properly formatted lines (of files checked, or skipped as missing).
+    #[serde(skip)]
+    pub entries: u64,
+    pub improperly_formatted: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub changed: u64,
+    pub unreadable: u64,
+    pub unverified: u64,
+    pub unread: u64,
+    /// Properly formatted lines left to other slices (`--part`).
+    #[serde(skip)]
+    pub outside_slice: u64,
+    pub repaired: u64,
+    pub unrepaired: u64,
+    /// Files that failed and verify now, mended.
+    #[serde(skip)]
+    pub mended_files: u64,
+    pub restored: u64,
+    pub unrestored: u64,
+    pub out_of_scope: u64,
+    /// Files that failed and an update takes in as they are (`--accept`).
+    #[serde(skip)]
+    pub accepted: u64,
+    pub new: u64,
+    pub moved: u64,
+    pub missing: u64,
+    pub errors: u64,
+}
 
 /// For each non-zero count, its words ([`counted`]), after `WARNING: `
 /// where it is a warning (not news), to follow `bt2sum: `.
@@ -22,8 +58,8 @@ impl Tally {
         macro_rules! add {
             ($($field:ident)*) => { $(self.$field += other.$field;)* };
         }
-        add!(entries improperly_formatted matched mismatched changed unreadable unverified unread
-            outside_slice repaired_leaves unrepaired_leaves mended_files accepted restored
+        add!(entries improperly_formatted ok failed changed unreadable unverified unread
+            outside_slice repaired unrepaired mended_files accepted restored
             unrestored);
     }
 
@@ -55,10 +91,10 @@ impl Tally {
             return summary;
         }
         let classes = [
-            (self.matched, "OK"),
+            (self.ok, "OK"),
             (self.unread, "OK (not read)"),
             (self.unverified, "OK (length only)"),
-            (self.mismatched, "FAILED"),
+            (self.failed, "FAILED"),
             (self.changed, "CHANGED"),
             (self.unreadable, "FAILED open or read"),
             (self.new, "NEW"),
@@ -82,7 +118,7 @@ impl Tally {
     /// well hold none of a list's files: it fails nothing.)
     pub fn verified_none(&self, ignore_missing: bool) -> bool {
         let held_some = self.entries > self.outside_slice || self.outside_slice == 0;
-        let verified = self.matched + self.unread + self.mended_files + self.restored;
+        let verified = self.ok + self.unread + self.mended_files + self.restored;
         (ignore_missing || self.unverified > 0) && verified == 0 && held_some
     }
 
@@ -98,8 +134,8 @@ impl Tally {
     /// Counts one file, by its worst line.
     pub fn count(&mut self, verdict: Verdict) {
         match verdict {
-            Verdict::Ok => self.matched += 1,
-            Verdict::Failed | Verdict::Missing => self.mismatched += 1,
+            Verdict::Ok => self.ok += 1,
+            Verdict::Failed | Verdict::Missing => self.failed += 1,
             Verdict::Changed => self.changed += 1,
             Verdict::Unreadable => self.unreadable += 1,
             Verdict::Unread => self.unread += 1,
@@ -115,17 +151,17 @@ impl Tally {
         let counts = [
             (self.improperly_formatted, warning, "line is improperly formatted", "lines are improperly formatted"),
             (self.unreadable, warning, "listed file could not be read", "listed files could not be read"),
-            (self.mismatched, warning, "computed checksum did NOT match", "computed checksums did NOT match"),
+            (self.failed, warning, "computed checksum did NOT match", "computed checksums did NOT match"),
             (self.changed, warning, "listed file was changed since it was listed",
                 "listed files were changed since they were listed"),
             (self.unverified, warning, "listed file has no digest in the list: only its length was checked",
                 "listed files have no digest in the list: only their length was checked"),
             (self.unread, news, "listed file was not read: its stat line says it is unchanged (--quick)",
                 "listed files were not read: their stat lines say they are unchanged (--quick)"),
-            (self.repaired_leaves, news, "damaged leaf was repaired", "damaged leaves were repaired"),
+            (self.repaired, news, "damaged leaf was repaired", "damaged leaves were repaired"),
             (self.restored, news, "missing file was restored", "missing files were restored"),
             (self.unrestored, warning, "missing file could not be restored", "missing files could not be restored"),
-            (self.unrepaired_leaves, warning, "damaged leaf could not be repaired",
+            (self.unrepaired, warning, "damaged leaf could not be repaired",
                 "damaged leaves could not be repaired"),
         ];
         said(&counts)
@@ -139,7 +175,7 @@ impl Tally {
     pub fn passed(&self, strict: bool, updated: bool, ignore_missing: bool) -> bool {
         self.entries > 0
             && (!self.verified_none(ignore_missing) || updated && self.changed > 0)
-            && self.mismatched == self.mended_files + self.accepted
+            && self.failed == self.mended_files + self.accepted
             && (updated || self.changed == 0)
             && self.unreadable == self.restored
             && !(strict && self.improperly_formatted > 0)

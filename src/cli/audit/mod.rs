@@ -313,7 +313,7 @@ fn warn_found(verbosity: Verbosity, tally: &Tally, ignore_missing: bool, base: B
     for said in tally.audit_summary(ignore_missing, verbosity == Verbosity::Quiet) {
         warn(&said);
     }
-    let found_here = tally.matched + tally.unread + tally.mismatched + tally.changed;
+    let found_here = tally.ok + tally.unread + tally.failed + tally.changed;
     let hint = match tally.moved {
         0 => deeper.hint(),
         _ => base.hint(),

@@ -239,7 +239,7 @@ impl Repairs {
                 }
             };
             match &mending.target {
-                None => tally.unrepaired_leaves += damaged.failing.len() as u64,
+                None => tally.unrepaired += damaged.failing.len() as u64,
                 Some(target) => {
                     if !damaged.failing.is_empty() {
                         let leaves = damaged.tree.leaf_count(damaged.listed_length);
@@ -388,8 +388,8 @@ fn mend_leaves(
         all_good &= mend.is_ok();
         match mend {
             Ok(Mended::Intact) => return,
-            Ok(Mended::Repaired) => tally.repaired_leaves += 1,
-            Err(_) => tally.unrepaired_leaves += 1,
+            Ok(Mended::Repaired) => tally.repaired += 1,
+            Err(_) => tally.unrepaired += 1,
         }
         // `NAME: leaf I: REPAIRED`, or `FAILED` and why.
         if lines.is_ok() {
@@ -406,7 +406,7 @@ fn mend_leaves(
     });
     lines?;
     if let Err(unmendable) = mended {
-        tally.unrepaired_leaves += damaged.failing.len() as u64;
+        tally.unrepaired += damaged.failing.len() as u64;
         printer.error(name, &format!("cannot be repaired: {unmendable}"))?;
         return Ok(false);
     }
@@ -462,6 +462,6 @@ mod tests {
         repairs.mend(&mut printer, &mut tally).unwrap();
         assert_eq!(std::fs::read(files.join("a")).unwrap(), b"AAAA");
         assert_eq!(std::fs::read(files.join("b")).unwrap(), b"BBBB");
-        assert_eq!((tally.repaired_leaves, tally.mended_files), (2, 1));
+        assert_eq!((tally.repaired, tally.mended_files), (2, 1));
     }
 }
