@@ -11,8 +11,9 @@
 //! lowercase or all uppercase. Strictly, as b3sum: no leading spaces, no
 //! single-space separator, no empty name.
 
-use super::name::{escaped_in, push_printed, read_back};
-use super::{Ending, Tag, decode_hex, prefixed, push_tagged, split};
+use super::list::ListLine;
+use super::name::{push_line as push_line_named, read_back};
+use super::{Ending, Tag, decode_hex, name_and_digest, prefixed, push_tagged};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -48,16 +49,9 @@ pub fn push_line(
             push_tagged(out, &head, name, &format!(" = {hex}"), ending);
         }
         Style::Untagged => {
-            let escaped = name.is_some_and(|name| escaped_in(name, ending));
-            if escaped {
-                out.push(b'\\');
-            }
-            out.extend_from_slice(hex.as_bytes());
-            out.extend_from_slice(b"  ");
-            push_printed(out, name.unwrap_or(b"-"), escaped);
-            ending.push(out);
+            push_line_named(out, &format!("{hex}  "), name.unwrap_or(b"-"), "", ending)
         }
-        Style::Bare => push_tagged(out, &hex, None, "", ending),
+        Style::Bare => push_line_named(out, &hex, b"", "", ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }
@@ -76,18 +70,26 @@ pub struct Entry {
     pub tagged: bool,
 }
 
-/// Parses a checksum line naming a file (without its line ending); `None`
-/// for anything else. `untagged_algorithm` is the algorithm of GNU-style
-/// lines (`-a`). It never panics, whatever the bytes.
-pub fn parse_entry(line: &[u8], untagged_algorithm: Algorithm) -> Option<Entry> {
+/// Parses a checksum line (without its line ending): one naming a file
+/// ([`ListLine::Checksum`]), or standard input's nameless `BLAKE2b-N = HEX`
+/// ([`ListLine::Nameless`]); `None` for anything else. `untagged_algorithm`
+/// is the algorithm of GNU-style lines (`-a`). It never panics, whatever
+/// the bytes.
+pub(super) fn parse_checksum(line: &[u8], untagged_algorithm: Algorithm) -> Option<ListLine> {
     let (escaped, body) = prefixed(line, b"\\");
     // No GNU-style line starts with `BLAKE2`: its hex would end at the `L`.
     let tagged = body.starts_with(b"BLAKE2");
     let (algorithm, expected, name) = if tagged {
         let (tag, rest) = Tag::parse(body)?;
-        // A name may hold `) = `: the digest is the tail after the last one.
-        let (name, hex) = split(rest.strip_prefix(b" (")?, b") = ", true)?;
-        (tag.algorithm, decode_hex(hex, tag.size)?, name)
+        let (name, hex) = name_and_digest(rest, true)?;
+        let expected = decode_hex(hex, tag.size)?;
+        let Some(name) = name else {
+            return (!escaped).then_some(ListLine::Nameless {
+                algorithm: tag.algorithm,
+                expected,
+            });
+        };
+        (tag.algorithm, expected, name)
     } else {
         let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
         let (hex, rest) = body.split_at(hex_len);
@@ -98,24 +100,12 @@ pub fn parse_entry(line: &[u8], untagged_algorithm: Algorithm) -> Option<Entry> 
         (untagged_algorithm, decode_hex(hex, size?)?, name)
     };
     let name = read_back(name, escaped).filter(|name| !name.is_empty())?;
-    Some(Entry {
+    Some(ListLine::Checksum(Entry {
         algorithm,
         name,
         expected,
         tagged,
-    })
-}
-
-/// The checksum of a nameless line, `BLAKE2b-N = HEX` (with or without its
-/// line ending): what hashing standard input prints when no FILE is given.
-pub fn parse_nameless(line: &[u8]) -> Option<(Algorithm, Digest)> {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let (tag, rest) = Tag::parse(line)?;
-    Some((
-        tag.algorithm,
-        decode_hex(rest.strip_prefix(b" = ")?, tag.size)?,
-    ))
+    }))
 }
 
 #[cfg(test)]
@@ -157,8 +147,10 @@ mod tests {
                     for style in [Style::Tagged, Style::Untagged] {
                         let mut line = Vec::new();
                         push_line(&mut line, style, algorithm, &digest, Some(name), ending);
-                        let entry = parse_entry(line.strip_suffix(b"\n").unwrap(), algorithm);
-                        let entry = entry.expect("the line reads back");
+                        let read = parse_checksum(line.strip_suffix(b"\n").unwrap(), algorithm);
+                        let Some(ListLine::Checksum(entry)) = read else {
+                            panic!("{line:?}")
+                        };
                         assert_eq!((entry.algorithm, &entry.name[..]), (algorithm, name));
                         assert_eq!(entry.tagged, style == Style::Tagged);
                         assert!(entry.expected == digest);

@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::name::read_back;
-use super::{InputLines, Tag, canonical, decimal, prefixed, split};
+use super::{InputLines, Tag, canonical, decimal, name_and_digest, prefixed, split};
 use crate::params::TreeParams;
 
 /// A modification time as stat lines write it.
@@ -104,18 +104,15 @@ pub fn is_stat_line(line: &[u8]) -> bool {
 
 /// Parses a stat line (without its line ending): the three fields in
 /// their order, then ` (NAME)` or nothing; `None` if it is not exactly that.
-pub fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
+pub(super) fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
     let (escaped, body) = prefixed(line, b"\\");
     let (tag, rest) = Tag::parse(body)?;
     let (size, rest) = field(rest, b" size=")?;
     let (mtime, rest) = field(rest, b" mtime=")?;
     let (leaf_size, rest) = field(rest, b" tree=")?;
-    let name = match rest.strip_prefix(b" (") {
-        Some(named) => {
-            Some(read_back(named.strip_suffix(b")")?, escaped).filter(|name| !name.is_empty())?)
-        }
-        None if rest.is_empty() && !escaped => None,
-        None => return None,
+    let name = match name_and_digest(rest, false)?.0 {
+        Some(name) => Some(read_back(name, escaped).filter(|name| !name.is_empty())?),
+        None => (!escaped).then_some(None)?,
     };
     Some(StatLine {
         tree: TreeParams::new(tag.algorithm, tag.size, canonical(leaf_size)?).ok()?,
