@@ -12,7 +12,7 @@
 //! single-space separator, no empty name.
 
 use super::list::ListLine;
-use super::name::{push_line as push_line_named, read_back};
+use super::name::{push_named, read_back};
 use super::{Ending, Tag, decode_hex, name_and_digest, prefixed, push_tagged};
 use crate::digest::Digest;
 use crate::params::Algorithm;
@@ -48,10 +48,8 @@ pub fn push_line(
             let head = Tag { algorithm, size }.to_string();
             push_tagged(out, &head, name, &format!(" = {hex}"), ending);
         }
-        Style::Untagged => {
-            push_line_named(out, &format!("{hex}  "), name.unwrap_or(b"-"), "", ending)
-        }
-        Style::Bare => push_line_named(out, &hex, b"", "", ending),
+        Style::Untagged => push_named(out, &format!("{hex}  "), name.unwrap_or(b"-"), "", ending),
+        Style::Bare => push_named(out, &hex, b"", "", ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::name::{echoed, read_back};
+use super::name::{Name, read_back};
 use super::{InputLines, Tag, decimal, decode_hex, name_and_digest, prefixed, split};
 use crate::digest::Digest;
 use crate::params::TreeParams;
@@ -88,7 +88,12 @@ fn fields(text: &[u8]) -> Result<[Option<u64>; 6], LeafLineError> {
         let (key, value) = split(field, b"=", false).unwrap_or_default();
         match (KEYS.iter().position(|known| *known == key), decimal(value)) {
             (Some(slot), Some(value)) if values[slot].is_none() => values[slot] = Some(value),
-            _ => return Err(refused(format!("bad field {}", echoed(field)))),
+            _ => {
+                // (As a message shows a name, less the `\` that marks it escaped.)
+                let shown = Name::listed(field).shown();
+                let field = shown.strip_prefix('\\').unwrap_or(&shown);
+                return Err(refused(format!("bad field {field}")));
+            }
         }
     }
     Ok(values)
@@ -286,10 +291,7 @@ mod tests {
                             span,
                         };
                         let count = tree.leaf_count(total);
-                        for index in [0, 1, count.saturating_sub(1)]
-                            .into_iter()
-                            .filter(|&i| i < count)
-                        {
+                        for index in (0..count).filter(|&i| i < 2 || i == count - 1) {
                             let parsed = written(|out| {
                                 lines.push_leaf(out, total, index, digest.as_bytes())
                             });

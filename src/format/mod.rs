@@ -17,6 +17,7 @@ pub mod stat;
 
 use std::fmt;
 
+use self::name::push_named;
 use crate::digest::Digest;
 use crate::params::{Algorithm, TreeParams};
 
@@ -99,8 +100,8 @@ impl InputLines<'_> {
 /// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line.
 fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, ending: Ending) {
     match name {
-        Some(name) => name::push_line(out, &format!("{head} ("), name, &format!("){tail}"), ending),
-        None => name::push_line(out, head, b"", tail, ending),
+        Some(name) => push_named(out, &format!("{head} ("), name, &format!("){tail}"), ending),
+        None => push_named(out, head, b"", tail, ending),
     }
 }
 

@@ -135,29 +135,21 @@ fn shown_escaped(byte: u8) -> bool {
     byte == b'\\' || byte < 0x20 || byte == 0x7f
 }
 
-/// Appends `[\]BEFORE NAME AFTER` and the ending: a line naming a file, the
+/// Appends `[\]HEAD NAME TAIL` and the ending: a line naming a file, the
 /// name escaped the GNU way (and the line started with `\`) where it holds
 /// a byte to escape and lines end in a newline.
-pub(super) fn push_line(out: &mut Vec<u8>, before: &str, name: &[u8], after: &str, ending: Ending) {
+pub(super) fn push_named(out: &mut Vec<u8>, head: &str, name: &[u8], tail: &str, ending: Ending) {
     let escaped = ending == Ending::Newline && name.iter().any(|&byte| letter(byte).is_some());
     if escaped {
         out.push(b'\\');
     }
-    out.extend_from_slice(before.as_bytes());
+    out.extend_from_slice(head.as_bytes());
     match escaped {
         true => push_escaped(out, name, false),
         false => out.extend_from_slice(name),
     }
-    out.extend_from_slice(after.as_bytes());
+    out.extend_from_slice(tail.as_bytes());
     ending.push(out);
-}
-
-/// Bytes of a list as a message echoes them: escaped as
-/// [`Name::push_shown`] escapes a name, without its leading `\`.
-pub(super) fn echoed(bytes: &[u8]) -> String {
-    let mut out = Vec::new();
-    push_escaped(&mut out, bytes, true);
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Appends `bytes` with GNU's escapes, and with `controls` the other
@@ -211,8 +203,8 @@ mod tests {
         ];
         for (name, printed, shown) in table {
             let mut lines = (Vec::new(), Vec::new());
-            push_line(&mut lines.0, "", name, "", Ending::Newline);
-            push_line(&mut lines.1, "", name, "", Ending::Nul);
+            push_named(&mut lines.0, "", name, "", Ending::Newline);
+            push_named(&mut lines.1, "", name, "", Ending::Nul);
             assert_eq!(lines, ([printed, b"\n"].concat(), [name, b"\0"].concat()));
             let (escaped, printed) = crate::format::prefixed(printed, b"\\");
             assert_eq!(read_back(printed, escaped).as_deref(), Some(name));
