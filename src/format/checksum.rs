@@ -1,4 +1,5 @@
-//! Checksum lines, both directions.
+//! Checksum lines: written here, in each [`Style`]; read back, told apart
+//! from the other lines of a list, by [`classify`](crate::format::list::classify).
 //!
 //! ```text
 //! BLAKE2b-N (NAME) = HEX      tagged: N in bytes (BLAKE2s: 1..=32), HEX 2N digits
@@ -11,9 +12,8 @@
 //! lowercase or all uppercase. Strictly, as b3sum: no leading spaces, no
 //! single-space separator, no empty name.
 
-use super::list::ListLine;
-use super::name::{push_named, read_back};
-use super::{Ending, Tag, decode_hex, name_and_digest, prefixed, push_tagged};
+use super::name::push_named;
+use super::{Ending, Tag, push_tagged};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -68,47 +68,10 @@ pub struct Entry {
     pub tagged: bool,
 }
 
-/// Parses a checksum line (without its line ending): one naming a file
-/// ([`ListLine::Checksum`]), or standard input's nameless `BLAKE2b-N = HEX`
-/// ([`ListLine::Nameless`]); `None` for anything else. `untagged_algorithm`
-/// is the algorithm of GNU-style lines (`-a`). It never panics, whatever
-/// the bytes.
-pub(super) fn parse_checksum(line: &[u8], untagged_algorithm: Algorithm) -> Option<ListLine> {
-    let (escaped, body) = prefixed(line, b"\\");
-    // No GNU-style line starts with `BLAKE2`: its hex would end at the `L`.
-    let tagged = body.starts_with(b"BLAKE2");
-    let (algorithm, expected, name) = if tagged {
-        let (tag, rest) = Tag::parse(body)?;
-        let (name, hex) = name_and_digest(rest, true)?;
-        let expected = decode_hex(hex, tag.size)?;
-        let Some(name) = name else {
-            return (!escaped).then_some(ListLine::Nameless {
-                algorithm: tag.algorithm,
-                expected,
-            });
-        };
-        (tag.algorithm, expected, name)
-    } else {
-        let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        let (hex, rest) = body.split_at(hex_len);
-        let name = rest
-            .strip_prefix(b"  ")
-            .or_else(|| rest.strip_prefix(b" *"))?;
-        let size = Some(hex_len / 2).filter(|&size| size <= untagged_algorithm.max_digest_size());
-        (untagged_algorithm, decode_hex(hex, size?)?, name)
-    };
-    let name = read_back(name, escaped).filter(|name| !name.is_empty())?;
-    Some(ListLine::Checksum(Entry {
-        algorithm,
-        name,
-        expected,
-        tagged,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::list::{ListLine, parse_checksum};
 
     /// A style, a name and an ending, and the line they make.
     type Case<'a> = (Style, Option<&'a [u8]>, Ending, &'a [u8]);

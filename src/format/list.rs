@@ -13,10 +13,11 @@
 //! A GNU-style line is bt2sum's whatever its tool, but the size of its
 //! digest may show another ([`Entry::sized_like`]).
 
-use super::checksum::{Entry, parse_checksum};
+use super::checksum::Entry;
 use super::leaf::{LeafLine, LeafLineError, parse_leaf_line};
+use super::name::read_back;
 use super::stat::{StatLine, is_stat_line, parse_stat_line};
-use super::{canonical, prefixed, split};
+use super::{Tag, canonical, decode_hex, name_and_digest, prefixed, split};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -180,6 +181,44 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
         Some(wanted) if size != wanted => ListLine::Improper(Improper::Junk),
         _ => read,
     }
+}
+
+/// Parses a checksum line (without its line ending): one naming a file
+/// ([`ListLine::Checksum`]), or standard input's nameless `BLAKE2b-N = HEX`
+/// ([`ListLine::Nameless`]); `None` for anything else. `untagged_algorithm`
+/// is the algorithm of GNU-style lines (`-a`). It never panics, whatever
+/// the bytes.
+pub(super) fn parse_checksum(line: &[u8], untagged_algorithm: Algorithm) -> Option<ListLine> {
+    let (escaped, body) = prefixed(line, b"\\");
+    // No GNU-style line starts with `BLAKE2`: its hex would end at the `L`.
+    let tagged = body.starts_with(b"BLAKE2");
+    let (algorithm, expected, name) = if tagged {
+        let (tag, rest) = Tag::parse(body)?;
+        let (name, hex) = name_and_digest(rest, true)?;
+        let expected = decode_hex(hex, tag.size)?;
+        let Some(name) = name else {
+            return (!escaped).then_some(ListLine::Nameless {
+                algorithm: tag.algorithm,
+                expected,
+            });
+        };
+        (tag.algorithm, expected, name)
+    } else {
+        let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let (hex, rest) = body.split_at(hex_len);
+        let name = rest
+            .strip_prefix(b"  ")
+            .or_else(|| rest.strip_prefix(b" *"))?;
+        let size = Some(hex_len / 2).filter(|&size| size <= untagged_algorithm.max_digest_size());
+        (untagged_algorithm, decode_hex(hex, size?)?, name)
+    };
+    let name = read_back(name, escaped).filter(|name| !name.is_empty())?;
+    Some(ListLine::Checksum(Entry {
+        algorithm,
+        name,
+        expected,
+        tagged,
+    }))
 }
 
 /// The tool whose tagged line this is (its `\` removed): GNU b2sum's tag or
