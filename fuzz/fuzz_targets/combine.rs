@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
+use bt2sum::format::list::{Grammar, ListLine, classify};
 use bt2sum::format::{Ending, InputLines};
 use bt2sum::leaves::{Combiner, LeafLog};
 use bt2sum::{Algorithm, TreeHasher, TreeParams, hash};
@@ -27,8 +27,7 @@ fuzz_target!(|input: &[u8]| {
 fn any_text(text: &[u8]) {
     let mut combiner = Combiner::default();
     for (number, line) in (0..).zip(text.split(|&byte| byte == b'\n')) {
-        if is_leaf_line(line)
-            && let Ok(parsed) = parse_leaf_line(line)
+        if let ListLine::Leaf(parsed) = classify(line, &Grammar::default())
             && combiner.add(parsed, (0, number)).is_err()
         {
             return;
@@ -107,8 +106,9 @@ fn shuffled_listing(input: &[u8]) {
 fn combine(lines: &[Vec<u8>]) -> Option<bt2sum::Digest> {
     let mut combiner = Combiner::default();
     for (number, line) in (0..).zip(lines) {
-        let line = line.strip_suffix(b"\n").expect("a line");
-        let parsed = parse_leaf_line(line).expect("printed by bt2sum");
+        let ListLine::Leaf(parsed) = classify(line, &Grammar::default()) else {
+            panic!("{line:?} was printed by bt2sum");
+        };
         combiner.add(parsed, (0, number)).ok()?;
     }
     combiner.finish().ok().map(|combined| combined.digest)

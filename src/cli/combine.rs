@@ -9,9 +9,8 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 
 use bt2sum::format::checksum::Style;
-use bt2sum::format::leaf::{is_leaf_line, parse_leaf_line};
 use bt2sum::format::lines::{MAX_LINE, Record as Line, read_line};
-use bt2sum::format::list::{Grammar, ListLine, classify};
+use bt2sum::format::list::{Grammar, Improper, ListLine, classify};
 use bt2sum::leaves::{CombineError, Combined, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
@@ -91,23 +90,18 @@ fn add_listing(combiner: &mut Combiner, listing: &OsStr, number: u32) -> Result<
             }
             Line::Line => {}
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if is_leaf_line(text) {
-            let parsed = parse_leaf_line(text).map_err(|error| at_line(error.to_string()))?;
-            combiner
+        match classify(&line, &Grammar::default()) {
+            ListLine::Leaf(parsed) => combiner
                 .add(parsed, (number, line_number))
-                .map_err(|error| at_line(error.to_string()))?;
-            continue;
-        }
-        // A listing made by --leaves holds checksum lines too, the nameless
-        // one of standard input included.
-        match classify(text, &Grammar::default()) {
+                .map_err(|error| at_line(error.to_string()))?,
+            // A listing made by --leaves holds checksum lines too, the
+            // nameless one of standard input included.
             ListLine::Skip
             | ListLine::Checksum(_)
             | ListLine::Nameless { .. }
             | ListLine::Stat(_) => {}
-            ListLine::Leaf(_) | ListLine::Improper(_) => {
+            ListLine::Improper(Improper::LeafLine(why)) => return Err(at_line(why.to_string())),
+            ListLine::Improper(_) => {
                 return Err(at_line("improperly formatted line".to_string()));
             }
         }

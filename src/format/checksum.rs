@@ -1,4 +1,5 @@
-//! Checksum lines, both directions.
+//! Checksum lines: written here, in each [`Style`]; read back, told apart
+//! from the other lines of a list, by [`classify`](crate::format::list::classify).
 //!
 //! ```text
 //! BLAKE2b-N (NAME) = HEX      tagged: N in bytes (BLAKE2s: 1..=32), HEX 2N digits
@@ -11,8 +12,8 @@
 //! lowercase or all uppercase. Strictly, as b3sum: no leading spaces, no
 //! single-space separator, no empty name.
 
-use super::name::{escaped_in, push_printed, read_back};
-use super::{Ending, Tag, decode_hex, prefixed, push_tagged, split};
+use super::name::push_named;
+use super::{Ending, Tag, push_tagged};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -47,17 +48,8 @@ pub fn push_line(
             let head = Tag { algorithm, size }.to_string();
             push_tagged(out, &head, name, &format!(" = {hex}"), ending);
         }
-        Style::Untagged => {
-            let escaped = name.is_some_and(|name| escaped_in(name, ending));
-            if escaped {
-                out.push(b'\\');
-            }
-            out.extend_from_slice(hex.as_bytes());
-            out.extend_from_slice(b"  ");
-            push_printed(out, name.unwrap_or(b"-"), escaped);
-            ending.push(out);
-        }
-        Style::Bare => push_tagged(out, &hex, None, "", ending),
+        Style::Untagged => push_named(out, &format!("{hex}  "), name.unwrap_or(b"-"), "", ending),
+        Style::Bare => push_named(out, &hex, b"", "", ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }
@@ -76,51 +68,10 @@ pub struct Entry {
     pub tagged: bool,
 }
 
-/// Parses a checksum line naming a file (without its line ending); `None`
-/// for anything else. `untagged_algorithm` is the algorithm of GNU-style
-/// lines (`-a`). It never panics, whatever the bytes.
-pub fn parse_entry(line: &[u8], untagged_algorithm: Algorithm) -> Option<Entry> {
-    let (escaped, body) = prefixed(line, b"\\");
-    // No GNU-style line starts with `BLAKE2`: its hex would end at the `L`.
-    let tagged = body.starts_with(b"BLAKE2");
-    let (algorithm, expected, name) = if tagged {
-        let (tag, rest) = Tag::parse(body)?;
-        // A name may hold `) = `: the digest is the tail after the last one.
-        let (name, hex) = split(rest.strip_prefix(b" (")?, b") = ", true)?;
-        (tag.algorithm, decode_hex(hex, tag.size)?, name)
-    } else {
-        let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        let (hex, rest) = body.split_at(hex_len);
-        let name = rest
-            .strip_prefix(b"  ")
-            .or_else(|| rest.strip_prefix(b" *"))?;
-        let size = Some(hex_len / 2).filter(|&size| size <= untagged_algorithm.max_digest_size());
-        (untagged_algorithm, decode_hex(hex, size?)?, name)
-    };
-    let name = read_back(name, escaped).filter(|name| !name.is_empty())?;
-    Some(Entry {
-        algorithm,
-        name,
-        expected,
-        tagged,
-    })
-}
-
-/// The checksum of a nameless line, `BLAKE2b-N = HEX` (with or without its
-/// line ending): what hashing standard input prints when no FILE is given.
-pub fn parse_nameless(line: &[u8]) -> Option<(Algorithm, Digest)> {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let (tag, rest) = Tag::parse(line)?;
-    Some((
-        tag.algorithm,
-        decode_hex(rest.strip_prefix(b" = ")?, tag.size)?,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::list::{ListLine, parse_checksum};
 
     /// A style, a name and an ending, and the line they make.
     type Case<'a> = (Style, Option<&'a [u8]>, Ending, &'a [u8]);
@@ -157,8 +108,10 @@ mod tests {
                     for style in [Style::Tagged, Style::Untagged] {
                         let mut line = Vec::new();
                         push_line(&mut line, style, algorithm, &digest, Some(name), ending);
-                        let entry = parse_entry(line.strip_suffix(b"\n").unwrap(), algorithm);
-                        let entry = entry.expect("the line reads back");
+                        let read = parse_checksum(line.strip_suffix(b"\n").unwrap(), algorithm);
+                        let Some(ListLine::Checksum(entry)) = read else {
+                            panic!("{line:?}")
+                        };
                         assert_eq!((entry.algorithm, &entry.name[..]), (algorithm, name));
                         assert_eq!(entry.tagged, style == Style::Tagged);
                         assert!(entry.expected == digest);

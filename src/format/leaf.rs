@@ -15,8 +15,8 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::name::{echoed, read_back};
-use super::{InputLines, Tag, decimal, decode_hex, prefixed, split};
+use super::name::{Name, read_back};
+use super::{InputLines, Tag, decimal, decode_hex, name_and_digest, prefixed, split};
 use crate::digest::Digest;
 use crate::params::TreeParams;
 
@@ -56,8 +56,8 @@ pub struct LeafLine {
     pub total: u64,
     /// The leaf, with its digest; `None` on a count line (`leaves=C`).
     pub leaf: Option<Leaf>,
-    /// On a count line that ends in `offset=X length=Y`, those bytes: a
-    /// selection's, from one leaf boundary to another.
+    /// On a count line that ends in `offset=X length=Y`, the leaves whose
+    /// bytes those are: a selection's.
     pub span: Option<Range<u64>>,
 }
 
@@ -68,13 +68,6 @@ pub struct Leaf {
     pub index: u64,
     /// The leaf's digest.
     pub digest: Digest,
-}
-
-/// Whether a line (CR/LF already removed) is a listing line, well formed or
-/// not: `BLAKE2…` and a first field of `leaf=` or `leaves=`.
-pub fn is_leaf_line(line: &[u8]) -> bool {
-    super::after_tag(line)
-        .is_some_and(|fields| fields.starts_with(b"leaf=") || fields.starts_with(b"leaves="))
 }
 
 /// Why a listing line was refused: what `--combine` reports.
@@ -95,52 +88,47 @@ fn fields(text: &[u8]) -> Result<[Option<u64>; 6], LeafLineError> {
         let (key, value) = split(field, b"=", false).unwrap_or_default();
         match (KEYS.iter().position(|known| *known == key), decimal(value)) {
             (Some(slot), Some(value)) if values[slot].is_none() => values[slot] = Some(value),
-            _ => return Err(refused(format!("bad field {}", echoed(field)))),
+            _ => {
+                // (As a message shows a name, less the `\` that marks it escaped.)
+                let shown = Name::listed(field).shown();
+                let field = shown.strip_prefix('\\').unwrap_or(&shown);
+                return Err(refused(format!("bad field {field}")));
+            }
         }
     }
     Ok(values)
 }
 
 /// Parses a listing line (without its line ending).
-pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
+pub(super) fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     let (escaped, body) = prefixed(line, b"\\");
     let (tag, rest) = Tag::parse(body).ok_or(refused("unknown tag"))?;
     let rest = rest.strip_prefix(b" ").ok_or(refused("unknown tag"))?;
     // The fields end where the name begins, or where a nameless line's
     // digest does: fields hold no `(` and no `=` after a space.
-    let (text, named, hex) = match (split(rest, b" (", false), split(rest, b" = ", false)) {
-        (Some((text, named)), _) => (text, Some(named), None),
-        (None, Some((text, hex))) => (text, None, Some(hex)),
-        (None, None) => (rest, None, None),
-    };
+    let end = split(rest, b" (", false).or_else(|| split(rest, b" = ", false));
+    let (text, tail) = rest.split_at(end.map_or(rest.len(), |(text, _)| text.len()));
     let [leaf, leaves, offset, length, total, leaf_size] = fields(text)?;
     let total = total.ok_or(refused("no total="))?;
     let leaf_size = leaf_size.ok_or(refused("no tree="))?;
     let tree = TreeParams::new(tag.algorithm, tag.size, leaf_size)
         .map_err(|error| refused(error.to_string()))?;
-    if escaped && named.is_none() {
+    if escaped && !tail.starts_with(b" (") {
         return Err(refused("bad name"));
     }
     let (name, leaf, span) = match (leaves, leaf) {
         (Some(_), Some(_)) => return Err(refused("bad field leaf= with leaves=")),
         (Some(listed), None) => {
             let span = count_span(&tree, total, listed, offset, length)?;
-            if hex.is_some() {
-                return Err(refused("bad name"));
-            }
-            let name = named.map(|named| named.strip_suffix(b")").ok_or(refused("bad name")));
-            (name.transpose()?, None, span)
+            let (name, _) = name_and_digest(tail, false).ok_or(refused("bad name"))?;
+            (name, None, span)
         }
         (None, index) => {
             let index = index.ok_or(refused("no leaf="))?;
             let offset = offset.ok_or(refused("no offset="))?;
             let length = length.ok_or(refused("no length="))?;
             let bad_digest = || refused("the digest is not 2N hex digits of one case");
-            let (name, hex) = match named {
-                Some(named) => split(named, b") = ", true).map(|(name, hex)| (Some(name), hex)),
-                None => hex.map(|hex| (None, hex)),
-            }
-            .ok_or_else(bad_digest)?;
+            let (name, hex) = name_and_digest(tail, true).ok_or_else(bad_digest)?;
             let digest = decode_hex(hex, tree.digest_size()).ok_or_else(bad_digest)?;
             let bytes = tree.leaf_bytes(index, total);
             if index >= tree.leaf_count(total)
@@ -163,7 +151,8 @@ pub fn parse_leaf_line(line: &[u8]) -> Result<LeafLine, LeafLineError> {
     })
 }
 
-/// A count line's `offset=X length=Y`, checked against its `leaves=`.
+/// A count line's `offset=X length=Y`, checked against its `leaves=`: the
+/// leaves whose bytes they are, as [`InputLines::push_count`] writes them.
 fn count_span(
     tree: &TreeParams,
     total: u64,
@@ -179,11 +168,13 @@ fn count_span(
     match (offset, length) {
         (None, None) => Ok(None),
         (Some(offset), Some(length)) => {
-            let boundary = |at: u64| at == total || at.is_multiple_of(tree.leaf_size());
-            let end = offset.checked_add(length);
-            let end = end.filter(|&end| end <= total && boundary(offset) && boundary(end));
-            let span = "offset and offset + length are not leaf boundaries within total";
-            Ok(Some(offset..end.ok_or(refused(span))?))
+            let at = |bytes: u64| bytes.div_ceil(tree.leaf_size());
+            let span = offset
+                .checked_add(length)
+                .map(|end| (offset..end, at(offset)..at(end)));
+            let span = span.filter(|(bytes, leaves)| tree.leaves_bytes(leaves, total) == *bytes);
+            let boundaries = "offset and offset + length are not leaf boundaries within total";
+            Ok(Some(span.ok_or(refused(boundaries))?.1))
         }
         (None, Some(_)) => Err(refused("no offset=")),
         (Some(_), None) => Err(refused("no length=")),
@@ -196,7 +187,7 @@ mod tests {
     use crate::format::Ending;
     use crate::params::Algorithm;
 
-    /// A parsed line as `TAG/L (NAME) total=T leaf=I HEX` or `bytes=X..Y`,
+    /// A parsed line as `TAG/L (NAME) total=T leaf=I HEX` or `leaves=X..Y`,
     /// or why it was refused.
     fn describe(line: &str) -> String {
         match parse_leaf_line(line.as_bytes()) {
@@ -208,7 +199,7 @@ mod tests {
                 };
                 let rest = match (parsed.leaf, parsed.span) {
                     (Some(leaf), _) => format!(" leaf={} {}", leaf.index, leaf.digest),
-                    (None, Some(span)) => format!(" bytes={span:?}"),
+                    (None, Some(leaves)) => format!(" leaves={leaves:?}"),
                     (None, None) => String::new(),
                 };
                 format!("{tree}{name} total={}{rest}", parsed.total)
@@ -234,10 +225,10 @@ mod tests {
             ("BLAKE2b-1 leaves=0 total=0 tree=1 ((a))", "BLAKE2b-1/1 ((a)) total=0"),
             ("BLAKE2b-1 leaves=0 total=0 tree=1 ()", "BLAKE2b-1/1 () total=0"),
             ("BLAKE2b-1 leaves=3 total=10 tree=4", "BLAKE2b-1/4 total=10"),
-            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 length=6 (f)", "BLAKE2b-1/4 (f) total=10 bytes=4..10"),
-            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=0 length=4", "BLAKE2b-1/4 total=10 bytes=0..4"),
-            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=10 length=0 (f)", "BLAKE2b-1/4 (f) total=10 bytes=10..10"),
-            ("BLAKE2b-1 leaves=0 total=0 tree=4 offset=0 length=0 (f)", "BLAKE2b-1/4 (f) total=0 bytes=0..0"),
+            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=4 length=6 (f)", "BLAKE2b-1/4 (f) total=10 leaves=1..3"),
+            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=0 length=4", "BLAKE2b-1/4 total=10 leaves=0..1"),
+            ("BLAKE2b-1 leaves=3 total=10 tree=4 offset=10 length=0 (f)", "BLAKE2b-1/4 (f) total=10 leaves=3..3"),
+            ("BLAKE2b-1 leaves=0 total=0 tree=4 offset=0 length=0 (f)", "BLAKE2b-1/4 (f) total=0 leaves=0..0"),
             // Refused.
             ("BLAKE2q-1 leaf=0 offset=0 length=1 total=1 tree=1 (f) = 00", "unknown tag"),
             ("BLAKE2b-1  leaf=0 offset=0 length=1 total=1 tree=1 (f) = 00", "bad field "),
@@ -300,10 +291,7 @@ mod tests {
                             span,
                         };
                         let count = tree.leaf_count(total);
-                        for index in [0, 1, count.saturating_sub(1)]
-                            .into_iter()
-                            .filter(|&i| i < count)
-                        {
+                        for index in (0..count).filter(|&i| i < 2 || i == count - 1) {
                             let parsed = written(|out| {
                                 lines.push_leaf(out, total, index, digest.as_bytes())
                             });
@@ -315,8 +303,8 @@ mod tests {
                         );
                         for leaves in [0..count, count / 2..count, count..count + 1] {
                             let parsed = written(|out| lines.push_count(out, total, Some(&leaves)));
-                            let span = tree.leaves_bytes(&leaves, total);
-                            assert_eq!(parsed, expected(None, Some(span)));
+                            let selected = leaves.start..leaves.end.min(count);
+                            assert_eq!(parsed, expected(None, Some(selected)));
                         }
                     }
                 }

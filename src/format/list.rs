@@ -13,10 +13,11 @@
 //! A GNU-style line is bt2sum's whatever its tool, but the size of its
 //! digest may show another ([`Entry::sized_like`]).
 
-use super::checksum::{Entry, parse_entry, parse_nameless};
-use super::leaf::{LeafLine, is_leaf_line, parse_leaf_line};
+use super::checksum::Entry;
+use super::leaf::{LeafLine, LeafLineError, parse_leaf_line};
+use super::name::read_back;
 use super::stat::{StatLine, is_stat_line, parse_stat_line};
-use super::{canonical, prefixed, split};
+use super::{Tag, canonical, decode_hex, name_and_digest, prefixed, split};
 use crate::digest::Digest;
 use crate::params::Algorithm;
 
@@ -54,14 +55,13 @@ pub enum ListLine {
 /// Why a line is improperly formatted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Improper {
-    /// A line no tool bt2sum knows of writes (a malformed leaf line
-    /// included).
+    /// A line no tool bt2sum knows of writes, or one of bt2sum's of a
+    /// digest size other than [`Grammar::digest_size`].
     Junk,
     #[allow(missing_docs)]
     OtherTool(OtherTool),
-    /// One of bt2sum's lines, of a digest size (in bytes) other than
-    /// [`Grammar::digest_size`].
-    OtherSize(usize),
+    /// A malformed leaf or count line, and why: what `--combine` reports.
+    LeafLine(LeafLineError),
     /// A line longer than [`super::lines::MAX_LINE`], never held whole.
     TooLong,
 }
@@ -156,17 +156,16 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
         return ListLine::Skip;
     }
     let junk = ListLine::Improper(Improper::Junk);
-    let read = if is_leaf_line(line) {
-        parse_leaf_line(line).map_or(junk, ListLine::Leaf)
+    let first_field = super::after_tag(line).unwrap_or_default();
+    let read = if first_field.starts_with(b"leaf=") || first_field.starts_with(b"leaves=") {
+        parse_leaf_line(line).map_or_else(
+            |why| ListLine::Improper(Improper::LeafLine(why)),
+            ListLine::Leaf,
+        )
     } else if is_stat_line(line) {
         parse_stat_line(line).map_or(junk, ListLine::Stat)
-    } else if let Some(entry) = parse_entry(line, grammar.untagged_algorithm) {
-        ListLine::Checksum(entry)
-    } else if let Some((algorithm, expected)) = parse_nameless(line) {
-        ListLine::Nameless {
-            algorithm,
-            expected,
-        }
+    } else if let Some(read) = parse_checksum(line, grammar.untagged_algorithm) {
+        read
     } else {
         other_tool(prefixed(line, b"\\").1)
             .map_or(junk, |tool| ListLine::Improper(Improper::OtherTool(tool)))
@@ -179,9 +178,47 @@ pub fn classify(line: &[u8], grammar: &Grammar) -> ListLine {
         ListLine::Skip | ListLine::Improper(_) => return read,
     };
     match grammar.digest_size {
-        Some(wanted) if size != wanted => ListLine::Improper(Improper::OtherSize(size)),
+        Some(wanted) if size != wanted => ListLine::Improper(Improper::Junk),
         _ => read,
     }
+}
+
+/// Parses a checksum line (without its line ending): one naming a file
+/// ([`ListLine::Checksum`]), or standard input's nameless `BLAKE2b-N = HEX`
+/// ([`ListLine::Nameless`]); `None` for anything else. `untagged_algorithm`
+/// is the algorithm of GNU-style lines (`-a`). It never panics, whatever
+/// the bytes.
+pub(super) fn parse_checksum(line: &[u8], untagged_algorithm: Algorithm) -> Option<ListLine> {
+    let (escaped, body) = prefixed(line, b"\\");
+    // No GNU-style line starts with `BLAKE2`: its hex would end at the `L`.
+    let tagged = body.starts_with(b"BLAKE2");
+    let (algorithm, expected, name) = if tagged {
+        let (tag, rest) = Tag::parse(body)?;
+        let (name, hex) = name_and_digest(rest, true)?;
+        let expected = decode_hex(hex, tag.size)?;
+        let Some(name) = name else {
+            return (!escaped).then_some(ListLine::Nameless {
+                algorithm: tag.algorithm,
+                expected,
+            });
+        };
+        (tag.algorithm, expected, name)
+    } else {
+        let hex_len = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let (hex, rest) = body.split_at(hex_len);
+        let name = rest
+            .strip_prefix(b"  ")
+            .or_else(|| rest.strip_prefix(b" *"))?;
+        let size = Some(hex_len / 2).filter(|&size| size <= untagged_algorithm.max_digest_size());
+        (untagged_algorithm, decode_hex(hex, size?)?, name)
+    };
+    let name = read_back(name, escaped).filter(|name| !name.is_empty())?;
+    Some(ListLine::Checksum(Entry {
+        algorithm,
+        name,
+        expected,
+        tagged,
+    }))
 }
 
 /// The tool whose tagged line this is (its `\` removed): GNU b2sum's tag or
@@ -232,7 +269,7 @@ mod tests {
         };
         match classify(line, &grammar) {
             ListLine::Skip => "skip".to_string(),
-            ListLine::Improper(Improper::Junk) => "bad".to_string(),
+            ListLine::Improper(Improper::Junk | Improper::LeafLine(_)) => "bad".to_string(),
             ListLine::Improper(improper) => format!("{improper:?}"),
             ListLine::Leaf(leaf) => format!("leaf {:?}", leaf.leaf.map(|leaf| leaf.index)),
             ListLine::Stat(stat) => format!("stat {}", stat.size),
@@ -358,11 +395,10 @@ mod tests {
             // A digest size asked for refuses the others.
             ("BLAKE2b-2 (f) = abcd".to_string(), B, Some(2), "BLAKE2b-2 (f)"),
             ("abcd  f".to_string(), B, Some(2), "BLAKE2b-2 (f)"),
-            ("BLAKE2b-3 (f) = abcdef".to_string(), B, Some(2), "OtherSize(3)"),
-            ("BLAKE2s-1 = ab".to_string(), B, Some(2), "OtherSize(1)"),
-            ("BLAKE2b-1 leaves=3 total=10 tree=4".to_string(), B, Some(2), "OtherSize(1)"),
-            ("BLAKE2b-1 size=10 mtime=5.000000000 tree=4 (f)".to_string(), B, Some(2),
-                "OtherSize(1)"),
+            ("BLAKE2b-3 (f) = abcdef".to_string(), B, Some(2), bad),
+            ("BLAKE2s-1 = ab".to_string(), B, Some(2), bad),
+            ("BLAKE2b-1 leaves=3 total=10 tree=4".to_string(), B, Some(2), bad),
+            ("BLAKE2b-1 size=10 mtime=5.000000000 tree=4 (f)".to_string(), B, Some(2), bad),
         ];
         for (line, algorithm, digest_size, expected) in table {
             let described = describe(line.as_bytes(), algorithm, digest_size);

@@ -17,6 +17,7 @@ pub mod stat;
 
 use std::fmt;
 
+use self::name::push_named;
 use crate::digest::Digest;
 use crate::params::{Algorithm, TreeParams};
 
@@ -96,21 +97,25 @@ impl InputLines<'_> {
     }
 }
 
-/// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line, and a
-/// bare digest (`HEAD` alone).
+/// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line.
 fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, ending: Ending) {
-    let escaped = name.is_some_and(|name| name::escaped_in(name, ending));
-    if escaped {
-        out.push(b'\\');
+    match name {
+        Some(name) => push_named(out, &format!("{head} ("), name, &format!("){tail}"), ending),
+        None => push_named(out, head, b"", tail, ending),
     }
-    out.extend_from_slice(head.as_bytes());
-    if let Some(name) = name {
-        out.extend_from_slice(b" (");
-        name::push_printed(out, name, escaped);
-        out.push(b')');
+}
+
+/// Reads what follows a tagged line's fields, as [`push_tagged`] writes it:
+/// ` (NAME)` or nothing, then ` = HEX` on a line with a `digest` (a name
+/// may hold `) = `: the digest follows the last one). Returns the name as
+/// written, and the HEX (empty on a line without a digest).
+fn name_and_digest(tail: &[u8], digest: bool) -> Option<(Option<&[u8]>, &[u8])> {
+    match (tail.strip_prefix(b" ("), digest) {
+        (Some(named), true) => split(named, b") = ", true).map(|(name, hex)| (Some(name), hex)),
+        (Some(named), false) => Some((Some(named.strip_suffix(b")")?), &[])),
+        (None, true) => Some((None, tail.strip_prefix(b" = ")?)),
+        (None, false) => tail.is_empty().then_some((None, &[])),
     }
-    out.extend_from_slice(tail.as_bytes());
-    ending.push(out);
 }
 
 /// Whether `text` starts with `prefix`, and the text after it.

@@ -125,11 +125,6 @@ impl<'a> Name<'a> {
 /// `\` and a letter.
 const ESCAPES: [(u8, u8); 3] = [(b'\\', b'\\'), (b'\n', b'n'), (b'\r', b'r')];
 
-/// Whether lines ending in `ending` escape `name`.
-pub(super) fn escaped_in(name: &[u8], ending: Ending) -> bool {
-    ending == Ending::Newline && name.iter().any(|&byte| letter(byte).is_some())
-}
-
 fn letter(byte: u8) -> Option<u8> {
     Some(ESCAPES.iter().find(|(raw, _)| *raw == byte)?.1)
 }
@@ -140,21 +135,21 @@ fn shown_escaped(byte: u8) -> bool {
     byte == b'\\' || byte < 0x20 || byte == 0x7f
 }
 
-/// Appends `name` as a line prints it, escaped the GNU way if `escaped`.
-pub(super) fn push_printed(out: &mut Vec<u8>, name: &[u8], escaped: bool) {
+/// Appends `[\]HEAD NAME TAIL` and the ending: a line naming a file, the
+/// name escaped the GNU way (and the line started with `\`) where it holds
+/// a byte to escape and lines end in a newline.
+pub(super) fn push_named(out: &mut Vec<u8>, head: &str, name: &[u8], tail: &str, ending: Ending) {
+    let escaped = ending == Ending::Newline && name.iter().any(|&byte| letter(byte).is_some());
     if escaped {
-        push_escaped(out, name, false);
-    } else {
-        out.extend_from_slice(name);
+        out.push(b'\\');
     }
-}
-
-/// Bytes of a list as a message echoes them: escaped as
-/// [`Name::push_shown`] escapes a name, without its leading `\`.
-pub(super) fn echoed(bytes: &[u8]) -> String {
-    let mut out = Vec::new();
-    push_escaped(&mut out, bytes, true);
-    String::from_utf8_lossy(&out).into_owned()
+    out.extend_from_slice(head.as_bytes());
+    match escaped {
+        true => push_escaped(out, name, false),
+        false => out.extend_from_slice(name),
+    }
+    out.extend_from_slice(tail.as_bytes());
+    ending.push(out);
 }
 
 /// Appends `bytes` with GNU's escapes, and with `controls` the other
@@ -201,18 +196,18 @@ mod tests {
         #[rustfmt::skip]
         let table: [(&[u8], &[u8], &str); 5] = [
             (b"plain", b"plain", "plain"),
-            (b"\\\n\r", b"\\\\\\n\\r", "\\\\\\\\n\\r"),
+            (b"\\\n\r", b"\\\\\\\\n\\r", "\\\\\\\\n\\r"),
             (b"tab\t\x7f", b"tab\t\x7f", "\\tab\\x09\\x7f"),
             (b"\xff", b"\xff", "\u{fffd}"),
             (b"", b"", ""),
         ];
         for (name, printed, shown) in table {
-            let escaped = escaped_in(name, Ending::Newline);
-            let mut line = Vec::new();
-            push_printed(&mut line, name, escaped);
-            assert_eq!(line, printed);
+            let mut lines = (Vec::new(), Vec::new());
+            push_named(&mut lines.0, "", name, "", Ending::Newline);
+            push_named(&mut lines.1, "", name, "", Ending::Nul);
+            assert_eq!(lines, ([printed, b"\n"].concat(), [name, b"\0"].concat()));
+            let (escaped, printed) = crate::format::prefixed(printed, b"\\");
             assert_eq!(read_back(printed, escaped).as_deref(), Some(name));
-            assert!(!escaped_in(name, Ending::Nul));
             assert_eq!(Name::listed(name).shown(), shown);
         }
         for bad in ["\\", "a\\t", "\\x41"] {

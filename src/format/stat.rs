@@ -14,42 +14,36 @@ use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::name::read_back;
-use super::{InputLines, Tag, canonical, decimal, prefixed, split};
+use super::{InputLines, Tag, canonical, decimal, name_and_digest, prefixed, split};
 use crate::params::TreeParams;
 
-/// A modification time as stat lines write it.
+/// A modification time as stat lines write it: nanoseconds since
+/// 1970-01-01 00:00:00 UTC, negative before.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
-pub struct Mtime {
-    /// Seconds since 1970-01-01 00:00:00 UTC, negative before.
-    pub seconds: i64,
-    /// Nanoseconds after `seconds`, below 1,000,000,000.
-    pub nanoseconds: u32,
-}
+pub struct Mtime(i128);
+
+/// Nanoseconds in a second.
+const NANOS: i128 = 1_000_000_000;
 
 impl Mtime {
     /// The modification time a file's metadata gives.
     pub fn of(time: SystemTime) -> Mtime {
-        let nanos = match time.duration_since(UNIX_EPOCH) {
+        Mtime(match time.duration_since(UNIX_EPOCH) {
             Ok(after) => after.as_nanos() as i128,
             Err(before) => -(before.duration().as_nanos() as i128),
-        };
-        let seconds = nanos.div_euclid(1_000_000_000);
-        Mtime {
-            seconds: seconds.clamp(i64::MIN.into(), i64::MAX.into()) as i64,
-            nanoseconds: nanos.rem_euclid(1_000_000_000) as u32,
-        }
+        })
     }
 
     /// The time this is, where the system's clock can hold it.
     pub fn to_system_time(self) -> Option<SystemTime> {
-        let nanos = Duration::from_nanos(u64::from(self.nanoseconds));
-        let seconds = Duration::from_secs(self.seconds.unsigned_abs());
-        if self.seconds >= 0 {
-            UNIX_EPOCH.checked_add(seconds + nanos)
-        } else {
-            UNIX_EPOCH.checked_sub(seconds)?.checked_add(nanos)
+        let nanos = self.0.unsigned_abs();
+        let seconds = u64::try_from(nanos / NANOS as u128).ok()?;
+        let since = Duration::new(seconds, (nanos % NANOS as u128) as u32);
+        match self.0 < 0 {
+            true => UNIX_EPOCH.checked_sub(since),
+            false => UNIX_EPOCH.checked_add(since),
         }
     }
 
@@ -57,20 +51,19 @@ impl Mtime {
     fn parse(text: &[u8]) -> Option<Mtime> {
         let (negative, text) = prefixed(text, b"-");
         let (seconds, nanoseconds) = split(text, b".", false)?;
-        let seconds = i64::try_from(canonical(seconds)?).ok()?;
+        let seconds = i128::from(i64::try_from(canonical(seconds)?).ok()?);
         if (negative && seconds == 0) || nanoseconds.len() != 9 {
             return None;
         }
-        Some(Mtime {
-            seconds: if negative { -seconds } else { seconds },
-            nanoseconds: u32::try_from(decimal(nanoseconds)?).ok()?,
-        })
+        let seconds = if negative { -seconds } else { seconds };
+        Some(Mtime(seconds * NANOS + i128::from(decimal(nanoseconds)?)))
     }
 }
 
 impl fmt::Display for Mtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.seconds, self.nanoseconds)
+        let (seconds, nanos) = (self.0.div_euclid(NANOS), self.0.rem_euclid(NANOS));
+        write!(f, "{seconds}.{nanos:09}")
     }
 }
 
@@ -104,18 +97,15 @@ pub fn is_stat_line(line: &[u8]) -> bool {
 
 /// Parses a stat line (without its line ending): the three fields in
 /// their order, then ` (NAME)` or nothing; `None` if it is not exactly that.
-pub fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
+pub(super) fn parse_stat_line(line: &[u8]) -> Option<StatLine> {
     let (escaped, body) = prefixed(line, b"\\");
     let (tag, rest) = Tag::parse(body)?;
     let (size, rest) = field(rest, b" size=")?;
     let (mtime, rest) = field(rest, b" mtime=")?;
     let (leaf_size, rest) = field(rest, b" tree=")?;
-    let name = match rest.strip_prefix(b" (") {
-        Some(named) => {
-            Some(read_back(named.strip_suffix(b")")?, escaped).filter(|name| !name.is_empty())?)
-        }
-        None if rest.is_empty() && !escaped => None,
-        None => return None,
+    let name = match name_and_digest(rest, false)?.0 {
+        Some(name) => Some(read_back(name, escaped).filter(|name| !name.is_empty())?),
+        None => (!escaped).then_some(None)?,
     };
     Some(StatLine {
         tree: TreeParams::new(tag.algorithm, tag.size, canonical(leaf_size)?).ok()?,

@@ -308,12 +308,7 @@ fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
                     let digest = listed.digest.as_bytes();
                     input.push_leaf(&mut again, leaf.total, listed.index, digest);
                 }
-                // (A span runs from a leaf's start to another's, or to the end.)
-                (None, span) => {
-                    let at = |offset: u64| offset.div_ceil(leaf.tree.leaf_size());
-                    let leaves = span.as_ref().map(|span| at(span.start)..at(span.end));
-                    input.push_count(&mut again, leaf.total, leaves.as_ref());
-                }
+                (None, leaves) => input.push_count(&mut again, leaf.total, leaves.as_ref()),
             }
         }
         ListLine::Stat(stat) => {
