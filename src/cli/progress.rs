@@ -246,8 +246,8 @@ impl State {
         if let Some(total) = self.total {
             line += &format!(" / {}", BinaryBytes(total));
         }
-        let files = super::output::counted(files, "file", "files");
-        line += &format!(", {files}, {}/s", BinaryBytes(rate as u64));
+        let noun = if files == 1 { "file" } else { "files" };
+        line += &format!(", {files} {noun}, {}/s", BinaryBytes(rate as u64));
         match (end, self.total) {
             (true, _) => line += ", done",
             (false, Some(total)) if rate > 0.0 && total > done => {

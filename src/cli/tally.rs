@@ -2,46 +2,9 @@
 //! found, and GNU's summary of them.
 
 use bt2sum::verify::{Checked, Verdict};
-use serde::Serialize;
 
+pub use crate::cli::output::Tally;
 use crate::cli::output::{Status, counted};
-
-/// The counts of one checked list, or over all lists with what an audit
-/// found, named as the JSON summary names them (docs/json.md says what
-/// each counts). Files are counted, not lines (a file listed with its
-/// leaves counts once, by its worst line), but `repaired` and
-/// `unrepaired` count leaves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    /// Properly formatted lines (of files checked, or skipped as missing).
-    #[serde(skip)]
-    pub entries: u64,
-    pub improperly_formatted: u64,
-    pub ok: u64,
-    pub failed: u64,
-    pub changed: u64,
-    pub unreadable: u64,
-    pub unverified: u64,
-    pub unread: u64,
-    /// Properly formatted lines left to other slices (`--part`).
-    #[serde(skip)]
-    pub outside_slice: u64,
-    pub repaired: u64,
-    pub unrepaired: u64,
-    /// Files that failed and verify now, mended.
-    #[serde(skip)]
-    pub mended_files: u64,
-    pub restored: u64,
-    pub unrestored: u64,
-    pub out_of_scope: u64,
-    /// Files that failed and an update takes in as they are (`--accept`).
-    #[serde(skip)]
-    pub accepted: u64,
-    pub new: u64,
-    pub moved: u64,
-    pub missing: u64,
-    pub errors: u64,
-}
 
 /// For each non-zero count, its words ([`counted`]), after `WARNING: `
 /// where it is a warning (not news), to follow `bt2sum: `.
