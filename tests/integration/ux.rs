@@ -812,6 +812,16 @@ fn check_mode_shows_progress_when_forced() {
     assert_eq!((out.as_str(), code), ("data: OK\n", 0));
     // The total, from the file system (a checksum line alone).
     assert_contains(&forced, "2.00 MiB / 2.00 MiB");
+    // A list from a pipe is read once, by the check: it has no total.
+    #[cfg(unix)]
+    {
+        super::mkfifo(&dir.path().join("PIPED"));
+        let (fifo, sums) = (dir.path().join("PIPED"), fs::read(dir.path().join("SUMS")));
+        std::thread::spawn(move || fs::write(fifo, sums.unwrap()));
+        let (out, forced, code) = super::said_in(dir.path(), ["--progress", "-c", "PIPED"]);
+        assert_eq!((out.as_str(), code), ("data: OK\n", 0));
+        assert!(!forced.contains(" / "), "{forced}");
+    }
     // From the stat and leaf lines (the file system's length, of a file
     // grown since, not asked); none for a list on standard input, or a
     // slice.
