@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::ops::Range;
+use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, CommandFactory, Parser, ValueHint};
@@ -251,22 +252,8 @@ pub struct Args {
           conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
-    /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
-    #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
-          conflicts_with = "update")]
-    pub repair_from: Option<OsString>,
-
-    /// With --repair-from: cut a file longer than listed to its listed length
-    #[arg(long, requires = "repair_from")]
-    pub repair_truncate: bool,
-
-    /// With --repair-from: write files outside the directory, or with other hard links, too
-    #[arg(long, requires = "repair_from")]
-    pub absolute_names: bool,
-
-    /// With --repair-from: write set-user-ID and set-group-ID files too
-    #[arg(long, requires = "repair_from")]
-    pub repair_setid: bool,
+    #[command(flatten)]
+    pub repair: Option<Repair>,
 
     /// Print one JSON object a line instead of lines, and a summary at the end
     #[arg(long, conflicts_with_all = ["combine", "raw", "no_names", "zero"])]
@@ -287,6 +274,32 @@ pub struct Args {
     /// Print the manual page (roff), and exit
     #[arg(long, exclusive = true)]
     pub man: bool,
+}
+
+// Where good copies of damaged files are (`--repair-from`), and what
+// mending may do: cut a file longer than listed, write any file (named
+// absolute or with `..`, or with several hard links, as tar's
+// `--absolute-names` does), write set-id files. The check's plan holds it
+// as parsed. (Not a doc comment: a flattened struct's would replace the
+// command's.)
+#[derive(clap::Args, Clone, Debug)]
+pub struct Repair {
+    /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
+    #[arg(id = "repair_from", long = "repair-from", required = false, value_name = "PATH",
+          value_hint = ValueHint::AnyPath, requires = "check", conflicts_with = "update")]
+    pub copy: PathBuf,
+
+    /// With --repair-from: cut a file longer than listed to its listed length
+    #[arg(long = "repair-truncate", requires = "repair_from")]
+    pub truncate: bool,
+
+    /// With --repair-from: write files outside the directory, or with other hard links, too
+    #[arg(long = "absolute-names", requires = "repair_from")]
+    pub any_path: bool,
+
+    /// With --repair-from: write set-user-ID and set-group-ID files too
+    #[arg(long = "repair-setid", requires = "repair_from")]
+    pub setid: bool,
 }
 
 /// The command as shell completion sees it: `-t <Tab>` and `-s <Tab>`

@@ -3,10 +3,10 @@
 //! say, and the tips for habits from other tools). No driver sees clap.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Error, Parser};
-use clap_complete::Shell;
 
 use crate::cli::output::{Layout, Verbosity};
 use crate::cli::walk::{Excludes, WalkPlan};
@@ -17,7 +17,9 @@ use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
 use bt2sum::{Part, Selection, TreeParams};
 
-use super::args::{Args, go_spellings};
+pub use super::args::Repair;
+use super::args::{Args, for_completion, go_spellings};
+use super::man;
 use super::progress::BarMode;
 
 /// Everything a run needs.
@@ -30,13 +32,11 @@ pub struct Config {
     pub mode: Mode,
 }
 
-/// What the command line asks for: a run, or a text about bt2sum.
+/// What the command line asks for: a run, or a text to print.
 pub enum Request {
     Run(Box<Config>),
-    /// A shell completion script.
-    Completions(Shell),
-    /// The manual page.
-    Man,
+    /// The help, the version, a shell completion script or the manual page.
+    Print(Vec<u8>),
 }
 
 /// What a run does.
@@ -45,8 +45,12 @@ pub enum Mode {
     Hash(Hashing),
     /// Verify checksum lists.
     Check(Checking),
-    /// Turn partial leaf listings into a checksum line.
-    Combine(Combining),
+    /// Turn partial leaf listings (empty: standard input) into a checksum
+    /// line.
+    Combine {
+        listings: Vec<OsString>,
+        layout: Layout,
+    },
 }
 
 pub struct Hashing {
@@ -161,24 +165,6 @@ pub struct Update {
     pub accept: Box<Excludes>,
 }
 
-/// Where good copies of damaged files are (`--repair-from`), and what
-/// mending may do: cut a file longer than listed (`--repair-truncate`),
-/// write any file, named absolute or with `..` or with several hard links
-/// (`--absolute-names`, as tar's), write set-id files (`--repair-setid`).
-#[derive(Clone)]
-pub struct Repair {
-    pub copy: std::path::PathBuf,
-    pub truncate: bool,
-    pub any_path: bool,
-    pub setid: bool,
-}
-
-pub struct Combining {
-    /// The listings; empty for standard input.
-    pub listings: Vec<OsString>,
-    pub layout: Layout,
-}
-
 fn usage(message: impl std::fmt::Display) -> Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
@@ -241,15 +227,34 @@ fn excludes(args: &Args) -> Result<Excludes, Error> {
 }
 
 impl Request {
-    /// Parses and resolves the command line (the program name first). The
-    /// error is clap's: a usage error, or the help or version to print.
+    /// Parses and resolves the command line (the program name first); the
+    /// error is a usage error.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, Error> {
         let args = go_spellings(args);
-        let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
+        let mut args = match Args::try_parse_from(&args) {
+            Ok(parsed) => parsed,
+            Err(error) if error.use_stderr() => return Err(habit_tip(error, &args)),
+            // The help or the version, in color on a terminal.
+            Err(help) => {
+                let help = help.render();
+                let color = std::io::stdout().is_terminal();
+                let text = if color {
+                    help.ansi().to_string()
+                } else {
+                    help.to_string()
+                };
+                return Ok(Request::Print(text.into_bytes()));
+            }
+        };
         if let Some(shell) = args.completions {
-            return Ok(Request::Completions(shell));
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut for_completion(), "bt2sum", &mut script);
+            return Ok(Request::Print(script));
         } else if args.man {
-            return Ok(Request::Man);
+            // (Rendered into memory, which takes every write.)
+            return Ok(Request::Print(
+                man::page().expect("the page is rendered in memory"),
+            ));
         }
         follows_the_rules(&args)?;
         let progress = match (args.progress, args.no_progress) {
@@ -285,10 +290,10 @@ impl Request {
         let mode = if args.check {
             Mode::Check(checking(args, tree, walk)?)
         } else if args.combine {
-            Mode::Combine(Combining {
+            Mode::Combine {
                 listings: args.files,
                 layout,
-            })
+            }
         } else {
             Mode::Hash(hashing(args, tree, layout, walk)?)
         };
@@ -356,12 +361,7 @@ fn checking(args: Args, tree: TreeParams, walk: WalkPlan) -> Result<Checking, Er
         ignore_missing: args.ignore_missing,
         slice: args.part,
         audit,
-        repair: args.repair_from.map(|copy| Repair {
-            copy: copy.into(),
-            truncate: args.repair_truncate,
-            any_path: args.absolute_names,
-            setid: args.repair_setid,
-        }),
+        repair: args.repair,
         ledger,
     })
 }
