@@ -231,17 +231,15 @@ impl Request {
     /// error is a usage error.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, Error> {
         let args = go_spellings(args);
-        let mut args = match Args::try_parse_from(&args) {
+        let args = match Args::try_parse_from(&args) {
             Ok(parsed) => parsed,
             Err(error) if error.use_stderr() => return Err(habit_tip(error, &args)),
             // The help or the version, in color on a terminal.
             Err(help) => {
                 let help = help.render();
-                let color = std::io::stdout().is_terminal();
-                let text = if color {
-                    help.ansi().to_string()
-                } else {
-                    help.to_string()
+                let text = match std::io::stdout().is_terminal() {
+                    true => help.ansi().to_string(),
+                    false => help.to_string(),
                 };
                 return Ok(Request::Print(text.into_bytes()));
             }
@@ -249,61 +247,65 @@ impl Request {
         if let Some(shell) = args.completions {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut for_completion(), "bt2sum", &mut script);
-            return Ok(Request::Print(script));
+            Ok(Request::Print(script))
         } else if args.man {
             // (Rendered into memory, which takes every write.)
-            return Ok(Request::Print(
-                man::page().expect("the page is rendered in memory"),
-            ));
-        }
-        follows_the_rules(&args)?;
-        let progress = match (args.progress, args.no_progress) {
-            (true, _) => BarMode::Always,
-            (_, true) => BarMode::Never,
-            _ => BarMode::Auto,
-        };
-        let style = match (args.raw, args.no_names, args.untagged) {
-            (true, _, _) => Style::Raw,
-            (_, true, _) => Style::Bare,
-            (_, _, true) => Style::Untagged,
-            _ => Style::Tagged,
-        };
-        let ending = match args.zero {
-            true => Ending::Nul,
-            false => Ending::Newline,
-        };
-        let layout = Layout { style, ending };
-        let walk = WalkPlan {
-            follow_links: args.dereference,
-            excludes: excludes(&args)?,
-            one_file_system: args.one_file_system,
-            max_depth: args.max_depth.map(usize::from),
-        };
-        // A digest size the algorithm has, in every mode: a check's lines
-        // must have it too. (`-s 0`, the default, is the largest.)
-        let size = match args.size {
-            0 => args.algorithm.max_digest_size(),
-            size => size,
-        };
-        let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
-        let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
-        let mode = if args.check {
-            Mode::Check(checking(args, tree, walk)?)
-        } else if args.combine {
-            Mode::Combine {
-                listings: args.files,
-                layout,
-            }
+            let page = man::page().expect("the page is rendered in memory");
+            Ok(Request::Print(page))
         } else {
-            Mode::Hash(hashing(args, tree, layout, walk)?)
-        };
-        Ok(Request::Run(Box::new(Config {
-            directory,
-            threads,
-            progress,
-            mode,
-        })))
+            follows_the_rules(&args)?;
+            Ok(Request::Run(Box::new(config(args)?)))
+        }
     }
+}
+
+fn config(mut args: Args) -> Result<Config, Error> {
+    let progress = match (args.progress, args.no_progress) {
+        (true, _) => BarMode::Always,
+        (_, true) => BarMode::Never,
+        _ => BarMode::Auto,
+    };
+    let style = match (args.raw, args.no_names, args.untagged) {
+        (true, _, _) => Style::Raw,
+        (_, true, _) => Style::Bare,
+        (_, _, true) => Style::Untagged,
+        _ => Style::Tagged,
+    };
+    let ending = match args.zero {
+        true => Ending::Nul,
+        false => Ending::Newline,
+    };
+    let layout = Layout { style, ending };
+    let walk = WalkPlan {
+        follow_links: args.dereference,
+        excludes: excludes(&args)?,
+        one_file_system: args.one_file_system,
+        max_depth: args.max_depth.map(usize::from),
+    };
+    // A digest size the algorithm has, in every mode: a check's lines
+    // must have it too. (`-s 0`, the default, is the largest.)
+    let size = match args.size {
+        0 => args.algorithm.max_digest_size(),
+        size => size,
+    };
+    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
+    let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
+    let mode = if args.check {
+        Mode::Check(checking(args, tree, walk)?)
+    } else if args.combine {
+        Mode::Combine {
+            listings: args.files,
+            layout,
+        }
+    } else {
+        Mode::Hash(hashing(args, tree, layout, walk)?)
+    };
+    Ok(Config {
+        directory,
+        threads,
+        progress,
+        mode,
+    })
 }
 
 fn checking(args: Args, tree: TreeParams, walk: WalkPlan) -> Result<Checking, Error> {
