@@ -21,27 +21,26 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 pub use output::Status;
-use output::{output_failed, warn};
+use output::{ended, warn};
 use plan::{Config, Mode, Request};
 
 /// Answers the command line (the program name first); returns the exit
 /// status.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Status {
-    let config = match Request::from_args(args) {
-        Ok(Request::Run(config)) => *config,
-        Ok(Request::Print(text)) => return print(&text),
+    let request = match Request::from_args(args) {
+        Ok(request) => request,
         Err(usage) => {
             let _ = usage.print();
             return Status::Usage;
         }
     };
-    if let Err(status) = set_up(&config) {
-        return status;
-    }
     let stdout = io::stdout().lock();
     // Line by line to a terminal (above the progress bar, if one is drawn
-    // there); in big writes to a pipe or a file. (A closed one takes none:
-    // lines would vanish into the /dev/null the runtime put there.)
+    // there); in big writes to a pipe or a file, through a descriptor of
+    // its own (the runtime's standard output takes a write refused as `Bad
+    // file descriptor`, on a descriptor open for reading only, for a
+    // success). A closed one takes none: lines would vanish into the
+    // /dev/null the runtime put there.
     let mut out: Box<dyn Write> = if sys::stdout_closed() {
         Box::new(output::Closed)
     } else if stdout.is_terminal() {
@@ -52,6 +51,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Status {
             Err(_) => Box::new(BufWriter::with_capacity(64 << 10, stdout)),
         }
     };
+    let config = match request {
+        Request::Run(config) => *config,
+        Request::Print(text) => return ended(out.write_all(&text).and_then(|()| out.flush())),
+    };
+    if let Err(status) = set_up(&config) {
+        return status;
+    }
     output::with_stderr(match &config.mode {
         Mode::Hash(hashing) => hash::run(hashing, config.progress, &mut *out),
         Mode::Check(checking) => check::run(checking, &config, &mut *out),
@@ -89,20 +95,6 @@ fn set_up(config: &Config) -> Result<(), Status> {
         }
     }
     Ok(())
-}
-
-/// Writes generated text (help, a manual page) to standard output, through
-/// a descriptor of its own: the runtime's standard output takes a write
-/// refused as `Bad file descriptor` (a descriptor open for reading only)
-/// for a success.
-fn print(text: &[u8]) -> Status {
-    if sys::stdout_closed() {
-        return output_failed(&sys::closed_stream());
-    }
-    match sys::duplicate_stdout().and_then(|mut stdout| stdout.write_all(text)) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
-    }
 }
 
 /// How a list (of checksums, names or leaves) is named in messages.
