@@ -17,9 +17,11 @@ use bt2sum::{Algorithm, Part, TreeParams};
 pub const EXAMPLES: &str = include_str!("examples.txt");
 
 // Which options go together. An option that only means something in one
-// mode requires that mode's flag, and also conflicts with everything that
-// flag conflicts with: clap drops a requirement whose target conflicts
-// with an argument given, so `--quiet -r` would be accepted and ignored.
+// mode requires that mode's flag (or an option that does), and also
+// conflicts with everything that flag conflicts with: clap drops a
+// requirement whose target conflicts with an argument given, so `--quiet
+// -r` would be accepted and ignored. (An `ArgGroup` holding the conflicts
+// once would do, but clap's message then names every option of the group.)
 
 /// What check mode cannot go with; the check-only options neither. (`-b`,
 /// `--text`, `--tag` and `--untagged` go with it and change nothing, for
@@ -184,7 +186,8 @@ pub struct Args {
     pub max_depth: Option<u16>,
 
     /// With --check: class every file under DIR against the lists, NEW ones too (repeatable)
-    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check",
+          conflicts_with_all = NOT_WITH_CHECK)]
     pub audit: Vec<OsString>,
 
     /// Show a progress bar on standard error [default: on a terminal, after a second]
@@ -225,32 +228,34 @@ pub struct Args {
     pub stat: bool,
 
     /// With --audit: rewrite the one LIST to describe the tree as it is now
-    #[arg(long, requires = "audit", conflicts_with = "part")]
+    #[arg(long, requires = "audit", conflicts_with = "part", conflicts_with_all = NOT_WITH_CHECK)]
     pub update: bool,
 
     /// With --audit: do not read a listed file whose size and mtime its stat line gives
-    #[arg(long, requires = "audit")]
+    #[arg(long, requires = "audit", conflicts_with_all = NOT_WITH_CHECK)]
     pub quick: bool,
 
     /// With --update: drop the lines of MISSING files from the list
-    #[arg(long, requires = "update")]
+    #[arg(long, requires = "update", conflicts_with_all = NOT_WITH_CHECK)]
     pub forget_missing: bool,
 
     /// With --update: hash again the FAILED files PATTERN matches (repeatable)
-    #[arg(long, value_name = "PATTERN", requires = "update")]
+    #[arg(long, value_name = "PATTERN", requires = "update", conflicts_with_all = NOT_WITH_CHECK)]
     pub accept: Vec<String>,
 
     /// With --check: record in FILE what was last verified when [default: LIST.ledger]
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check",
+          conflicts_with_all = NOT_WITH_CHECK)]
     pub ledger: Option<OsString>,
 
     /// With --check: start the ledger afresh
-    #[arg(long, requires = "check")]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ledger_reset: bool,
 
     /// With --check: stop after DURATION (`90m`, `2h`), least recently verified first
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other, requires = "check",
-          conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
+          conflicts_with_all = ["part", "audit"], conflicts_with_all = NOT_WITH_CHECK,
+          value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
     #[command(flatten)]
@@ -287,19 +292,20 @@ pub struct Args {
 pub struct Repair {
     /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
     #[arg(id = "repair_from", long = "repair-from", required = false, value_name = "PATH",
-          value_hint = ValueHint::AnyPath, requires = "check", conflicts_with = "update")]
+          value_hint = ValueHint::AnyPath, requires = "check", conflicts_with = "update",
+          conflicts_with_all = NOT_WITH_CHECK)]
     pub copy: PathBuf,
 
     /// With --repair-from: cut a file longer than listed to its listed length
-    #[arg(long = "repair-truncate", requires = "repair_from")]
+    #[arg(long = "repair-truncate", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
     pub truncate: bool,
 
     /// With --repair-from: write files outside the directory, or with other hard links, too
-    #[arg(long = "absolute-names", requires = "repair_from")]
+    #[arg(long = "absolute-names", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
     pub any_path: bool,
 
     /// With --repair-from: write set-user-ID and set-group-ID files too
-    #[arg(long = "repair-setid", requires = "repair_from")]
+    #[arg(long = "repair-setid", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
     pub setid: bool,
 }
 
@@ -476,7 +482,10 @@ mod tests {
         };
         // (Each alone, and what it needs, the table of usage errors in
         // cli.rs says, with the messages.)
-        for option in "--quiet --status --strict --warn --ignore-missing".split(' ') {
+        let check_only = "--quiet --status --strict --warn --ignore-missing --verbose --audit=. \
+            --quick --update --forget-missing --accept=x --ledger=L --ledger-reset \
+            --max-duration=1h --repair-from=c --repair-truncate --absolute-names --repair-setid";
+        for option in check_only.split(' ') {
             with(&[option], &not_check);
         }
         let selected: [&[&str]; 5] = [
@@ -504,7 +513,7 @@ mod tests {
         with(&["-r", "-L"], &links);
         with(&["-L"], &[&["-c"]]);
         assert!(Args::try_parse_from(["bt2sum", "-c", "--part", "1/2", "SUMS"]).is_ok());
-        assert_eq!(refused.len(), 5 * 6 + 5 + 4 + 3 + 2 + 5 + 1);
+        assert_eq!(refused.len(), 18 * 6 + 5 + 4 + 3 + 2 + 5 + 1);
         for args in &refused {
             let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
             let kind = parsed.expect_err(&format!("{args:?} is refused")).kind();
