@@ -11,6 +11,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, CommandFactory, Parser, ValueHint};
 
 use bt2sum::format::decimal;
+use bt2sum::format::name::Name;
 use bt2sum::{Algorithm, Part, TreeParams};
 
 /// The examples that end `--help` and the manual page.
@@ -221,7 +222,8 @@ pub struct Args {
     /// The name lines give the one input instead of its own (`-` for standard input)
     #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
           value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
-    pub name: Option<OsString>,
+    // (A qualified `Vec`: clap reads a bare one as several values.)
+    pub name: Option<std::vec::Vec<u8>>,
 
     /// After each file's checksum line, print a stat line: size, mtime and leaf size
     #[arg(long, conflicts_with_all = ["combine", "leaf_count", "no_names", "raw"])]
@@ -368,11 +370,13 @@ pub fn parse_byte_count(text: &str) -> Result<u64, &'static str> {
     with_unit(text).ok_or("expected a length in bytes: digits with an optional k, m or g suffix")
 }
 
-/// Parses the name lines give an input: anything but empty.
-pub fn parse_name(name: OsString) -> Result<OsString, &'static str> {
-    (!name.is_empty())
-        .then_some(name)
-        .ok_or("a name cannot be empty")
+/// Parses the name lines give an input, as they print it: anything but
+/// empty (on Windows, Unicode).
+pub fn parse_name(name: OsString) -> Result<Vec<u8>, String> {
+    match Name::of_path(&name).map(Name::into_bytes) {
+        _ if name.is_empty() => Err("a name cannot be empty".into()),
+        printed => printed.ok_or_else(|| bt2sum::Error::NotUnicode.to_string()),
+    }
 }
 
 /// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
@@ -637,7 +641,7 @@ mod tests {
             assert_eq!(parse_byte_count(text).ok(), expected, "{text:?}");
         }
         assert!(parse_name(OsString::new()).is_err());
-        assert_eq!(parse_name(OsString::from("-")), Ok(OsString::from("-")));
+        assert_eq!(parse_name(OsString::from("-")), Ok(b"-".to_vec()));
     }
 
     #[test]

@@ -13,7 +13,6 @@ use crate::cli::walk::{Excludes, WalkPlan};
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
-use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
 use bt2sum::{Part, Selection, TreeParams};
 
@@ -391,12 +390,6 @@ fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Resu
     } else {
         Inputs::Named(args.files)
     };
-    // A name lines cannot print (on Windows, one that is not Unicode) is
-    // refused at once.
-    let name = match args.name.as_deref().map(Name::of_path) {
-        Some(None) => return Err(usage(format!("--name: {}", bt2sum::Error::NotUnicode))),
-        printed => printed.flatten().map(Name::into_bytes),
-    };
     let excerpt_of = args
         .total
         .filter(|_| matches!(listing, Listing::Leaves(Some(_))));
@@ -405,7 +398,7 @@ fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Resu
         inputs,
         layout,
         listing,
-        name,
+        name: args.name,
         excerpt_of,
         stat: args.stat,
         json: args.json,
