@@ -17,6 +17,7 @@ static ALLOCATOR: cli::sys::ReportingAllocator = cli::sys::ReportingAllocator;
 /// that leaves no room for it, the main thread does the work itself.
 fn main() -> ExitCode {
     cli::sys::set_up_process();
+    let work = || cli::run(cli::sys::args_os());
     let room = bt2sum::budget::memory().threads_beside_workers;
     let thread = room.then(|| std::thread::Builder::new().stack_size(2 << 20).spawn(work));
     let status = match thread {
@@ -34,11 +35,4 @@ fn main() -> ExitCode {
         eprintln!("bt2sum: the schedule probe's report: {error}");
     }
     ExitCode::from(status as u8)
-}
-
-fn work() -> cli::Status {
-    match cli::Request::from_args(cli::sys::args_os()) {
-        Ok(request) => cli::run(request),
-        Err(error) => cli::refused(&error),
-    }
 }

@@ -5,20 +5,24 @@
 
 use std::ffi::OsString;
 use std::ops::Range;
+use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, CommandFactory, Parser, ValueHint};
 
 use bt2sum::format::decimal;
+use bt2sum::format::name::Name;
 use bt2sum::{Algorithm, Part, TreeParams};
 
 /// The examples that end `--help` and the manual page.
 pub const EXAMPLES: &str = include_str!("examples.txt");
 
 // Which options go together. An option that only means something in one
-// mode requires that mode's flag, and also conflicts with everything that
-// flag conflicts with: clap drops a requirement whose target conflicts
-// with an argument given, so `--quiet -r` would be accepted and ignored.
+// mode requires that mode's flag (or an option that does), and also
+// conflicts with everything that flag conflicts with: clap drops a
+// requirement whose target conflicts with an argument given, so `--quiet
+// -r` would be accepted and ignored. (An `ArgGroup` holding the conflicts
+// once would do, but clap's message then names every option of the group.)
 
 /// What check mode cannot go with; the check-only options neither. (`-b`,
 /// `--text`, `--tag` and `--untagged` go with it and change nothing, for
@@ -72,16 +76,17 @@ pub struct Args {
     pub files0_from: Option<OsString>,
 
     /// Hash algorithm (in any case: BLAKE2b as lines spell it)
-    #[arg(short, long, ignore_case = true, default_value = "blake2b", value_parser = algorithms())]
+    #[arg(short, long, alias = "a", ignore_case = true, default_value = "blake2b",
+          value_parser = algorithms())]
     pub algorithm: Algorithm,
 
     /// Digest size in bytes: 1 to 64 for blake2b, 1 to 32 for blake2s; 0 means the maximum
-    #[arg(short, long, visible_alias = "length")]
+    #[arg(short, long, visible_alias = "length", alias = "s")]
     #[arg(value_name = "BYTES", default_value_t = 0)]
     pub size: usize,
 
     /// Leaf size: 1 byte to 4294967295 bytes (4g - 1), with an optional k, m or g suffix
-    #[arg(short = 't', long = "tree", value_name = "SIZE", default_value = "5m",
+    #[arg(short = 't', long = "tree", alias = "t", value_name = "SIZE", default_value = "5m",
           value_parser = parse_leaf_size)]
     pub leaf_size: u64,
 
@@ -182,7 +187,8 @@ pub struct Args {
     pub max_depth: Option<u16>,
 
     /// With --check: class every file under DIR against the lists, NEW ones too (repeatable)
-    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "check",
+          conflicts_with_all = NOT_WITH_CHECK)]
     pub audit: Vec<OsString>,
 
     /// Show a progress bar on standard error [default: on a terminal, after a second]
@@ -216,57 +222,46 @@ pub struct Args {
     /// The name lines give the one input instead of its own (`-` for standard input)
     #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "combine", "recursive"],
           value_parser = clap::builder::OsStringValueParser::new().try_map(parse_name))]
-    pub name: Option<OsString>,
+    // (A qualified `Vec`: clap reads a bare one as several values.)
+    pub name: Option<std::vec::Vec<u8>>,
 
     /// After each file's checksum line, print a stat line: size, mtime and leaf size
     #[arg(long, conflicts_with_all = ["combine", "leaf_count", "no_names", "raw"])]
     pub stat: bool,
 
     /// With --audit: rewrite the one LIST to describe the tree as it is now
-    #[arg(long, requires = "audit", conflicts_with = "part")]
+    #[arg(long, requires = "audit", conflicts_with = "part", conflicts_with_all = NOT_WITH_CHECK)]
     pub update: bool,
 
     /// With --audit: do not read a listed file whose size and mtime its stat line gives
-    #[arg(long, requires = "audit")]
+    #[arg(long, requires = "audit", conflicts_with_all = NOT_WITH_CHECK)]
     pub quick: bool,
 
     /// With --update: drop the lines of MISSING files from the list
-    #[arg(long, requires = "update")]
+    #[arg(long, requires = "update", conflicts_with_all = NOT_WITH_CHECK)]
     pub forget_missing: bool,
 
     /// With --update: hash again the FAILED files PATTERN matches (repeatable)
-    #[arg(long, value_name = "PATTERN", requires = "update")]
+    #[arg(long, value_name = "PATTERN", requires = "update", conflicts_with_all = NOT_WITH_CHECK)]
     pub accept: Vec<String>,
 
     /// With --check: record in FILE what was last verified when [default: LIST.ledger]
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "check",
+          conflicts_with_all = NOT_WITH_CHECK)]
     pub ledger: Option<OsString>,
 
     /// With --check: start the ledger afresh
-    #[arg(long, requires = "check")]
+    #[arg(long, requires = "check", conflicts_with_all = NOT_WITH_CHECK)]
     pub ledger_reset: bool,
 
     /// With --check: stop after DURATION (`90m`, `2h`), least recently verified first
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other, requires = "check",
-          conflicts_with_all = ["part", "audit"], value_parser = parse_duration)]
+          conflicts_with_all = ["part", "audit"], conflicts_with_all = NOT_WITH_CHECK,
+          value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
-    /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
-    #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath, requires = "check",
-          conflicts_with = "update")]
-    pub repair_from: Option<OsString>,
-
-    /// With --repair-from: cut a file longer than listed to its listed length
-    #[arg(long, requires = "repair_from")]
-    pub repair_truncate: bool,
-
-    /// With --repair-from: write files outside the directory, or with other hard links, too
-    #[arg(long, requires = "repair_from")]
-    pub absolute_names: bool,
-
-    /// With --repair-from: write set-user-ID and set-group-ID files too
-    #[arg(long, requires = "repair_from")]
-    pub repair_setid: bool,
+    #[command(flatten)]
+    pub repair: Option<Repair>,
 
     /// Print one JSON object a line instead of lines, and a summary at the end
     #[arg(long, conflicts_with_all = ["combine", "raw", "no_names", "zero"])]
@@ -287,6 +282,33 @@ pub struct Args {
     /// Print the manual page (roff), and exit
     #[arg(long, exclusive = true)]
     pub man: bool,
+}
+
+// Where good copies of damaged files are (`--repair-from`), and what
+// mending may do: cut a file longer than listed, write any file (named
+// absolute or with `..`, or with several hard links, as tar's
+// `--absolute-names` does), write set-id files. The check's plan holds it
+// as parsed. (Not a doc comment: a flattened struct's would replace the
+// command's.)
+#[derive(clap::Args, Clone, Debug)]
+pub struct Repair {
+    /// With --check: mend failing leaves from a good copy: a file, or a directory of copies
+    #[arg(id = "repair_from", long = "repair-from", required = false, value_name = "PATH",
+          value_hint = ValueHint::AnyPath, requires = "check", conflicts_with = "update",
+          conflicts_with_all = NOT_WITH_CHECK)]
+    pub copy: PathBuf,
+
+    /// With --repair-from: cut a file longer than listed to its listed length
+    #[arg(long = "repair-truncate", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
+    pub truncate: bool,
+
+    /// With --repair-from: write files outside the directory, or with other hard links, too
+    #[arg(long = "absolute-names", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
+    pub any_path: bool,
+
+    /// With --repair-from: write set-user-ID and set-group-ID files too
+    #[arg(long = "repair-setid", requires = "repair_from", conflicts_with_all = NOT_WITH_CHECK)]
+    pub setid: bool,
 }
 
 /// The command as shell completion sees it: `-t <Tab>` and `-s <Tab>`
@@ -348,11 +370,13 @@ pub fn parse_byte_count(text: &str) -> Result<u64, &'static str> {
     with_unit(text).ok_or("expected a length in bytes: digits with an optional k, m or g suffix")
 }
 
-/// Parses the name lines give an input: anything but empty.
-pub fn parse_name(name: OsString) -> Result<OsString, &'static str> {
-    (!name.is_empty())
-        .then_some(name)
-        .ok_or("a name cannot be empty")
+/// Parses the name lines give an input, as they print it: anything but
+/// empty (on Windows, Unicode).
+pub fn parse_name(name: OsString) -> Result<Vec<u8>, String> {
+    match Name::of_path(&name).map(Name::into_bytes) {
+        _ if name.is_empty() => Err("a name cannot be empty".into()),
+        printed => printed.ok_or_else(|| bt2sum::Error::NotUnicode.to_string()),
+    }
 }
 
 /// Parses `A..B` or `A..`: leaves A to B-1, or A to the end.
@@ -408,9 +432,9 @@ pub fn shown_leaf_size(size: u64) -> String {
 }
 
 /// Rewrites the original Go tool's spellings that clap does not take:
-/// `-cpus N`, `-cpus=N` and `-help`, and Go's double-dash forms of the
-/// one-letter flags (`--a`, `--s`, `--t`, with or without `=`). Nothing after
-/// `--` is touched. (`-a=blake2s`, `-s=40`, `-t=10m` clap takes as they are.)
+/// `-cpus N`, `-cpus=N` and `-help`. Nothing after `--` is touched. (Go's
+/// double-dash forms of the one-letter flags, `--a`, `--s` and `--t`, are
+/// aliases; `-a=blake2s`, `-s=40`, `-t=10m` clap takes as they are.)
 pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut after_dashes = false;
     args.into_iter()
@@ -428,9 +452,6 @@ pub fn go_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             let ours = match flag {
                 "-cpus" => "--cpus",
                 "-help" => "--help",
-                "--a" => "--algorithm",
-                "--s" => "--size",
-                "--t" => "--tree",
                 _ => return arg,
             };
             OsString::from(format!("{ours}{value}"))
@@ -465,7 +486,10 @@ mod tests {
         };
         // (Each alone, and what it needs, the table of usage errors in
         // cli.rs says, with the messages.)
-        for option in "--quiet --status --strict --warn --ignore-missing".split(' ') {
+        let check_only = "--quiet --status --strict --warn --ignore-missing --verbose --audit=. \
+            --quick --update --forget-missing --accept=x --ledger=L --ledger-reset \
+            --max-duration=1h --repair-from=c --repair-truncate --absolute-names --repair-setid";
+        for option in check_only.split(' ') {
             with(&[option], &not_check);
         }
         let selected: [&[&str]; 5] = [
@@ -493,7 +517,7 @@ mod tests {
         with(&["-r", "-L"], &links);
         with(&["-L"], &[&["-c"]]);
         assert!(Args::try_parse_from(["bt2sum", "-c", "--part", "1/2", "SUMS"]).is_ok());
-        assert_eq!(refused.len(), 5 * 6 + 5 + 4 + 3 + 2 + 5 + 1);
+        assert_eq!(refused.len(), 18 * 6 + 5 + 4 + 3 + 2 + 5 + 1);
         for args in &refused {
             let parsed = Args::try_parse_from(["bt2sum"].iter().chain(args).chain(&["file"]));
             let kind = parsed.expect_err(&format!("{args:?} is refused")).kind();
@@ -617,18 +641,15 @@ mod tests {
             assert_eq!(parse_byte_count(text).ok(), expected, "{text:?}");
         }
         assert!(parse_name(OsString::new()).is_err());
-        assert_eq!(parse_name(OsString::from("-")), Ok(OsString::from("-")));
+        assert_eq!(parse_name(OsString::from("-")), Ok(b"-".to_vec()));
     }
 
     #[test]
     fn go_spellings_are_rewritten_before_dashes_only() {
-        let table: [(&[&str], &[&str]); 11] = [
+        let table: [(&[&str], &[&str]); 8] = [
             (&["-cpus", "2"], &["--cpus", "2"]),
             (&["-cpus=2"], &["--cpus=2"]),
             (&["-help"], &["--help"]),
-            (&["--a", "blake2s"], &["--algorithm", "blake2s"]),
-            (&["--s=40"], &["--size=40"]),
-            (&["--t", "10m"], &["--tree", "10m"]),
             (
                 &["-a=blake2s", "-s=40", "-t=10m"],
                 &["-a=blake2s", "-s=40", "-t=10m"],

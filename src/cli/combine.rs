@@ -14,20 +14,21 @@ use bt2sum::format::list::{Grammar, Improper, ListLine, classify};
 use bt2sum::leaves::{CombineError, Combined, Combiner};
 use bt2sum::{TreeParams, plain_message};
 
-use super::output::{Hex, JsonName, Printer, Record, Status, Tree, Verbosity, ended, report, warn};
-use super::plan::Combining;
+use super::output::{
+    Hex, JsonName, Layout, Printer, Record, Status, Tree, Verbosity, ended, report, warn,
+};
 use super::sys;
 
 /// Combines the listings (standard input when none is given), writing the
 /// checksum line to `out`; returns the exit status.
-pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
+pub fn run(listings: &[OsString], layout: Layout, out: &mut dyn Write) -> Status {
     let stdin_only = [OsString::from("-")];
-    let given = Some(&config.listings[..]).filter(|given| !given.is_empty());
+    let given = Some(listings).filter(|given| !given.is_empty());
     let combined = match combine(given.unwrap_or(&stdin_only)) {
         Ok(combined) => combined,
         Err(status) => return status,
     };
-    let mut printer = Printer::new(out, false, config.layout, Verbosity::Normal);
+    let mut printer = Printer::new(out, false, layout, Verbosity::Normal);
     let (tree, name) = (&combined.tree, combined.name.as_deref());
     let checksum = Record::Checksum {
         tree: Tree(tree),
@@ -41,7 +42,7 @@ pub fn run(config: &Combining, out: &mut dyn Write) -> Status {
     }
     // Named as the checksum line names it: an untagged line names
     // nameless standard input `-`.
-    let shown = match (config.layout.style, name) {
+    let shown = match (layout.style, name) {
         (Style::Untagged, None) => Some(&b"-"[..]),
         _ => name,
     };

@@ -17,43 +17,52 @@ pub mod sys;
 mod tally;
 mod walk;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 pub use output::Status;
-use output::{output_failed, warn};
-pub use plan::Request;
-use plan::{Config, Mode};
+use output::{ended, warn};
+use plan::{Config, Mode, Request};
 
-/// Answers what the command line asks for; returns the exit status.
-pub fn run(request: Request) -> Status {
+/// Answers the command line (the program name first); returns the exit
+/// status.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> Status {
+    let request = match Request::from_args(args) {
+        Ok(request) => request,
+        Err(usage) => {
+            let _ = usage.print();
+            return Status::Usage;
+        }
+    };
+    let stdout = io::stdout().lock();
+    // Line by line to a terminal (above the progress bar, if one is drawn
+    // there); in big writes to a pipe or a file, through a descriptor of
+    // its own (the runtime's standard output takes a write refused as `Bad
+    // file descriptor`, on a descriptor open for reading only, for a
+    // success). A closed one takes none: lines would vanish into the
+    // /dev/null the runtime put there.
+    let mut out: Box<dyn Write> = if sys::stdout_closed() {
+        Box::new(output::Closed)
+    } else if stdout.is_terminal() {
+        Box::new(progress::AboveBar(stdout))
+    } else {
+        match sys::buffered_stdout() {
+            Ok(shared) => Box::new(shared),
+            Err(_) => Box::new(BufWriter::with_capacity(64 << 10, stdout)),
+        }
+    };
     let config = match request {
         Request::Run(config) => *config,
-        Request::Completions(shell) => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut args::for_completion(), "bt2sum", &mut script);
-            return print(&script);
-        }
-        // (Rendered into memory, which takes every write.)
-        Request::Man => return print(&man::page().expect("the page is rendered in memory")),
+        Request::Print(text) => return ended(out.write_all(&text).and_then(|()| out.flush())),
     };
     if let Err(status) = set_up(&config) {
         return status;
     }
-    if sys::stdout_closed() {
-        // Lines would vanish into the /dev/null the runtime put there.
-        return drive(&config, &mut output::Closed);
-    }
-    let stdout = io::stdout().lock();
-    // Line by line to a terminal (above the progress bar, if one is drawn
-    // there); in big writes to a pipe or a file.
-    if stdout.is_terminal() {
-        return drive(&config, &mut progress::AboveBar(stdout));
-    }
-    match sys::buffered_stdout() {
-        Ok(mut shared) => drive(&config, &mut shared),
-        Err(_) => drive(&config, &mut BufWriter::with_capacity(64 << 10, stdout)),
-    }
+    output::with_stderr(match &config.mode {
+        Mode::Hash(hashing) => hash::run(hashing, config.progress, &mut *out),
+        Mode::Check(checking) => check::run(checking, &config, &mut *out),
+        Mode::Combine { listings, layout } => combine::run(listings, *layout, &mut *out),
+    })
 }
 
 /// Acts in `-C`'s directory, and starts the workers if the descriptors
@@ -86,43 +95,6 @@ fn set_up(config: &Config) -> Result<(), Status> {
         }
     }
     Ok(())
-}
-
-/// Hashes, verifies or combines, writing to `out`.
-fn drive(config: &Config, out: &mut dyn Write) -> Status {
-    output::with_stderr(match &config.mode {
-        Mode::Hash(hashing) => hash::run(hashing, config.progress, out),
-        Mode::Check(checking) => check::run(checking, config, out),
-        Mode::Combine(combining) => combine::run(combining, out),
-    })
-}
-
-/// What a command line that clap refused means: the help or the version
-/// printed (status 0), or a usage error (status 2).
-pub fn refused(error: &clap::Error) -> Status {
-    if error.use_stderr() {
-        let _ = error.print();
-        return Status::Usage;
-    }
-    let text = match io::stdout().is_terminal() {
-        true => error.render().ansi().to_string(),
-        false => error.render().to_string(),
-    };
-    print(text.as_bytes())
-}
-
-/// Writes generated text (help, a manual page) to standard output, through
-/// a descriptor of its own: the runtime's standard output takes a write
-/// refused as `Bad file descriptor` (a descriptor open for reading only)
-/// for a success.
-fn print(text: &[u8]) -> Status {
-    if sys::stdout_closed() {
-        return output_failed(&sys::closed_stream());
-    }
-    match sys::duplicate_stdout().and_then(|mut stdout| stdout.write_all(text)) {
-        Ok(()) => Status::Success,
-        Err(error) => output_failed(&error),
-    }
 }
 
 /// How a list (of checksums, names or leaves) is named in messages.

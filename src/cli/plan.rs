@@ -3,21 +3,22 @@
 //! say, and the tips for habits from other tools). No driver sees clap.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Error, Parser};
-use clap_complete::Shell;
 
 use crate::cli::output::{Layout, Verbosity};
 use crate::cli::walk::{Excludes, WalkPlan};
 use bt2sum::format::Ending;
 use bt2sum::format::checksum::Style;
 use bt2sum::format::list::Grammar;
-use bt2sum::format::name::Name;
 use bt2sum::verify::Settings;
 use bt2sum::{Part, Selection, TreeParams};
 
-use super::args::{Args, go_spellings};
+pub use super::args::Repair;
+use super::args::{Args, for_completion, go_spellings};
+use super::man;
 use super::progress::BarMode;
 
 /// Everything a run needs.
@@ -30,13 +31,11 @@ pub struct Config {
     pub mode: Mode,
 }
 
-/// What the command line asks for: a run, or a text about bt2sum.
+/// What the command line asks for: a run, or a text to print.
 pub enum Request {
     Run(Box<Config>),
-    /// A shell completion script.
-    Completions(Shell),
-    /// The manual page.
-    Man,
+    /// The help, the version, a shell completion script or the manual page.
+    Print(Vec<u8>),
 }
 
 /// What a run does.
@@ -45,8 +44,12 @@ pub enum Mode {
     Hash(Hashing),
     /// Verify checksum lists.
     Check(Checking),
-    /// Turn partial leaf listings into a checksum line.
-    Combine(Combining),
+    /// Turn partial leaf listings (empty: standard input) into a checksum
+    /// line.
+    Combine {
+        listings: Vec<OsString>,
+        layout: Layout,
+    },
 }
 
 pub struct Hashing {
@@ -161,24 +164,6 @@ pub struct Update {
     pub accept: Box<Excludes>,
 }
 
-/// Where good copies of damaged files are (`--repair-from`), and what
-/// mending may do: cut a file longer than listed (`--repair-truncate`),
-/// write any file, named absolute or with `..` or with several hard links
-/// (`--absolute-names`, as tar's), write set-id files (`--repair-setid`).
-#[derive(Clone)]
-pub struct Repair {
-    pub copy: std::path::PathBuf,
-    pub truncate: bool,
-    pub any_path: bool,
-    pub setid: bool,
-}
-
-pub struct Combining {
-    /// The listings; empty for standard input.
-    pub listings: Vec<OsString>,
-    pub layout: Layout,
-}
-
 fn usage(message: impl std::fmt::Display) -> Error {
     Args::command().error(ErrorKind::ValueValidation, message)
 }
@@ -241,64 +226,85 @@ fn excludes(args: &Args) -> Result<Excludes, Error> {
 }
 
 impl Request {
-    /// Parses and resolves the command line (the program name first). The
-    /// error is clap's: a usage error, or the help or version to print.
+    /// Parses and resolves the command line (the program name first); the
+    /// error is a usage error.
     pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Request, Error> {
         let args = go_spellings(args);
-        let mut args = Args::try_parse_from(&args).map_err(|error| habit_tip(error, &args))?;
+        let args = match Args::try_parse_from(&args) {
+            Ok(parsed) => parsed,
+            Err(error) if error.use_stderr() => return Err(habit_tip(error, &args)),
+            // The help or the version, in color on a terminal.
+            Err(help) => {
+                let help = help.render();
+                let text = match std::io::stdout().is_terminal() {
+                    true => help.ansi().to_string(),
+                    false => help.to_string(),
+                };
+                return Ok(Request::Print(text.into_bytes()));
+            }
+        };
         if let Some(shell) = args.completions {
-            return Ok(Request::Completions(shell));
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut for_completion(), "bt2sum", &mut script);
+            Ok(Request::Print(script))
         } else if args.man {
-            return Ok(Request::Man);
-        }
-        follows_the_rules(&args)?;
-        let progress = match (args.progress, args.no_progress) {
-            (true, _) => BarMode::Always,
-            (_, true) => BarMode::Never,
-            _ => BarMode::Auto,
-        };
-        let style = match (args.raw, args.no_names, args.untagged) {
-            (true, _, _) => Style::Raw,
-            (_, true, _) => Style::Bare,
-            (_, _, true) => Style::Untagged,
-            _ => Style::Tagged,
-        };
-        let ending = match args.zero {
-            true => Ending::Nul,
-            false => Ending::Newline,
-        };
-        let layout = Layout { style, ending };
-        let walk = WalkPlan {
-            follow_links: args.dereference,
-            excludes: excludes(&args)?,
-            one_file_system: args.one_file_system,
-            max_depth: args.max_depth.map(usize::from),
-        };
-        // A digest size the algorithm has, in every mode: a check's lines
-        // must have it too. (`-s 0`, the default, is the largest.)
-        let size = match args.size {
-            0 => args.algorithm.max_digest_size(),
-            size => size,
-        };
-        let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
-        let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
-        let mode = if args.check {
-            Mode::Check(checking(args, tree, walk)?)
-        } else if args.combine {
-            Mode::Combine(Combining {
-                listings: args.files,
-                layout,
-            })
+            // (Rendered into memory, which takes every write.)
+            let page = man::page().expect("the page is rendered in memory");
+            Ok(Request::Print(page))
         } else {
-            Mode::Hash(hashing(args, tree, layout, walk)?)
-        };
-        Ok(Request::Run(Box::new(Config {
-            directory,
-            threads,
-            progress,
-            mode,
-        })))
+            follows_the_rules(&args)?;
+            Ok(Request::Run(Box::new(config(args)?)))
+        }
     }
+}
+
+fn config(mut args: Args) -> Result<Config, Error> {
+    let progress = match (args.progress, args.no_progress) {
+        (true, _) => BarMode::Always,
+        (_, true) => BarMode::Never,
+        _ => BarMode::Auto,
+    };
+    let style = match (args.raw, args.no_names, args.untagged) {
+        (true, _, _) => Style::Raw,
+        (_, true, _) => Style::Bare,
+        (_, _, true) => Style::Untagged,
+        _ => Style::Tagged,
+    };
+    let ending = match args.zero {
+        true => Ending::Nul,
+        false => Ending::Newline,
+    };
+    let layout = Layout { style, ending };
+    let walk = WalkPlan {
+        follow_links: args.dereference,
+        excludes: excludes(&args)?,
+        one_file_system: args.one_file_system,
+        max_depth: args.max_depth.map(usize::from),
+    };
+    // A digest size the algorithm has, in every mode: a check's lines
+    // must have it too. (`-s 0`, the default, is the largest.)
+    let size = match args.size {
+        0 => args.algorithm.max_digest_size(),
+        size => size,
+    };
+    let tree = TreeParams::new(args.algorithm, size, args.leaf_size).map_err(usage)?;
+    let (directory, threads) = (args.directory.take(), args.cpus.map(usize::from));
+    let mode = if args.check {
+        Mode::Check(checking(args, tree, walk)?)
+    } else if args.combine {
+        Mode::Combine {
+            listings: args.files,
+            layout,
+        }
+    } else {
+        Mode::Hash(hashing(args, tree, layout, walk)?)
+    };
+    Ok(Config {
+        directory,
+        threads,
+        progress,
+        mode,
+    })
 }
 
 fn checking(args: Args, tree: TreeParams, walk: WalkPlan) -> Result<Checking, Error> {
@@ -356,12 +362,7 @@ fn checking(args: Args, tree: TreeParams, walk: WalkPlan) -> Result<Checking, Er
         ignore_missing: args.ignore_missing,
         slice: args.part,
         audit,
-        repair: args.repair_from.map(|copy| Repair {
-            copy: copy.into(),
-            truncate: args.repair_truncate,
-            any_path: args.absolute_names,
-            setid: args.repair_setid,
-        }),
+        repair: args.repair,
         ledger,
     })
 }
@@ -389,12 +390,6 @@ fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Resu
     } else {
         Inputs::Named(args.files)
     };
-    // A name lines cannot print (on Windows, one that is not Unicode) is
-    // refused at once.
-    let name = match args.name.as_deref().map(Name::of_path) {
-        Some(None) => return Err(usage(format!("--name: {}", bt2sum::Error::NotUnicode))),
-        printed => printed.flatten().map(Name::into_bytes),
-    };
     let excerpt_of = args
         .total
         .filter(|_| matches!(listing, Listing::Leaves(Some(_))));
@@ -403,7 +398,7 @@ fn hashing(args: Args, tree: TreeParams, layout: Layout, walk: WalkPlan) -> Resu
         inputs,
         layout,
         listing,
-        name,
+        name: args.name,
         excerpt_of,
         stat: args.stat,
         json: args.json,
