@@ -10,6 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
@@ -162,14 +163,12 @@ fn job(config: &Hashing, entry: Walked, progress: &Progress) -> Job<Tag, Option<
             Vec::new()
         }
     };
-    let is_stdin = name == "-";
-    if is_stdin && error.is_none() {
-        error = progress.open_stdin().err().map(Into::into);
-    }
-    let path = PathBuf::from(&name);
-    let mut job = match is_stdin {
-        true => Job::stdin((name, printed), tree),
-        false => Job::path((name, printed), path, tree),
+    let mut job = if name == "-" {
+        error = error.or_else(|| progress.open_stdin().err().map(Into::into));
+        Job::stdin((name, printed), tree)
+    } else {
+        let path = PathBuf::from(&name);
+        Job::path((name, printed), path, tree)
     };
     if let Some(error) = error {
         job = job.failing(error);
@@ -212,12 +211,8 @@ impl Report<'_, '_> {
             (Ok(hashed), None) => {
                 self.files += 1;
                 let name = self.named.then_some(&printed[..]);
-                let mtime = outcome
-                    .stamp
-                    .and_then(|stamp| stamp.modified())
-                    .filter(|_| self.config.stat)
-                    .map(Mtime::of);
-                return self.write(name, &hashed, mtime, outcome.leaves);
+                let modified = outcome.stamp.and_then(|stamp| stamp.modified());
+                return self.write(name, &hashed, modified, outcome.leaves);
             }
             // (As `ls` would not: a user who came from it meant `-r`.)
             (Err(bt2sum::Error::Io(error)), _) if error.kind() == io::ErrorKind::IsADirectory => {
@@ -237,7 +232,7 @@ impl Report<'_, '_> {
         &mut self,
         name: Option<&[u8]>,
         hashed: &Hashed,
-        mtime: Option<Mtime>,
+        modified: Option<SystemTime>,
         leaves: Option<LeafLog>,
     ) -> io::Result<()> {
         let (tree, length, name) = (&self.config.tree, hashed.length, JsonName(name));
@@ -253,7 +248,8 @@ impl Report<'_, '_> {
                     name,
                     digest: Hex(hashed.digest.as_bytes()),
                     length,
-                    mtime: mtime.filter(|_| name.0.is_some()),
+                    mtime: (modified.filter(|_| self.config.stat && name.0.is_some()))
+                        .map(Mtime::of),
                 })?;
                 None
             }
