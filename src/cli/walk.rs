@@ -14,7 +14,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
 
 use bt2sum::sys::FileId;
 use walkdir::{DirEntry, WalkDir};
@@ -44,40 +43,29 @@ pub struct Skipped {
     pub names_in: Vec<FileId>,
 }
 
-pub fn walk(
-    roots: Vec<OsString>,
-    plan: Arc<WalkPlan>,
-    skipped: Arc<Skipped>,
-) -> impl Iterator<Item = Walked> {
-    roots
-        .into_iter()
-        .flat_map(move |root| walk_root(root, Arc::clone(&plan), Arc::clone(&skipped)))
-}
-
-fn walk_root(
-    root: OsString,
-    plan: Arc<WalkPlan>,
-    skipped: Arc<Skipped>,
-) -> Box<dyn Iterator<Item = Walked>> {
+pub fn walk<'a>(
+    root: &'a OsStr,
+    plan: &'a WalkPlan,
+    skipped: &'a Skipped,
+) -> Box<dyn Iterator<Item = Walked> + 'a> {
     // A link named as a root is followed (`metadata`).
-    if root == "-" || !std::fs::metadata(&root).is_ok_and(|metadata| metadata.is_dir()) {
-        return Box::new(std::iter::once(Ok(root)));
+    if root == "-" || !std::fs::metadata(root).is_ok_and(|metadata| metadata.is_dir()) {
+        return Box::new(std::iter::once(Ok(root.to_os_string())));
     }
-    let (within, among) = (Arc::clone(&plan), Arc::clone(&skipped));
     // The ledger beside a list being written (`LIST.ledger`, which sorts
     // right after it), once the walk has met the list.
     let mut ledger_beside: Option<std::path::PathBuf> = None;
-    let entries = WalkDir::new(&root)
+    let entries = WalkDir::new(root)
         .min_depth(1)
         .max_depth(plan.max_depth.unwrap_or(usize::MAX))
         .same_file_system(plan.one_file_system)
         .follow_links(plan.follow_links)
         .sort_by(sort_order)
         .into_iter()
-        .filter_entry(move |entry| !left_out(entry, &root, &within, &among));
+        .filter_entry(move |entry| !left_out(entry, root, plan, skipped));
     Box::new(entries.filter_map(move |entry| match entry {
         Ok(entry) if entry.file_type().is_file() => {
-            if is_skipped(&entry, &skipped) {
+            if is_skipped(&entry, skipped) {
                 let mut ledger = entry.into_path().into_os_string();
                 ledger.push(".ledger");
                 ledger_beside = Some(ledger.into());

@@ -177,13 +177,9 @@ impl<'a> Audit<'a> {
     ) -> io::Result<Option<Rewrite>> {
         let mut listed = std::mem::replace(&mut self.listed, Spill::sorted());
         let mut new = Spill::default();
-        let plan = Arc::new(self.plan.walk.clone());
-        for root in &self.plan.roots {
-            let walk = walk(
-                vec![root.clone()],
-                Arc::clone(&plan),
-                Arc::clone(&self.skipped),
-            );
+        let (plan, skipped) = (self.plan, Arc::clone(&self.skipped));
+        for root in &plan.roots {
+            let walk = walk(root, &plan.walk, &skipped);
             if self
                 .walk_new(unlisted(walk, &mut listed), &mut new, &mut report)?
                 .is_break()

@@ -10,7 +10,7 @@
 //! name that is not UTF-8.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{self, BufRead};
+use std::io;
 
 use crate::cli::output::{Status, report};
 use crate::cli::sys;
@@ -20,49 +20,30 @@ use bt2sum::plain_message;
 
 /// The names of a list, read as they are asked for; where an entry is no
 /// name, where it is (`F:N`, or `F` when the list could not be read) and
-/// why, as a walk tells where it failed.
-pub struct Names {
-    /// `None` once the list has ended, or could not be read on.
-    reader: Option<Box<dyn BufRead>>,
-    /// The list as messages name it.
-    list: OsString,
-    number: u64,
-    record: Vec<u8>,
-}
-
-/// Opens a list of names; one that cannot be read is reported.
-pub fn open(list: &OsStr) -> Result<Names, Status> {
+/// why, as a walk tells where it failed. A list that cannot be opened is
+/// reported.
+pub fn open(list: &OsStr) -> Result<Box<dyn Iterator<Item = Walked>>, Status> {
     let reader = sys::open_list(list).map_err(|error| report(list, &plain_message(&error)))?;
-    Ok(Names {
-        reader: Some(reader),
-        list: list.to_os_string(),
-        number: 0,
-        record: Vec::new(),
-    })
-}
-
-impl Iterator for Names {
-    type Item = Walked;
-
-    fn next(&mut self) -> Option<Walked> {
-        let read = read_until(self.reader.as_mut()?, &mut self.record, 0);
-        self.number += 1;
+    // (`None` once the list has ended, or could not be read on.)
+    let (mut reader, list) = (Some(reader), list.to_os_string());
+    let (mut number, mut record) = (0, Vec::new());
+    Ok(Box::new(std::iter::from_fn(move || {
+        let read = read_until(reader.as_mut()?, &mut record, 0);
+        number += 1;
+        if !matches!(read, Ok(Record::Line | Record::TooLong)) {
+            reader = None;
+        }
         let message = match read {
             Err(error) => {
-                self.reader = None;
-                let message = io::Error::other(plain_message(&error));
-                return Some(Err((self.list.clone(), message)));
+                return Some(Err((list.clone(), io::Error::other(plain_message(&error)))));
             }
-            Ok(Record::End) => {
-                self.reader = None;
-                return None;
-            }
+            Ok(Record::End) => return None,
             Ok(Record::TooLong) => format!("file name longer than {} MiB", MAX_LINE >> 20),
             Ok(Record::Line) => {
-                let name = self.record.strip_suffix(b"\0").unwrap_or(&self.record);
+                let name = record.strip_suffix(b"\0").unwrap_or(&record);
                 if name.is_empty() {
                     "invalid zero-length file name".into()
-                } else if self.list == "-" && name == b"-" {
+                } else if list == "-" && name == b"-" {
                     "when reading file names from standard input, no file name of '-' allowed"
                         .into()
                 } else {
@@ -73,10 +54,10 @@ impl Iterator for Names {
                 }
             }
         };
-        let mut place = self.list.clone();
-        place.push(format!(":{}", self.number));
+        let mut place = list.clone();
+        place.push(format!(":{number}"));
         Some(Err((place, io::Error::other(message))))
-    }
+    })))
 }
 
 /// A listed name as the system takes it: on Unix its bytes; on Windows its

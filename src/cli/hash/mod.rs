@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::time::SystemTime;
 
 use bt2sum::format::name::Name;
 use bt2sum::format::stat::Mtime;
@@ -29,7 +29,7 @@ mod files0;
 pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
     let mut printer = Printer::new(out, config.json, config.layout, Verbosity::Normal);
     let mut status = Status::Success;
-    let names = match names(config, &mut printer, &mut status) {
+    let mut names = match names(config, &mut printer, &mut status) {
         Ok(names) => names,
         Err(done) => return done,
     };
@@ -66,30 +66,32 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
 /// a list as they are hashed (whose sizes are then not known ahead).
 enum Names {
     Given(Vec<OsString>),
-    Walked(Vec<OsString>, Arc<WalkPlan>, Arc<Skipped>),
-    Listed(files0::Names),
+    Walked(Vec<OsString>, WalkPlan, Skipped),
+    Listed(Box<dyn Iterator<Item = Walked>>),
 }
 
 impl Names {
     /// The bytes the run will hash, if they can be known ahead (a walk's
     /// files, walked once more; one of unknown size there counts 0).
-    fn total_bytes(&self, config: &Hashing) -> Option<u64> {
-        let mut sizes: Box<dyn Iterator<Item = Option<u64>> + '_> = match self {
-            Names::Given(names) => Box::new(names.iter().map(|name| hashed_bytes(config, name))),
-            Names::Walked(roots, plan, skipped) => {
-                let walked = walk(roots.clone(), Arc::clone(plan), Arc::clone(skipped));
-                let size = |path: OsString| hashed_bytes(config, &path).unwrap_or(0);
-                Box::new(walked.map(move |entry| Some(entry.map_or(0, size))))
-            }
+    fn total_bytes(&mut self, config: &Hashing) -> Option<u64> {
+        let walked = match self {
+            Names::Given(_) => false,
+            Names::Walked(..) => true,
             Names::Listed(_) => return None,
         };
+        let size = |name: OsString| hashed_bytes(config, &name).or(walked.then_some(0));
+        let mut sizes = self.entries().map(|entry| entry.map_or(Some(0), size));
         sizes.try_fold(0u64, |total, size| Some(total.saturating_add(size?)))
     }
 
-    fn entries(self) -> Box<dyn Iterator<Item = Walked>> {
+    /// The names; given or walked ones each time, a list's once.
+    fn entries(&mut self) -> Box<dyn Iterator<Item = Walked> + '_> {
         match self {
-            Names::Given(names) => Box::new(names.into_iter().map(Ok)),
-            Names::Walked(roots, plan, skipped) => Box::new(walk(roots, plan, skipped)),
+            Names::Given(names) => Box::new(names.iter().cloned().map(Ok)),
+            Names::Walked(roots, plan, skipped) => {
+                let (plan, skipped) = (&*plan, &*skipped);
+                Box::new(roots.iter().flat_map(move |root| walk(root, plan, skipped)))
+            }
             Names::Listed(listed) => Box::new(listed),
         }
     }
@@ -138,7 +140,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                 files: sys::stdout_file().into_iter().collect(),
                 ..Skipped::default()
             };
-            Names::Walked(roots, Arc::new(walk.clone()), Arc::new(skipped))
+            Names::Walked(roots, walk.clone(), skipped)
         }
     })
 }
@@ -161,14 +163,12 @@ fn job(config: &Hashing, entry: Walked, progress: &Progress) -> Job<Tag, Option<
             Vec::new()
         }
     };
-    let is_stdin = name == "-";
-    if is_stdin && error.is_none() {
-        error = progress.open_stdin().err().map(Into::into);
-    }
-    let path = PathBuf::from(&name);
-    let mut job = match is_stdin {
-        true => Job::stdin((name, printed), tree),
-        false => Job::path((name, printed), path, tree),
+    let mut job = if name == "-" {
+        error = error.or_else(|| progress.open_stdin().err().map(Into::into));
+        Job::stdin((name, printed), tree)
+    } else {
+        let path = PathBuf::from(&name);
+        Job::path((name, printed), path, tree)
     };
     if let Some(error) = error {
         job = job.failing(error);
@@ -211,12 +211,8 @@ impl Report<'_, '_> {
             (Ok(hashed), None) => {
                 self.files += 1;
                 let name = self.named.then_some(&printed[..]);
-                let mtime = outcome
-                    .stamp
-                    .and_then(|stamp| stamp.modified())
-                    .filter(|_| self.config.stat)
-                    .map(Mtime::of);
-                return self.write(name, &hashed, mtime, outcome.leaves);
+                let modified = outcome.stamp.and_then(|stamp| stamp.modified());
+                return self.write(name, &hashed, modified, outcome.leaves);
             }
             // (As `ls` would not: a user who came from it meant `-r`.)
             (Err(bt2sum::Error::Io(error)), _) if error.kind() == io::ErrorKind::IsADirectory => {
@@ -236,7 +232,7 @@ impl Report<'_, '_> {
         &mut self,
         name: Option<&[u8]>,
         hashed: &Hashed,
-        mtime: Option<Mtime>,
+        modified: Option<SystemTime>,
         leaves: Option<LeafLog>,
     ) -> io::Result<()> {
         let (tree, length, name) = (&self.config.tree, hashed.length, JsonName(name));
@@ -252,7 +248,8 @@ impl Report<'_, '_> {
                     name,
                     digest: Hex(hashed.digest.as_bytes()),
                     length,
-                    mtime: mtime.filter(|_| name.0.is_some()),
+                    mtime: (modified.filter(|_| self.config.stat && name.0.is_some()))
+                        .map(Mtime::of),
                 })?;
                 None
             }
