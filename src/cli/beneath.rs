@@ -22,16 +22,12 @@ pub use platform::{Directory, links};
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
+    /// Its name is absolute, or climbs out with `..`.
     #[error(
-        "its name is absolute, and bt2sum writes only inside the directory it works in \
+        "its name {0}, and bt2sum writes only inside the directory it works in \
          (--absolute-names allows it)"
     )]
-    Absolute,
-    #[error(
-        "its name climbs out with '..', and bt2sum writes only inside the directory it works \
-         in (--absolute-names allows it)"
-    )]
-    Climbs,
+    Outside(&'static str),
     /// The file is a symbolic link (or, on Windows, a junction or other
     /// reparse point), or a directory on its way, shown, is.
     #[error("it is a symbolic link, which bt2sum does not write through")]
@@ -83,8 +79,10 @@ pub fn allowed(path: &Path, any_path: bool) -> Result<(), Refusal> {
     if !any_path {
         for component in path.components() {
             match component {
-                Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
-                Component::ParentDir => return Err(Refusal::Climbs),
+                Component::Prefix(_) | Component::RootDir => {
+                    return Err(Refusal::Outside("is absolute"));
+                }
+                Component::ParentDir => return Err(Refusal::Outside("climbs out with '..'")),
                 _ => {}
             }
         }

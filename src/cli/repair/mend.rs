@@ -57,9 +57,6 @@ pub enum Unmended {
     WriteFailed(io::Error),
 }
 
-/// What became of one failing leaf.
-pub type Mend = Result<Mended, Unmended>;
-
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
@@ -133,7 +130,7 @@ impl Mender {
         file: &File,
         path: &Path,
         damaged: &Damaged,
-        mut mended: impl FnMut(u64, Range<u64>, &Mend),
+        mut mended: impl FnMut(u64, Range<u64>, &Result<Mended, Unmended>),
     ) -> Result<(), Unmendable> {
         let (tree, listed_length) = (&damaged.tree, damaged.listed_length);
         let mut length = file.metadata()?.len();
@@ -173,12 +170,8 @@ impl Mender {
         // directory behind; the file written is proved again.
         let matches = |file: &File| -> Result<bool, Unmendable> {
             let length = file.metadata()?.len();
-            let hashed = file.try_clone().and_then(|mut reader| {
-                io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
-                bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
-            })?;
-            // (`==` on digests is constant-time.)
-            Ok(hashed == lost.digest && lost.length.is_none_or(|listed| listed == length))
+            let hashes = hashes_to(file, &lost.tree, &lost.digest)?;
+            Ok(hashes && lost.length.is_none_or(|listed| listed == length))
         };
         if !matches(&copy)? {
             return Err(Unmendable::CopyDiffers(copy_path));
@@ -249,16 +242,16 @@ pub struct Damaged {
     /// not show it: its checksum line failed, and its leaf lines leave
     /// some of its leaves out.
     pub whole: Option<Digest>,
-    /// Whether this is the file's last pass: its length is seen to then,
-    /// and whether it verifies is known.
+    /// Whether this is the file's first record, which opens it, and its
+    /// last pass: its length is seen to then, and whether it verifies is
+    /// known.
+    pub opens: bool,
     pub last_pass: bool,
-    /// What the file must still be when mended.
+    /// What the file must still be when mended; the time it then gets back
+    /// where no stat line lists one.
     pub stamp: Stamp,
-    /// The modification time to put back once the file verifies whole:
-    /// its stat line's, or, without one, the one the check saw.
+    /// Its stat line's modification time, put back once it verifies whole.
     pub mtime: Option<Mtime>,
-    /// Whether `mtime` is a stat line's.
-    pub mtime_listed: bool,
 }
 
 /// A missing file, as its entry lists it, to restore whole from its copy.
@@ -285,7 +278,7 @@ fn mend_leaf(
     length: &mut u64,
     bytes: &Range<u64>,
     verifies: impl Fn(&[u8]) -> bool,
-) -> Mend {
+) -> Result<Mended, Unmended> {
     if bytes.start > *length {
         return Err(Unmended::AfterAGap);
     }
@@ -315,6 +308,15 @@ fn mend_leaf(
             "the leaf read back does not verify",
         ))),
     }
+}
+
+/// Whether `file`, read from its start (whatever positional reads and
+/// writes left its offset at), hashes to `digest`.
+pub fn hashes_to(file: &File, tree: &TreeParams, digest: &Digest) -> io::Result<bool> {
+    let mut reader = file.try_clone()?;
+    io::Seek::rewind(&mut reader)?;
+    // (`==` on digests is constant-time.)
+    Ok(bt2sum::hash_file(tree, reader).map_err(io::Error::other)? == *digest)
 }
 
 /// Sets a file's modification time (not its access time).
