@@ -219,10 +219,8 @@ impl Temporary {
 
 impl Drop for Temporary {
     fn drop(&mut self) {
-        let _ = self.settle(|directory, name| {
-            let _ = directory.remove(name);
-            Ok(())
-        });
+        // (One that cannot be removed is left for a stop signal to try again.)
+        let _ = self.settle(|directory, name| directory.remove(name));
     }
 }
 

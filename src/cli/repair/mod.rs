@@ -35,9 +35,8 @@ pub struct Repairs {
     claims: HashMap<u64, (u64, u64)>,
     contradicted: HashMap<u64, (u64, u64)>,
     file: Noted,
-    /// Whether missing files are restored, and those to restore.
-    restore: bool,
-    lost: Spill<Lost>,
+    /// The missing files to restore, where they are restored.
+    lost: Option<Spill<Lost>>,
 }
 
 /// What is known so far of the file being checked: what its entry says of
@@ -83,8 +82,7 @@ impl Repairs {
             claims: HashMap::new(),
             contradicted: HashMap::new(),
             file: Noted::default(),
-            restore,
-            lost: Spill::default(),
+            lost: restore.then(Spill::default),
         }
     }
 
@@ -142,11 +140,11 @@ impl Repairs {
         if let Some(lost) = self.file.lost.as_mut() {
             lost.length = lost.length.or(checked.pass.total);
         }
-        if checked.pass.continued || !self.restore {
+        let Some(restored) = self.lost.as_mut().filter(|_| !checked.pass.continued) else {
             return Ok(());
-        }
+        };
         match self.file.lost.take() {
-            Some(lost) => self.lost.push(&lost),
+            Some(lost) => restored.push(&lost),
             None => printer.error(
                 &checked.pass.name,
                 "cannot be restored: only an entry with a checksum line is restored from \
@@ -221,7 +219,7 @@ impl Repairs {
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
             // (A file whose last pass could not be read has no last record:
-            // the next file's first record opens that file instead.)
+            // the next file's first record opens the next file.)
             if damaged.opens {
                 // (Never written where its list contradicts itself about it.)
                 let opened = match contradicted.get(&name_key(&damaged.name)) {
@@ -258,7 +256,7 @@ impl Repairs {
     }
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
-        let mut lost = std::mem::take(&mut self.lost);
+        let mut lost = self.lost.as_mut().map(std::mem::take).unwrap_or_default();
         for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
