@@ -17,7 +17,7 @@ use std::sync::{Mutex, Once};
 use bt2sum::format::name::Name;
 use bt2sum::sys::lock;
 
-pub use platform::{Directory, links};
+pub use platform::{Directory, links, without_setid};
 
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
@@ -60,11 +60,7 @@ pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, R
     if !metadata.is_file() {
         return Err(Refusal::NotRegular);
     }
-    #[cfg(unix)]
-    let setid_bits = std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o6000;
-    #[cfg(not(unix))]
-    let setid_bits = 0;
-    if !setid && setid_bits != 0 {
+    if !setid && without_setid(&metadata.permissions()).is_some() {
         return Err(Refusal::SetId);
     }
     let links = links(&file, &metadata)?;
@@ -276,7 +272,7 @@ impl Directory {
 #[cfg(unix)]
 mod platform {
     use std::ffi::OsStr;
-    use std::fs::File;
+    use std::fs::{File, Permissions};
     use std::io;
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::{Path, PathBuf};
@@ -290,6 +286,14 @@ mod platform {
     pub fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(metadata.nlink())
+    }
+
+    /// The permissions without their set-user-ID and set-group-ID bits, if
+    /// they have either.
+    pub fn without_setid(permissions: &Permissions) -> Option<Permissions> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = permissions.mode();
+        (mode & 0o6000 != 0).then(|| Permissions::from_mode(mode & 0o1777))
     }
 
     #[derive(Clone)]
@@ -386,7 +390,7 @@ mod platform {
 #[cfg(windows)]
 mod platform {
     use std::ffi::OsStr;
-    use std::fs::{File, OpenOptions};
+    use std::fs::{File, OpenOptions, Permissions};
     use std::io;
     use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
     use std::path::{Path, PathBuf};
@@ -404,6 +408,10 @@ mod platform {
 
     pub fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
+    }
+
+    pub fn without_setid(_: &Permissions) -> Option<Permissions> {
+        None
     }
 
     /// A directory, by its path, with every directory on the way held

@@ -5,7 +5,6 @@
 //! it. Every write goes through the one descriptor `beneath` opened, and
 //! only to the file the check saw (its [`Stamp`]).
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::ops::Range;
@@ -27,7 +26,7 @@ pub struct Mender {
     repair: Repair,
     copy_is_dir: bool,
     /// The file the single copy was first used for.
-    single_copy_of: RefCell<Option<PathBuf>>,
+    single_copy_of: Option<PathBuf>,
 }
 
 /// A failing leaf that verifies now.
@@ -85,7 +84,7 @@ impl Mender {
         Mender {
             repair: repair.clone(),
             copy_is_dir: repair.copy.is_dir(),
-            single_copy_of: RefCell::default(),
+            single_copy_of: None,
         }
     }
 
@@ -100,7 +99,7 @@ impl Mender {
     }
 
     /// The copy of the file at `path`, open, and its path.
-    fn open_copy(&self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
+    fn open_copy(&mut self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
         let copy = if self.copy_is_dir {
             // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
             let relative: PathBuf = path
@@ -109,11 +108,10 @@ impl Mender {
                 .collect();
             self.repair.copy.join(relative)
         } else {
-            let mut single = self.single_copy_of.borrow_mut();
-            if let Some(first) = single.as_ref().filter(|first| *first != path) {
+            if let Some(first) = self.single_copy_of.as_ref().filter(|first| *first != path) {
                 return Err(Unmendable::CopyIsOneFile(first.clone()));
             }
-            *single = Some(path.to_path_buf());
+            self.single_copy_of = Some(path.to_path_buf());
             self.repair.copy.clone()
         };
         match File::open(&copy) {
@@ -126,7 +124,7 @@ impl Mender {
     /// handing what became of each, and its bytes' place, to `mended`.
     /// Fails, having written nothing, if its copy cannot be opened.
     pub fn mend(
-        &self,
+        &mut self,
         file: &File,
         path: &Path,
         damaged: &Damaged,
@@ -159,7 +157,7 @@ impl Mender {
     /// whole, given the copy's permissions (no set-id bit) and the listed
     /// time, then named `path` unless a file of that name appeared
     /// meanwhile. Directories missing on its way are made, as `tar` does.
-    pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
+    pub fn restore(&mut self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
         beneath::allowed(path, self.repair.any_path)?;
@@ -185,7 +183,7 @@ impl Mender {
         if !matches(file)? {
             return Err(Unmendable::CopyDiffers(copy_path));
         }
-        file.set_permissions(without_setid(permissions))?;
+        file.set_permissions(beneath::without_setid(&permissions).unwrap_or(permissions))?;
         if let Some(mtime) = lost.mtime {
             set_modified(file, mtime)?;
         }
@@ -326,14 +324,4 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
         .ok_or_else(|| io::Error::other("the time is out of the system's range"))?;
     file.set_times(std::fs::FileTimes::new().set_modified(time))?;
     file.sync_all()
-}
-
-fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::Permissions::from_mode(permissions.mode() & 0o1777)
-    }
-    #[cfg(not(unix))]
-    permissions
 }

@@ -243,7 +243,7 @@ impl Repairs {
                 // (In leaf order: the last failing leaf is the one that may end it.)
                 let last = damaged.failing.last();
                 ends |= last.is_some_and(|(index, _)| index + 1 == leaves);
-                mended &= mend_leaves(&self.mender, file, &path, &damaged, printer, tally)?;
+                mended &= mend_leaves(&mut self.mender, file, &path, &damaged, printer, tally)?;
             }
             if damaged.last_pass {
                 finish_file(&self.mender, file, &damaged, (mended, ends), printer, tally)?;
@@ -354,7 +354,7 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
 
 /// Whether one pass's failing leaves all verify now.
 fn mend_leaves(
-    mender: &Mender,
+    mender: &mut Mender,
     file: &File,
     path: &Path,
     damaged: &Damaged,
