@@ -17,21 +17,17 @@ use std::sync::{Mutex, Once};
 use bt2sum::format::name::Name;
 use bt2sum::sys::lock;
 
-pub use platform::{Directory, links};
+pub use platform::{Directory, links, without_setid};
 
 /// Why a file was not opened to be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
+    /// Its name is absolute, or climbs out with `..`.
     #[error(
-        "its name is absolute, and bt2sum writes only inside the directory it works in \
+        "its name {0}, and bt2sum writes only inside the directory it works in \
          (--absolute-names allows it)"
     )]
-    Absolute,
-    #[error(
-        "its name climbs out with '..', and bt2sum writes only inside the directory it works \
-         in (--absolute-names allows it)"
-    )]
-    Climbs,
+    Outside(&'static str),
     /// The file is a symbolic link (or, on Windows, a junction or other
     /// reparse point), or a directory on its way, shown, is.
     #[error("it is a symbolic link, which bt2sum does not write through")]
@@ -64,11 +60,7 @@ pub fn open_to_write(path: &Path, any_path: bool, setid: bool) -> Result<File, R
     if !metadata.is_file() {
         return Err(Refusal::NotRegular);
     }
-    #[cfg(unix)]
-    let setid_bits = std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o6000;
-    #[cfg(not(unix))]
-    let setid_bits = 0;
-    if !setid && setid_bits != 0 {
+    if !setid && without_setid(&metadata.permissions()).is_some() {
         return Err(Refusal::SetId);
     }
     let links = links(&file, &metadata)?;
@@ -83,8 +75,10 @@ pub fn allowed(path: &Path, any_path: bool) -> Result<(), Refusal> {
     if !any_path {
         for component in path.components() {
             match component {
-                Component::Prefix(_) | Component::RootDir => return Err(Refusal::Absolute),
-                Component::ParentDir => return Err(Refusal::Climbs),
+                Component::Prefix(_) | Component::RootDir => {
+                    return Err(Refusal::Outside("is absolute"));
+                }
+                Component::ParentDir => return Err(Refusal::Outside("climbs out with '..'")),
                 _ => {}
             }
         }
@@ -221,10 +215,8 @@ impl Temporary {
 
 impl Drop for Temporary {
     fn drop(&mut self) {
-        let _ = self.settle(|directory, name| {
-            let _ = directory.remove(name);
-            Ok(())
-        });
+        // (One that cannot be removed is left for a stop signal to try again.)
+        let _ = self.settle(|directory, name| directory.remove(name));
     }
 }
 
@@ -280,7 +272,7 @@ impl Directory {
 #[cfg(unix)]
 mod platform {
     use std::ffi::OsStr;
-    use std::fs::File;
+    use std::fs::{File, Permissions};
     use std::io;
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::{Path, PathBuf};
@@ -294,6 +286,14 @@ mod platform {
     pub fn links(_: &File, metadata: &std::fs::Metadata) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(metadata.nlink())
+    }
+
+    /// The permissions without their set-user-ID and set-group-ID bits, if
+    /// they have either.
+    pub fn without_setid(permissions: &Permissions) -> Option<Permissions> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = permissions.mode();
+        (mode & 0o6000 != 0).then(|| Permissions::from_mode(mode & 0o1777))
     }
 
     #[derive(Clone)]
@@ -390,7 +390,7 @@ mod platform {
 #[cfg(windows)]
 mod platform {
     use std::ffi::OsStr;
-    use std::fs::{File, OpenOptions};
+    use std::fs::{File, OpenOptions, Permissions};
     use std::io;
     use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
     use std::path::{Path, PathBuf};
@@ -408,6 +408,10 @@ mod platform {
 
     pub fn links(file: &File, _: &std::fs::Metadata) -> io::Result<u64> {
         winapi_util::file::information(file).map(|information| information.number_of_links())
+    }
+
+    pub fn without_setid(_: &Permissions) -> Option<Permissions> {
+        None
     }
 
     /// A directory, by its path, with every directory on the way held

@@ -5,7 +5,6 @@
 //! it. Every write goes through the one descriptor `beneath` opened, and
 //! only to the file the check saw (its [`Stamp`]).
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::ops::Range;
@@ -27,7 +26,7 @@ pub struct Mender {
     repair: Repair,
     copy_is_dir: bool,
     /// The file the single copy was first used for.
-    single_copy_of: RefCell<Option<PathBuf>>,
+    single_copy_of: Option<PathBuf>,
 }
 
 /// A failing leaf that verifies now.
@@ -57,9 +56,6 @@ pub enum Unmended {
     WriteFailed(io::Error),
 }
 
-/// What became of one failing leaf.
-pub type Mend = Result<Mended, Unmended>;
-
 /// Why a file could not be mended at all (none of its leaves was written).
 #[derive(Debug, thiserror::Error)]
 pub enum Unmendable {
@@ -88,7 +84,7 @@ impl Mender {
         Mender {
             repair: repair.clone(),
             copy_is_dir: repair.copy.is_dir(),
-            single_copy_of: RefCell::default(),
+            single_copy_of: None,
         }
     }
 
@@ -103,7 +99,7 @@ impl Mender {
     }
 
     /// The copy of the file at `path`, open, and its path.
-    fn open_copy(&self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
+    fn open_copy(&mut self, path: &Path) -> Result<(File, PathBuf), Unmendable> {
         let copy = if self.copy_is_dir {
             // (`/data/x` under `/mnt/copy` is `/mnt/copy/data/x`.)
             let relative: PathBuf = path
@@ -112,11 +108,10 @@ impl Mender {
                 .collect();
             self.repair.copy.join(relative)
         } else {
-            let mut single = self.single_copy_of.borrow_mut();
-            if let Some(first) = single.as_ref().filter(|first| *first != path) {
+            if let Some(first) = self.single_copy_of.as_ref().filter(|first| *first != path) {
                 return Err(Unmendable::CopyIsOneFile(first.clone()));
             }
-            *single = Some(path.to_path_buf());
+            self.single_copy_of = Some(path.to_path_buf());
             self.repair.copy.clone()
         };
         match File::open(&copy) {
@@ -129,11 +124,11 @@ impl Mender {
     /// handing what became of each, and its bytes' place, to `mended`.
     /// Fails, having written nothing, if its copy cannot be opened.
     pub fn mend(
-        &self,
+        &mut self,
         file: &File,
         path: &Path,
         damaged: &Damaged,
-        mut mended: impl FnMut(u64, Range<u64>, &Mend),
+        mut mended: impl FnMut(u64, Range<u64>, &Result<Mended, Unmended>),
     ) -> Result<(), Unmendable> {
         let (tree, listed_length) = (&damaged.tree, damaged.listed_length);
         let mut length = file.metadata()?.len();
@@ -162,7 +157,7 @@ impl Mender {
     /// whole, given the copy's permissions (no set-id bit) and the listed
     /// time, then named `path` unless a file of that name appeared
     /// meanwhile. Directories missing on its way are made, as `tar` does.
-    pub fn restore(&self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
+    pub fn restore(&mut self, path: &Path, lost: &Lost) -> Result<(), Unmendable> {
         // (The name first, then the copy: no directory is made for a file
         // that has none.)
         beneath::allowed(path, self.repair.any_path)?;
@@ -173,12 +168,8 @@ impl Mender {
         // directory behind; the file written is proved again.
         let matches = |file: &File| -> Result<bool, Unmendable> {
             let length = file.metadata()?.len();
-            let hashed = file.try_clone().and_then(|mut reader| {
-                io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
-                bt2sum::hash_file(&lost.tree, reader).map_err(io::Error::other)
-            })?;
-            // (`==` on digests is constant-time.)
-            Ok(hashed == lost.digest && lost.length.is_none_or(|listed| listed == length))
+            let hashes = hashes_to(file, &lost.tree, &lost.digest)?;
+            Ok(hashes && lost.length.is_none_or(|listed| listed == length))
         };
         if !matches(&copy)? {
             return Err(Unmendable::CopyDiffers(copy_path));
@@ -192,7 +183,7 @@ impl Mender {
         if !matches(file)? {
             return Err(Unmendable::CopyDiffers(copy_path));
         }
-        file.set_permissions(without_setid(permissions))?;
+        file.set_permissions(beneath::without_setid(&permissions).unwrap_or(permissions))?;
         if let Some(mtime) = lost.mtime {
             set_modified(file, mtime)?;
         }
@@ -249,16 +240,16 @@ pub struct Damaged {
     /// not show it: its checksum line failed, and its leaf lines leave
     /// some of its leaves out.
     pub whole: Option<Digest>,
-    /// Whether this is the file's last pass: its length is seen to then,
-    /// and whether it verifies is known.
+    /// Whether this is the file's first record, which opens it, and its
+    /// last pass: its length is seen to then, and whether it verifies is
+    /// known.
+    pub opens: bool,
     pub last_pass: bool,
-    /// What the file must still be when mended.
+    /// What the file must still be when mended; the time it then gets back
+    /// where no stat line lists one.
     pub stamp: Stamp,
-    /// The modification time to put back once the file verifies whole:
-    /// its stat line's, or, without one, the one the check saw.
+    /// Its stat line's modification time, put back once it verifies whole.
     pub mtime: Option<Mtime>,
-    /// Whether `mtime` is a stat line's.
-    pub mtime_listed: bool,
 }
 
 /// A missing file, as its entry lists it, to restore whole from its copy.
@@ -285,7 +276,7 @@ fn mend_leaf(
     length: &mut u64,
     bytes: &Range<u64>,
     verifies: impl Fn(&[u8]) -> bool,
-) -> Mend {
+) -> Result<Mended, Unmended> {
     if bytes.start > *length {
         return Err(Unmended::AfterAGap);
     }
@@ -317,6 +308,15 @@ fn mend_leaf(
     }
 }
 
+/// Whether `file`, read from its start (whatever positional reads and
+/// writes left its offset at), hashes to `digest`.
+pub fn hashes_to(file: &File, tree: &TreeParams, digest: &Digest) -> io::Result<bool> {
+    let mut reader = file.try_clone()?;
+    io::Seek::rewind(&mut reader)?;
+    // (`==` on digests is constant-time.)
+    Ok(bt2sum::hash_file(tree, reader).map_err(io::Error::other)? == *digest)
+}
+
 /// Sets a file's modification time (not its access time).
 pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
     let time = mtime
@@ -324,14 +324,4 @@ pub fn set_modified(file: &File, mtime: Mtime) -> io::Result<()> {
         .ok_or_else(|| io::Error::other("the time is out of the system's range"))?;
     file.set_times(std::fs::FileTimes::new().set_modified(time))?;
     file.sync_all()
-}
-
-fn without_setid(permissions: std::fs::Permissions) -> std::fs::Permissions {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::Permissions::from_mode(permissions.mode() & 0o1777)
-    }
-    #[cfg(not(unix))]
-    permissions
 }

@@ -17,7 +17,7 @@ use bt2sum::spill::Spill;
 use bt2sum::verify::Verdict;
 use bt2sum::verify::{Checked, Subject};
 use bt2sum::{Digest, Stamp};
-use mend::{Damaged, Lost, Mended, Mender, Unmendable, set_modified};
+use mend::{Damaged, Lost, Mended, Mender, Unmendable, hashes_to, set_modified};
 
 use super::output::{JsonName, Printer, Record, Verbosity};
 use super::plan::Repair;
@@ -35,16 +35,15 @@ pub struct Repairs {
     claims: HashMap<u64, (u64, u64)>,
     contradicted: HashMap<u64, (u64, u64)>,
     file: Noted,
-    /// Whether missing files are restored, and those to restore.
-    restore: bool,
-    lost: Spill<Lost>,
+    /// The missing files to restore, where they are restored.
+    lost: Option<Spill<Lost>>,
 }
 
 /// What is known so far of the file being checked: what its entry says of
 /// it (hashed); whether it cannot be mended (said already), and whether
 /// leaves of it wait; the checksum it must have once mended (if its leaf
-/// lines leave bytes out); its time to put back, and whether a stat line
-/// lists it; and the file as it would be restored.
+/// lines leave bytes out); its stat line's time; and the file as it would
+/// be restored.
 #[derive(Default)]
 struct Noted {
     claim: DefaultHasher,
@@ -52,7 +51,6 @@ struct Noted {
     leaves_wait: bool,
     whole: Option<Digest>,
     mtime: Option<Mtime>,
-    mtime_listed: bool,
     lost: Option<Lost>,
 }
 
@@ -61,15 +59,15 @@ impl Noted {
     fn new(checked: &Checked) -> Noted {
         // (A stat line is on the first pass, with the checksum line.)
         let stat = checked.pass.stat;
+        let mtime = stat.map(|(_, mtime)| mtime);
         Noted {
-            mtime: (stat.map(|(_, mtime)| mtime)).or_else(|| checked.modified().map(Mtime::of)),
-            mtime_listed: stat.is_some(),
+            mtime,
             lost: checked.expected().map(|digest| Lost {
                 name: checked.pass.name.clone(),
                 tree: checked.pass.tree,
                 digest: *digest,
                 length: stat.map(|(size, _)| size),
-                mtime: stat.map(|(_, mtime)| mtime),
+                mtime,
             }),
             ..Noted::default()
         }
@@ -84,8 +82,7 @@ impl Repairs {
             claims: HashMap::new(),
             contradicted: HashMap::new(),
             file: Noted::default(),
-            restore,
-            lost: Spill::default(),
+            lost: restore.then(Spill::default),
         }
     }
 
@@ -105,6 +102,8 @@ impl Repairs {
             return Ok(());
         };
         let failing = checked.failed_leaves();
+        // (Its first record is the one pushed while no leaves of it wait.)
+        let opens = !self.file.leaves_wait;
         self.file.leaves_wait |= !failing.is_empty();
         // At the file's end its length, and its checksum, are seen to once
         // its leaves are mended.
@@ -129,10 +128,10 @@ impl Repairs {
             listed_length,
             failing,
             whole: self.file.whole,
+            opens,
             last_pass,
             stamp,
             mtime: self.file.mtime,
-            mtime_listed: self.file.mtime_listed,
         })
     }
 
@@ -141,11 +140,11 @@ impl Repairs {
         if let Some(lost) = self.file.lost.as_mut() {
             lost.length = lost.length.or(checked.pass.total);
         }
-        if checked.pass.continued || !self.restore {
+        let Some(restored) = self.lost.as_mut().filter(|_| !checked.pass.continued) else {
             return Ok(());
-        }
+        };
         match self.file.lost.take() {
-            Some(lost) => self.lost.push(&lost),
+            Some(lost) => restored.push(&lost),
             None => printer.error(
                 &checked.pass.name,
                 "cannot be restored: only an entry with a checksum line is restored from \
@@ -208,66 +207,56 @@ impl Repairs {
         // A file listed twice alike is mended on its first entry: on the
         // next, it is the file as that mending left it.
         let mut mended_here: HashMap<Stamp, Stamp> = HashMap::new();
-        let mut file: Option<Mending> = None;
+        // The file being mended, opened on its first record (`None` if it
+        // could not be, as was said then); whether every leaf of it so far
+        // was mended, and whether one of them was its last (whose failing
+        // may be its length's).
+        let (mut target, mut mended, mut ends) = (None, true, false);
         let mut pending = std::mem::take(&mut self.pending);
         for damaged in pending.iter() {
             let damaged = damaged?;
             // (A name no path here can have was refused as improperly
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
-            // (A file whose last pass could not be read has no last record.)
-            let mut mending = match file.take().filter(|file| file.name == damaged.name) {
-                Some(mending) => mending,
-                None => {
-                    // (Never written where its list contradicts itself about it.)
-                    let opened = match contradicted.get(&name_key(&damaged.name)) {
-                        Some(&(first, second)) => Err(Unmendable::Contradicted(first, second)),
-                        None => {
-                            let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
-                            self.mender.open(&path, seen)
-                        }
-                    };
-                    if let Err(why) = &opened {
-                        printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
+            // (A file whose last pass could not be read has no last record:
+            // the next file's first record opens the next file.)
+            if damaged.opens {
+                // (Never written where its list contradicts itself about it.)
+                let opened = match contradicted.get(&name_key(&damaged.name)) {
+                    Some(&(first, second)) => Err(Unmendable::Contradicted(first, second)),
+                    None => {
+                        let seen = mended_here.get(&damaged.stamp).unwrap_or(&damaged.stamp);
+                        self.mender.open(&path, seen)
                     }
-                    Mending {
-                        name: damaged.name.clone(),
-                        target: opened.ok(),
-                        mended: true,
-                        ends: false,
-                    }
+                };
+                if let Err(why) = &opened {
+                    printer.error(&damaged.name, &format!("cannot be repaired: {why}"))?;
                 }
-            };
-            match &mending.target {
-                None => tally.unrepaired += damaged.failing.len() as u64,
-                Some(target) => {
-                    if !damaged.failing.is_empty() {
-                        let leaves = damaged.tree.leaf_count(damaged.listed_length);
-                        // (In leaf order: the last failing leaf is the one that may end it.)
-                        let last = damaged.failing.last();
-                        mending.ends |= last.is_some_and(|(index, _)| index + 1 == leaves);
-                        let mender = &self.mender;
-                        mending.mended &=
-                            mend_leaves(mender, target, &path, &damaged, printer, tally)?;
-                    }
-                    if damaged.last_pass {
-                        let mended = (mending.mended, mending.ends);
-                        finish_file(&self.mender, target, &damaged, mended, printer, tally)?;
-                        if let Ok(now) = Stamp::now(target) {
-                            mended_here.insert(damaged.stamp, now);
-                        }
-                    }
-                }
+                (target, mended, ends) = (opened.ok(), true, false);
             }
-            if !damaged.last_pass {
-                file = Some(mending);
+            let Some(file) = &target else {
+                tally.unrepaired += damaged.failing.len() as u64;
+                continue;
+            };
+            if !damaged.failing.is_empty() {
+                let leaves = damaged.tree.leaf_count(damaged.listed_length);
+                // (In leaf order: the last failing leaf is the one that may end it.)
+                let last = damaged.failing.last();
+                ends |= last.is_some_and(|(index, _)| index + 1 == leaves);
+                mended &= mend_leaves(&mut self.mender, file, &path, &damaged, printer, tally)?;
+            }
+            if damaged.last_pass {
+                finish_file(&self.mender, file, &damaged, (mended, ends), printer, tally)?;
+                if let Ok(now) = Stamp::now(file) {
+                    mended_here.insert(damaged.stamp, now);
+                }
             }
         }
         self.restore_lost(printer, tally)
     }
 
     fn restore_lost(&mut self, printer: &mut Printer<'_>, tally: &mut Tally) -> io::Result<()> {
-        let mut lost = std::mem::take(&mut self.lost);
+        let mut lost = self.lost.as_mut().map(std::mem::take).unwrap_or_default();
         for lost in lost.iter() {
             let lost = lost?;
             let path = Name::listed(&lost.name).path().unwrap_or_default();
@@ -285,17 +274,6 @@ impl Repairs {
         }
         Ok(())
     }
-}
-
-/// The file being mended, by name: opened on its first record (`None` if
-/// it could not be, as was said then); whether every leaf of it so far was
-/// mended, and whether one of them was its last (whose failing may be its
-/// length's).
-struct Mending {
-    name: Vec<u8>,
-    target: Option<File>,
-    mended: bool,
-    ends: bool,
 }
 
 /// Ends the mending of a file at its last record, given whether every leaf
@@ -324,8 +302,7 @@ fn finish_file(
     if mended && let Some(expected) = &damaged.whole {
         // Its leaf lines leave bytes out: only the whole file says whether
         // it verifies.
-        let whole = (target.try_clone().ok()).map(|file| bt2sum::hash_file(&damaged.tree, file));
-        if whole.and_then(Result::ok).as_ref() != Some(expected) {
+        if !hashes_to(target, &damaged.tree, expected).unwrap_or(false) {
             let message = "still fails its checksum line: bytes its leaf lines do not list differ";
             printer.error(&damaged.name, message)?;
             mended = false;
@@ -337,8 +314,11 @@ fn finish_file(
     tally.mended_files += 1;
     // Its stat line then holds, so that a later change of its bytes reads
     // as damage, never as an edit.
-    match damaged.mtime.map(|mtime| set_modified(target, mtime)) {
-        Some(Err(error)) if damaged.mtime_listed => {
+    let mtime = damaged
+        .mtime
+        .or_else(|| damaged.stamp.modified().map(Mtime::of));
+    match mtime.map(|mtime| set_modified(target, mtime)) {
+        Some(Err(error)) if damaged.mtime.is_some() => {
             let message = format!(
                 "is repaired, but its modification time cannot be set back to its stat \
                  line's ({}): that stat line is stale until an audit with --update writes it \
@@ -374,7 +354,7 @@ fn why_not(checked: &Checked) -> Option<&'static str> {
 
 /// Whether one pass's failing leaves all verify now.
 fn mend_leaves(
-    mender: &Mender,
+    mender: &mut Mender,
     file: &File,
     path: &Path,
     damaged: &Damaged,
@@ -450,10 +430,10 @@ mod tests {
                 listed_length: 4,
                 failing: vec![(0, leaf_digest(&tree, 0, LastNode::Yes, good))],
                 whole: None,
+                opens: true,
                 last_pass,
                 stamp: Stamp::now(&File::open(&path).unwrap()).unwrap(),
                 mtime: None,
-                mtime_listed: false,
             };
             repairs.pending.push(&damaged).unwrap();
         }
