@@ -129,8 +129,9 @@ pub struct Checked {
     /// The worst verdict on the file's lines in this pass and those before
     /// (unreadable, then failed, then OK).
     pub worst: Verdict,
-    /// Whether an earlier pass found the file unreadable.
-    pub(super) unreadable_before: bool,
+    /// Whether an earlier pass found the file unreadable (and told why:
+    /// the reason is told once per file).
+    pub unreadable_before: bool,
     pub(super) file_first_line: u64,
     /// Whether the file was edited since it was listed: its size or
     /// modification time differ from its stat line's (its first pass
@@ -258,26 +259,9 @@ impl Checked {
         (!self.pass.continued).then_some(self.worst)
     }
 
-    /// Why the file could not be read, when this is the first pass to find
-    /// out (so that the reason is told once per file).
-    pub fn new_error(&self) -> Option<&Error> {
-        match &self.outcome {
-            Err(error) if !self.unreadable_before => Some(error),
-            _ => None,
-        }
-    }
-
     /// Whether the file does not exist.
     pub fn is_missing(&self) -> bool {
         matches!(&self.outcome, Err(Error::Io(error)) if error.kind() == std::io::ErrorKind::NotFound)
-    }
-
-    /// On a file's first pass, its length and the listed one, if they
-    /// differ.
-    pub fn length_change(&self) -> Option<(u64, u64)> {
-        let found = self.outcome.as_ref().ok()?.length;
-        let listed = self.pass.total?;
-        (found != listed && !self.pass.continues).then_some((found, listed))
     }
 
     /// For a checksum line checked with `-t`'s leaf size only, in a file
