@@ -5,7 +5,6 @@ use crate::digest::Digest;
 use crate::engine::Hashed;
 use crate::error::Error;
 use crate::format::checksum::Entry;
-use crate::format::list::OtherTool;
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
 use crate::input::Stamp;
@@ -264,22 +263,10 @@ impl Checked {
         matches!(&self.outcome, Err(Error::Io(error)) if error.kind() == std::io::ErrorKind::NotFound)
     }
 
-    /// For a checksum line checked with `-t`'s leaf size only, in a file
-    /// that could be read: whether it matched (a list made with another
-    /// leaf size fails in every such line).
-    pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
+    /// The checksum line the pass judged, in a file that could be read,
+    /// and whether it matched.
+    pub fn checksum_line(&self) -> Option<(&Entry, bool)> {
         let checksum = self.pass.judged_checksum()?;
-        let by_option = self.pass.total.is_none()
-            && self.pass.stat.is_none()
-            && checksum.sized_like().is_none();
-        (by_option && self.outcome.is_ok()).then_some(self.checksum_matched)
-    }
-
-    /// The other tool whose digest size the checksum line has, if it failed
-    /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
-    pub fn failed_like(&self) -> Option<OtherTool> {
-        let checksum = self.pass.judged_checksum()?;
-        let failed = self.outcome.is_ok() && !self.checksum_matched;
-        checksum.sized_like().filter(|_| failed)
+        Some((checksum, self.checksum_matched)).filter(|_| self.outcome.is_ok())
     }
 }
