@@ -134,8 +134,9 @@ pub enum Report<'a> {
     Waiting,
     /// At the end of each list.
     OutsideSlice {
-        /// The properly formatted lines other slices check (none unless
-        /// checked in slices: [`Verifier::slice`]).
+        /// The properly formatted lines left to other slices or rounds
+        /// ([`Verifier::slice`], [`Verifier::chooser`]): none when the
+        /// lists are checked whole.
         lines: u64,
     },
 }
