@@ -413,10 +413,7 @@ impl Check<'_, '_> {
         if let Some(repairs) = &mut self.repairs {
             repairs.note(checked, &mut self.printer)?;
         }
-        if !out_of_time {
-            return Ok(Continue(()));
-        }
-        if checked.pass.continued {
+        if out_of_time && checked.pass.continued {
             // The file's report ends where the time did: its verdict so far.
             tally.count(checked.worst);
             if !self.plan.every_line {
@@ -424,7 +421,7 @@ impl Check<'_, '_> {
                     .verdict(checked, Subject::Checksum, checked.worst)?;
             }
         }
-        Ok(Break(()))
+        Ok(if out_of_time { Break(()) } else { Continue(()) })
     }
 
     /// Ends one list once it is checked: its summary, or why it could not
@@ -537,14 +534,13 @@ impl Printer<'_> {
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
         let list = Name::of_path_lossy(list_name);
-        let list = list.printed();
         self.emit(&Record::BadLine {
-            list: JsonName(Some(list)),
+            list: JsonName(Some(list.printed())),
             line,
         })?;
         if self.verbosity == Verbosity::Warn {
             let message = format!("{line}: improperly formatted BLAKE2 checksum line");
-            self.say(list, &message)?;
+            self.say(list.printed(), &message)?;
         }
         Ok(())
     }
