@@ -128,9 +128,6 @@ impl std::ops::Deref for ListedLeaves {
 }
 
 impl ListedLeaves {
-    /// What each listed leaf takes in memory.
-    pub const BYTES_PER_LEAF: usize = std::mem::size_of::<ListedLeaf>();
-
     /// Lists leaf `index` with `digest`; `false` (and nothing listed)
     /// unless `index` is above every leaf listed so far and `digest` has
     /// their size.

@@ -55,15 +55,14 @@ pub enum ListLine {
 /// Why a line is improperly formatted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Improper {
-    /// A line no tool bt2sum knows of writes, or one of bt2sum's of a
-    /// digest size other than [`Grammar::digest_size`].
+    /// A line no tool bt2sum knows of writes, one of bt2sum's of a digest
+    /// size other than [`Grammar::digest_size`], or one longer than
+    /// [`super::lines::MAX_LINE`] (never held whole).
     Junk,
     #[allow(missing_docs)]
     OtherTool(OtherTool),
     /// A malformed leaf or count line, and why: what `--combine` reports.
     LeafLine(LeafLineError),
-    /// A line longer than [`super::lines::MAX_LINE`], never held whole.
-    TooLong,
 }
 
 /// Another tool, as the shape of its lines shows it.

@@ -132,9 +132,11 @@ pub enum Report<'a> {
     /// The verifier is about to wait for the next file: a good time to
     /// flush what was written so far.
     Waiting,
-    /// At the end of a list checked in slices ([`Verifier::slice`]).
+    /// At the end of each list.
     OutsideSlice {
-        /// The properly formatted lines other slices check.
+        /// The properly formatted lines left to other slices or rounds
+        /// ([`Verifier::slice`], [`Verifier::chooser`]): none when the
+        /// lists are checked whole.
         lines: u64,
     },
 }
@@ -152,10 +154,6 @@ pub struct Slice {
     pub part: Part,
     /// What [`Verifier::total_bytes`] counts.
     pub total: u64,
-    /// Whether the files outside the slice are looked for (opened, not
-    /// read), for an audit to tell the missing ones: reported as probes
-    /// ([`Pass::probe`]).
-    pub probe_others: bool,
 }
 
 impl Slice {
@@ -211,6 +209,10 @@ pub struct Verifier<'a> {
     /// Checks only this slice (of the lists as
     /// [`total_bytes`](Self::total_bytes) counted them, in that order).
     pub slice: Option<Slice>,
+    /// With the first [`slice`](Self::slice): the files outside it are
+    /// looked for (opened, not read), for an audit to tell the missing
+    /// ones, and reported as probes ([`Pass::probe`]).
+    pub probe_others: bool,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
     /// How many more files listed without their size may be asked of the
@@ -284,12 +286,12 @@ impl<'a> Verifier<'a> {
         mut report: impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> io::Result<ControlFlow<()>> {
         let mut passes = Passes::new(list, list_is_stdin, self);
-        let mut file_worst = (None, 0, false);
+        let mut file = (None, 0, false);
         let mut flow = ControlFlow::Continue(());
         hash_each(&mut passes, |event| {
             flow = match event {
                 Event::Waiting => report(Report::Waiting),
-                Event::Ready(outcome) => self.report_pass(outcome, &mut file_worst, &mut report),
+                Event::Ready(outcome) => self.report_pass(outcome, &mut file, &mut report),
             };
             flow
         });
@@ -298,11 +300,10 @@ impl<'a> Verifier<'a> {
             for (line, why) in &passes.bad_lines {
                 report(Report::BadLine { line: *line, why })?;
             }
-            let lines = passes.outside_slice;
-            match self.selects() {
-                true => report(Report::OutsideSlice { lines }),
-                false => ControlFlow::Continue(()),
-            }
+            let lines = self.selects().then_some(passes.outside_slice);
+            report(Report::OutsideSlice {
+                lines: lines.unwrap_or(0),
+            })
         };
         match report_rest() {
             ControlFlow::Continue(()) => passes.error.take().map_or(Ok(flow), Err),
@@ -311,12 +312,12 @@ impl<'a> Verifier<'a> {
     }
 
     /// Reports the improperly formatted lines before a pass, and the pass;
-    /// `file_worst`: the worst verdict so far on the lines of the file
-    /// checked last, its first line, and whether it was edited.
+    /// `file`: the worst verdict so far on the lines of the file checked
+    /// last, its first line, and whether it was edited.
     fn report_pass(
         &self,
         outcome: PassOutcome,
-        (file_worst, first_line, edited): &mut (Option<Verdict>, u64, bool),
+        file: &mut (Option<Verdict>, u64, bool),
         report: &mut impl FnMut(Report<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let mut pass = outcome.tag;
@@ -339,23 +340,19 @@ impl<'a> Verifier<'a> {
         };
         if !checked.pass.continues {
             // (A stat line is on the first pass.)
-            (*file_worst, *first_line, *edited) =
-                (None, checked.pass.first_line, checked.changed());
+            *file = (None, checked.pass.first_line, checked.changed());
         }
-        checked.file_first_line = *first_line;
-        checked.edited = *edited;
-        checked.unreadable_before = *file_worst == Some(Verdict::Unreadable);
-        let worst = checked.lines().map(|(_, verdict)| verdict);
+        let worst_before;
+        (worst_before, checked.file_first_line, checked.edited) = *file;
+        checked.unreadable_before = worst_before == Some(Verdict::Unreadable);
         // Its lines failing, a file whose stat line says it was edited is
         // CHANGED, as its checksum line would have said.
-        *file_worst = worst
-            .chain(*file_worst)
-            .reduce(worse)
-            .map(|worst| match worst {
-                Verdict::Failed | Verdict::Missing if *edited => Verdict::Changed,
-                verdict => verdict,
-            });
-        checked.worst = file_worst.unwrap_or(Verdict::Ok);
+        let lines = checked.lines().map(|(_, verdict)| verdict);
+        file.0 = (lines.chain(worst_before).reduce(worse)).map(|worst| match worst {
+            Verdict::Failed | Verdict::Missing if checked.edited => Verdict::Changed,
+            verdict => verdict,
+        });
+        checked.worst = file.0.unwrap_or(Verdict::Ok);
         report(Report::Checked(&checked))
     }
 

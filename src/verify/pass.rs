@@ -5,7 +5,6 @@ use crate::digest::Digest;
 use crate::engine::Hashed;
 use crate::error::Error;
 use crate::format::checksum::Entry;
-use crate::format::list::OtherTool;
 use crate::format::name::Name;
 use crate::format::stat::Mtime;
 use crate::input::Stamp;
@@ -129,8 +128,9 @@ pub struct Checked {
     /// The worst verdict on the file's lines in this pass and those before
     /// (unreadable, then failed, then OK).
     pub worst: Verdict,
-    /// Whether an earlier pass found the file unreadable.
-    pub(super) unreadable_before: bool,
+    /// Whether an earlier pass found the file unreadable (and told why:
+    /// the reason is told once per file).
+    pub unreadable_before: bool,
     pub(super) file_first_line: u64,
     /// Whether the file was edited since it was listed: its size or
     /// modification time differ from its stat line's (its first pass
@@ -258,44 +258,15 @@ impl Checked {
         (!self.pass.continued).then_some(self.worst)
     }
 
-    /// Why the file could not be read, when this is the first pass to find
-    /// out (so that the reason is told once per file).
-    pub fn new_error(&self) -> Option<&Error> {
-        match &self.outcome {
-            Err(error) if !self.unreadable_before => Some(error),
-            _ => None,
-        }
-    }
-
     /// Whether the file does not exist.
     pub fn is_missing(&self) -> bool {
         matches!(&self.outcome, Err(Error::Io(error)) if error.kind() == std::io::ErrorKind::NotFound)
     }
 
-    /// On a file's first pass, its length and the listed one, if they
-    /// differ.
-    pub fn length_change(&self) -> Option<(u64, u64)> {
-        let found = self.outcome.as_ref().ok()?.length;
-        let listed = self.pass.total?;
-        (found != listed && !self.pass.continues).then_some((found, listed))
-    }
-
-    /// For a checksum line checked with `-t`'s leaf size only, in a file
-    /// that could be read: whether it matched (a list made with another
-    /// leaf size fails in every such line).
-    pub fn matched_with_option_leaf_size(&self) -> Option<bool> {
+    /// The checksum line the pass judged, in a file that could be read,
+    /// and whether it matched.
+    pub fn checksum_line(&self) -> Option<(&Entry, bool)> {
         let checksum = self.pass.judged_checksum()?;
-        let by_option = self.pass.total.is_none()
-            && self.pass.stat.is_none()
-            && checksum.sized_like().is_none();
-        (by_option && self.outcome.is_ok()).then_some(self.checksum_matched)
-    }
-
-    /// The other tool whose digest size the checksum line has, if it failed
-    /// (a GNU-style line of 64 hex digits: BLAKE3 or SHA-256).
-    pub fn failed_like(&self) -> Option<OtherTool> {
-        let checksum = self.pass.judged_checksum()?;
-        let failed = self.outcome.is_ok() && !self.checksum_matched;
-        checksum.sized_like().filter(|_| failed)
+        Some((checksum, self.checksum_matched)).filter(|_| self.outcome.is_ok())
     }
 }

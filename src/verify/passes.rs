@@ -14,7 +14,7 @@ use crate::format::list::{Improper, ListLine, classify};
 use crate::format::name::Name;
 use crate::format::stat::{Mtime, StatLine};
 use crate::input::{Job, Outcome};
-use crate::leaves::ListedLeaves;
+use crate::leaves::{ListedLeaf, ListedLeaves};
 use crate::params::TreeParams;
 
 /// What hashing a pass gave.
@@ -101,7 +101,7 @@ impl<'a> Passes<'a> {
                 // (A comment of any length is skipped: its first bytes say
                 // what it is.)
                 Ok(Record::TooLong) if self.line.first() == Some(&b'#') => ListLine::Skip,
-                Ok(Record::TooLong) => ListLine::Improper(Improper::TooLong),
+                Ok(Record::TooLong) => ListLine::Improper(Improper::Junk),
                 Ok(Record::Line) => classify(&self.line, &self.verifier.settings.grammar),
                 Err(error) => {
                     self.error = Some(error);
@@ -216,7 +216,7 @@ impl<'a> Passes<'a> {
         }
         // The room: what the lines' digests take in the budget of a
         // structure, and at most `pass_bytes` of leaves where that is set.
-        let by_memory = crate::budget::memory().per_structure / ListedLeaves::BYTES_PER_LEAF;
+        let by_memory = crate::budget::memory().per_structure / size_of::<ListedLeaf>();
         let pass_bytes = self.verifier.pass_bytes;
         let by_bytes = pass_bytes.map_or(u64::MAX, |bytes| (bytes / leaf.tree.leaf_size()).max(1));
         let held = pass.listed.len() + pass.count_lines.len();
@@ -232,30 +232,6 @@ impl<'a> Passes<'a> {
             None => pass.count_lines.push(pass.listed.len()),
         }
         Joined::Yes
-    }
-
-    /// Cuts a pass to the units of it that start in the slice being
-    /// checked (see [`super::Slice`]), moving on the offset of the bytes
-    /// the lists describe; whether any is left. A pass that goes on with a
-    /// file reported here, or is gone on with by one, says so only then.
-    fn slice_pass(&mut self, pass: &mut Pass) -> bool {
-        let verifier = self.verifier;
-        // (Count lines go with the pass's first unit.)
-        let starts_in = verifier.holds(verifier.offset.get(), None);
-        let in_this = match &pass.checksum {
-            _ if !pass.listed.is_empty() => slice_leaves(verifier, pass, starts_in),
-            Some(checksum) => take_unit(verifier, pass, None, &checksum.expected),
-            // (Count lines alone: nothing to read.)
-            None => starts_in,
-        };
-        if !in_this {
-            return false;
-        }
-        // Reported here, a pass starts or ends its file's report where the
-        // passes of the file before or after it are not.
-        pass.continues &= self.previous_reported;
-        pass.continued &= verifier.holds(verifier.offset.get(), None);
-        true
     }
 
     /// The bytes the list describes (see [`super::Slice`]), noting its
@@ -307,28 +283,41 @@ impl<'a> Passes<'a> {
         total
     }
 
-    /// The next pass in the slice being checked, if there is one (a pass
-    /// outside it is dropped, or made a probe: see [`super::Slice`]).
+    /// The next pass in the slice being checked, if there is one: cut to
+    /// its units that start in the slice (see [`super::Slice`]), moving on
+    /// the offset of the bytes the lists describe. A pass outside it is
+    /// dropped, or made a probe.
     fn next_sliced(&mut self) -> Option<Pass> {
+        let verifier = self.verifier;
         loop {
             let mut pass = self.next_pass()?;
-            if !self.verifier.selects() {
+            if !verifier.selects() {
                 return Some(pass);
             }
             let lines = pass.lines();
-            let in_slice = self.slice_pass(&mut pass);
+            // (Count lines go with the pass's first unit.)
+            let starts_in = verifier.holds(verifier.offset.get(), None);
+            let in_slice = match &pass.checksum {
+                _ if !pass.listed.is_empty() => slice_leaves(verifier, &mut pass, starts_in),
+                Some(checksum) => take_unit(verifier, &pass, None, &checksum.expected),
+                // (Count lines alone: nothing to read.)
+                None => starts_in,
+            };
             let kept = if in_slice { pass.lines() } else { 0 };
             self.outside_slice += (lines - kept) as u64;
-            self.previous_reported = in_slice;
             if in_slice {
+                // Reported here, a pass starts or ends its file's report
+                // where the passes of the file before or after it are not.
+                pass.continues &= std::mem::replace(&mut self.previous_reported, true);
+                pass.continued &= verifier.holds(verifier.offset.get(), None);
                 return Some(pass);
             }
+            self.previous_reported = false;
             // A file's first pass outside the slice is looked for, for the
             // whole file; the passes that go on with it are not. (Probes are
             // only the first slice's, whose passes of a file all come before
             // those outside it.)
-            let probe_others = self.verifier.slice.is_some_and(|slice| slice.probe_others);
-            if probe_others && !pass.continues {
+            if verifier.probe_others && verifier.slice.is_some() && !pass.continues {
                 (pass.probe, pass.continued, pass.listed) = (true, false, ListedLeaves::default());
                 return Some(pass);
             }
@@ -408,7 +397,7 @@ fn take_unit(verifier: &Verifier<'_>, pass: &Pass, leaf: Option<u64>, digest: &D
     verifier.holds(start, Some(&unit))
 }
 
-/// [`Passes::slice_pass`] for a pass with leaf lines: keeps the leaves in
+/// [`Passes::next_sliced`] for a pass with leaf lines: keeps the leaves in
 /// the slice, and the count lines if the pass's first unit is
 /// (`starts_in`); the checksum line of a listing's first pass is a unit
 /// of its own if the listing is incomplete.
@@ -468,7 +457,7 @@ impl Iterator for Passes<'_> {
             }
         };
         pass.bad_lines = std::mem::take(&mut self.bad_lines);
-        let held = pass.lines() * ListedLeaves::BYTES_PER_LEAF;
+        let held = pass.lines() * size_of::<ListedLeaf>();
         let listed = Some(std::mem::take(&mut pass.listed)).filter(|listed| !listed.is_empty());
         // (A name no path here can have was refused as improperly
         // formatted.)

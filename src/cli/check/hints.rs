@@ -59,16 +59,21 @@ impl Hints {
         } else if !checked.pass.continued && self.first_missing.is_none() {
             self.first_missing = Some(checked.pass.name.clone());
         }
-        if let Some(tool) = checked.failed_like() {
-            add(&mut self.failed_like, &tool);
-        }
-        match checked.matched_with_option_leaf_size() {
-            Some(true) => self.by_option.0 += 1,
-            Some(false) if checked.pass.name != self.last_failed => {
+        let Some((checksum, matched)) = checked.checksum_line() else {
+            return;
+        };
+        // (A GNU-style line of 64 hex digits is BLAKE3's or SHA-256's size.)
+        match checksum.sized_like() {
+            Some(tool) if !matched => add(&mut self.failed_like, &tool),
+            // Checked with `-t`'s leaf size only: a list made with another
+            // leaf size fails in every such line.
+            None if checked.pass.total.is_some() || checked.pass.stat.is_some() => {}
+            None if matched => self.by_option.0 += 1,
+            None if checked.pass.name != self.last_failed => {
                 self.by_option.1 += 1;
                 self.last_failed.clone_from(&checked.pass.name);
             }
-            Some(false) | None => {}
+            Some(_) | None => {}
         }
     }
 

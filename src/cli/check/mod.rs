@@ -48,7 +48,7 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
     let lists = Lists::new(plan, updated.as_ref(), ledger.flatten())
         .map_err(|error| report(OsStr::new("standard input"), &plain_message(&error)))?;
     let progress = Progress::start(config.progress, || lists.progress_total(plan));
-    let verifier = verifier(plan, &progress, &lists);
+    let mut verifier = verifier(plan, &progress, &lists);
     // (Checked in slices, only the first audits.)
     let first_slice = plan.slice.is_none_or(|part| part.part() == 1);
     let mut check = Check {
@@ -70,6 +70,8 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
             .map(|duration| Instant::now() + duration),
         status: Status::Success,
     };
+    // An audit's slice looks for every listed file, to tell the missing ones.
+    verifier.probe_others = plan.slice.is_some() && check.audit.is_some();
     let tallies = check.lists(&verifier)?;
     drop(verifier);
     check.finish(&tallies).map_err(|error| write_failed(&error))
@@ -224,13 +226,7 @@ fn verifier<'v>(plan: &'v Checking, progress: &'v Progress, lists: &'v Lists<'_>
     if verifier.chooser.is_some() || plan.slice.is_some() {
         // (Counted once: a ledger's rounds start the lists over.)
         let total = lists.total_bytes(&verifier);
-        verifier.slice = plan.slice.map(|part| Slice {
-            part,
-            total,
-            // An audit walks in the first slice only, which looks for every
-            // listed file to tell the missing ones.
-            probe_others: plan.audit.is_some() && part.part() == 1,
-        });
+        verifier.slice = plan.slice.map(|part| Slice { part, total });
     }
     verifier
 }
@@ -417,10 +413,7 @@ impl Check<'_, '_> {
         if let Some(repairs) = &mut self.repairs {
             repairs.note(checked, &mut self.printer)?;
         }
-        if !out_of_time {
-            return Ok(Continue(()));
-        }
-        if checked.pass.continued {
+        if out_of_time && checked.pass.continued {
             // The file's report ends where the time did: its verdict so far.
             tally.count(checked.worst);
             if !self.plan.every_line {
@@ -428,7 +421,7 @@ impl Check<'_, '_> {
                     .verdict(checked, Subject::Checksum, checked.worst)?;
             }
         }
-        Ok(Break(()))
+        Ok(if out_of_time { Break(()) } else { Continue(()) })
     }
 
     /// Ends one list once it is checked: its summary, or why it could not
@@ -541,14 +534,13 @@ impl Printer<'_> {
     /// `--json`, always, as an object).
     fn bad_line(&mut self, list_name: &OsStr, line: u64) -> io::Result<()> {
         let list = Name::of_path_lossy(list_name);
-        let list = list.printed();
         self.emit(&Record::BadLine {
-            list: JsonName(Some(list)),
+            list: JsonName(Some(list.printed())),
             line,
         })?;
         if self.verbosity == Verbosity::Warn {
             let message = format!("{line}: improperly formatted BLAKE2 checksum line");
-            self.say(list, &message)?;
+            self.say(list.printed(), &message)?;
         }
         Ok(())
     }
@@ -558,7 +550,9 @@ impl Printer<'_> {
     /// verdicts (with `every_line`, one for each of its lines).
     fn checked(&mut self, checked: &Checked, every_line: bool) -> io::Result<()> {
         let name = &checked.pass.name;
-        if let Some(error) = checked.new_error() {
+        if let Err(error) = &checked.outcome
+            && !checked.unreadable_before
+        {
             self.error(name, &error.to_string())?;
         }
         if checked.pass.contradicts_itself {
@@ -566,7 +560,12 @@ impl Printer<'_> {
                            contradicts itself";
             self.error(name, message)?;
         }
-        if let Some((found, listed)) = checked.length_change().filter(|_| !checked.edited) {
+        // (On a file's first pass: an edit says CHANGED instead.)
+        let found = checked.outcome.as_ref().ok().map(|hashed| hashed.length);
+        if let (Some(found), Some(listed)) = (found, checked.pass.total)
+            && found != listed
+            && !(checked.pass.continues || checked.edited)
+        {
             let message = format!("is {found} bytes long, but its leaf lines say total={listed}");
             self.say(name, &message)?;
         }
