@@ -66,7 +66,7 @@ pub fn run(config: &Hashing, when: BarMode, out: &mut dyn Write) -> Status {
 /// a list as they are hashed (whose sizes are then not known ahead).
 enum Names {
     Given(Vec<OsString>),
-    Walked(Vec<OsString>, WalkPlan, Skipped),
+    Walked(Vec<OsString>, Box<WalkPlan>, Skipped),
     Listed(Box<dyn Iterator<Item = Walked>>),
 }
 
@@ -140,7 +140,7 @@ fn names(config: &Hashing, out: &mut Printer<'_>, status: &mut Status) -> Result
                 files: sys::stdout_file().into_iter().collect(),
                 ..Skipped::default()
             };
-            Names::Walked(roots, walk.clone(), skipped)
+            Names::Walked(roots, Box::new(walk.clone()), skipped)
         }
     })
 }
