@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::rewrite::{Rewrite, Rewritten};
 use crate::cli::beneath::{Directory, Temporary};
-use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, warn};
+use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, counted, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
@@ -153,10 +153,7 @@ fn said(done: &Rewritten) -> String {
     ]
     .into_iter()
     .filter(|(count, _)| *count > 0)
-    .map(|(count, what)| {
-        let s = if count == 1 { "" } else { "s" };
-        format!("{count} {}", what.replace("{s}", s))
-    })
+    .map(|(count, what)| counted(count, &what.replace("{s}", ""), &what.replace("{s}", "s")))
     .collect();
     match parts.is_empty() {
         true => "nothing changed".to_string(),
