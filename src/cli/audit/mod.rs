@@ -103,7 +103,13 @@ impl<'a> Audit<'a> {
         let Some(update) = &self.plan.update else {
             return Ok(false);
         };
-        let shape = Shape::of(checked, update);
+        // (With a stat line if it has one, or the update adds them.)
+        let shape = checked.tagged().map(|tagged| Shape {
+            tree: checked.pass.tree,
+            tagged,
+            leaves: checked.pass.total.is_some(),
+            stat: update.stat || checked.pass.stat.is_some(),
+        });
         self.shape = self.shape.or(shape);
         let fate = match missing {
             true => Some(rewrite::Fate::Missing(index)),

@@ -37,19 +37,6 @@ pub(super) struct Shape {
     pub stat: bool,
 }
 
-impl Shape {
-    /// The shape of a checked file's lines, if it has a checksum line: with
-    /// a stat line if it has one, or the update adds them.
-    pub fn of(checked: &Checked, update: &Update) -> Option<Shape> {
-        Some(Shape {
-            tree: checked.pass.tree,
-            tagged: checked.tagged()?,
-            leaves: checked.pass.total.is_some(),
-            stat: update.stat || checked.pass.stat.is_some(),
-        })
-    }
-}
-
 /// What becomes of a listed file's lines that are not kept as they are.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
