@@ -12,7 +12,7 @@ use std::ops::ControlFlow::{Break, Continue};
 use serde::{Deserialize, Serialize};
 
 use super::moves::{Moves, NewFile};
-use crate::cli::output::report_listed;
+use crate::cli::output::{Rewritten, report_listed};
 use crate::cli::plan::Update;
 use bt2sum::Event;
 use bt2sum::format::checksum::{Style, push_line};
@@ -94,18 +94,6 @@ pub struct Rewrite {
     /// (they are then listed as the update says).
     pub(super) shape: Option<Shape>,
     pub(super) update: Update,
-}
-
-/// What a rewrite did, counted in files.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Rewritten {
-    pub added: u64,
-    pub renamed: u64,
-    pub rehashed: u64,
-    pub restated: u64,
-    pub forgotten: u64,
-    /// Not hashed (their lines are kept, or, new, left out); each reported.
-    pub unreadable: u64,
 }
 
 /// Reads the list's next line into `line`, ended by a newline (the last

@@ -9,9 +9,9 @@ use std::fs::File;
 use std::io::{self, Seek};
 use std::path::{Path, PathBuf};
 
-use super::rewrite::{Rewrite, Rewritten};
+use super::rewrite::Rewrite;
 use crate::cli::beneath::{Directory, Temporary};
-use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, counted, warn};
+use crate::cli::output::{JsonName, Printer, Record, Rewritten, Status, Verbosity, counted, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
@@ -126,14 +126,8 @@ pub fn update(
     };
     if printer.verbosity != Verbosity::Status {
         warn(&format!("{}: updated: {}", list.shown(), said(&done)));
-        printer.emit(&Record::Update {
-            list: JsonName(Some(list.printed())),
-            added: done.added,
-            renamed: done.renamed,
-            rehashed: done.rehashed,
-            restated: done.restated,
-            forgotten: done.forgotten,
-        })?;
+        let list = JsonName(Some(list.printed()));
+        printer.emit(&Record::Update { list, done: &done })?;
     }
     let missing = tally.missing - done.forgotten;
     Ok(match missing + tally.errors + done.unreadable {
