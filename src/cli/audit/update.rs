@@ -83,10 +83,8 @@ impl UpdatedList {
         self.unchanged()?;
         let temporary = Temporary::create(&self.directory, UPDATE_PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.directory_path.as_os_str()).shown();
-            format!(
-                "cannot create a temporary file in {shown}: {}",
-                plain(error)
-            )
+            let why = plain(error);
+            format!("cannot create a temporary file in {shown}: {why}")
         })?;
         let new = temporary.file();
         let mut out = io::BufWriter::with_capacity(64 << 10, new);
