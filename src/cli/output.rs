@@ -280,11 +280,8 @@ pub enum Record<'a> {
     /// What `--update` changed in its list.
     Update {
         list: JsonName<'a>,
-        added: u64,
-        renamed: u64,
-        rehashed: u64,
-        restated: u64,
-        forgotten: u64,
+        #[serde(flatten)]
+        done: &'a Rewritten,
     },
     /// The counts of hashing, last: inputs hashed, and those that failed.
     #[serde(rename = "summary")]
@@ -337,6 +334,19 @@ pub struct Tally {
     pub moved: u64,
     pub missing: u64,
     pub errors: u64,
+}
+
+/// What `--update` did to its list, counted in files.
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Rewritten {
+    pub added: u64,
+    pub renamed: u64,
+    pub rehashed: u64,
+    pub restated: u64,
+    pub forgotten: u64,
+    /// Not hashed (their lines are kept, or, new, left out); each reported.
+    #[serde(skip)]
+    pub unreadable: u64,
 }
 
 /// The bytes of the lists by the age of their last proof, as a check's

@@ -93,7 +93,8 @@ impl<'a> Audit<'a> {
             });
             if let Some(digest) = movable {
                 let which = Which::Missing(index, name.clone());
-                self.joined.push(&Joined::new(digest, which))?;
+                self.joined
+                    .push(&(ByteBuf::from(digest.as_bytes()), which))?;
             }
             self.missing.push(&name)?;
         }
@@ -102,12 +103,18 @@ impl<'a> Audit<'a> {
         let Some(update) = &self.plan.update else {
             return Ok(false);
         };
-        if self.shape.is_none()
-            && let Some(tagged) = checked.tagged()
-        {
-            self.shape = Some(Shape::of(checked, tagged, update));
-        }
-        let fate = rewrite::fate(checked, missing.then_some(index), update);
+        // (With a stat line if it has one, or the update adds them.)
+        let shape = checked.tagged().map(|tagged| Shape {
+            tree: checked.pass.tree,
+            tagged,
+            leaves: checked.pass.total.is_some(),
+            stat: update.stat || checked.pass.stat.is_some(),
+        });
+        self.shape = self.shape.or(shape);
+        let fate = match missing {
+            true => Some(rewrite::Fate::Missing(index)),
+            false => rewrite::fate(checked, shape, update),
+        };
         let Some(fate) = fate.filter(|_| !checked.pass.continued) else {
             return Ok(false);
         };
@@ -241,7 +248,8 @@ impl<'a> Audit<'a> {
             let flow = match hashed {
                 Ok(Some((digest, stamp))) if kept.is_ok() => {
                     let moved = NewFile::of(&name, stamp.as_ref());
-                    kept = joined.push(&Joined::new(&digest, Which::New(index, moved)));
+                    let digest = ByteBuf::from(digest.as_bytes());
+                    kept = joined.push(&(digest, Which::New(index, moved)));
                     Continue(())
                 }
                 Ok(_) => Continue(()),

@@ -6,19 +6,13 @@ use std::io;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
-use bt2sum::Digest;
 use bt2sum::Stamp;
 use bt2sum::format::stat::Mtime;
 use bt2sum::spill::Spill;
 
-/// A missing entry or a new file, by digest: sorted, a digest's missing
-/// entries come first, then its new files.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(super) struct Joined {
-    #[serde(with = "serde_bytes")]
-    digest: Vec<u8>,
-    which: Which,
-}
+/// A missing entry or a new file, and its digest: sorted, a digest's
+/// missing entries come first, then its new files.
+pub(super) type Joined = (ByteBuf, Which);
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(super) enum Which {
@@ -46,13 +40,6 @@ impl NewFile {
     }
 }
 
-impl Joined {
-    pub(super) fn new(digest: &Digest, which: Which) -> Joined {
-        let digest = digest.as_bytes().to_vec();
-        Joined { digest, which }
-    }
-}
-
 /// The moves an audit found, each a missing entry and a new file, sorted
 /// by the index of each: by new file, the missing entry's name; by missing
 /// entry, the new file.
@@ -69,8 +56,8 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
     let mut group: Vec<Joined> = Vec::new();
     let mut pair = |group: &mut Vec<Joined>| -> io::Result<()> {
         if let [entry, file] = &mut group[..]
-            && let Which::Missing(missing, name) = &mut entry.which
-            && let Which::New(new, file) = &mut file.which
+            && let (_, Which::Missing(missing, name)) = entry
+            && let (_, Which::New(new, file)) = file
         {
             by_new.push(&(*new, std::mem::take(name)))?;
             by_missing.push(&(*missing, std::mem::take(file)))?;
@@ -83,7 +70,7 @@ pub(super) fn moves(joined: Spill<Joined>) -> io::Result<Moves> {
         // (Digests compared in constant time, as every digest is.)
         if group
             .first()
-            .is_some_and(|first| !bt2sum::ct::eq(&first.digest, &record.digest))
+            .is_some_and(|first| !bt2sum::ct::eq(&first.0, &record.0))
         {
             pair(&mut group)?;
         }
@@ -136,8 +123,7 @@ mod tests {
             (6, Which::Missing(5, ByteBuf::from(b"old-f"))),
         ];
         for (digest, which) in records {
-            let digest = Digest::from_slice(&[digest; 8]).unwrap();
-            joined.push(&Joined::new(&digest, which)).unwrap();
+            joined.push(&(ByteBuf::from([digest; 8]), which)).unwrap();
         }
         let mut moves = moves(joined).unwrap();
         let by_new: Vec<_> = moves.by_new.iter().map(Result::unwrap).collect();

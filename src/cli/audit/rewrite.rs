@@ -12,7 +12,7 @@ use std::ops::ControlFlow::{Break, Continue};
 use serde::{Deserialize, Serialize};
 
 use super::moves::{Moves, NewFile};
-use crate::cli::output::report_listed;
+use crate::cli::output::{Rewritten, report_listed};
 use crate::cli::plan::Update;
 use bt2sum::Event;
 use bt2sum::format::checksum::{Style, push_line};
@@ -37,19 +37,6 @@ pub(super) struct Shape {
     pub stat: bool,
 }
 
-impl Shape {
-    /// The shape of a checked file's lines (tagged as `tagged`), with a
-    /// stat line if it has one, or the update adds them.
-    pub fn of(checked: &Checked, tagged: bool, update: &Update) -> Shape {
-        Shape {
-            tree: checked.pass.tree,
-            tagged,
-            leaves: checked.pass.total.is_some(),
-            stat: update.stat || checked.pass.stat.is_some(),
-        }
-    }
-}
-
 /// What becomes of a listed file's lines that are not kept as they are.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Fate {
@@ -61,14 +48,11 @@ pub(super) enum Fate {
     Restat(TreeParams, u64, Mtime),
 }
 
-/// What becomes of a listed file's lines (`None`: they are kept):
-/// `missing`, its index among the missing entries.
-pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> Option<Fate> {
-    if let Some(index) = missing {
-        return Some(Fate::Missing(index));
-    }
+/// What becomes of the lines of a listed file that is there (`None`: they
+/// are kept), shaped `shape`.
+pub(super) fn fate(checked: &Checked, shape: Option<Shape>, update: &Update) -> Option<Fate> {
     // (Leaf lines alone: nothing to write anew.)
-    let tagged = checked.tagged()?;
+    let shape = shape?;
     // (A stat line is on the file's first pass, with its checksum line.)
     let one_pass = !checked.pass.continues;
     match (
@@ -78,10 +62,10 @@ pub(super) fn fate(checked: &Checked, missing: Option<u64>, update: &Update) -> 
     ) {
         (Some(Verdict::Changed), _, _) => Some(Fate::Changed(Shape {
             stat: true,
-            ..Shape::of(checked, tagged, update)
+            ..shape
         })),
         (Some(Verdict::Failed), _, _) if update.accept.matches_listed(&checked.pass.name) => {
-            Some(Fate::Changed(Shape::of(checked, tagged, update)))
+            Some(Fate::Changed(shape))
         }
         (Some(Verdict::Ok), Ok(hashed), Some(modified)) if one_pass => {
             let now = (hashed.length, Mtime::of(modified));
@@ -110,18 +94,6 @@ pub struct Rewrite {
     /// (they are then listed as the update says).
     pub(super) shape: Option<Shape>,
     pub(super) update: Update,
-}
-
-/// What a rewrite did, counted in files.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Rewritten {
-    pub added: u64,
-    pub renamed: u64,
-    pub rehashed: u64,
-    pub restated: u64,
-    pub forgotten: u64,
-    /// Not hashed (their lines are kept, or, new, left out); each reported.
-    pub unreadable: u64,
 }
 
 /// Reads the list's next line into `line`, ended by a newline (the last
@@ -181,6 +153,8 @@ impl Rewrite {
         while next_line(list, &mut line)? {
             number += 1;
             current.take_if(|entry| number > entry.lines.1);
+            let read = classify(&line, &Grammar::default());
+            let name = named(&read);
             let starts =
                 |next: &io::Result<Entry>| matches!(next, Ok(next) if next.lines.0 == number);
             // (An entry's first line is its checksum line.)
@@ -192,17 +166,17 @@ impl Rewrite {
                         renamed = to.transpose()?.map(|(_, file)| file);
                         left_out = self.update.forget_missing && renamed.is_none();
                         done.renamed += u64::from(renamed.is_some());
-                        done.forgotten += u64::from(left_out && named(&line).is_some());
+                        done.forgotten += u64::from(left_out && name.is_some());
                     }
                     Fate::Changed(shape) => {
-                        let names = named(&line).into_iter();
+                        let names = name.map(<[u8]>::to_vec).into_iter();
                         left_out = write_hashed(out, shape, names)?.0 == 1;
                         done.rehashed += u64::from(left_out);
                         done.unreadable += u64::from(!left_out);
                     }
                     Fate::Restat(tree, size, mtime) => {
-                        if let Some(name) = named(&line) {
-                            lines_of(tree, &name).push_stat(&mut stat, *size, *mtime);
+                        if let Some(name) = name {
+                            lines_of(tree, name).push_stat(&mut stat, *size, *mtime);
                             done.restated += 1;
                         }
                     }
@@ -210,13 +184,12 @@ impl Rewrite {
             }
             // (An entry's comments and blank lines are kept; its old stat
             // line is left out where a new one is written.)
-            match (&renamed, current.as_ref().map(|entry| &entry.fate)) {
-                (_, None) => out.write_all(&line)?,
-                (Some(file), _) => rename(out, &line, file)?,
-                (None, Some(Fate::Restat(..)))
-                    if matches!(classify(&line, &Grammar::default()), ListLine::Stat(_)) => {}
-                (None, _) if left_out && named(&line).is_some() => {}
-                (None, _) => out.write_all(&line)?,
+            match (&renamed, current.as_ref().map(|entry| &entry.fate), &read) {
+                (_, None, _) => out.write_all(&line)?,
+                (Some(file), _, _) => rename(out, &line, &read, file)?,
+                (None, Some(Fate::Restat(..)), ListLine::Stat(_)) => {}
+                (None, _, _) if left_out && name.is_some() => {}
+                (None, _, _) => out.write_all(&line)?,
             }
             out.write_all(&stat)?;
             stat.clear();
@@ -291,12 +264,13 @@ fn write_outcome(
     Ok(true)
 }
 
-/// Writes a line of a moved file again, with the name of the file it moved
-/// to; a stat line with that file's size and time when it was hashed.
-fn rename(out: &mut dyn Write, line: &[u8], file: &NewFile) -> io::Result<()> {
+/// Writes a line of a moved file again (`read`, as classified), with the
+/// name of the file it moved to; a stat line with that file's size and
+/// time when it was hashed.
+fn rename(out: &mut dyn Write, line: &[u8], read: &ListLine, file: &NewFile) -> io::Result<()> {
     let name = &file.name[..];
     let mut again = Vec::new();
-    match classify(line, &Grammar::default()) {
+    match read {
         ListLine::Checksum(entry) => {
             let (algorithm, digest) = (entry.algorithm, &entry.expected);
             push_checksum(&mut again, entry.tagged, algorithm, digest, name);
@@ -346,11 +320,12 @@ fn push_checksum(
     push_line(out, style, algorithm, digest, Some(name), Ending::Newline);
 }
 
-fn named(line: &[u8]) -> Option<Vec<u8>> {
-    match classify(line, &Grammar::default()) {
-        ListLine::Checksum(entry) => Some(entry.name),
-        ListLine::Leaf(leaf) => leaf.name,
-        ListLine::Stat(stat) => stat.name,
+/// The file a line names, if it is one of a file's lines.
+fn named(read: &ListLine) -> Option<&[u8]> {
+    match read {
+        ListLine::Checksum(entry) => Some(&entry.name),
+        ListLine::Leaf(leaf) => leaf.name.as_deref(),
+        ListLine::Stat(stat) => stat.name.as_deref(),
         _ => None,
     }
 }

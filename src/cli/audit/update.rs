@@ -9,9 +9,9 @@ use std::fs::File;
 use std::io::{self, Seek};
 use std::path::{Path, PathBuf};
 
-use super::rewrite::{Rewrite, Rewritten};
+use super::rewrite::Rewrite;
 use crate::cli::beneath::{Directory, Temporary};
-use crate::cli::output::{JsonName, Printer, Record, Status, Verbosity, warn};
+use crate::cli::output::{JsonName, Printer, Record, Rewritten, Status, Verbosity, counted, warn};
 use crate::cli::plan::Checking;
 use crate::cli::sys;
 use crate::cli::tally::Tally;
@@ -83,10 +83,8 @@ impl UpdatedList {
         self.unchanged()?;
         let temporary = Temporary::create(&self.directory, UPDATE_PREFIX).map_err(|error| {
             let shown = Name::of_path_lossy(self.directory_path.as_os_str()).shown();
-            format!(
-                "cannot create a temporary file in {shown}: {}",
-                plain(error)
-            )
+            let why = plain(error);
+            format!("cannot create a temporary file in {shown}: {why}")
         })?;
         let new = temporary.file();
         let mut out = io::BufWriter::with_capacity(64 << 10, new);
@@ -126,14 +124,8 @@ pub fn update(
     };
     if printer.verbosity != Verbosity::Status {
         warn(&format!("{}: updated: {}", list.shown(), said(&done)));
-        printer.emit(&Record::Update {
-            list: JsonName(Some(list.printed())),
-            added: done.added,
-            renamed: done.renamed,
-            rehashed: done.rehashed,
-            restated: done.restated,
-            forgotten: done.forgotten,
-        })?;
+        let list = JsonName(Some(list.printed()));
+        printer.emit(&Record::Update { list, done: &done })?;
     }
     let missing = tally.missing - done.forgotten;
     Ok(match missing + tally.errors + done.unreadable {
@@ -153,10 +145,7 @@ fn said(done: &Rewritten) -> String {
     ]
     .into_iter()
     .filter(|(count, _)| *count > 0)
-    .map(|(count, what)| {
-        let s = if count == 1 { "" } else { "s" };
-        format!("{count} {}", what.replace("{s}", s))
-    })
+    .map(|(count, what)| counted(count, &what.replace("{s}", ""), &what.replace("{s}", "s")))
     .collect();
     match parts.is_empty() {
         true => "nothing changed".to_string(),
