@@ -155,14 +155,17 @@ impl Rewrite {
             current.take_if(|entry| number > entry.lines.1);
             let read = classify(&line, &Grammar::default());
             let name = named(&read);
-            let starts =
-                |next: &io::Result<Entry>| matches!(next, Ok(next) if next.lines.0 == number);
-            // (An entry's first line is its checksum line.)
+            // (An entry's first line is its checksum line. An entry that
+            // could not be read back is taken, to fail the update.)
+            let starts = |next: &io::Result<Entry>| {
+                (next.as_ref()).map_or(true, |next| next.lines.0 == number)
+            };
             if let Some(entry) = entries.next_if(starts) {
                 (renamed, left_out) = (None, false);
                 match &current.insert(entry?).fate {
                     Fate::Missing(index) => {
-                        let to = moved.next_if(|next| matches!(next, Ok((at, _)) if at == index));
+                        let to =
+                            moved.next_if(|next| next.as_ref().map_or(true, |(at, _)| at == index));
                         renamed = to.transpose()?.map(|(_, file)| file);
                         left_out = self.update.forget_missing && renamed.is_none();
                         done.renamed += u64::from(renamed.is_some());
