@@ -48,8 +48,8 @@ pub fn push_line(
             let head = Tag { algorithm, size }.to_string();
             push_tagged(out, &head, name, &format!(" = {hex}"), ending);
         }
-        Style::Untagged => push_named(out, &format!("{hex}  "), name.unwrap_or(b"-"), "", ending),
-        Style::Bare => push_named(out, &hex, b"", "", ending),
+        Style::Untagged => push_named(out, &[&hex, "  "], name.unwrap_or(b"-"), &[], ending),
+        Style::Bare => push_named(out, &[&hex], b"", &[], ending),
         Style::Raw => out.extend_from_slice(digest.as_bytes()),
     }
 }

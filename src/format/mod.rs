@@ -100,8 +100,8 @@ impl InputLines<'_> {
 /// Appends `[\]HEAD[ (NAME)]TAIL` and the ending: every tagged line.
 fn push_tagged(out: &mut Vec<u8>, head: &str, name: Option<&[u8]>, tail: &str, ending: Ending) {
     match name {
-        Some(name) => push_named(out, &format!("{head} ("), name, &format!("){tail}"), ending),
-        None => push_named(out, head, b"", tail, ending),
+        Some(name) => push_named(out, &[head, " ("], name, &[")", tail], ending),
+        None => push_named(out, &[head], b"", &[tail], ending),
     }
 }
 

@@ -137,18 +137,27 @@ fn shown_escaped(byte: u8) -> bool {
 
 /// Appends `[\]HEAD NAME TAIL` and the ending: a line naming a file, the
 /// name escaped the GNU way (and the line started with `\`) where it holds
-/// a byte to escape and lines end in a newline.
-pub(super) fn push_named(out: &mut Vec<u8>, head: &str, name: &[u8], tail: &str, ending: Ending) {
+/// a byte to escape and lines end in a newline. (The head and tail come in
+/// parts, not to format a line's pieces into new strings first.)
+pub(super) fn push_named(
+    out: &mut Vec<u8>,
+    head: &[&str],
+    name: &[u8],
+    tail: &[&str],
+    ending: Ending,
+) {
     let escaped = ending == Ending::Newline && name.iter().any(|&byte| letter(byte).is_some());
     if escaped {
         out.push(b'\\');
     }
-    out.extend_from_slice(head.as_bytes());
+    head.iter()
+        .for_each(|part| out.extend_from_slice(part.as_bytes()));
     match escaped {
         true => push_escaped(out, name, false),
         false => out.extend_from_slice(name),
     }
-    out.extend_from_slice(tail.as_bytes());
+    tail.iter()
+        .for_each(|part| out.extend_from_slice(part.as_bytes()));
     ending.push(out);
 }
 
@@ -203,8 +212,8 @@ mod tests {
         ];
         for (name, printed, shown) in table {
             let mut lines = (Vec::new(), Vec::new());
-            push_named(&mut lines.0, "", name, "", Ending::Newline);
-            push_named(&mut lines.1, "", name, "", Ending::Nul);
+            push_named(&mut lines.0, &[], name, &[], Ending::Newline);
+            push_named(&mut lines.1, &[], name, &[], Ending::Nul);
             assert_eq!(lines, ([printed, b"\n"].concat(), [name, b"\0"].concat()));
             let (escaped, printed) = crate::format::prefixed(printed, b"\\");
             assert_eq!(read_back(printed, escaped).as_deref(), Some(name));
