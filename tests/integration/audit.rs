@@ -644,6 +644,10 @@ fn an_audit_covers_what_its_walk_meets() {
     let verdicts = "./Photos/2020/a: OK\n./Photos/2020/b: OK\nPhotos/2020/new: NEW\n";
     assert_eq!((out.as_str(), code), (verdicts, 1));
     assert_contains(&err, scope);
+    // The same from a list on standard input, which the scope counts first.
+    let list = fs::read(dir.path().join("SUMS")).unwrap();
+    let piped = super::run_in(&root, ["-c", "--audit", "Photos/2020"], &list);
+    assert_eq!(super::said(&piped), (verdicts.to_string(), err, 1));
     // The excludes leave listed files out as walked ones.
     let args = "-c --audit . --exclude cache/ --exclude 2021 ../SUMS";
     let (out, _, _) = said_in(&root, args.split(' '));

@@ -42,6 +42,8 @@ pub fn run(plan: &Checking, config: &Config, out: &mut dyn Write) -> Status {
 
 /// [`run`], with `Err` for a check that ends early.
 fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status, Status> {
+    // (A time budget counts from here: counting the lists takes of it too.)
+    let started = Instant::now();
     nothing_missing(plan)?;
     let updated = updated_list(plan)?;
     let ledger = plan.ledger.as_ref().map(ledger::open).transpose()?;
@@ -67,7 +69,7 @@ fn check(plan: &Checking, config: &Config, out: &mut dyn Write) -> Result<Status
             .map(|repair| Repairs::new(repair, plan.audit.is_none() && !plan.ignore_missing)),
         deadline: (plan.ledger.as_ref())
             .and_then(|ledger| ledger.max_duration)
-            .map(|duration| Instant::now() + duration),
+            .map(|duration| started + duration),
         status: Status::Success,
     };
     // An audit's slice looks for every listed file, to tell the missing ones.
@@ -123,8 +125,9 @@ fn nothing_missing(plan: &Checking) -> Result<(), Status> {
 /// The lists of a check (standard input when none is given), each to read
 /// from its start as often as needed (the list an update rewrites through
 /// the update's descriptor, standard input from a temporary copy where a
-/// ledger reads it more than once), and which of their files the check
-/// reads: those in an audit's scope and, with a ledger, those of the round.
+/// ledger or a scope reads it more than once), and which of their files
+/// the check reads: those in an audit's scope and, with a ledger, those of
+/// the round.
 struct Lists<'a> {
     names: Vec<OsString>,
     updated: Option<&'a UpdatedList>,
@@ -143,8 +146,14 @@ impl<'a> Lists<'a> {
             true => vec![OsString::from("-")],
             false => plan.lists.clone(),
         };
+        // An audit checks only the listed files its walk would meet.
+        // (Not in slices, which hold every file.)
+        let scope = (plan.audit.as_ref())
+            .filter(|_| plan.slice.is_none())
+            .and_then(Scope::new);
         let mut stdin = None;
-        if ledger.is_some() && names.iter().any(|list| list == "-") {
+        // (Both count the lists before they check them.)
+        if (ledger.is_some() || scope.is_some()) && names.iter().any(|list| list == "-") {
             let copy = stdin.insert(tempfile::tempfile()?);
             io::copy(&mut io::stdin().lock(), copy)?;
         }
@@ -152,11 +161,7 @@ impl<'a> Lists<'a> {
             names,
             updated,
             stdin,
-            // An audit checks only the listed files its walk would meet.
-            // (Not in slices, which hold every file.)
-            scope: (plan.audit.as_ref())
-                .filter(|_| plan.slice.is_none())
-                .and_then(Scope::new),
+            scope,
             schedule: ledger.map(RefCell::new),
         })
     }
