@@ -34,13 +34,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Status {
             return Status::Usage;
         }
     };
+    let config = match request {
+        Request::Run(config) => *config,
+        Request::Print(text) => return ended(print(&text)),
+    };
+    if let Err(status) = set_up(&config) {
+        return status;
+    }
     let stdout = io::stdout().lock();
     // Line by line to a terminal (above the progress bar, if one is drawn
     // there); in big writes to a pipe or a file, through a descriptor of
-    // its own (the runtime's standard output takes a write refused as `Bad
-    // file descriptor`, on a descriptor open for reading only, for a
-    // success). A closed one takes none: lines would vanish into the
-    // /dev/null the runtime put there.
+    // its own (see `print`). A closed one takes none: lines would vanish
+    // into the /dev/null the runtime put there.
     let mut out: Box<dyn Write> = if sys::stdout_closed() {
         Box::new(output::Closed)
     } else if stdout.is_terminal() {
@@ -51,13 +56,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Status {
             Err(_) => Box::new(BufWriter::with_capacity(64 << 10, stdout)),
         }
     };
-    let config = match request {
-        Request::Run(config) => *config,
-        Request::Print(text) => return ended(out.write_all(&text).and_then(|()| out.flush())),
-    };
-    if let Err(status) = set_up(&config) {
-        return status;
-    }
     output::with_stderr(match &config.mode {
         Mode::Hash(hashing) => hash::run(hashing, config.progress, &mut *out),
         Mode::Check(checking) => check::run(checking, &config, &mut *out),
@@ -95,6 +93,17 @@ fn set_up(config: &Config) -> Result<(), Status> {
         }
     }
     Ok(())
+}
+
+/// Writes a text asked for (the help, a manual page) to standard output,
+/// through a descriptor of its own: the runtime's standard output takes a
+/// write refused as `Bad file descriptor` (a descriptor open for reading
+/// only) for a success.
+fn print(text: &[u8]) -> io::Result<()> {
+    if sys::stdout_closed() {
+        return Err(sys::closed_stream());
+    }
+    sys::duplicate_stdout()?.write_all(text)
 }
 
 /// How a list (of checksums, names or leaves) is named in messages.

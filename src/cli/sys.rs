@@ -91,7 +91,7 @@ pub fn open_list(name: &std::ffi::OsStr) -> io::Result<Box<dyn io::BufRead>> {
 
 /// A duplicate of standard output's descriptor, written to without Rust's
 /// line buffering: bytes go out as they are, lines ending in `\n`.
-fn duplicate_stdout() -> io::Result<File> {
+pub fn duplicate_stdout() -> io::Result<File> {
     #[cfg(unix)]
     let copy = std::os::fd::AsFd::as_fd(&io::stdout()).try_clone_to_owned()?;
     #[cfg(windows)]
