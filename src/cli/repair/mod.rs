@@ -212,6 +212,7 @@ impl Repairs {
         // was mended, and whether one of them was its last (whose failing
         // may be its length's).
         let (mut target, mut mended, mut ends) = (None, true, false);
+        let mut target_name = Vec::new();
         let mut pending = std::mem::take(&mut self.pending);
         for damaged in pending.iter() {
             let damaged = damaged?;
@@ -219,8 +220,11 @@ impl Repairs {
             // formatted.)
             let path = Name::listed(&damaged.name).path().unwrap_or_default();
             // (A file whose last pass could not be read has no last record:
-            // the next file's first record opens the next file.)
-            if damaged.opens {
+            // the next file's first record opens the next file. A record
+            // of a file other than the one open opens its own whatever it
+            // says: no file is ever written another's bytes.)
+            if damaged.opens || damaged.name != target_name {
+                target_name.clone_from(&damaged.name);
                 // (Never written where its list contradicts itself about it.)
                 let opened = match contradicted.get(&name_key(&damaged.name)) {
                     Some(&(first, second)) => Err(Unmendable::Contradicted(first, second)),
