@@ -78,13 +78,8 @@ impl<T: Serialize + DeserializeOwned> Spill<T> {
         self.len == 0
     }
 
-    /// Adds a record, or what it borrows as where that encodes as the
-    /// record does (`serde_bytes::Bytes` for a `ByteBuf`; not a slice for an
-    /// array, which the codec writes otherwise).
-    pub fn push<R: Serialize + ?Sized>(&mut self, record: &R) -> io::Result<()>
-    where
-        T: Borrow<R>,
-    {
+    /// Adds a record.
+    pub fn push(&mut self, record: &T) -> io::Result<()> {
         // (Encoded in a buffer kept from record to record: a new one grew
         // byte by byte.)
         let mut encoded = std::mem::take(&mut self.encoded);

@@ -209,9 +209,10 @@ pub struct Verifier<'a> {
     /// Checks only this slice (of the lists as
     /// [`total_bytes`](Self::total_bytes) counted them, in that order).
     pub slice: Option<Slice>,
-    /// With the first [`slice`](Self::slice): the files outside it are
-    /// looked for (opened, not read), for an audit to tell the missing
-    /// ones, and reported as probes ([`Pass::probe`]).
+    /// With a [`slice`](Self::slice): the files outside it are looked for
+    /// (opened, not read), for an audit to tell the missing ones, and
+    /// reported as probes ([`Pass::probe`]). (The check sets it in the
+    /// first slice, the one that audits.)
     pub probe_others: bool,
     /// Checks only the units this chooses, as a slice checks its own.
     pub chooser: Option<Chooser<'a>>,
